@@ -1,3 +1,71 @@
-fn main() {
-    println!("skeleton");
+//! `git-cutile-perf`: a git subcommand that runs the cuTile kernel-optimization loop.
+
+mod cli;
+mod commands;
+mod decision;
+mod git;
+mod gpu;
+mod guard;
+mod locate;
+mod process;
+mod pyliteral;
+mod pytest;
+mod records;
+mod session;
+mod stats;
+mod table;
+mod trailers;
+mod ui;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use cli::{Cli, Command};
+
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("CUTILE_PERF_COMMIT"),
+    ")"
+);
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) if err.downcast_ref::<commands::Interrupted>().is_some() => {
+            eprintln!("{err}");
+            ExitCode::from(130)
+        }
+        Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("{} {err:#}", console::style("error:").red().bold());
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
+    process::install_interrupt_handler()?;
+    if let Command::Demo(args) = &cli.command {
+        return commands::demo::run(args);
+    }
+    let repo = git::Repo::discover(&std::env::current_dir()?)?;
+    match &cli.command {
+        Command::Start(args) => commands::start::run(&repo, args),
+        Command::Step(args) => commands::step::run(&repo, args),
+        Command::Table(args) => commands::report::table(&repo, args),
+        Command::Status(args) => commands::report::status(&repo, args),
+        Command::Demo(_) => unreachable!("handled above"),
+    }
+}
+
+/// A reader that closed the pipe (`| head`) is not an error.
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }

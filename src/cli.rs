@@ -1,0 +1,181 @@
+//! The command line: every verb and flag of `git cutile-perf`.
+
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::decision::Cause;
+use crate::records::Statistic;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "git-cutile-perf",
+    bin_name = "git cutile-perf",
+    version = crate::VERSION,
+    about = "Optimize a cuTile kernel in a TileGym checkout, one measured, committed iteration at a time",
+    long_about = "Optimize a cuTile kernel in a TileGym checkout, one measured, committed iteration at a time.\n\n\
+        `start` creates a session branch and records the baseline; each `step` checks correctness, benchmarks, \
+        decides keep/revert/crash by fixed rules and commits the result with structured trailers; `table` and \
+        `status` are rebuilt from those trailers. Try `git cutile-perf demo` first: it needs no GPU."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Create the session branch and record iteration 0 (correctness + benchmark, no code change)
+    Start(StartArgs),
+    /// Test, benchmark, decide and commit the current change to the kernel as one iteration
+    Step(StepArgs),
+    /// Print the results table rebuilt from the session's commits
+    Table(TableArgs),
+    /// Show the session: kernel, allowed paths, baseline and best latency, and whether the loop may go on
+    Status(JsonArg),
+    /// Run a short session on a built-in TileGym-shaped repository (no GPU needed)
+    Demo(DemoArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct JsonArg {
+    /// Print one JSON object instead of text
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct StartArgs {
+    /// Kernel name: the file stem under src/tilegym/ops/cutile/ or src/tilegym/suites/<suite>/cutile/
+    pub kernel: String,
+    /// Which suite the kernel is in (`ops` or a suite name) when the name exists in several
+    #[arg(long)]
+    pub suite: Option<String>,
+    /// The kernel's test file, when it is not tests/ops/**/test_<kernel>.py or tests/suites/<suite>/test_<kernel>.py
+    #[arg(long, value_name = "PATH")]
+    pub test: Option<String>,
+    /// Another path iterations may change (e.g. the launch wrapper); repeatable
+    #[arg(long, value_name = "PATH")]
+    pub allow: Vec<String>,
+    /// The Python command that runs pytest (e.g. `python3`, `uv run python`)
+    #[arg(long, value_name = "CMD")]
+    pub python: Option<String>,
+    /// Which per-config statistic the decisions use
+    #[arg(long, value_enum, default_value_t = Statistic::Median)]
+    pub stat: Statistic,
+    /// The kernel's class by arithmetic intensity, which orders the optimizations `next` suggests
+    #[arg(long, value_parser = ["memory", "balanced", "compute"])]
+    pub class: Option<String>,
+    /// Time limit for the baseline run (e.g. 10m, 90s)
+    #[arg(long, value_parser = parse_duration, default_value = "10m")]
+    pub budget: Duration,
+    /// Improvement (%) from which the loop continues at full priority
+    #[arg(long, default_value_t = 5.0, value_name = "PCT")]
+    pub continue_pct: f64,
+    /// Improvement (%) below which an iteration counts as no gain
+    #[arg(long, default_value_t = 2.0, value_name = "PCT")]
+    pub gain_pct: f64,
+    /// Slowdown (%) of any single config that reverts the change
+    #[arg(long, default_value_t = 2.0, value_name = "PCT")]
+    pub regression_pct: f64,
+    /// Iterations after which the loop stops
+    #[arg(long, default_value_t = 25, value_name = "N")]
+    pub max_iterations: u32,
+    /// Consecutive iterations without a gain after which the loop stops
+    #[arg(long, default_value_t = 2, value_name = "N")]
+    pub max_no_gain: u32,
+    #[command(flatten)]
+    pub output: JsonArg,
+}
+
+#[derive(Args, Debug)]
+pub struct StepArgs {
+    /// What this iteration changed, in a few words (one optimization)
+    pub description: String,
+    /// Longer notes kept in the commit message body
+    #[arg(long, value_name = "TEXT")]
+    pub notes: Option<String>,
+    /// Time limit for the whole iteration; past it the tests are killed and the iteration is a crash
+    #[arg(long, value_parser = parse_duration, default_value = "10m")]
+    pub budget: Duration,
+    /// Run even though the loop has stopped or escalated
+    #[arg(long = "continue")]
+    pub continue_anyway: bool,
+    /// The bottleneck this optimization targets; scheduling and unknown escalate to the user
+    #[arg(long, value_enum)]
+    pub cause: Option<Cause>,
+    /// The playbook letter this optimization follows (see `git cutile-perf refs playbook`)
+    #[arg(long, value_name = "LETTER")]
+    pub opt: Option<String>,
+    #[command(flatten)]
+    pub output: JsonArg,
+}
+
+#[derive(Args, Debug)]
+pub struct TableArgs {
+    /// Also write sandbox/perf_results.md
+    #[arg(long)]
+    pub write: bool,
+    #[command(flatten)]
+    pub output: JsonArg,
+}
+
+#[derive(Args, Debug)]
+pub struct DemoArgs {
+    /// Build the demo repository here (must not exist) and keep it, instead of a temporary directory
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<std::path::PathBuf>,
+}
+
+/// `10m`, `90s`, `1h30m`, `500ms`, or plain seconds.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let bad = || format!("invalid duration {text:?}: use e.g. 10m, 90s, 1h30m");
+    if let Ok(seconds) = text.parse::<u64>() {
+        return Ok(Duration::from_secs(seconds));
+    }
+    let mut total = Duration::ZERO;
+    let mut rest = text;
+    while !rest.is_empty() {
+        let digits = rest.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
+        let value: u64 = rest[..digits].parse().map_err(|_| bad())?;
+        let unit_len = rest[digits..]
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(rest.len() - digits);
+        let unit = &rest[digits..digits + unit_len];
+        total += match unit {
+            "ms" => Duration::from_millis(value),
+            "s" => Duration::from_secs(value),
+            "m" => Duration::from_secs(value * 60),
+            "h" => Duration::from_secs(value * 3600),
+            _ => return Err(bad()),
+        };
+        rest = &rest[digits + unit_len..];
+    }
+    if total.is_zero() {
+        Err(bad())
+    } else {
+        Ok(total)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("10m"), Ok(Duration::from_secs(600)));
+        assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(parse_duration("90"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        for bad in ["", "m", "10x", "0s", "-1m"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,223 @@
+//! `demo`: the whole loop on a built-in TileGym-shaped repository, no GPU needed.
+//!
+//! The repository is `fixtures/tilegym/` embedded in the binary. Its tests simulate latency and
+//! correctness from constants in the kernel file, so each "optimization" below is an edit of those
+//! constants, and every command is this same binary run as a user would run it.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+
+use crate::cli::DemoArgs;
+use crate::ui;
+
+macro_rules! fixture_files {
+    ($($path:literal),+ $(,)?) => {
+        /// Every file of `fixtures/tilegym/`, with its contents.
+        pub const FIXTURE: &[(&str, &str)] =
+            &[$(($path, include_str!(concat!("../../fixtures/tilegym/", $path)))),+];
+    };
+}
+
+fixture_files!(
+    "pytest.ini",
+    "setup.py",
+    "src/cuda/__init__.py",
+    "src/cuda/tile/__init__.py",
+    "src/tilegym/__init__.py",
+    "src/tilegym/ops/__init__.py",
+    "src/tilegym/ops/cutile/__init__.py",
+    "src/tilegym/ops/cutile/rms_norm.py",
+    "src/tilegym/ops/cutile/vector_add.py",
+    "src/tilegym/suites/__init__.py",
+    "src/tilegym/suites/liger/__init__.py",
+    "src/tilegym/suites/liger/cutile/__init__.py",
+    "src/tilegym/suites/liger/cutile/rms_norm.py",
+    "tests/__init__.py",
+    "tests/common.py",
+    "tests/conftest.py",
+    "tests/ops/__init__.py",
+    "tests/ops/test_vector_add.py",
+    "tests/suites/__init__.py",
+    "tests/suites/liger/__init__.py",
+    "tests/suites/liger/test_rms_norm.py",
+);
+
+const KERNEL: &str = "src/tilegym/ops/cutile/vector_add.py";
+
+pub fn run(args: &DemoArgs) -> Result<()> {
+    let temp;
+    let root: PathBuf = match &args.dir {
+        Some(dir) => {
+            if dir.exists() {
+                bail!(
+                    "{} already exists; the demo builds a new repository there",
+                    dir.display()
+                );
+            }
+            dir.clone()
+        }
+        None => {
+            temp = tempfile::Builder::new()
+                .prefix("cutile-perf-demo-")
+                .tempdir()?;
+            temp.path().to_path_buf()
+        }
+    };
+    write_fixture(&root)?;
+    let demo = Demo {
+        root: &root,
+        exe: std::env::current_exe().context("cannot find this program's path")?,
+    };
+    demo.git(&["init", "-q", "-b", "main"])?;
+    demo.git(&["config", "user.name", "cutile-perf demo"])?;
+    demo.git(&["config", "user.email", "demo@localhost"])?;
+    demo.git(&["add", "-A"])?;
+    demo.git(&["commit", "-q", "-m", "A TileGym-shaped repository"])?;
+    println!(
+        "{} a TileGym-shaped repository in {}",
+        ui::bold("demo:"),
+        root.display()
+    );
+    println!("      its tests simulate latency and correctness from constants in {KERNEL}\n");
+
+    demo.tool(&["start", "vector_add", "--class", "memory"])?;
+    demo.edit(
+        "a larger tile: every config 20% faster",
+        &[
+            ("TILE_SIZE = 128", "TILE_SIZE = 256"),
+            ("0.100000", "0.080000"),
+            ("1.000000", "0.800000"),
+        ],
+    )?;
+    demo.tool(&["step", "--opt", "G", "--cause", "memory", "tile size 256"])?;
+    demo.edit(
+        "persistent scheduling: large shapes faster, small ones 10% slower",
+        &[("0.080000", "0.088000"), ("0.800000", "0.600000")],
+    )?;
+    demo.tool(&["step", "--opt", "B", "persistent scheduling"])?;
+    demo.edit(
+        "latency hints that break the kernel at run time",
+        &[("CRASH = \"\"", "CRASH = \"exception\"")],
+    )?;
+    demo.tool(&["step", "--opt", "E", "latency hints on loads"])?;
+    demo.tool(&["table", "--write"])?;
+    demo.tool(&["status"])?;
+    println!(
+        "\n{} the session branch's log carries every result as trailers:",
+        ui::bold("demo:")
+    );
+    let log = demo.git(&["log", "--format=%h %s", "-6"])?;
+    print!("{log}");
+    if args.dir.is_none() {
+        println!("\n(the demo repository is removed; pass --dir DIR to keep it)");
+    }
+    Ok(())
+}
+
+pub fn write_fixture(root: &Path) -> Result<()> {
+    for (path, contents) in FIXTURE {
+        let target = root.join(path);
+        std::fs::create_dir_all(target.parent().expect("fixture paths have a parent"))?;
+        std::fs::write(&target, contents)
+            .with_context(|| format!("cannot write {}", target.display()))?;
+    }
+    Ok(())
+}
+
+struct Demo<'a> {
+    root: &'a Path,
+    exe: PathBuf,
+}
+
+impl Demo<'_> {
+    fn git(&self, args: &[&str]) -> Result<String> {
+        let output = crate::process::command("git", args)
+            .dir(self.root)
+            .stdout_capture()
+            .stderr_capture()
+            .unchecked()
+            .run()?;
+        if !output.status.success() {
+            bail!(
+                "git {} failed: {}",
+                args.join(" "),
+                String::from_utf8_lossy(&output.stderr).trim()
+            );
+        }
+        Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+    }
+
+    /// Runs this binary as `git cutile-perf ARGS`, showing the command and its output.
+    fn tool(&self, args: &[&str]) -> Result<()> {
+        let shown: Vec<String> = args
+            .iter()
+            .map(|a| {
+                if a.contains(' ') {
+                    format!("\"{a}\"")
+                } else {
+                    a.to_string()
+                }
+            })
+            .collect();
+        println!("\n{} git cutile-perf {}", ui::bold("$"), shown.join(" "));
+        let status = duct::cmd(&self.exe, args)
+            .dir(self.root)
+            .stdin_null()
+            .unchecked()
+            .run()?
+            .status;
+        if !status.success() {
+            bail!("the demo's `git cutile-perf {}` failed", args.join(" "));
+        }
+        Ok(())
+    }
+
+    /// Applies a simulated optimization: text replacements in the kernel file.
+    fn edit(&self, what: &str, replacements: &[(&str, &str)]) -> Result<()> {
+        let path = self.root.join(KERNEL);
+        let mut text = std::fs::read_to_string(&path)?;
+        for (from, to) in replacements {
+            if !text.contains(from) {
+                bail!("demo fixture out of date: {KERNEL} lacks {from:?}");
+            }
+            text = text.replacen(from, to, 1);
+        }
+        std::fs::write(&path, text)?;
+        println!("\n{} edit {KERNEL}: {what}", ui::bold("demo:"));
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_fixture_lists_every_file() {
+        let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/tilegym");
+        let mut on_disk = Vec::new();
+        let mut pending = vec![base.clone()];
+        while let Some(dir) = pending.pop() {
+            for entry in std::fs::read_dir(dir).unwrap().flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    if path.file_name().unwrap() != "__pycache__" {
+                        pending.push(path);
+                    }
+                } else {
+                    on_disk.push(
+                        path.strip_prefix(&base)
+                            .unwrap()
+                            .to_string_lossy()
+                            .into_owned(),
+                    );
+                }
+            }
+        }
+        on_disk.sort();
+        let mut embedded: Vec<String> = FIXTURE.iter().map(|(p, _)| p.to_string()).collect();
+        embedded.sort();
+        assert_eq!(embedded, on_disk);
+    }
+}

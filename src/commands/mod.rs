@@ -1,0 +1,51 @@
+//! One module per verb. Each takes an opened repository, so tests and the demo can run a verb on a
+//! repository of their own (git-absorb's split between opening the repo and working on it).
+
+pub mod demo;
+pub mod report;
+pub mod start;
+pub mod step;
+
+use std::path::PathBuf;
+
+use anyhow::{Result, bail};
+
+use crate::git::Repo;
+use crate::guard::SANDBOX;
+use crate::session::{BRANCH_PREFIX, History};
+use crate::table;
+
+/// Ctrl-C (or SIGTERM) arrived mid-step; the repository was left as it was.
+#[derive(Debug, thiserror::Error)]
+#[error("interrupted: {0}")]
+pub struct Interrupted(pub &'static str);
+
+/// The session on the checked-out branch, or an error saying how to get one.
+pub fn require_history(repo: &Repo) -> Result<History> {
+    if let Some(history) = repo.history()? {
+        return Ok(history);
+    }
+    match repo.branch()? {
+        Some(branch) if branch.starts_with(BRANCH_PREFIX) => bail!(
+            "branch {branch} has no cutile-perf baseline commit\nhint: start a session with `git cutile-perf start <kernel>`"
+        ),
+        branch => bail!(
+            "not on a cutile-perf session branch (HEAD is {})\nhint: start one with `git cutile-perf start <kernel>`, \
+             or check out an existing {BRANCH_PREFIX}* branch",
+            branch.as_deref().unwrap_or("detached")
+        ),
+    }
+}
+
+pub fn sandbox(repo: &Repo) -> PathBuf {
+    repo.root.join(SANDBOX)
+}
+
+/// Writes sandbox/perf_results.md from the history and returns its path.
+pub fn write_table(repo: &Repo, history: &History) -> Result<PathBuf> {
+    let dir = sandbox(repo);
+    std::fs::create_dir_all(&dir)?;
+    let path = dir.join("perf_results.md");
+    std::fs::write(&path, table::markdown(history.iterations()))?;
+    Ok(path)
+}

@@ -1,0 +1,378 @@
+//! The decision rules of the loop: what an attempt's outcome means for the change and for the loop.
+//!
+//! | outcome                                        | status | decision       |
+//! |------------------------------------------------|--------|----------------|
+//! | correctness FAIL                               | revert | try-next       |
+//! | crash (died, timed out, errored, no record)    | crash  | try-next       |
+//! | any config slower than baseline by > regression | revert | try-next      |
+//! | improvement >= continue threshold              | keep   | continue       |
+//! | gain threshold <= improvement < continue       | keep   | lower-priority |
+//! | improvement < gain threshold                   | keep   | stop           |
+//! Then, in order: a root cause of scheduling/unknown escalates; reaching the iteration limit or the
+//! limit of consecutive iterations without a gain stops.
+
+use std::fmt;
+
+use crate::stats::Comparison;
+
+/// The limits a session runs under; set at `start` and recorded in the baseline commit.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Thresholds {
+    /// Improvement (percent) from which the loop continues at full priority.
+    pub continue_pct: f64,
+    /// Improvement (percent) below which an iteration counts as no gain.
+    pub gain_pct: f64,
+    /// Slowdown (percent) of any single config that reverts the change.
+    pub regression_pct: f64,
+    pub max_iterations: u32,
+    pub max_no_gain: u32,
+}
+
+impl Default for Thresholds {
+    fn default() -> Self {
+        Thresholds {
+            continue_pct: 5.0,
+            gain_pct: 2.0,
+            regression_pct: 2.0,
+            max_iterations: 25,
+            max_no_gain: 2,
+        }
+    }
+}
+
+macro_rules! word_enum {
+    ($(#[$meta:meta])* $name:ident { $($variant:ident => $word:literal),+ $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, clap::ValueEnum)]
+        #[serde(rename_all = "kebab-case")]
+        pub enum $name { $($variant),+ }
+
+        impl $name {
+            pub fn as_str(self) -> &'static str {
+                match self { $($name::$variant => $word),+ }
+            }
+
+            pub fn parse(word: &str) -> Option<Self> {
+                match word { $($word => Some($name::$variant),)+ _ => None }
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+word_enum!(
+    /// What happened to the attempted change.
+    Status { Keep => "keep", Revert => "revert", Crash => "crash" }
+);
+word_enum!(Correctness { Pass => "PASS", Fail => "FAIL" });
+word_enum!(
+    /// What the loop does next.
+    Decision {
+        Continue => "continue",
+        LowerPriority => "lower-priority",
+        TryNext => "try-next",
+        Stop => "stop",
+        Escalate => "escalate",
+    }
+);
+word_enum!(
+    /// The bottleneck an optimization targets.
+    Cause { Memory => "memory", Compute => "compute", Latency => "latency", Scheduling => "scheduling", Unknown => "unknown" }
+);
+
+impl Decision {
+    /// Stop and escalate halt the loop until the user says `--continue`.
+    pub fn halts(self) -> bool {
+        matches!(self, Decision::Stop | Decision::Escalate)
+    }
+}
+
+/// What an attempt produced.
+#[derive(Debug, Clone, Copy)]
+pub enum Outcome<'a> {
+    CorrectnessFailed,
+    Crashed(&'a str),
+    Measured(&'a Comparison),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verdict {
+    pub status: Status,
+    pub decision: Decision,
+    pub reason: String,
+    /// Consecutive iterations without a gain, this one included.
+    pub no_gain: u32,
+}
+
+/// Decides one iteration. `no_gain_before` counts the consecutive no-gain iterations before this one.
+pub fn decide(
+    outcome: Outcome<'_>,
+    iteration: u32,
+    no_gain_before: u32,
+    cause: Option<Cause>,
+    limits: &Thresholds,
+) -> Verdict {
+    let (status, decision, reason, gained) = match outcome {
+        Outcome::CorrectnessFailed => (
+            Status::Revert,
+            Decision::TryNext,
+            "correctness failed; the benchmark was not run".to_string(),
+            false,
+        ),
+        Outcome::Crashed(why) => (
+            Status::Crash,
+            Decision::TryNext,
+            format!("crash: {why}"),
+            false,
+        ),
+        Outcome::Measured(cmp) => measured(cmp, limits),
+    };
+    let no_gain = if gained { 0 } else { no_gain_before + 1 };
+    let mut verdict = Verdict {
+        status,
+        decision,
+        reason,
+        no_gain,
+    };
+    if let Some(cause @ (Cause::Scheduling | Cause::Unknown)) = cause {
+        verdict.decision = Decision::Escalate;
+        verdict.reason += &format!("; a {cause} root cause goes to the user");
+    } else if iteration >= limits.max_iterations {
+        verdict.decision = Decision::Stop;
+        verdict.reason += &format!(
+            "; iteration {iteration} reached the limit of {}",
+            limits.max_iterations
+        );
+    } else if no_gain >= limits.max_no_gain {
+        verdict.decision = Decision::Stop;
+        verdict.reason += &format!(
+            "; {no_gain} iterations in a row without a gain of {}% or more",
+            fmt_pct(limits.gain_pct)
+        );
+    }
+    verdict
+}
+
+fn measured(cmp: &Comparison, limits: &Thresholds) -> (Status, Decision, String, bool) {
+    if let Some(worst) = cmp.worst().filter(|w| w.change_pct > limits.regression_pct) {
+        let reason = format!(
+            "{} {} is {:.2}% slower than its baseline (limit {}%)",
+            worst.test,
+            worst.pass,
+            worst.change_pct,
+            fmt_pct(limits.regression_pct)
+        );
+        return (Status::Revert, Decision::TryNext, reason, false);
+    }
+    let improvement = -cmp.change_pct();
+    let summary = format!("{improvement:.2}% faster overall");
+    if improvement >= limits.continue_pct {
+        (
+            Status::Keep,
+            Decision::Continue,
+            format!("{summary} (>= {}%)", fmt_pct(limits.continue_pct)),
+            true,
+        )
+    } else if improvement >= limits.gain_pct {
+        let reason = format!(
+            "{summary} ({}-{}%)",
+            fmt_pct(limits.gain_pct),
+            fmt_pct(limits.continue_pct)
+        );
+        (Status::Keep, Decision::LowerPriority, reason, true)
+    } else {
+        (
+            Status::Keep,
+            Decision::Stop,
+            format!("{summary} (< {}%)", fmt_pct(limits.gain_pct)),
+            false,
+        )
+    }
+}
+
+/// A threshold as written by a person: `5`, `2.5`.
+pub fn fmt_pct(value: f64) -> String {
+    format!("{value}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::ConfigChange;
+
+    fn cmp(changes: &[f64]) -> Comparison {
+        let configs: Vec<ConfigChange> = changes
+            .iter()
+            .enumerate()
+            .map(|(i, c)| ConfigChange {
+                pass: "forward".into(),
+                test: format!("t{i}"),
+                baseline_ms: 1.0,
+                value_ms: 1.0 + c / 100.0,
+                change_pct: *c,
+            })
+            .collect();
+        let latency = crate::stats::geometric_mean(configs.iter().map(|c| c.value_ms)).unwrap();
+        Comparison {
+            configs,
+            baseline_ms: 1.0,
+            latency_ms: latency,
+        }
+    }
+
+    fn run(outcome: Outcome<'_>) -> Verdict {
+        decide(outcome, 1, 0, None, &Thresholds::default())
+    }
+
+    #[test]
+    fn correctness_failure_reverts() {
+        let v = run(Outcome::CorrectnessFailed);
+        assert_eq!(
+            (v.status, v.decision, v.no_gain),
+            (Status::Revert, Decision::TryNext, 1)
+        );
+        assert_eq!(v.reason, "correctness failed; the benchmark was not run");
+    }
+
+    #[test]
+    fn crash_is_try_next() {
+        let v = run(Outcome::Crashed("pytest was killed by signal 9"));
+        assert_eq!((v.status, v.decision), (Status::Crash, Decision::TryNext));
+        assert_eq!(v.reason, "crash: pytest was killed by signal 9");
+    }
+
+    #[test]
+    fn one_slow_config_reverts_despite_overall_gain() {
+        let v = run(Outcome::Measured(&cmp(&[-30.0, -30.0, 2.5])));
+        assert_eq!((v.status, v.decision), (Status::Revert, Decision::TryNext));
+        assert_eq!(
+            v.reason,
+            "t2 forward is 2.50% slower than its baseline (limit 2%)"
+        );
+        // exactly at the limit is not beyond it
+        assert_eq!(
+            run(Outcome::Measured(&cmp(&[-10.0, 2.0]))).status,
+            Status::Keep
+        );
+    }
+
+    #[test]
+    fn gains_map_to_keep_decisions() {
+        let v = run(Outcome::Measured(&cmp(&[-5.0])));
+        assert_eq!(
+            (v.status, v.decision, v.no_gain),
+            (Status::Keep, Decision::Continue, 0)
+        );
+        assert_eq!(v.reason, "5.00% faster overall (>= 5%)");
+        let v = run(Outcome::Measured(&cmp(&[-3.0])));
+        assert_eq!(
+            (v.status, v.decision, v.no_gain),
+            (Status::Keep, Decision::LowerPriority, 0)
+        );
+        assert_eq!(v.reason, "3.00% faster overall (2-5%)");
+        let v = run(Outcome::Measured(&cmp(&[-1.0])));
+        assert_eq!(
+            (v.status, v.decision, v.no_gain),
+            (Status::Keep, Decision::Stop, 1)
+        );
+        assert_eq!(v.reason, "1.00% faster overall (< 2%)");
+    }
+
+    #[test]
+    fn two_without_gain_stop() {
+        let v = decide(
+            Outcome::CorrectnessFailed,
+            4,
+            1,
+            None,
+            &Thresholds::default(),
+        );
+        assert_eq!(
+            (v.status, v.decision, v.no_gain),
+            (Status::Revert, Decision::Stop, 2)
+        );
+        assert_eq!(
+            v.reason,
+            "correctness failed; the benchmark was not run; 2 iterations in a row without a gain of 2% or more"
+        );
+        // a gain resets the count
+        let v = decide(
+            Outcome::Measured(&cmp(&[-6.0])),
+            4,
+            1,
+            None,
+            &Thresholds::default(),
+        );
+        assert_eq!((v.decision, v.no_gain), (Decision::Continue, 0));
+    }
+
+    #[test]
+    fn iteration_limit_stops() {
+        let v = decide(
+            Outcome::Measured(&cmp(&[-6.0])),
+            25,
+            0,
+            None,
+            &Thresholds::default(),
+        );
+        assert_eq!((v.status, v.decision), (Status::Keep, Decision::Stop));
+        assert_eq!(
+            v.reason,
+            "6.00% faster overall (>= 5%); iteration 25 reached the limit of 25"
+        );
+        let v = decide(
+            Outcome::Measured(&cmp(&[-6.0])),
+            24,
+            0,
+            None,
+            &Thresholds::default(),
+        );
+        assert_eq!(v.decision, Decision::Continue);
+    }
+
+    #[test]
+    fn scheduling_and_unknown_escalate() {
+        for cause in [Cause::Scheduling, Cause::Unknown] {
+            let v = decide(
+                Outcome::Measured(&cmp(&[-6.0])),
+                1,
+                0,
+                Some(cause),
+                &Thresholds::default(),
+            );
+            assert_eq!((v.status, v.decision), (Status::Keep, Decision::Escalate));
+            assert_eq!(
+                v.reason,
+                format!("6.00% faster overall (>= 5%); a {cause} root cause goes to the user")
+            );
+        }
+        let v = decide(
+            Outcome::Measured(&cmp(&[-6.0])),
+            1,
+            0,
+            Some(Cause::Memory),
+            &Thresholds::default(),
+        );
+        assert_eq!(v.decision, Decision::Continue);
+    }
+
+    #[test]
+    fn words_round_trip() {
+        for d in [
+            Decision::Continue,
+            Decision::LowerPriority,
+            Decision::TryNext,
+            Decision::Stop,
+            Decision::Escalate,
+        ] {
+            assert_eq!(Decision::parse(d.as_str()), Some(d));
+        }
+        assert_eq!(Status::parse("keep"), Some(Status::Keep));
+        assert_eq!(Correctness::parse("pass"), None);
+    }
+}

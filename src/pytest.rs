@@ -1,0 +1,206 @@
+//! Running TileGym's tests: the correctness selection and the benchmark selection of one test file.
+//!
+//! pytest's exit code alone cannot tell a failing test from a broken run, so every run writes a fresh
+//! JUnit file and the two are read together: only exit 1 with a readable file is a genuine test
+//! failure; a signal, a timeout, exit codes 2-4 or a missing file are crashes.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+
+use crate::process::{self, Ending};
+use crate::records::{self, CaseReport, Measurement, Outcome, Statistic};
+use crate::ui;
+
+pub const CORRECTNESS_SELECTION: &str = "test_ and cutile and not test_perf";
+pub const BENCHMARK_SELECTION: &str = "test_perf and cutile";
+
+/// What is needed to run one test file's selections.
+pub struct Pytest<'a> {
+    pub python: &'a str,
+    pub root: &'a Path,
+    pub test: &'a str,
+    /// Where logs and JUnit files go (`sandbox/` at the root).
+    pub sandbox: PathBuf,
+    pub deadline: Instant,
+}
+
+/// The result of the correctness selection.
+#[derive(Debug)]
+pub enum Correctness {
+    Pass { tests: usize },
+    Fail { failed: Vec<String> },
+    Crash(String),
+    Interrupted,
+}
+
+/// The result of the benchmark selection.
+#[derive(Debug)]
+pub enum Benchmark {
+    Measured(Vec<Measurement>),
+    Crash(String),
+    Interrupted,
+}
+
+/// A finished run: how it ended and the cases of its JUnit file.
+struct Run {
+    ending: Ending,
+    cases: Option<Result<Vec<CaseReport>>>,
+    log: PathBuf,
+}
+
+impl Pytest<'_> {
+    /// The words of `--python`, e.g. `python3` or `uv run python`.
+    fn python_words(&self) -> Vec<&str> {
+        self.python.split_whitespace().collect()
+    }
+
+    /// Fails early, before anything is changed, when the interpreter or pytest is missing.
+    pub fn check_available(&self) -> Result<()> {
+        let words = self.python_words();
+        let (program, args) = words.split_first().context("--python is empty")?;
+        which::which(program)
+            .with_context(|| format!("{program} not found on PATH; pass --python CMD"))?;
+        let mut full = args.to_vec();
+        full.extend(["-m", "pytest", "--version"]);
+        let output = process::command(program, &full)
+            .dir(self.root)
+            .stdout_capture()
+            .stderr_capture()
+            .unchecked()
+            .run()
+            .with_context(|| format!("cannot run {}", self.python))?;
+        if !output.status.success() {
+            anyhow::bail!(
+                "pytest is not available to {}: {}\nhint: install it with `{} -m pip install pytest`, or pass --python CMD",
+                self.python,
+                String::from_utf8_lossy(&output.stderr).trim(),
+                self.python
+            );
+        }
+        Ok(())
+    }
+
+    fn run(&self, name: &str, selection: &str, extra: &[&str]) -> Result<Run> {
+        std::fs::create_dir_all(&self.sandbox)
+            .with_context(|| format!("cannot create {}", self.sandbox.display()))?;
+        let junit = self.sandbox.join(format!("{name}.xml"));
+        let log = self.sandbox.join(format!("{name}.log"));
+        // a file left by an earlier run must never be read as this run's
+        match std::fs::remove_file(&junit) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(e).with_context(|| format!("cannot remove {}", junit.display()));
+            }
+            _ => {}
+        }
+        let junit_arg = format!("--junitxml={}", junit.display());
+        let words = self.python_words();
+        let (program, python_args) = words.split_first().context("--python is empty")?;
+        let mut args: Vec<&str> = python_args.to_vec();
+        args.extend([
+            "-m",
+            "pytest",
+            self.test,
+            "-k",
+            selection,
+            "-v",
+            "-p",
+            "no:cacheprovider",
+        ]);
+        args.extend([
+            "-o",
+            "junit_family=xunit1",
+            "-o",
+            "junit_logging=system-out",
+            &junit_arg,
+        ]);
+        args.extend_from_slice(extra);
+        let expression = process::command(program, &args)
+            .dir(self.root)
+            .env("PYTHONUNBUFFERED", "1");
+        let bar = ui::spinner(&format!("{name}: {} -k \"{selection}\"", self.test));
+        let started = Instant::now();
+        let ending = process::supervise(expression, &log, self.deadline)?;
+        bar.finish_and_clear();
+        ui::progress_line(&format!(
+            "{name}: {} in {:.1}s",
+            describe(ending),
+            started.elapsed().as_secs_f64()
+        ));
+        let cases = junit.exists().then(|| {
+            std::fs::read_to_string(&junit)
+                .with_context(|| format!("cannot read {}", junit.display()))
+                .and_then(|xml| records::parse_junit(&xml))
+        });
+        Ok(Run { ending, cases, log })
+    }
+
+    pub fn correctness(&self) -> Result<Correctness> {
+        let run = self.run("correctness", CORRECTNESS_SELECTION, &[])?;
+        Ok(match (run.ending, run.cases) {
+            (Ending::Interrupted, _) => Correctness::Interrupted,
+            (Ending::Exited(0), Some(Ok(cases))) => Correctness::Pass { tests: cases.len() },
+            (Ending::Exited(1), Some(Ok(cases))) => Correctness::Fail {
+                failed: cases
+                    .into_iter()
+                    .filter(|c| matches!(c.outcome, Outcome::Failed(_) | Outcome::Error(_)))
+                    .map(|c| c.id)
+                    .collect(),
+            },
+            (Ending::Exited(5), _) => Correctness::Crash(format!(
+                "no correctness test matched -k \"{CORRECTNESS_SELECTION}\" in {}",
+                self.test
+            )),
+            (ending, cases) => Correctness::Crash(crash_reason(ending, cases, &run.log)),
+        })
+    }
+
+    pub fn benchmark(&self, statistic: Statistic) -> Result<Benchmark> {
+        let run = self.run("benchmark", BENCHMARK_SELECTION, &["--print-record"])?;
+        Ok(match (run.ending, run.cases) {
+            (Ending::Interrupted, _) => Benchmark::Interrupted,
+            (Ending::Exited(5), _) => Benchmark::Crash(format!(
+                "the benchmark selection is empty: no test matched -k \"{BENCHMARK_SELECTION}\" in {} \
+                 (does it have a test_perf with a cutile parameter?)",
+                self.test
+            )),
+            (Ending::Exited(0 | 1), Some(Ok(cases))) => {
+                match records::measurements(&cases, statistic) {
+                    Ok(m) if m.is_empty() => Benchmark::Crash(
+                        "every perf case was skipped: no latency to compare".into(),
+                    ),
+                    Ok(m) => Benchmark::Measured(m),
+                    Err(e) => Benchmark::Crash(format!("{e:#} (log: {})", run.log.display())),
+                }
+            }
+            (ending, cases) => Benchmark::Crash(crash_reason(ending, cases, &run.log)),
+        })
+    }
+}
+
+fn describe(ending: Ending) -> String {
+    match ending {
+        Ending::Exited(code) => format!("exit {code}"),
+        Ending::Signaled(signal) => format!("killed by signal {signal}"),
+        Ending::TimedOut => "budget exceeded, killed".to_string(),
+        Ending::Interrupted => "interrupted".to_string(),
+    }
+}
+
+fn crash_reason(ending: Ending, cases: Option<Result<Vec<CaseReport>>>, log: &Path) -> String {
+    let what = match (ending, &cases) {
+        (Ending::TimedOut, _) => "pytest ran past the iteration budget and was killed".to_string(),
+        (Ending::Signaled(signal), _) => format!("pytest was killed by signal {signal}"),
+        (Ending::Exited(code @ 2..=4), _) => {
+            format!(
+                "pytest exited with code {code} (interrupted, internal or usage error, or a collection error)"
+            )
+        }
+        (_, None) => "pytest died without writing its JUnit file".to_string(),
+        (_, Some(Err(e))) => format!("the JUnit file is unreadable: {e:#}"),
+        (Ending::Exited(code), Some(Ok(_))) => format!("pytest exited with code {code}"),
+        (Ending::Interrupted, _) => "interrupted".to_string(),
+    };
+    format!("{what} (log: {})", log.display())
+}

@@ -1,0 +1,404 @@
+//! Benchmark records out of a pytest JUnit file.
+//!
+//! TileGym's `test_perf` cases call `record_property("benchmark", {"cutile": {"forward": {...}}})`; pytest
+//! writes the dict's repr into `<property name="benchmark" value="...">`. Some forks print
+//! `Cutile: {'forward': {...}} ms` instead; with `-o junit_logging=system-out` that line lands in the
+//! case's `<system-out>`, so both forms are read from the same file, per case.
+
+use std::fmt;
+
+use anyhow::{Context, Result, bail};
+use quick_xml::events::{BytesStart, Event};
+
+use crate::pyliteral::{self, PyValue};
+
+/// What pytest reported for one test case.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Passed,
+    Failed(String),
+    Error(String),
+    Skipped,
+}
+
+/// One `<testcase>` of a JUnit file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CaseReport {
+    /// `classname::name`, unique within a run and stable across runs.
+    pub id: String,
+    pub outcome: Outcome,
+    /// The raw `benchmark` property, if any.
+    pub benchmark_property: Option<String>,
+    pub stdout: String,
+}
+
+/// The statistic taken from each config's record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Statistic {
+    Mean,
+    Median,
+    Min,
+}
+
+impl Statistic {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Statistic::Mean => "mean",
+            Statistic::Median => "median",
+            Statistic::Min => "min",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Statistic> {
+        [Statistic::Mean, Statistic::Median, Statistic::Min]
+            .into_iter()
+            .find(|s| s.as_str() == text)
+    }
+}
+
+impl fmt::Display for Statistic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One config's latency: a test case crossed with a pass (forward, backward, ...).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Measurement {
+    pub pass: String,
+    pub test: String,
+    #[serde(rename = "value_ms")]
+    pub value: f64,
+}
+
+/// The backend whose numbers the loop optimizes.
+const BACKEND: &str = "cutile";
+
+/// Reads every `<testcase>` of a JUnit XML document.
+pub fn parse_junit(xml: &str) -> Result<Vec<CaseReport>> {
+    let mut reader = quick_xml::Reader::from_str(xml);
+    let mut cases = Vec::new();
+    let mut current: Option<CaseReport> = None;
+    let mut in_stdout = false;
+    loop {
+        let event = reader.read_event().with_context(|| {
+            format!(
+                "the JUnit file is not valid XML (near byte {})",
+                reader.buffer_position()
+            )
+        })?;
+        let (element, empty) = match &event {
+            Event::Start(e) => (Some(e), false),
+            Event::Empty(e) => (Some(e), true),
+            _ => (None, false),
+        };
+        if let Some(e) = element {
+            if e.name().as_ref() == "testcase" {
+                let case = CaseReport {
+                    id: case_id(e)?,
+                    outcome: Outcome::Passed,
+                    benchmark_property: None,
+                    stdout: String::new(),
+                };
+                // an empty `<testcase/>` has no children: it is complete already
+                if empty {
+                    cases.push(case);
+                } else {
+                    current = Some(case);
+                }
+            } else if let Some(case) = current.as_mut() {
+                match e.name().as_ref() {
+                    "property" if attribute(e, "name")?.as_deref() == Some("benchmark") => {
+                        case.benchmark_property = attribute(e, "value")?;
+                    }
+                    "failure" => {
+                        case.outcome = Outcome::Failed(attribute(e, "message")?.unwrap_or_default())
+                    }
+                    "error" => {
+                        case.outcome = Outcome::Error(attribute(e, "message")?.unwrap_or_default())
+                    }
+                    "skipped" => case.outcome = Outcome::Skipped,
+                    "system-out" if !empty => in_stdout = true,
+                    _ => {}
+                }
+            }
+            continue;
+        }
+        match event {
+            Event::Text(t) => {
+                if let (true, Some(case)) = (in_stdout, current.as_mut()) {
+                    case.stdout
+                        .push_str(&t.xml_content(quick_xml::XmlVersion::Implicit1_0));
+                }
+            }
+            Event::CData(t) => {
+                if let (true, Some(case)) = (in_stdout, current.as_mut()) {
+                    case.stdout.push_str(&t.into_inner());
+                }
+            }
+            Event::GeneralRef(r) => {
+                if let (true, Some(case)) = (in_stdout, current.as_mut()) {
+                    let resolved = match r.resolve_char_ref() {
+                        Ok(Some(c)) => c.to_string(),
+                        _ => quick_xml::escape::unescape(&format!("&{};", &*r))
+                            .map(|s| s.into_owned())
+                            .unwrap_or_default(),
+                    };
+                    case.stdout.push_str(&resolved);
+                }
+            }
+            Event::End(e) => match e.name().as_ref() {
+                "testcase" => cases.extend(current.take()),
+                "system-out" => in_stdout = false,
+                _ => {}
+            },
+            Event::Eof => break,
+            _ => {}
+        }
+    }
+    Ok(cases)
+}
+
+fn attribute(element: &BytesStart<'_>, name: &str) -> Result<Option<String>> {
+    for attr in element.attributes() {
+        let attr = attr.context("malformed XML attribute in the JUnit file")?;
+        if attr.key.as_ref() == name {
+            let value = attr
+                .normalized_value(quick_xml::XmlVersion::Implicit1_0)
+                .context("malformed XML attribute value in the JUnit file")?;
+            return Ok(Some(value.into_owned()));
+        }
+    }
+    Ok(None)
+}
+
+fn case_id(element: &BytesStart<'_>) -> Result<String> {
+    let class = attribute(element, "classname")?.unwrap_or_default();
+    let name = attribute(element, "name")?.unwrap_or_default();
+    Ok(if class.is_empty() {
+        name
+    } else {
+        format!("{class}::{name}")
+    })
+}
+
+/// The per-pass records (`{"forward": {...}, ...}`) of one perf case, from either form.
+fn pass_records(case: &CaseReport) -> Result<Option<PyValue>> {
+    if let Some(raw) = &case.benchmark_property {
+        let record = pyliteral::parse(raw).with_context(|| {
+            format!(
+                "benchmark record of {} is not a Python literal: {}",
+                case.id,
+                abbreviate(raw)
+            )
+        })?;
+        return match record
+            .entries()
+            .find(|(k, _)| k.eq_ignore_ascii_case(BACKEND))
+        {
+            Some((_, passes)) => Ok(Some(passes.clone())),
+            None => bail!(
+                "benchmark record of {} has no '{BACKEND}' entry: {}",
+                case.id,
+                abbreviate(raw)
+            ),
+        };
+    }
+    for line in case.stdout.lines() {
+        let Some(rest) = line.trim().strip_prefix("Cutile:") else {
+            continue;
+        };
+        let literal = rest.trim().trim_end_matches("ms").trim_end();
+        let passes = pyliteral::parse(literal).with_context(|| {
+            format!(
+                "printed record of {} is not a Python literal: {}",
+                case.id,
+                abbreviate(literal)
+            )
+        })?;
+        return Ok(Some(passes));
+    }
+    Ok(None)
+}
+
+fn abbreviate(text: &str) -> String {
+    const LIMIT: usize = 120;
+    match text.char_indices().nth(LIMIT) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_string(),
+    }
+}
+
+/// Every config's latency from the cases of a perf run. Skipped cases carry no record; any other case
+/// without a usable record makes the whole run unusable: a missing number must never read as fast.
+pub fn measurements(cases: &[CaseReport], statistic: Statistic) -> Result<Vec<Measurement>> {
+    let mut out = Vec::new();
+    for case in cases {
+        match &case.outcome {
+            Outcome::Skipped => continue,
+            Outcome::Failed(msg) | Outcome::Error(msg) => {
+                bail!("perf case {} failed: {}", case.id, first_line(msg))
+            }
+            Outcome::Passed => {}
+        }
+        let Some(passes) = pass_records(case)? else {
+            bail!("perf case {} gave no benchmark record", case.id)
+        };
+        let mut found = false;
+        for (pass, record) in passes.entries() {
+            let Some(value) = record.get(statistic.as_str()) else {
+                bail!("{pass} record of {} has no '{statistic}'", case.id)
+            };
+            match value.as_f64() {
+                Some(v) if v.is_finite() && v > 0.0 => {}
+                _ => bail!(
+                    "{pass} {statistic} of {} is not a positive number: {value:?}",
+                    case.id
+                ),
+            }
+            out.push(Measurement {
+                pass: pass.to_string(),
+                test: case.id.clone(),
+                value: value.as_f64().expect("checked above"),
+            });
+            found = true;
+        }
+        if !found {
+            bail!(
+                "benchmark record of {} holds no pass (forward, backward, ...)",
+                case.id
+            )
+        }
+    }
+    Ok(out)
+}
+
+fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or("")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/tilegym-junit");
+
+    fn read(name: &str) -> String {
+        std::fs::read_to_string(format!("{DATA}/{name}")).unwrap()
+    }
+
+    #[test]
+    fn real_rms_norm_file() {
+        let cases = parse_junit(&read("test_rms_norm.xml")).unwrap();
+        assert_eq!(cases.len(), 10);
+        let m = measurements(&cases, Statistic::Median).unwrap();
+        assert_eq!(m.len(), 10);
+        assert_eq!(m[0].pass, "forward");
+        assert_eq!(
+            m[0].test,
+            "tests.ops.test_rms_norm.Test_RMSNorm::test_perf[cutile-static_persistent-262144-1024-torch.float16]"
+        );
+        assert_eq!(m[0].value, 0.2798699999999999);
+        let mean = measurements(&cases, Statistic::Mean).unwrap();
+        assert_eq!(mean[0].value, 0.28010342857142856);
+    }
+
+    #[test]
+    fn real_silu_file_has_forward_and_backward() {
+        let cases = parse_junit(&read("test_silu_and_mul.xml")).unwrap();
+        let m = measurements(&cases, Statistic::Median).unwrap();
+        assert_eq!(m.len(), 2 * cases.len());
+        assert_eq!(
+            (m[0].pass.as_str(), m[0].value),
+            ("forward", 0.05225600000000009)
+        );
+        assert_eq!((m[1].pass.as_str(), m[1].value), ("backward", 0.240481));
+    }
+
+    #[test]
+    fn real_noise_files_parse() {
+        for entry in std::fs::read_dir(format!("{DATA}/noise-h200")).unwrap() {
+            let xml = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+            let m = measurements(&parse_junit(&xml).unwrap(), Statistic::Min).unwrap();
+            assert!(!m.is_empty());
+        }
+    }
+
+    #[test]
+    fn empty_selection_has_no_cases() {
+        assert!(
+            parse_junit(&read("test_softmax_perf_none_selected.xml"))
+                .unwrap()
+                .is_empty()
+        );
+    }
+
+    fn junit(cases: &str) -> String {
+        format!(
+            r#"<?xml version="1.0"?><testsuites><testsuite name="pytest">{cases}</testsuite></testsuites>"#
+        )
+    }
+
+    #[test]
+    fn printed_record_in_system_out() {
+        let xml = junit(
+            r#"<testcase classname="t.C" name="test_perf[a]"><system-out>noise
+Cutile: {'forward': {'median': 0.5, 'kernel': 'a&lt;b&gt;'}} ms
+</system-out></testcase>"#,
+        );
+        let m = measurements(&parse_junit(&xml).unwrap(), Statistic::Median).unwrap();
+        assert_eq!(
+            m,
+            vec![Measurement {
+                pass: "forward".into(),
+                test: "t.C::test_perf[a]".into(),
+                value: 0.5
+            }]
+        );
+    }
+
+    #[test]
+    fn missing_or_garbage_records_are_errors() {
+        let no_record = junit(r#"<testcase classname="t" name="p"></testcase>"#);
+        let err = measurements(&parse_junit(&no_record).unwrap(), Statistic::Median).unwrap_err();
+        assert_eq!(err.to_string(), "perf case t::p gave no benchmark record");
+
+        let nan = junit(
+            r#"<testcase classname="t" name="p"><properties><property name="benchmark" value="{'cutile': {'forward': {'median': nan}}}"/></properties></testcase>"#,
+        );
+        let err = measurements(&parse_junit(&nan).unwrap(), Statistic::Median).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "forward median of t::p is not a positive number: Float(NaN)"
+        );
+
+        let garbage = junit(
+            r#"<testcase classname="t" name="p"><properties><property name="benchmark" value="{'cutile': {"/></properties></testcase>"#,
+        );
+        assert!(measurements(&parse_junit(&garbage).unwrap(), Statistic::Median).is_err());
+
+        let failed = junit(
+            r#"<testcase classname="t" name="p"><failure message="boom&#10;more">x</failure></testcase>"#,
+        );
+        let err = measurements(&parse_junit(&failed).unwrap(), Statistic::Median).unwrap_err();
+        assert_eq!(err.to_string(), "perf case t::p failed: boom");
+
+        assert!(parse_junit("<testsuite><testcase name='a'>").is_ok());
+        assert!(parse_junit("<testsuite><testcase name='a></testsuite>").is_err());
+    }
+
+    #[test]
+    fn skipped_cases_are_left_out() {
+        let xml = junit(
+            r#"<testcase classname="t" name="p"><skipped message="no sm_100"/></testcase><testcase classname="t" name="q"/>"#,
+        );
+        let cases = parse_junit(&xml).unwrap();
+        assert_eq!(cases[0].outcome, Outcome::Skipped);
+        assert_eq!(cases[1].id, "t::q");
+        assert!(
+            measurements(&cases[..1], Statistic::Median)
+                .unwrap()
+                .is_empty()
+        );
+    }
+}

@@ -1,0 +1,451 @@
+//! The session and its iterations as recorded in trailers, and the loop state derived from them.
+//!
+//! Nothing here is stored anywhere but in commit messages: the baseline commit (iteration 0) carries the
+//! session's settings, every later iteration commit its own result. State such as "the current baseline"
+//! or "iterations without a gain" is recomputed from that list each time.
+
+use anyhow::{Context, Result, bail};
+
+use crate::decision::{Cause, Correctness, Decision, Status, Thresholds, fmt_pct};
+use crate::records::{Measurement, Statistic};
+use crate::trailers::{Block, decode_field, encode_field};
+
+/// Version of the trailer schema, so a later tool can read an older history.
+const SCHEMA: &str = "1";
+
+/// Branches whose name starts with this are session branches.
+pub const BRANCH_PREFIX: &str = "cutile-perf-";
+
+/// Settings fixed at `start`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Session {
+    pub kernel: String,
+    pub test: String,
+    /// Repository-relative paths that iterations may change (the kernel first).
+    pub allowed: Vec<String>,
+    #[serde(serialize_with = "serialize_display")]
+    pub statistic: Statistic,
+    #[serde(skip)]
+    pub thresholds: Thresholds,
+    pub python: String,
+    /// memory, balanced or compute, when known.
+    pub class: Option<String>,
+    /// `name, compute capability, driver` when a GPU was seen.
+    pub gpu: Option<String>,
+}
+
+fn serialize_display<S: serde::Serializer>(
+    value: &impl std::fmt::Display,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    s.collect_str(value)
+}
+
+/// One iteration's record.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Iteration {
+    pub number: u32,
+    pub optimization: String,
+    /// The playbook letter the optimization follows, if named.
+    pub letter: Option<String>,
+    pub cause: Option<Cause>,
+    pub latency_ms: Option<f64>,
+    pub correctness: Correctness,
+    pub status: Status,
+    pub baseline_ms: f64,
+    pub change_pct: Option<f64>,
+    pub decision: Decision,
+    pub reason: String,
+    pub configs: Vec<Measurement>,
+    /// The commit holding the attempted change, for reverted and crashed iterations.
+    pub attempt: Option<String>,
+}
+
+impl Iteration {
+    /// Whether this iteration gained enough to reset the no-gain count.
+    fn gained(&self, limits: &Thresholds) -> bool {
+        self.status == Status::Keep && self.change_pct.is_some_and(|c| -c >= limits.gain_pct)
+    }
+}
+
+/// Formats a latency as the table and trailers show it.
+pub fn fmt_ms(value: Option<f64>) -> String {
+    value.map_or_else(|| "n/a".to_string(), |v| format!("{v:.6}"))
+}
+
+pub fn fmt_change(value: Option<f64>) -> String {
+    value.map_or_else(|| "n/a".to_string(), |v| format!("{v:+.2}%"))
+}
+
+fn parse_optional_number(text: &str, what: &str) -> Result<Option<f64>> {
+    if text == "n/a" {
+        return Ok(None);
+    }
+    let number = text
+        .trim_end_matches('%')
+        .parse::<f64>()
+        .with_context(|| format!("bad {what}: {text:?}"))?;
+    Ok(Some(number))
+}
+
+fn parse_word<T>(text: &str, parse: fn(&str) -> Option<T>, what: &str) -> Result<T> {
+    parse(text).with_context(|| format!("unknown {what} {text:?}"))
+}
+
+impl Session {
+    pub fn write(&self, block: &mut Block) {
+        block.push("Session", SCHEMA);
+        block.push("Kernel", encode_field(&self.kernel));
+        block.push("Test", encode_field(&self.test));
+        for path in &self.allowed {
+            block.push("Allow", encode_field(path));
+        }
+        block.push("Statistic", self.statistic.as_str());
+        let t = &self.thresholds;
+        block.push("Continue-Pct", fmt_pct(t.continue_pct));
+        block.push("Gain-Pct", fmt_pct(t.gain_pct));
+        block.push("Regression-Pct", fmt_pct(t.regression_pct));
+        block.push("Max-Iterations", t.max_iterations.to_string());
+        block.push("Max-No-Gain", t.max_no_gain.to_string());
+        block.push("Python", &self.python);
+        if let Some(class) = &self.class {
+            block.push("Class", class);
+        }
+        if let Some(gpu) = &self.gpu {
+            block.push("GPU", gpu);
+        }
+    }
+
+    /// The session recorded in a baseline commit's trailers; `None` if the block holds none.
+    pub fn read(block: &Block) -> Result<Option<Session>> {
+        let Some(schema) = block.get("Session")? else {
+            return Ok(None);
+        };
+        if schema != SCHEMA {
+            bail!(
+                "session schema {schema} is not supported by this version (expects {SCHEMA}); upgrade git-cutile-perf"
+            );
+        }
+        let number = |key: &str| -> Result<f64> {
+            let text = block.require(key)?;
+            text.parse().with_context(|| format!("bad {key}: {text:?}"))
+        };
+        let count = |key: &str| -> Result<u32> {
+            let text = block.require(key)?;
+            text.parse().with_context(|| format!("bad {key}: {text:?}"))
+        };
+        Ok(Some(Session {
+            kernel: decode_field(block.require("Kernel")?)?,
+            test: decode_field(block.require("Test")?)?,
+            allowed: block
+                .all("Allow")
+                .map(decode_field)
+                .collect::<Result<_>>()?,
+            statistic: parse_word(block.require("Statistic")?, Statistic::parse, "statistic")?,
+            thresholds: Thresholds {
+                continue_pct: number("Continue-Pct")?,
+                gain_pct: number("Gain-Pct")?,
+                regression_pct: number("Regression-Pct")?,
+                max_iterations: count("Max-Iterations")?,
+                max_no_gain: count("Max-No-Gain")?,
+            },
+            python: block.require("Python")?.to_string(),
+            class: block.get("Class")?.map(str::to_string),
+            gpu: block.get("GPU")?.map(str::to_string),
+        }))
+    }
+}
+
+impl Iteration {
+    pub fn write(&self, block: &mut Block) {
+        block.push("Iteration", self.number.to_string());
+        block.push("Optimization", &self.optimization);
+        if let Some(letter) = &self.letter {
+            block.push("Opt", letter);
+        }
+        if let Some(cause) = self.cause {
+            block.push("Cause", cause.as_str());
+        }
+        block.push("Latency-Ms", fmt_ms(self.latency_ms));
+        block.push("Correctness", self.correctness.as_str());
+        block.push("Status", self.status.as_str());
+        block.push("Baseline-Ms", fmt_ms(Some(self.baseline_ms)));
+        block.push("Change", fmt_change(self.change_pct));
+        block.push("Decision", self.decision.as_str());
+        block.push("Reason", &self.reason);
+        if let Some(attempt) = &self.attempt {
+            block.push("Attempt", attempt);
+        }
+        for config in &self.configs {
+            // the full-precision value: the next iteration compares against it
+            block.push(
+                "Config",
+                format!(
+                    "{} {} {}",
+                    config.pass,
+                    config.value,
+                    encode_field(&config.test)
+                ),
+            );
+        }
+    }
+
+    /// The iteration recorded in a commit's trailers; `None` if the block holds none.
+    pub fn read(block: &Block) -> Result<Option<Iteration>> {
+        let Some(number) = block.get("Iteration")? else {
+            return Ok(None);
+        };
+        let configs = block
+            .all("Config")
+            .map(|text| {
+                let mut parts = text.splitn(3, ' ');
+                let (Some(pass), Some(value), Some(test)) =
+                    (parts.next(), parts.next(), parts.next())
+                else {
+                    bail!("bad config trailer {text:?}");
+                };
+                let value = value
+                    .parse()
+                    .with_context(|| format!("bad config value in {text:?}"))?;
+                Ok(Measurement {
+                    pass: pass.to_string(),
+                    test: decode_field(test)?,
+                    value,
+                })
+            })
+            .collect::<Result<_>>()?;
+        Ok(Some(Iteration {
+            number: number
+                .parse()
+                .with_context(|| format!("bad iteration number {number:?}"))?,
+            optimization: block.require("Optimization")?.to_string(),
+            letter: block.get("Opt")?.map(str::to_string),
+            cause: block
+                .get("Cause")?
+                .map(|c| parse_word(c, Cause::parse, "cause"))
+                .transpose()?,
+            latency_ms: parse_optional_number(block.require("Latency-Ms")?, "latency")?,
+            correctness: parse_word(
+                block.require("Correctness")?,
+                Correctness::parse,
+                "correctness",
+            )?,
+            status: parse_word(block.require("Status")?, Status::parse, "status")?,
+            baseline_ms: parse_optional_number(block.require("Baseline-Ms")?, "baseline")?
+                .context("the baseline latency is missing")?,
+            change_pct: parse_optional_number(block.require("Change")?, "change")?,
+            decision: parse_word(block.require("Decision")?, Decision::parse, "decision")?,
+            reason: block.require("Reason")?.to_string(),
+            configs,
+            attempt: block.get("Attempt")?.map(str::to_string),
+        }))
+    }
+}
+
+/// A session with its iterations, oldest first (iteration 0 is the baseline).
+#[derive(Debug, Clone)]
+pub struct History {
+    pub session: Session,
+    pub baseline_commit: String,
+    pub iterations: Vec<(String, Iteration)>,
+}
+
+impl History {
+    /// Checks that iterations are numbered 0, 1, 2, ... without gaps or repeats: anything else means
+    /// the history was rewritten (a squash, a dropped commit) and the record cannot be trusted.
+    pub fn validate(&self) -> Result<()> {
+        for (expected, (commit, iteration)) in self.iterations.iter().enumerate() {
+            if iteration.number as usize != expected {
+                bail!(
+                    "the session history is broken: commit {} records iteration {} where iteration {expected} \
+                     was expected (was the branch rebased or squashed?)",
+                    short(commit),
+                    iteration.number
+                );
+            }
+        }
+        if self
+            .iterations
+            .first()
+            .is_none_or(|(_, it)| it.status != Status::Keep)
+        {
+            bail!("the session history is broken: the baseline commit records no kept iteration 0");
+        }
+        Ok(())
+    }
+
+    pub fn iterations(&self) -> impl DoubleEndedIterator<Item = &Iteration> {
+        self.iterations.iter().map(|(_, it)| it)
+    }
+
+    /// The latest kept iteration: what the next attempt is compared with.
+    pub fn current_baseline(&self) -> &Iteration {
+        self.iterations()
+            .rev()
+            .find(|it| it.status == Status::Keep)
+            .expect("validated: iteration 0 is kept")
+    }
+
+    /// The fastest kept iteration.
+    pub fn best(&self) -> &Iteration {
+        self.iterations()
+            .filter(|it| it.status == Status::Keep && it.latency_ms.is_some())
+            .min_by(|a, b| a.latency_ms.unwrap().total_cmp(&b.latency_ms.unwrap()))
+            .unwrap_or_else(|| self.current_baseline())
+    }
+
+    /// Consecutive iterations, newest backwards, that gained less than the gain threshold.
+    pub fn no_gain_count(&self) -> u32 {
+        let limits = &self.session.thresholds;
+        self.iterations
+            .iter()
+            .skip(1)
+            .rev()
+            .take_while(|(_, it)| !it.gained(limits))
+            .count() as u32
+    }
+
+    pub fn next_number(&self) -> u32 {
+        self.iterations.len() as u32
+    }
+
+    /// The last iteration, if its decision halts the loop.
+    pub fn halted_by(&self) -> Option<&Iteration> {
+        self.iterations().last().filter(|it| it.decision.halts())
+    }
+
+    /// Playbook letters already tried, in order.
+    pub fn tried_letters(&self) -> Vec<String> {
+        self.iterations()
+            .filter_map(|it| it.letter.clone())
+            .collect()
+    }
+}
+
+pub fn short(commit: &str) -> &str {
+    &commit[..commit.len().min(10)]
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::trailers::render_message;
+
+    pub fn session() -> Session {
+        Session {
+            kernel: "src/tilegym/ops/cutile/rms_norm.py".into(),
+            test: "tests/ops/test_rms_norm.py".into(),
+            allowed: vec![
+                "src/tilegym/ops/cutile/rms_norm.py".into(),
+                "src/a b\nc.py".into(),
+            ],
+            statistic: Statistic::Median,
+            thresholds: Thresholds::default(),
+            python: "python3".into(),
+            class: Some("memory".into()),
+            gpu: None,
+        }
+    }
+
+    pub fn iteration(
+        number: u32,
+        status: Status,
+        change: Option<f64>,
+        decision: Decision,
+    ) -> Iteration {
+        Iteration {
+            number,
+            optimization: format!("opt {number}"),
+            letter: None,
+            cause: None,
+            latency_ms: change.map(|c| 1.0 + c / 100.0),
+            correctness: Correctness::Pass,
+            status,
+            baseline_ms: 1.0,
+            change_pct: change,
+            decision,
+            reason: "r".into(),
+            configs: vec![Measurement {
+                pass: "forward".into(),
+                test: "t::p[a b]".into(),
+                value: 0.1234567891,
+            }],
+            attempt: None,
+        }
+    }
+
+    #[test]
+    fn session_round_trips_through_a_message() {
+        let mut block = Block::default();
+        session().write(&mut block);
+        iteration(0, Status::Keep, Some(0.0), Decision::Continue).write(&mut block);
+        let read = Block::from_message(&render_message("baseline", None, &block));
+        assert_eq!(Session::read(&read).unwrap(), Some(session()));
+        let it = Iteration::read(&read).unwrap().unwrap();
+        assert_eq!(
+            it,
+            iteration(0, Status::Keep, Some(0.0), Decision::Continue)
+        );
+    }
+
+    #[test]
+    fn iteration_round_trips_with_optional_fields() {
+        let mut it = iteration(3, Status::Crash, None, Decision::TryNext);
+        it.correctness = Correctness::Fail;
+        it.letter = Some("B".into());
+        it.cause = Some(Cause::Latency);
+        it.attempt = Some("abc123".into());
+        it.configs.clear();
+        let mut block = Block::default();
+        it.write(&mut block);
+        let message = render_message("s", Some("n"), &block);
+        assert!(message.contains("\nCutile-Perf-Latency-Ms: n/a\n"));
+        assert!(message.contains("\nCutile-Perf-Change: n/a\n"));
+        assert_eq!(
+            Iteration::read(&Block::from_message(&message)).unwrap(),
+            Some(it)
+        );
+        assert_eq!(Session::read(&Block::from_message(&message)).unwrap(), None);
+    }
+
+    fn history(iterations: Vec<Iteration>) -> History {
+        History {
+            session: session(),
+            baseline_commit: "c0".into(),
+            iterations: iterations
+                .into_iter()
+                .enumerate()
+                .map(|(i, it)| (format!("c{i}"), it))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn derived_state() {
+        let h = history(vec![
+            iteration(0, Status::Keep, Some(0.0), Decision::Continue),
+            iteration(1, Status::Keep, Some(-10.0), Decision::Continue),
+            iteration(2, Status::Revert, Some(5.0), Decision::TryNext),
+            iteration(3, Status::Keep, Some(-1.0), Decision::Stop),
+        ]);
+        h.validate().unwrap();
+        assert_eq!(h.current_baseline().number, 3);
+        assert_eq!(h.best().number, 1);
+        assert_eq!(h.no_gain_count(), 2);
+        assert_eq!(h.next_number(), 4);
+        assert_eq!(h.halted_by().map(|it| it.number), Some(3));
+    }
+
+    #[test]
+    fn gaps_are_reported() {
+        let h = history(vec![
+            iteration(0, Status::Keep, Some(0.0), Decision::Continue),
+            iteration(2, Status::Keep, Some(-10.0), Decision::Continue),
+        ]);
+        assert_eq!(
+            h.validate().unwrap_err().to_string(),
+            "the session history is broken: commit c1 records iteration 2 where iteration 1 was expected \
+             (was the branch rebased or squashed?)"
+        );
+    }
+}

@@ -1,0 +1,142 @@
+//! Aggregating per-config latencies and comparing a run with its baseline.
+//!
+//! Configs are summarized by their geometric mean: it is the only mean whose ranking of two runs does not
+//! depend on which run is taken as the reference (Fleming & Wallace, "How not to lie with statistics: the
+//! correct way to summarize benchmark results", CACM 29(3), 1986). Each config is also compared on its
+//! own, so a gain on large shapes cannot hide a regression on small ones.
+
+use std::collections::HashMap;
+
+use crate::records::Measurement;
+
+/// exp(mean(ln x)); `None` for an empty slice or a non-positive value.
+pub fn geometric_mean(values: impl IntoIterator<Item = f64>) -> Option<f64> {
+    let mut count = 0usize;
+    let mut log_sum = 0.0;
+    for value in values {
+        if !(value > 0.0 && value.is_finite()) {
+            return None;
+        }
+        log_sum += value.ln();
+        count += 1;
+    }
+    (count > 0).then(|| (log_sum / count as f64).exp())
+}
+
+/// Relative change in percent; negative is faster.
+pub fn change_pct(baseline: f64, value: f64) -> f64 {
+    (value - baseline) / baseline * 100.0
+}
+
+/// One config of a run set beside its baseline.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ConfigChange {
+    pub pass: String,
+    pub test: String,
+    pub baseline_ms: f64,
+    pub value_ms: f64,
+    pub change_pct: f64,
+}
+
+/// A run compared with the baseline, config by config.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Comparison {
+    pub configs: Vec<ConfigChange>,
+    pub baseline_ms: f64,
+    pub latency_ms: f64,
+}
+
+impl Comparison {
+    pub fn change_pct(&self) -> f64 {
+        change_pct(self.baseline_ms, self.latency_ms)
+    }
+
+    /// The config that slowed down the most, if any did.
+    pub fn worst(&self) -> Option<&ConfigChange> {
+        self.configs
+            .iter()
+            .filter(|c| c.change_pct > 0.0)
+            .max_by(|a, b| a.change_pct.total_cmp(&b.change_pct))
+    }
+}
+
+/// Compares `current` with `baseline` over the baseline's configs. A config of the baseline that the run
+/// lacks is returned as an error (its pass and test): comparing fewer configs would flatter the run.
+pub fn compare(
+    baseline: &[Measurement],
+    current: &[Measurement],
+) -> Result<Comparison, (String, String)> {
+    let by_key: HashMap<(&str, &str), f64> = current
+        .iter()
+        .map(|m| ((m.pass.as_str(), m.test.as_str()), m.value))
+        .collect();
+    let mut configs = Vec::with_capacity(baseline.len());
+    for base in baseline {
+        let Some(&value) = by_key.get(&(base.pass.as_str(), base.test.as_str())) else {
+            return Err((base.pass.clone(), base.test.clone()));
+        };
+        configs.push(ConfigChange {
+            pass: base.pass.clone(),
+            test: base.test.clone(),
+            baseline_ms: base.value,
+            value_ms: value,
+            change_pct: change_pct(base.value, value),
+        });
+    }
+    let baseline_ms = geometric_mean(configs.iter().map(|c| c.baseline_ms)).unwrap_or(f64::NAN);
+    let latency_ms = geometric_mean(configs.iter().map(|c| c.value_ms)).unwrap_or(f64::NAN);
+    Ok(Comparison {
+        configs,
+        baseline_ms,
+        latency_ms,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn m(pass: &str, test: &str, value: f64) -> Measurement {
+        Measurement {
+            pass: pass.into(),
+            test: test.into(),
+            value,
+        }
+    }
+
+    #[test]
+    fn geometric_mean_exact() {
+        assert_eq!(geometric_mean([2.0, 8.0]), Some(4.0));
+        assert!((geometric_mean([1.0, 10.0, 100.0]).unwrap() - 10.0).abs() < 1e-12);
+        assert_eq!(geometric_mean([]), None);
+        assert_eq!(geometric_mean([1.0, 0.0]), None);
+        assert_eq!(geometric_mean([1.0, f64::NAN]), None);
+    }
+
+    #[test]
+    fn compare_per_config_and_aggregate() {
+        let base = [m("forward", "a", 1.0), m("forward", "b", 4.0)];
+        let now = [
+            m("forward", "b", 2.0),
+            m("forward", "a", 1.0),
+            m("backward", "a", 9.0),
+        ];
+        let cmp = compare(&base, &now).unwrap();
+        assert_eq!(cmp.baseline_ms, 2.0);
+        assert!((cmp.latency_ms - 2f64.sqrt()).abs() < 1e-12);
+        assert_eq!(cmp.configs[1].change_pct, -50.0);
+        assert_eq!(cmp.worst(), None);
+        assert!((cmp.change_pct() - (2f64.sqrt() / 2.0 - 1.0) * 100.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn worst_and_missing() {
+        let base = [m("forward", "a", 1.0), m("forward", "b", 1.0)];
+        let cmp = compare(&base, &[m("forward", "a", 1.03), m("forward", "b", 1.01)]).unwrap();
+        assert_eq!(cmp.worst().unwrap().test, "a");
+        assert_eq!(
+            compare(&base, &[m("forward", "a", 1.0)]),
+            Err(("forward".into(), "b".into()))
+        );
+    }
+}
