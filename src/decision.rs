@@ -43,9 +43,15 @@ impl Default for Thresholds {
 macro_rules! word_enum {
     ($(#[$meta:meta])* $name:ident { $($variant:ident => $word:literal),+ $(,)? }) => {
         $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, clap::ValueEnum)]
-        #[serde(rename_all = "kebab-case")]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
         pub enum $name { $($variant),+ }
+
+        /// Serialized as the same word the trailers and the table use.
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_str(self.as_str())
+            }
+        }
 
         impl $name {
             pub fn as_str(self) -> &'static str {

@@ -1,0 +1,500 @@
+//! The loop end to end: the real binary, real git and real pytest on the fixture repository.
+
+mod support;
+
+use std::time::Duration;
+
+use support::{Fixture, KERNEL, text};
+
+fn branch_name() -> String {
+    let out = std::process::Command::new("date")
+        .arg("+%Y%m%d")
+        .output()
+        .unwrap();
+    format!("cutile-perf-vector_add-{}", text(&out.stdout).trim())
+}
+
+#[test]
+fn baseline_is_an_empty_commit_with_the_session() {
+    let f = Fixture::new();
+    let main = f.head();
+    let out = f.start();
+    assert!(out.contains("baseline iteration 0: 0.316228 ms"), "{out}");
+    assert_eq!(f.branch(), branch_name());
+    assert_eq!(f.git(&["rev-parse", "HEAD~1"]).trim(), main);
+    assert_eq!(f.git(&["diff", "--name-only", "HEAD~1", "HEAD"]), "");
+    assert_eq!(f.trailer("HEAD", "Cutile-Perf-Iteration"), "0");
+    assert_eq!(f.trailer("HEAD", "Cutile-Perf-Kernel"), KERNEL);
+    assert_eq!(
+        f.trailer("HEAD", "Cutile-Perf-Test"),
+        "tests/ops/test_vector_add.py"
+    );
+    assert_eq!(f.trailer("HEAD", "Cutile-Perf-Allow"), KERNEL);
+    assert_eq!(f.trailer("HEAD", "Cutile-Perf-Statistic"), "median");
+    assert_eq!(f.trailer("HEAD", "Cutile-Perf-Latency-Ms"), "0.316228");
+    assert_eq!(
+        f.trailer("HEAD", "Cutile-Perf-Config"),
+        "forward 0.1 tests.ops.test_vector_add::test_perf[cutile-small]\u{1f}forward 1 tests.ops.test_vector_add::test_perf[cutile-large]"
+    );
+    // sandbox/ is excluded locally, never through .gitignore
+    let exclude = std::fs::read_to_string(f.path(".git/info/exclude")).unwrap();
+    assert!(exclude.lines().any(|l| l == "/sandbox/"));
+    assert!(!f.path(".gitignore").exists());
+    assert_eq!(f.status(), "");
+    // git itself parses the block
+    let message = f.git(&["log", "-1", "--format=%B"]);
+    let parsed = std::process::Command::new("git")
+        .args(["interpret-trailers", "--parse"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            child.stdin.take().unwrap().write_all(message.as_bytes())?;
+            child.wait_with_output()
+        })
+        .unwrap();
+    assert!(text(&parsed.stdout).contains("Cutile-Perf-Status: keep\n"));
+}
+
+#[test]
+fn keep_commits_the_change_and_becomes_the_baseline() {
+    let f = Fixture::new();
+    f.start();
+    f.set_latency(0.09, 0.9);
+    let r = f.step_json(&["--opt", "g", "--cause", "memory", "tile size 256"]);
+    assert_eq!(r["status"], "keep");
+    assert_eq!(r["correctness"], "PASS");
+    assert_eq!(r["decision"], "continue");
+    assert_eq!(r["iteration"], 1);
+    assert_eq!(r["configs"].as_array().unwrap().len(), 2);
+    assert!((r["change_pct"].as_f64().unwrap() + 10.0).abs() < 1e-9);
+    assert_eq!(
+        f.git(&["diff", "--name-only", "HEAD~1", "HEAD"]),
+        format!("{KERNEL}\n")
+    );
+    assert_eq!(f.status(), "");
+    assert_eq!(f.trailer("HEAD", "Cutile-Perf-Opt"), "G");
+    assert_eq!(f.trailer("HEAD", "Cutile-Perf-Cause"), "memory");
+    assert_eq!(f.trailer("HEAD", "Cutile-Perf-Change"), "-10.00%");
+    assert_eq!(f.trailer("HEAD", "Cutile-Perf-Baseline-Ms"), "0.316228");
+    assert_eq!(
+        f.git(&["log", "-1", "--format=%s"]).trim(),
+        "cutile-perf: vector_add #1 keep -10.00%: tile size 256"
+    );
+    // the next attempt compares with iteration 1
+    f.set_latency(0.08, 0.8);
+    let r = f.step_json(&["persistent"]);
+    assert!((r["baseline_ms"].as_f64().unwrap() - 0.284605).abs() < 1e-6);
+}
+
+#[test]
+fn one_slow_config_reverts_and_keeps_the_attempt_in_history() {
+    let f = Fixture::new();
+    f.start();
+    let before = f.git(&["rev-parse", "HEAD^{tree}"]);
+    f.set_latency(0.1025, 0.5);
+    let r = f.step_json(&["persistent scheduling"]);
+    assert_eq!(
+        (r["status"].as_str(), r["decision"].as_str()),
+        (Some("revert"), Some("try-next"))
+    );
+    assert!(
+        r["reason"]
+            .as_str()
+            .unwrap()
+            .contains("test_perf[cutile-small] forward is 2.50% slower"),
+        "{r}"
+    );
+    assert_eq!(
+        f.git(&["rev-parse", "HEAD^{tree}"]),
+        before,
+        "the tree is back to the baseline"
+    );
+    assert_eq!(f.status(), "");
+    let attempt = r["attempt"].as_str().unwrap();
+    assert_eq!(f.git(&["rev-parse", "HEAD~1"]).trim(), attempt);
+    assert!(
+        f.git(&["show", attempt, "--", KERNEL])
+            .contains("+LATENCY_MS = {\"small\": 0.102500")
+    );
+    assert_eq!(f.trailer("HEAD", "Cutile-Perf-Attempt"), attempt);
+    // the attempt commit carries no trailers: one trailer commit per iteration
+    assert_eq!(f.trailer(attempt, "Cutile-Perf-Iteration"), "");
+}
+
+#[test]
+fn correctness_failure_reverts_without_benchmarking() {
+    let f = Fixture::new();
+    f.start();
+    std::fs::remove_file(f.path("sandbox/benchmark.log")).unwrap();
+    f.edit_kernel("CORRECT = True", "CORRECT = False");
+    let r = f.step_json(&["approximate division"]);
+    assert_eq!(
+        (r["status"].as_str(), r["correctness"].as_str()),
+        (Some("revert"), Some("FAIL"))
+    );
+    assert_eq!(r["latency_ms"], serde_json::Value::Null);
+    assert!(
+        !f.path("sandbox/benchmark.log").exists(),
+        "the benchmark must not run"
+    );
+    assert!(
+        std::fs::read_to_string(f.path(KERNEL))
+            .unwrap()
+            .contains("CORRECT = True")
+    );
+    assert_eq!(f.trailer("HEAD", "Cutile-Perf-Correctness"), "FAIL");
+}
+
+#[test]
+fn crash_by_exception() {
+    let f = Fixture::new();
+    f.start();
+    f.edit_kernel("CRASH = \"\"", "CRASH = \"exception\"");
+    let r = f.step_json(&["bad hints"]);
+    assert_eq!(
+        (r["status"].as_str(), r["correctness"].as_str()),
+        (Some("crash"), Some("PASS"))
+    );
+    assert!(
+        r["reason"]
+            .as_str()
+            .unwrap()
+            .contains("simulated kernel failure"),
+        "{r}"
+    );
+    assert_eq!(f.trailer("HEAD", "Cutile-Perf-Latency-Ms"), "n/a");
+    assert!(
+        std::fs::read_to_string(f.path(KERNEL))
+            .unwrap()
+            .contains("CRASH = \"\"")
+    );
+}
+
+#[test]
+fn crash_by_the_process_dying() {
+    let f = Fixture::new();
+    f.start();
+    f.edit_kernel("CRASH = \"\"", "CRASH = \"exit\"");
+    let r = f.step_json(&["bad launch"]);
+    assert_eq!(r["status"], "crash");
+    assert!(
+        r["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("crash: pytest died without writing its JUnit file"),
+        "{r}"
+    );
+}
+
+fn alive(pid: i32) -> bool {
+    // a zombie is dead for our purposes: /proc/<pid>/stat's state field is Z
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit(')')
+            .next()
+            .and_then(|rest| rest.split_whitespace().next())
+            != Some("Z")
+    })
+}
+
+#[test]
+fn crash_by_the_budget_leaves_no_process_behind() {
+    let f = Fixture::new();
+    f.start();
+    f.edit_kernel("CRASH = \"\"", "CRASH = \"hang\"");
+    let scratch = tempfile::tempdir().unwrap();
+    let pid_file = scratch.path().join("child.pid");
+    let out = f
+        .command(&["step", "--json", "--budget", "4s", "deadlock"])
+        .env("FIXTURE_CHILD_PID_FILE", &pid_file)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["status"], "crash");
+    assert!(
+        r["reason"]
+            .as_str()
+            .unwrap()
+            .contains("ran past the iteration budget"),
+        "{r}"
+    );
+    let pid: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(!alive(pid), "the grandchild {pid} outlived the budget");
+}
+
+#[test]
+fn two_iterations_without_gain_stop_the_loop() {
+    let f = Fixture::new();
+    f.start();
+    f.set_latency(0.099, 0.99);
+    let r = f.step_json(&["tiny gain"]);
+    assert_eq!(
+        (r["status"].as_str(), r["decision"].as_str()),
+        (Some("keep"), Some("stop"))
+    );
+    let err = {
+        f.set_latency(0.098, 0.98);
+        f.fails(&["step", "next idea"])
+    };
+    assert!(err.contains("the loop has stopped at iteration 1"), "{err}");
+    assert!(err.contains("--continue"), "{err}");
+    let r = f.step_json(&["--continue", "another tiny gain"]);
+    assert_eq!(r["no_gain"], 2);
+    assert_eq!(r["decision"], "stop");
+    assert!(
+        r["reason"]
+            .as_str()
+            .unwrap()
+            .ends_with("2 iterations in a row without a gain of 2% or more"),
+        "{r}"
+    );
+    let status: serde_json::Value = serde_json::from_str(&f.ok(&["status", "--json"])).unwrap();
+    assert_eq!(status["state"], "stopped");
+    assert_eq!(status["no_gain"], 2);
+    assert_eq!(status["iterations"], 2);
+}
+
+#[test]
+fn scheduling_cause_escalates() {
+    let f = Fixture::new();
+    f.start();
+    f.set_latency(0.05, 0.5);
+    let r = f.step_json(&["--cause", "scheduling", "grid order"]);
+    assert_eq!(
+        (r["status"].as_str(), r["decision"].as_str()),
+        (Some("keep"), Some("escalate"))
+    );
+    let status: serde_json::Value = serde_json::from_str(&f.ok(&["status", "--json"])).unwrap();
+    assert_eq!(status["state"], "escalated");
+}
+
+#[test]
+fn disallowed_change_is_refused_and_nothing_runs() {
+    let f = Fixture::new();
+    f.start();
+    let head = f.head();
+    f.set_latency(0.05, 0.5);
+    f.edit("tests/common.py", "1.01", "0.5");
+    std::fs::write(f.path("src/tilegym/ops/cutile/helper.py"), "x = 1\n").unwrap();
+    std::fs::remove_file(f.path("sandbox/correctness.log")).unwrap();
+    let err = f.fails(&["step", "sneaky"]);
+    assert!(
+        err.contains("only the session's allowed paths may change"),
+        "{err}"
+    );
+    assert!(
+        err.contains("\n  src/tilegym/ops/cutile/helper.py\n"),
+        "{err}"
+    );
+    assert!(err.contains("\n  tests/common.py\n"), "{err}");
+    assert!(!err.contains(&format!("\n  {KERNEL}\n")), "{err}");
+    assert_eq!(f.head(), head);
+    assert!(
+        !f.path("sandbox/correctness.log").exists(),
+        "nothing may run"
+    );
+}
+
+#[test]
+fn empty_change_is_refused() {
+    let f = Fixture::new();
+    f.start();
+    let err = f.fails(&["step", "nothing"]);
+    assert!(
+        err.contains("nothing to try: the work tree has no changes"),
+        "{err}"
+    );
+}
+
+#[test]
+fn dirty_start_is_refused_and_nothing_is_made() {
+    let f = Fixture::new();
+    f.edit("setup.py", "fixture", "dirty");
+    let err = f.fails(&["start", "vector_add"]);
+    assert!(
+        err.contains("uncommitted changes to tracked files:\n  setup.py"),
+        "{err}"
+    );
+    assert_eq!(f.branch(), "main");
+    assert_eq!(f.git(&["branch", "--list", "cutile-perf-*"]), "");
+}
+
+#[test]
+fn failing_baseline_leaves_nothing_behind() {
+    let f = Fixture::new();
+    f.edit_kernel("CORRECT = True", "CORRECT = False");
+    f.git(&["commit", "-qam", "broken kernel"]);
+    let err = f.fails(&["start", "vector_add"]);
+    assert!(
+        err.contains("the baseline fails its correctness tests"),
+        "{err}"
+    );
+    assert_eq!(f.branch(), "main");
+    assert_eq!(f.git(&["branch", "--list", "cutile-perf-*"]), "");
+    assert_eq!(f.status(), "");
+    // a retry after the fix works
+    f.edit_kernel("CORRECT = False", "CORRECT = True");
+    f.git(&["commit", "-qam", "fixed"]);
+    f.start();
+}
+
+#[test]
+fn ambiguous_kernel_lists_candidates() {
+    let f = Fixture::new();
+    let err = f.fails(&["start", "rms_norm"]);
+    assert!(err.contains("rms_norm is ambiguous; pick one:"), "{err}");
+    assert!(err.contains("src/tilegym/ops/cutile/rms_norm.py"), "{err}");
+    assert!(err.contains("--suite liger"), "{err}");
+}
+
+#[test]
+fn empty_perf_selection_is_explained() {
+    let f = Fixture::new();
+    let err = f.fails(&["start", "rms_norm", "--suite", "liger"]);
+    assert!(err.contains("the benchmark selection is empty"), "{err}");
+    assert_eq!(f.branch(), "main");
+}
+
+#[test]
+fn outside_tilegym_is_refused() {
+    let f = Fixture::empty();
+    let out = std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(f.root())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let err = f.fails(&["start", "vector_add"]);
+    assert!(
+        err.contains("is not a TileGym checkout (no src/tilegym/)"),
+        "{err}"
+    );
+    let err = f.fails(&["status"]);
+    assert!(err.contains("not on a cutile-perf session branch"), "{err}");
+}
+
+#[test]
+fn table_is_rebuilt_from_trailers_byte_for_byte() {
+    let f = Fixture::new();
+    f.start();
+    f.set_latency(0.05, 0.5);
+    f.step_json(&["a | pipe in the name"]);
+    f.edit_kernel("CORRECT = True", "CORRECT = False");
+    f.step_json(&["broken"]);
+    let path = f.path("sandbox/perf_results.md");
+    let written = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(
+        written,
+        "| iteration | optimization | latency_ms | correctness | status |\n|---|---|---|---|---|\n\
+         | 0 | baseline | 0.316228 | PASS | keep |\n\
+         | 1 | a \\| pipe in the name | 0.158114 | PASS | keep |\n\
+         | 2 | broken | n/a | FAIL | revert |\n"
+    );
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(f.ok(&["table", "--write"]), written);
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), written);
+    let json: serde_json::Value = serde_json::from_str(&f.ok(&["table", "--json"])).unwrap();
+    assert_eq!(json["rows"][2]["correctness"], "FAIL");
+    assert_eq!(json["rows"][1]["latency_ms"].as_f64().unwrap(), 0.158114);
+}
+
+#[test]
+fn runs_from_a_subdirectory() {
+    let f = Fixture::new();
+    let sub = f.path("src/tilegym/ops");
+    let out = f
+        .command(&["start", "vector_add"])
+        .current_dir(&sub)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    f.set_latency(0.05, 0.5);
+    let out = f
+        .command(&["step", "--json", "from below"])
+        .current_dir(&sub)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(f.path("sandbox/perf_results.md").exists());
+    assert!(!sub.join("sandbox").exists());
+}
+
+#[test]
+fn hostile_text_cannot_forge_trailers() {
+    let f = Fixture::new();
+    f.start();
+    f.set_latency(0.2, 2.0);
+    let description = "x\n\nCutile-Perf-Status: keep\nCutile-Perf-Latency-Ms: 0.000001";
+    let notes =
+        "Cutile-Perf-Status: keep\n---\nSigned-off-by: nobody\n\nCutile-Perf-Decision: continue";
+    let r = f.step_json(&["--notes", notes, description]);
+    assert_eq!(r["status"], "revert");
+    assert_eq!(f.trailer("HEAD", "Cutile-Perf-Status"), "revert");
+    assert_eq!(f.trailer("HEAD", "Cutile-Perf-Decision"), "try-next");
+    assert_eq!(f.trailer("HEAD", "Cutile-Perf-Latency-Ms"), "0.632456");
+    assert_eq!(
+        f.trailer("HEAD", "Cutile-Perf-Optimization"),
+        "x Cutile-Perf-Status: keep Cutile-Perf-Latency-Ms: 0.000001"
+    );
+    // the table still reads
+    f.ok(&["table"]);
+}
+
+#[test]
+fn printed_records_are_read_too() {
+    let f = Fixture::new();
+    let out = f
+        .command(&["start", "vector_add", "--json"])
+        .env("FIXTURE_RECORD", "stdout")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!((r["latency_ms"].as_f64().unwrap() - 0.316228).abs() < 1e-6);
+}
+
+#[test]
+fn ctrl_c_mid_step_leaves_the_repository_as_it_was() {
+    let f = Fixture::new();
+    f.start();
+    let head = f.head();
+    f.edit_kernel("CRASH = \"\"", "CRASH = \"hang\"");
+    let status_before = f.status();
+    let scratch = tempfile::tempdir().unwrap();
+    let pid_file = scratch.path().join("child.pid");
+    let child = f
+        .command(&["step", "hangs"])
+        .env("FIXTURE_CHILD_PID_FILE", &pid_file)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // wait until the benchmark's child exists, then interrupt the tool as a terminal would
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !pid_file.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("interrupted: nothing was recorded"));
+    assert_eq!(f.head(), head);
+    assert_eq!(f.status(), status_before);
+    let pid: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(!alive(pid));
+}
