@@ -60,6 +60,10 @@ pub struct StartArgs {
     /// The Python command that runs pytest (e.g. `python3`, `uv run python`)
     #[arg(long, value_name = "CMD")]
     pub python: Option<String>,
+    /// A pytest -k expression that narrows the correctness and benchmark selections, e.g. to the shapes
+    /// that fit the iteration budget
+    #[arg(long, value_name = "EXPR")]
+    pub filter: Option<String>,
     /// Which per-config statistic the decisions use
     #[arg(long, value_enum, default_value_t = Statistic::Median)]
     pub stat: Statistic,

@@ -21,6 +21,8 @@ pub struct Pytest<'a> {
     pub python: &'a str,
     pub root: &'a Path,
     pub test: &'a str,
+    /// A `-k` expression that narrows both selections (e.g. to the shapes that fit the budget).
+    pub filter: Option<&'a str>,
     /// Where logs and JUnit files go (`sandbox/` at the root).
     pub sandbox: PathBuf,
     pub deadline: Instant,
@@ -82,7 +84,16 @@ impl Pytest<'_> {
         Ok(())
     }
 
+    /// A selection narrowed by the session's filter.
+    fn narrowed(&self, selection: &str) -> String {
+        match self.filter {
+            Some(filter) => format!("{selection} and ({filter})"),
+            None => selection.to_string(),
+        }
+    }
+
     fn run(&self, name: &str, selection: &str, extra: &[&str]) -> Result<Run> {
+        let selection = &self.narrowed(selection);
         std::fs::create_dir_all(&self.sandbox)
             .with_context(|| format!("cannot create {}", self.sandbox.display()))?;
         let junit = self.sandbox.join(format!("{name}.xml"));
@@ -149,7 +160,8 @@ impl Pytest<'_> {
                     .collect(),
             },
             (Ending::Exited(5), _) => Correctness::Crash(format!(
-                "no correctness test matched -k \"{CORRECTNESS_SELECTION}\" in {}",
+                "no correctness test matched -k \"{}\" in {}",
+                self.narrowed(CORRECTNESS_SELECTION),
                 self.test
             )),
             (ending, cases) => Correctness::Crash(crash_reason(ending, cases, &run.log)),
@@ -161,8 +173,9 @@ impl Pytest<'_> {
         Ok(match (run.ending, run.cases) {
             (Ending::Interrupted, _) => Benchmark::Interrupted,
             (Ending::Exited(5), _) => Benchmark::Crash(format!(
-                "the benchmark selection is empty: no test matched -k \"{BENCHMARK_SELECTION}\" in {} \
+                "the benchmark selection is empty: no test matched -k \"{}\" in {} \
                  (does it have a test_perf with a cutile parameter?)",
+                self.narrowed(BENCHMARK_SELECTION),
                 self.test
             )),
             (Ending::Exited(0 | 1), Some(Ok(cases))) => {

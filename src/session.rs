@@ -28,6 +28,8 @@ pub struct Session {
     #[serde(skip)]
     pub thresholds: Thresholds,
     pub python: String,
+    /// A pytest `-k` expression narrowing the correctness and benchmark selections.
+    pub filter: Option<String>,
     /// memory, balanced or compute, when known.
     pub class: Option<String>,
     /// `name, compute capability, driver` when a GPU was seen.
@@ -108,6 +110,9 @@ impl Session {
         block.push("Max-Iterations", t.max_iterations.to_string());
         block.push("Max-No-Gain", t.max_no_gain.to_string());
         block.push("Python", &self.python);
+        if let Some(filter) = &self.filter {
+            block.push("Filter", filter);
+        }
         if let Some(class) = &self.class {
             block.push("Class", class);
         }
@@ -150,6 +155,7 @@ impl Session {
                 max_no_gain: count("Max-No-Gain")?,
             },
             python: block.require("Python")?.to_string(),
+            filter: block.get("Filter")?.map(str::to_string),
             class: block.get("Class")?.map(str::to_string),
             gpu: block.get("GPU")?.map(str::to_string),
         }))
@@ -342,6 +348,7 @@ pub(crate) mod tests {
             statistic: Statistic::Median,
             thresholds: Thresholds::default(),
             python: "python3".into(),
+            filter: Some("float16 and not 32768".into()),
             class: Some("memory".into()),
             gpu: None,
         }

@@ -498,3 +498,24 @@ fn ctrl_c_mid_step_leaves_the_repository_as_it_was() {
     std::thread::sleep(Duration::from_millis(200));
     assert!(!alive(pid));
 }
+
+#[test]
+fn filter_narrows_both_selections() {
+    let f = Fixture::new();
+    let r: serde_json::Value = serde_json::from_str(&f.ok(&[
+        "start",
+        "vector_add",
+        "--filter",
+        "large or 1000",
+        "--json",
+    ]))
+    .unwrap();
+    assert_eq!(r["configs"].as_array().unwrap().len(), 1);
+    assert_eq!(f.trailer("HEAD", "Cutile-Perf-Filter"), "large or 1000");
+    let log = std::fs::read_to_string(f.path("sandbox/correctness.log")).unwrap();
+    assert!(log.contains("1 passed"), "{log}");
+    f.set_latency(0.2, 0.5);
+    let r = f.step_json(&["only the large config counts"]);
+    assert_eq!(r["status"], "keep");
+    assert_eq!(r["configs"].as_array().unwrap().len(), 1);
+}

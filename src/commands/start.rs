@@ -21,6 +21,7 @@ pub fn run(repo: &Repo, args: &StartArgs) -> Result<()> {
         test,
         allow,
         python,
+        filter,
         stat,
         class,
         budget,
@@ -64,6 +65,7 @@ pub fn run(repo: &Repo, args: &StartArgs) -> Result<()> {
         python: &python,
         root: &repo.root,
         test: &test,
+        filter: filter.as_deref(),
         sandbox: sandbox(repo),
         deadline,
     };
@@ -81,6 +83,7 @@ pub fn run(repo: &Repo, args: &StartArgs) -> Result<()> {
             max_no_gain: *max_no_gain,
         },
         python: python.clone(),
+        filter: filter.clone(),
         class: class.clone(),
         gpu: gpu::detect(),
     };

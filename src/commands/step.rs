@@ -100,6 +100,7 @@ pub fn run(repo: &Repo, args: &StepArgs) -> Result<()> {
         python: &session.python,
         root: &repo.root,
         test: &session.test,
+        filter: session.filter.as_deref(),
         sandbox: sandbox(repo),
         deadline: Instant::now() + *budget,
     };
