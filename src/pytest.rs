@@ -129,7 +129,9 @@ impl Pytest<'_> {
         args.extend_from_slice(extra);
         let expression = process::command(program, &args)
             .dir(self.root)
-            .env("PYTHONUNBUFFERED", "1");
+            .env("PYTHONUNBUFFERED", "1")
+            // __pycache__ next to the kernel would be an untracked change in a repository that does not ignore it
+            .env("PYTHONDONTWRITEBYTECODE", "1");
         let bar = ui::spinner(&format!("{name}: {} -k \"{selection}\"", self.test));
         let started = Instant::now();
         let ending = process::supervise(expression, &log, self.deadline)?;

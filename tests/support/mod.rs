@@ -57,7 +57,6 @@ impl Fixture {
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .env("GIT_CONFIG_GLOBAL", global)
             .env("NO_COLOR", "1")
-            .env("PYTHONDONTWRITEBYTECODE", "1")
             .env_remove("GIT_DIR")
             .env_remove("GIT_WORK_TREE")
             .env_remove("GIT_INDEX_FILE");
