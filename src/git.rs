@@ -47,7 +47,12 @@ impl Repo {
         let root = self.root.to_string_lossy();
         let mut full = vec!["-C", &root];
         full.extend_from_slice(args);
-        process::command("git", &full)
+        let mut command = process::command("git", &full);
+        // Our pre-commit hook runs this very binary on the tool's own commits, on PATH or not.
+        if let Ok(exe) = std::env::current_exe() {
+            command = command.env("GIT_CUTILE_PERF", exe);
+        }
+        command
             .stdout_capture()
             .stderr_capture()
             .unchecked()
@@ -59,6 +64,11 @@ impl Repo {
     pub fn branch(&self) -> Result<Option<String>> {
         let head = self.repo.head_name().context("cannot read HEAD")?;
         Ok(head.map(|name| name.shorten().to_string()))
+    }
+
+    /// Whether HEAD is a branch without a commit yet.
+    pub fn is_unborn(&self) -> Result<bool> {
+        Ok(self.repo.head().context("cannot read HEAD")?.is_unborn())
     }
 
     pub fn branch_exists(&self, name: &str) -> Result<bool> {
