@@ -56,12 +56,12 @@ impl State {
         let mut installed_as = None;
         let mut current = false;
         for name in std::iter::once(HOOK).chain(DISPLACED) {
-            if let Some(text) = read_if_file(&hooks_dir.join(name))? {
-                if text.contains(MARKER) {
-                    current = text == SCRIPT;
-                    installed_as = Some(name.to_string());
-                    break;
-                }
+            if let Some(text) = read_if_file(&hooks_dir.join(name))?
+                && text.contains(MARKER)
+            {
+                current = text == SCRIPT;
+                installed_as = Some(name.to_string());
+                break;
             }
         }
         let saved = hooks_dir.join(SAVED);
@@ -146,31 +146,35 @@ pub fn pre_commit(repo: &Repo) -> Result<()> {
     let Some(branch) = repo.branch()?.filter(|b| b.starts_with(BRANCH_PREFIX)) else {
         return Ok(());
     };
-    let unborn = repo.is_unborn()?;
     // A session branch without a baseline (the moment between `start`'s checkout and its baseline
     // commit, or a hand-made branch) allows no path at all.
-    let allowed = match unborn {
-        true => None,
-        false => repo.history()?.map(|h| h.session.allowed),
+    let session_allowed = if repo.is_unborn()? {
+        None
+    } else {
+        repo.history()?.map(|h| h.session.allowed)
     };
+    let allowed = session_allowed.as_deref().unwrap_or_default();
     let staged = staged(repo)?;
-    let paths: Vec<String> = staged.iter().map(|s| s.path.clone()).collect();
-    let outside = guard::disallowed(&paths, allowed.as_deref().unwrap_or_default());
+    let outside: Vec<&Staged> = staged
+        .iter()
+        .filter(|s| !guard::disallowed(std::slice::from_ref(&s.path), allowed).is_empty())
+        .collect();
     if outside.is_empty() {
         return Ok(());
     }
     let mut message = format!(
         "this commit on session branch {branch} stages paths outside the session's allowed set:\n"
     );
-    for entry in staged.iter().filter(|s| outside.contains(&s.path.as_str())) {
+    for entry in outside {
         let path = shell_quote(&entry.path);
-        let unstage = match entry.added {
-            true => format!("git rm -q --cached -- {path}"),
-            false => format!("git restore --staged -- {path}"),
+        let unstage = if entry.added {
+            format!("git rm -q --cached -- {path}")
+        } else {
+            format!("git restore --staged -- {path}")
         };
         message.push_str(&format!("  {path}\n      unstage: {unstage}\n"));
     }
-    match &allowed {
+    match &session_allowed {
         Some(allowed) => message.push_str(&format!(
             "allowed: {} (and never anything under {}/)",
             allowed
