@@ -119,6 +119,7 @@ impl Repo {
             "--porcelain=v1",
             "-z",
             "--untracked-files=no",
+            IGNORE_ONLY_SUBMODULE_WORK_TREES,
         ])?))
     }
 
@@ -130,12 +131,22 @@ impl Repo {
             "-z",
             "--untracked-files=all",
             "--no-renames",
+            IGNORE_ONLY_SUBMODULE_WORK_TREES,
         ])?))
     }
 
     /// Paths that differ between two commits.
     pub fn changed_between(&self, from: &str, to: &str) -> Result<Vec<String>> {
-        let out = self.git(&["diff", "--name-only", "-z", "--no-renames", from, to, "--"])?;
+        let out = self.git(&[
+            "diff",
+            "--name-only",
+            "-z",
+            "--no-renames",
+            IGNORE_ONLY_SUBMODULE_WORK_TREES,
+            from,
+            to,
+            "--",
+        ])?;
         Ok(out
             .split('\0')
             .filter(|p| !p.is_empty())
@@ -209,6 +220,11 @@ impl Repo {
         self.head()
     }
 }
+
+/// A submodule pointer change is a change of a path, whatever `diff.ignoreSubmodules` or
+/// `submodule.<name>.ignore` say; only edits inside a submodule's own work tree, which the superproject
+/// cannot commit, are left out.
+const IGNORE_ONLY_SUBMODULE_WORK_TREES: &str = "--ignore-submodules=dirty";
 
 /// Paths out of `git status --porcelain=v1 -z`: `XY path`, and for a rename a second, original path.
 fn status_paths(output: &str) -> Vec<String> {

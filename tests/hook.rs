@@ -418,6 +418,25 @@ fn a_submodule_pointer_change_is_rejected_even_when_config_ignores_submodules() 
     in_sub(&["commit", "-q", "--allow-empty", "-m", "two"]);
     repo.git(&["add", "third_party/lib"]);
     assert_rejects(&repo.commit(), &[("third_party/lib", RESTORE)]);
+
+    // step sees it too: unstaged, and committed past the hook
+    repo.git(&["reset", "-q"]);
+    let out = repo.tool(&["step", "x"]);
+    assert!(
+        text(&out).contains("only the session's allowed paths may change"),
+        "{}",
+        text(&out)
+    );
+    repo.git(&["add", "third_party/lib"]);
+    repo.git(&["commit", "-q", "--no-verify", "-m", "sneaky"]);
+    repo.append(KERNEL, "# faster\n");
+    let out = repo.tool(&["step", "faster"]);
+    assert!(
+        text(&out).contains("the session history broke the rule"),
+        "{}",
+        text(&out)
+    );
+    assert!(text(&out).contains("third_party/lib"));
 }
 
 #[test]
