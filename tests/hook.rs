@@ -752,3 +752,24 @@ fn a_no_verify_commit_is_caught_by_step() {
     );
     assert!(text(&out).contains(TEST));
 }
+
+#[test]
+fn a_symlinked_existing_hook_is_chained_and_restored_as_the_same_link() {
+    let repo = Repo::new();
+    repo.write("scripts/check.sh", "#!/bin/sh\necho linked hook ran >&2\n");
+    let script = repo.root.join("scripts/check.sh");
+    fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).unwrap();
+    let hook = repo.hooks().join("pre-commit");
+    std::os::unix::fs::symlink("../../scripts/check.sh", &hook).unwrap();
+    repo.start();
+    repo.append(KERNEL, "# faster\n");
+    repo.git(&["add", KERNEL]);
+    let out = repo.commit();
+    assert_passes(&out);
+    assert!(text(&out).contains("linked hook ran"));
+    repo.tool_ok(&["hook", "uninstall"]);
+    assert_eq!(
+        fs::read_link(&hook).unwrap(),
+        Path::new("../../scripts/check.sh")
+    );
+}
