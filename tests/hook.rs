@@ -773,3 +773,55 @@ fn a_symlinked_existing_hook_is_chained_and_restored_as_the_same_link() {
         Path::new("../../scripts/check.sh")
     );
 }
+
+/// husky 9's generated files: the stub every hook in `.husky/_` is, and the helper it sources, which
+/// runs `.husky/<the stub's own name>`.
+const HUSKY_STUB: &str = "#!/usr/bin/env sh\n. \"$(dirname \"$0\")/h\"";
+const HUSKY_H: &str = "#!/usr/bin/env sh\n\
+[ \"$HUSKY\" = \"2\" ] && set -x\n\
+n=$(basename \"$0\")\n\
+s=$(dirname \"$(dirname \"$0\")\")/$n\n\
+[ ! -f \"$s\" ] && exit 0\n\
+[ \"${HUSKY-}\" = \"0\" ] && exit 0\n\
+sh -e \"$s\" \"$@\"\n\
+c=$?\n\
+[ $c != 0 ] && echo \"husky - $n script failed (code $c)\"\n\
+exit $c\n";
+
+#[test]
+fn a_husky_hook_still_finds_its_script_when_chained() {
+    let repo = Repo::new();
+    repo.write(".husky/_/.gitignore", "*\n");
+    repo.write(".husky/_/h", HUSKY_H);
+    repo.write(".husky/_/pre-commit", HUSKY_STUB);
+    repo.write(
+        ".husky/pre-commit",
+        "echo husky user hook ran >&2\n[ ! -e .husky/fail ]\n",
+    );
+    for file in [".husky/_/h", ".husky/_/pre-commit"] {
+        fs::set_permissions(repo.root.join(file), fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-q", "-m", "husky"]);
+    repo.git(&["config", "core.hooksPath", ".husky/_"]);
+    repo.start();
+    repo.append(KERNEL, "# faster\n");
+    repo.git(&["add", KERNEL]);
+    repo.write(".husky/fail", "");
+    let out = repo.commit();
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("husky - pre-commit script failed"),
+        "{}",
+        text(&out)
+    );
+    fs::remove_file(repo.root.join(".husky/fail")).unwrap();
+    let out = repo.commit();
+    assert_passes(&out);
+    assert!(text(&out).contains("husky user hook ran"));
+    repo.tool_ok(&["hook", "uninstall"]);
+    assert_eq!(
+        fs::read_to_string(repo.root.join(".husky/_/pre-commit")).unwrap(),
+        HUSKY_STUB
+    );
+}
