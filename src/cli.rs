@@ -33,6 +33,8 @@ pub enum Command {
     Table(TableArgs),
     /// Show the session: kernel, allowed paths, baseline and best latency, and whether the loop may go on
     Status(JsonArg),
+    /// Install, remove or inspect the pre-commit hook that enforces the allowed paths
+    Hook(HookArgs),
     /// Run a short session on a built-in TileGym-shaped repository (no GPU needed)
     Demo(DemoArgs),
 }
@@ -122,6 +124,25 @@ pub struct TableArgs {
     pub write: bool,
     #[command(flatten)]
     pub output: JsonArg,
+}
+
+#[derive(Args, Debug)]
+pub struct HookArgs {
+    #[command(subcommand)]
+    pub action: HookAction,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum HookAction {
+    /// Install the hook into the repository's hooks directory; an existing hook is kept and runs first
+    Install,
+    /// Remove the hook and restore, byte for byte, the one it replaced
+    Uninstall,
+    /// Show whether the hook is installed, where, and what it chains to
+    Status(JsonArg),
+    /// The check the hook runs: on a session branch, reject staged paths outside the allowed set
+    #[command(hide = true)]
+    PreCommit,
 }
 
 #[derive(Args, Debug)]

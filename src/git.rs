@@ -47,7 +47,12 @@ impl Repo {
         let root = self.root.to_string_lossy();
         let mut full = vec!["-C", &root];
         full.extend_from_slice(args);
-        process::command("git", &full)
+        let mut command = process::command("git", &full);
+        // Our pre-commit hook runs this very binary on the tool's own commits, on PATH or not.
+        if let Ok(exe) = std::env::current_exe() {
+            command = command.env("GIT_CUTILE_PERF", exe);
+        }
+        command
             .stdout_capture()
             .stderr_capture()
             .unchecked()
@@ -59,6 +64,11 @@ impl Repo {
     pub fn branch(&self) -> Result<Option<String>> {
         let head = self.repo.head_name().context("cannot read HEAD")?;
         Ok(head.map(|name| name.shorten().to_string()))
+    }
+
+    /// Whether HEAD is a branch without a commit yet.
+    pub fn is_unborn(&self) -> Result<bool> {
+        Ok(self.repo.head().context("cannot read HEAD")?.is_unborn())
     }
 
     pub fn branch_exists(&self, name: &str) -> Result<bool> {
@@ -109,6 +119,7 @@ impl Repo {
             "--porcelain=v1",
             "-z",
             "--untracked-files=no",
+            IGNORE_ONLY_SUBMODULE_WORK_TREES,
         ])?))
     }
 
@@ -120,12 +131,22 @@ impl Repo {
             "-z",
             "--untracked-files=all",
             "--no-renames",
+            IGNORE_ONLY_SUBMODULE_WORK_TREES,
         ])?))
     }
 
     /// Paths that differ between two commits.
     pub fn changed_between(&self, from: &str, to: &str) -> Result<Vec<String>> {
-        let out = self.git(&["diff", "--name-only", "-z", "--no-renames", from, to, "--"])?;
+        let out = self.git(&[
+            "diff",
+            "--name-only",
+            "-z",
+            "--no-renames",
+            IGNORE_ONLY_SUBMODULE_WORK_TREES,
+            from,
+            to,
+            "--",
+        ])?;
         Ok(out
             .split('\0')
             .filter(|p| !p.is_empty())
@@ -199,6 +220,11 @@ impl Repo {
         self.head()
     }
 }
+
+/// A submodule pointer change is a change of a path, whatever `diff.ignoreSubmodules` or
+/// `submodule.<name>.ignore` say; only edits inside a submodule's own work tree, which the superproject
+/// cannot commit, are left out.
+const IGNORE_ONLY_SUBMODULE_WORK_TREES: &str = "--ignore-submodules=dirty";
 
 /// Paths out of `git status --porcelain=v1 -z`: `XY path`, and for a rename a second, original path.
 fn status_paths(output: &str) -> Vec<String> {

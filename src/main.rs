@@ -6,6 +6,7 @@ mod decision;
 mod git;
 mod gpu;
 mod guard;
+mod hook;
 mod locate;
 mod process;
 mod pyliteral;
@@ -57,6 +58,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Step(args) => commands::step::run(&repo, args),
         Command::Table(args) => commands::report::table(&repo, args),
         Command::Status(args) => commands::report::status(&repo, args),
+        Command::Hook(args) => commands::hook::run(&repo, args),
         Command::Demo(_) => unreachable!("handled above"),
     }
 }

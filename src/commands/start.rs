@@ -105,6 +105,7 @@ pub fn run(repo: &Repo, args: &StartArgs) -> Result<()> {
         armed: true,
     };
     repo.exclude(&format!("/{}/", crate::guard::SANDBOX))?;
+    super::hook::report(crate::hook::install(repo)?);
 
     let tests = match runner.correctness()? {
         pytest::Correctness::Pass { tests } => tests,

@@ -1,0 +1,827 @@
+//! The pre-commit hook with real git: one test per case of the rule, each in a fresh repository built
+//! from `fixtures/tilegym/`, with git's configuration sealed off from the machine's.
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const EXE: &str = env!("CARGO_BIN_EXE_git-cutile-perf");
+const KERNEL: &str = "src/tilegym/ops/cutile/vector_add.py";
+const TEST: &str = "tests/ops/test_vector_add.py";
+const BRANCH: &str = "cutile-perf-vector_add-20260101";
+
+/// A repository in a temporary directory, and the sealed environment every command runs in.
+struct Repo {
+    _temp: tempfile::TempDir,
+    root: PathBuf,
+    home: PathBuf,
+    /// PATH with this test's binary first, so the hook script finds `git-cutile-perf`.
+    path: String,
+}
+
+impl Repo {
+    /// The TileGym-shaped fixture committed on `main`.
+    fn new() -> Repo {
+        let temp = tempfile::tempdir().unwrap();
+        let root = temp.path().join("tile gym");
+        let home = temp.path().join("home");
+        fs::create_dir_all(&home).unwrap();
+        fs::write(home.join(".gitconfig"), "").unwrap();
+        copy_dir(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/tilegym"),
+            &root,
+        );
+        let bin_dir = Path::new(EXE).parent().unwrap();
+        let path = format!(
+            "{}:{}",
+            bin_dir.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let repo = Repo {
+            _temp: temp,
+            root,
+            home,
+            path,
+        };
+        repo.git(&["init", "-q", "-b", "main"]);
+        repo.git(&["add", "-A"]);
+        repo.git(&["commit", "-q", "-m", "TileGym"]);
+        repo
+    }
+
+    fn command(&self, program: &str, dir: &Path) -> Command {
+        let mut cmd = Command::new(program);
+        cmd.current_dir(dir)
+            .env_clear()
+            .env("PATH", &self.path)
+            .env("HOME", &self.home)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", self.home.join(".gitconfig"))
+            .env("GIT_AUTHOR_NAME", "Test Author")
+            .env("GIT_AUTHOR_EMAIL", "author@example.com")
+            .env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
+            .env("GIT_COMMITTER_NAME", "Test Committer")
+            .env("GIT_COMMITTER_EMAIL", "committer@example.com")
+            .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
+            .env("NO_COLOR", "1")
+            // pytest run by `start` and `step` would leave __pycache__ directories as changes
+            .env("PYTHONDONTWRITEBYTECODE", "1");
+        cmd
+    }
+
+    fn run_in(&self, dir: &Path, program: &str, args: &[&str]) -> Output {
+        self.command(program, dir).args(args).output().unwrap()
+    }
+
+    /// git at the root; panics with its output if it fails.
+    fn git(&self, args: &[&str]) -> String {
+        let out = self.run_in(&self.root, "git", args);
+        assert!(out.status.success(), "git {args:?} failed:\n{}", text(&out));
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    fn tool(&self, args: &[&str]) -> Output {
+        self.run_in(&self.root, EXE, args)
+    }
+
+    fn tool_ok(&self, args: &[&str]) -> String {
+        let out = self.tool(args);
+        assert!(out.status.success(), "{args:?} failed:\n{}", text(&out));
+        text(&out)
+    }
+
+    /// A session started by the real `start` (which installs the hook), allowing only the kernel.
+    fn start(&self) {
+        self.tool_ok(&["start", "vector_add"]);
+    }
+
+    /// A session with the allowed paths given, written as `start` writes it but without running the
+    /// tests; then the hook is installed.
+    fn session(&self, allowed: &[&str]) {
+        self.git(&["checkout", "-q", "-b", BRANCH]);
+        let mut message = String::from(
+            "cutile-perf: baseline vector_add 1.000000 ms\n\n\
+             Cutile-Perf-Iteration: 0\nCutile-Perf-Optimization: baseline\n\
+             Cutile-Perf-Latency-Ms: 1.000000\nCutile-Perf-Correctness: PASS\nCutile-Perf-Status: keep\n\
+             Cutile-Perf-Baseline-Ms: 1.000000\nCutile-Perf-Change: +0.00%\nCutile-Perf-Decision: continue\n\
+             Cutile-Perf-Reason: baseline\nCutile-Perf-Session: 1\n",
+        );
+        message.push_str(&format!(
+            "Cutile-Perf-Kernel: {KERNEL}\nCutile-Perf-Test: {TEST}\n"
+        ));
+        for path in allowed {
+            let value = if path.contains('\n') {
+                serde_json::to_string(path).unwrap()
+            } else {
+                path.to_string()
+            };
+            message.push_str(&format!("Cutile-Perf-Allow: {value}\n"));
+        }
+        message.push_str(
+            "Cutile-Perf-Statistic: median\nCutile-Perf-Continue-Pct: 5\nCutile-Perf-Gain-Pct: 2\n\
+             Cutile-Perf-Regression-Pct: 2\nCutile-Perf-Max-Iterations: 25\nCutile-Perf-Max-No-Gain: 2\n\
+             Cutile-Perf-Python: python3\n",
+        );
+        self.git(&[
+            "commit",
+            "-q",
+            "--allow-empty",
+            "--cleanup=verbatim",
+            "-m",
+            &message,
+        ]);
+        self.tool_ok(&["hook", "install"]);
+    }
+
+    fn write(&self, path: &str, contents: &str) {
+        let path = self.root.join(path);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, contents).unwrap();
+    }
+
+    fn append(&self, path: &str, line: &str) {
+        let mut contents = fs::read_to_string(self.root.join(path)).unwrap();
+        contents.push_str(line);
+        self.write(path, &contents);
+    }
+
+    /// `git commit` of what is staged, from `dir`.
+    fn commit_in(&self, dir: &Path, extra: &[&str]) -> Output {
+        let mut args = vec!["commit", "-q", "-m", "change"];
+        args.extend_from_slice(extra);
+        self.run_in(dir, "git", &args)
+    }
+
+    fn commit(&self) -> Output {
+        self.commit_in(&self.root, &[])
+    }
+
+    fn hooks(&self) -> PathBuf {
+        self.root.join(".git/hooks")
+    }
+
+    /// The branch `start` created (its name carries today's date).
+    fn session_branch(&self) -> String {
+        let out = self.git(&[
+            "branch",
+            "--list",
+            "cutile-perf-*",
+            "--format=%(refname:short)",
+        ]);
+        out.trim().to_string()
+    }
+
+    /// Takes this test's binary off PATH, leaving python, pytest and git.
+    fn hide_tool(&mut self) {
+        let bin_dir = Path::new(EXE).parent().unwrap();
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        let kept: Vec<PathBuf> = std::env::split_paths(&path)
+            .filter(|dir| !dir.join("git-cutile-perf").exists() && dir != bin_dir)
+            .collect();
+        self.path = std::env::join_paths(kept).unwrap().into_string().unwrap();
+    }
+
+    fn head(&self) -> String {
+        self.git(&["rev-parse", "HEAD"])
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for entry in fs::read_dir(from).unwrap().flatten() {
+        let name = entry.file_name();
+        if name == "__pycache__" || name == ".pytest_cache" {
+            continue;
+        }
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &to.join(&name));
+        } else {
+            fs::copy(entry.path(), to.join(&name)).unwrap();
+        }
+    }
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+#[track_caller]
+fn assert_passes(out: &Output) {
+    assert!(
+        out.status.success(),
+        "the commit was refused:\n{}",
+        text(out)
+    );
+}
+
+/// The commit was refused, and the message names each of `paths` with its unstage command.
+#[track_caller]
+fn assert_rejects(out: &Output, paths: &[(&str, &str)]) {
+    let shown = text(out);
+    assert!(!out.status.success(), "the commit went through:\n{shown}");
+    assert!(
+        shown.contains("outside the session's allowed set"),
+        "unexpected failure:\n{shown}"
+    );
+    for (path, unstage) in paths {
+        assert!(
+            shown.contains(&format!("\n  {path}\n      unstage: {unstage} -- {path}\n")),
+            "{path} is not named with `{unstage}`:\n{shown}"
+        );
+    }
+    let named = shown.matches("unstage: ").count();
+    assert_eq!(named, paths.len(), "other paths were named:\n{shown}");
+}
+
+const RESTORE: &str = "git restore --staged";
+const RM: &str = "git rm -q --cached";
+
+#[test]
+fn editing_the_kernel_is_allowed() {
+    let repo = Repo::new();
+    repo.start();
+    repo.append(KERNEL, "# faster\n");
+    repo.git(&["add", KERNEL]);
+    assert_passes(&repo.commit());
+}
+
+#[test]
+fn editing_a_test_file_is_rejected() {
+    let repo = Repo::new();
+    repo.start();
+    let before = repo.head();
+    repo.append(TEST, "# weaker test\n");
+    repo.append(KERNEL, "# faster\n");
+    repo.git(&["add", "-A"]);
+    assert_rejects(&repo.commit(), &[(TEST, RESTORE)]);
+    assert_eq!(repo.head(), before);
+}
+
+#[test]
+fn editing_the_benchmark_harness_is_rejected() {
+    let repo = Repo::new();
+    repo.start();
+    repo.append("tests/common.py", "# report less\n");
+    repo.git(&["add", "-A"]);
+    assert_rejects(&repo.commit(), &[("tests/common.py", RESTORE)]);
+}
+
+#[test]
+fn editing_setup_py_is_rejected() {
+    let repo = Repo::new();
+    repo.start();
+    repo.append("setup.py", "# other flags\n");
+    repo.git(&["add", "-A"]);
+    assert_rejects(&repo.commit(), &[("setup.py", RESTORE)]);
+}
+
+#[test]
+fn a_new_file_next_to_the_kernel_is_rejected() {
+    let repo = Repo::new();
+    repo.start();
+    repo.write("src/tilegym/ops/cutile/vector_add_fast.py", "x = 1\n");
+    repo.git(&["add", "-A"]);
+    assert_rejects(
+        &repo.commit(),
+        &[("src/tilegym/ops/cutile/vector_add_fast.py", RM)],
+    );
+}
+
+#[test]
+fn renames_are_checked_on_both_sides() {
+    let repo = Repo::new();
+    repo.session(&[KERNEL]);
+    // allowed -> disallowed: the kernel's deletion alone would pass, its new name may not
+    let moved = "src/tilegym/ops/cutile/vector_add_v2.py";
+    repo.git(&["mv", KERNEL, moved]);
+    assert_rejects(&repo.commit(), &[(moved, RM)]);
+    repo.git(&["mv", moved, KERNEL]);
+    // and back: a disallowed file renamed onto the kernel's path hides its deletion in the rename
+    repo.git(&["rm", "-q", KERNEL]);
+    repo.git(&["mv", "tests/common.py", KERNEL]);
+    assert_rejects(&repo.commit(), &[("tests/common.py", RESTORE)]);
+}
+
+#[test]
+fn deleting_a_test_is_rejected() {
+    let repo = Repo::new();
+    repo.start();
+    repo.git(&["rm", "-q", TEST]);
+    assert_rejects(&repo.commit(), &[(TEST, RESTORE)]);
+}
+
+#[test]
+fn force_adding_the_sandbox_is_rejected() {
+    let repo = Repo::new();
+    // even if the sandbox were named as allowed
+    repo.session(&[KERNEL, "sandbox/perf_results.md"]);
+    repo.write("sandbox/perf_results.md", "| made up |\n");
+    repo.git(&["add", "-f", "sandbox/perf_results.md"]);
+    assert_rejects(&repo.commit(), &[("sandbox/perf_results.md", RM)]);
+}
+
+#[test]
+fn paths_with_spaces_newlines_and_non_ascii_are_compared_exactly() {
+    let repo = Repo::new();
+    let allowed = ["src/k k.py", "src/new\nline.py", "src/caf\u{e9}.py"];
+    for path in allowed {
+        repo.write(path, "v = 1\n");
+    }
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-q", "-m", "odd names"]);
+    repo.session(&allowed);
+    for path in allowed {
+        repo.append(path, "v = 2\n");
+    }
+    repo.git(&["add", "-A"]);
+    assert_passes(&repo.commit());
+
+    // the same names decomposed (NFD), case-folded, doubled space, dotted: all different paths
+    for path in [
+        "src/cafe\u{301}.py",
+        "src/CAF\u{c9}.py",
+        "src/k  k.py",
+        "src/./k k.py",
+        "src/new\nline.py ",
+    ] {
+        repo.write(path, "v = 3\n");
+    }
+    repo.git(&["add", "-A"]);
+    assert_rejects(
+        &repo.commit(),
+        &[
+            ("'src/CAF\u{c9}.py'", RM),
+            ("'src/cafe\u{301}.py'", RM),
+            ("'src/k  k.py'", RM),
+            ("$'src/new\\nline.py '", RM),
+        ],
+    );
+    // git itself normalises `src/./k k.py` to the allowed path: it is no bypass
+    assert!(!repo.git(&["ls-files", "-z"]).contains("src/./"));
+}
+
+#[test]
+fn a_mode_change_is_a_change() {
+    let repo = Repo::new();
+    repo.start();
+    let harness = repo.root.join("tests/common.py");
+    fs::set_permissions(&harness, fs::Permissions::from_mode(0o755)).unwrap();
+    repo.git(&["add", "-A"]);
+    assert_rejects(&repo.commit(), &[("tests/common.py", RESTORE)]);
+    repo.git(&["reset", "-q"]);
+    fs::set_permissions(&harness, fs::Permissions::from_mode(0o644)).unwrap();
+    fs::set_permissions(repo.root.join(KERNEL), fs::Permissions::from_mode(0o755)).unwrap();
+    repo.git(&["add", "-A"]);
+    assert_passes(&repo.commit());
+}
+
+#[test]
+fn a_symlink_is_judged_by_its_own_path() {
+    let repo = Repo::new();
+    repo.start();
+    // at the allowed path, pointing at the tests: only the kernel's path changes
+    let kernel = repo.root.join(KERNEL);
+    fs::remove_file(&kernel).unwrap();
+    std::os::unix::fs::symlink("../../../../tests/common.py", &kernel).unwrap();
+    repo.git(&["add", "-A"]);
+    assert_passes(&repo.commit());
+    // elsewhere, pointing at the kernel: a new disallowed path
+    std::os::unix::fs::symlink(
+        "../src/tilegym/ops/cutile/vector_add.py",
+        repo.root.join("tests/k.py"),
+    )
+    .unwrap();
+    repo.git(&["add", "-A"]);
+    assert_rejects(&repo.commit(), &[("tests/k.py", RM)]);
+}
+
+#[test]
+fn a_submodule_pointer_change_is_rejected_even_when_config_ignores_submodules() {
+    let repo = Repo::new();
+    let sub = repo.root.join("third_party/lib");
+    fs::create_dir_all(&sub).unwrap();
+    let in_sub = |args: &[&str]| {
+        let out = repo.run_in(&sub, "git", args);
+        assert!(out.status.success(), "{}", text(&out));
+    };
+    in_sub(&["init", "-q", "-b", "main"]);
+    in_sub(&["commit", "-q", "--allow-empty", "-m", "one"]);
+    repo.git(&["add", "third_party/lib"]);
+    repo.git(&["commit", "-q", "-m", "a submodule"]);
+    repo.start();
+    repo.git(&["config", "diff.ignoreSubmodules", "all"]);
+    in_sub(&["commit", "-q", "--allow-empty", "-m", "two"]);
+    repo.git(&["add", "third_party/lib"]);
+    assert_rejects(&repo.commit(), &[("third_party/lib", RESTORE)]);
+
+    // step sees it too: unstaged, and committed past the hook
+    repo.git(&["reset", "-q"]);
+    let out = repo.tool(&["step", "x"]);
+    assert!(
+        text(&out).contains("only the session's allowed paths may change"),
+        "{}",
+        text(&out)
+    );
+    repo.git(&["add", "third_party/lib"]);
+    repo.git(&["commit", "-q", "--no-verify", "-m", "sneaky"]);
+    repo.append(KERNEL, "# faster\n");
+    let out = repo.tool(&["step", "faster"]);
+    assert!(
+        text(&out).contains("the session history broke the rule"),
+        "{}",
+        text(&out)
+    );
+    assert!(text(&out).contains("third_party/lib"));
+}
+
+#[test]
+fn a_linked_worktree_is_checked_with_its_own_branch_and_index() {
+    let repo = Repo::new();
+    repo.start();
+    repo.git(&["checkout", "-q", "main"]);
+    let wt = repo.root.parent().unwrap().join("linked wt");
+    repo.git(&[
+        "worktree",
+        "add",
+        "-q",
+        wt.to_str().unwrap(),
+        &repo.session_branch(),
+    ]);
+    fs::write(wt.join(TEST), "# weaker\n").unwrap();
+    assert!(repo.run_in(&wt, "git", &["add", "-A"]).status.success());
+    assert_rejects(&repo.commit_in(&wt, &[]), &[(TEST, RESTORE)]);
+    // the main work tree is off the session branch: anything goes there
+    repo.append(TEST, "# fine on main\n");
+    repo.git(&["add", "-A"]);
+    assert_passes(&repo.commit());
+}
+
+#[test]
+fn core_hooks_path_is_honoured() {
+    let repo = Repo::new();
+    repo.git(&["config", "core.hooksPath", "my hooks"]);
+    repo.start();
+    assert!(repo.root.join("my hooks/pre-commit").exists());
+    assert!(!repo.hooks().join("pre-commit").exists());
+    repo.append("setup.py", "# x\n");
+    repo.git(&["add", "setup.py"]);
+    assert_rejects(&repo.commit(), &[("setup.py", RESTORE)]);
+}
+
+#[test]
+fn commits_from_a_subdirectory_are_checked_with_repository_paths() {
+    let repo = Repo::new();
+    repo.start();
+    let dir = repo.root.join("src/tilegym");
+    repo.append(TEST, "# weaker\n");
+    repo.git(&["add", "-A"]);
+    assert_rejects(&repo.commit_in(&dir, &[]), &[(TEST, RESTORE)]);
+    repo.git(&["reset", "-q", "--hard"]);
+    repo.append(KERNEL, "# faster\n");
+    repo.git(&["add", "-A"]);
+    assert_passes(&repo.commit_in(&dir, &[]));
+}
+
+#[test]
+fn commit_all_and_commit_with_paths_use_the_index_git_prepares() {
+    let repo = Repo::new();
+    repo.start();
+    repo.append(TEST, "# weaker\n");
+    repo.append(KERNEL, "# faster\n");
+    // nothing staged: `-a` and `-- path` stage into a temporary index that the hook must read
+    assert_rejects(&repo.commit_in(&repo.root, &["-a"]), &[(TEST, RESTORE)]);
+    assert_rejects(
+        &repo.commit_in(&repo.root, &["--", TEST]),
+        &[(TEST, RESTORE)],
+    );
+    assert_passes(&repo.commit_in(&repo.root, &["--", KERNEL]));
+}
+
+#[test]
+fn off_a_session_branch_the_hook_lets_everything_through() {
+    let repo = Repo::new();
+    repo.start();
+    repo.git(&["checkout", "-q", "main"]);
+    repo.append(TEST, "# weaker\n");
+    repo.write("sandbox/x", "x\n");
+    repo.git(&["add", "-f", "-A"]);
+    assert_passes(&repo.commit());
+}
+
+#[test]
+fn a_session_branch_without_a_baseline_allows_nothing() {
+    let repo = Repo::new();
+    repo.tool_ok(&["hook", "install"]);
+    repo.git(&["checkout", "-q", "--orphan", BRANCH]);
+    repo.git(&["rm", "-r", "-q", "--cached", "."]);
+    repo.write("only.py", "x\n");
+    repo.git(&["add", "only.py"]);
+    assert_rejects(&repo.commit(), &[("only.py", RM)]);
+}
+
+#[test]
+fn without_the_binary_the_hook_refuses_only_on_a_session_branch() {
+    let mut repo = Repo::new();
+    repo.start();
+    repo.hide_tool();
+    repo.append(KERNEL, "# faster\n");
+    repo.git(&["add", "-A"]);
+    let out = repo.commit();
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("git-cutile-perf is not on PATH"),
+        "{}",
+        text(&out)
+    );
+    repo.git(&["checkout", "-q", "main"]);
+    repo.git(&["reset", "-q", "--hard"]);
+    repo.append(TEST, "# on main\n");
+    repo.git(&["add", "-A"]);
+    assert_passes(&repo.commit());
+}
+
+#[test]
+fn install_is_idempotent_and_status_reports_it() {
+    let repo = Repo::new();
+    let status = || -> serde_json::Value {
+        serde_json::from_str(&repo.tool_ok(&["hook", "status", "--json"])).unwrap()
+    };
+    assert_eq!(status()["installed_as"], serde_json::Value::Null);
+    repo.tool_ok(&["hook", "install"]);
+    let hook = fs::read(repo.hooks().join("pre-commit")).unwrap();
+    assert!(
+        repo.tool_ok(&["hook", "install"])
+            .contains("already installed")
+    );
+    assert_eq!(fs::read(repo.hooks().join("pre-commit")).unwrap(), hook);
+    assert_eq!(hook, include_bytes!("../hooks/pre-commit"));
+    assert!(!repo.hooks().join("pre-commit.cutile-perf-orig").exists());
+    let state = status();
+    assert_eq!(state["installed_as"], "pre-commit");
+    assert_eq!(state["current"], true);
+    assert_eq!(state["chained"], serde_json::Value::Null);
+    repo.tool_ok(&["hook", "uninstall"]);
+    assert!(!repo.hooks().join("pre-commit").exists());
+    assert!(
+        repo.tool_ok(&["hook", "uninstall"])
+            .contains("not installed")
+    );
+}
+
+/// A stand-in for the pre-commit framework's hook script: its marker lines, and its behaviour of
+/// running `pre-commit.legacy` first with PRE_COMMIT_RUNNING_LEGACY=1 and aborting if it is itself
+/// run that way. It logs each run to `framework.log` in the hooks directory.
+const FRAMEWORK: &str = "#!/usr/bin/env bash\n\
+# File generated by pre-commit: https://pre-commit.com\n\
+# ID: 138fd403232d2ddd5efb44317e38bf03\n\
+HERE=\"$(cd \"$(dirname \"$0\")\" && pwd)\"\n\
+if [ -n \"$PRE_COMMIT_RUNNING_LEGACY\" ]; then\n\
+  echo \"bug: pre-commit's script is installed in migration mode\" >&2; exit 1\n\
+fi\n\
+if [ -x \"$HERE/pre-commit.legacy\" ]; then\n\
+  PRE_COMMIT_RUNNING_LEGACY=1 \"$HERE/pre-commit.legacy\" \"$@\" || exit $?\n\
+fi\n\
+echo ran >> \"$HERE/framework.log\"\n\
+if [ -e \"$HERE/framework-fails\" ]; then echo 'framework hook failed' >&2; exit 1; fi\n";
+
+/// What `pre-commit install` does when it finds a hook that is not its own.
+fn framework_install(hooks: &Path) {
+    let hook = hooks.join("pre-commit");
+    if hook.exists()
+        && !fs::read_to_string(&hook)
+            .unwrap()
+            .contains("138fd403232d2ddd5efb44317e38bf03")
+    {
+        fs::rename(&hook, hooks.join("pre-commit.legacy")).unwrap();
+    }
+    fs::write(&hook, FRAMEWORK).unwrap();
+    fs::set_permissions(&hook, fs::Permissions::from_mode(0o775)).unwrap();
+}
+
+fn framework_runs(hooks: &Path) -> usize {
+    fs::read_to_string(hooks.join("framework.log")).map_or(0, |log| log.lines().count())
+}
+
+#[test]
+fn the_pre_commit_frameworks_hook_is_chained_and_restored_byte_for_byte() {
+    let repo = Repo::new();
+    let hooks = repo.hooks();
+    framework_install(&hooks);
+    let before = fs::read(hooks.join("pre-commit")).unwrap();
+    repo.start();
+    assert!(
+        repo.tool_ok(&["hook", "install"])
+            .contains("already installed")
+    );
+    let saved = hooks.join("pre-commit.cutile-perf-orig");
+    assert_eq!(fs::read(&saved).unwrap(), before);
+
+    // both run: ours refuses a test edit, the framework's refusal counts too
+    let runs = framework_runs(&hooks);
+    repo.append(TEST, "# weaker\n");
+    repo.git(&["add", "-A"]);
+    assert_rejects(&repo.commit(), &[(TEST, RESTORE)]);
+    assert_eq!(framework_runs(&hooks), runs + 1);
+    repo.git(&["reset", "-q", "--hard"]);
+    repo.append(KERNEL, "# faster\n");
+    repo.git(&["add", "-A"]);
+    fs::write(hooks.join("framework-fails"), "").unwrap();
+    let out = repo.commit();
+    assert!(!out.status.success() && text(&out).contains("framework hook failed"));
+    fs::remove_file(hooks.join("framework-fails")).unwrap();
+    assert_passes(&repo.commit());
+
+    repo.tool_ok(&["hook", "uninstall"]);
+    assert_eq!(fs::read(hooks.join("pre-commit")).unwrap(), before);
+    let mode = fs::metadata(hooks.join("pre-commit"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o775);
+    assert!(!saved.exists());
+}
+
+#[test]
+fn pre_commit_install_after_ours_runs_us_in_legacy_mode_without_recursion() {
+    let repo = Repo::new();
+    let hooks = repo.hooks();
+    framework_install(&hooks);
+    let original = fs::read(hooks.join("pre-commit")).unwrap();
+    repo.start();
+    // the user runs `pre-commit install` again: ours becomes pre-commit.legacy
+    framework_install(&hooks);
+    assert!(
+        repo.tool_ok(&["hook", "install"])
+            .contains("already installed")
+    );
+    let state: serde_json::Value =
+        serde_json::from_str(&repo.tool_ok(&["hook", "status", "--json"])).unwrap();
+    assert_eq!(state["installed_as"], "pre-commit.legacy");
+
+    let runs = framework_runs(&hooks);
+    repo.append(TEST, "# weaker\n");
+    repo.git(&["add", "-A"]);
+    assert_rejects(&repo.commit(), &[(TEST, RESTORE)]);
+    repo.git(&["reset", "-q", "--hard"]);
+    repo.append(KERNEL, "# faster\n");
+    repo.git(&["add", "-A"]);
+    assert_passes(&repo.commit());
+    // the framework ran once per commit it reached, never from inside its legacy hook
+    assert_eq!(framework_runs(&hooks), runs + 1);
+
+    repo.tool_ok(&["hook", "uninstall"]);
+    assert_eq!(fs::read(hooks.join("pre-commit")).unwrap(), original);
+    assert!(!hooks.join("pre-commit.legacy").exists());
+    assert!(!hooks.join("pre-commit.cutile-perf-orig").exists());
+}
+
+#[test]
+fn a_plain_existing_hook_keeps_its_bytes_mode_and_exit_status() {
+    let repo = Repo::new();
+    let hook = repo.hooks().join("pre-commit");
+    let script = "#!/bin/sh\necho \"own hook: $*\" >> \"$(dirname \"$0\")/own.log\"\n[ ! -e \"$(dirname \"$0\")/own-fails\" ]";
+    fs::write(&hook, script).unwrap();
+    fs::set_permissions(&hook, fs::Permissions::from_mode(0o700)).unwrap();
+    repo.start();
+    repo.append(KERNEL, "# faster\n");
+    repo.git(&["add", "-A"]);
+    fs::write(repo.hooks().join("own-fails"), "").unwrap();
+    assert!(!repo.commit().status.success());
+    fs::remove_file(repo.hooks().join("own-fails")).unwrap();
+    assert_passes(&repo.commit());
+    repo.tool_ok(&["hook", "uninstall"]);
+    assert_eq!(fs::read_to_string(&hook).unwrap(), script);
+    let mode = fs::metadata(&hook).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o700);
+}
+
+#[test]
+fn the_tools_own_commits_pass_through_the_hook() {
+    let mut repo = Repo::new();
+    let hook = repo.hooks().join("pre-commit");
+    fs::write(
+        &hook,
+        "#!/bin/sh\necho x >> \"$(dirname \"$0\")/own.log\"\n",
+    )
+    .unwrap();
+    fs::set_permissions(&hook, fs::Permissions::from_mode(0o755)).unwrap();
+    repo.start();
+    // the tool need not be on PATH for its own commits: it tells the hook where it is
+    repo.hide_tool();
+    let kernel = fs::read_to_string(repo.root.join(KERNEL)).unwrap();
+    repo.write(
+        KERNEL,
+        &kernel.replace("TILE_SIZE = 128", "TILE_SIZE = 256"),
+    );
+    repo.tool_ok(&["step", "tile size 256"]);
+    // a crash commits the attempt, then its undoing: two more commits through the hook
+    repo.write(
+        KERNEL,
+        &kernel.replace("CRASH = \"\"", "CRASH = \"exception\""),
+    );
+    repo.tool_ok(&["step", "--continue", "latency hints"]);
+    let log = fs::read_to_string(repo.hooks().join("own.log")).unwrap();
+    // the baseline, the kept iteration, the attempt and the crash record
+    assert_eq!(log.lines().count(), 4);
+    let subjects = repo.git(&["log", "--format=%s", "-4"]);
+    assert!(
+        subjects.lines().next().unwrap().contains("#2 crash"),
+        "{subjects}"
+    );
+}
+
+#[test]
+fn a_no_verify_commit_is_caught_by_step() {
+    let repo = Repo::new();
+    repo.start();
+    repo.append(TEST, "# weaker\n");
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-q", "--no-verify", "-m", "sneaky"]);
+    repo.append(KERNEL, "# faster\n");
+    let out = repo.tool(&["step", "faster"]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("the session history broke the rule"),
+        "{}",
+        text(&out)
+    );
+    assert!(text(&out).contains(TEST));
+}
+
+#[test]
+fn a_symlinked_existing_hook_is_chained_and_restored_as_the_same_link() {
+    let repo = Repo::new();
+    repo.write("scripts/check.sh", "#!/bin/sh\necho linked hook ran >&2\n");
+    let script = repo.root.join("scripts/check.sh");
+    fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).unwrap();
+    let hook = repo.hooks().join("pre-commit");
+    std::os::unix::fs::symlink("../../scripts/check.sh", &hook).unwrap();
+    repo.start();
+    repo.append(KERNEL, "# faster\n");
+    repo.git(&["add", KERNEL]);
+    let out = repo.commit();
+    assert_passes(&out);
+    assert!(text(&out).contains("linked hook ran"));
+    repo.tool_ok(&["hook", "uninstall"]);
+    assert_eq!(
+        fs::read_link(&hook).unwrap(),
+        Path::new("../../scripts/check.sh")
+    );
+}
+
+/// husky 9's generated files: the stub every hook in `.husky/_` is, and the helper it sources, which
+/// runs `.husky/<the stub's own name>`.
+const HUSKY_STUB: &str = "#!/usr/bin/env sh\n. \"$(dirname \"$0\")/h\"";
+const HUSKY_H: &str = "#!/usr/bin/env sh\n\
+[ \"$HUSKY\" = \"2\" ] && set -x\n\
+n=$(basename \"$0\")\n\
+s=$(dirname \"$(dirname \"$0\")\")/$n\n\
+[ ! -f \"$s\" ] && exit 0\n\
+[ \"${HUSKY-}\" = \"0\" ] && exit 0\n\
+sh -e \"$s\" \"$@\"\n\
+c=$?\n\
+[ $c != 0 ] && echo \"husky - $n script failed (code $c)\"\n\
+exit $c\n";
+
+#[test]
+fn a_husky_hook_still_finds_its_script_when_chained() {
+    let repo = Repo::new();
+    repo.write(".husky/_/.gitignore", "*\n");
+    repo.write(".husky/_/h", HUSKY_H);
+    repo.write(".husky/_/pre-commit", HUSKY_STUB);
+    repo.write(
+        ".husky/pre-commit",
+        "echo husky user hook ran >&2\n[ ! -e .husky/fail ]\n",
+    );
+    for file in [".husky/_/h", ".husky/_/pre-commit"] {
+        fs::set_permissions(repo.root.join(file), fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-q", "-m", "husky"]);
+    repo.git(&["config", "core.hooksPath", ".husky/_"]);
+    repo.start();
+    repo.append(KERNEL, "# faster\n");
+    repo.git(&["add", KERNEL]);
+    repo.write(".husky/fail", "");
+    let out = repo.commit();
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("husky - pre-commit script failed"),
+        "{}",
+        text(&out)
+    );
+    fs::remove_file(repo.root.join(".husky/fail")).unwrap();
+    let out = repo.commit();
+    assert_passes(&out);
+    assert!(text(&out).contains("husky user hook ran"));
+    repo.tool_ok(&["hook", "uninstall"]);
+    assert_eq!(
+        fs::read_to_string(repo.root.join(".husky/_/pre-commit")).unwrap(),
+        HUSKY_STUB
+    );
+}
