@@ -3,6 +3,7 @@
 mod cli;
 mod commands;
 mod decision;
+mod generate;
 mod git;
 mod gpu;
 mod guard;
@@ -40,7 +41,10 @@ fn main() -> ExitCode {
         }
         Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("{} {err:#}", console::style("error:").red().bold());
+            eprintln!(
+                "{} {err:#}",
+                console::style("error:").for_stderr().red().bold()
+            );
             ExitCode::FAILURE
         }
     }
@@ -48,8 +52,14 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> anyhow::Result<()> {
     process::install_interrupt_handler()?;
-    if let Command::Demo(args) = &cli.command {
-        return commands::demo::run(args);
+    // Verbs that work outside a repository.
+    match &cli.command {
+        Command::Demo(args) => return commands::demo::run(args),
+        Command::Man(args) => return commands::extras::man(args),
+        Command::Completions(args) => return commands::extras::completions(args),
+        Command::InstallExtras(args) => return commands::extras::install(args),
+        Command::UninstallExtras(args) => return commands::extras::uninstall(args),
+        _ => {}
     }
     let repo = git::Repo::discover(&std::env::current_dir()?)?;
     match &cli.command {
@@ -57,7 +67,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Step(args) => commands::step::run(&repo, args),
         Command::Table(args) => commands::report::table(&repo, args),
         Command::Status(args) => commands::report::status(&repo, args),
-        Command::Demo(_) => unreachable!("handled above"),
+        Command::Demo(_)
+        | Command::Man(_)
+        | Command::Completions(_)
+        | Command::InstallExtras(_)
+        | Command::UninstallExtras(_) => unreachable!("handled above"),
     }
 }
 
