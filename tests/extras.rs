@@ -311,7 +311,7 @@ fn install_and_uninstall_extras_in_the_user_directories() {
 
     let out = run_ok(tool(&["install-extras", "--json"]).env("HOME", home.path()));
     let report = json(&out);
-    let written: Vec<(String, PathBuf)> = report["written"]
+    let written: Vec<(String, PathBuf)> = report["files"]
         .as_array()
         .unwrap()
         .iter()

@@ -96,7 +96,7 @@ pub fn install(args: &ExtrasArgs) -> Result<()> {
     if output.json {
         return ui::print_json(&json!({
             "prefix": prefix,
-            "written": written,
+            "files": written,
             "removed": removed,
             "notes": notes,
         }));
@@ -210,16 +210,20 @@ impl Layout {
             ));
         }
         let bash_script = self.bash.join(generate::BIN);
-        notes.push(format!(
-            "bash: bash-completion loads {} when you complete `git cutile-perf`; without \
-             bash-completion, add `source {}` to ~/.bashrc after git's completion",
-            bash_script.display(),
-            bash_script.display()
-        ));
-        notes.push(format!(
-            "zsh: put `fpath=({} $fpath)` in ~/.zshrc before `compinit`, unless it is on fpath already",
-            self.zsh.display()
-        ));
+        if self.prefix || !has_bash_completion() {
+            notes.push(format!(
+                "bash: bash-completion loads {script} on demand for `git cutile-perf <TAB>` when it \
+                 looks in {dir}; otherwise add `source {script}` to ~/.bashrc, after git's completion",
+                script = bash_script.display(),
+                dir = self.bash.display()
+            ));
+        }
+        if which::which("zsh").is_ok() {
+            notes.push(format!(
+                "zsh: put `fpath=({} $fpath)` in ~/.zshrc before `compinit`, unless it is on fpath already",
+                self.zsh.display()
+            ));
+        }
         if self.prefix {
             notes.push(format!(
                 "fish: reads {} when {} is in XDG_DATA_DIRS",
@@ -233,6 +237,19 @@ impl Layout {
         }
         notes
     }
+}
+
+/// Whether bash-completion (which loads completions/git-cutile-perf from the user's directory on
+/// demand) is installed where distributions and Homebrew put it.
+fn has_bash_completion() -> bool {
+    [
+        "/usr/share/bash-completion/bash_completion",
+        "/usr/local/share/bash-completion/bash_completion",
+        "/opt/homebrew/share/bash-completion/bash_completion",
+        "/etc/bash_completion",
+    ]
+    .iter()
+    .any(|path| Path::new(path).is_file())
 }
 
 /// Whether `manpath` (man-db) lists `dir`; true when there is no `manpath` to ask, since then
@@ -295,7 +312,7 @@ fn remove_if_present(path: &Path) -> Result<bool> {
 
 fn report_files(json: bool, written: &[FileEntry], removed: &[FileEntry]) -> Result<()> {
     if json {
-        return ui::print_json(&json!({ "written": written, "removed": removed }));
+        return ui::print_json(&json!({ "files": written, "removed": removed }));
     }
     print_files(written, removed);
     Ok(())
