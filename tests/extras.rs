@@ -464,3 +464,22 @@ fn plain_text_off_a_terminal() {
     let help = run_ok(&mut tool(&["step", "--help"]));
     assert!(!help.stdout.contains(&0x1b));
 }
+
+/// A reader that stops early (`| head`) is not an error, and never a panic.
+#[test]
+fn closed_stdout_is_not_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [&["install-extras", "--json"][..], &["install-extras"][..]] {
+        let mut child = tool(args)
+            .args(["--prefix".as_ref(), dir.path().as_os_str()])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let output = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+}

@@ -101,9 +101,10 @@ pub fn install(args: &ExtrasArgs) -> Result<()> {
             "notes": notes,
         }));
     }
-    print_files(&written, &removed);
+    print_files(&written, &removed)?;
+    let mut out = std::io::stdout().lock();
     for note in &notes {
-        println!("{} {note}", ui::bold("note:"));
+        writeln!(out, "{} {note}", ui::bold("note:"))?;
     }
     Ok(())
 }
@@ -130,8 +131,7 @@ pub fn uninstall(args: &ExtrasArgs) -> Result<()> {
             "nothing to remove: no man pages or completions of git-cutile-perf installed there"
         );
     }
-    print_files(&[], &removed);
-    Ok(())
+    print_files(&[], &removed)
 }
 
 /// Where install-extras puts each kind of file.
@@ -314,17 +314,18 @@ fn report_files(json: bool, written: &[FileEntry], removed: &[FileEntry]) -> Res
     if json {
         return ui::print_json(&json!({ "files": written, "removed": removed }));
     }
-    print_files(written, removed);
-    Ok(())
+    print_files(written, removed)
 }
 
-fn print_files(written: &[FileEntry], removed: &[FileEntry]) {
+fn print_files(written: &[FileEntry], removed: &[FileEntry]) -> Result<()> {
+    let mut out = std::io::stdout().lock();
     for file in written {
-        println!("wrote   {}", file.path.display());
+        writeln!(out, "wrote   {}", file.path.display())?;
     }
     for file in removed {
-        println!("removed {}", file.path.display());
+        writeln!(out, "removed {}", file.path.display())?;
     }
+    Ok(())
 }
 
 /// A page or script, exactly as generated, on stdout.
