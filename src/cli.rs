@@ -1,5 +1,6 @@
 //! The command line: every verb and flag of `git cutile-perf`.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
@@ -37,6 +38,14 @@ pub enum Command {
     Hook(HookArgs),
     /// Run a short session on a built-in TileGym-shaped repository (no GPU needed)
     Demo(DemoArgs),
+    /// Write the man pages (one for the tool, one per verb), or print one page
+    Man(ManArgs),
+    /// Write the bash, zsh and fish completion scripts, or print one
+    Completions(CompletionsArgs),
+    /// Install the man pages and shell completions in your user's standard places
+    InstallExtras(ExtrasArgs),
+    /// Remove what install-extras installed
+    UninstallExtras(ExtrasArgs),
 }
 
 #[derive(Args, Debug)]
@@ -150,6 +159,49 @@ pub struct DemoArgs {
     /// Build the demo repository here (must not exist) and keep it, instead of a temporary directory
     #[arg(long, value_name = "DIR")]
     pub dir: Option<std::path::PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct ManArgs {
+    /// Print the page of this verb instead of the tool's page
+    #[arg(conflicts_with = "dir")]
+    pub verb: Option<String>,
+    /// Write every page into DIR (created if missing) instead of printing one
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Print one JSON object listing the files written (with --dir)
+    #[arg(long, requires = "dir")]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct CompletionsArgs {
+    /// The shell whose script to print or write; with --dir and no shell, all of them
+    #[arg(value_enum, required_unless_present = "dir")]
+    pub shell: Option<Shell>,
+    /// Write the script(s) into DIR (created if missing) instead of printing
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Print one JSON object listing the files written (with --dir)
+    #[arg(long, requires = "dir")]
+    pub json: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Shell {
+    Bash,
+    Zsh,
+    Fish,
+}
+
+#[derive(Args, Debug)]
+pub struct ExtrasArgs {
+    /// Use the layout under DIR (DIR/share/man/man1, DIR/share/bash-completion/completions, ...)
+    /// instead of your user's directories (~/.local/share/..., ~/.config/fish/...)
+    #[arg(long, value_name = "DIR")]
+    pub prefix: Option<PathBuf>,
+    #[command(flatten)]
+    pub output: JsonArg,
 }
 
 /// `10m`, `90s`, `1h30m`, `500ms`, or plain seconds.

@@ -3,6 +3,7 @@
 mod cli;
 mod commands;
 mod decision;
+mod generate;
 mod git;
 mod gpu;
 mod guard;
@@ -41,7 +42,10 @@ fn main() -> ExitCode {
         }
         Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("{} {err:#}", console::style("error:").red().bold());
+            eprintln!(
+                "{} {err:#}",
+                console::style("error:").for_stderr().red().bold()
+            );
             ExitCode::FAILURE
         }
     }
@@ -49,17 +53,19 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> anyhow::Result<()> {
     process::install_interrupt_handler()?;
-    if let Command::Demo(args) = &cli.command {
-        return commands::demo::run(args);
-    }
-    let repo = git::Repo::discover(&std::env::current_dir()?)?;
+    // opened only by the verbs that work on a repository
+    let repo = || git::Repo::discover(&std::env::current_dir()?);
     match &cli.command {
-        Command::Start(args) => commands::start::run(&repo, args),
-        Command::Step(args) => commands::step::run(&repo, args),
-        Command::Table(args) => commands::report::table(&repo, args),
-        Command::Status(args) => commands::report::status(&repo, args),
-        Command::Hook(args) => commands::hook::run(&repo, args),
-        Command::Demo(_) => unreachable!("handled above"),
+        Command::Start(args) => commands::start::run(&repo()?, args),
+        Command::Step(args) => commands::step::run(&repo()?, args),
+        Command::Table(args) => commands::report::table(&repo()?, args),
+        Command::Status(args) => commands::report::status(&repo()?, args),
+        Command::Hook(args) => commands::hook::run(&repo()?, args),
+        Command::Demo(args) => commands::demo::run(args),
+        Command::Man(args) => commands::extras::man(args),
+        Command::Completions(args) => commands::extras::completions(args),
+        Command::InstallExtras(args) => commands::extras::install(args),
+        Command::UninstallExtras(args) => commands::extras::uninstall(args),
     }
 }
 

@@ -41,8 +41,12 @@ pub fn word(text: &str) -> console::StyledObject<&str> {
     }
 }
 
-/// Prints a value as one JSON document on stdout.
+/// Prints a value as one JSON document on stdout. A closed pipe (`| head`) comes back as an error
+/// for main to treat as success; `println!` would panic instead.
 pub fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
-    println!("{}", serde_json::to_string_pretty(value)?);
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{}", serde_json::to_string_pretty(value)?)?;
+    out.flush()?;
     Ok(())
 }

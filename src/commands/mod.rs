@@ -2,6 +2,7 @@
 //! repository of their own (git-absorb's split between opening the repo and working on it).
 
 pub mod demo;
+pub mod extras;
 pub mod hook;
 pub mod report;
 pub mod start;

@@ -1,0 +1,96 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_git_cutile_perf_global_optspecs
+    string join \n h/help V/version
+end
+
+function __fish_git_cutile_perf_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_git_cutile_perf_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_git_cutile_perf_using_subcommand
+    set -l cmd (__fish_git_cutile_perf_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_needs_command" -s V -l version -d 'Print version'
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_needs_command" -f -a "start" -d 'Create the session branch and record iteration 0 (correctness + benchmark, no code change)'
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_needs_command" -f -a "step" -d 'Test, benchmark, decide and commit the current change to the kernel as one iteration'
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_needs_command" -f -a "table" -d 'Print the results table rebuilt from the session\'s commits'
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_needs_command" -f -a "status" -d 'Show the session: kernel, allowed paths, baseline and best latency, and whether the loop may go on'
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_needs_command" -f -a "demo" -d 'Run a short session on a built-in TileGym-shaped repository (no GPU needed)'
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_needs_command" -f -a "man" -d 'Write the man pages (one for the tool, one per verb), or print one page'
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_needs_command" -f -a "completions" -d 'Write the bash, zsh and fish completion scripts, or print one'
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_needs_command" -f -a "install-extras" -d 'Install the man pages and shell completions in your user\'s standard places'
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_needs_command" -f -a "uninstall-extras" -d 'Remove what install-extras installed'
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand start" -l suite -d 'Which suite the kernel is in (`ops` or a suite name) when the name exists in several' -r
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand start" -l test -d 'The kernel\'s test file, when it is not tests/ops/**/test_<kernel>.py or tests/suites/<suite>/test_<kernel>.py' -r
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand start" -l allow -d 'Another path iterations may change (e.g. the launch wrapper); repeatable' -r
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand start" -l python -d 'The Python command that runs pytest (e.g. `python3`, `uv run python`)' -r
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand start" -l stat -d 'Which per-config statistic the decisions use' -r -f -a "mean\t''
+median\t''
+min\t''"
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand start" -l class -d 'The kernel\'s class by arithmetic intensity, which orders the optimizations `next` suggests' -r -f -a "memory\t''
+balanced\t''
+compute\t''"
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand start" -l budget -d 'Time limit for the baseline run (e.g. 10m, 90s)' -r
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand start" -l continue-pct -d 'Improvement (%) from which the loop continues at full priority' -r
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand start" -l gain-pct -d 'Improvement (%) below which an iteration counts as no gain' -r
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand start" -l regression-pct -d 'Slowdown (%) of any single config that reverts the change' -r
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand start" -l max-iterations -d 'Iterations after which the loop stops' -r
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand start" -l max-no-gain -d 'Consecutive iterations without a gain after which the loop stops' -r
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand start" -l json -d 'Print one JSON object instead of text'
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand start" -s h -l help -d 'Print help'
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand step" -l notes -d 'Longer notes kept in the commit message body' -r
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand step" -l budget -d 'Time limit for the whole iteration; past it the tests are killed and the iteration is a crash' -r
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand step" -l cause -d 'The bottleneck this optimization targets; scheduling and unknown escalate to the user' -r -f -a "memory\t''
+compute\t''
+latency\t''
+scheduling\t''
+unknown\t''"
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand step" -l opt -d 'The playbook letter this optimization follows (see `git cutile-perf refs playbook`)' -r
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand step" -l continue -d 'Run even though the loop has stopped or escalated'
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand step" -l json -d 'Print one JSON object instead of text'
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand step" -s h -l help -d 'Print help'
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand table" -l write -d 'Also write sandbox/perf_results.md'
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand table" -l json -d 'Print one JSON object instead of text'
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand table" -s h -l help -d 'Print help'
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand status" -l json -d 'Print one JSON object instead of text'
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand status" -s h -l help -d 'Print help'
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand demo" -l dir -d 'Build the demo repository here (must not exist) and keep it, instead of a temporary directory' -r -F
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand demo" -s h -l help -d 'Print help'
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand man" -l dir -d 'Write every page into DIR (created if missing) instead of printing one' -r -F
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand man" -l json -d 'Print one JSON object listing the files written (with --dir)'
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand man" -s h -l help -d 'Print help'
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand completions" -l dir -d 'Write the script(s) into DIR (created if missing) instead of printing' -r -F
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand completions" -l json -d 'Print one JSON object listing the files written (with --dir)'
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand completions" -s h -l help -d 'Print help'
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand install-extras" -l prefix -d 'Use the layout under DIR (DIR/share/man/man1, DIR/share/bash-completion/completions, ...) instead of your user\'s directories (~/.local/share/..., ~/.config/fish/...)' -r -F
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand install-extras" -l json -d 'Print one JSON object instead of text'
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand install-extras" -s h -l help -d 'Print help'
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand uninstall-extras" -l prefix -d 'Use the layout under DIR (DIR/share/man/man1, DIR/share/bash-completion/completions, ...) instead of your user\'s directories (~/.local/share/..., ~/.config/fish/...)' -r -F
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand uninstall-extras" -l json -d 'Print one JSON object instead of text'
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand uninstall-extras" -s h -l help -d 'Print help'
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand help; and not __fish_seen_subcommand_from start step table status demo man completions install-extras uninstall-extras help" -f -a "start" -d 'Create the session branch and record iteration 0 (correctness + benchmark, no code change)'
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand help; and not __fish_seen_subcommand_from start step table status demo man completions install-extras uninstall-extras help" -f -a "step" -d 'Test, benchmark, decide and commit the current change to the kernel as one iteration'
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand help; and not __fish_seen_subcommand_from start step table status demo man completions install-extras uninstall-extras help" -f -a "table" -d 'Print the results table rebuilt from the session\'s commits'
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand help; and not __fish_seen_subcommand_from start step table status demo man completions install-extras uninstall-extras help" -f -a "status" -d 'Show the session: kernel, allowed paths, baseline and best latency, and whether the loop may go on'
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand help; and not __fish_seen_subcommand_from start step table status demo man completions install-extras uninstall-extras help" -f -a "demo" -d 'Run a short session on a built-in TileGym-shaped repository (no GPU needed)'
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand help; and not __fish_seen_subcommand_from start step table status demo man completions install-extras uninstall-extras help" -f -a "man" -d 'Write the man pages (one for the tool, one per verb), or print one page'
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand help; and not __fish_seen_subcommand_from start step table status demo man completions install-extras uninstall-extras help" -f -a "completions" -d 'Write the bash, zsh and fish completion scripts, or print one'
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand help; and not __fish_seen_subcommand_from start step table status demo man completions install-extras uninstall-extras help" -f -a "install-extras" -d 'Install the man pages and shell completions in your user\'s standard places'
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand help; and not __fish_seen_subcommand_from start step table status demo man completions install-extras uninstall-extras help" -f -a "uninstall-extras" -d 'Remove what install-extras installed'
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand help; and not __fish_seen_subcommand_from start step table status demo man completions install-extras uninstall-extras help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

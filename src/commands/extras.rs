@@ -1,0 +1,403 @@
+//! `man`, `completions`, `install-extras` and `uninstall-extras`: what makes `git cutile-perf` feel
+//! like a native git command once the binary is on PATH. `git cutile-perf --help` never reaches the
+//! binary (git opens the man page `git-cutile-perf(1)`), and git's bash completion calls
+//! `_git_cutile_perf`, so both have to be installed where man and the shells look.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use serde::Serialize;
+use serde_json::json;
+
+use crate::cli::{CompletionsArgs, ExtrasArgs, ManArgs, Shell};
+use crate::generate::{self, Generated};
+use crate::ui;
+
+/// A file written or removed, as `--json` reports it.
+#[derive(Debug, Serialize)]
+struct FileEntry {
+    /// `man`, `bash`, `zsh` or `fish`.
+    kind: &'static str,
+    path: PathBuf,
+}
+
+fn shell_kind(shell: Shell) -> &'static str {
+    match shell {
+        Shell::Bash => "bash",
+        Shell::Zsh => "zsh",
+        Shell::Fish => "fish",
+    }
+}
+
+pub fn man(args: &ManArgs) -> Result<()> {
+    let ManArgs { verb, dir, json } = args;
+    let Some(dir) = dir else {
+        let page = generate::man_page(verb.as_deref()).with_context(|| {
+            format!(
+                "no verb {:?}\nhint: `git cutile-perf --help` lists the verbs",
+                verb.as_deref().unwrap_or_default()
+            )
+        })?;
+        return print_raw(&page.contents);
+    };
+    let mut written = Vec::new();
+    let removed = remove_stale_pages(dir, &generate::man_pages())?;
+    for page in generate::man_pages() {
+        written.push(FileEntry {
+            kind: "man",
+            path: write_file(dir, &page.name, &page)?,
+        });
+    }
+    report_files(*json, &written, &removed)
+}
+
+pub fn completions(args: &CompletionsArgs) -> Result<()> {
+    let CompletionsArgs { shell, dir, json } = args;
+    let Some(dir) = dir else {
+        let shell = shell.expect("clap requires a shell without --dir");
+        return print_raw(&generate::completion(shell).contents);
+    };
+    let shells = match shell {
+        Some(shell) => vec![*shell],
+        None => generate::SHELLS.to_vec(),
+    };
+    let mut written = Vec::new();
+    for shell in shells {
+        let script = generate::completion(shell);
+        written.push(FileEntry {
+            kind: shell_kind(shell),
+            path: write_file(dir, &script.name, &script)?,
+        });
+    }
+    report_files(*json, &written, &[])
+}
+
+pub fn install(args: &ExtrasArgs) -> Result<()> {
+    let ExtrasArgs { prefix, output } = args;
+    let layout = Layout::new(prefix.as_deref(), &|key| std::env::var_os(key))?;
+    let pages = generate::man_pages();
+    let removed = remove_stale_pages(&layout.man1, &pages)?;
+    let mut written = Vec::new();
+    for page in &pages {
+        written.push(FileEntry {
+            kind: "man",
+            path: write_file(&layout.man1, &page.name, page)?,
+        });
+    }
+    for shell in generate::SHELLS {
+        let (dir, name) = layout.completion(shell);
+        written.push(FileEntry {
+            kind: shell_kind(shell),
+            path: write_file(dir, name, &generate::completion(shell))?,
+        });
+    }
+    let notes = layout.notes();
+    if output.json {
+        return ui::print_json(&json!({
+            "prefix": prefix,
+            "files": written,
+            "removed": removed,
+            "notes": notes,
+        }));
+    }
+    print_files(&written, &removed)?;
+    let mut out = std::io::stdout().lock();
+    for note in &notes {
+        writeln!(out, "{} {note}", ui::bold("note:"))?;
+    }
+    Ok(())
+}
+
+pub fn uninstall(args: &ExtrasArgs) -> Result<()> {
+    let ExtrasArgs { prefix, output } = args;
+    let layout = Layout::new(prefix.as_deref(), &|key| std::env::var_os(key))?;
+    let mut removed = remove_stale_pages(&layout.man1, &[])?;
+    for shell in generate::SHELLS {
+        let (dir, name) = layout.completion(shell);
+        let path = dir.join(name);
+        if remove_if_present(&path)? {
+            removed.push(FileEntry {
+                kind: shell_kind(shell),
+                path,
+            });
+        }
+    }
+    if output.json {
+        return ui::print_json(&json!({ "prefix": prefix, "removed": removed }));
+    }
+    if removed.is_empty() {
+        println!(
+            "nothing to remove: no man pages or completions of git-cutile-perf installed there"
+        );
+    }
+    print_files(&[], &removed)
+}
+
+/// Where install-extras puts each kind of file.
+#[derive(Debug, PartialEq, Eq)]
+struct Layout {
+    /// Whether a `--prefix` was given (the notes differ).
+    prefix: bool,
+    man1: PathBuf,
+    bash: PathBuf,
+    zsh: PathBuf,
+    fish: PathBuf,
+}
+
+impl Layout {
+    /// Under `--prefix P`: the system layout rooted at P. Without: the per-user directories that man,
+    /// bash-completion, zsh and fish read (XDG_DATA_HOME, XDG_CONFIG_HOME, BASH_COMPLETION_USER_DIR).
+    fn new(
+        prefix: Option<&Path>,
+        env: &dyn Fn(&str) -> Option<std::ffi::OsString>,
+    ) -> Result<Self> {
+        if let Some(prefix) = prefix {
+            let share = prefix.join("share");
+            return Ok(Layout {
+                prefix: true,
+                man1: share.join("man/man1"),
+                bash: share.join("bash-completion/completions"),
+                zsh: share.join("zsh/site-functions"),
+                fish: share.join("fish/vendor_completions.d"),
+            });
+        }
+        let absolute = |key: &str| env(key).map(PathBuf::from).filter(|p| p.is_absolute());
+        let home = || -> Result<PathBuf> {
+            match absolute("HOME") {
+                Some(home) => Ok(home),
+                None => bail!("HOME is not set to an absolute path\nhint: pass --prefix DIR"),
+            }
+        };
+        let data = match absolute("XDG_DATA_HOME") {
+            Some(dir) => dir,
+            None => home()?.join(".local/share"),
+        };
+        let config = match absolute("XDG_CONFIG_HOME") {
+            Some(dir) => dir,
+            None => home()?.join(".config"),
+        };
+        let bash =
+            absolute("BASH_COMPLETION_USER_DIR").unwrap_or_else(|| data.join("bash-completion"));
+        Ok(Layout {
+            prefix: false,
+            man1: data.join("man/man1"),
+            bash: bash.join("completions"),
+            zsh: data.join("zsh/site-functions"),
+            fish: config.join("fish/completions"),
+        })
+    }
+
+    /// The directory and file name of a shell's script. bash-completion loads
+    /// `completions/<command>` on demand, and git asks it for `git-cutile-perf`.
+    fn completion(&self, shell: Shell) -> (&Path, &str) {
+        match shell {
+            Shell::Bash => (&self.bash, generate::BIN),
+            Shell::Zsh => (&self.zsh, generate::completion_file_name(shell)),
+            Shell::Fish => (&self.fish, generate::completion_file_name(shell)),
+        }
+    }
+
+    /// What the user may still have to do for each kind of file to be found.
+    fn notes(&self) -> Vec<String> {
+        let mut notes = Vec::new();
+        let man_root = self.man1.parent().expect("man1 has a parent");
+        if !manpath_has(man_root) {
+            notes.push(format!(
+                "man does not search {dir}: add `export MANPATH=\"{dir}:$MANPATH\"` to your shell's \
+                 startup file (the colon keeps the system pages)",
+                dir = man_root.display()
+            ));
+        }
+        let bash_script = self.bash.join(generate::BIN);
+        if self.prefix || !has_bash_completion() {
+            notes.push(format!(
+                "bash: bash-completion loads {script} on demand for `git cutile-perf <TAB>` when it \
+                 looks in {dir}; otherwise add `source {script}` to ~/.bashrc, after git's completion",
+                script = bash_script.display(),
+                dir = self.bash.display()
+            ));
+        }
+        if which::which("zsh").is_ok() {
+            notes.push(format!(
+                "zsh: put `fpath=({} $fpath)` in ~/.zshrc before `compinit`, unless it is on fpath already",
+                self.zsh.display()
+            ));
+        }
+        if self.prefix {
+            notes.push(format!(
+                "fish: reads {} when {} is in XDG_DATA_DIRS",
+                self.fish.display(),
+                self.fish
+                    .parent()
+                    .and_then(Path::parent)
+                    .expect("fish/vendor_completions.d")
+                    .display()
+            ));
+        }
+        notes
+    }
+}
+
+/// Whether bash-completion (which loads completions/git-cutile-perf from the user's directory on
+/// demand) is installed where distributions and Homebrew put it.
+fn has_bash_completion() -> bool {
+    [
+        "/usr/share/bash-completion/bash_completion",
+        "/usr/local/share/bash-completion/bash_completion",
+        "/opt/homebrew/share/bash-completion/bash_completion",
+        "/etc/bash_completion",
+    ]
+    .iter()
+    .any(|path| Path::new(path).is_file())
+}
+
+/// Whether `manpath` (man-db) lists `dir`; true when there is no `manpath` to ask, since then
+/// nothing better can be said.
+fn manpath_has(dir: &Path) -> bool {
+    let Ok(output) = std::process::Command::new("manpath")
+        .arg("-q")
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+    else {
+        return true;
+    };
+    let listed = String::from_utf8_lossy(&output.stdout);
+    let wanted = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    listed.trim().split(':').any(|entry| {
+        let entry = Path::new(entry);
+        entry == dir || std::fs::canonicalize(entry).is_ok_and(|e| e == wanted)
+    })
+}
+
+fn write_file(dir: &Path, name: &str, file: &Generated) -> Result<PathBuf> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let path = dir.join(name);
+    std::fs::write(&path, &file.contents)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(path)
+}
+
+/// Removes our man pages in `dir` that are not in `keep` (verbs that no longer exist).
+fn remove_stale_pages(dir: &Path, keep: &[Generated]) -> Result<Vec<FileEntry>> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Ok(Vec::new());
+    };
+    let mut stale: Vec<PathBuf> = entries
+        .flatten()
+        .filter_map(|entry| {
+            let name = entry.file_name().into_string().ok()?;
+            let ours = generate::is_our_man_page(&name) && !keep.iter().any(|k| k.name == name);
+            ours.then(|| entry.path())
+        })
+        .collect();
+    stale.sort();
+    let mut removed = Vec::new();
+    for path in stale {
+        if remove_if_present(&path)? {
+            removed.push(FileEntry { kind: "man", path });
+        }
+    }
+    Ok(removed)
+}
+
+fn remove_if_present(path: &Path) -> Result<bool> {
+    match std::fs::remove_file(path) {
+        Ok(()) => Ok(true),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(err) => Err(err).with_context(|| format!("cannot remove {}", path.display())),
+    }
+}
+
+fn report_files(json: bool, written: &[FileEntry], removed: &[FileEntry]) -> Result<()> {
+    if json {
+        return ui::print_json(&json!({ "files": written, "removed": removed }));
+    }
+    print_files(written, removed)
+}
+
+fn print_files(written: &[FileEntry], removed: &[FileEntry]) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    for file in written {
+        writeln!(out, "wrote   {}", file.path.display())?;
+    }
+    for file in removed {
+        writeln!(out, "removed {}", file.path.display())?;
+    }
+    Ok(())
+}
+
+/// A page or script, exactly as generated, on stdout.
+fn print_raw(text: &str) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<std::ffi::OsString> + 'a {
+        move |key| {
+            vars.iter()
+                .find(|(k, _)| *k == key)
+                .map(|(_, v)| std::ffi::OsString::from(v))
+        }
+    }
+
+    #[test]
+    fn user_layout_follows_xdg_and_home() {
+        let layout = Layout::new(None, &env(&[("HOME", "/home/u")])).unwrap();
+        assert_eq!(layout.man1, Path::new("/home/u/.local/share/man/man1"));
+        assert_eq!(
+            layout.completion(Shell::Bash),
+            (
+                Path::new("/home/u/.local/share/bash-completion/completions"),
+                "git-cutile-perf"
+            )
+        );
+        assert_eq!(
+            layout.zsh,
+            Path::new("/home/u/.local/share/zsh/site-functions")
+        );
+        assert_eq!(layout.fish, Path::new("/home/u/.config/fish/completions"));
+
+        let layout = Layout::new(
+            None,
+            &env(&[
+                ("HOME", "/home/u"),
+                ("XDG_DATA_HOME", "/d"),
+                ("XDG_CONFIG_HOME", "/c"),
+                ("BASH_COMPLETION_USER_DIR", "/b"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(layout.man1, Path::new("/d/man/man1"));
+        assert_eq!(layout.bash, Path::new("/b/completions"));
+        assert_eq!(layout.fish, Path::new("/c/fish/completions"));
+
+        // A relative XDG value is invalid by the spec and ignored.
+        let layout =
+            Layout::new(None, &env(&[("HOME", "/home/u"), ("XDG_DATA_HOME", "rel")])).unwrap();
+        assert_eq!(layout.man1, Path::new("/home/u/.local/share/man/man1"));
+        assert!(Layout::new(None, &env(&[])).is_err());
+    }
+
+    #[test]
+    fn prefix_layout() {
+        let layout = Layout::new(Some(Path::new("/opt/x")), &env(&[])).unwrap();
+        assert_eq!(layout.man1, Path::new("/opt/x/share/man/man1"));
+        assert_eq!(
+            layout.bash,
+            Path::new("/opt/x/share/bash-completion/completions")
+        );
+        assert_eq!(layout.zsh, Path::new("/opt/x/share/zsh/site-functions"));
+        assert_eq!(
+            layout.fish,
+            Path::new("/opt/x/share/fish/vendor_completions.d")
+        );
+    }
+}

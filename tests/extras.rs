@@ -1,0 +1,485 @@
+//! The installed extras: man pages, shell completions (driven for real through git's bash
+//! completion), install-extras/uninstall-extras, `--version`, and plain output off a terminal.
+//!
+//! Every test runs the real binary. Regenerate the committed `man/` and `completions/` with
+//! `UPDATE_GENERATED=1 cargo test --test extras` after changing the command line.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const EXE: &str = env!("CARGO_BIN_EXE_git-cutile-perf");
+const REGENERATE: &str = "UPDATE_GENERATED=1 cargo test --test extras";
+
+fn repo_root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The binary with an environment that cannot leak the developer's settings into the result.
+fn tool(args: &[&str]) -> Command {
+    let mut cmd = Command::new(EXE);
+    cmd.args(args)
+        .env_remove("XDG_DATA_HOME")
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("BASH_COMPLETION_USER_DIR")
+        .env_remove("CLICOLOR_FORCE");
+    cmd
+}
+
+fn run_ok(cmd: &mut Command) -> Output {
+    let output = cmd.output().expect("run git-cutile-perf");
+    assert!(
+        output.status.success(),
+        "{cmd:?} failed: {}\n{}",
+        String::from_utf8_lossy(&output.stderr),
+        String::from_utf8_lossy(&output.stdout)
+    );
+    output
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8(output.stdout.clone()).expect("UTF-8 output")
+}
+
+fn json(output: &Output) -> serde_json::Value {
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not one JSON object ({e}):\n{}",
+            String::from_utf8_lossy(&output.stdout)
+        )
+    })
+}
+
+/// Every file directly in `dir`, by name.
+fn files_in(dir: &Path) -> BTreeMap<String, String> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return BTreeMap::new();
+    };
+    entries
+        .flatten()
+        .filter(|e| e.path().is_file())
+        .map(|e| {
+            (
+                e.file_name().into_string().unwrap(),
+                std::fs::read_to_string(e.path()).unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// The committed man pages and completion scripts are exactly what the binary generates now.
+#[test]
+fn committed_man_pages_and_completions_match_the_cli() {
+    let fresh = tempfile::tempdir().unwrap();
+    for (verb, dir) in [("man", "man"), ("completions", "completions")] {
+        let target = if std::env::var_os("UPDATE_GENERATED").is_some() {
+            repo_root().join(dir)
+        } else {
+            fresh.path().join(dir)
+        };
+        run_ok(tool(&[verb, "--dir"]).arg(&target));
+        let committed = files_in(&repo_root().join(dir));
+        let generated = files_in(&target);
+        let names = |m: &BTreeMap<String, String>| m.keys().cloned().collect::<Vec<_>>();
+        assert_eq!(
+            names(&committed),
+            names(&generated),
+            "{dir}/ has other files than the CLI generates; regenerate with `{REGENERATE}`"
+        );
+        for (name, text) in &generated {
+            assert!(
+                committed[name] == *text,
+                "{dir}/{name} is out of date with the CLI; regenerate with `{REGENERATE}`"
+            );
+        }
+    }
+}
+
+#[test]
+fn man_pages_name_every_verb_and_print_one_page() {
+    let names: Vec<String> = files_in(&repo_root().join("man")).into_keys().collect();
+    for verb in ["start", "step", "table", "status", "demo"] {
+        assert!(
+            names.contains(&format!("git-cutile-perf-{verb}.1")),
+            "{verb}: {names:?}"
+        );
+    }
+    assert!(names.contains(&"git-cutile-perf.1".to_string()));
+    assert!(!names.contains(&"git-cutile-perf-help.1".to_string()));
+
+    let page = stdout(&run_ok(&mut tool(&["man", "step"])));
+    assert!(page.contains(".TH git-cutile-perf-step 1"), "{page}");
+    assert!(page.contains("\\-\\-budget"));
+    let top = stdout(&run_ok(&mut tool(&["man"])));
+    assert!(top.contains(".TH git-cutile-perf 1"));
+
+    let missing = tool(&["man", "no-such-verb"]).output().unwrap();
+    assert!(!missing.status.success());
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("no verb"));
+}
+
+#[test]
+fn version_names_the_commit() {
+    let version = stdout(&run_ok(&mut tool(&["--version"])));
+    let version = version.trim();
+    let rest = version
+        .strip_prefix(&format!("git-cutile-perf {} (", env!("CARGO_PKG_VERSION")))
+        .and_then(|rest| rest.strip_suffix(')'))
+        .unwrap_or_else(|| panic!("{version}"));
+    assert!(
+        rest == "unknown commit"
+            || (rest.len() == 12 && rest.chars().all(|c| c.is_ascii_hexdigit())),
+        "{version}"
+    );
+}
+
+/// git's bash completion script: from `GIT_COMPLETION_BASH`, or where git packages put it.
+fn git_completion_script() -> PathBuf {
+    if let Some(path) = std::env::var_os("GIT_COMPLETION_BASH") {
+        return PathBuf::from(path);
+    }
+    let mut candidates = vec![
+        PathBuf::from("/usr/share/bash-completion/completions/git"),
+        PathBuf::from("/usr/share/git-core/contrib/completion/git-completion.bash"),
+        PathBuf::from("/usr/local/share/bash-completion/completions/git"),
+        PathBuf::from("/usr/local/etc/bash_completion.d/git-completion.bash"),
+        PathBuf::from("/opt/homebrew/etc/bash_completion.d/git-completion.bash"),
+        PathBuf::from("/etc/bash_completion.d/git"),
+    ];
+    if let Ok(out) = Command::new("git").arg("--exec-path").output() {
+        let exec = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+        if let Some(prefix) = exec.parent().and_then(Path::parent) {
+            candidates.push(prefix.join("share/git-core/contrib/completion/git-completion.bash"));
+            candidates.push(prefix.join("share/bash-completion/completions/git"));
+        }
+    }
+    candidates
+        .iter()
+        .find(|path| path.is_file())
+        .cloned()
+        .unwrap_or_else(|| {
+            panic!(
+                "git's bash completion script was not found in {candidates:?}: install git's \
+                 completion (Debian/Ubuntu: the `git` package puts it in \
+                 /usr/share/bash-completion/completions/git) or set GIT_COMPLETION_BASH to \
+                 contrib/completion/git-completion.bash"
+            )
+        })
+}
+
+/// Completes each command line (the last word is the one being completed) in a fresh bash that has
+/// sourced git's completion and our script, the way bash does on <TAB>; returns COMPREPLY per line.
+fn complete(lines: &[&[&str]]) -> Vec<Vec<String>> {
+    let script = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(
+        script.path(),
+        stdout(&run_ok(&mut tool(&["completions", "bash"]))),
+    )
+    .unwrap();
+    let quote = |word: &str| format!("'{}'", word.replace('\'', r"'\''"));
+    let mut program = format!(
+        "source {}\nsource {}\n{}",
+        quote(&git_completion_script().to_string_lossy()),
+        quote(&script.path().to_string_lossy()),
+        r#"
+complete_line() {
+    COMP_WORDS=("$@")
+    COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
+    COMP_LINE="$*"
+    COMP_POINT=${#COMP_LINE}
+    COMPREPLY=()
+    if [[ $1 == git ]]; then
+        __git_func_wrap __git_main
+    else
+        # What bash runs for `git-cutile-perf <TAB>`: the function registered for the binary.
+        local spec=($(complete -p git-cutile-perf))
+        local i func
+        for ((i = 0; i < ${#spec[@]}; i++)); do
+            [[ ${spec[i]} == -F ]] && func=${spec[i + 1]}
+        done
+        "$func" "$1" "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD - 1]}"
+    fi
+    printf '%s\n' "== ${COMPREPLY[*]}"
+}
+"#
+    );
+    for line in lines {
+        let words: Vec<String> = line.iter().map(|w| quote(w)).collect();
+        program.push_str(&format!("complete_line {}\n", words.join(" ")));
+    }
+    let output = Command::new("bash")
+        .args(["--norc", "--noprofile", "-c", &program])
+        .env_remove("BASH_ENV")
+        .current_dir(std::env::temp_dir())
+        .output()
+        .expect("run bash");
+    assert!(
+        output.status.success(),
+        "bash failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let replies: Vec<Vec<String>> = stdout(&output)
+        .lines()
+        .filter_map(|l| l.strip_prefix("=="))
+        .map(|l| l.split_whitespace().map(str::to_string).collect())
+        .collect();
+    assert_eq!(replies.len(), lines.len(), "{}", stdout(&output));
+    replies
+}
+
+fn assert_offers(reply: &[String], wanted: &[&str], line: &[&str]) {
+    for word in wanted {
+        assert!(
+            reply.iter().any(|r| r == word),
+            "`{}<TAB>` offers {reply:?}, not {word}",
+            line.join(" ")
+        );
+    }
+}
+
+#[test]
+fn bash_completes_through_git_and_standalone() {
+    let lines: &[&[&str]] = &[
+        &["git", "cutile-perf", ""],
+        &["git", "cutile-perf", "step", "--"],
+        &["git", "cutile-perf", "st"],
+        &["git", "-C", "/tmp", "cutile-perf", "step", "--b"],
+        &["git", "cutile-perf", "step", "--cause", ""],
+        &["git", "cutile-perf", "start", "--stat", ""],
+        &["git-cutile-perf", ""],
+        &["git-cutile-perf", "table", "--"],
+    ];
+    let replies = complete(lines);
+    let verbs = ["start", "step", "table", "status", "demo"];
+    assert_offers(&replies[0], &verbs, lines[0]);
+    assert_offers(&replies[1], &["--budget", "--continue", "--json"], lines[1]);
+    let mut st = replies[2].clone();
+    st.sort();
+    assert_eq!(st, ["start", "status", "step"], "{:?}", lines[2]);
+    assert_eq!(replies[3], ["--budget"], "{:?}", lines[3]);
+    assert_offers(&replies[4], &["memory", "compute", "unknown"], lines[4]);
+    assert_offers(&replies[5], &["median"], lines[5]);
+    assert_offers(&replies[6], &verbs, lines[6]);
+    assert_offers(&replies[7], &["--write", "--json"], lines[7]);
+}
+
+/// zsh and fish are checked when installed (bash is the one CI must have).
+#[test]
+fn zsh_and_fish_scripts_load() {
+    let dir = tempfile::tempdir().unwrap();
+    run_ok(tool(&["completions", "--dir"]).arg(dir.path()));
+    let zsh = format!(
+        "fpath=({} $fpath); autoload -U compinit; compinit -u -D; \
+         (( $+functions[_git-cutile-perf] )) && [[ $_comps[git-cutile-perf] == _git-cutile-perf ]]",
+        dir.path().display()
+    );
+    let fish = format!(
+        "source {}/git-cutile-perf.fish; and complete -C 'git-cutile-perf step --'",
+        dir.path().display()
+    );
+    for (shell, program, expect) in [("zsh", zsh, ""), ("fish", fish, "--budget")] {
+        let Ok(output) = Command::new(shell)
+            .args(["-c", &program])
+            .env("HOME", dir.path())
+            .output()
+        else {
+            eprintln!("{shell} is not installed: its completion script was not loaded");
+            continue;
+        };
+        assert!(
+            output.status.success(),
+            "{shell}: {}{}",
+            stdout(&output),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert!(
+            stdout(&output).contains(expect),
+            "{shell}: {}",
+            stdout(&output)
+        );
+    }
+}
+
+#[test]
+fn install_and_uninstall_extras_in_the_user_directories() {
+    let home = tempfile::tempdir().unwrap();
+    let man1 = home.path().join(".local/share/man/man1");
+    std::fs::create_dir_all(&man1).unwrap();
+    // A page of a verb an older version had, and a page that is not ours.
+    std::fs::write(man1.join("git-cutile-perf-old.1"), "old").unwrap();
+    std::fs::write(man1.join("git.1"), "not ours").unwrap();
+
+    let out = run_ok(tool(&["install-extras", "--json"]).env("HOME", home.path()));
+    let report = json(&out);
+    let written: Vec<(String, PathBuf)> = report["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["kind"].as_str().unwrap().to_string(),
+                PathBuf::from(f["path"].as_str().unwrap()),
+            )
+        })
+        .collect();
+    let expected = [
+        ("man", man1.join("git-cutile-perf.1")),
+        ("man", man1.join("git-cutile-perf-step.1")),
+        (
+            "bash",
+            home.path()
+                .join(".local/share/bash-completion/completions/git-cutile-perf"),
+        ),
+        (
+            "zsh",
+            home.path()
+                .join(".local/share/zsh/site-functions/_git-cutile-perf"),
+        ),
+        (
+            "fish",
+            home.path()
+                .join(".config/fish/completions/git-cutile-perf.fish"),
+        ),
+    ];
+    for (kind, path) in &expected {
+        assert!(
+            written.iter().any(|(k, p)| k == kind && p == path),
+            "{kind} {} not in {written:?}",
+            path.display()
+        );
+        assert!(path.is_file(), "{}", path.display());
+    }
+    assert_eq!(
+        std::fs::read_to_string(&expected[2].1).unwrap(),
+        stdout(&run_ok(&mut tool(&["completions", "bash"])))
+    );
+    assert_eq!(
+        report["removed"][0]["path"].as_str(),
+        Some(man1.join("git-cutile-perf-old.1").to_str().unwrap())
+    );
+    assert!(report["notes"].is_array());
+    assert!(man1.join("git.1").exists());
+
+    // Plain text: every file written, on stdout.
+    let text = stdout(&run_ok(tool(&["install-extras"]).env("HOME", home.path())));
+    for (_, path) in &expected {
+        assert!(text.contains(&path.display().to_string()), "{text}");
+    }
+
+    let out = run_ok(tool(&["uninstall-extras", "--json"]).env("HOME", home.path()));
+    let removed = json(&out)["removed"].as_array().unwrap().len();
+    assert_eq!(removed, written.len());
+    for (_, path) in &written {
+        assert!(!path.exists(), "{} left behind", path.display());
+    }
+    assert!(
+        man1.join("git.1").exists(),
+        "removed a page that is not ours"
+    );
+
+    let again = json(&run_ok(
+        tool(&["uninstall-extras", "--json"]).env("HOME", home.path()),
+    ));
+    assert_eq!(again["removed"], serde_json::json!([]));
+}
+
+#[test]
+fn install_extras_under_a_prefix() {
+    let prefix = tempfile::tempdir().unwrap();
+    let out = run_ok(tool(&["install-extras", "--json", "--prefix"]).arg(prefix.path()));
+    assert_eq!(
+        json(&out)["prefix"].as_str(),
+        Some(prefix.path().to_str().unwrap())
+    );
+    let share = prefix.path().join("share");
+    for path in [
+        "man/man1/git-cutile-perf.1",
+        "bash-completion/completions/git-cutile-perf",
+        "zsh/site-functions/_git-cutile-perf",
+        "fish/vendor_completions.d/git-cutile-perf.fish",
+    ] {
+        assert!(share.join(path).is_file(), "{path}");
+    }
+    run_ok(tool(&["uninstall-extras", "--prefix"]).arg(prefix.path()));
+    assert!(files_in(&share.join("man/man1")).is_empty());
+}
+
+/// With man-db installed, `git cutile-perf --help` opens our page (git turns it into
+/// `git help cutile-perf`, which runs `man git-cutile-perf`).
+#[test]
+fn git_help_opens_the_installed_page() {
+    if Command::new("man").arg("--version").output().is_err() {
+        eprintln!("man is not installed: `git cutile-perf --help` not checked");
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let bin = root.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(EXE, bin.join("git-cutile-perf")).unwrap();
+    run_ok(tool(&["install-extras", "--prefix"]).arg(root.path()));
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let output = Command::new("git")
+        .args(["cutile-perf", "--help"])
+        .env("PATH", path)
+        .env("MANPATH", root.path().join("share/man"))
+        .env("MANPAGER", "cat")
+        .env("PAGER", "cat")
+        .env("GIT_PAGER", "cat")
+        .env("MANWIDTH", "100")
+        .env_remove("MANOPT")
+        .current_dir(root.path())
+        .output()
+        .unwrap();
+    let text = stdout(&output);
+    assert!(
+        output.status.success() && text.contains("git-cutile-perf-step(1)"),
+        "{text}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// Off a terminal nothing is coloured, errors included; NO_COLOR is honoured.
+#[test]
+fn plain_text_off_a_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    for no_color in [false, true] {
+        let mut cmd = tool(&["status"]);
+        cmd.current_dir(dir.path())
+            .env("GIT_CEILING_DIRECTORIES", dir.path());
+        if no_color {
+            cmd.env("NO_COLOR", "1");
+        }
+        let output = cmd.output().unwrap();
+        assert!(!output.status.success());
+        let all = [&output.stdout[..], &output.stderr[..]].concat();
+        assert!(!all.contains(&0x1b), "{}", String::from_utf8_lossy(&all));
+        assert!(String::from_utf8_lossy(&output.stderr).starts_with("error: "));
+    }
+    let output = run_ok(tool(&["install-extras", "--prefix"]).arg(dir.path()));
+    assert!(!output.stdout.contains(&0x1b));
+    let help = run_ok(&mut tool(&["step", "--help"]));
+    assert!(!help.stdout.contains(&0x1b));
+}
+
+/// A reader that stops early (`| head`) is not an error, and never a panic.
+#[test]
+fn closed_stdout_is_not_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [&["install-extras", "--json"][..], &["install-extras"][..]] {
+        let mut child = tool(args)
+            .args(["--prefix".as_ref(), dir.path().as_os_str()])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let output = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+}
