@@ -24,6 +24,7 @@ from pathlib import Path
 
 FENCE = re.compile(r"^```(\S*)\s*(.*)$")
 HEADING = re.compile(r"^(#{1,6})\s+(.*\S)\s*$")
+OUTPUT_TAIL = 4000  # characters of each block's output kept in the JSON report
 
 
 @dataclass
@@ -46,6 +47,7 @@ class Result:
     status: str  # PASS | FAIL | SKIP
     seconds: float
     detail: str
+    output: str  # tail of stdout + stderr
 
 
 def extract(path: Path) -> list[Block]:
@@ -76,22 +78,23 @@ def extract(path: Path) -> list[Block]:
 
 
 def last_line(text: str) -> str:
-    lines = [l for l in text.strip().splitlines() if l.strip()]
+    # Skip the caret lines Python puts under the failing expression.
+    lines = [l for l in text.strip().splitlines() if l.strip(" ^~")]
     return lines[-1][:200] if lines else ""
 
 
 def run_block(b: Block, timeout: float, workdir: Path) -> Result:
     if b.kind == "fragment":
-        return Result(b.file, b.heading, b.index, b.line, b.kind, "SKIP", 0.0, "fragment")
+        return Result(b.file, b.heading, b.index, b.line, b.kind, "SKIP", 0.0, "fragment", "")
     src = workdir / f"{Path(b.file).stem}_{b.index:03d}.py"
     src.write_text(b.code, encoding="utf-8")
     t0 = time.monotonic()
     try:
         p = subprocess.run([sys.executable, str(src)], capture_output=True, text=True,
                            timeout=timeout, cwd=workdir)
-        rc, out = p.returncode, p.stdout + p.stderr
-    except subprocess.TimeoutExpired as e:
-        rc, out = None, f"timeout after {timeout:.0f}s"
+        rc, stdout, out = p.returncode, p.stdout, p.stdout + p.stderr
+    except subprocess.TimeoutExpired:
+        rc, stdout, out = None, "", f"timeout after {timeout:.0f}s"
     dt = time.monotonic() - t0
     if rc is None:
         status, detail = "FAIL", out
@@ -101,8 +104,9 @@ def run_block(b: Block, timeout: float, workdir: Path) -> Result:
         detail = ("failed as expected: " + last_line(out)) if rc != 0 else "ran cleanly"
     else:
         status = "PASS" if rc == 0 else "FAIL"
-        detail = last_line(out)
-    return Result(b.file, b.heading, b.index, b.line, b.kind, status, round(dt, 2), detail)
+        detail = last_line(stdout if rc == 0 else out)
+    return Result(b.file, b.heading, b.index, b.line, b.kind, status, round(dt, 2), detail,
+                  out[-OUTPUT_TAIL:])
 
 
 def environment() -> dict:
@@ -115,7 +119,8 @@ def environment() -> dict:
              # private helper, used only to report which tileiras cuda.tile picked
              "try:\n"
              "    from cuda.tile._compile import _get_compiler_version_string as v\n"
-             "    d['tileiras'] = (v() or '').strip().splitlines()[-1]\n"
+             "    lines = (v() or '').strip().splitlines()\n"
+             "    d['tileiras'] = next((l for l in lines if 'release' in l), lines[-1] if lines else '')\n"
              "except Exception as e:\n"
              "    d['tileiras'] = 'unknown: %s' % e\n"
              "print(json.dumps(d))")
