@@ -28,11 +28,20 @@ _gitcutileperf() {
             gitcutileperf,help)
                 cmd="gitcutileperf__subcmd__help"
                 ;;
+            gitcutileperf,hook)
+                cmd="gitcutileperf__subcmd__hook"
+                ;;
             gitcutileperf,install-extras)
                 cmd="gitcutileperf__subcmd__install__subcmd__extras"
                 ;;
             gitcutileperf,man)
                 cmd="gitcutileperf__subcmd__man"
+                ;;
+            gitcutileperf,next)
+                cmd="gitcutileperf__subcmd__next"
+                ;;
+            gitcutileperf,refs)
+                cmd="gitcutileperf__subcmd__refs"
                 ;;
             gitcutileperf,start)
                 cmd="gitcutileperf__subcmd__start"
@@ -58,11 +67,20 @@ _gitcutileperf() {
             gitcutileperf__subcmd__help,help)
                 cmd="gitcutileperf__subcmd__help__subcmd__help"
                 ;;
+            gitcutileperf__subcmd__help,hook)
+                cmd="gitcutileperf__subcmd__help__subcmd__hook"
+                ;;
             gitcutileperf__subcmd__help,install-extras)
                 cmd="gitcutileperf__subcmd__help__subcmd__install__subcmd__extras"
                 ;;
             gitcutileperf__subcmd__help,man)
                 cmd="gitcutileperf__subcmd__help__subcmd__man"
+                ;;
+            gitcutileperf__subcmd__help,next)
+                cmd="gitcutileperf__subcmd__help__subcmd__next"
+                ;;
+            gitcutileperf__subcmd__help,refs)
+                cmd="gitcutileperf__subcmd__help__subcmd__refs"
                 ;;
             gitcutileperf__subcmd__help,start)
                 cmd="gitcutileperf__subcmd__help__subcmd__start"
@@ -79,6 +97,48 @@ _gitcutileperf() {
             gitcutileperf__subcmd__help,uninstall-extras)
                 cmd="gitcutileperf__subcmd__help__subcmd__uninstall__subcmd__extras"
                 ;;
+            gitcutileperf__subcmd__help__subcmd__hook,install)
+                cmd="gitcutileperf__subcmd__help__subcmd__hook__subcmd__install"
+                ;;
+            gitcutileperf__subcmd__help__subcmd__hook,pre-commit)
+                cmd="gitcutileperf__subcmd__help__subcmd__hook__subcmd__pre__subcmd__commit"
+                ;;
+            gitcutileperf__subcmd__help__subcmd__hook,status)
+                cmd="gitcutileperf__subcmd__help__subcmd__hook__subcmd__status"
+                ;;
+            gitcutileperf__subcmd__help__subcmd__hook,uninstall)
+                cmd="gitcutileperf__subcmd__help__subcmd__hook__subcmd__uninstall"
+                ;;
+            gitcutileperf__subcmd__hook,help)
+                cmd="gitcutileperf__subcmd__hook__subcmd__help"
+                ;;
+            gitcutileperf__subcmd__hook,install)
+                cmd="gitcutileperf__subcmd__hook__subcmd__install"
+                ;;
+            gitcutileperf__subcmd__hook,pre-commit)
+                cmd="gitcutileperf__subcmd__hook__subcmd__pre__subcmd__commit"
+                ;;
+            gitcutileperf__subcmd__hook,status)
+                cmd="gitcutileperf__subcmd__hook__subcmd__status"
+                ;;
+            gitcutileperf__subcmd__hook,uninstall)
+                cmd="gitcutileperf__subcmd__hook__subcmd__uninstall"
+                ;;
+            gitcutileperf__subcmd__hook__subcmd__help,help)
+                cmd="gitcutileperf__subcmd__hook__subcmd__help__subcmd__help"
+                ;;
+            gitcutileperf__subcmd__hook__subcmd__help,install)
+                cmd="gitcutileperf__subcmd__hook__subcmd__help__subcmd__install"
+                ;;
+            gitcutileperf__subcmd__hook__subcmd__help,pre-commit)
+                cmd="gitcutileperf__subcmd__hook__subcmd__help__subcmd__pre__subcmd__commit"
+                ;;
+            gitcutileperf__subcmd__hook__subcmd__help,status)
+                cmd="gitcutileperf__subcmd__hook__subcmd__help__subcmd__status"
+                ;;
+            gitcutileperf__subcmd__hook__subcmd__help,uninstall)
+                cmd="gitcutileperf__subcmd__hook__subcmd__help__subcmd__uninstall"
+                ;;
             *)
                 ;;
         esac
@@ -86,7 +146,7 @@ _gitcutileperf() {
 
     case "${cmd}" in
         gitcutileperf)
-            opts="-h -V --help --version start step table status demo man completions install-extras uninstall-extras help"
+            opts="-h -V --help --version start step table status refs next hook demo man completions install-extras uninstall-extras help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -136,7 +196,7 @@ _gitcutileperf() {
             return 0
             ;;
         gitcutileperf__subcmd__help)
-            opts="start step table status demo man completions install-extras uninstall-extras help"
+            opts="start step table status refs next hook demo man completions install-extras uninstall-extras help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -191,6 +251,76 @@ _gitcutileperf() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        gitcutileperf__subcmd__help__subcmd__hook)
+            opts="install uninstall status pre-commit"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        gitcutileperf__subcmd__help__subcmd__hook__subcmd__install)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        gitcutileperf__subcmd__help__subcmd__hook__subcmd__pre__subcmd__commit)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        gitcutileperf__subcmd__help__subcmd__hook__subcmd__status)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        gitcutileperf__subcmd__help__subcmd__hook__subcmd__uninstall)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         gitcutileperf__subcmd__help__subcmd__install__subcmd__extras)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -206,6 +336,34 @@ _gitcutileperf() {
             return 0
             ;;
         gitcutileperf__subcmd__help__subcmd__man)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        gitcutileperf__subcmd__help__subcmd__next)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        gitcutileperf__subcmd__help__subcmd__refs)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -289,6 +447,160 @@ _gitcutileperf() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        gitcutileperf__subcmd__hook)
+            opts="-h --help install uninstall status pre-commit help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        gitcutileperf__subcmd__hook__subcmd__help)
+            opts="install uninstall status pre-commit help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        gitcutileperf__subcmd__hook__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        gitcutileperf__subcmd__hook__subcmd__help__subcmd__install)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        gitcutileperf__subcmd__hook__subcmd__help__subcmd__pre__subcmd__commit)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        gitcutileperf__subcmd__hook__subcmd__help__subcmd__status)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        gitcutileperf__subcmd__hook__subcmd__help__subcmd__uninstall)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        gitcutileperf__subcmd__hook__subcmd__install)
+            opts="-h --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        gitcutileperf__subcmd__hook__subcmd__pre__subcmd__commit)
+            opts="-h --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        gitcutileperf__subcmd__hook__subcmd__status)
+            opts="-h --json --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        gitcutileperf__subcmd__hook__subcmd__uninstall)
+            opts="-h --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         gitcutileperf__subcmd__install__subcmd__extras)
             opts="-h --prefix --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -325,8 +637,40 @@ _gitcutileperf() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        gitcutileperf__subcmd__next)
+            opts="-h --class --json --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --class)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        gitcutileperf__subcmd__refs)
+            opts="-h --json --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         gitcutileperf__subcmd__start)
-            opts="-h --suite --test --allow --python --stat --class --budget --continue-pct --gain-pct --regression-pct --max-iterations --max-no-gain --json --help"
+            opts="-h --suite --test --allow --python --filter --stat --class --intensity --budget --continue-pct --gain-pct --regression-pct --max-iterations --max-no-gain --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -348,12 +692,20 @@ _gitcutileperf() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --filter)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --stat)
                     COMPREPLY=($(compgen -W "mean median min" -- "${cur}"))
                     return 0
                     ;;
                 --class)
-                    COMPREPLY=($(compgen -W "memory balanced compute" -- "${cur}"))
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --intensity)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --budget)

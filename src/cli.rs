@@ -7,6 +7,7 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::decision::Cause;
 use crate::records::Statistic;
+use crate::references::KernelClass;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -34,6 +35,10 @@ pub enum Command {
     Table(TableArgs),
     /// Show the session: kernel, allowed paths, baseline and best latency, and whether the loop may go on
     Status(JsonArg),
+    /// Print a reference guide, or one section of it (e.g. `refs playbook B`)
+    Refs(RefsArgs),
+    /// List the optimizations to try next for the session's kernel class, skipping those already tried
+    Next(NextArgs),
     /// Install, remove or inspect the pre-commit hook that enforces the allowed paths
     Hook(HookArgs),
     /// Run a short session on a built-in TileGym-shaped repository (no GPU needed)
@@ -78,9 +83,12 @@ pub struct StartArgs {
     /// Which per-config statistic the decisions use
     #[arg(long, value_enum, default_value_t = Statistic::Median)]
     pub stat: Statistic,
-    /// The kernel's class by arithmetic intensity, which orders the optimizations `next` suggests
-    #[arg(long, value_parser = ["memory", "balanced", "compute"])]
-    pub class: Option<String>,
+    /// The kernel's class (memory, balanced, compute), which orders the optimizations `next` suggests
+    #[arg(long, value_name = "CLASS")]
+    pub class: Option<KernelClass>,
+    /// The kernel's arithmetic intensity (FLOP per byte), classifying it: <10 memory, 10-50 balanced, >50 compute
+    #[arg(long, value_name = "FLOP_PER_BYTE", conflicts_with = "class")]
+    pub intensity: Option<f64>,
     /// Time limit for the baseline run (e.g. 10m, 90s)
     #[arg(long, value_parser = parse_duration, default_value = "10m")]
     pub budget: Duration,
@@ -122,6 +130,25 @@ pub struct StepArgs {
     /// The playbook letter this optimization follows (see `git cutile-perf refs playbook`)
     #[arg(long, value_name = "LETTER")]
     pub opt: Option<String>,
+    #[command(flatten)]
+    pub output: JsonArg,
+}
+
+#[derive(Args, Debug)]
+pub struct RefsArgs {
+    /// The guide: playbook, catalog, api, model, ir, patterns (or its file name); none lists them
+    pub name: Option<String>,
+    /// A section: a playbook letter (B), a rule (R3) or a heading's title
+    pub section: Option<String>,
+    #[command(flatten)]
+    pub output: JsonArg,
+}
+
+#[derive(Args, Debug)]
+pub struct NextArgs {
+    /// Use this class instead of the session's
+    #[arg(long, value_name = "CLASS")]
+    pub class: Option<KernelClass>,
     #[command(flatten)]
     pub output: JsonArg,
 }

@@ -13,6 +13,7 @@ mod process;
 mod pyliteral;
 mod pytest;
 mod records;
+mod references;
 mod session;
 mod stats;
 mod table;
@@ -60,6 +61,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Step(args) => commands::step::run(&repo()?, args),
         Command::Table(args) => commands::report::table(&repo()?, args),
         Command::Status(args) => commands::report::status(&repo()?, args),
+        Command::Next(args) => commands::refs::next(&repo()?, args),
+        Command::Refs(args) => commands::refs::refs(args),
         Command::Hook(args) => commands::hook::run(&repo()?, args),
         Command::Demo(args) => commands::demo::run(args),
         Command::Man(args) => commands::extras::man(args),

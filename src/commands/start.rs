@@ -12,7 +12,7 @@ use crate::pytest::{self, Pytest};
 use crate::session::{BRANCH_PREFIX, Iteration, Session, fmt_ms};
 use crate::stats::geometric_mean;
 use crate::trailers::{Block, render_message};
-use crate::{gpu, locate, ui};
+use crate::{gpu, locate, references, ui};
 
 pub fn run(repo: &Repo, args: &StartArgs) -> Result<()> {
     let StartArgs {
@@ -24,6 +24,7 @@ pub fn run(repo: &Repo, args: &StartArgs) -> Result<()> {
         filter,
         stat,
         class,
+        intensity,
         budget,
         continue_pct,
         gain_pct,
@@ -84,7 +85,9 @@ pub fn run(repo: &Repo, args: &StartArgs) -> Result<()> {
         },
         python: python.clone(),
         filter: filter.clone(),
-        class: class.clone(),
+        class: class
+            .or(intensity.map(references::classify))
+            .map(|c| c.as_str().to_string()),
         gpu: gpu::detect(),
     };
     if session.gpu.is_none() {

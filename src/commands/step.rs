@@ -53,6 +53,7 @@ pub fn run(repo: &Repo, args: &StepArgs) -> Result<()> {
         opt,
         output,
     } = args;
+    let letter = opt.as_deref().map(playbook_letter).transpose()?;
     let history = require_history(repo)?;
     let session = &history.session;
     if let Some(halted) = history.halted_by().filter(|_| !continue_anyway) {
@@ -145,7 +146,7 @@ pub fn run(repo: &Repo, args: &StepArgs) -> Result<()> {
     let mut iteration = Iteration {
         number,
         optimization: crate::trailers::one_line(description),
-        letter: opt.as_ref().map(|l| l.trim().to_uppercase()),
+        letter,
         cause: *cause,
         latency_ms: comparison.as_ref().map(|c| c.latency_ms),
         correctness,
@@ -217,6 +218,20 @@ pub fn run(repo: &Repo, args: &StepArgs) -> Result<()> {
     println!("  table    {}", table.display());
     println!("next: {next}");
     Ok(())
+}
+
+/// The playbook letter `--opt` names, checked against the embedded playbook.
+fn playbook_letter(opt: &str) -> Result<String> {
+    let letter = opt.trim().to_uppercase();
+    let entries = crate::references::playbook_entries();
+    if entries.iter().any(|(l, _)| *l == letter) {
+        return Ok(letter);
+    }
+    let letters: Vec<_> = entries.iter().map(|(l, _)| *l).collect();
+    bail!(
+        "--opt {opt:?} is not a playbook letter ({})\nhint: `git cutile-perf refs playbook` lists them",
+        letters.join(", ")
+    )
 }
 
 /// Commits the iteration; for a revert or crash, the attempt first, then its undoing with the trailers.
