@@ -12,6 +12,8 @@ mod locate;
 mod process;
 mod pyliteral;
 mod pytest;
+#[cfg(test)]
+mod real_sessions;
 mod records;
 mod references;
 mod session;

@@ -1,0 +1,77 @@
+//! The sessions run on a real GPU (`sandbox/examples/<kernel>/`) checked against their raw JUnit files:
+//! every config value in the trailers is the JUnit record's median, every iteration's latency is the
+//! geometric mean of those, and the committed table is what the trailers render to.
+
+use std::path::Path;
+
+use crate::decision::Status;
+use crate::records::{Statistic, measurements, parse_junit};
+use crate::session::{Iteration, fmt_ms};
+use crate::stats::geometric_mean;
+use crate::table;
+use crate::trailers::Block;
+
+/// The iterations in `git log --format='commit %H%n%B'` output, oldest first.
+fn iterations(log: &str) -> Vec<Iteration> {
+    let mut messages: Vec<String> = Vec::new();
+    for line in log.lines() {
+        let is_header = line
+            .strip_prefix("commit ")
+            .is_some_and(|id| id.len() == 40 && id.chars().all(|c| c.is_ascii_hexdigit()));
+        if is_header {
+            messages.push(String::new());
+        } else if let Some(message) = messages.last_mut() {
+            message.push_str(line);
+            message.push('\n');
+        }
+    }
+    let mut found: Vec<Iteration> = messages
+        .iter()
+        .filter_map(|m| Iteration::read(&Block::from_message(m)).unwrap())
+        .collect();
+    found.reverse();
+    found
+}
+
+#[test]
+fn trailers_and_tables_match_the_raw_junit_files() {
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("sandbox/examples");
+    for kernel in ["rms_norm", "matmul"] {
+        let dir = examples.join(kernel);
+        let log = std::fs::read_to_string(dir.join("git-log.txt")).unwrap();
+        let found = iterations(&log);
+        assert!(
+            found.len() >= 5,
+            "{kernel}: a baseline and at least four attempts"
+        );
+        for it in &found {
+            let junit = dir.join(format!("junit/iteration-{}.xml", it.number));
+            if it.status == Status::Crash {
+                assert!(
+                    it.latency_ms.is_none() && !junit.exists(),
+                    "{kernel} #{}",
+                    it.number
+                );
+                continue;
+            }
+            let xml = std::fs::read_to_string(&junit).unwrap();
+            let measured = measurements(&parse_junit(&xml).unwrap(), Statistic::Median).unwrap();
+            assert_eq!(measured, it.configs, "{kernel} #{}", it.number);
+            let latency = geometric_mean(measured.iter().map(|m| m.value));
+            assert_eq!(
+                fmt_ms(latency),
+                fmt_ms(it.latency_ms),
+                "{kernel} #{}",
+                it.number
+            );
+        }
+        let written = std::fs::read_to_string(dir.join("perf_results.md")).unwrap();
+        assert_eq!(table::markdown(&found), written, "{kernel}");
+        for status in [Status::Keep, Status::Revert, Status::Crash] {
+            assert!(
+                found.iter().skip(1).any(|it| it.status == status),
+                "{kernel} has no {status}"
+            );
+        }
+    }
+}
