@@ -16,7 +16,7 @@ use std::fmt;
 use crate::stats::Comparison;
 
 /// The limits a session runs under; set at `start` and recorded in the baseline commit.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct Thresholds {
     /// Improvement (percent) from which the loop continues at full priority.
     pub continue_pct: f64,

@@ -36,6 +36,11 @@ pub const VERSION: &str = concat!(
 );
 
 fn main() -> ExitCode {
+    // a closed pipe (`status | head -1`) ends the program quietly, as for any Unix filter, instead of
+    // making println! panic
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
@@ -43,7 +48,6 @@ fn main() -> ExitCode {
             eprintln!("{err}");
             ExitCode::from(130)
         }
-        Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!(
                 "{} {err:#}",
@@ -72,13 +76,4 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::InstallExtras(args) => commands::extras::install(args),
         Command::UninstallExtras(args) => commands::extras::uninstall(args),
     }
-}
-
-/// A reader that closed the pipe (`| head`) is not an error.
-fn is_broken_pipe(err: &anyhow::Error) -> bool {
-    err.chain().any(|cause| {
-        cause
-            .downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-    })
 }

@@ -25,7 +25,6 @@ pub struct Session {
     pub allowed: Vec<String>,
     #[serde(serialize_with = "serialize_display")]
     pub statistic: Statistic,
-    #[serde(skip)]
     pub thresholds: Thresholds,
     pub python: String,
     /// A pytest `-k` expression narrowing the correctness and benchmark selections.

@@ -14,17 +14,17 @@ use crate::ui;
 pub fn table(repo: &Repo, args: &TableArgs) -> Result<()> {
     let TableArgs { write, output } = args;
     let history = require_history(repo)?;
-    let written = if *write {
+    let table = if *write {
         Some(write_table(repo, &history)?)
     } else {
         None
     };
     if output.json {
         let rows: Vec<Row> = history.iterations().map(Row::from).collect();
-        return ui::print_json(&json!({ "rows": rows, "written": written }));
+        return ui::print_json(&json!({ "rows": rows, "table": table }));
     }
     print!("{}", table::markdown(history.iterations()));
-    if let Some(path) = written {
+    if let Some(path) = table {
         eprintln!("wrote {}", path.display());
     }
     Ok(())
@@ -47,17 +47,9 @@ pub fn status(repo: &Repo, args: &JsonArg) -> Result<()> {
     let (state, halted) = loop_state(&history);
     let iterations = history.iterations.len() - 1;
     if args.json {
-        let t = &session.thresholds;
         return ui::print_json(&json!({
             "branch": repo.branch()?,
             "session": session,
-            "thresholds": {
-                "continue_pct": t.continue_pct,
-                "gain_pct": t.gain_pct,
-                "regression_pct": t.regression_pct,
-                "max_iterations": t.max_iterations,
-                "max_no_gain": t.max_no_gain,
-            },
             "baseline": { "iteration": baseline.number, "latency_ms": baseline.latency_ms },
             "best": { "iteration": best.number, "latency_ms": best.latency_ms },
             "initial_ms": history.iterations().next().and_then(|it| it.latency_ms),
