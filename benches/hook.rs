@@ -10,6 +10,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+#[path = "../tests/support/baseline.rs"]
+mod baseline;
+use baseline::baseline_message;
+
 const EXE: &str = env!("CARGO_BIN_EXE_git-cutile-perf");
 const RUNS: usize = 51;
 const WARMUP: usize = 5;
@@ -74,22 +78,8 @@ impl Repo {
     /// A session branch whose baseline commit allows `allowed`, as `start` records it.
     fn session(&self, allowed: &[String]) {
         self.git(&["checkout", "-q", "-b", "cutile-perf-bench-20260101"]);
-        let mut message = String::from(
-            "cutile-perf: baseline bench 1.000000 ms\n\n\
-             Cutile-Perf-Iteration: 0\nCutile-Perf-Optimization: baseline\n\
-             Cutile-Perf-Latency-Ms: 1.000000\nCutile-Perf-Correctness: PASS\nCutile-Perf-Status: keep\n\
-             Cutile-Perf-Baseline-Ms: 1.000000\nCutile-Perf-Change: +0.00%\nCutile-Perf-Decision: continue\n\
-             Cutile-Perf-Reason: baseline\nCutile-Perf-Session: 1\nCutile-Perf-Kernel: k/0.py\n\
-             Cutile-Perf-Test: tests/test_k.py\n",
-        );
-        for path in allowed {
-            message.push_str(&format!("Cutile-Perf-Allow: {path}\n"));
-        }
-        message.push_str(
-            "Cutile-Perf-Statistic: median\nCutile-Perf-Continue-Pct: 5\nCutile-Perf-Gain-Pct: 2\n\
-             Cutile-Perf-Regression-Pct: 2\nCutile-Perf-Max-Iterations: 25\nCutile-Perf-Max-No-Gain: 2\n\
-             Cutile-Perf-Python: python3\n",
-        );
+        let allowed: Vec<&str> = allowed.iter().map(String::as_str).collect();
+        let message = baseline_message("k/0.py", "tests/test_k.py", &allowed);
         self.git(&[
             "commit",
             "-q",

@@ -6,6 +6,10 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+#[path = "support/baseline.rs"]
+mod baseline;
+use baseline::baseline_message;
+
 const EXE: &str = env!("CARGO_BIN_EXE_git-cutile-perf");
 const KERNEL: &str = "src/tilegym/ops/cutile/vector_add.py";
 const TEST: &str = "tests/ops/test_vector_add.py";
@@ -100,29 +104,7 @@ impl Repo {
     /// tests; then the hook is installed.
     fn session(&self, allowed: &[&str]) {
         self.git(&["checkout", "-q", "-b", BRANCH]);
-        let mut message = String::from(
-            "cutile-perf: baseline vector_add 1.000000 ms\n\n\
-             Cutile-Perf-Iteration: 0\nCutile-Perf-Optimization: baseline\n\
-             Cutile-Perf-Latency-Ms: 1.000000\nCutile-Perf-Correctness: PASS\nCutile-Perf-Status: keep\n\
-             Cutile-Perf-Baseline-Ms: 1.000000\nCutile-Perf-Change: +0.00%\nCutile-Perf-Decision: continue\n\
-             Cutile-Perf-Reason: baseline\nCutile-Perf-Session: 1\n",
-        );
-        message.push_str(&format!(
-            "Cutile-Perf-Kernel: {KERNEL}\nCutile-Perf-Test: {TEST}\n"
-        ));
-        for path in allowed {
-            let value = if path.contains('\n') {
-                serde_json::to_string(path).unwrap()
-            } else {
-                path.to_string()
-            };
-            message.push_str(&format!("Cutile-Perf-Allow: {value}\n"));
-        }
-        message.push_str(
-            "Cutile-Perf-Statistic: median\nCutile-Perf-Continue-Pct: 5\nCutile-Perf-Gain-Pct: 2\n\
-             Cutile-Perf-Regression-Pct: 2\nCutile-Perf-Max-Iterations: 25\nCutile-Perf-Max-No-Gain: 2\n\
-             Cutile-Perf-Python: python3\n",
-        );
+        let message = baseline_message(KERNEL, TEST, allowed);
         self.git(&[
             "commit",
             "-q",
