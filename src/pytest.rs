@@ -31,8 +31,14 @@ pub struct Pytest<'a> {
 /// The result of the correctness selection.
 #[derive(Debug)]
 pub enum Correctness {
-    Pass { tests: usize },
-    Fail { failed: Vec<String> },
+    /// Skipped cases (a test's own skips, e.g. per architecture) are not passes.
+    Pass {
+        passed: usize,
+        skipped: usize,
+    },
+    Fail {
+        failed: Vec<String>,
+    },
     Crash(String),
     Interrupted,
 }
@@ -153,7 +159,16 @@ impl Pytest<'_> {
         let run = self.run("correctness", CORRECTNESS_SELECTION, &[])?;
         Ok(match (run.ending, run.cases) {
             (Ending::Interrupted, _) => Correctness::Interrupted,
-            (Ending::Exited(0), Some(Ok(cases))) => Correctness::Pass { tests: cases.len() },
+            (Ending::Exited(0), Some(Ok(cases))) => {
+                let skipped = cases
+                    .iter()
+                    .filter(|c| c.outcome == Outcome::Skipped)
+                    .count();
+                Correctness::Pass {
+                    passed: cases.len() - skipped,
+                    skipped,
+                }
+            }
             (Ending::Exited(1), Some(Ok(cases))) => Correctness::Fail {
                 failed: cases
                     .into_iter()

@@ -19,7 +19,10 @@ fn baseline_is_an_empty_commit_with_the_session() {
     let f = Fixture::new();
     let main = f.head();
     let out = f.start();
-    assert!(out.contains("baseline iteration 0: 0.316228 ms"), "{out}");
+    assert!(
+        out.contains("baseline iteration 0: 0.316228 ms (median of 2 configs, 4 correctness tests passed (1 skipped))"),
+        "{out}"
+    );
     assert_eq!(f.branch(), branch_name());
     assert_eq!(f.git(&["rev-parse", "HEAD~1"]).trim(), main);
     assert_eq!(f.git(&["diff", "--name-only", "HEAD~1", "HEAD"]), "");

@@ -111,7 +111,10 @@ pub fn run(repo: &Repo, args: &StartArgs) -> Result<()> {
     super::hook::report(crate::hook::install(repo)?);
 
     let tests = match runner.correctness()? {
-        pytest::Correctness::Pass { tests } => tests,
+        pytest::Correctness::Pass { passed, skipped } => match skipped {
+            0 => format!("{passed} correctness tests passed"),
+            _ => format!("{passed} correctness tests passed ({skipped} skipped)"),
+        },
         pytest::Correctness::Fail { failed } => bail!(
             "the baseline fails its correctness tests, so there is nothing to optimize from:\n  {}\nhint: fix them on {original} first; nothing was created",
             failed.join("\n  ")
@@ -145,10 +148,7 @@ pub fn run(repo: &Repo, args: &StartArgs) -> Result<()> {
         baseline_ms: latency,
         change_pct: Some(0.0),
         decision: Decision::Continue,
-        reason: format!(
-            "baseline: {tests} correctness tests passed, {} configs measured",
-            configs.len()
-        ),
+        reason: format!("baseline: {tests}, {} configs measured", configs.len()),
         configs,
         attempt: None,
     };
@@ -185,7 +185,7 @@ pub fn run(repo: &Repo, args: &StartArgs) -> Result<()> {
         session.gpu.as_deref().unwrap_or("none found")
     );
     println!(
-        "{} iteration 0: {} ms ({} of {} configs, {} correctness tests passed)",
+        "{} iteration 0: {} ms ({} of {} configs, {})",
         ui::bold("baseline"),
         fmt_ms(Some(latency)),
         stat,
