@@ -64,6 +64,14 @@ impl Pytest<'_> {
         self.python.split_whitespace().collect()
     }
 
+    /// A log's path relative to the work-tree root: reasons end up in trailers, read on other machines.
+    fn shown(&self, log: &Path) -> String {
+        log.strip_prefix(self.root)
+            .unwrap_or(log)
+            .display()
+            .to_string()
+    }
+
     /// Fails early, before anything is changed, when the interpreter or pytest is missing.
     pub fn check_available(&self) -> Result<()> {
         let words = self.python_words();
@@ -181,7 +189,9 @@ impl Pytest<'_> {
                 self.narrowed(CORRECTNESS_SELECTION),
                 self.test
             )),
-            (ending, cases) => Correctness::Crash(crash_reason(ending, cases, &run.log)),
+            (ending, cases) => {
+                Correctness::Crash(crash_reason(ending, cases, &self.shown(&run.log)))
+            }
         })
     }
 
@@ -201,10 +211,10 @@ impl Pytest<'_> {
                         "every perf case was skipped: no latency to compare".into(),
                     ),
                     Ok(m) => Benchmark::Measured(m),
-                    Err(e) => Benchmark::Crash(format!("{e:#} (log: {})", run.log.display())),
+                    Err(e) => Benchmark::Crash(format!("{e:#} (log: {})", self.shown(&run.log))),
                 }
             }
-            (ending, cases) => Benchmark::Crash(crash_reason(ending, cases, &run.log)),
+            (ending, cases) => Benchmark::Crash(crash_reason(ending, cases, &self.shown(&run.log))),
         })
     }
 }
@@ -218,7 +228,7 @@ fn describe(ending: Ending) -> String {
     }
 }
 
-fn crash_reason(ending: Ending, cases: Option<Result<Vec<CaseReport>>>, log: &Path) -> String {
+fn crash_reason(ending: Ending, cases: Option<Result<Vec<CaseReport>>>, log: &str) -> String {
     let what = match (ending, &cases) {
         (Ending::TimedOut, _) => "pytest ran past the iteration budget and was killed".to_string(),
         (Ending::Signaled(signal), _) => format!("pytest was killed by signal {signal}"),
@@ -232,5 +242,5 @@ fn crash_reason(ending: Ending, cases: Option<Result<Vec<CaseReport>>>, log: &Pa
         (Ending::Exited(code), Some(Ok(_))) => format!("pytest exited with code {code}"),
         (Ending::Interrupted, _) => "interrupted".to_string(),
     };
-    format!("{what} (log: {})", log.display())
+    format!("{what} (log: {log})")
 }

@@ -522,3 +522,15 @@ fn filter_narrows_both_selections() {
     assert_eq!(r["status"], "keep");
     assert_eq!(r["configs"].as_array().unwrap().len(), 1);
 }
+
+#[test]
+fn crash_reasons_name_the_log_relative_to_the_root() {
+    let f = Fixture::new();
+    f.start();
+    f.edit_kernel("CRASH = \"\"", "CRASH = \"exit\"");
+    f.step_json(&["dies"]);
+    assert_eq!(
+        f.trailer("HEAD", "Cutile-Perf-Reason"),
+        "crash: pytest died without writing its JUnit file (log: sandbox/benchmark.log)"
+    );
+}
