@@ -48,6 +48,8 @@ pub struct State {
     pub current: bool,
     /// The saved original hook that our script runs first, if any.
     pub chained: Option<PathBuf>,
+    /// A saved original left behind after another tool replaced our script (`pre-commit install -f`).
+    pub stale: Option<PathBuf>,
 }
 
 impl State {
@@ -65,23 +67,32 @@ impl State {
             }
         }
         let saved = hooks_dir.join(SAVED);
-        let chained = exists(&saved)?.then_some(saved);
+        let (chained, stale) = match (exists(&saved)?, installed_as.is_some()) {
+            (false, _) => (None, None),
+            (true, true) => (Some(saved), None),
+            (true, false) => (None, Some(saved)),
+        };
         Ok(State {
             hooks_dir,
             installed_as,
             current,
             chained,
+            stale,
         })
     }
 }
 
 /// What `install` and `uninstall` did, for the user.
 pub enum Change {
-    Installed { chained: bool },
+    Installed {
+        chained: bool,
+    },
     Updated,
     AlreadyInstalled,
     Removed,
     Restored(PathBuf),
+    /// A stale saved original was removed: the hook in place does the same job.
+    DroppedStale(PathBuf),
     NotInstalled,
 }
 
@@ -101,6 +112,10 @@ pub fn install(repo: &Repo) -> Result<Change> {
     let chained = exists(&hook)?;
     if chained {
         let saved = dir.join(SAVED);
+        if state.stale.is_some() && superseded(&saved, &hook)? {
+            fs::remove_file(&saved)
+                .with_context(|| format!("cannot remove {}", saved.display()))?;
+        }
         if exists(&saved)? {
             bail!(
                 "both {} and {} exist, and neither is ours; refusing to touch either\nhint: keep the one \
@@ -121,21 +136,35 @@ pub fn uninstall(repo: &Repo) -> Result<Change> {
     let state = State::read(repo)?;
     let dir = &state.hooks_dir;
     let Some(name) = &state.installed_as else {
-        return Ok(Change::NotInstalled);
+        return match &state.stale {
+            Some(saved) if superseded(saved, &dir.join(HOOK))? => {
+                fs::remove_file(saved)
+                    .with_context(|| format!("cannot remove {}", saved.display()))?;
+                Ok(Change::DroppedStale(saved.clone()))
+            }
+            _ => Ok(Change::NotInstalled),
+        };
     };
     let ours = dir.join(name);
     let Some(saved) = &state.chained else {
         fs::remove_file(&ours).with_context(|| format!("cannot remove {}", ours.display()))?;
         return Ok(Change::Removed);
     };
-    // The framework moved us to pre-commit.legacy after we had saved its own (older) script: put that
-    // back as the hook, since the framework's script must never be its own legacy hook.
-    let target = if name == FRAMEWORK_LEGACY && is_framework_script(saved)? {
+    // The framework moved us to pre-commit.legacy after we had saved its own (older) script. Its script
+    // now in place is the one its latest `pre-commit install` wrote: keep that one, drop the older copy.
+    // (The framework's script must never become its own legacy hook.)
+    let hook = dir.join(HOOK);
+    if name == FRAMEWORK_LEGACY && is_framework_script(saved)? {
         fs::remove_file(&ours).with_context(|| format!("cannot remove {}", ours.display()))?;
-        dir.join(HOOK)
-    } else {
-        ours
-    };
+        if is_framework_script(&hook)? {
+            fs::remove_file(saved).with_context(|| format!("cannot remove {}", saved.display()))?;
+            return Ok(Change::Removed);
+        }
+        fs::rename(saved, &hook)
+            .with_context(|| format!("cannot restore {} as {}", saved.display(), hook.display()))?;
+        return Ok(Change::Restored(hook));
+    }
+    let target = ours;
     fs::rename(saved, &target)
         .with_context(|| format!("cannot restore {} as {}", saved.display(), target.display()))?;
     Ok(Change::Restored(target))
@@ -166,13 +195,17 @@ pub fn pre_commit(repo: &Repo) -> Result<()> {
         "this commit on session branch {branch} stages paths outside the session's allowed set:\n"
     );
     for entry in outside {
-        let path = shell_quote(&entry.path);
+        // `:/` names the path from the top, so the command works from any subdirectory
+        let spec = shell_quote(&format!(":/{}", entry.path));
         let unstage = if entry.added {
-            format!("git rm -q --cached -- {path}")
+            format!("git rm -q --cached -- {spec}")
         } else {
-            format!("git restore --staged -- {path}")
+            format!("git restore --staged -- {spec}")
         };
-        message.push_str(&format!("  {path}\n      unstage: {unstage}\n"));
+        message.push_str(&format!(
+            "  {}\n      unstage: {unstage}\n",
+            shell_quote(&entry.path)
+        ));
     }
     match &session_allowed {
         Some(allowed) => message.push_str(&format!(
@@ -186,6 +219,14 @@ pub fn pre_commit(repo: &Repo) -> Result<()> {
         )),
         None => message
             .push_str("allowed: nothing, since this branch has no cutile-perf baseline commit"),
+    }
+    // `commit -a` and `commit <paths>` hand the hook a temporary index (`….lock`) that they fill again
+    // from the work tree: unstaging does not help there
+    if std::env::var("GIT_INDEX_FILE").is_ok_and(|index| index.ends_with(".lock")) {
+        message.push_str(
+            "\nnote: this commit stages from the work tree (`commit -a` or `commit <paths>`), so unstaging \
+             does not help: commit without -a, or undo those changes in the work tree",
+        );
     }
     bail!(
         "{message}\nhint: unstage those paths and commit again; iterations go through `git cutile-perf step`"
@@ -294,6 +335,13 @@ fn read_if_file(path: &Path) -> Result<Option<String>> {
         Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::IsADirectory) => Ok(None),
         Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
     }
+}
+
+/// Whether a saved original is redundant beside the hook in place: the same bytes, or both scripts of
+/// the pre-commit framework (which differ only in the interpreter path they record).
+fn superseded(saved: &Path, hook: &Path) -> Result<bool> {
+    let same = matches!((fs::read(saved), fs::read(hook)), (Ok(a), Ok(b)) if a == b);
+    Ok(same || (is_framework_script(saved)? && is_framework_script(hook)?))
 }
 
 fn is_framework_script(path: &Path) -> Result<bool> {

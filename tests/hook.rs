@@ -211,13 +211,24 @@ fn assert_rejects(out: &Output, paths: &[(&str, &str)]) {
         "unexpected failure:\n{shown}"
     );
     for (path, unstage) in paths {
+        let spec = from_top(path);
         assert!(
-            shown.contains(&format!("\n  {path}\n      unstage: {unstage} -- {path}\n")),
-            "{path} is not named with `{unstage}`:\n{shown}"
+            shown.contains(&format!("\n  {path}\n      unstage: {unstage} -- {spec}\n")),
+            "{path} is not named with `{unstage} -- {spec}`:\n{shown}"
         );
     }
     let named = shown.matches("unstage: ").count();
     assert_eq!(named, paths.len(), "other paths were named:\n{shown}");
+}
+
+/// A shell-quoted path as the `:/` pathspec the hint gives, which works from any subdirectory.
+fn from_top(quoted: &str) -> String {
+    for open in ["$'", "'"] {
+        if let Some(rest) = quoted.strip_prefix(open) {
+            return format!("{open}:/{rest}");
+        }
+    }
+    format!(":/{quoted}")
 }
 
 const RESTORE: &str = "git restore --staged";
@@ -571,6 +582,13 @@ fi\n\
 echo ran >> \"$HERE/framework.log\"\n\
 if [ -e \"$HERE/framework-fails\" ]; then echo 'framework hook failed' >&2; exit 1; fi\n";
 
+/// `pre-commit install -f`: the framework's script replaces whatever is there, without moving it.
+fn framework_install_overwriting(hooks: &Path, script: &str) {
+    let hook = hooks.join("pre-commit");
+    fs::write(&hook, script).unwrap();
+    fs::set_permissions(&hook, fs::Permissions::from_mode(0o775)).unwrap();
+}
+
 /// What `pre-commit install` does when it finds a hook that is not its own.
 fn framework_install(hooks: &Path) {
     let hook = hooks.join("pre-commit");
@@ -806,4 +824,80 @@ fn a_husky_hook_still_finds_its_script_when_chained() {
         fs::read_to_string(repo.root.join(".husky/_/pre-commit")).unwrap(),
         HUSKY_STUB
     );
+}
+
+#[test]
+fn pre_commit_install_overwriting_ours_leaves_nothing_stuck() {
+    let repo = Repo::new();
+    let hooks = repo.hooks();
+    framework_install(&hooks);
+    repo.start();
+    // `pre-commit install -f` from another environment: a newer framework script replaces ours
+    let newer = FRAMEWORK.replace("# ID:", "INSTALL_PYTHON=/venv-b/bin/python3\n# ID:");
+    framework_install_overwriting(&hooks, &newer);
+    let state: serde_json::Value =
+        serde_json::from_str(&repo.tool_ok(&["hook", "status", "--json"])).unwrap();
+    assert_eq!(state["installed_as"], serde_json::Value::Null);
+    assert_eq!(state["chained"], serde_json::Value::Null);
+    assert!(
+        state["stale"]
+            .as_str()
+            .unwrap()
+            .ends_with("pre-commit.cutile-perf-orig")
+    );
+    // installing again chains the framework's script now in place
+    repo.tool_ok(&["hook", "install"]);
+    assert_eq!(
+        fs::read_to_string(hooks.join("pre-commit.cutile-perf-orig")).unwrap(),
+        newer
+    );
+    repo.append(TEST, "# weaker\n");
+    repo.git(&["add", "-A"]);
+    assert_rejects(&repo.commit(), &[(TEST, RESTORE)]);
+    repo.git(&["reset", "-q", "--hard"]);
+    repo.tool_ok(&["hook", "uninstall"]);
+    assert_eq!(fs::read_to_string(hooks.join("pre-commit")).unwrap(), newer);
+    // and uninstall alone tidies a stale copy too
+    repo.tool_ok(&["hook", "install"]);
+    framework_install_overwriting(&hooks, FRAMEWORK);
+    assert!(
+        repo.tool_ok(&["hook", "uninstall"])
+            .contains("a stale copy of the hook in place")
+    );
+    assert!(!hooks.join("pre-commit.cutile-perf-orig").exists());
+    assert_eq!(
+        fs::read_to_string(hooks.join("pre-commit")).unwrap(),
+        FRAMEWORK
+    );
+}
+
+#[test]
+fn uninstall_in_legacy_mode_keeps_the_newer_framework_script() {
+    let repo = Repo::new();
+    let hooks = repo.hooks();
+    framework_install(&hooks);
+    repo.start();
+    // `pre-commit install` again, from another environment: ours becomes pre-commit.legacy
+    fs::rename(hooks.join("pre-commit"), hooks.join("pre-commit.legacy")).unwrap();
+    let newer = FRAMEWORK.replace("# ID:", "INSTALL_PYTHON=/venv-b/bin/python3\n# ID:");
+    framework_install_overwriting(&hooks, &newer);
+    repo.tool_ok(&["hook", "uninstall"]);
+    assert_eq!(fs::read_to_string(hooks.join("pre-commit")).unwrap(), newer);
+    assert!(!hooks.join("pre-commit.legacy").exists());
+    assert!(!hooks.join("pre-commit.cutile-perf-orig").exists());
+}
+
+#[test]
+fn commit_all_is_told_that_unstaging_does_not_help() {
+    let repo = Repo::new();
+    repo.start();
+    repo.append(TEST, "# weaker\n");
+    let out = repo.commit_in(&repo.root, &["-a"]);
+    assert!(
+        text(&out).contains("note: this commit stages from the work tree"),
+        "{}",
+        text(&out)
+    );
+    repo.git(&["add", "-A"]);
+    assert!(!text(&repo.commit()).contains("note: this commit stages from the work tree"));
 }

@@ -6,6 +6,17 @@ use std::time::Duration;
 
 use support::{Fixture, KERNEL, text};
 
+/// A string field of a `--json` object.
+fn word<'a>(r: &'a serde_json::Value, key: &str) -> &'a str {
+    r[key]
+        .as_str()
+        .unwrap_or_else(|| panic!("{key} is not a string in {r}"))
+}
+
+fn reason(r: &serde_json::Value) -> &str {
+    word(r, "reason")
+}
+
 fn branch_name() -> String {
     let out = std::process::Command::new("date")
         .arg("+%Y%m%d")
@@ -99,14 +110,11 @@ fn one_slow_config_reverts_and_keeps_the_attempt_in_history() {
     f.set_latency(0.1025, 0.5);
     let r = f.step_json(&["persistent scheduling"]);
     assert_eq!(
-        (r["status"].as_str(), r["decision"].as_str()),
-        (Some("revert"), Some("try-next"))
+        (word(&r, "status"), word(&r, "decision")),
+        ("revert", "try-next")
     );
     assert!(
-        r["reason"]
-            .as_str()
-            .unwrap()
-            .contains("test_perf[cutile-small] forward is 2.50% slower"),
+        reason(&r).contains("test_perf[cutile-small] forward is 2.50% slower"),
         "{r}"
     );
     assert_eq!(
@@ -134,8 +142,8 @@ fn correctness_failure_reverts_without_benchmarking() {
     f.edit_kernel("CORRECT = True", "CORRECT = False");
     let r = f.step_json(&["approximate division"]);
     assert_eq!(
-        (r["status"].as_str(), r["correctness"].as_str()),
-        (Some("revert"), Some("FAIL"))
+        (word(&r, "status"), word(&r, "correctness")),
+        ("revert", "FAIL")
     );
     assert_eq!(r["latency_ms"], serde_json::Value::Null);
     assert!(
@@ -157,16 +165,10 @@ fn crash_by_exception() {
     f.edit_kernel("CRASH = \"\"", "CRASH = \"exception\"");
     let r = f.step_json(&["bad hints"]);
     assert_eq!(
-        (r["status"].as_str(), r["correctness"].as_str()),
-        (Some("crash"), Some("PASS"))
+        (word(&r, "status"), word(&r, "correctness")),
+        ("crash", "PASS")
     );
-    assert!(
-        r["reason"]
-            .as_str()
-            .unwrap()
-            .contains("simulated kernel failure"),
-        "{r}"
-    );
+    assert!(reason(&r).contains("simulated kernel failure"), "{r}");
     assert_eq!(f.trailer("HEAD", "Cutile-Perf-Latency-Ms"), "n/a");
     assert!(
         std::fs::read_to_string(f.path(KERNEL))
@@ -183,10 +185,7 @@ fn crash_by_the_process_dying() {
     let r = f.step_json(&["bad launch"]);
     assert_eq!(r["status"], "crash");
     assert!(
-        r["reason"]
-            .as_str()
-            .unwrap()
-            .starts_with("crash: pytest died without writing its JUnit file"),
+        reason(&r).starts_with("crash: pytest died without writing its JUnit file"),
         "{r}"
     );
 }
@@ -216,13 +215,7 @@ fn crash_by_the_budget_leaves_no_process_behind() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(r["status"], "crash");
-    assert!(
-        r["reason"]
-            .as_str()
-            .unwrap()
-            .contains("ran past the iteration budget"),
-        "{r}"
-    );
+    assert!(reason(&r).contains("ran past the iteration budget"), "{r}");
     let pid: i32 = std::fs::read_to_string(&pid_file)
         .unwrap()
         .trim()
@@ -238,10 +231,7 @@ fn two_iterations_without_gain_stop_the_loop() {
     f.start();
     f.set_latency(0.099, 0.99);
     let r = f.step_json(&["tiny gain"]);
-    assert_eq!(
-        (r["status"].as_str(), r["decision"].as_str()),
-        (Some("keep"), Some("stop"))
-    );
+    assert_eq!((word(&r, "status"), word(&r, "decision")), ("keep", "stop"));
     let err = {
         f.set_latency(0.098, 0.98);
         f.fails(&["step", "next idea"])
@@ -252,10 +242,7 @@ fn two_iterations_without_gain_stop_the_loop() {
     assert_eq!(r["no_gain"], 2);
     assert_eq!(r["decision"], "stop");
     assert!(
-        r["reason"]
-            .as_str()
-            .unwrap()
-            .ends_with("2 iterations in a row without a gain of 2% or more"),
+        reason(&r).ends_with("2 iterations in a row without a gain of 2% or more"),
         "{r}"
     );
     let status: serde_json::Value = serde_json::from_str(&f.ok(&["status", "--json"])).unwrap();
@@ -271,8 +258,8 @@ fn scheduling_cause_escalates() {
     f.set_latency(0.05, 0.5);
     let r = f.step_json(&["--cause", "scheduling", "grid order"]);
     assert_eq!(
-        (r["status"].as_str(), r["decision"].as_str()),
-        (Some("keep"), Some("escalate"))
+        (word(&r, "status"), word(&r, "decision")),
+        ("keep", "escalate")
     );
     let status: serde_json::Value = serde_json::from_str(&f.ok(&["status", "--json"])).unwrap();
     assert_eq!(status["state"], "escalated");

@@ -38,6 +38,12 @@ pub fn run(repo: &Repo, args: &HookArgs) -> Result<()> {
             if let Some(saved) = &state.chained {
                 println!("chained: {} runs first", saved.display());
             }
+            if let Some(saved) = &state.stale {
+                println!(
+                    "stale: {} was saved by an earlier install and is no longer run (`hook install` or `hook uninstall` tidies it)",
+                    saved.display()
+                );
+            }
             Ok(())
         }
     }
@@ -56,6 +62,10 @@ pub fn report(change: Change) {
         Change::AlreadyInstalled => "pre-commit hook already installed".to_string(),
         Change::Removed => "pre-commit hook removed".to_string(),
         Change::Restored(path) => format!("pre-commit hook removed; {} restored", path.display()),
+        Change::DroppedStale(path) => format!(
+            "pre-commit hook not installed; removed {}, a stale copy of the hook in place",
+            path.display()
+        ),
         Change::NotInstalled => "pre-commit hook not installed; nothing to do".to_string(),
     };
     ui::progress_line(&text);
