@@ -521,3 +521,58 @@ fn crash_reasons_name_the_log_relative_to_the_root() {
         "crash: pytest died without writing its JUnit file (log: sandbox/benchmark.log)"
     );
 }
+
+#[test]
+fn missing_python_or_pytest_is_an_error_before_anything_is_made() {
+    let f = Fixture::new();
+    let err = f.fails(&["start", "vector_add", "--python", "no-such-python3"]);
+    assert!(
+        err.contains("no-such-python3 not found on PATH; pass --python CMD"),
+        "{err}"
+    );
+    // -S hides site-packages, where pytest lives
+    let err = f.fails(&["start", "vector_add", "--python", "python3 -S"]);
+    assert!(
+        err.contains("pytest is not available to python3 -S"),
+        "{err}"
+    );
+    assert!(
+        err.contains("hint: install it with `python3 -S -m pip install pytest`"),
+        "{err}"
+    );
+    assert_eq!(f.branch(), "main");
+    assert_eq!(f.git(&["branch", "--list", "cutile-perf-*"]), "");
+}
+
+#[test]
+fn ctrl_c_during_the_baseline_leaves_nothing_behind() {
+    let f = Fixture::new();
+    f.edit_kernel("CRASH = \"\"", "CRASH = \"hang\"");
+    f.git(&["commit", "-qam", "a kernel that hangs in its benchmark"]);
+    let scratch = tempfile::tempdir().unwrap();
+    let pid_file = scratch.path().join("child.pid");
+    let child = f
+        .command(&["start", "vector_add"])
+        .env("FIXTURE_CHILD_PID_FILE", &pid_file)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !pid_file.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr)
+            .contains("interrupted: the baseline was not recorded; nothing was created")
+    );
+    assert_eq!(f.branch(), "main");
+    assert_eq!(f.git(&["branch", "--list", "cutile-perf-*"]), "");
+    assert_eq!(f.status(), "");
+}
