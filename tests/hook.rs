@@ -1,210 +1,30 @@
 //! The pre-commit hook with real git: one test per case of the rule, each in a fresh repository built
 //! from `fixtures/tilegym/`, with git's configuration sealed off from the machine's.
 
+mod support;
+
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::Output;
 
-#[path = "support/baseline.rs"]
-mod baseline;
-use baseline::baseline_message;
+use support::{Fixture, KERNEL, TEST, both};
 
-const EXE: &str = env!("CARGO_BIN_EXE_git-cutile-perf");
-const KERNEL: &str = "src/tilegym/ops/cutile/vector_add.py";
-const TEST: &str = "tests/ops/test_vector_add.py";
 const BRANCH: &str = "cutile-perf-vector_add-20260101";
-
-/// A repository in a temporary directory, and the sealed environment every command runs in.
-struct Repo {
-    _temp: tempfile::TempDir,
-    root: PathBuf,
-    home: PathBuf,
-    /// PATH with this test's binary first, so the hook script finds `git-cutile-perf`.
-    path: String,
-}
-
-impl Repo {
-    /// The TileGym-shaped fixture committed on `main`.
-    fn new() -> Repo {
-        let temp = tempfile::tempdir().unwrap();
-        let root = temp.path().join("tile gym");
-        let home = temp.path().join("home");
-        fs::create_dir_all(&home).unwrap();
-        fs::write(home.join(".gitconfig"), "").unwrap();
-        copy_dir(
-            &Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/tilegym"),
-            &root,
-        );
-        let bin_dir = Path::new(EXE).parent().unwrap();
-        let path = format!(
-            "{}:{}",
-            bin_dir.display(),
-            std::env::var("PATH").unwrap_or_default()
-        );
-        let repo = Repo {
-            _temp: temp,
-            root,
-            home,
-            path,
-        };
-        repo.git(&["init", "-q", "-b", "main"]);
-        repo.git(&["add", "-A"]);
-        repo.git(&["commit", "-q", "-m", "TileGym"]);
-        repo
-    }
-
-    fn command(&self, program: &str, dir: &Path) -> Command {
-        let mut cmd = Command::new(program);
-        cmd.current_dir(dir)
-            .env_clear()
-            .env("PATH", &self.path)
-            .env("HOME", &self.home)
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_CONFIG_GLOBAL", self.home.join(".gitconfig"))
-            .env("GIT_AUTHOR_NAME", "Test Author")
-            .env("GIT_AUTHOR_EMAIL", "author@example.com")
-            .env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
-            .env("GIT_COMMITTER_NAME", "Test Committer")
-            .env("GIT_COMMITTER_EMAIL", "committer@example.com")
-            .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
-            .env("NO_COLOR", "1")
-            // pytest run by `start` and `step` would leave __pycache__ directories as changes
-            .env("PYTHONDONTWRITEBYTECODE", "1");
-        cmd
-    }
-
-    fn run_in(&self, dir: &Path, program: &str, args: &[&str]) -> Output {
-        self.command(program, dir).args(args).output().unwrap()
-    }
-
-    /// git at the root; panics with its output if it fails.
-    fn git(&self, args: &[&str]) -> String {
-        let out = self.run_in(&self.root, "git", args);
-        assert!(out.status.success(), "git {args:?} failed:\n{}", text(&out));
-        String::from_utf8(out.stdout).unwrap()
-    }
-
-    fn tool(&self, args: &[&str]) -> Output {
-        self.run_in(&self.root, EXE, args)
-    }
-
-    fn tool_ok(&self, args: &[&str]) -> String {
-        let out = self.tool(args);
-        assert!(out.status.success(), "{args:?} failed:\n{}", text(&out));
-        text(&out)
-    }
-
-    /// A session started by the real `start` (which installs the hook), allowing only the kernel.
-    fn start(&self) {
-        self.tool_ok(&["start", "vector_add"]);
-    }
-
-    /// A session with the allowed paths given, written as `start` writes it but without running the
-    /// tests; then the hook is installed.
-    fn session(&self, allowed: &[&str]) {
-        self.git(&["checkout", "-q", "-b", BRANCH]);
-        let message = baseline_message(KERNEL, TEST, allowed);
-        self.git(&[
-            "commit",
-            "-q",
-            "--allow-empty",
-            "--cleanup=verbatim",
-            "-m",
-            &message,
-        ]);
-        self.tool_ok(&["hook", "install"]);
-    }
-
-    fn write(&self, path: &str, contents: &str) {
-        let path = self.root.join(path);
-        fs::create_dir_all(path.parent().unwrap()).unwrap();
-        fs::write(path, contents).unwrap();
-    }
-
-    fn append(&self, path: &str, line: &str) {
-        let mut contents = fs::read_to_string(self.root.join(path)).unwrap();
-        contents.push_str(line);
-        self.write(path, &contents);
-    }
-
-    /// `git commit` of what is staged, from `dir`.
-    fn commit_in(&self, dir: &Path, extra: &[&str]) -> Output {
-        let mut args = vec!["commit", "-q", "-m", "change"];
-        args.extend_from_slice(extra);
-        self.run_in(dir, "git", &args)
-    }
-
-    fn commit(&self) -> Output {
-        self.commit_in(&self.root, &[])
-    }
-
-    fn hooks(&self) -> PathBuf {
-        self.root.join(".git/hooks")
-    }
-
-    /// The branch `start` created (its name carries today's date).
-    fn session_branch(&self) -> String {
-        let out = self.git(&[
-            "branch",
-            "--list",
-            "cutile-perf-*",
-            "--format=%(refname:short)",
-        ]);
-        out.trim().to_string()
-    }
-
-    /// Takes this test's binary off PATH, leaving python, pytest and git.
-    fn hide_tool(&mut self) {
-        let bin_dir = Path::new(EXE).parent().unwrap();
-        let path = std::env::var_os("PATH").unwrap_or_default();
-        let kept: Vec<PathBuf> = std::env::split_paths(&path)
-            .filter(|dir| !dir.join("git-cutile-perf").exists() && dir != bin_dir)
-            .collect();
-        self.path = std::env::join_paths(kept).unwrap().into_string().unwrap();
-    }
-
-    fn head(&self) -> String {
-        self.git(&["rev-parse", "HEAD"])
-    }
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for entry in fs::read_dir(from).unwrap().flatten() {
-        let name = entry.file_name();
-        if name == "__pycache__" || name == ".pytest_cache" {
-            continue;
-        }
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &to.join(&name));
-        } else {
-            fs::copy(entry.path(), to.join(&name)).unwrap();
-        }
-    }
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
 
 #[track_caller]
 fn assert_passes(out: &Output) {
     assert!(
         out.status.success(),
         "the commit was refused:\n{}",
-        text(out)
+        both(out)
     );
 }
 
 /// The commit was refused, and the message names each of `paths` with its unstage command.
 #[track_caller]
 fn assert_rejects(out: &Output, paths: &[(&str, &str)]) {
-    let shown = text(out);
+    let shown = both(out);
     assert!(!out.status.success(), "the commit went through:\n{shown}");
     assert!(
         shown.contains("outside the session's allowed set"),
@@ -236,7 +56,7 @@ const RM: &str = "git rm -q --cached";
 
 #[test]
 fn editing_the_kernel_is_allowed() {
-    let repo = Repo::new();
+    let repo = Fixture::new();
     repo.start();
     repo.append(KERNEL, "# faster\n");
     repo.git(&["add", KERNEL]);
@@ -245,7 +65,7 @@ fn editing_the_kernel_is_allowed() {
 
 #[test]
 fn editing_a_test_file_is_rejected() {
-    let repo = Repo::new();
+    let repo = Fixture::new();
     repo.start();
     let before = repo.head();
     repo.append(TEST, "# weaker test\n");
@@ -257,7 +77,7 @@ fn editing_a_test_file_is_rejected() {
 
 #[test]
 fn editing_the_benchmark_harness_is_rejected() {
-    let repo = Repo::new();
+    let repo = Fixture::new();
     repo.start();
     repo.append("tests/common.py", "# report less\n");
     repo.git(&["add", "-A"]);
@@ -266,7 +86,7 @@ fn editing_the_benchmark_harness_is_rejected() {
 
 #[test]
 fn editing_setup_py_is_rejected() {
-    let repo = Repo::new();
+    let repo = Fixture::new();
     repo.start();
     repo.append("setup.py", "# other flags\n");
     repo.git(&["add", "-A"]);
@@ -275,7 +95,7 @@ fn editing_setup_py_is_rejected() {
 
 #[test]
 fn a_new_file_next_to_the_kernel_is_rejected() {
-    let repo = Repo::new();
+    let repo = Fixture::new();
     repo.start();
     repo.write("src/tilegym/ops/cutile/vector_add_fast.py", "x = 1\n");
     repo.git(&["add", "-A"]);
@@ -287,8 +107,8 @@ fn a_new_file_next_to_the_kernel_is_rejected() {
 
 #[test]
 fn renames_are_checked_on_both_sides() {
-    let repo = Repo::new();
-    repo.session(&[KERNEL]);
+    let repo = Fixture::new();
+    repo.session(BRANCH, &[KERNEL]);
     // allowed -> disallowed: the kernel's deletion alone would pass, its new name may not
     let moved = "src/tilegym/ops/cutile/vector_add_v2.py";
     repo.git(&["mv", KERNEL, moved]);
@@ -302,7 +122,7 @@ fn renames_are_checked_on_both_sides() {
 
 #[test]
 fn deleting_a_test_is_rejected() {
-    let repo = Repo::new();
+    let repo = Fixture::new();
     repo.start();
     repo.git(&["rm", "-q", TEST]);
     assert_rejects(&repo.commit(), &[(TEST, RESTORE)]);
@@ -310,9 +130,9 @@ fn deleting_a_test_is_rejected() {
 
 #[test]
 fn force_adding_the_sandbox_is_rejected() {
-    let repo = Repo::new();
+    let repo = Fixture::new();
     // even if the sandbox were named as allowed
-    repo.session(&[KERNEL, "sandbox/perf_results.md"]);
+    repo.session(BRANCH, &[KERNEL, "sandbox/perf_results.md"]);
     repo.write("sandbox/perf_results.md", "| made up |\n");
     repo.git(&["add", "-f", "sandbox/perf_results.md"]);
     assert_rejects(&repo.commit(), &[("sandbox/perf_results.md", RM)]);
@@ -320,14 +140,14 @@ fn force_adding_the_sandbox_is_rejected() {
 
 #[test]
 fn paths_with_spaces_newlines_and_non_ascii_are_compared_exactly() {
-    let repo = Repo::new();
+    let repo = Fixture::new();
     let allowed = ["src/k k.py", "src/new\nline.py", "src/caf\u{e9}.py"];
     for path in allowed {
         repo.write(path, "v = 1\n");
     }
     repo.git(&["add", "-A"]);
     repo.git(&["commit", "-q", "-m", "odd names"]);
-    repo.session(&allowed);
+    repo.session(BRANCH, &allowed);
     for path in allowed {
         repo.append(path, "v = 2\n");
     }
@@ -360,7 +180,7 @@ fn paths_with_spaces_newlines_and_non_ascii_are_compared_exactly() {
 
 #[test]
 fn a_mode_change_is_a_change() {
-    let repo = Repo::new();
+    let repo = Fixture::new();
     repo.start();
     let harness = repo.root.join("tests/common.py");
     fs::set_permissions(&harness, fs::Permissions::from_mode(0o755)).unwrap();
@@ -375,7 +195,7 @@ fn a_mode_change_is_a_change() {
 
 #[test]
 fn a_symlink_is_judged_by_its_own_path() {
-    let repo = Repo::new();
+    let repo = Fixture::new();
     repo.start();
     // at the allowed path, pointing at the tests: only the kernel's path changes
     let kernel = repo.root.join(KERNEL);
@@ -395,12 +215,12 @@ fn a_symlink_is_judged_by_its_own_path() {
 
 #[test]
 fn a_submodule_pointer_change_is_rejected_even_when_config_ignores_submodules() {
-    let repo = Repo::new();
+    let repo = Fixture::new();
     let sub = repo.root.join("third_party/lib");
     fs::create_dir_all(&sub).unwrap();
     let in_sub = |args: &[&str]| {
         let out = repo.run_in(&sub, "git", args);
-        assert!(out.status.success(), "{}", text(&out));
+        assert!(out.status.success(), "{}", both(&out));
     };
     in_sub(&["init", "-q", "-b", "main"]);
     in_sub(&["commit", "-q", "--allow-empty", "-m", "one"]);
@@ -414,27 +234,27 @@ fn a_submodule_pointer_change_is_rejected_even_when_config_ignores_submodules() 
 
     // step sees it too: unstaged, and committed past the hook
     repo.git(&["reset", "-q"]);
-    let out = repo.tool(&["step", "x"]);
+    let out = repo.run(&["step", "x"]);
     assert!(
-        text(&out).contains("only the session's allowed paths may change"),
+        both(&out).contains("only the session's allowed paths may change"),
         "{}",
-        text(&out)
+        both(&out)
     );
     repo.git(&["add", "third_party/lib"]);
     repo.git(&["commit", "-q", "--no-verify", "-m", "sneaky"]);
     repo.append(KERNEL, "# faster\n");
-    let out = repo.tool(&["step", "faster"]);
+    let out = repo.run(&["step", "faster"]);
     assert!(
-        text(&out).contains("the session history broke the rule"),
+        both(&out).contains("the session history broke the rule"),
         "{}",
-        text(&out)
+        both(&out)
     );
-    assert!(text(&out).contains("third_party/lib"));
+    assert!(both(&out).contains("third_party/lib"));
 }
 
 #[test]
 fn a_linked_worktree_is_checked_with_its_own_branch_and_index() {
-    let repo = Repo::new();
+    let repo = Fixture::new();
     repo.start();
     repo.git(&["checkout", "-q", "main"]);
     let wt = repo.root.parent().unwrap().join("linked wt");
@@ -456,7 +276,7 @@ fn a_linked_worktree_is_checked_with_its_own_branch_and_index() {
 
 #[test]
 fn core_hooks_path_is_honoured() {
-    let repo = Repo::new();
+    let repo = Fixture::new();
     repo.git(&["config", "core.hooksPath", "my hooks"]);
     repo.start();
     assert!(repo.root.join("my hooks/pre-commit").exists());
@@ -468,7 +288,7 @@ fn core_hooks_path_is_honoured() {
 
 #[test]
 fn commits_from_a_subdirectory_are_checked_with_repository_paths() {
-    let repo = Repo::new();
+    let repo = Fixture::new();
     repo.start();
     let dir = repo.root.join("src/tilegym");
     repo.append(TEST, "# weaker\n");
@@ -482,7 +302,7 @@ fn commits_from_a_subdirectory_are_checked_with_repository_paths() {
 
 #[test]
 fn commit_all_and_commit_with_paths_use_the_index_git_prepares() {
-    let repo = Repo::new();
+    let repo = Fixture::new();
     repo.start();
     repo.append(TEST, "# weaker\n");
     repo.append(KERNEL, "# faster\n");
@@ -497,7 +317,7 @@ fn commit_all_and_commit_with_paths_use_the_index_git_prepares() {
 
 #[test]
 fn off_a_session_branch_the_hook_lets_everything_through() {
-    let repo = Repo::new();
+    let repo = Fixture::new();
     repo.start();
     repo.git(&["checkout", "-q", "main"]);
     repo.append(TEST, "# weaker\n");
@@ -508,8 +328,8 @@ fn off_a_session_branch_the_hook_lets_everything_through() {
 
 #[test]
 fn a_session_branch_without_a_baseline_allows_nothing() {
-    let repo = Repo::new();
-    repo.tool_ok(&["hook", "install"]);
+    let repo = Fixture::new();
+    repo.ok_all(&["hook", "install"]);
     repo.git(&["checkout", "-q", "--orphan", BRANCH]);
     repo.git(&["rm", "-r", "-q", "--cached", "."]);
     repo.write("only.py", "x\n");
@@ -519,7 +339,7 @@ fn a_session_branch_without_a_baseline_allows_nothing() {
 
 #[test]
 fn without_the_binary_the_hook_refuses_only_on_a_session_branch() {
-    let mut repo = Repo::new();
+    let mut repo = Fixture::new();
     repo.start();
     repo.hide_tool();
     repo.append(KERNEL, "# faster\n");
@@ -527,9 +347,9 @@ fn without_the_binary_the_hook_refuses_only_on_a_session_branch() {
     let out = repo.commit();
     assert!(!out.status.success());
     assert!(
-        text(&out).contains("git-cutile-perf is not on PATH"),
+        both(&out).contains("git-cutile-perf is not on PATH"),
         "{}",
-        text(&out)
+        both(&out)
     );
     repo.git(&["checkout", "-q", "main"]);
     repo.git(&["reset", "-q", "--hard"]);
@@ -540,15 +360,15 @@ fn without_the_binary_the_hook_refuses_only_on_a_session_branch() {
 
 #[test]
 fn install_is_idempotent_and_status_reports_it() {
-    let repo = Repo::new();
+    let repo = Fixture::new();
     let status = || -> serde_json::Value {
-        serde_json::from_str(&repo.tool_ok(&["hook", "status", "--json"])).unwrap()
+        serde_json::from_str(&repo.ok_all(&["hook", "status", "--json"])).unwrap()
     };
     assert_eq!(status()["installed_as"], serde_json::Value::Null);
-    repo.tool_ok(&["hook", "install"]);
+    repo.ok_all(&["hook", "install"]);
     let hook = fs::read(repo.hooks().join("pre-commit")).unwrap();
     assert!(
-        repo.tool_ok(&["hook", "install"])
+        repo.ok_all(&["hook", "install"])
             .contains("already installed")
     );
     assert_eq!(fs::read(repo.hooks().join("pre-commit")).unwrap(), hook);
@@ -558,10 +378,10 @@ fn install_is_idempotent_and_status_reports_it() {
     assert_eq!(state["installed_as"], "pre-commit");
     assert_eq!(state["current"], true);
     assert_eq!(state["chained"], serde_json::Value::Null);
-    repo.tool_ok(&["hook", "uninstall"]);
+    repo.ok_all(&["hook", "uninstall"]);
     assert!(!repo.hooks().join("pre-commit").exists());
     assert!(
-        repo.tool_ok(&["hook", "uninstall"])
+        repo.ok_all(&["hook", "uninstall"])
             .contains("not installed")
     );
 }
@@ -609,13 +429,13 @@ fn framework_runs(hooks: &Path) -> usize {
 
 #[test]
 fn the_pre_commit_frameworks_hook_is_chained_and_restored_byte_for_byte() {
-    let repo = Repo::new();
+    let repo = Fixture::new();
     let hooks = repo.hooks();
     framework_install(&hooks);
     let before = fs::read(hooks.join("pre-commit")).unwrap();
     repo.start();
     assert!(
-        repo.tool_ok(&["hook", "install"])
+        repo.ok_all(&["hook", "install"])
             .contains("already installed")
     );
     let saved = hooks.join("pre-commit.cutile-perf-orig");
@@ -632,11 +452,11 @@ fn the_pre_commit_frameworks_hook_is_chained_and_restored_byte_for_byte() {
     repo.git(&["add", "-A"]);
     fs::write(hooks.join("framework-fails"), "").unwrap();
     let out = repo.commit();
-    assert!(!out.status.success() && text(&out).contains("framework hook failed"));
+    assert!(!out.status.success() && both(&out).contains("framework hook failed"));
     fs::remove_file(hooks.join("framework-fails")).unwrap();
     assert_passes(&repo.commit());
 
-    repo.tool_ok(&["hook", "uninstall"]);
+    repo.ok_all(&["hook", "uninstall"]);
     assert_eq!(fs::read(hooks.join("pre-commit")).unwrap(), before);
     let mode = fs::metadata(hooks.join("pre-commit"))
         .unwrap()
@@ -648,7 +468,7 @@ fn the_pre_commit_frameworks_hook_is_chained_and_restored_byte_for_byte() {
 
 #[test]
 fn pre_commit_install_after_ours_runs_us_in_legacy_mode_without_recursion() {
-    let repo = Repo::new();
+    let repo = Fixture::new();
     let hooks = repo.hooks();
     framework_install(&hooks);
     let original = fs::read(hooks.join("pre-commit")).unwrap();
@@ -656,11 +476,11 @@ fn pre_commit_install_after_ours_runs_us_in_legacy_mode_without_recursion() {
     // the user runs `pre-commit install` again: ours becomes pre-commit.legacy
     framework_install(&hooks);
     assert!(
-        repo.tool_ok(&["hook", "install"])
+        repo.ok_all(&["hook", "install"])
             .contains("already installed")
     );
     let state: serde_json::Value =
-        serde_json::from_str(&repo.tool_ok(&["hook", "status", "--json"])).unwrap();
+        serde_json::from_str(&repo.ok_all(&["hook", "status", "--json"])).unwrap();
     assert_eq!(state["installed_as"], "pre-commit.legacy");
 
     let runs = framework_runs(&hooks);
@@ -674,7 +494,7 @@ fn pre_commit_install_after_ours_runs_us_in_legacy_mode_without_recursion() {
     // the framework ran once per commit it reached, never from inside its legacy hook
     assert_eq!(framework_runs(&hooks), runs + 1);
 
-    repo.tool_ok(&["hook", "uninstall"]);
+    repo.ok_all(&["hook", "uninstall"]);
     assert_eq!(fs::read(hooks.join("pre-commit")).unwrap(), original);
     assert!(!hooks.join("pre-commit.legacy").exists());
     assert!(!hooks.join("pre-commit.cutile-perf-orig").exists());
@@ -682,7 +502,7 @@ fn pre_commit_install_after_ours_runs_us_in_legacy_mode_without_recursion() {
 
 #[test]
 fn a_plain_existing_hook_keeps_its_bytes_mode_and_exit_status() {
-    let repo = Repo::new();
+    let repo = Fixture::new();
     let hook = repo.hooks().join("pre-commit");
     let script = "#!/bin/sh\necho \"own hook: $*\" >> \"$(dirname \"$0\")/own.log\"\n[ ! -e \"$(dirname \"$0\")/own-fails\" ]";
     fs::write(&hook, script).unwrap();
@@ -694,7 +514,7 @@ fn a_plain_existing_hook_keeps_its_bytes_mode_and_exit_status() {
     assert!(!repo.commit().status.success());
     fs::remove_file(repo.hooks().join("own-fails")).unwrap();
     assert_passes(&repo.commit());
-    repo.tool_ok(&["hook", "uninstall"]);
+    repo.ok_all(&["hook", "uninstall"]);
     assert_eq!(fs::read_to_string(&hook).unwrap(), script);
     let mode = fs::metadata(&hook).unwrap().permissions().mode();
     assert_eq!(mode & 0o777, 0o700);
@@ -702,7 +522,7 @@ fn a_plain_existing_hook_keeps_its_bytes_mode_and_exit_status() {
 
 #[test]
 fn the_tools_own_commits_pass_through_the_hook() {
-    let mut repo = Repo::new();
+    let mut repo = Fixture::new();
     let hook = repo.hooks().join("pre-commit");
     fs::write(
         &hook,
@@ -718,13 +538,13 @@ fn the_tools_own_commits_pass_through_the_hook() {
         KERNEL,
         &kernel.replace("TILE_SIZE = 128", "TILE_SIZE = 256"),
     );
-    repo.tool_ok(&["step", "tile size 256"]);
+    repo.ok_all(&["step", "tile size 256"]);
     // a crash commits the attempt, then its undoing: two more commits through the hook
     repo.write(
         KERNEL,
         &kernel.replace("CRASH = \"\"", "CRASH = \"exception\""),
     );
-    repo.tool_ok(&["step", "--continue", "latency hints"]);
+    repo.ok_all(&["step", "--continue", "latency hints"]);
     let log = fs::read_to_string(repo.hooks().join("own.log")).unwrap();
     // the baseline, the kept iteration, the attempt and the crash record
     assert_eq!(log.lines().count(), 4);
@@ -737,25 +557,25 @@ fn the_tools_own_commits_pass_through_the_hook() {
 
 #[test]
 fn a_no_verify_commit_is_caught_by_step() {
-    let repo = Repo::new();
+    let repo = Fixture::new();
     repo.start();
     repo.append(TEST, "# weaker\n");
     repo.git(&["add", "-A"]);
     repo.git(&["commit", "-q", "--no-verify", "-m", "sneaky"]);
     repo.append(KERNEL, "# faster\n");
-    let out = repo.tool(&["step", "faster"]);
+    let out = repo.run(&["step", "faster"]);
     assert!(!out.status.success());
     assert!(
-        text(&out).contains("the session history broke the rule"),
+        both(&out).contains("the session history broke the rule"),
         "{}",
-        text(&out)
+        both(&out)
     );
-    assert!(text(&out).contains(TEST));
+    assert!(both(&out).contains(TEST));
 }
 
 #[test]
 fn a_symlinked_existing_hook_is_chained_and_restored_as_the_same_link() {
-    let repo = Repo::new();
+    let repo = Fixture::new();
     repo.write("scripts/check.sh", "#!/bin/sh\necho linked hook ran >&2\n");
     let script = repo.root.join("scripts/check.sh");
     fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).unwrap();
@@ -766,8 +586,8 @@ fn a_symlinked_existing_hook_is_chained_and_restored_as_the_same_link() {
     repo.git(&["add", KERNEL]);
     let out = repo.commit();
     assert_passes(&out);
-    assert!(text(&out).contains("linked hook ran"));
-    repo.tool_ok(&["hook", "uninstall"]);
+    assert!(both(&out).contains("linked hook ran"));
+    repo.ok_all(&["hook", "uninstall"]);
     assert_eq!(
         fs::read_link(&hook).unwrap(),
         Path::new("../../scripts/check.sh")
@@ -790,7 +610,7 @@ exit $c\n";
 
 #[test]
 fn a_husky_hook_still_finds_its_script_when_chained() {
-    let repo = Repo::new();
+    let repo = Fixture::new();
     repo.write(".husky/_/.gitignore", "*\n");
     repo.write(".husky/_/h", HUSKY_H);
     repo.write(".husky/_/pre-commit", HUSKY_STUB);
@@ -809,17 +629,17 @@ fn a_husky_hook_still_finds_its_script_when_chained() {
     repo.git(&["add", KERNEL]);
     repo.write(".husky/fail", "");
     let out = repo.commit();
-    assert!(!out.status.success(), "{}", text(&out));
+    assert!(!out.status.success(), "{}", both(&out));
     assert!(
-        text(&out).contains("husky - pre-commit script failed"),
+        both(&out).contains("husky - pre-commit script failed"),
         "{}",
-        text(&out)
+        both(&out)
     );
     fs::remove_file(repo.root.join(".husky/fail")).unwrap();
     let out = repo.commit();
     assert_passes(&out);
-    assert!(text(&out).contains("husky user hook ran"));
-    repo.tool_ok(&["hook", "uninstall"]);
+    assert!(both(&out).contains("husky user hook ran"));
+    repo.ok_all(&["hook", "uninstall"]);
     assert_eq!(
         fs::read_to_string(repo.root.join(".husky/_/pre-commit")).unwrap(),
         HUSKY_STUB
@@ -828,7 +648,7 @@ fn a_husky_hook_still_finds_its_script_when_chained() {
 
 #[test]
 fn pre_commit_install_overwriting_ours_leaves_nothing_stuck() {
-    let repo = Repo::new();
+    let repo = Fixture::new();
     let hooks = repo.hooks();
     framework_install(&hooks);
     repo.start();
@@ -836,7 +656,7 @@ fn pre_commit_install_overwriting_ours_leaves_nothing_stuck() {
     let newer = FRAMEWORK.replace("# ID:", "INSTALL_PYTHON=/venv-b/bin/python3\n# ID:");
     framework_install_overwriting(&hooks, &newer);
     let state: serde_json::Value =
-        serde_json::from_str(&repo.tool_ok(&["hook", "status", "--json"])).unwrap();
+        serde_json::from_str(&repo.ok_all(&["hook", "status", "--json"])).unwrap();
     assert_eq!(state["installed_as"], serde_json::Value::Null);
     assert_eq!(state["chained"], serde_json::Value::Null);
     assert!(
@@ -846,7 +666,7 @@ fn pre_commit_install_overwriting_ours_leaves_nothing_stuck() {
             .ends_with("pre-commit.cutile-perf-orig")
     );
     // installing again chains the framework's script now in place
-    repo.tool_ok(&["hook", "install"]);
+    repo.ok_all(&["hook", "install"]);
     assert_eq!(
         fs::read_to_string(hooks.join("pre-commit.cutile-perf-orig")).unwrap(),
         newer
@@ -855,13 +675,13 @@ fn pre_commit_install_overwriting_ours_leaves_nothing_stuck() {
     repo.git(&["add", "-A"]);
     assert_rejects(&repo.commit(), &[(TEST, RESTORE)]);
     repo.git(&["reset", "-q", "--hard"]);
-    repo.tool_ok(&["hook", "uninstall"]);
+    repo.ok_all(&["hook", "uninstall"]);
     assert_eq!(fs::read_to_string(hooks.join("pre-commit")).unwrap(), newer);
     // and uninstall alone tidies a stale copy too
-    repo.tool_ok(&["hook", "install"]);
+    repo.ok_all(&["hook", "install"]);
     framework_install_overwriting(&hooks, FRAMEWORK);
     assert!(
-        repo.tool_ok(&["hook", "uninstall"])
+        repo.ok_all(&["hook", "uninstall"])
             .contains("a stale copy of the hook in place")
     );
     assert!(!hooks.join("pre-commit.cutile-perf-orig").exists());
@@ -873,7 +693,7 @@ fn pre_commit_install_overwriting_ours_leaves_nothing_stuck() {
 
 #[test]
 fn uninstall_in_legacy_mode_keeps_the_newer_framework_script() {
-    let repo = Repo::new();
+    let repo = Fixture::new();
     let hooks = repo.hooks();
     framework_install(&hooks);
     repo.start();
@@ -881,7 +701,7 @@ fn uninstall_in_legacy_mode_keeps_the_newer_framework_script() {
     fs::rename(hooks.join("pre-commit"), hooks.join("pre-commit.legacy")).unwrap();
     let newer = FRAMEWORK.replace("# ID:", "INSTALL_PYTHON=/venv-b/bin/python3\n# ID:");
     framework_install_overwriting(&hooks, &newer);
-    repo.tool_ok(&["hook", "uninstall"]);
+    repo.ok_all(&["hook", "uninstall"]);
     assert_eq!(fs::read_to_string(hooks.join("pre-commit")).unwrap(), newer);
     assert!(!hooks.join("pre-commit.legacy").exists());
     assert!(!hooks.join("pre-commit.cutile-perf-orig").exists());
@@ -889,15 +709,15 @@ fn uninstall_in_legacy_mode_keeps_the_newer_framework_script() {
 
 #[test]
 fn commit_all_is_told_that_unstaging_does_not_help() {
-    let repo = Repo::new();
+    let repo = Fixture::new();
     repo.start();
     repo.append(TEST, "# weaker\n");
     let out = repo.commit_in(&repo.root, &["-a"]);
     assert!(
-        text(&out).contains("note: this commit stages from the work tree"),
+        both(&out).contains("note: this commit stages from the work tree"),
         "{}",
-        text(&out)
+        both(&out)
     );
     repo.git(&["add", "-A"]);
-    assert!(!text(&repo.commit()).contains("note: this commit stages from the work tree"));
+    assert!(!both(&repo.commit()).contains("note: this commit stages from the work tree"));
 }

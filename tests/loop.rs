@@ -357,7 +357,7 @@ fn outside_tilegym_is_refused() {
     let f = Fixture::empty();
     let out = std::process::Command::new("git")
         .args(["init", "-q"])
-        .current_dir(f.root())
+        .current_dir(&f.root)
         .output()
         .unwrap();
     assert!(out.status.success());

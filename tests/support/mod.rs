@@ -1,27 +1,36 @@
 //! The integration-test harness: a fresh TileGym-shaped repository per test (a copy of
-//! `fixtures/tilegym/` committed with real git), the real binary, and a sealed git environment so the
-//! developer's own git config cannot change the results.
+//! `fixtures/tilegym/` committed with real git, in a directory whose name has a space), the real binary,
+//! and a sealed environment (no inherited variables, no system or user git config, a fixed identity
+//! and date) so the developer's own setup cannot change the results.
 
 #![allow(dead_code)] // each test binary uses its own subset
 
+pub mod baseline;
+
+use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 pub const KERNEL: &str = "src/tilegym/ops/cutile/vector_add.py";
+pub const TEST: &str = "tests/ops/test_vector_add.py";
 pub const BIN: &str = env!("CARGO_BIN_EXE_git-cutile-perf");
 
 pub struct Fixture {
-    pub dir: tempfile::TempDir,
-    home: tempfile::TempDir,
+    _temp: tempfile::TempDir,
+    /// The work-tree root.
+    pub root: PathBuf,
+    home: PathBuf,
+    /// PATH for every command: this test's binary first, so hooks find `git-cutile-perf`.
+    search_path: String,
 }
 
 impl Fixture {
-    /// A committed copy of the fixture repository on branch `main`.
+    /// The fixture repository committed on `main`.
     pub fn new() -> Fixture {
         let fixture = Fixture::empty();
         copy_dir(
             &Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/tilegym"),
-            fixture.root(),
+            &fixture.root,
         );
         fixture.git(&["init", "-q", "-b", "main"]);
         fixture.git(&["add", "-A"]);
@@ -29,63 +38,66 @@ impl Fixture {
         fixture
     }
 
-    /// An empty directory with a sealed home.
+    /// An empty directory (no repository) with a sealed home.
     pub fn empty() -> Fixture {
-        let home = tempfile::tempdir().unwrap();
-        std::fs::write(
-            home.path().join(".gitconfig"),
-            "[user]\n\tname = Test\n\temail = test@localhost\n[init]\n\tdefaultBranch = main\n",
-        )
-        .unwrap();
+        let temp = tempfile::tempdir().unwrap();
+        let root = temp.path().join("tile gym");
+        let home = temp.path().join("home");
+        fs::create_dir_all(&root).unwrap();
+        fs::create_dir_all(&home).unwrap();
+        fs::write(home.join(".gitconfig"), "").unwrap();
+        let bin_dir = Path::new(BIN).parent().unwrap();
+        let search_path = format!(
+            "{}:{}",
+            bin_dir.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
         Fixture {
-            dir: tempfile::tempdir().unwrap(),
+            _temp: temp,
+            root,
             home,
+            search_path,
         }
     }
 
-    pub fn root(&self) -> &Path {
-        self.dir.path()
-    }
-
     pub fn path(&self, rel: &str) -> PathBuf {
-        self.root().join(rel)
+        self.root.join(rel)
     }
 
-    fn seal(&self, cmd: &mut Command) {
-        let global = self.home.path().join(".gitconfig");
-        cmd.env("HOME", self.home.path())
+    /// `program` in `dir`, in the sealed environment.
+    pub fn program(&self, program: &str, dir: &Path) -> Command {
+        let mut cmd = Command::new(program);
+        cmd.current_dir(dir)
+            .env_clear()
+            .env("PATH", &self.search_path)
+            .env("HOME", &self.home)
             .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_CONFIG_GLOBAL", global)
-            .env("NO_COLOR", "1")
-            .env_remove("GIT_DIR")
-            .env_remove("GIT_WORK_TREE")
-            .env_remove("GIT_INDEX_FILE");
+            .env("GIT_CONFIG_GLOBAL", self.home.join(".gitconfig"))
+            .env("GIT_AUTHOR_NAME", "Test Author")
+            .env("GIT_AUTHOR_EMAIL", "author@example.com")
+            .env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
+            .env("GIT_COMMITTER_NAME", "Test Committer")
+            .env("GIT_COMMITTER_EMAIL", "committer@example.com")
+            .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
+            .env("NO_COLOR", "1");
+        cmd
     }
 
-    /// Runs git in the repository; panics on failure.
+    pub fn run_in(&self, dir: &Path, program: &str, args: &[&str]) -> Output {
+        self.program(program, dir).args(args).output().unwrap()
+    }
+
+    /// git at the root; panics with its output if it fails; returns stdout.
     pub fn git(&self, args: &[&str]) -> String {
-        let mut cmd = Command::new("git");
-        cmd.args(args).current_dir(self.root());
-        self.seal(&mut cmd);
-        let out = cmd.output().unwrap();
-        assert!(
-            out.status.success(),
-            "git {args:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let out = self.run_in(&self.root, "git", args);
+        assert!(out.status.success(), "git {args:?} failed:\n{}", both(&out));
         String::from_utf8(out.stdout).unwrap()
     }
 
-    /// The tool as a command, to add env or change directory before running.
+    /// The tool as a command at the root, to add env or change directory before running.
     pub fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(BIN);
-        cmd.args(args).current_dir(self.root());
-        self.seal(&mut cmd);
-        let bin_dir = Path::new(BIN).parent().unwrap();
-        let path = std::env::var_os("PATH").unwrap_or_default();
-        let mut dirs = vec![bin_dir.to_path_buf()];
-        dirs.extend(std::env::split_paths(&path));
-        cmd.env("PATH", std::env::join_paths(dirs).unwrap());
+        let mut cmd = self.program(BIN, &self.root);
+        cmd.args(args);
         cmd
     }
 
@@ -96,13 +108,15 @@ impl Fixture {
     /// Runs the tool and asserts success; returns stdout.
     pub fn ok(&self, args: &[&str]) -> String {
         let out = self.run(args);
-        assert!(
-            out.status.success(),
-            "{args:?} failed:\nstdout: {}\nstderr: {}",
-            text(&out.stdout),
-            text(&out.stderr)
-        );
+        assert!(out.status.success(), "{args:?} failed:\n{}", both(&out));
         text(&out.stdout)
+    }
+
+    /// Runs the tool and asserts success; returns stdout and stderr (where progress and reports go).
+    pub fn ok_all(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(out.status.success(), "{args:?} failed:\n{}", both(&out));
+        both(&out)
     }
 
     /// Runs the tool and asserts failure; returns stderr.
@@ -123,8 +137,25 @@ impl Fixture {
         serde_json::from_str(&self.ok(&full)).unwrap()
     }
 
+    /// A session started by the real `start` (which installs the hook), allowing only the kernel.
     pub fn start(&self) -> String {
         self.ok(&["start", "vector_add"])
+    }
+
+    /// A session allowing `allowed`, written as `start` writes it but without running the tests; then
+    /// the hook is installed.
+    pub fn session(&self, branch: &str, allowed: &[&str]) {
+        self.git(&["checkout", "-q", "-b", branch]);
+        let message = baseline::baseline_message(KERNEL, TEST, allowed);
+        self.git(&[
+            "commit",
+            "-q",
+            "--allow-empty",
+            "--cleanup=verbatim",
+            "-m",
+            &message,
+        ]);
+        self.ok(&["hook", "install"]);
     }
 
     /// Replaces text in the kernel file: a simulated optimization.
@@ -134,19 +165,68 @@ impl Fixture {
 
     pub fn edit(&self, rel: &str, from: &str, to: &str) {
         let path = self.path(rel);
-        let text = std::fs::read_to_string(&path).unwrap();
+        let text = fs::read_to_string(&path).unwrap();
         assert!(text.contains(from), "{rel} lacks {from:?}");
-        std::fs::write(&path, text.replacen(from, to, 1)).unwrap();
+        fs::write(&path, text.replacen(from, to, 1)).unwrap();
+    }
+
+    pub fn write(&self, rel: &str, contents: &str) {
+        let path = self.path(rel);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, contents).unwrap();
+    }
+
+    pub fn append(&self, rel: &str, line: &str) {
+        let mut contents = fs::read_to_string(self.path(rel)).unwrap();
+        contents.push_str(line);
+        self.write(rel, &contents);
     }
 
     /// Sets both simulated latencies (ms).
     pub fn set_latency(&self, small: f64, large: f64) {
         let path = self.path(KERNEL);
-        let text = std::fs::read_to_string(&path).unwrap();
+        let text = fs::read_to_string(&path).unwrap();
         let start = text.find("LATENCY_MS = {").unwrap();
         let end = start + text[start..].find('}').unwrap() + 1;
         let line = format!("LATENCY_MS = {{\"small\": {small:.6}, \"large\": {large:.6}}}");
-        std::fs::write(&path, format!("{}{line}{}", &text[..start], &text[end..])).unwrap();
+        fs::write(&path, format!("{}{line}{}", &text[..start], &text[end..])).unwrap();
+    }
+
+    /// `git commit` of what is staged, from `dir`.
+    pub fn commit_in(&self, dir: &Path, extra: &[&str]) -> Output {
+        let mut args = vec!["commit", "-q", "-m", "change"];
+        args.extend_from_slice(extra);
+        self.run_in(dir, "git", &args)
+    }
+
+    pub fn commit(&self) -> Output {
+        self.commit_in(&self.root, &[])
+    }
+
+    pub fn hooks(&self) -> PathBuf {
+        self.root.join(".git/hooks")
+    }
+
+    /// The branch `start` created (its name carries today's date).
+    pub fn session_branch(&self) -> String {
+        self.git(&[
+            "branch",
+            "--list",
+            "cutile-perf-*",
+            "--format=%(refname:short)",
+        ])
+        .trim()
+        .to_string()
+    }
+
+    /// Takes this test's binary off PATH, leaving python, pytest and git.
+    pub fn hide_tool(&mut self) {
+        let bin_dir = Path::new(BIN).parent().unwrap();
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        let kept: Vec<PathBuf> = std::env::split_paths(&path)
+            .filter(|dir| !dir.join("git-cutile-perf").exists() && dir != bin_dir)
+            .collect();
+        self.search_path = std::env::join_paths(kept).unwrap().into_string().unwrap();
     }
 
     pub fn head(&self) -> String {
@@ -162,7 +242,7 @@ impl Fixture {
         self.git(&["status", "--porcelain"])
     }
 
-    /// One trailer of HEAD as git reads it.
+    /// One trailer of a commit as git reads it (several values joined by U+001F).
     pub fn trailer(&self, rev: &str, key: &str) -> String {
         self.git(&[
             "log",
@@ -179,17 +259,22 @@ pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    for entry in std::fs::read_dir(from).unwrap().flatten() {
-        let target = to.join(entry.file_name());
+/// stdout then stderr.
+pub fn both(out: &Output) -> String {
+    format!("{}{}", text(&out.stdout), text(&out.stderr))
+}
+
+pub fn copy_dir(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for entry in fs::read_dir(from).unwrap().flatten() {
+        let name = entry.file_name();
+        if name == "__pycache__" || name == ".pytest_cache" {
+            continue;
+        }
         if entry.file_type().unwrap().is_dir() {
-            if entry.file_name() == "__pycache__" {
-                continue;
-            }
-            std::fs::create_dir_all(&target).unwrap();
-            copy_dir(&entry.path(), &target);
+            copy_dir(&entry.path(), &to.join(&name));
         } else {
-            std::fs::copy(entry.path(), target).unwrap();
+            fs::copy(entry.path(), to.join(&name)).unwrap();
         }
     }
 }
