@@ -200,29 +200,76 @@ fn alive(pid: i32) -> bool {
     })
 }
 
+/// The fixture's hanging benchmark (`CRASH = "hang"`) writes here the pid of a child that would outlive
+/// pytest unless its whole process group is killed.
+struct Hang {
+    _dir: tempfile::TempDir,
+    pid_file: std::path::PathBuf,
+}
+
+impl Hang {
+    fn new() -> Hang {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("child.pid");
+        Hang {
+            _dir: dir,
+            pid_file,
+        }
+    }
+
+    fn command(&self, f: &Fixture, args: &[&str]) -> std::process::Command {
+        let mut cmd = f.command(args);
+        cmd.env("FIXTURE_CHILD_PID_FILE", &self.pid_file);
+        cmd
+    }
+
+    /// Starts the tool, waits until the hanging child exists, then interrupts the tool as a terminal's
+    /// Ctrl-C would.
+    fn interrupt(&self, f: &Fixture, args: &[&str]) -> std::process::Output {
+        let child = self
+            .command(f, args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while !self.pid_file.exists() && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        unsafe {
+            libc::kill(child.id() as i32, libc::SIGINT);
+        }
+        child.wait_with_output().unwrap()
+    }
+
+    #[track_caller]
+    fn assert_child_gone(&self) {
+        let pid: i32 = std::fs::read_to_string(&self.pid_file)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(!alive(pid), "the hanging child {pid} outlived the tool");
+    }
+}
+
 #[test]
 fn crash_by_the_budget_leaves_no_process_behind() {
     let f = Fixture::new();
     f.start();
     f.edit_kernel("CRASH = \"\"", "CRASH = \"hang\"");
-    let scratch = tempfile::tempdir().unwrap();
-    let pid_file = scratch.path().join("child.pid");
-    let out = f
-        .command(&["step", "--json", "--budget", "4s", "deadlock"])
-        .env("FIXTURE_CHILD_PID_FILE", &pid_file)
+    let hang = Hang::new();
+    let out = hang
+        .command(&f, &["step", "--json", "--budget", "4s", "deadlock"])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
     let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(r["status"], "crash");
     assert!(reason(&r).contains("ran past the iteration budget"), "{r}");
-    let pid: i32 = std::fs::read_to_string(&pid_file)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(200));
-    assert!(!alive(pid), "the grandchild {pid} outlived the budget");
+    hang.assert_child_gone();
 }
 
 #[test]
@@ -457,36 +504,13 @@ fn ctrl_c_mid_step_leaves_the_repository_as_it_was() {
     let head = f.head();
     f.edit_kernel("CRASH = \"\"", "CRASH = \"hang\"");
     let status_before = f.status();
-    let scratch = tempfile::tempdir().unwrap();
-    let pid_file = scratch.path().join("child.pid");
-    let child = f
-        .command(&["step", "hangs"])
-        .env("FIXTURE_CHILD_PID_FILE", &pid_file)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    // wait until the benchmark's child exists, then interrupt the tool as a terminal would
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while !pid_file.exists() && std::time::Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    std::thread::sleep(Duration::from_millis(200));
-    unsafe {
-        libc::kill(child.id() as i32, libc::SIGINT);
-    }
-    let out = child.wait_with_output().unwrap();
+    let hang = Hang::new();
+    let out = hang.interrupt(&f, &["step", "hangs"]);
     assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("interrupted: nothing was recorded"));
     assert_eq!(f.head(), head);
     assert_eq!(f.status(), status_before);
-    let pid: i32 = std::fs::read_to_string(&pid_file)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(200));
-    assert!(!alive(pid));
+    hang.assert_child_gone();
 }
 
 #[test]
@@ -549,24 +573,8 @@ fn ctrl_c_during_the_baseline_leaves_nothing_behind() {
     let f = Fixture::new();
     f.edit_kernel("CRASH = \"\"", "CRASH = \"hang\"");
     f.git(&["commit", "-qam", "a kernel that hangs in its benchmark"]);
-    let scratch = tempfile::tempdir().unwrap();
-    let pid_file = scratch.path().join("child.pid");
-    let child = f
-        .command(&["start", "vector_add"])
-        .env("FIXTURE_CHILD_PID_FILE", &pid_file)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while !pid_file.exists() && std::time::Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    std::thread::sleep(Duration::from_millis(200));
-    unsafe {
-        libc::kill(child.id() as i32, libc::SIGINT);
-    }
-    let out = child.wait_with_output().unwrap();
+    let hang = Hang::new();
+    let out = hang.interrupt(&f, &["start", "vector_add"]);
     assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
     assert!(
         text(&out.stderr)
@@ -575,4 +583,5 @@ fn ctrl_c_during_the_baseline_leaves_nothing_behind() {
     assert_eq!(f.branch(), "main");
     assert_eq!(f.git(&["branch", "--list", "cutile-perf-*"]), "");
     assert_eq!(f.status(), "");
+    hang.assert_child_gone();
 }
