@@ -1,39 +1,11 @@
 //! `git-cutile-perf`: a git subcommand that runs the cuTile kernel-optimization loop.
 
-mod cli;
-mod commands;
-mod decision;
-mod generate;
-mod git;
-mod gpu;
-mod guard;
-mod hook;
-mod locate;
-mod process;
-mod pyliteral;
-mod pytest;
-#[cfg(test)]
-mod real_sessions;
-mod records;
-mod references;
-mod session;
-mod stats;
-mod table;
-mod trailers;
-mod ui;
-
 use std::process::ExitCode;
 
 use clap::Parser;
 
-use cli::{Cli, Command};
-
-pub const VERSION: &str = concat!(
-    env!("CARGO_PKG_VERSION"),
-    " (",
-    env!("CUTILE_PERF_COMMIT"),
-    ")"
-);
+use git_cutile_perf::cli::{Cli, Command};
+use git_cutile_perf::{commands, git, process};
 
 fn main() -> ExitCode {
     // a closed pipe (`status | head -1`) ends the program quietly, as for any Unix filter, instead of

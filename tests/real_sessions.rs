@@ -4,12 +4,12 @@
 
 use std::path::Path;
 
-use crate::decision::Status;
-use crate::records::{Statistic, measurements, parse_junit};
-use crate::session::{Iteration, fmt_ms};
-use crate::stats::geometric_mean;
-use crate::table;
-use crate::trailers::Block;
+use git_cutile_perf::decision::Status;
+use git_cutile_perf::records::{Statistic, measurements, parse_junit};
+use git_cutile_perf::session::{Iteration, fmt_ms};
+use git_cutile_perf::stats::geometric_mean;
+use git_cutile_perf::table;
+use git_cutile_perf::trailers::Block;
 
 /// The iterations in `git log --format='commit %H%n%B'` output, oldest first.
 fn iterations(log: &str) -> Vec<Iteration> {

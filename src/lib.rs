@@ -1,0 +1,30 @@
+//! `git-cutile-perf` as a library: every module lives here so that tests, benchmarks and the binary share
+//! one definition of each rule. `main.rs` only parses the command line and dispatches.
+
+pub mod cli;
+pub mod commands;
+pub mod decision;
+pub mod generate;
+pub mod git;
+pub mod gpu;
+pub mod guard;
+pub mod hook;
+pub mod locate;
+pub mod process;
+pub mod pyliteral;
+pub mod pytest;
+pub mod records;
+pub mod references;
+pub mod session;
+pub mod stats;
+pub mod table;
+pub mod trailers;
+pub mod ui;
+
+/// The version `--version` prints: the crate's, and the commit it was built from.
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("CUTILE_PERF_COMMIT"),
+    ")"
+);
