@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::decision::Cause;
+use crate::decision::{Cause, Thresholds};
 use crate::records::Statistic;
 use crate::references::KernelClass;
 
@@ -92,23 +92,49 @@ pub struct StartArgs {
     /// Time limit for the baseline run (e.g. 10m, 90s)
     #[arg(long, value_parser = parse_duration, default_value = "10m")]
     pub budget: Duration,
-    /// Improvement (%) from which the loop continues at full priority
-    #[arg(long, default_value_t = 5.0, value_name = "PCT")]
-    pub continue_pct: f64,
-    /// Improvement (%) below which an iteration counts as no gain
-    #[arg(long, default_value_t = 2.0, value_name = "PCT")]
-    pub gain_pct: f64,
-    /// Slowdown (%) of any single config that reverts the change
-    #[arg(long, default_value_t = 2.0, value_name = "PCT")]
-    pub regression_pct: f64,
-    /// Iterations after which the loop stops
-    #[arg(long, default_value_t = 25, value_name = "N")]
-    pub max_iterations: u32,
-    /// Consecutive iterations without a gain after which the loop stops
-    #[arg(long, default_value_t = 2, value_name = "N")]
-    pub max_no_gain: u32,
+    #[command(flatten)]
+    pub thresholds: ThresholdArgs,
     #[command(flatten)]
     pub output: JsonArg,
+}
+
+/// The decision thresholds; their defaults are [`Thresholds::DEFAULT`], written nowhere else.
+#[derive(Args, Debug)]
+pub struct ThresholdArgs {
+    /// Improvement (%) from which the loop continues at full priority
+    #[arg(long, value_parser = parse_pct, default_value_t = Thresholds::DEFAULT.continue_pct, value_name = "PCT")]
+    pub continue_pct: f64,
+    /// Improvement (%) below which an iteration counts as no gain
+    #[arg(long, value_parser = parse_pct, default_value_t = Thresholds::DEFAULT.gain_pct, value_name = "PCT")]
+    pub gain_pct: f64,
+    /// Slowdown (%) of any single config that reverts the change
+    #[arg(long, value_parser = parse_pct, default_value_t = Thresholds::DEFAULT.regression_pct, value_name = "PCT")]
+    pub regression_pct: f64,
+    /// Iterations after which the loop stops
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..), default_value_t = Thresholds::DEFAULT.max_iterations, value_name = "N")]
+    pub max_iterations: u32,
+    /// Consecutive iterations without a gain after which the loop stops
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..), default_value_t = Thresholds::DEFAULT.max_no_gain, value_name = "N")]
+    pub max_no_gain: u32,
+}
+
+impl ThresholdArgs {
+    pub fn thresholds(&self) -> Thresholds {
+        let ThresholdArgs {
+            continue_pct,
+            gain_pct,
+            regression_pct,
+            max_iterations,
+            max_no_gain,
+        } = *self;
+        Thresholds {
+            continue_pct,
+            gain_pct,
+            regression_pct,
+            max_iterations,
+            max_no_gain,
+        }
+    }
 }
 
 #[derive(Args, Debug)]
@@ -231,11 +257,26 @@ pub struct ExtrasArgs {
     pub output: JsonArg,
 }
 
+/// A percentage threshold: a finite number from 0 to 100 (NaN would switch a rule off silently).
+pub fn parse_pct(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(value) if value.is_finite() && (0.0..=100.0).contains(&value) => Ok(value),
+        _ => Err(format!(
+            "invalid percentage {text:?}: use a number from 0 to 100, e.g. 2 or 2.5"
+        )),
+    }
+}
+
+/// The longest budget accepted: a week, far beyond any iteration, and safe to add to `Instant::now()`.
+const MAX_BUDGET: Duration = Duration::from_secs(7 * 24 * 3600);
+
 /// `10m`, `90s`, `1h30m`, `500ms`, or plain seconds.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let bad = || format!("invalid duration {text:?}: use e.g. 10m, 90s, 1h30m");
     if let Ok(seconds) = text.parse::<u64>() {
-        return Ok(Duration::from_secs(seconds));
+        return (seconds > 0 && seconds <= MAX_BUDGET.as_secs())
+            .then(|| Duration::from_secs(seconds))
+            .ok_or_else(bad);
     }
     let mut total = Duration::ZERO;
     let mut rest = text;
@@ -246,13 +287,17 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
             .find(|c: char| c.is_ascii_digit())
             .unwrap_or(rest.len() - digits);
         let unit = &rest[digits..digits + unit_len];
-        total += match unit {
-            "ms" => Duration::from_millis(value),
-            "s" => Duration::from_secs(value),
-            "m" => Duration::from_secs(value * 60),
-            "h" => Duration::from_secs(value * 3600),
+        let part = match unit {
+            "ms" => Some(Duration::from_millis(value)),
+            "s" => Some(Duration::from_secs(value)),
+            "m" => value.checked_mul(60).map(Duration::from_secs),
+            "h" => value.checked_mul(3600).map(Duration::from_secs),
             _ => return Err(bad()),
         };
+        total = part
+            .and_then(|part| total.checked_add(part))
+            .filter(|total| *total <= MAX_BUDGET)
+            .ok_or_else(bad)?;
         rest = &rest[digits + unit_len..];
     }
     if total.is_zero() {
@@ -278,8 +323,26 @@ mod tests {
         assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
         assert_eq!(parse_duration("90"), Ok(Duration::from_secs(90)));
         assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
-        for bad in ["", "m", "10x", "0s", "-1m"] {
+        for bad in [
+            "",
+            "m",
+            "10x",
+            "0s",
+            "-1m",
+            "0",
+            "99999999999999999999h",
+            "18446744073709551615h",
+        ] {
             assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn percentages_are_finite_and_in_range() {
+        assert_eq!(parse_pct("2.5"), Ok(2.5));
+        assert_eq!(parse_pct("0"), Ok(0.0));
+        for bad in ["NaN", "nan", "inf", "-1", "101", "", "x"] {
+            assert!(parse_pct(bad).is_err(), "{bad}");
         }
     }
 }

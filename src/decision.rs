@@ -28,15 +28,26 @@ pub struct Thresholds {
     pub max_no_gain: u32,
 }
 
+impl Thresholds {
+    /// The workflow's rules; the command line's defaults read these, so they are written only here.
+    pub const DEFAULT: Thresholds = Thresholds {
+        continue_pct: 5.0,
+        gain_pct: 2.0,
+        regression_pct: 2.0,
+        max_iterations: 25,
+        max_no_gain: 2,
+    };
+
+    /// Whether a result counts as a gain: it was kept and improved by at least the gain threshold.
+    /// The one definition that both the verdict and the no-gain count of a history use.
+    pub fn gained(&self, status: Status, change_pct: Option<f64>) -> bool {
+        status == Status::Keep && change_pct.is_some_and(|change| -change >= self.gain_pct)
+    }
+}
+
 impl Default for Thresholds {
     fn default() -> Self {
-        Thresholds {
-            continue_pct: 5.0,
-            gain_pct: 2.0,
-            regression_pct: 2.0,
-            max_iterations: 25,
-            max_no_gain: 2,
-        }
+        Thresholds::DEFAULT
     }
 }
 
@@ -123,22 +134,24 @@ pub fn decide(
     cause: Option<Cause>,
     limits: &Thresholds,
 ) -> Verdict {
-    let (status, decision, reason, gained) = match outcome {
+    let (status, decision, reason) = match outcome {
         Outcome::CorrectnessFailed => (
             Status::Revert,
             Decision::TryNext,
             "correctness failed; the benchmark was not run".to_string(),
-            false,
         ),
-        Outcome::Crashed(why) => (
-            Status::Crash,
-            Decision::TryNext,
-            format!("crash: {why}"),
-            false,
-        ),
+        Outcome::Crashed(why) => (Status::Crash, Decision::TryNext, format!("crash: {why}")),
         Outcome::Measured(cmp) => measured(cmp, limits),
     };
-    let no_gain = if gained { 0 } else { no_gain_before + 1 };
+    let change_pct = match outcome {
+        Outcome::Measured(cmp) => Some(cmp.change_pct()),
+        _ => None,
+    };
+    let no_gain = if limits.gained(status, change_pct) {
+        0
+    } else {
+        no_gain_before + 1
+    };
     let mut verdict = Verdict {
         status,
         decision,
@@ -164,7 +177,7 @@ pub fn decide(
     verdict
 }
 
-fn measured(cmp: &Comparison, limits: &Thresholds) -> (Status, Decision, String, bool) {
+fn measured(cmp: &Comparison, limits: &Thresholds) -> (Status, Decision, String) {
     if let Some(worst) = cmp.worst().filter(|w| w.change_pct > limits.regression_pct) {
         let reason = format!(
             "{} {} is {:.2}% slower than its baseline (limit {}%)",
@@ -173,7 +186,7 @@ fn measured(cmp: &Comparison, limits: &Thresholds) -> (Status, Decision, String,
             worst.change_pct,
             fmt_pct(limits.regression_pct)
         );
-        return (Status::Revert, Decision::TryNext, reason, false);
+        return (Status::Revert, Decision::TryNext, reason);
     }
     let improvement = -cmp.change_pct();
     let summary = format!("{improvement:.2}% faster overall");
@@ -182,7 +195,6 @@ fn measured(cmp: &Comparison, limits: &Thresholds) -> (Status, Decision, String,
             Status::Keep,
             Decision::Continue,
             format!("{summary} (>= {}%)", fmt_pct(limits.continue_pct)),
-            true,
         )
     } else if improvement >= limits.gain_pct {
         let reason = format!(
@@ -190,13 +202,12 @@ fn measured(cmp: &Comparison, limits: &Thresholds) -> (Status, Decision, String,
             fmt_pct(limits.gain_pct),
             fmt_pct(limits.continue_pct)
         );
-        (Status::Keep, Decision::LowerPriority, reason, true)
+        (Status::Keep, Decision::LowerPriority, reason)
     } else {
         (
             Status::Keep,
             Decision::Stop,
             format!("{summary} (< {}%)", fmt_pct(limits.gain_pct)),
-            false,
         )
     }
 }

@@ -65,7 +65,7 @@ pub struct Iteration {
 impl Iteration {
     /// Whether this iteration gained enough to reset the no-gain count.
     fn gained(&self, limits: &Thresholds) -> bool {
-        self.status == Status::Keep && self.change_pct.is_some_and(|c| -c >= limits.gain_pct)
+        limits.gained(self.status, self.change_pct)
     }
 }
 
@@ -247,6 +247,25 @@ impl Iteration {
     }
 }
 
+/// Whether the loop runs, or which halt holds it until `--continue`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LoopState {
+    Running,
+    Stopped,
+    Escalated,
+}
+
+impl LoopState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LoopState::Running => "running",
+            LoopState::Stopped => "stopped",
+            LoopState::Escalated => "escalated",
+        }
+    }
+}
+
 /// A session with its iterations, oldest first (iteration 0 is the baseline).
 #[derive(Debug, Clone)]
 pub struct History {
@@ -312,6 +331,15 @@ impl History {
 
     pub fn next_number(&self) -> u32 {
         self.iterations.len() as u32
+    }
+
+    /// Whether the loop may go on, and the iteration that halted it if not.
+    pub fn loop_state(&self) -> (LoopState, Option<&Iteration>) {
+        match self.halted_by() {
+            Some(it) if it.decision == Decision::Escalate => (LoopState::Escalated, Some(it)),
+            Some(it) => (LoopState::Stopped, Some(it)),
+            None => (LoopState::Running, None),
+        }
     }
 
     /// The last iteration, if its decision halts the loop.

@@ -6,6 +6,9 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use crate::decision::{Correctness, Decision, Status};
+use crate::session::LoopState;
+
 /// A spinner on stderr, or a hidden one when stderr is not a terminal.
 pub fn spinner(message: &str) -> ProgressBar {
     if !std::io::stderr().is_terminal() {
@@ -30,14 +33,78 @@ pub fn bold(text: &str) -> console::StyledObject<&str> {
     console::style(text).bold()
 }
 
-/// Colours a status or decision word by what it means.
-pub fn word(text: &str) -> console::StyledObject<&str> {
-    let style = console::style(text);
-    match text {
-        "keep" | "PASS" | "continue" => style.green(),
-        "revert" | "FAIL" | "crash" | "stop" | "escalate" => style.red(),
-        "lower-priority" | "try-next" => style.yellow(),
-        _ => style,
+/// What a word means to the reader, which decides its colour.
+pub enum Tone {
+    Good,
+    Bad,
+    Caution,
+    Plain,
+}
+
+/// A word of the record (status, correctness, decision, loop state) with the tone it is shown in.
+/// Each implementation matches its enum exhaustively, so a new variant cannot go uncoloured by accident.
+pub trait Word {
+    fn text(&self) -> &'static str;
+    fn tone(&self) -> Tone;
+}
+
+impl Word for Status {
+    fn text(&self) -> &'static str {
+        self.as_str()
+    }
+    fn tone(&self) -> Tone {
+        match self {
+            Status::Keep => Tone::Good,
+            Status::Revert | Status::Crash => Tone::Bad,
+        }
+    }
+}
+
+impl Word for Correctness {
+    fn text(&self) -> &'static str {
+        self.as_str()
+    }
+    fn tone(&self) -> Tone {
+        match self {
+            Correctness::Pass => Tone::Good,
+            Correctness::Fail => Tone::Bad,
+        }
+    }
+}
+
+impl Word for Decision {
+    fn text(&self) -> &'static str {
+        self.as_str()
+    }
+    fn tone(&self) -> Tone {
+        match self {
+            Decision::Continue => Tone::Good,
+            Decision::LowerPriority | Decision::TryNext => Tone::Caution,
+            Decision::Stop | Decision::Escalate => Tone::Bad,
+        }
+    }
+}
+
+impl Word for LoopState {
+    fn text(&self) -> &'static str {
+        self.as_str()
+    }
+    fn tone(&self) -> Tone {
+        match self {
+            LoopState::Running => Tone::Plain,
+            LoopState::Stopped | LoopState::Escalated => Tone::Bad,
+        }
+    }
+}
+
+/// A record word coloured by what it means.
+pub fn word(word: impl Word) -> console::StyledObject<&'static str> {
+    let style = console::style(word.text());
+    match word.tone() {
+        Tone::Good => style.green(),
+        Tone::Bad => style.red(),
+        Tone::Caution => style.yellow(),
+        Tone::Plain => style,
     }
 }
 

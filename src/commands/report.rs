@@ -5,9 +5,8 @@ use serde_json::json;
 
 use super::{require_history, write_table};
 use crate::cli::{JsonArg, TableArgs};
-use crate::decision::Decision;
 use crate::git::Repo;
-use crate::session::{History, Iteration, fmt_ms};
+use crate::session::fmt_ms;
 use crate::table::{self, Row};
 use crate::ui;
 
@@ -30,21 +29,12 @@ pub fn table(repo: &Repo, args: &TableArgs) -> Result<()> {
     Ok(())
 }
 
-/// running, stopped or escalated, with the iteration that halted the loop.
-fn loop_state(history: &History) -> (&'static str, Option<&Iteration>) {
-    match history.halted_by() {
-        Some(it) if it.decision == Decision::Escalate => ("escalated", Some(it)),
-        Some(it) => ("stopped", Some(it)),
-        None => ("running", None),
-    }
-}
-
 pub fn status(repo: &Repo, args: &JsonArg) -> Result<()> {
     let history = require_history(repo)?;
     let session = &history.session;
     let baseline = history.current_baseline();
     let best = history.best();
-    let (state, halted) = loop_state(&history);
+    let (state, halted) = history.loop_state();
     let iterations = history.iterations.len() - 1;
     if args.json {
         return ui::print_json(&json!({

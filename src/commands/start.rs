@@ -6,7 +6,7 @@ use anyhow::{Context, Result, bail};
 
 use super::{Interrupted, sandbox, write_table};
 use crate::cli::StartArgs;
-use crate::decision::{Correctness, Decision, Status, Thresholds};
+use crate::decision::{Correctness, Decision, Status};
 use crate::git::Repo;
 use crate::pytest::{self, Pytest};
 use crate::session::{BRANCH_PREFIX, Iteration, Session, fmt_ms};
@@ -26,11 +26,7 @@ pub fn run(repo: &Repo, args: &StartArgs) -> Result<()> {
         class,
         intensity,
         budget,
-        continue_pct,
-        gain_pct,
-        regression_pct,
-        max_iterations,
-        max_no_gain,
+        thresholds,
         output,
     } = args;
     locate::check_tilegym(&repo.root)?;
@@ -76,13 +72,7 @@ pub fn run(repo: &Repo, args: &StartArgs) -> Result<()> {
         test: test.clone(),
         allowed,
         statistic: *stat,
-        thresholds: Thresholds {
-            continue_pct: *continue_pct,
-            gain_pct: *gain_pct,
-            regression_pct: *regression_pct,
-            max_iterations: *max_iterations,
-            max_no_gain: *max_no_gain,
-        },
+        thresholds: thresholds.thresholds(),
         python: python.clone(),
         filter: filter.clone(),
         class: class

@@ -189,12 +189,12 @@ pub fn run(repo: &Repo, args: &StepArgs) -> Result<()> {
         "{} {}: {}  {} ms (baseline {} ms, {})  correctness {}  -> {}",
         ui::bold("iteration"),
         number,
-        ui::word(iteration.status.as_str()),
+        ui::word(iteration.status),
         fmt_ms(iteration.latency_ms),
         fmt_ms(Some(iteration.baseline_ms)),
         fmt_change(iteration.change_pct),
-        ui::word(iteration.correctness.as_str()),
-        ui::word(iteration.decision.as_str()),
+        ui::word(iteration.correctness),
+        ui::word(iteration.decision),
     );
     println!("  reason   {}", iteration.reason);
     if let Some(worst) = comparison.as_ref().and_then(|c| c.worst()) {
