@@ -6,8 +6,8 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 
 use crate::decision::{Cause, Thresholds};
+use crate::kernel_class::KernelClass;
 use crate::records::Statistic;
-use crate::references::KernelClass;
 
 #[derive(Parser, Debug)]
 #[command(

@@ -9,6 +9,7 @@ pub mod git;
 pub mod gpu;
 pub mod guard;
 pub mod hook;
+pub mod kernel_class;
 pub mod locate;
 pub mod process;
 pub mod pyliteral;

@@ -6,8 +6,7 @@
 //! module relies on (one `# ` title, `## ` sections, playbook sections `## X. Title`, priority items
 //! `1. **X** Title — why`) are checked by the tests below.
 
-use std::fmt;
-use std::str::FromStr;
+use crate::kernel_class::KernelClass;
 
 /// One embedded guide.
 #[derive(Debug)]
@@ -145,71 +144,12 @@ pub fn section_titles(text: &str) -> Vec<&str> {
         .collect()
 }
 
-/// Kernel class, which decides the order in which optimizations are tried.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum KernelClass {
-    Memory,
-    Balanced,
-    Compute,
-}
-
-impl KernelClass {
-    pub const ALL: [KernelClass; 3] = [
-        KernelClass::Memory,
-        KernelClass::Balanced,
-        KernelClass::Compute,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            KernelClass::Memory => "memory",
-            KernelClass::Balanced => "balanced",
-            KernelClass::Compute => "compute",
-        }
-    }
-
-    /// Heading of this class's list in the catalog's "Priority order" section.
-    fn catalog_heading(self) -> &'static str {
-        match self {
-            KernelClass::Memory => "memory-bound",
-            KernelClass::Balanced => "balanced",
-            KernelClass::Compute => "compute-bound",
-        }
-    }
-}
-
-impl fmt::Display for KernelClass {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for KernelClass {
-    type Err = String;
-
-    /// Accepts `memory`, `balanced`, `compute`, also with a `-bound` suffix, ignoring case.
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let t = s.trim();
-        let t = t.strip_suffix("-bound").unwrap_or(t);
-        KernelClass::ALL
-            .into_iter()
-            .find(|c| c.as_str().eq_ignore_ascii_case(t))
-            .ok_or_else(|| {
-                format!("unknown kernel class {s:?}: expected memory, balanced or compute")
-            })
-    }
-}
-
-/// Class from arithmetic intensity (FLOP per byte): below 10 memory, above 50 compute, balanced in
-/// between (10 and 50 included). NaN lands in the neutral middle, balanced.
-pub fn classify(arithmetic_intensity: f64) -> KernelClass {
-    if arithmetic_intensity < 10.0 {
-        KernelClass::Memory
-    } else if arithmetic_intensity > 50.0 {
-        KernelClass::Compute
-    } else {
-        KernelClass::Balanced
+/// Heading of a class's list in the catalog's "Priority order" section.
+fn catalog_heading(class: KernelClass) -> &'static str {
+    match class {
+        KernelClass::Memory => "memory-bound",
+        KernelClass::Balanced => "balanced",
+        KernelClass::Compute => "compute-bound",
     }
 }
 
@@ -241,7 +181,7 @@ fn parse_priority_item(line: &str) -> Option<Suggestion> {
 pub fn priority_order(class: KernelClass) -> Vec<Suggestion> {
     let catalog = find("catalog").expect("catalog is embedded").text;
     section(catalog, "Priority order")
-        .and_then(|s| section(s, class.catalog_heading()))
+        .and_then(|s| section(s, catalog_heading(class)))
         .map(|s| s.lines().filter_map(parse_priority_item).collect())
         .unwrap_or_default()
 }
@@ -383,9 +323,9 @@ mod tests {
         let order = section(text("catalog"), "Priority order").unwrap();
         for c in KernelClass::ALL {
             assert!(
-                section(order, c.catalog_heading()).is_some(),
+                section(order, catalog_heading(c)).is_some(),
                 "no ### {}",
-                c.catalog_heading()
+                catalog_heading(c)
             );
         }
     }
@@ -533,29 +473,6 @@ mod tests {
             .map(|(l, _)| l.to_string())
             .collect();
         assert!(next_optimizations(KernelClass::Balanced, &every).is_empty());
-    }
-
-    #[test]
-    fn classes_parse_print_and_classify() {
-        for c in KernelClass::ALL {
-            assert_eq!(c.as_str().parse::<KernelClass>().unwrap(), c);
-            assert_eq!(c.to_string(), c.as_str());
-        }
-        assert_eq!(
-            "Memory-bound".parse::<KernelClass>().unwrap(),
-            KernelClass::Memory
-        );
-        assert_eq!(
-            "COMPUTE".parse::<KernelClass>().unwrap(),
-            KernelClass::Compute
-        );
-        assert!("fast".parse::<KernelClass>().is_err());
-        assert_eq!(classify(0.1), KernelClass::Memory);
-        assert_eq!(classify(9.99), KernelClass::Memory);
-        assert_eq!(classify(10.0), KernelClass::Balanced);
-        assert_eq!(classify(50.0), KernelClass::Balanced);
-        assert_eq!(classify(50.01), KernelClass::Compute);
-        assert_eq!(classify(f64::NAN), KernelClass::Balanced);
     }
 
     #[test]

@@ -7,6 +7,7 @@
 use anyhow::{Context, Result, bail};
 
 use crate::decision::{Cause, Correctness, Decision, Status, Thresholds, fmt_pct};
+use crate::kernel_class::KernelClass;
 use crate::records::{Measurement, Statistic};
 use crate::trailers::{Block, decode_field, encode_field};
 
@@ -29,8 +30,8 @@ pub struct Session {
     pub python: String,
     /// A pytest `-k` expression narrowing the correctness and benchmark selections.
     pub filter: Option<String>,
-    /// memory, balanced or compute, when known.
-    pub class: Option<String>,
+    /// The kernel's class, when known.
+    pub class: Option<KernelClass>,
     /// `name, compute capability, driver` when a GPU was seen.
     pub gpu: Option<String>,
 }
@@ -112,8 +113,8 @@ impl Session {
         if let Some(filter) = &self.filter {
             block.push("Filter", filter);
         }
-        if let Some(class) = &self.class {
-            block.push("Class", class);
+        if let Some(class) = self.class {
+            block.push("Class", class.as_str());
         }
         if let Some(gpu) = &self.gpu {
             block.push("GPU", gpu);
@@ -155,7 +156,10 @@ impl Session {
             },
             python: block.require("Python")?.to_string(),
             filter: block.get("Filter")?.map(str::to_string),
-            class: block.get("Class")?.map(str::to_string),
+            class: block
+                .get("Class")?
+                .map(|c| c.parse().map_err(anyhow::Error::msg))
+                .transpose()?,
             gpu: block.get("GPU")?.map(str::to_string),
         }))
     }
@@ -376,7 +380,7 @@ pub(crate) mod tests {
             thresholds: Thresholds::default(),
             python: "python3".into(),
             filter: Some("float16 and not 32768".into()),
-            class: Some("memory".into()),
+            class: Some(KernelClass::Memory),
             gpu: None,
         }
     }

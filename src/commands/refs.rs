@@ -6,7 +6,7 @@ use serde_json::json;
 use super::require_history;
 use crate::cli::{NextArgs, RefsArgs};
 use crate::git::Repo;
-use crate::references::{self, KernelClass};
+use crate::references;
 use crate::ui;
 
 pub fn refs(args: &RefsArgs) -> Result<()> {
@@ -63,9 +63,7 @@ pub fn next(repo: &Repo, args: &NextArgs) -> Result<()> {
     let history = require_history(repo)?;
     let class = match (class, &history.session.class) {
         (Some(class), _) => *class,
-        (None, Some(recorded)) => recorded
-            .parse::<KernelClass>()
-            .map_err(anyhow::Error::msg)?,
+        (None, Some(recorded)) => *recorded,
         (None, None) => bail!(
             "the session has no kernel class\nhint: pass --class memory|balanced|compute (start a session with \
              --class or --intensity to record it)"

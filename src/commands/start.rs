@@ -12,7 +12,7 @@ use crate::pytest::{self, Pytest};
 use crate::session::{BRANCH_PREFIX, Iteration, Session, fmt_ms};
 use crate::stats::geometric_mean;
 use crate::trailers::{Block, render_message};
-use crate::{gpu, locate, references, ui};
+use crate::{gpu, kernel_class, locate, ui};
 
 pub fn run(repo: &Repo, args: &StartArgs) -> Result<()> {
     let StartArgs {
@@ -75,9 +75,7 @@ pub fn run(repo: &Repo, args: &StartArgs) -> Result<()> {
         thresholds: thresholds.thresholds(),
         python: python.clone(),
         filter: filter.clone(),
-        class: class
-            .or(intensity.map(references::classify))
-            .map(|c| c.as_str().to_string()),
+        class: class.or(intensity.map(kernel_class::classify)),
         gpu: gpu::detect(),
     };
     if session.gpu.is_none() {
