@@ -8,9 +8,7 @@
 use std::fs;
 use std::time::{Duration, Instant};
 
-#[path = "../tests/support/mod.rs"]
-mod support;
-use support::{BIN, Fixture};
+use git_cutile_perf::testkit::{BIN, Fixture};
 
 const RUNS: usize = 51;
 const WARMUP: usize = 5;
@@ -83,7 +81,10 @@ fn report(what: &str, [median, p10, p90]: [Duration; 3]) {
 }
 
 fn main() {
-    println!("{RUNS} runs each after {WARMUP} warm-up runs; binary {BIN}\n");
+    println!(
+        "{RUNS} runs each after {WARMUP} warm-up runs; binary {}\n",
+        BIN.display()
+    );
 
     // off a session branch: two identical repositories, one with the hook, committed to in turn so
     // that drift in the machine's load affects both alike

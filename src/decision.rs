@@ -13,6 +13,7 @@
 
 use std::fmt;
 
+use crate::records::Measurement;
 use crate::stats::Comparison;
 
 /// The limits a session runs under; set at `start` and recorded in the baseline commit.
@@ -109,12 +110,37 @@ impl Decision {
     }
 }
 
-/// What an attempt produced.
-#[derive(Debug, Clone, Copy)]
-pub enum Outcome<'a> {
-    CorrectnessFailed,
-    Crashed(&'a str),
-    Measured(&'a Comparison),
+/// What an attempt produced, owned by the step that ran it: everything the verdict and the record need.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Attempt {
+    /// The correctness tests failed (these cases); the benchmark was not run.
+    CorrectnessFailed { failed: Vec<String> },
+    /// A run died, timed out or gave no usable record.
+    Crashed {
+        correctness: Correctness,
+        why: String,
+    },
+    Measured {
+        configs: Vec<Measurement>,
+        comparison: Comparison,
+    },
+}
+
+impl Attempt {
+    pub fn correctness(&self) -> Correctness {
+        match self {
+            Attempt::CorrectnessFailed { .. } => Correctness::Fail,
+            Attempt::Crashed { correctness, .. } => *correctness,
+            Attempt::Measured { .. } => Correctness::Pass,
+        }
+    }
+
+    pub fn comparison(&self) -> Option<&Comparison> {
+        match self {
+            Attempt::Measured { comparison, .. } => Some(comparison),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -128,25 +154,22 @@ pub struct Verdict {
 
 /// Decides one iteration. `no_gain_before` counts the consecutive no-gain iterations before this one.
 pub fn decide(
-    outcome: Outcome<'_>,
+    attempt: &Attempt,
     iteration: u32,
     no_gain_before: u32,
     cause: Option<Cause>,
     limits: &Thresholds,
 ) -> Verdict {
-    let (status, decision, reason) = match outcome {
-        Outcome::CorrectnessFailed => (
+    let (status, decision, reason) = match attempt {
+        Attempt::CorrectnessFailed { .. } => (
             Status::Revert,
             Decision::TryNext,
             "correctness failed; the benchmark was not run".to_string(),
         ),
-        Outcome::Crashed(why) => (Status::Crash, Decision::TryNext, format!("crash: {why}")),
-        Outcome::Measured(cmp) => measured(cmp, limits),
+        Attempt::Crashed { why, .. } => (Status::Crash, Decision::TryNext, format!("crash: {why}")),
+        Attempt::Measured { comparison, .. } => measured(comparison, limits),
     };
-    let change_pct = match outcome {
-        Outcome::Measured(cmp) => Some(cmp.change_pct()),
-        _ => None,
-    };
+    let change_pct = attempt.comparison().map(Comparison::change_pct);
     let no_gain = if limits.gained(status, change_pct) {
         0
     } else {
@@ -242,13 +265,20 @@ mod tests {
         }
     }
 
-    fn run(outcome: Outcome<'_>) -> Verdict {
-        decide(outcome, 1, 0, None, &Thresholds::default())
+    fn measured_attempt(changes: &[f64]) -> Attempt {
+        Attempt::Measured {
+            configs: vec![],
+            comparison: cmp(changes),
+        }
+    }
+
+    fn run(attempt: Attempt) -> Verdict {
+        decide(&attempt, 1, 0, None, &Thresholds::default())
     }
 
     #[test]
     fn correctness_failure_reverts() {
-        let v = run(Outcome::CorrectnessFailed);
+        let v = run(Attempt::CorrectnessFailed { failed: vec![] });
         assert_eq!(
             (v.status, v.decision, v.no_gain),
             (Status::Revert, Decision::TryNext, 1)
@@ -258,41 +288,41 @@ mod tests {
 
     #[test]
     fn crash_is_try_next() {
-        let v = run(Outcome::Crashed("pytest was killed by signal 9"));
+        let v = run(Attempt::Crashed {
+            correctness: Correctness::Pass,
+            why: "pytest was killed by signal 9".into(),
+        });
         assert_eq!((v.status, v.decision), (Status::Crash, Decision::TryNext));
         assert_eq!(v.reason, "crash: pytest was killed by signal 9");
     }
 
     #[test]
     fn one_slow_config_reverts_despite_overall_gain() {
-        let v = run(Outcome::Measured(&cmp(&[-30.0, -30.0, 2.5])));
+        let v = run(measured_attempt(&[-30.0, -30.0, 2.5]));
         assert_eq!((v.status, v.decision), (Status::Revert, Decision::TryNext));
         assert_eq!(
             v.reason,
             "t2 forward is 2.50% slower than its baseline (limit 2%)"
         );
         // exactly at the limit is not beyond it
-        assert_eq!(
-            run(Outcome::Measured(&cmp(&[-10.0, 2.0]))).status,
-            Status::Keep
-        );
+        assert_eq!(run(measured_attempt(&[-10.0, 2.0])).status, Status::Keep);
     }
 
     #[test]
     fn gains_map_to_keep_decisions() {
-        let v = run(Outcome::Measured(&cmp(&[-5.0])));
+        let v = run(measured_attempt(&[-5.0]));
         assert_eq!(
             (v.status, v.decision, v.no_gain),
             (Status::Keep, Decision::Continue, 0)
         );
         assert_eq!(v.reason, "5.00% faster overall (>= 5%)");
-        let v = run(Outcome::Measured(&cmp(&[-3.0])));
+        let v = run(measured_attempt(&[-3.0]));
         assert_eq!(
             (v.status, v.decision, v.no_gain),
             (Status::Keep, Decision::LowerPriority, 0)
         );
         assert_eq!(v.reason, "3.00% faster overall (2-5%)");
-        let v = run(Outcome::Measured(&cmp(&[-1.0])));
+        let v = run(measured_attempt(&[-1.0]));
         assert_eq!(
             (v.status, v.decision, v.no_gain),
             (Status::Keep, Decision::Stop, 1)
@@ -303,7 +333,7 @@ mod tests {
     #[test]
     fn two_without_gain_stop() {
         let v = decide(
-            Outcome::CorrectnessFailed,
+            &Attempt::CorrectnessFailed { failed: vec![] },
             4,
             1,
             None,
@@ -319,7 +349,7 @@ mod tests {
         );
         // a gain resets the count
         let v = decide(
-            Outcome::Measured(&cmp(&[-6.0])),
+            &measured_attempt(&[-6.0]),
             4,
             1,
             None,
@@ -331,7 +361,7 @@ mod tests {
     #[test]
     fn iteration_limit_stops() {
         let v = decide(
-            Outcome::Measured(&cmp(&[-6.0])),
+            &measured_attempt(&[-6.0]),
             25,
             0,
             None,
@@ -343,7 +373,7 @@ mod tests {
             "6.00% faster overall (>= 5%); iteration 25 reached the limit of 25"
         );
         let v = decide(
-            Outcome::Measured(&cmp(&[-6.0])),
+            &measured_attempt(&[-6.0]),
             24,
             0,
             None,
@@ -356,7 +386,7 @@ mod tests {
     fn scheduling_and_unknown_escalate() {
         for cause in [Cause::Scheduling, Cause::Unknown] {
             let v = decide(
-                Outcome::Measured(&cmp(&[-6.0])),
+                &measured_attempt(&[-6.0]),
                 1,
                 0,
                 Some(cause),
@@ -369,7 +399,7 @@ mod tests {
             );
         }
         let v = decide(
-            Outcome::Measured(&cmp(&[-6.0])),
+            &measured_attempt(&[-6.0]),
             1,
             0,
             Some(Cause::Memory),

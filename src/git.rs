@@ -5,10 +5,11 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Context, Result, anyhow};
 
+use crate::history::{Configs, History};
 use crate::process;
-use crate::session::{BRANCH_PREFIX, History, Iteration, Session};
+use crate::session::{BRANCH_PREFIX, Session};
 use crate::trailers::Block;
 
 pub struct Repo {
@@ -33,31 +34,15 @@ impl Repo {
 
     /// Runs git at the work-tree root and returns its stdout; a failure carries git's stderr.
     pub fn git(&self, args: &[&str]) -> Result<String> {
-        let output = self.git_output(args)?;
-        if !output.status.success() {
-            let stderr = String::from_utf8_lossy(&output.stderr);
-            bail!("git {} failed: {}", args.join(" "), stderr.trim());
-        }
-        String::from_utf8(output.stdout)
+        String::from_utf8(self.git_bytes(args)?)
             .with_context(|| format!("git {} printed non-UTF-8 output", args.join(" ")))
     }
 
-    /// Runs git and returns its whole output, success or not.
-    pub fn git_output(&self, args: &[&str]) -> Result<std::process::Output> {
-        let root = self.root.to_string_lossy();
-        let mut full = vec!["-C", &root];
-        full.extend_from_slice(args);
-        let mut command = process::command("git", &full);
+    /// [`Repo::git`] for output that may not be UTF-8 (paths).
+    pub fn git_bytes(&self, args: &[&str]) -> Result<Vec<u8>> {
         // Our pre-commit hook runs this very binary on the tool's own commits, on PATH or not.
-        if let Ok(exe) = std::env::current_exe() {
-            command = command.env("GIT_CUTILE_PERF", exe);
-        }
-        command
-            .stdout_capture()
-            .stderr_capture()
-            .unchecked()
-            .run()
-            .context("cannot run git: is it installed and on PATH?")
+        let exe = std::env::current_exe().unwrap_or_else(|_| "git-cutile-perf".into());
+        process::git_bytes(&self.root, args, &[("GIT_CUTILE_PERF", exe.as_os_str())])
     }
 
     /// The checked-out branch's short name, if HEAD is on a branch.
@@ -154,53 +139,106 @@ impl Repo {
             .collect())
     }
 
+    /// The session branch checked out, if HEAD is on one.
+    pub fn session_branch(&self) -> Result<Option<String>> {
+        Ok(self.branch()?.filter(|b| b.starts_with(BRANCH_PREFIX)))
+    }
+
+    /// The commits from HEAD back along first parents, newest first, each as its id and message. Each
+    /// commit is decoded once; the walk is lazy, so a reader that stops early reads no further.
+    pub fn first_parent_commits(
+        &self,
+    ) -> Result<impl Iterator<Item = Result<(String, String)>> + '_> {
+        let mut next = Some(
+            self.repo
+                .head_id()
+                .context("the branch has no commit")?
+                .detach(),
+        );
+        Ok(std::iter::from_fn(move || {
+            let id = next.take()?;
+            let mut read = || -> Result<(String, String)> {
+                let commit = self.repo.find_commit(id).context("cannot read a commit")?;
+                let decoded = commit.decode().context("cannot decode a commit")?;
+                next = decoded.parents().next();
+                Ok((
+                    id.to_string(),
+                    String::from_utf8_lossy(decoded.message).into_owned(),
+                ))
+            };
+            Some(read())
+        }))
+    }
+
     /// The session recorded on the current branch: the first-parent history from HEAD back to the
-    /// baseline commit. `None` when HEAD is not on a session branch.
-    pub fn history(&self) -> Result<Option<History>> {
-        match self.branch()? {
-            Some(branch) if branch.starts_with(BRANCH_PREFIX) => {}
-            _ => return Ok(None),
+    /// baseline commit. `None` when HEAD is not on a session branch or no commit carries a session.
+    pub fn history(&self, configs: Configs) -> Result<Option<History>> {
+        let Some(branch) = self.session_branch()? else {
+            return Ok(None);
+        };
+        if self.is_unborn()? {
+            return Ok(None);
         }
-        let head = self
-            .repo
-            .head_id()
-            .context("the session branch has no commit")?;
-        let walk = self
-            .repo
-            .rev_walk([head.detach()])
-            .first_parent_only()
-            .all()
-            .context("cannot walk history")?;
-        let mut iterations = Vec::new();
-        for info in walk {
-            let info = info.context("cannot walk history")?;
-            let commit = info.object().context("cannot read a commit")?;
-            let raw = commit
-                .message_raw()
-                .context("cannot read a commit message")?;
-            let block = Block::from_message(&String::from_utf8_lossy(raw));
-            if block.is_empty() {
-                continue;
-            }
-            let id = info.id.to_string();
-            let context = || format!("commit {id} has unreadable cutile-perf trailers");
-            let iteration = Iteration::read(&block).with_context(context)?;
-            let session = Session::read(&block).with_context(context)?;
-            if let Some(iteration) = iteration {
-                iterations.push((id.clone(), iteration));
-            }
-            if let Some(session) = session {
-                iterations.reverse();
-                let history = History {
-                    session,
-                    baseline_commit: id,
-                    iterations,
-                };
-                history.validate()?;
-                return Ok(Some(history));
-            }
+        let history = History::from_commits(self.first_parent_commits()?, configs)?;
+        if let Some(history) = &history {
+            // a cache: when it cannot be written (a read-only repository), the hook reads the history
+            let _ = self.remember_baseline(&branch, &history.baseline_commit);
         }
-        Ok(None)
+        Ok(history)
+    }
+
+    /// The session of the current branch, read from its baseline commit alone when the branch's
+    /// baseline ref names one (what the pre-commit hook needs, at a cost that does not grow with the
+    /// session); otherwise from the history.
+    pub fn session(&self) -> Result<Option<Session>> {
+        let Some(branch) = self.session_branch()? else {
+            return Ok(None);
+        };
+        if self.is_unborn()? {
+            return Ok(None);
+        }
+        if let Some(session) = self.remembered_session(&branch)? {
+            return Ok(Some(session));
+        }
+        Ok(self.history(Configs::CurrentBaseline)?.map(|h| h.session))
+    }
+
+    /// The session in the commit that `branch`'s baseline ref names, if the ref exists and that commit
+    /// carries a session (a stale or foreign ref is passed over; `history` rewrites it).
+    fn remembered_session(&self, branch: &str) -> Result<Option<Session>> {
+        let Some(mut reference) = self
+            .repo
+            .try_find_reference(&baseline_ref(branch))
+            .context("cannot read the session's baseline ref")?
+        else {
+            return Ok(None);
+        };
+        let Ok(id) = reference.peel_to_id() else {
+            return Ok(None);
+        };
+        let Ok(commit) = self.repo.find_commit(id) else {
+            return Ok(None);
+        };
+        let message = commit
+            .message_raw()
+            .context("cannot read a commit message")?;
+        Session::read(&Block::from_message(&String::from_utf8_lossy(message)))
+    }
+
+    /// Points `branch`'s baseline ref at `commit` unless it does already.
+    pub fn remember_baseline(&self, branch: &str, commit: &str) -> Result<()> {
+        let name = baseline_ref(branch);
+        let current = self
+            .repo
+            .try_find_reference(&name)
+            .ok()
+            .flatten()
+            .and_then(|mut r| r.peel_to_id().ok())
+            .map(|id| id.to_string());
+        if current.as_deref() != Some(commit) {
+            self.git(&["update-ref", &name, commit])?;
+        }
+        Ok(())
     }
 
     /// Commits what is staged with `message`; git's hooks run.
@@ -219,6 +257,12 @@ impl Repo {
         self.git(&args)?;
         self.head()
     }
+}
+
+/// Where the tool remembers a session branch's baseline commit, so that the hook can read the session
+/// without walking the history.
+fn baseline_ref(branch: &str) -> String {
+    format!("refs/cutile-perf/baseline/{branch}")
 }
 
 /// A submodule pointer change is a change of a path, whatever `diff.ignoreSubmodules` or

@@ -22,7 +22,6 @@ use serde::Serialize;
 
 use crate::git::Repo;
 use crate::guard;
-use crate::session::BRANCH_PREFIX;
 
 /// Our hook script, as committed in `hooks/pre-commit`.
 const SCRIPT: &str = include_str!("../hooks/pre-commit");
@@ -172,16 +171,12 @@ pub fn uninstall(repo: &Repo) -> Result<Change> {
 
 /// The check itself: off a session branch nothing; on one, every staged path must be allowed.
 pub fn pre_commit(repo: &Repo) -> Result<()> {
-    let Some(branch) = repo.branch()?.filter(|b| b.starts_with(BRANCH_PREFIX)) else {
+    let Some(branch) = repo.session_branch()? else {
         return Ok(());
     };
     // A session branch without a baseline (the moment between `start`'s checkout and its baseline
     // commit, or a hand-made branch) allows no path at all.
-    let session_allowed = if repo.is_unborn()? {
-        None
-    } else {
-        repo.history()?.map(|h| h.session.allowed)
-    };
+    let session_allowed = repo.session()?.map(|s| s.allowed);
     let allowed = session_allowed.as_deref().unwrap_or_default();
     let staged = staged(repo)?;
     let outside: Vec<&Staged> = staged
@@ -253,15 +248,7 @@ fn staged(repo: &Repo) -> Result<Vec<Staged>> {
         "--ignore-submodules=none",
         "--",
     ];
-    let output = repo.git_output(&args)?;
-    if !output.status.success() {
-        bail!(
-            "git {} failed: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&output.stderr).trim()
-        );
-    }
-    parse_name_status(&output.stdout)
+    parse_name_status(&repo.git_bytes(&args)?)
 }
 
 /// `STATUS\0PATH\0...`. A path that is not UTF-8 is kept lossily converted with a U+FFFD marker

@@ -8,6 +8,7 @@ pub mod generate;
 pub mod git;
 pub mod gpu;
 pub mod guard;
+pub mod history;
 pub mod hook;
 pub mod kernel_class;
 pub mod locate;
@@ -19,6 +20,8 @@ pub mod references;
 pub mod session;
 pub mod stats;
 pub mod table;
+#[doc(hidden)]
+pub mod testkit;
 pub mod trailers;
 pub mod ui;
 

@@ -34,13 +34,14 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     process::install_interrupt_handler()?;
     // opened only by the verbs that work on a repository
     let repo = || git::Repo::discover(&std::env::current_dir()?);
+    let out = &mut std::io::stdout().lock();
     match &cli.command {
-        Command::Start(args) => commands::start::run(&repo()?, args),
-        Command::Step(args) => commands::step::run(&repo()?, args),
-        Command::Table(args) => commands::report::table(&repo()?, args),
-        Command::Status(args) => commands::report::status(&repo()?, args),
-        Command::Next(args) => commands::refs::next(&repo()?, args),
-        Command::Refs(args) => commands::refs::refs(args),
+        Command::Start(args) => commands::start::run(&repo()?, args, out).map(drop),
+        Command::Step(args) => commands::step::run(&repo()?, args, out).map(drop),
+        Command::Table(args) => commands::table::run(&repo()?, args, out),
+        Command::Status(args) => commands::status::run(&repo()?, args, out),
+        Command::Next(args) => commands::next::run(&repo()?, args, out),
+        Command::Refs(args) => commands::refs::run(args, out),
         Command::Hook(args) => commands::hook::run(&repo()?, args),
         Command::Demo(args) => commands::demo::run(args),
         Command::Man(args) => commands::extras::man(args),

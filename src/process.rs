@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
-/// Set by SIGINT, SIGTERM or SIGHUP; checked between steps and while waiting for children.
+/// Set by SIGINT, SIGTERM or SIGHUP. Read by every wait for a child, at least every
+/// [`INTERRUPT_CHECK`], and by the verbs between their stages.
 static INTERRUPTED: LazyLock<Arc<AtomicBool>> = LazyLock::new(|| Arc::new(AtomicBool::new(false)));
 
 pub fn interrupted() -> bool {
@@ -28,6 +29,33 @@ pub fn install_interrupt_handler() -> Result<()> {
             .context("cannot install the Ctrl-C handler")?;
     }
     Ok(())
+}
+
+/// Runs git in `dir` and returns its stdout; a failure carries git's stderr. The one way the tool runs
+/// git: a commit, its hooks included, runs to its end (an interrupted commit would leave the record
+/// half-written), so there is no deadline here.
+pub fn git(dir: &Path, args: &[&str], env: &[(&str, &std::ffi::OsStr)]) -> Result<String> {
+    String::from_utf8(git_bytes(dir, args, env)?)
+        .with_context(|| format!("git {} printed non-UTF-8 output", args.join(" ")))
+}
+
+/// [`git`] for output that may not be UTF-8 (paths).
+pub fn git_bytes(dir: &Path, args: &[&str], env: &[(&str, &std::ffi::OsStr)]) -> Result<Vec<u8>> {
+    let mut command = command("git", args).dir(dir);
+    for (name, value) in env {
+        command = command.env(name, value);
+    }
+    let output = command
+        .stdout_capture()
+        .stderr_capture()
+        .unchecked()
+        .run()
+        .context("cannot run git: is it installed and on PATH?")?;
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        anyhow::bail!("git {} failed: {}", args.join(" "), stderr.trim());
+    }
+    Ok(output.stdout)
 }
 
 /// A command in its own process group with no stdin.
@@ -49,21 +77,69 @@ pub enum Ending {
 
 /// How long a process group gets between SIGTERM and SIGKILL.
 const GRACE: Duration = Duration::from_secs(2);
-const POLL: Duration = Duration::from_millis(25);
+/// How often a wait wakes to look at the interrupt flag; a child's exit ends the wait at once.
+const INTERRUPT_CHECK: Duration = Duration::from_millis(100);
 
-/// Runs `expression` with output to `log`, until it exits, `deadline` passes or the user interrupts.
-/// Whatever the ending, the child's whole process group is gone when this returns.
+/// Runs `expression` with both output streams to `log`, until it exits, `deadline` passes or the user
+/// interrupts. Whatever the ending, the child's whole process group is gone when this returns.
 pub fn supervise(expression: duct::Expression, log: &Path, deadline: Instant) -> Result<Ending> {
+    // Both streams into the log through one file: duct applies an outer redirect first, so
+    // `stdout_path(..).stderr_to_stdout()` would send stderr to our own stdout.
+    let file =
+        std::fs::File::create(log).with_context(|| format!("cannot create {}", log.display()))?;
+    let expression = expression
+        .stderr_file(file.try_clone().context("cannot share the log file")?)
+        .stdout_file(file);
+    run(&expression, deadline)
+}
+
+/// Runs `expression` with the terminal's output streams until it exits, `deadline` passes or the user
+/// interrupts; its process group is gone when this returns.
+pub fn run(expression: &duct::Expression, deadline: Instant) -> Result<Ending> {
+    Ok(wait(expression, deadline)?.0)
+}
+
+/// What a short command printed, and how it ended.
+#[derive(Debug)]
+pub struct Captured {
+    pub ending: Ending,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+}
+
+impl Captured {
+    pub fn success(&self) -> bool {
+        self.ending == Ending::Exited(0)
+    }
+}
+
+/// Runs a short command (nvidia-smi, a version check) with its output captured, killed like any child
+/// when `timeout` passes or the user interrupts: a wedged tool cannot hang the verb.
+pub fn capture(expression: duct::Expression, timeout: Duration) -> Result<Captured> {
+    let expression = expression.stdout_capture().stderr_capture();
+    let (ending, output) = wait(&expression, Instant::now() + timeout)?;
+    let (stdout, stderr) = output.map_or_else(Default::default, |o| (o.stdout, o.stderr));
+    Ok(Captured {
+        ending,
+        stdout,
+        stderr,
+    })
+}
+
+/// Starts `expression` and waits for it, ending its process group at the deadline or on an interrupt.
+fn wait(
+    expression: &duct::Expression,
+    deadline: Instant,
+) -> Result<(Ending, Option<std::process::Output>)> {
     let handle = expression
-        .stdout_path(log)
-        .stderr_to_stdout()
         .unchecked()
         .start()
         .with_context(|| format!("cannot start {expression:?}"))?;
     let group = handle.pids()[0] as libc::pid_t;
     let ending = loop {
+        let wake = deadline.min(Instant::now() + INTERRUPT_CHECK);
         if let Some(output) = handle
-            .try_wait()
+            .wait_deadline(wake)
             .context("cannot wait for the child process")?
         {
             let status = output.status;
@@ -80,19 +156,15 @@ pub fn supervise(expression: duct::Expression, log: &Path, deadline: Instant) ->
                 Ending::TimedOut
             };
             kill_group(group, libc::SIGTERM);
-            let grace_end = Instant::now() + GRACE;
-            while Instant::now() < grace_end && handle.try_wait().ok().flatten().is_none() {
-                std::thread::sleep(POLL);
-            }
+            let _ = handle.wait_deadline(Instant::now() + GRACE);
             kill_group(group, libc::SIGKILL);
             handle.wait().ok();
             break ending;
         }
-        std::thread::sleep(POLL);
     };
     // grandchildren that outlived the leader (a dataloader, a compiler) go with it
     kill_group(group, libc::SIGKILL);
-    Ok(ending)
+    Ok((ending, handle.into_output().ok()))
 }
 
 fn kill_group(group: libc::pid_t, signal: libc::c_int) {

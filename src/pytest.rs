@@ -10,11 +10,14 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 
 use crate::process::{self, Ending};
-use crate::records::{self, CaseReport, Measurement, Outcome, Statistic};
+use crate::records::{self, CaseOutcome, CaseReport, Measurement, Statistic};
 use crate::ui;
 
 pub const CORRECTNESS_SELECTION: &str = "test_ and cutile and not test_perf";
 pub const BENCHMARK_SELECTION: &str = "test_perf and cutile";
+
+/// `python -m pytest --version` takes a second or two; an interpreter that hangs must not hang `start`.
+const AVAILABILITY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// What is needed to run one test file's selections.
 pub struct Pytest<'a> {
@@ -30,7 +33,7 @@ pub struct Pytest<'a> {
 
 /// The result of the correctness selection.
 #[derive(Debug)]
-pub enum Correctness {
+pub enum CorrectnessRun {
     /// Skipped cases (a test's own skips, e.g. per architecture) are not passes.
     Pass {
         passed: usize,
@@ -45,7 +48,7 @@ pub enum Correctness {
 
 /// The result of the benchmark selection.
 #[derive(Debug)]
-pub enum Benchmark {
+pub enum BenchmarkRun {
     Measured(Vec<Measurement>),
     Crash(String),
     Interrupted,
@@ -80,14 +83,12 @@ impl Pytest<'_> {
             .with_context(|| format!("{program} not found on PATH; pass --python CMD"))?;
         let mut full = args.to_vec();
         full.extend(["-m", "pytest", "--version"]);
-        let output = process::command(program, &full)
-            .dir(self.root)
-            .stdout_capture()
-            .stderr_capture()
-            .unchecked()
-            .run()
-            .with_context(|| format!("cannot run {}", self.python))?;
-        if !output.status.success() {
+        let output = process::capture(
+            process::command(program, &full).dir(self.root),
+            AVAILABILITY_TIMEOUT,
+        )
+        .with_context(|| format!("cannot run {}", self.python))?;
+        if !output.success() {
             anyhow::bail!(
                 "pytest is not available to {}: {}\nhint: install it with `{} -m pip install pytest`, or pass --python CMD",
                 self.python,
@@ -163,43 +164,43 @@ impl Pytest<'_> {
         Ok(Run { ending, cases, log })
     }
 
-    pub fn correctness(&self) -> Result<Correctness> {
+    pub fn correctness(&self) -> Result<CorrectnessRun> {
         let run = self.run("correctness", CORRECTNESS_SELECTION, &[])?;
         Ok(match (run.ending, run.cases) {
-            (Ending::Interrupted, _) => Correctness::Interrupted,
+            (Ending::Interrupted, _) => CorrectnessRun::Interrupted,
             (Ending::Exited(0), Some(Ok(cases))) => {
                 let skipped = cases
                     .iter()
-                    .filter(|c| c.outcome == Outcome::Skipped)
+                    .filter(|c| c.outcome == CaseOutcome::Skipped)
                     .count();
-                Correctness::Pass {
+                CorrectnessRun::Pass {
                     passed: cases.len() - skipped,
                     skipped,
                 }
             }
-            (Ending::Exited(1), Some(Ok(cases))) => Correctness::Fail {
+            (Ending::Exited(1), Some(Ok(cases))) => CorrectnessRun::Fail {
                 failed: cases
                     .into_iter()
-                    .filter(|c| matches!(c.outcome, Outcome::Failed(_) | Outcome::Error(_)))
+                    .filter(|c| matches!(c.outcome, CaseOutcome::Failed(_) | CaseOutcome::Error(_)))
                     .map(|c| c.id)
                     .collect(),
             },
-            (Ending::Exited(5), _) => Correctness::Crash(format!(
+            (Ending::Exited(5), _) => CorrectnessRun::Crash(format!(
                 "no correctness test matched -k \"{}\" in {}",
                 self.narrowed(CORRECTNESS_SELECTION),
                 self.test
             )),
             (ending, cases) => {
-                Correctness::Crash(crash_reason(ending, cases, &self.shown(&run.log)))
+                CorrectnessRun::Crash(crash_reason(ending, cases, &self.shown(&run.log)))
             }
         })
     }
 
-    pub fn benchmark(&self, statistic: Statistic) -> Result<Benchmark> {
+    pub fn benchmark(&self, statistic: Statistic) -> Result<BenchmarkRun> {
         let run = self.run("benchmark", BENCHMARK_SELECTION, &["--print-record"])?;
         Ok(match (run.ending, run.cases) {
-            (Ending::Interrupted, _) => Benchmark::Interrupted,
-            (Ending::Exited(5), _) => Benchmark::Crash(format!(
+            (Ending::Interrupted, _) => BenchmarkRun::Interrupted,
+            (Ending::Exited(5), _) => BenchmarkRun::Crash(format!(
                 "the benchmark selection is empty: no test matched -k \"{}\" in {} \
                  (does it have a test_perf with a cutile parameter?)",
                 self.narrowed(BENCHMARK_SELECTION),
@@ -207,14 +208,16 @@ impl Pytest<'_> {
             )),
             (Ending::Exited(0 | 1), Some(Ok(cases))) => {
                 match records::measurements(&cases, statistic) {
-                    Ok(m) if m.is_empty() => Benchmark::Crash(
+                    Ok(m) if m.is_empty() => BenchmarkRun::Crash(
                         "every perf case was skipped: no latency to compare".into(),
                     ),
-                    Ok(m) => Benchmark::Measured(m),
-                    Err(e) => Benchmark::Crash(format!("{e:#} (log: {})", self.shown(&run.log))),
+                    Ok(m) => BenchmarkRun::Measured(m),
+                    Err(e) => BenchmarkRun::Crash(format!("{e:#} (log: {})", self.shown(&run.log))),
                 }
             }
-            (ending, cases) => Benchmark::Crash(crash_reason(ending, cases, &self.shown(&run.log))),
+            (ending, cases) => {
+                BenchmarkRun::Crash(crash_reason(ending, cases, &self.shown(&run.log)))
+            }
         })
     }
 }

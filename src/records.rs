@@ -14,7 +14,7 @@ use crate::pyliteral::{self, PyValue};
 
 /// What pytest reported for one test case.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
+pub enum CaseOutcome {
     Passed,
     Failed(String),
     Error(String),
@@ -26,7 +26,7 @@ pub enum Outcome {
 pub struct CaseReport {
     /// `classname::name`, unique within a run and stable across runs.
     pub id: String,
-    pub outcome: Outcome,
+    pub outcome: CaseOutcome,
     /// The raw `benchmark` property, if any.
     pub benchmark_property: Option<String>,
     pub stdout: String,
@@ -96,7 +96,7 @@ pub fn parse_junit(xml: &str) -> Result<Vec<CaseReport>> {
             if e.name().as_ref() == "testcase" {
                 let case = CaseReport {
                     id: case_id(e)?,
-                    outcome: Outcome::Passed,
+                    outcome: CaseOutcome::Passed,
                     benchmark_property: None,
                     stdout: String::new(),
                 };
@@ -112,12 +112,14 @@ pub fn parse_junit(xml: &str) -> Result<Vec<CaseReport>> {
                         case.benchmark_property = attribute(e, "value")?;
                     }
                     "failure" => {
-                        case.outcome = Outcome::Failed(attribute(e, "message")?.unwrap_or_default())
+                        case.outcome =
+                            CaseOutcome::Failed(attribute(e, "message")?.unwrap_or_default())
                     }
                     "error" => {
-                        case.outcome = Outcome::Error(attribute(e, "message")?.unwrap_or_default())
+                        case.outcome =
+                            CaseOutcome::Error(attribute(e, "message")?.unwrap_or_default())
                     }
-                    "skipped" => case.outcome = Outcome::Skipped,
+                    "skipped" => case.outcome = CaseOutcome::Skipped,
                     "system-out" if !empty => in_stdout = true,
                     _ => {}
                 }
@@ -235,11 +237,11 @@ pub fn measurements(cases: &[CaseReport], statistic: Statistic) -> Result<Vec<Me
     let mut out = Vec::new();
     for case in cases {
         match &case.outcome {
-            Outcome::Skipped => continue,
-            Outcome::Failed(msg) | Outcome::Error(msg) => {
+            CaseOutcome::Skipped => continue,
+            CaseOutcome::Failed(msg) | CaseOutcome::Error(msg) => {
                 bail!("perf case {} failed: {}", case.id, first_line(msg))
             }
-            Outcome::Passed => {}
+            CaseOutcome::Passed => {}
         }
         let Some(passes) = pass_records(case)? else {
             bail!("perf case {} gave no benchmark record", case.id)
@@ -393,7 +395,7 @@ Cutile: {'forward': {'median': 0.5, 'kernel': 'a&lt;b&gt;'}} ms
             r#"<testcase classname="t" name="p"><skipped message="no sm_100"/></testcase><testcase classname="t" name="q"/>"#,
         );
         let cases = parse_junit(&xml).unwrap();
-        assert_eq!(cases[0].outcome, Outcome::Skipped);
+        assert_eq!(cases[0].outcome, CaseOutcome::Skipped);
         assert_eq!(cases[1].id, "t::q");
         assert!(
             measurements(&cases[..1], Statistic::Median)

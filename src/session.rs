@@ -63,13 +63,6 @@ pub struct Iteration {
     pub attempt: Option<String>,
 }
 
-impl Iteration {
-    /// Whether this iteration gained enough to reset the no-gain count.
-    fn gained(&self, limits: &Thresholds) -> bool {
-        limits.gained(self.status, self.change_pct)
-    }
-}
-
 /// Formats a latency as the table and trailers show it.
 pub fn fmt_ms(value: Option<f64>) -> String {
     value.map_or_else(|| "n/a".to_string(), |v| format!("{v:.6}"))
@@ -251,114 +244,6 @@ impl Iteration {
     }
 }
 
-/// Whether the loop runs, or which halt holds it until `--continue`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum LoopState {
-    Running,
-    Stopped,
-    Escalated,
-}
-
-impl LoopState {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LoopState::Running => "running",
-            LoopState::Stopped => "stopped",
-            LoopState::Escalated => "escalated",
-        }
-    }
-}
-
-/// A session with its iterations, oldest first (iteration 0 is the baseline).
-#[derive(Debug, Clone)]
-pub struct History {
-    pub session: Session,
-    pub baseline_commit: String,
-    pub iterations: Vec<(String, Iteration)>,
-}
-
-impl History {
-    /// Checks that iterations are numbered 0, 1, 2, ... without gaps or repeats: anything else means
-    /// the history was rewritten (a squash, a dropped commit) and the record cannot be trusted.
-    pub fn validate(&self) -> Result<()> {
-        for (expected, (commit, iteration)) in self.iterations.iter().enumerate() {
-            if iteration.number as usize != expected {
-                bail!(
-                    "the session history is broken: commit {} records iteration {} where iteration {expected} \
-                     was expected (was the branch rebased or squashed?)",
-                    short(commit),
-                    iteration.number
-                );
-            }
-        }
-        if self
-            .iterations
-            .first()
-            .is_none_or(|(_, it)| it.status != Status::Keep)
-        {
-            bail!("the session history is broken: the baseline commit records no kept iteration 0");
-        }
-        Ok(())
-    }
-
-    pub fn iterations(&self) -> impl DoubleEndedIterator<Item = &Iteration> {
-        self.iterations.iter().map(|(_, it)| it)
-    }
-
-    /// The latest kept iteration: what the next attempt is compared with.
-    pub fn current_baseline(&self) -> &Iteration {
-        self.iterations()
-            .rev()
-            .find(|it| it.status == Status::Keep)
-            .expect("validated: iteration 0 is kept")
-    }
-
-    /// The fastest kept iteration.
-    pub fn best(&self) -> &Iteration {
-        self.iterations()
-            .filter(|it| it.status == Status::Keep && it.latency_ms.is_some())
-            .min_by(|a, b| a.latency_ms.unwrap().total_cmp(&b.latency_ms.unwrap()))
-            .unwrap_or_else(|| self.current_baseline())
-    }
-
-    /// Consecutive iterations, newest backwards, that gained less than the gain threshold.
-    pub fn no_gain_count(&self) -> u32 {
-        let limits = &self.session.thresholds;
-        self.iterations
-            .iter()
-            .skip(1)
-            .rev()
-            .take_while(|(_, it)| !it.gained(limits))
-            .count() as u32
-    }
-
-    pub fn next_number(&self) -> u32 {
-        self.iterations.len() as u32
-    }
-
-    /// Whether the loop may go on, and the iteration that halted it if not.
-    pub fn loop_state(&self) -> (LoopState, Option<&Iteration>) {
-        match self.halted_by() {
-            Some(it) if it.decision == Decision::Escalate => (LoopState::Escalated, Some(it)),
-            Some(it) => (LoopState::Stopped, Some(it)),
-            None => (LoopState::Running, None),
-        }
-    }
-
-    /// The last iteration, if its decision halts the loop.
-    pub fn halted_by(&self) -> Option<&Iteration> {
-        self.iterations().last().filter(|it| it.decision.halts())
-    }
-
-    /// Playbook letters already tried, in order.
-    pub fn tried_letters(&self) -> Vec<String> {
-        self.iterations()
-            .filter_map(|it| it.letter.clone())
-            .collect()
-    }
-}
-
 pub fn short(commit: &str) -> &str {
     &commit[..commit.len().min(10)]
 }
@@ -444,46 +329,5 @@ pub(crate) mod tests {
             Some(it)
         );
         assert_eq!(Session::read(&Block::from_message(&message)).unwrap(), None);
-    }
-
-    fn history(iterations: Vec<Iteration>) -> History {
-        History {
-            session: session(),
-            baseline_commit: "c0".into(),
-            iterations: iterations
-                .into_iter()
-                .enumerate()
-                .map(|(i, it)| (format!("c{i}"), it))
-                .collect(),
-        }
-    }
-
-    #[test]
-    fn derived_state() {
-        let h = history(vec![
-            iteration(0, Status::Keep, Some(0.0), Decision::Continue),
-            iteration(1, Status::Keep, Some(-10.0), Decision::Continue),
-            iteration(2, Status::Revert, Some(5.0), Decision::TryNext),
-            iteration(3, Status::Keep, Some(-1.0), Decision::Stop),
-        ]);
-        h.validate().unwrap();
-        assert_eq!(h.current_baseline().number, 3);
-        assert_eq!(h.best().number, 1);
-        assert_eq!(h.no_gain_count(), 2);
-        assert_eq!(h.next_number(), 4);
-        assert_eq!(h.halted_by().map(|it| it.number), Some(3));
-    }
-
-    #[test]
-    fn gaps_are_reported() {
-        let h = history(vec![
-            iteration(0, Status::Keep, Some(0.0), Decision::Continue),
-            iteration(2, Status::Keep, Some(-10.0), Decision::Continue),
-        ]);
-        assert_eq!(
-            h.validate().unwrap_err().to_string(),
-            "the session history is broken: commit c1 records iteration 2 where iteration 1 was expected \
-             (was the branch rebased or squashed?)"
-        );
     }
 }

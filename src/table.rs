@@ -37,7 +37,7 @@ fn escape_cell(text: &str) -> String {
 }
 
 /// The table as JSON rows, with the same fields as the columns plus what an agent needs to act on.
-#[derive(serde::Serialize)]
+#[derive(Debug, serde::Serialize)]
 pub struct Row<'a> {
     pub iteration: u32,
     pub optimization: &'a str,

@@ -7,7 +7,7 @@ use std::time::Duration;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::decision::{Correctness, Decision, Status};
-use crate::session::LoopState;
+use crate::history::LoopState;
 
 /// A spinner on stderr, or a hidden one when stderr is not a terminal.
 pub fn spinner(message: &str) -> ProgressBar {
@@ -111,8 +111,14 @@ pub fn word(word: impl Word) -> console::StyledObject<&'static str> {
 /// Prints a value as one JSON document on stdout. A closed pipe (`| head`) comes back as an error
 /// for main to treat as success; `println!` would panic instead.
 pub fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
+    write_json(&mut std::io::stdout().lock(), value)
+}
+
+/// Writes a value as one JSON document.
+pub fn write_json(
+    out: &mut impl std::io::Write,
+    value: &impl serde::Serialize,
+) -> anyhow::Result<()> {
     writeln!(out, "{}", serde_json::to_string_pretty(value)?)?;
     out.flush()?;
     Ok(())

@@ -262,11 +262,12 @@ fn crash_by_the_budget_leaves_no_process_behind() {
     f.edit_kernel("CRASH = \"\"", "CRASH = \"hang\"");
     let hang = Hang::new();
     let out = hang
-        .command(&f, &["step", "--json", "--budget", "4s", "deadlock"])
+        .command(&f, &["step", "--json", "--budget", "10s", "deadlock"])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{}", text(&out.stdout), text(&out.stderr)));
     assert_eq!(r["status"], "crash");
     assert!(reason(&r).contains("ran past the iteration budget"), "{r}");
     hang.assert_child_gone();

@@ -5,10 +5,12 @@
 //! constants, and every command is this same binary run as a user would run it.
 
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
 use crate::cli::DemoArgs;
+use crate::process::{self, Ending};
 use crate::ui;
 
 macro_rules! fixture_files {
@@ -42,6 +44,9 @@ fixture_files!(
     "tests/suites/liger/__init__.py",
     "tests/suites/liger/test_rms_norm.py",
 );
+
+/// Each of the demo's commands runs in seconds; this only bounds a wedged one.
+const STEP_BUDGET: Duration = Duration::from_secs(600);
 
 const KERNEL: &str = "src/tilegym/ops/cutile/vector_add.py";
 
@@ -132,20 +137,7 @@ struct Demo<'a> {
 
 impl Demo<'_> {
     fn git(&self, args: &[&str]) -> Result<String> {
-        let output = crate::process::command("git", args)
-            .dir(self.root)
-            .stdout_capture()
-            .stderr_capture()
-            .unchecked()
-            .run()?;
-        if !output.status.success() {
-            bail!(
-                "git {} failed: {}",
-                args.join(" "),
-                String::from_utf8_lossy(&output.stderr).trim()
-            );
-        }
-        Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+        process::git(self.root, args, &[])
     }
 
     /// Runs this binary as `git cutile-perf ARGS`, showing the command and its output.
@@ -161,13 +153,12 @@ impl Demo<'_> {
             })
             .collect();
         println!("\n{} git cutile-perf {}", ui::bold("$"), shown.join(" "));
-        let status = duct::cmd(&self.exe, args)
-            .dir(self.root)
-            .stdin_null()
-            .unchecked()
-            .run()?
-            .status;
-        if !status.success() {
+        let tool = process::command(&self.exe.to_string_lossy(), args).dir(self.root);
+        let ending = process::run(&tool, Instant::now() + STEP_BUDGET)?;
+        if ending == Ending::Interrupted {
+            return Err(super::Interrupted("the demo stopped").into());
+        }
+        if ending != Ending::Exited(0) {
             bail!("the demo's `git cutile-perf {}` failed", args.join(" "));
         }
         Ok(())

@@ -255,12 +255,8 @@ fn has_bash_completion() -> bool {
 /// Whether `manpath` (man-db) lists `dir`; true when there is no `manpath` to ask, since then
 /// nothing better can be said.
 fn manpath_has(dir: &Path) -> bool {
-    let Ok(output) = std::process::Command::new("manpath")
-        .arg("-q")
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .output()
-    else {
+    let manpath = crate::process::command("manpath", &["-q"]);
+    let Ok(output) = crate::process::capture(manpath, std::time::Duration::from_secs(10)) else {
         return true;
     };
     let listed = String::from_utf8_lossy(&output.stdout);

@@ -4,10 +4,12 @@
 pub mod demo;
 pub mod extras;
 pub mod hook;
+pub mod next;
 pub mod refs;
-pub mod report;
 pub mod start;
+pub mod status;
 pub mod step;
+pub mod table;
 
 use std::path::PathBuf;
 
@@ -15,8 +17,8 @@ use anyhow::{Result, bail};
 
 use crate::git::Repo;
 use crate::guard::SANDBOX;
-use crate::session::{BRANCH_PREFIX, History};
-use crate::table;
+use crate::history::{Configs, History};
+use crate::session::BRANCH_PREFIX;
 
 /// Ctrl-C (or SIGTERM) arrived mid-step; the repository was left as it was.
 #[derive(Debug, thiserror::Error)]
@@ -24,8 +26,8 @@ use crate::table;
 pub struct Interrupted(pub &'static str);
 
 /// The session on the checked-out branch, or an error saying how to get one.
-pub fn require_history(repo: &Repo) -> Result<History> {
-    if let Some(history) = repo.history()? {
+pub fn require_history(repo: &Repo, configs: Configs) -> Result<History> {
+    if let Some(history) = repo.history(configs)? {
         return Ok(history);
     }
     match repo.branch()? {
@@ -49,6 +51,6 @@ pub fn write_table(repo: &Repo, history: &History) -> Result<PathBuf> {
     let dir = sandbox(repo);
     std::fs::create_dir_all(&dir)?;
     let path = dir.join("perf_results.md");
-    std::fs::write(&path, table::markdown(history.iterations()))?;
+    std::fs::write(&path, crate::table::markdown(history.iterations()))?;
     Ok(path)
 }

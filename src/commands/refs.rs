@@ -1,15 +1,38 @@
-//! `refs` and `next`: the embedded reference guides, and what to try next from them.
+//! `refs`: the embedded reference guides, whole or one section.
+
+use std::io::Write;
 
 use anyhow::{Context, Result, bail};
-use serde_json::json;
+use serde::Serialize;
 
-use super::require_history;
-use crate::cli::{NextArgs, RefsArgs};
-use crate::git::Repo;
+use crate::cli::RefsArgs;
 use crate::references;
 use crate::ui;
 
-pub fn refs(args: &RefsArgs) -> Result<()> {
+/// One guide, as `refs --json` lists it.
+#[derive(Debug, Serialize)]
+pub struct Guide {
+    pub name: &'static str,
+    pub file: &'static str,
+    pub sections: Vec<&'static str>,
+}
+
+/// What `refs --json` prints without a name.
+#[derive(Debug, Serialize)]
+pub struct GuideList {
+    pub references: Vec<Guide>,
+}
+
+/// What `refs NAME [SECTION] --json` prints.
+#[derive(Debug, Serialize)]
+pub struct GuideText<'a> {
+    pub name: &'static str,
+    pub file: &'static str,
+    pub section: Option<&'a str>,
+    pub text: &'a str,
+}
+
+pub fn run(args: &RefsArgs, out: &mut impl Write) -> Result<()> {
     let RefsArgs {
         name,
         section,
@@ -17,18 +40,23 @@ pub fn refs(args: &RefsArgs) -> Result<()> {
     } = args;
     let Some(name) = name else {
         if output.json {
-            let guides: Vec<_> = references::all()
+            let references = references::all()
                 .iter()
-                .map(|r| json!({ "name": r.name, "file": r.file, "sections": references::section_titles(r.text) }))
+                .map(|r| Guide {
+                    name: r.name,
+                    file: r.file,
+                    sections: references::section_titles(r.text),
+                })
                 .collect();
-            return ui::print_json(&json!({ "references": guides }));
+            return ui::write_json(out, &GuideList { references });
         }
         for r in references::all() {
-            println!("{:<10} references/{}", r.name, r.file);
+            writeln!(out, "{:<10} references/{}", r.name, r.file)?;
         }
-        println!(
+        writeln!(
+            out,
             "\nprint one with `git cutile-perf refs NAME [SECTION]`, e.g. `git cutile-perf refs playbook B`"
-        );
+        )?;
         return Ok(());
     };
     let guide = references::find(name).with_context(|| {
@@ -50,47 +78,16 @@ pub fn refs(args: &RefsArgs) -> Result<()> {
         },
     };
     if output.json {
-        return ui::print_json(
-            &json!({ "name": guide.name, "file": guide.file, "section": section, "text": text }),
+        return ui::write_json(
+            out,
+            &GuideText {
+                name: guide.name,
+                file: guide.file,
+                section: section.as_deref(),
+                text,
+            },
         );
     }
-    print!("{text}");
-    Ok(())
-}
-
-pub fn next(repo: &Repo, args: &NextArgs) -> Result<()> {
-    let NextArgs { class, output } = args;
-    let history = require_history(repo)?;
-    let class = match (class, &history.session.class) {
-        (Some(class), _) => *class,
-        (None, Some(recorded)) => *recorded,
-        (None, None) => bail!(
-            "the session has no kernel class\nhint: pass --class memory|balanced|compute (start a session with \
-             --class or --intensity to record it)"
-        ),
-    };
-    let tried = history.tried_letters();
-    let suggestions = references::next_optimizations(class, &tried);
-    if output.json {
-        return ui::print_json(&json!({ "class": class, "tried": tried, "next": suggestions }));
-    }
-    println!(
-        "{} {class}-bound; tried: {}",
-        ui::bold("class"),
-        if tried.is_empty() {
-            "none".to_string()
-        } else {
-            tried.join(", ")
-        }
-    );
-    for s in &suggestions {
-        println!("  {}  {} — {}", ui::bold(&s.letter), s.title, s.why);
-    }
-    if let Some(first) = suggestions.first() {
-        println!(
-            "next: read `git cutile-perf refs playbook {}`, apply it, then `git cutile-perf step --opt {} \"...\"`",
-            first.letter, first.letter
-        );
-    }
+    write!(out, "{text}")?;
     Ok(())
 }

@@ -1,20 +1,71 @@
 //! `start`: the session branch and iteration 0, the baseline.
 
+use std::io::Write;
+use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
+use serde::Serialize;
 
 use super::{Interrupted, sandbox, write_table};
 use crate::cli::StartArgs;
 use crate::decision::{Correctness, Decision, Status};
 use crate::git::Repo;
-use crate::pytest::{self, Pytest};
+use crate::history::History;
+use crate::pytest::{BenchmarkRun, CorrectnessRun, Pytest};
+use crate::records::Measurement;
 use crate::session::{BRANCH_PREFIX, Iteration, Session, fmt_ms};
 use crate::stats::geometric_mean;
 use crate::trailers::{Block, render_message};
 use crate::{gpu, kernel_class, locate, ui};
 
-pub fn run(repo: &Repo, args: &StartArgs) -> Result<()> {
+/// What `start` did, as `--json` prints it.
+#[derive(Debug, Serialize)]
+pub struct StartReport {
+    pub branch: String,
+    pub commit: String,
+    pub session: Session,
+    pub iteration: u32,
+    pub latency_ms: f64,
+    pub configs: Vec<Measurement>,
+    pub table: PathBuf,
+    /// What the correctness run found, in words.
+    #[serde(skip)]
+    tests: String,
+}
+
+/// A session as a pipeline: plan (checks, nothing created), baseline (branch, hook, runs), commit, render.
+pub fn run(repo: &Repo, args: &StartArgs, out: &mut impl Write) -> Result<StartReport> {
+    let plan = plan(repo, args)?;
+    let original = match repo.branch()? {
+        Some(name) => name,
+        None => repo.head()?,
+    };
+    repo.git(&["checkout", "-q", "-b", &plan.branch])?;
+    let mut rollback = Rollback {
+        repo,
+        original: &original,
+        branch: plan.branch.clone(),
+        armed: true,
+    };
+    repo.exclude(&format!("/{}/", crate::guard::SANDBOX))?;
+    super::hook::report(crate::hook::install(repo)?);
+    let baseline = baseline(repo, &plan, &original)?;
+    let report = commit(repo, plan, baseline)?;
+    rollback.armed = false;
+    render(&report, args.output.json, out)?;
+    Ok(report)
+}
+
+/// Everything decided before anything is created: the session, its branch, and the runner.
+struct Plan {
+    session: Session,
+    branch: String,
+    kernel_name: String,
+    deadline: Instant,
+}
+
+fn plan(repo: &Repo, args: &StartArgs) -> Result<Plan> {
     let StartArgs {
         kernel,
         suite,
@@ -27,7 +78,7 @@ pub fn run(repo: &Repo, args: &StartArgs) -> Result<()> {
         intensity,
         budget,
         thresholds,
-        output,
+        output: _,
     } = args;
     locate::check_tilegym(&repo.root)?;
     let dirty = repo.tracked_changes()?;
@@ -49,7 +100,6 @@ pub fn run(repo: &Repo, args: &StartArgs) -> Result<()> {
             allowed.push(path);
         }
     }
-    let python = python.clone().unwrap_or_else(default_python);
     let branch = format!("{BRANCH_PREFIX}{}-{}", found.name, today());
     if repo.branch_exists(&branch)? {
         bail!(
@@ -57,23 +107,13 @@ pub fn run(repo: &Repo, args: &StartArgs) -> Result<()> {
              (`git branch -m {branch} {branch}-old`) to start afresh"
         );
     }
-    let deadline = Instant::now() + *budget;
-    let runner = Pytest {
-        python: &python,
-        root: &repo.root,
-        test: &test,
-        filter: filter.as_deref(),
-        sandbox: sandbox(repo),
-        deadline,
-    };
-    runner.check_available()?;
     let session = Session {
         kernel: found.path.clone(),
-        test: test.clone(),
+        test,
         allowed,
         statistic: *stat,
         thresholds: thresholds.thresholds(),
-        python: python.clone(),
+        python: python.clone().unwrap_or_else(default_python),
         filter: filter.clone(),
         class: class.or(intensity.map(kernel_class::classify)),
         gpu: gpu::detect(),
@@ -83,49 +123,64 @@ pub fn run(repo: &Repo, args: &StartArgs) -> Result<()> {
             "warning: no GPU found (nvidia-smi missing or failing); the tests decide whether they can run",
         );
     }
-
-    let original = match repo.branch()? {
-        Some(name) => name,
-        None => repo.head()?,
+    let plan = Plan {
+        session,
+        branch,
+        kernel_name: found.name,
+        deadline: Instant::now() + *budget,
     };
-    repo.git(&["checkout", "-q", "-b", &branch])?;
-    let mut rollback = Rollback {
-        repo,
-        original: &original,
-        branch: &branch,
-        armed: true,
-    };
-    repo.exclude(&format!("/{}/", crate::guard::SANDBOX))?;
-    super::hook::report(crate::hook::install(repo)?);
+    plan.runner(repo).check_available()?;
+    Ok(plan)
+}
 
+impl Plan {
+    /// The tests of the session, run within the baseline's budget.
+    fn runner<'a>(&'a self, repo: &'a Repo) -> Pytest<'a> {
+        Pytest {
+            python: &self.session.python,
+            root: &repo.root,
+            test: &self.session.test,
+            filter: self.session.filter.as_deref(),
+            sandbox: sandbox(repo),
+            deadline: self.deadline,
+        }
+    }
+}
+
+/// Iteration 0: correctness must pass, then the benchmark gives the baseline latency.
+/// Iteration 0 and what its correctness run found, in words.
+struct Baseline {
+    iteration: Iteration,
+    tests: String,
+}
+
+fn baseline(repo: &Repo, plan: &Plan, original: &str) -> Result<Baseline> {
+    let runner = plan.runner(repo);
+    let interrupted = || Interrupted("the baseline was not recorded; nothing was created");
     let tests = match runner.correctness()? {
-        pytest::Correctness::Pass { passed, skipped } => match skipped {
+        CorrectnessRun::Pass { passed, skipped } => match skipped {
             0 => format!("{passed} correctness tests passed"),
             _ => format!("{passed} correctness tests passed ({skipped} skipped)"),
         },
-        pytest::Correctness::Fail { failed } => bail!(
+        CorrectnessRun::Fail { failed } => bail!(
             "the baseline fails its correctness tests, so there is nothing to optimize from:\n  {}\nhint: fix them on {original} first; nothing was created",
             failed.join("\n  ")
         ),
-        pytest::Correctness::Crash(why) => {
+        CorrectnessRun::Crash(why) => {
             bail!("the baseline correctness run crashed: {why}\nnothing was created")
         }
-        pytest::Correctness::Interrupted => {
-            return Err(Interrupted("the baseline was not recorded; nothing was created").into());
-        }
+        CorrectnessRun::Interrupted => return Err(interrupted().into()),
     };
-    let configs = match runner.benchmark(*stat)? {
-        pytest::Benchmark::Measured(configs) => configs,
-        pytest::Benchmark::Crash(why) => {
+    let configs = match runner.benchmark(plan.session.statistic)? {
+        BenchmarkRun::Measured(configs) => configs,
+        BenchmarkRun::Crash(why) => {
             bail!("the baseline benchmark failed: {why}\nnothing was created")
         }
-        pytest::Benchmark::Interrupted => {
-            return Err(Interrupted("the baseline was not recorded; nothing was created").into());
-        }
+        BenchmarkRun::Interrupted => return Err(interrupted().into()),
     };
     let latency = geometric_mean(configs.iter().map(|c| c.value))
         .context("the baseline has no usable latency")?;
-    let baseline = Iteration {
+    let iteration = Iteration {
         number: 0,
         optimization: "baseline".to_string(),
         letter: None,
@@ -140,50 +195,73 @@ pub fn run(repo: &Repo, args: &StartArgs) -> Result<()> {
         configs,
         attempt: None,
     };
+    Ok(Baseline { iteration, tests })
+}
+
+/// Commits the baseline with the session, remembers it for the hook, and writes the table.
+fn commit(repo: &Repo, plan: Plan, baseline: Baseline) -> Result<StartReport> {
+    let Baseline {
+        iteration: baseline,
+        tests,
+    } = baseline;
     let mut block = Block::default();
     baseline.write(&mut block);
-    session.write(&mut block);
+    plan.session.write(&mut block);
+    let latency = baseline.latency_ms.expect("the baseline was measured");
     let subject = format!(
         "cutile-perf: baseline {} {} ms",
-        found.name,
+        plan.kernel_name,
         fmt_ms(Some(latency))
     );
     let commit = repo.commit(&render_message(&subject, None, &block), true)?;
-    rollback.armed = false;
-    let history = super::require_history(repo)?;
+    repo.remember_baseline(&plan.branch, &commit)?;
+    let configs = baseline.configs.clone();
+    let history = History {
+        session: plan.session.clone(),
+        baseline_commit: commit.clone(),
+        iterations: vec![(commit.clone(), baseline)],
+    };
     let table = write_table(repo, &history)?;
+    Ok(StartReport {
+        branch: plan.branch,
+        commit,
+        session: plan.session,
+        iteration: 0,
+        latency_ms: latency,
+        configs,
+        table,
+        tests,
+    })
+}
 
-    if output.json {
-        return ui::print_json(&serde_json::json!({
-            "branch": branch,
-            "commit": commit,
-            "session": session,
-            "iteration": 0,
-            "latency_ms": latency,
-            "configs": baseline.configs,
-            "table": table,
-        }));
+fn render(report: &StartReport, json: bool, out: &mut impl Write) -> Result<()> {
+    if json {
+        return ui::write_json(out, report);
     }
-    println!("{} {branch}", ui::bold("session"));
-    println!("  kernel     {}", session.kernel);
-    println!("  test       {}", session.test);
-    println!("  allowed    {}", session.allowed.join(", "));
-    println!(
+    let session = &report.session;
+    writeln!(out, "{} {}", ui::bold("session"), report.branch)?;
+    writeln!(out, "  kernel     {}", session.kernel)?;
+    writeln!(out, "  test       {}", session.test)?;
+    writeln!(out, "  allowed    {}", session.allowed.join(", "))?;
+    writeln!(
+        out,
         "  gpu        {}",
         session.gpu.as_deref().unwrap_or("none found")
-    );
-    println!(
+    )?;
+    writeln!(
+        out,
         "{} iteration 0: {} ms ({} of {} configs, {})",
         ui::bold("baseline"),
-        fmt_ms(Some(latency)),
-        stat,
-        baseline.configs.len(),
-        tests
-    );
-    println!(
+        fmt_ms(Some(report.latency_ms)),
+        session.statistic,
+        report.configs.len(),
+        report.tests
+    )?;
+    writeln!(
+        out,
         "next: change {} (one optimization), then `git cutile-perf step \"<what you changed>\"`",
         session.kernel
-    );
+    )?;
     Ok(())
 }
 
@@ -192,7 +270,7 @@ pub fn run(repo: &Repo, args: &StartArgs) -> Result<()> {
 struct Rollback<'a> {
     repo: &'a Repo,
     original: &'a str,
-    branch: &'a str,
+    branch: String,
     armed: bool,
 }
 
@@ -200,7 +278,7 @@ impl Drop for Rollback<'_> {
     fn drop(&mut self) {
         if self.armed {
             let _ = self.repo.git(&["checkout", "-q", self.original]);
-            let _ = self.repo.git(&["branch", "-q", "-D", self.branch]);
+            let _ = self.repo.git(&["branch", "-q", "-D", &self.branch]);
         }
     }
 }

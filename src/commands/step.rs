@@ -4,6 +4,8 @@
 //! history), then undone by the iteration commit, which carries the trailers: the branch's tree returns
 //! exactly to what it was, and `git show <iteration>^` shows what was tried.
 
+use std::io::Write;
+use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
@@ -11,39 +13,40 @@ use serde::Serialize;
 
 use super::{Interrupted, require_history, sandbox, write_table};
 use crate::cli::StepArgs;
-use crate::decision::{self, Correctness, Decision, Outcome, Status};
+use crate::decision::{self, Attempt, Cause, Correctness, Decision, Status};
 use crate::git::Repo;
 use crate::guard;
-use crate::pytest::{self, Pytest};
-use crate::records::Measurement;
-use crate::session::{History, Iteration, fmt_change, fmt_ms, short};
-use crate::stats::{ConfigChange, compare};
+use crate::history::{Configs, History, LoopState};
+use crate::pytest::{BenchmarkRun, CorrectnessRun, Pytest};
+use crate::session::{Iteration, fmt_change, fmt_ms, short};
+use crate::stats::{Comparison, ConfigChange, compare};
 use crate::trailers::{Block, render_message};
 use crate::ui;
 
-/// What `step --json` prints.
-#[derive(Serialize)]
-struct Report<'a> {
-    iteration: u32,
-    optimization: &'a str,
-    opt: Option<&'a str>,
-    cause: Option<&'static str>,
-    status: Status,
-    correctness: Correctness,
-    latency_ms: Option<f64>,
-    baseline_ms: f64,
-    change_pct: Option<f64>,
-    decision: Decision,
-    reason: &'a str,
-    no_gain: u32,
-    configs: &'a [ConfigChange],
-    commit: &'a str,
-    attempt: Option<&'a str>,
-    table: String,
-    next: String,
+/// What `step` did, as `--json` prints it.
+#[derive(Debug, Serialize)]
+pub struct StepReport {
+    pub iteration: u32,
+    pub optimization: String,
+    pub opt: Option<String>,
+    pub cause: Option<Cause>,
+    pub status: Status,
+    pub correctness: Correctness,
+    pub latency_ms: Option<f64>,
+    pub baseline_ms: f64,
+    pub change_pct: Option<f64>,
+    pub decision: Decision,
+    pub reason: String,
+    pub no_gain: u32,
+    pub configs: Vec<ConfigChange>,
+    pub commit: String,
+    pub attempt: Option<String>,
+    pub table: PathBuf,
+    pub next: String,
 }
 
-pub fn run(repo: &Repo, args: &StepArgs) -> Result<()> {
+/// One iteration as a pipeline: preflight, attempt, judge, record, render.
+pub fn run(repo: &Repo, args: &StepArgs, out: &mut impl Write) -> Result<StepReport> {
     let StepArgs {
         description,
         notes,
@@ -53,16 +56,90 @@ pub fn run(repo: &Repo, args: &StepArgs) -> Result<()> {
         opt,
         output,
     } = args;
+    let ready = preflight(repo, *continue_anyway)?;
     let letter = opt.as_deref().map(playbook_letter).transpose()?;
-    let history = require_history(repo)?;
+    let attempt = attempt(repo, &ready.history, Instant::now() + *budget)?;
+    let history = &ready.history;
+    let verdict = decision::decide(
+        &attempt,
+        history.next_number(),
+        history.no_gain_count(),
+        *cause,
+        &history.session.thresholds,
+    );
+    let iteration = Iteration {
+        number: history.next_number(),
+        optimization: crate::trailers::one_line(description),
+        letter,
+        cause: *cause,
+        latency_ms: attempt.comparison().map(|c| c.latency_ms),
+        correctness: attempt.correctness(),
+        status: verdict.status,
+        baseline_ms: history
+            .current_baseline()
+            .latency_ms
+            .unwrap_or(history.current_baseline().baseline_ms),
+        change_pct: attempt.comparison().map(|c| c.change_pct()),
+        decision: verdict.decision,
+        reason: verdict.reason,
+        configs: match &attempt {
+            Attempt::Measured { configs, .. } => configs.clone(),
+            _ => Vec::new(),
+        },
+        attempt: None,
+    };
+    let Preflight {
+        mut history,
+        changed,
+    } = ready;
+    let commit = record(repo, &history, iteration, &changed, notes.as_deref())?;
+    history.push(commit.id.clone(), commit.iteration);
+    let table = write_table(repo, &history)?;
+    let (_, iteration) = history.iterations.last().expect("just pushed");
+    let report = StepReport {
+        iteration: iteration.number,
+        optimization: iteration.optimization.clone(),
+        opt: iteration.letter.clone(),
+        cause: iteration.cause,
+        status: iteration.status,
+        correctness: iteration.correctness,
+        latency_ms: iteration.latency_ms,
+        baseline_ms: iteration.baseline_ms,
+        change_pct: iteration.change_pct,
+        decision: iteration.decision,
+        reason: iteration.reason.clone(),
+        no_gain: verdict.no_gain,
+        configs: attempt
+            .comparison()
+            .map_or_else(Vec::new, |c| c.configs.clone()),
+        commit: commit.id,
+        attempt: iteration.attempt.clone(),
+        table,
+        next: next_action(iteration, &history),
+    };
+    render(&report, attempt.comparison(), output.json, out)?;
+    Ok(report)
+}
+
+/// What the checks before any run found: the session read once, and the paths the change touches.
+struct Preflight {
+    history: History,
+    changed: Vec<String>,
+}
+
+/// Refuses, before anything runs, a halted loop, an empty change, a change outside the allowed paths
+/// and a history that broke the rule.
+fn preflight(repo: &Repo, continue_anyway: bool) -> Result<Preflight> {
+    let history = require_history(repo, Configs::CurrentBaseline)?;
     let session = &history.session;
-    if let Some(halted) = history.halted_by().filter(|_| !continue_anyway) {
+    if let (state, Some(halted)) = history.loop_state()
+        && !continue_anyway
+    {
         bail!(
             "the loop has {} at iteration {}: {}\nhint: pass --continue to try another optimization anyway",
-            if halted.decision == Decision::Escalate {
-                "escalated to you"
-            } else {
-                "stopped"
+            match state {
+                LoopState::Escalated => "escalated to you",
+                _ => "stopped",
             },
             halted.number,
             halted.reason
@@ -94,129 +171,94 @@ pub fn run(repo: &Repo, args: &StepArgs) -> Result<()> {
             broken.join("\n  ")
         );
     }
+    Ok(Preflight { history, changed })
+}
 
-    let number = history.next_number();
-    let baseline = history.current_baseline();
+/// Runs correctness, then (if it passed) the benchmark, and compares with the current baseline.
+/// Ctrl-C is an error: nothing is recorded.
+fn attempt(repo: &Repo, history: &History, deadline: Instant) -> Result<Attempt> {
+    let session = &history.session;
     let runner = Pytest {
         python: &session.python,
         root: &repo.root,
         test: &session.test,
         filter: session.filter.as_deref(),
         sandbox: sandbox(repo),
-        deadline: Instant::now() + *budget,
+        deadline,
     };
     let interrupted = || Interrupted("nothing was recorded; your changes are as you left them");
-    let mut configs: Vec<Measurement> = Vec::new();
-    let mut comparison = None;
-    let (correctness, crash) = match runner.correctness()? {
-        pytest::Correctness::Interrupted => return Err(interrupted().into()),
-        pytest::Correctness::Fail { failed } => {
+    match runner.correctness()? {
+        CorrectnessRun::Interrupted => return Err(interrupted().into()),
+        CorrectnessRun::Fail { failed } => {
             ui::progress_line(&format!("correctness FAIL: {}", failed.join(", ")));
-            (Correctness::Fail, None)
+            return Ok(Attempt::CorrectnessFailed { failed });
         }
-        pytest::Correctness::Crash(why) => (Correctness::Fail, Some(why)),
-        pytest::Correctness::Pass { .. } => match runner.benchmark(session.statistic)? {
-            pytest::Benchmark::Interrupted => return Err(interrupted().into()),
-            pytest::Benchmark::Crash(why) => (Correctness::Pass, Some(why)),
-            pytest::Benchmark::Measured(measured) => match compare(&baseline.configs, &measured) {
-                Ok(cmp) => {
-                    configs = measured;
-                    comparison = Some(cmp);
-                    (Correctness::Pass, None)
-                }
-                Err((pass, test)) => (
-                    Correctness::Pass,
-                    Some(format!("config {test} {pass} gave no record")),
-                ),
-            },
-        },
-    };
-    let outcome = match (&crash, &comparison) {
-        (Some(why), _) => Outcome::Crashed(why),
-        (None, Some(cmp)) => Outcome::Measured(cmp),
-        (None, None) => Outcome::CorrectnessFailed,
-    };
-    let verdict = decision::decide(
-        outcome,
-        number,
-        history.no_gain_count(),
-        *cause,
-        &session.thresholds,
-    );
-    let mut iteration = Iteration {
-        number,
-        optimization: crate::trailers::one_line(description),
-        letter,
-        cause: *cause,
-        latency_ms: comparison.as_ref().map(|c| c.latency_ms),
-        correctness,
-        status: verdict.status,
-        baseline_ms: baseline.latency_ms.unwrap_or(baseline.baseline_ms),
-        change_pct: comparison.as_ref().map(|c| c.change_pct()),
-        decision: verdict.decision,
-        reason: verdict.reason.clone(),
-        configs,
-        attempt: None,
-    };
-    let commit = record(repo, &history, &mut iteration, &changed, notes.as_deref())?;
-    let history = require_history(repo)?;
-    let table = write_table(repo, &history)?;
-    let next = next_action(&iteration, &history);
-    let config_changes = comparison.as_ref().map_or(&[][..], |c| &c.configs[..]);
-
-    if output.json {
-        return ui::print_json(&Report {
-            iteration: number,
-            optimization: &iteration.optimization,
-            opt: iteration.letter.as_deref(),
-            cause: iteration.cause.map(|c| c.as_str()),
-            status: iteration.status,
-            correctness: iteration.correctness,
-            latency_ms: iteration.latency_ms,
-            baseline_ms: iteration.baseline_ms,
-            change_pct: iteration.change_pct,
-            decision: iteration.decision,
-            reason: &iteration.reason,
-            no_gain: verdict.no_gain,
-            configs: config_changes,
-            commit: &commit,
-            attempt: iteration.attempt.as_deref(),
-            table: table.display().to_string(),
-            next,
-        });
+        CorrectnessRun::Crash(why) => {
+            return Ok(Attempt::Crashed {
+                correctness: Correctness::Fail,
+                why,
+            });
+        }
+        CorrectnessRun::Pass { .. } => {}
     }
-    println!(
+    let crashed = |why| Attempt::Crashed {
+        correctness: Correctness::Pass,
+        why,
+    };
+    Ok(match runner.benchmark(session.statistic)? {
+        BenchmarkRun::Interrupted => return Err(interrupted().into()),
+        BenchmarkRun::Crash(why) => crashed(why),
+        BenchmarkRun::Measured(configs) => {
+            match compare(&history.current_baseline().configs, &configs) {
+                Ok(comparison) => Attempt::Measured {
+                    configs,
+                    comparison,
+                },
+                Err((pass, test)) => crashed(format!("config {test} {pass} gave no record")),
+            }
+        }
+    })
+}
+
+fn render(
+    report: &StepReport,
+    comparison: Option<&Comparison>,
+    json: bool,
+    out: &mut impl Write,
+) -> Result<()> {
+    if json {
+        return ui::write_json(out, report);
+    }
+    writeln!(
+        out,
         "{} {}: {}  {} ms (baseline {} ms, {})  correctness {}  -> {}",
         ui::bold("iteration"),
-        number,
-        ui::word(iteration.status),
-        fmt_ms(iteration.latency_ms),
-        fmt_ms(Some(iteration.baseline_ms)),
-        fmt_change(iteration.change_pct),
-        ui::word(iteration.correctness),
-        ui::word(iteration.decision),
-    );
-    println!("  reason   {}", iteration.reason);
-    if let Some(worst) = comparison.as_ref().and_then(|c| c.worst()) {
-        println!(
+        report.iteration,
+        ui::word(report.status),
+        fmt_ms(report.latency_ms),
+        fmt_ms(Some(report.baseline_ms)),
+        fmt_change(report.change_pct),
+        ui::word(report.correctness),
+        ui::word(report.decision),
+    )?;
+    writeln!(out, "  reason   {}", report.reason)?;
+    if let Some(worst) = comparison.and_then(|c| c.worst()) {
+        writeln!(
+            out,
             "  slowest  {} {} {:+.2}%",
             worst.test, worst.pass, worst.change_pct
-        );
+        )?;
     }
-    println!(
-        "  commit   {}{}",
-        short(&commit),
-        iteration
-            .attempt
-            .as_deref()
-            .map_or(String::new(), |a| format!(
-                " (the attempt is kept as {}: `git show {}`)",
-                short(a),
-                short(a)
-            ))
-    );
-    println!("  table    {}", table.display());
-    println!("next: {next}");
+    let kept_as = report.attempt.as_deref().map_or(String::new(), |a| {
+        format!(
+            " (the attempt is kept as {}: `git show {}`)",
+            short(a),
+            short(a)
+        )
+    });
+    writeln!(out, "  commit   {}{kept_as}", short(&report.commit))?;
+    writeln!(out, "  table    {}", report.table.display())?;
+    writeln!(out, "next: {}", report.next)?;
     Ok(())
 }
 
@@ -236,13 +278,19 @@ fn playbook_letter(opt: &str) -> Result<String> {
 
 /// Commits the iteration; for a revert or crash, the attempt first, then its undoing with the trailers.
 /// On any failure the index and work tree are put back as the user left them.
+/// What `record` committed: the iteration commit, and the iteration as recorded (its attempt named).
+struct Recorded {
+    id: String,
+    iteration: Iteration,
+}
+
 fn record(
     repo: &Repo,
     history: &History,
-    iteration: &mut Iteration,
+    mut iteration: Iteration,
     changed: &[String],
     notes: Option<&str>,
-) -> Result<String> {
+) -> Result<Recorded> {
     let mut add = vec!["--literal-pathspecs", "add", "-A", "--"];
     add.extend(changed.iter().map(String::as_str));
     let kernel_name = std::path::Path::new(&history.session.kernel)
@@ -270,9 +318,9 @@ fn record(
     }
     let mut block = Block::default();
     iteration.write(&mut block);
-    let message = render_message(&subject(iteration, &kernel_name), notes, &block);
+    let message = render_message(&subject(&iteration, &kernel_name), notes, &block);
     match repo.commit(&message, iteration.status != Status::Keep) {
-        Ok(commit) => Ok(commit),
+        Ok(id) => Ok(Recorded { id, iteration }),
         Err(e) => {
             match &iteration.attempt {
                 Some(attempt) => restore_attempt(repo, attempt)?,

@@ -1,0 +1,133 @@
+//! `status`: the session at a glance, rebuilt from its commits.
+
+use std::io::Write;
+
+use anyhow::Result;
+use serde::Serialize;
+
+use super::require_history;
+use crate::cli::JsonArg;
+use crate::git::Repo;
+use crate::history::{Configs, History, LoopState};
+use crate::session::{Iteration, Session, fmt_ms};
+use crate::ui;
+
+/// An iteration named by number, with its latency.
+#[derive(Debug, Serialize)]
+pub struct Point {
+    pub iteration: u32,
+    pub latency_ms: Option<f64>,
+}
+
+impl From<&Iteration> for Point {
+    fn from(it: &Iteration) -> Point {
+        Point {
+            iteration: it.number,
+            latency_ms: it.latency_ms,
+        }
+    }
+}
+
+/// What `status --json` prints.
+#[derive(Debug, Serialize)]
+pub struct StatusReport<'a> {
+    pub branch: Option<String>,
+    pub session: &'a Session,
+    pub baseline: Point,
+    pub best: Point,
+    pub initial_ms: Option<f64>,
+    pub iterations: usize,
+    pub no_gain: u32,
+    pub state: LoopState,
+    pub reason: Option<&'a str>,
+    pub tried: Vec<String>,
+}
+
+impl<'a> StatusReport<'a> {
+    fn new(history: &'a History, branch: Option<String>) -> StatusReport<'a> {
+        let (state, halted) = history.loop_state();
+        StatusReport {
+            branch,
+            session: &history.session,
+            baseline: history.current_baseline().into(),
+            best: history.best().into(),
+            initial_ms: history.iterations().next().and_then(|it| it.latency_ms),
+            iterations: history.iterations.len() - 1,
+            no_gain: history.no_gain_count(),
+            state,
+            reason: halted.map(|it| it.reason.as_str()),
+            tried: history.tried_letters(),
+        }
+    }
+}
+
+pub fn run(repo: &Repo, args: &JsonArg, out: &mut impl Write) -> Result<()> {
+    let history = require_history(repo, Configs::CurrentBaseline)?;
+    let report = StatusReport::new(&history, repo.branch()?);
+    if args.json {
+        return ui::write_json(out, &report);
+    }
+    render(&report, &history, out)
+}
+
+fn render(report: &StatusReport, history: &History, out: &mut impl Write) -> Result<()> {
+    let session = report.session;
+    let total = match (report.initial_ms, report.best.latency_ms) {
+        (Some(first), Some(best)) => format!(
+            " ({:+.2}% since iteration 0)",
+            (best - first) / first * 100.0
+        ),
+        _ => String::new(),
+    };
+    writeln!(
+        out,
+        "{} {}",
+        ui::bold("session"),
+        report.branch.as_deref().unwrap_or_default()
+    )?;
+    writeln!(out, "  kernel      {}", session.kernel)?;
+    writeln!(out, "  test        {}", session.test)?;
+    writeln!(out, "  allowed     {}", session.allowed.join(", "))?;
+    writeln!(out, "  statistic   {}", session.statistic)?;
+    if let Some(class) = session.class {
+        writeln!(out, "  class       {class}")?;
+    }
+    writeln!(
+        out,
+        "  gpu         {}",
+        session.gpu.as_deref().unwrap_or("none recorded")
+    )?;
+    writeln!(
+        out,
+        "  baseline    iteration {} {} ms",
+        report.baseline.iteration,
+        fmt_ms(report.baseline.latency_ms)
+    )?;
+    writeln!(
+        out,
+        "  best        iteration {} {} ms{total}",
+        report.best.iteration,
+        fmt_ms(report.best.latency_ms)
+    )?;
+    writeln!(
+        out,
+        "  iterations  {} of {}",
+        report.iterations, session.thresholds.max_iterations
+    )?;
+    writeln!(
+        out,
+        "  no gain     {} in a row (stops at {})",
+        report.no_gain, session.thresholds.max_no_gain
+    )?;
+    match history.loop_state() {
+        (state, Some(it)) => writeln!(
+            out,
+            "  loop        {} at iteration {}: {}",
+            ui::word(state),
+            it.number,
+            it.reason
+        )?,
+        (state, None) => writeln!(out, "  loop        {}", ui::word(state))?,
+    }
+    Ok(())
+}

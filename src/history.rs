@@ -1,0 +1,287 @@
+//! The session's history: the iterations read back from the branch's commits, and the loop state
+//! derived from them (current baseline, best, consecutive iterations without a gain).
+//!
+//! Git yields the commits (first parents, newest first); [`History::from_commits`] is the one place that
+//! turns them into a history, for the verbs and for the tests alike.
+
+use anyhow::{Context, Result, bail};
+
+use crate::decision::{Decision, Status};
+use crate::session::{Iteration, Session, short};
+use crate::trailers::Block;
+
+/// Which iterations keep their per-config values when a history is read. Only the current baseline's
+/// are needed to decide the next step; keeping every iteration's would grow with the session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Configs {
+    CurrentBaseline,
+    All,
+}
+
+/// Whether the loop runs, or which halt holds it until `--continue`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LoopState {
+    Running,
+    Stopped,
+    Escalated,
+}
+
+impl LoopState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LoopState::Running => "running",
+            LoopState::Stopped => "stopped",
+            LoopState::Escalated => "escalated",
+        }
+    }
+}
+
+/// A session with its iterations, oldest first (iteration 0 is the baseline).
+#[derive(Debug, Clone)]
+pub struct History {
+    pub session: Session,
+    pub baseline_commit: String,
+    pub iterations: Vec<(String, Iteration)>,
+}
+
+impl History {
+    /// The session whose branch yielded `commits` (id and message, newest first, following first
+    /// parents), read back to its baseline commit and validated. `None` when no commit carries a
+    /// session. Commits without cutile-perf trailers are passed over.
+    pub fn from_commits(
+        commits: impl IntoIterator<Item = Result<(String, String)>>,
+        configs: Configs,
+    ) -> Result<Option<History>> {
+        let mut iterations: Vec<(String, Iteration)> = Vec::new();
+        let mut baseline_seen = false;
+        for commit in commits {
+            let (id, message) = commit?;
+            let block = Block::from_message(&message);
+            if block.is_empty() {
+                continue;
+            }
+            let context = || format!("commit {id} has unreadable cutile-perf trailers");
+            let iteration = Iteration::read(&block).with_context(context)?;
+            let session = Session::read(&block).with_context(context)?;
+            if let Some(mut iteration) = iteration {
+                let is_current_baseline = !baseline_seen && iteration.status == Status::Keep;
+                baseline_seen |= is_current_baseline;
+                if configs == Configs::CurrentBaseline && !is_current_baseline {
+                    iteration.configs = Vec::new();
+                }
+                iterations.push((id.clone(), iteration));
+            }
+            if let Some(session) = session {
+                iterations.reverse();
+                let history = History {
+                    session,
+                    baseline_commit: id,
+                    iterations,
+                };
+                history.validate()?;
+                return Ok(Some(history));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Adds an iteration the verb has just committed, so that what it prints next needs no second read.
+    pub fn push(&mut self, commit: String, iteration: Iteration) {
+        self.iterations.push((commit, iteration));
+    }
+
+    /// Checks that iterations are numbered 0, 1, 2, ... without gaps or repeats: anything else means
+    /// the history was rewritten (a squash, a dropped commit) and the record cannot be trusted.
+    pub fn validate(&self) -> Result<()> {
+        for (expected, (commit, iteration)) in self.iterations.iter().enumerate() {
+            if iteration.number as usize != expected {
+                bail!(
+                    "the session history is broken: commit {} records iteration {} where iteration {expected} \
+                     was expected (was the branch rebased or squashed?)",
+                    short(commit),
+                    iteration.number
+                );
+            }
+        }
+        if self
+            .iterations
+            .first()
+            .is_none_or(|(_, it)| it.status != Status::Keep)
+        {
+            bail!("the session history is broken: the baseline commit records no kept iteration 0");
+        }
+        Ok(())
+    }
+
+    pub fn iterations(&self) -> impl DoubleEndedIterator<Item = &Iteration> {
+        self.iterations.iter().map(|(_, it)| it)
+    }
+
+    /// The latest kept iteration: what the next attempt is compared with.
+    pub fn current_baseline(&self) -> &Iteration {
+        self.iterations()
+            .rev()
+            .find(|it| it.status == Status::Keep)
+            .expect("validated: iteration 0 is kept")
+    }
+
+    /// The fastest kept iteration.
+    pub fn best(&self) -> &Iteration {
+        self.iterations()
+            .filter(|it| it.status == Status::Keep && it.latency_ms.is_some())
+            .min_by(|a, b| a.latency_ms.unwrap().total_cmp(&b.latency_ms.unwrap()))
+            .unwrap_or_else(|| self.current_baseline())
+    }
+
+    /// Consecutive iterations, newest backwards, that gained less than the gain threshold.
+    pub fn no_gain_count(&self) -> u32 {
+        let limits = &self.session.thresholds;
+        self.iterations
+            .iter()
+            .skip(1)
+            .rev()
+            .take_while(|(_, it)| !limits.gained(it.status, it.change_pct))
+            .count() as u32
+    }
+
+    pub fn next_number(&self) -> u32 {
+        self.iterations.len() as u32
+    }
+
+    /// Whether the loop may go on, and the iteration that halted it if not.
+    pub fn loop_state(&self) -> (LoopState, Option<&Iteration>) {
+        match self.halted_by() {
+            Some(it) if it.decision == Decision::Escalate => (LoopState::Escalated, Some(it)),
+            Some(it) => (LoopState::Stopped, Some(it)),
+            None => (LoopState::Running, None),
+        }
+    }
+
+    /// The last iteration, if its decision halts the loop.
+    pub fn halted_by(&self) -> Option<&Iteration> {
+        self.iterations().last().filter(|it| it.decision.halts())
+    }
+
+    /// Playbook letters already tried, in order.
+    pub fn tried_letters(&self) -> Vec<String> {
+        self.iterations()
+            .filter_map(|it| it.letter.clone())
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decision::Decision;
+    use crate::session::tests::{iteration, session};
+    use crate::trailers::render_message;
+
+    fn history(iterations: Vec<Iteration>) -> History {
+        History {
+            session: session(),
+            baseline_commit: "c0".into(),
+            iterations: iterations
+                .into_iter()
+                .enumerate()
+                .map(|(i, it)| (format!("c{i}"), it))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn derived_state() {
+        let h = history(vec![
+            iteration(0, Status::Keep, Some(0.0), Decision::Continue),
+            iteration(1, Status::Keep, Some(-10.0), Decision::Continue),
+            iteration(2, Status::Revert, Some(5.0), Decision::TryNext),
+            iteration(3, Status::Keep, Some(-1.0), Decision::Stop),
+        ]);
+        h.validate().unwrap();
+        assert_eq!(h.current_baseline().number, 3);
+        assert_eq!(h.best().number, 1);
+        assert_eq!(h.no_gain_count(), 2);
+        assert_eq!(h.next_number(), 4);
+        assert_eq!(h.halted_by().map(|it| it.number), Some(3));
+    }
+
+    #[test]
+    fn gaps_are_reported() {
+        let h = history(vec![
+            iteration(0, Status::Keep, Some(0.0), Decision::Continue),
+            iteration(2, Status::Keep, Some(-10.0), Decision::Continue),
+        ]);
+        assert_eq!(
+            h.validate().unwrap_err().to_string(),
+            "the session history is broken: commit c1 records iteration 2 where iteration 1 was expected \
+             (was the branch rebased or squashed?)"
+        );
+    }
+
+    fn message(iteration: &Iteration, with_session: bool) -> String {
+        let mut block = Block::default();
+        iteration.write(&mut block);
+        if with_session {
+            session().write(&mut block);
+        }
+        render_message("s", None, &block)
+    }
+
+    #[test]
+    fn from_commits_reads_back_to_the_session_and_keeps_only_the_baselines_configs() {
+        let commits = vec![
+            (
+                "c3".to_string(),
+                message(
+                    &iteration(3, Status::Revert, Some(4.0), Decision::TryNext),
+                    false,
+                ),
+            ),
+            ("x".to_string(), "a commit of someone else\n".to_string()),
+            (
+                "c2".to_string(),
+                message(
+                    &iteration(2, Status::Keep, Some(-6.0), Decision::Continue),
+                    false,
+                ),
+            ),
+            (
+                "c1".to_string(),
+                message(
+                    &iteration(1, Status::Keep, Some(-6.0), Decision::Continue),
+                    false,
+                ),
+            ),
+            (
+                "c0".to_string(),
+                message(
+                    &iteration(0, Status::Keep, Some(0.0), Decision::Continue),
+                    true,
+                ),
+            ),
+            ("before".to_string(), "older history\n".to_string()),
+        ];
+        let read = |configs| {
+            History::from_commits(commits.clone().into_iter().map(Ok), configs)
+                .unwrap()
+                .unwrap()
+        };
+        let lean = read(Configs::CurrentBaseline);
+        assert_eq!(lean.baseline_commit, "c0");
+        let with_configs: Vec<u32> = lean
+            .iterations()
+            .filter(|it| !it.configs.is_empty())
+            .map(|it| it.number)
+            .collect();
+        assert_eq!(with_configs, [2]);
+        assert_eq!(lean.current_baseline().number, 2);
+        let full = read(Configs::All);
+        assert!(full.iterations().all(|it| !it.configs.is_empty()));
+        assert!(
+            History::from_commits(commits[..4].to_vec().into_iter().map(Ok), Configs::All)
+                .unwrap()
+                .is_none()
+        );
+    }
+}
