@@ -8,7 +8,6 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
-use serde_json::json;
 
 use crate::cli::{CompletionsArgs, ExtrasArgs, ManArgs, Shell};
 use crate::generate::{self, Generated};
@@ -20,6 +19,29 @@ struct FileEntry {
     /// `man`, `bash`, `zsh` or `fish`.
     kind: &'static str,
     path: PathBuf,
+}
+
+/// What `install-extras --json` prints.
+#[derive(Debug, Serialize)]
+struct InstallReport<'a> {
+    prefix: Option<&'a Path>,
+    files: &'a [FileEntry],
+    removed: &'a [FileEntry],
+    notes: &'a [String],
+}
+
+/// What `uninstall-extras --json` prints.
+#[derive(Debug, Serialize)]
+struct UninstallReport<'a> {
+    prefix: Option<&'a Path>,
+    removed: &'a [FileEntry],
+}
+
+/// What `man --dir` and `completions --dir` print with `--json`.
+#[derive(Debug, Serialize)]
+struct FilesReport<'a> {
+    files: &'a [FileEntry],
+    removed: &'a [FileEntry],
 }
 
 fn shell_kind(shell: Shell) -> &'static str {
@@ -94,12 +116,12 @@ pub fn install(args: &ExtrasArgs) -> Result<()> {
     }
     let notes = layout.notes();
     if output.json {
-        return ui::print_json(&json!({
-            "prefix": prefix,
-            "files": written,
-            "removed": removed,
-            "notes": notes,
-        }));
+        return ui::print_json(&InstallReport {
+            prefix: prefix.as_deref(),
+            files: &written,
+            removed: &removed,
+            notes: &notes,
+        });
     }
     print_files(&written, &removed)?;
     let mut out = std::io::stdout().lock();
@@ -124,7 +146,10 @@ pub fn uninstall(args: &ExtrasArgs) -> Result<()> {
         }
     }
     if output.json {
-        return ui::print_json(&json!({ "prefix": prefix, "removed": removed }));
+        return ui::print_json(&UninstallReport {
+            prefix: prefix.as_deref(),
+            removed: &removed,
+        });
     }
     if removed.is_empty() {
         println!(
@@ -308,7 +333,10 @@ fn remove_if_present(path: &Path) -> Result<bool> {
 
 fn report_files(json: bool, written: &[FileEntry], removed: &[FileEntry]) -> Result<()> {
     if json {
-        return ui::print_json(&json!({ "files": written, "removed": removed }));
+        return ui::print_json(&FilesReport {
+            files: written,
+            removed,
+        });
     }
     print_files(written, removed)
 }

@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use super::{Interrupted, require_history, sandbox, write_table};
 use crate::cli::StepArgs;
-use crate::decision::{self, Attempt, Cause, Correctness, Decision, Status};
+use crate::decision::{self, Attempt, Cause, Correctness, Decision, Status, Verdict};
 use crate::git::Repo;
 use crate::guard;
 use crate::history::{Configs, History, LoopState};
@@ -59,35 +59,7 @@ pub fn run(repo: &Repo, args: &StepArgs, out: &mut impl Write) -> Result<StepRep
     let ready = preflight(repo, *continue_anyway)?;
     let letter = opt.as_deref().map(playbook_letter).transpose()?;
     let attempt = attempt(repo, &ready.history, Instant::now() + *budget)?;
-    let history = &ready.history;
-    let verdict = decision::decide(
-        &attempt,
-        history.next_number(),
-        history.no_gain_count(),
-        *cause,
-        &history.session.thresholds,
-    );
-    let iteration = Iteration {
-        number: history.next_number(),
-        optimization: crate::trailers::one_line(description),
-        letter,
-        cause: *cause,
-        latency_ms: attempt.comparison().map(|c| c.latency_ms),
-        correctness: attempt.correctness(),
-        status: verdict.status,
-        baseline_ms: history
-            .current_baseline()
-            .latency_ms
-            .unwrap_or(history.current_baseline().baseline_ms),
-        change_pct: attempt.comparison().map(|c| c.change_pct()),
-        decision: verdict.decision,
-        reason: verdict.reason,
-        configs: match &attempt {
-            Attempt::Measured { configs, .. } => configs.clone(),
-            _ => Vec::new(),
-        },
-        attempt: None,
-    };
+    let (iteration, verdict) = judge(&ready.history, &attempt, description, letter, *cause);
     let Preflight {
         mut history,
         changed,
@@ -119,6 +91,44 @@ pub fn run(repo: &Repo, args: &StepArgs, out: &mut impl Write) -> Result<StepRep
     };
     render(&report, attempt.comparison(), output.json, out)?;
     Ok(report)
+}
+
+/// The iteration the attempt makes under the session's rules, not yet committed.
+fn judge(
+    history: &History,
+    attempt: &Attempt,
+    description: &str,
+    letter: Option<String>,
+    cause: Option<Cause>,
+) -> (Iteration, Verdict) {
+    let number = history.next_number();
+    let verdict = decision::decide(
+        attempt,
+        number,
+        history.no_gain_count(),
+        cause,
+        &history.session.thresholds,
+    );
+    let baseline = history.current_baseline();
+    let iteration = Iteration {
+        number,
+        optimization: crate::trailers::one_line(description),
+        letter,
+        cause,
+        latency_ms: attempt.comparison().map(|c| c.latency_ms),
+        correctness: attempt.correctness(),
+        status: verdict.status,
+        baseline_ms: baseline.latency_ms.unwrap_or(baseline.baseline_ms),
+        change_pct: attempt.comparison().map(|c| c.change_pct()),
+        decision: verdict.decision,
+        reason: verdict.reason.clone(),
+        configs: match attempt {
+            Attempt::Measured { configs, .. } => configs.clone(),
+            _ => Vec::new(),
+        },
+        attempt: None,
+    };
+    (iteration, verdict)
 }
 
 /// What the checks before any run found: the session read once, and the paths the change touches.
