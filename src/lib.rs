@@ -11,6 +11,7 @@ pub mod guard;
 pub mod hook;
 pub mod kernel_class;
 pub mod locate;
+pub mod plot;
 pub mod process;
 pub mod pyliteral;
 pub mod pytest;

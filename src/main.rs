@@ -38,6 +38,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Start(args) => commands::start::run(&repo()?, args),
         Command::Step(args) => commands::step::run(&repo()?, args),
         Command::Table(args) => commands::report::table(&repo()?, args),
+        Command::Plot(args) => commands::plot::run(&repo()?, args),
         Command::Status(args) => commands::report::status(&repo()?, args),
         Command::Next(args) => commands::refs::next(&repo()?, args),
         Command::Refs(args) => commands::refs::refs(args),

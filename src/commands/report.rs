@@ -3,7 +3,7 @@
 use anyhow::Result;
 use serde_json::json;
 
-use super::{require_history, write_table};
+use super::{plot, require_history, write_table};
 use crate::cli::{JsonArg, TableArgs};
 use crate::git::Repo;
 use crate::session::fmt_ms;
@@ -13,17 +13,20 @@ use crate::ui;
 pub fn table(repo: &Repo, args: &TableArgs) -> Result<()> {
     let TableArgs { write, output } = args;
     let history = require_history(repo)?;
-    let table = if *write {
-        Some(write_table(repo, &history)?)
+    let (table, plot) = if *write {
+        (
+            Some(write_table(repo, &history)?),
+            Some(plot::write_default(repo, &history)?),
+        )
     } else {
-        None
+        (None, None)
     };
     if output.json {
         let rows: Vec<Row> = history.iterations().map(Row::from).collect();
-        return ui::print_json(&json!({ "rows": rows, "table": table }));
+        return ui::print_json(&json!({ "rows": rows, "table": table, "plot": plot }));
     }
     print!("{}", table::markdown(history.iterations()));
-    if let Some(path) = table {
+    for path in table.iter().chain(&plot) {
         eprintln!("wrote {}", path.display());
     }
     Ok(())
