@@ -8,6 +8,7 @@
 use anyhow::{Result, anyhow};
 use plotters::coord::Shift;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 use quick_xml::events::Event;
 
 use crate::decision::Status;
@@ -15,7 +16,9 @@ use crate::records::Measurement;
 use crate::session::{Iteration, Session};
 
 pub const WIDTH: u32 = 960;
-const MAIN_HEIGHT: u32 = 420;
+const MAIN_HEIGHT: u32 = 440;
+/// Title and legend, above the latency chart.
+const HEADER_HEIGHT: u32 = 70;
 const PANEL_COLUMNS: usize = 3;
 const PANEL_HEIGHT: u32 = 170;
 const PANELS_HEADER: u32 = 34;
@@ -138,8 +141,14 @@ fn draw_latency(area: &Area, title: &str, iterations: &[Iteration], band_pct: f6
     let last = iterations.last().map_or(0, |it| it.number);
     let x_range = -0.5..(f64::from(last) + 0.5);
 
-    let mut chart = ChartBuilder::on(area)
-        .caption(title, font(20))
+    let (header, body) = area.split_vertically(HEADER_HEIGHT);
+    header.draw(&Text::new(
+        title.to_string(),
+        (WIDTH as i32 / 2, 14),
+        font(24).pos(Pos::new(HPos::Center, VPos::Top)),
+    ))?;
+    draw_legend(&header, band_pct)?;
+    let mut chart = ChartBuilder::on(&body)
         .margin(14)
         .margin_right(24)
         .x_label_area_size(40)
@@ -151,13 +160,13 @@ fn draw_latency(area: &Area, title: &str, iterations: &[Iteration], band_pct: f6
         .bold_line_style(GRID)
         .light_line_style(TRANSPARENT)
         .axis_style(INK)
-        .x_labels(last as usize + 2)
+        .x_labels(last as usize + 1)
         .x_label_formatter(&|x| integer_label(*x))
         .y_label_formatter(&|y| format!("{y:.3}"))
         .x_desc("iteration")
         .y_desc("latency (ms, geometric mean over configs)")
-        .label_style(font(13))
-        .axis_desc_style(font(14))
+        .label_style(font(15))
+        .axis_desc_style(font(16))
         .draw()?;
 
     if let (Some((below, above)), Some(current)) = (band, current) {
@@ -195,7 +204,7 @@ fn draw_latency(area: &Area, title: &str, iterations: &[Iteration], band_pct: f6
                         + Text::new(
                             format!("#{} crash", it.number),
                             (9, -6),
-                            font(12).color(&CRASH),
+                            font(15).color(&CRASH),
                         ),
                 ))?;
             }
@@ -215,7 +224,7 @@ fn draw_latency(area: &Area, title: &str, iterations: &[Iteration], band_pct: f6
             }
         }
     }
-    draw_legend(area, band_pct)
+    Ok(())
 }
 
 /// Integer ticks only: iterations are whole numbers.
@@ -242,8 +251,8 @@ fn draw_legend(area: &Area, band_pct: f64) -> Drawn {
     ];
     let mut x = 100;
     for (label, colour) in entries {
-        let width = 14 + 7 * label.chars().count() as i32;
-        area.draw(&Text::new(label, (x, 40), font(13).color(&colour)))?;
+        let width = 18 + 8 * label.chars().count() as i32;
+        area.draw(&Text::new(label, (x, 50), font(16).color(&colour)))?;
         x += width;
     }
     Ok(())
@@ -310,7 +319,7 @@ fn draw_panels(area: &Area, configs: &[ConfigSeries], band_pct: f64) -> Drawn {
             "latency of each config vs iteration 0 (%, kept iterations; band \u{00B1}{band_pct}%)"
         ),
         (24, 10),
-        font(15),
+        font(18),
     ))?;
     let values = configs.iter().flat_map(|c| c.points.iter().map(|p| p.1));
     let (lo, hi) = values.fold((-band_pct, band_pct), |(lo, hi), v| (lo.min(v), hi.max(v)));
@@ -321,14 +330,14 @@ fn draw_panels(area: &Area, configs: &[ConfigSeries], band_pct: f64) -> Drawn {
         .flat_map(|c| c.points.iter().map(|p| p.0))
         .fold(0.0, f64::max);
     let rows = configs.len().div_ceil(PANEL_COLUMNS);
-    let cells = grid.split_evenly((rows, PANEL_COLUMNS));
+    let cells = grid.margin(0, 0, 0, 16).split_evenly((rows, PANEL_COLUMNS));
     for (config, cell) in configs.iter().zip(&cells) {
         let last = config.points.last().map_or(0.0, |p| p.1);
         let caption_colour = if last > band_pct { WORSE } else { INK };
         let mut chart = ChartBuilder::on(cell)
             .caption(
                 format!("{} {:+.1}%", config.label, last),
-                font(12).color(&caption_colour),
+                font(14).color(&caption_colour),
             )
             .margin(8)
             .margin_left(14)
@@ -341,11 +350,11 @@ fn draw_panels(area: &Area, configs: &[ConfigSeries], band_pct: f64) -> Drawn {
             .bold_line_style(GRID)
             .light_line_style(TRANSPARENT)
             .axis_style(INK)
-            .x_labels(x_end as usize + 2)
+            .x_labels(x_end as usize + 1)
             .y_labels(4)
             .x_label_formatter(&|x| integer_label(*x))
             .y_label_formatter(&|y| format!("{y:+.0}"))
-            .label_style(font(11))
+            .label_style(font(13))
             .draw()?;
         chart.draw_series(std::iter::once(Rectangle::new(
             [(-0.3, -band_pct), (x_end + 0.3, band_pct)],
