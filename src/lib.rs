@@ -4,6 +4,7 @@
 pub mod cli;
 pub mod commands;
 pub mod decision;
+pub mod demo_python;
 pub mod errors;
 pub mod generate;
 pub mod git;

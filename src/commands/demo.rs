@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 
 use crate::cli::DemoArgs;
-use crate::ui;
+use crate::{demo_python, ui};
 
 macro_rules! fixture_files {
     ($($path:literal),+ $(,)?) => {
@@ -65,9 +65,11 @@ pub fn run(args: &DemoArgs) -> Result<()> {
         }
     };
     write_fixture(&root)?;
+    let python_bin = demo_python::for_demo(&super::start::default_python())?;
     let demo = Demo {
         root: &root,
         exe: std::env::current_exe().context("cannot find this program's path")?,
+        search_path: python_bin.map(|bin| first_on_path(&bin)).transpose()?,
     };
     demo.git(&["init", "-q", "-b", "main"])?;
     demo.git(&["config", "user.name", "cutile-perf demo"])?;
@@ -125,9 +127,18 @@ pub fn write_fixture(root: &Path) -> Result<()> {
     Ok(())
 }
 
+/// PATH with `dir` first.
+fn first_on_path(dir: &Path) -> Result<std::ffi::OsString> {
+    let rest = std::env::var_os("PATH").unwrap_or_default();
+    let dirs = std::iter::once(dir.to_path_buf()).chain(std::env::split_paths(&rest));
+    std::env::join_paths(dirs).context("the demo's Python environment has a path PATH cannot hold")
+}
+
 struct Demo<'a> {
     root: &'a Path,
     exe: PathBuf,
+    /// PATH for the tool's runs, when the demo brings its own Python.
+    search_path: Option<std::ffi::OsString>,
 }
 
 impl Demo<'_> {
@@ -161,12 +172,11 @@ impl Demo<'_> {
             })
             .collect();
         println!("\n{} git cutile-perf {}", ui::bold("$"), shown.join(" "));
-        let status = duct::cmd(&self.exe, args)
-            .dir(self.root)
-            .stdin_null()
-            .unchecked()
-            .run()?
-            .status;
+        let mut command = duct::cmd(&self.exe, args).dir(self.root).stdin_null();
+        if let Some(path) = &self.search_path {
+            command = command.env("PATH", path);
+        }
+        let status = command.unchecked().run()?.status;
         if !status.success() {
             bail!("the demo's `git cutile-perf {}` failed", args.join(" "));
         }
