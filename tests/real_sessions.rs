@@ -2,7 +2,7 @@
 //! every config value in the trailers is the JUnit record's median, every iteration's latency is the
 //! geometric mean of those, and the committed table is what the trailers render to.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use git_cutile_perf::decision::Status;
 use git_cutile_perf::plot;
@@ -29,6 +29,19 @@ fn messages(log: &str) -> Vec<String> {
     messages
 }
 
+/// Each real session: its kernel, its directory and its `git-log.txt`.
+fn examples() -> Vec<(&'static str, PathBuf, String)> {
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("sandbox/examples");
+    ["rms_norm", "matmul"]
+        .into_iter()
+        .map(|kernel| {
+            let dir = examples.join(kernel);
+            let log = std::fs::read_to_string(dir.join("git-log.txt")).unwrap();
+            (kernel, dir, log)
+        })
+        .collect()
+}
+
 /// The iterations in the log, oldest first.
 fn iterations(log: &str) -> Vec<Iteration> {
     let mut found: Vec<Iteration> = messages(log)
@@ -41,10 +54,7 @@ fn iterations(log: &str) -> Vec<Iteration> {
 
 #[test]
 fn trailers_and_tables_match_the_raw_junit_files() {
-    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("sandbox/examples");
-    for kernel in ["rms_norm", "matmul"] {
-        let dir = examples.join(kernel);
-        let log = std::fs::read_to_string(dir.join("git-log.txt")).unwrap();
+    for (kernel, dir, log) in examples() {
         let found = iterations(&log);
         assert!(
             found.len() >= 5,
@@ -85,10 +95,7 @@ fn trailers_and_tables_match_the_raw_junit_files() {
 /// The committed plots are what the trailers draw to; `UPDATE_GENERATED=1` redraws them.
 #[test]
 fn plots_are_drawn_from_the_trailers() {
-    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("sandbox/examples");
-    for kernel in ["rms_norm", "matmul"] {
-        let dir = examples.join(kernel);
-        let log = std::fs::read_to_string(dir.join("git-log.txt")).unwrap();
+    for (_, dir, log) in examples() {
         let session = messages(&log)
             .iter()
             .find_map(|m| Session::read(&Block::from_message(m)).unwrap())
