@@ -243,18 +243,26 @@ fn draw_legend(area: &Area, band_pct: f64) -> Drawn {
         ("\u{25CB} revert".to_string(), REVERT),
         ("\u{25B2} crash".to_string(), CRASH),
         ("\u{2014} best so far".to_string(), BEST),
-        (
-            format!("\u{2588} current baseline \u{00B1}{band_pct}%"),
-            BASELINE,
-        ),
         ("- - iteration 0".to_string(), FIRST),
     ];
+    let (top, bottom) = (50, 63);
     let mut x = 100;
     for (label, colour) in entries {
         let width = 18 + 8 * label.chars().count() as i32;
-        area.draw(&Text::new(label, (x, 50), font(16).color(&colour)))?;
+        area.draw(&Text::new(label, (x, top), font(16).color(&colour)))?;
         x += width;
     }
+    // the band as a swatch of itself, with the baseline through it
+    area.draw(&Rectangle::new([(x, top), (x + 22, bottom)], BAND.filled()))?;
+    area.draw(&PathElement::new(
+        [(x, (top + bottom) / 2), (x + 22, (top + bottom) / 2)],
+        BASELINE,
+    ))?;
+    area.draw(&Text::new(
+        format!("current baseline \u{00B1}{band_pct}%"),
+        (x + 28, top),
+        font(16).color(&BASELINE),
+    ))?;
     Ok(())
 }
 
