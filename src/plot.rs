@@ -236,6 +236,15 @@ fn integer_label(x: f64) -> String {
     }
 }
 
+/// A percentage tick with its sign, and a plain 0.
+fn signed_percent(value: f64) -> String {
+    if value.round() == 0.0 {
+        "0".to_string()
+    } else {
+        format!("{value:+.0}")
+    }
+}
+
 /// A legend made of text, so that the only shapes in the status colours are the iterations' marks.
 fn draw_legend(area: &Area, band_pct: f64) -> Drawn {
     let entries = [
@@ -361,7 +370,7 @@ fn draw_panels(area: &Area, configs: &[ConfigSeries], band_pct: f64) -> Drawn {
             .x_labels(x_end as usize + 1)
             .y_labels(4)
             .x_label_formatter(&|x| integer_label(*x))
-            .y_label_formatter(&|y| format!("{y:+.0}"))
+            .y_label_formatter(&|y| signed_percent(*y))
             .label_style(font(13))
             .draw()?;
         chart.draw_series(std::iter::once(Rectangle::new(
