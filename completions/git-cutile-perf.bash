@@ -40,6 +40,9 @@ _gitcutileperf() {
             gitcutileperf,next)
                 cmd="gitcutileperf__subcmd__next"
                 ;;
+            gitcutileperf,plot)
+                cmd="gitcutileperf__subcmd__plot"
+                ;;
             gitcutileperf,refs)
                 cmd="gitcutileperf__subcmd__refs"
                 ;;
@@ -78,6 +81,9 @@ _gitcutileperf() {
                 ;;
             gitcutileperf__subcmd__help,next)
                 cmd="gitcutileperf__subcmd__help__subcmd__next"
+                ;;
+            gitcutileperf__subcmd__help,plot)
+                cmd="gitcutileperf__subcmd__help__subcmd__plot"
                 ;;
             gitcutileperf__subcmd__help,refs)
                 cmd="gitcutileperf__subcmd__help__subcmd__refs"
@@ -146,7 +152,7 @@ _gitcutileperf() {
 
     case "${cmd}" in
         gitcutileperf)
-            opts="-h -V --help --version start step table status refs next hook demo man completions install-extras uninstall-extras help"
+            opts="-h -V --help --version start step table plot status refs next hook demo man completions install-extras uninstall-extras help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -196,7 +202,7 @@ _gitcutileperf() {
             return 0
             ;;
         gitcutileperf__subcmd__help)
-            opts="start step table status refs next hook demo man completions install-extras uninstall-extras help"
+            opts="start step table plot status refs next hook demo man completions install-extras uninstall-extras help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -350,6 +356,20 @@ _gitcutileperf() {
             return 0
             ;;
         gitcutileperf__subcmd__help__subcmd__next)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        gitcutileperf__subcmd__help__subcmd__plot)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -645,6 +665,24 @@ _gitcutileperf() {
             fi
             case "${prev}" in
                 --class)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        gitcutileperf__subcmd__plot)
+            opts="-h --out --json --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --out)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -33,6 +33,8 @@ pub enum Command {
     Step(StepArgs),
     /// Print the results table rebuilt from the session's commits
     Table(TableArgs),
+    /// Draw the session as an SVG picture: latency per iteration and each config against iteration 0
+    Plot(PlotArgs),
     /// Show the session: kernel, allowed paths, baseline and best latency, and whether the loop may go on
     Status(JsonArg),
     /// Print a reference guide, or one section of it (e.g. `refs playbook B`)
@@ -181,9 +183,18 @@ pub struct NextArgs {
 
 #[derive(Args, Debug)]
 pub struct TableArgs {
-    /// Also write sandbox/perf_results.md
+    /// Also write sandbox/perf_results.md and the plot, sandbox/perf_results.svg
     #[arg(long)]
     pub write: bool,
+    #[command(flatten)]
+    pub output: JsonArg,
+}
+
+#[derive(Args, Debug)]
+pub struct PlotArgs {
+    /// Where to write the SVG (default: sandbox/perf_results.svg)
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
     #[command(flatten)]
     pub output: JsonArg,
 }

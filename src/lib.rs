@@ -4,6 +4,8 @@
 pub mod cli;
 pub mod commands;
 pub mod decision;
+pub mod demo_python;
+pub mod errors;
 pub mod generate;
 pub mod git;
 pub mod gpu;
@@ -12,6 +14,7 @@ pub mod history;
 pub mod hook;
 pub mod kernel_class;
 pub mod locate;
+pub mod plot;
 pub mod process;
 pub mod pyliteral;
 pub mod pytest;

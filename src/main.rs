@@ -2,10 +2,8 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
 use git_cutile_perf::cli::{Cli, Command};
-use git_cutile_perf::{commands, git, process};
+use git_cutile_perf::{commands, errors, git, process};
 
 fn main() -> ExitCode {
     // a closed pipe (`status | head -1`) ends the program quietly, as for any Unix filter, instead of
@@ -13,20 +11,13 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    let cli = Cli::parse();
+    let (cli, json) = match errors::parse_command_line() {
+        Ok(parsed) => parsed,
+        Err(code) => return code,
+    };
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(err) if err.downcast_ref::<commands::Interrupted>().is_some() => {
-            eprintln!("{err}");
-            ExitCode::from(130)
-        }
-        Err(err) => {
-            eprintln!(
-                "{} {err:#}",
-                console::style("error:").for_stderr().red().bold()
-            );
-            ExitCode::FAILURE
-        }
+        Err(err) => errors::report(&err, json),
     }
 }
 
@@ -39,6 +30,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Start(args) => commands::start::run(&repo()?, args, out).map(drop),
         Command::Step(args) => commands::step::run(&repo()?, args, out).map(drop),
         Command::Table(args) => commands::table::run(&repo()?, args, out),
+        Command::Plot(args) => commands::plot::run(&repo()?, args, out),
         Command::Status(args) => commands::status::run(&repo()?, args, out),
         Command::Next(args) => commands::next::run(&repo()?, args, out),
         Command::Refs(args) => commands::refs::run(args, out),

@@ -90,7 +90,9 @@ impl Pytest<'_> {
         .with_context(|| format!("cannot run {}", self.python))?;
         if !output.success() {
             anyhow::bail!(
-                "pytest is not available to {}: {}\nhint: install it with `{} -m pip install pytest`, or pass --python CMD",
+                "pytest is not available to {}: {}\nhint: the session runs your kernel's tests with the Python that has torch and \
+                 cuda-tile: activate that environment or pass --python CMD, and install pytest into it \
+                 (`{} -m pip install pytest` in a virtual environment; `sudo apt install python3-pytest` for Debian's python3)",
                 self.python,
                 String::from_utf8_lossy(&output.stderr).trim(),
                 self.python

@@ -442,6 +442,59 @@ fn git_help_opens_the_installed_page() {
     );
 }
 
+/// As after `cargo install`: the binary in a fresh HOME's `~/.cargo/bin`, only that and the system
+/// directories on PATH, no MANPATH. `install-extras` puts the pages in `~/.cargo/share/man`, where
+/// man-db looks beside `~/.cargo/bin`, so `git cutile-perf --help` opens the page with no setup.
+#[test]
+fn help_finds_the_page_beside_a_cargo_installed_binary() {
+    if Command::new("man").arg("--version").output().is_err() {
+        eprintln!(
+            "\n*** SKIPPED: man is not installed, so `git cutile-perf --help` after install-extras \
+             is not checked (install man-db) ***\n"
+        );
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let bin = home.path().join(".cargo/bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    // a copy, not a link: the binary finds its own directory, as an installed one does
+    std::fs::copy(EXE, bin.join("git-cutile-perf")).unwrap();
+    let path = format!("{}:/usr/local/bin:/usr/bin:/bin", bin.display());
+    let fresh = |program: &str| {
+        let mut cmd = Command::new(program);
+        cmd.env_clear()
+            .env("HOME", home.path())
+            .env("PATH", &path)
+            .current_dir(home.path());
+        cmd
+    };
+    let out = run_ok(fresh("git-cutile-perf").args(["install-extras", "--json"]));
+    let report = json(&out);
+    assert!(
+        report["files"][0]["path"]
+            .as_str()
+            .unwrap()
+            .ends_with(".cargo/share/man/man1/git-cutile-perf.1"),
+        "{report}"
+    );
+    assert!(
+        !report["notes"].to_string().contains("MANPATH"),
+        "no MANPATH note: {report}"
+    );
+    let output = fresh("git")
+        .args(["cutile-perf", "--help"])
+        .env("MANPAGER", "cat")
+        .env("MANWIDTH", "100")
+        .output()
+        .unwrap();
+    let text = stdout(&output);
+    assert!(
+        output.status.success() && text.contains("git-cutile-perf-step(1)"),
+        "{text}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
 /// Off a terminal nothing is coloured, errors included; NO_COLOR is honoured.
 #[test]
 fn plain_text_off_a_terminal() {

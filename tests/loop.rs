@@ -562,7 +562,7 @@ fn missing_python_or_pytest_is_an_error_before_anything_is_made() {
         "{err}"
     );
     assert!(
-        err.contains("hint: install it with `python3 -S -m pip install pytest`"),
+        err.contains("`python3 -S -m pip install pytest` in a virtual environment; `sudo apt install python3-pytest`"),
         "{err}"
     );
     assert_eq!(f.branch(), "main");

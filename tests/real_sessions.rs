@@ -2,17 +2,18 @@
 //! every config value in the trailers is the JUnit record's median, every iteration's latency is the
 //! geometric mean of those, and the committed table is what the trailers render to.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use git_cutile_perf::decision::Status;
+use git_cutile_perf::plot;
 use git_cutile_perf::records::{Statistic, measurements, parse_junit};
-use git_cutile_perf::session::{Iteration, fmt_ms};
+use git_cutile_perf::session::{Iteration, Session, fmt_ms};
 use git_cutile_perf::stats::geometric_mean;
 use git_cutile_perf::table;
 use git_cutile_perf::trailers::Block;
 
-/// The iterations in `git log --format='commit %H%n%B'` output, oldest first.
-fn iterations(log: &str) -> Vec<Iteration> {
+/// The commit messages in `git log --format='commit %H%n%B'` output, newest first.
+fn messages(log: &str) -> Vec<String> {
     let mut messages: Vec<String> = Vec::new();
     for line in log.lines() {
         let is_header = line
@@ -25,7 +26,25 @@ fn iterations(log: &str) -> Vec<Iteration> {
             message.push('\n');
         }
     }
-    let mut found: Vec<Iteration> = messages
+    messages
+}
+
+/// Each real session: its kernel, its directory and its `git-log.txt`.
+fn examples() -> Vec<(&'static str, PathBuf, String)> {
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("sandbox/examples");
+    ["rms_norm", "matmul"]
+        .into_iter()
+        .map(|kernel| {
+            let dir = examples.join(kernel);
+            let log = std::fs::read_to_string(dir.join("git-log.txt")).unwrap();
+            (kernel, dir, log)
+        })
+        .collect()
+}
+
+/// The iterations in the log, oldest first.
+fn iterations(log: &str) -> Vec<Iteration> {
+    let mut found: Vec<Iteration> = messages(log)
         .iter()
         .filter_map(|m| Iteration::read(&Block::from_message(m)).unwrap())
         .collect();
@@ -35,10 +54,7 @@ fn iterations(log: &str) -> Vec<Iteration> {
 
 #[test]
 fn trailers_and_tables_match_the_raw_junit_files() {
-    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("sandbox/examples");
-    for kernel in ["rms_norm", "matmul"] {
-        let dir = examples.join(kernel);
-        let log = std::fs::read_to_string(dir.join("git-log.txt")).unwrap();
+    for (kernel, dir, log) in examples() {
         let found = iterations(&log);
         assert!(
             found.len() >= 5,
@@ -73,5 +89,32 @@ fn trailers_and_tables_match_the_raw_junit_files() {
                 "{kernel} has no {status}"
             );
         }
+    }
+}
+
+/// The committed plots are what the trailers draw to; `UPDATE_GENERATED=1` redraws them.
+#[test]
+fn plots_are_drawn_from_the_trailers() {
+    for (_, dir, log) in examples() {
+        let session = messages(&log)
+            .iter()
+            .find_map(|m| Session::read(&Block::from_message(m)).unwrap())
+            .unwrap();
+        let svg = plot::svg(
+            &plot::title(&session),
+            &iterations(&log),
+            session.thresholds.regression_pct,
+        )
+        .unwrap();
+        let path = dir.join("perf_results.svg");
+        if std::env::var_os("UPDATE_GENERATED").is_some() {
+            std::fs::write(&path, &svg).unwrap();
+        }
+        let committed = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            committed == svg,
+            "{} is not what the trailers draw; regenerate with UPDATE_GENERATED=1 cargo test --test real_sessions",
+            path.display()
+        );
     }
 }

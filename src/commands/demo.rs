@@ -11,7 +11,7 @@ use anyhow::{Context, Result, bail};
 
 use crate::cli::DemoArgs;
 use crate::process::{self, Ending};
-use crate::ui;
+use crate::{demo_python, ui};
 
 macro_rules! fixture_files {
     ($($path:literal),+ $(,)?) => {
@@ -70,9 +70,11 @@ pub fn run(args: &DemoArgs) -> Result<()> {
         }
     };
     write_fixture(&root)?;
+    let python_bin = demo_python::for_demo(&super::start::default_python())?;
     let demo = Demo {
         root: &root,
         exe: std::env::current_exe().context("cannot find this program's path")?,
+        search_path: python_bin.map(|bin| first_on_path(&bin)).transpose()?,
     };
     demo.git(&["init", "-q", "-b", "main"])?;
     demo.git(&["config", "user.name", "cutile-perf demo"])?;
@@ -130,9 +132,18 @@ pub fn write_fixture(root: &Path) -> Result<()> {
     Ok(())
 }
 
+/// PATH with `dir` first.
+fn first_on_path(dir: &Path) -> Result<std::ffi::OsString> {
+    let rest = std::env::var_os("PATH").unwrap_or_default();
+    let dirs = std::iter::once(dir.to_path_buf()).chain(std::env::split_paths(&rest));
+    std::env::join_paths(dirs).context("the demo's Python environment has a path PATH cannot hold")
+}
+
 struct Demo<'a> {
     root: &'a Path,
     exe: PathBuf,
+    /// PATH for the tool's runs, when the demo brings its own Python.
+    search_path: Option<std::ffi::OsString>,
 }
 
 impl Demo<'_> {
@@ -153,7 +164,10 @@ impl Demo<'_> {
             })
             .collect();
         println!("\n{} git cutile-perf {}", ui::bold("$"), shown.join(" "));
-        let tool = process::command(&self.exe.to_string_lossy(), args).dir(self.root);
+        let mut tool = process::command(&self.exe.to_string_lossy(), args).dir(self.root);
+        if let Some(path) = &self.search_path {
+            tool = tool.env("PATH", path);
+        }
         let ending = process::run(&tool, Instant::now() + STEP_BUDGET)?;
         if ending == Ending::Interrupted {
             return Err(super::Interrupted("the demo stopped").into());

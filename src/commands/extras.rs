@@ -97,7 +97,11 @@ pub fn completions(args: &CompletionsArgs) -> Result<()> {
 
 pub fn install(args: &ExtrasArgs) -> Result<()> {
     let ExtrasArgs { prefix, output } = args;
-    let layout = Layout::new(prefix.as_deref(), &|key| std::env::var_os(key))?;
+    let layout = Layout::new(
+        prefix.as_deref(),
+        &|key| std::env::var_os(key),
+        &binary_dir(),
+    )?;
     let pages = generate::man_pages();
     let removed = remove_stale_pages(&layout.man1, &pages)?;
     let mut written = Vec::new();
@@ -133,7 +137,11 @@ pub fn install(args: &ExtrasArgs) -> Result<()> {
 
 pub fn uninstall(args: &ExtrasArgs) -> Result<()> {
     let ExtrasArgs { prefix, output } = args;
-    let layout = Layout::new(prefix.as_deref(), &|key| std::env::var_os(key))?;
+    let layout = Layout::new(
+        prefix.as_deref(),
+        &|key| std::env::var_os(key),
+        &binary_dir(),
+    )?;
     let mut removed = remove_stale_pages(&layout.man1, &[])?;
     for shell in generate::SHELLS {
         let (dir, name) = layout.completion(shell);
@@ -171,11 +179,16 @@ struct Layout {
 }
 
 impl Layout {
-    /// Under `--prefix P`: the system layout rooted at P. Without: the per-user directories that man,
-    /// bash-completion, zsh and fish read (XDG_DATA_HOME, XDG_CONFIG_HOME, BASH_COMPLETION_USER_DIR).
+    /// Under `--prefix P`: the system layout rooted at P. Without: the per-user directories that
+    /// bash-completion, zsh and fish read (XDG_DATA_HOME, XDG_CONFIG_HOME, BASH_COMPLETION_USER_DIR),
+    /// and for man pages `share/man` beside the binary's `bin` directory (`~/.cargo/share/man` for a
+    /// `cargo install`): man-db and macOS's man search `../share/man` next to every PATH entry, so
+    /// pages there are found with no MANPATH edits. A binary outside a `bin` directory (a build tree)
+    /// puts them under XDG_DATA_HOME.
     fn new(
         prefix: Option<&Path>,
         env: &dyn Fn(&str) -> Option<std::ffi::OsString>,
+        binary_dir: &Option<PathBuf>,
     ) -> Result<Self> {
         if let Some(prefix) = prefix {
             let share = prefix.join("share");
@@ -204,9 +217,14 @@ impl Layout {
         };
         let bash =
             absolute("BASH_COMPLETION_USER_DIR").unwrap_or_else(|| data.join("bash-completion"));
+        let beside_binary = binary_dir
+            .as_deref()
+            .filter(|dir| dir.file_name().is_some_and(|name| name == "bin"))
+            .and_then(Path::parent)
+            .map(|root| root.join("share/man/man1"));
         Ok(Layout {
             prefix: false,
-            man1: data.join("man/man1"),
+            man1: beside_binary.unwrap_or_else(|| data.join("man/man1")),
             bash: bash.join("completions"),
             zsh: data.join("zsh/site-functions"),
             fish: config.join("fish/completions"),
@@ -262,6 +280,13 @@ impl Layout {
         }
         notes
     }
+}
+
+/// The directory of the running binary, symbolic links resolved.
+fn binary_dir() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let exe = std::fs::canonicalize(&exe).unwrap_or(exe);
+    exe.parent().map(Path::to_path_buf)
 }
 
 /// Whether bash-completion (which loads completions/git-cutile-perf from the user's directory on
@@ -374,7 +399,7 @@ mod tests {
 
     #[test]
     fn user_layout_follows_xdg_and_home() {
-        let layout = Layout::new(None, &env(&[("HOME", "/home/u")])).unwrap();
+        let layout = Layout::new(None, &env(&[("HOME", "/home/u")]), &None).unwrap();
         assert_eq!(layout.man1, Path::new("/home/u/.local/share/man/man1"));
         assert_eq!(
             layout.completion(Shell::Bash),
@@ -397,6 +422,7 @@ mod tests {
                 ("XDG_CONFIG_HOME", "/c"),
                 ("BASH_COMPLETION_USER_DIR", "/b"),
             ]),
+            &None,
         )
         .unwrap();
         assert_eq!(layout.man1, Path::new("/d/man/man1"));
@@ -404,15 +430,37 @@ mod tests {
         assert_eq!(layout.fish, Path::new("/c/fish/completions"));
 
         // A relative XDG value is invalid by the spec and ignored.
-        let layout =
-            Layout::new(None, &env(&[("HOME", "/home/u"), ("XDG_DATA_HOME", "rel")])).unwrap();
+        let layout = Layout::new(
+            None,
+            &env(&[("HOME", "/home/u"), ("XDG_DATA_HOME", "rel")]),
+            &None,
+        )
+        .unwrap();
         assert_eq!(layout.man1, Path::new("/home/u/.local/share/man/man1"));
-        assert!(Layout::new(None, &env(&[])).is_err());
+        assert!(Layout::new(None, &env(&[]), &None).is_err());
+    }
+
+    #[test]
+    fn man_pages_go_beside_a_bin_directory() {
+        let home = env(&[("HOME", "/home/u")]);
+        let cargo = Layout::new(None, &home, &Some("/home/u/.cargo/bin".into())).unwrap();
+        assert_eq!(cargo.man1, Path::new("/home/u/.cargo/share/man/man1"));
+        assert_eq!(
+            cargo.zsh,
+            Path::new("/home/u/.local/share/zsh/site-functions")
+        );
+        let build = Layout::new(None, &home, &Some("/src/target/debug".into())).unwrap();
+        assert_eq!(build.man1, Path::new("/home/u/.local/share/man/man1"));
     }
 
     #[test]
     fn prefix_layout() {
-        let layout = Layout::new(Some(Path::new("/opt/x")), &env(&[])).unwrap();
+        let layout = Layout::new(
+            Some(Path::new("/opt/x")),
+            &env(&[]),
+            &Some("/u/.cargo/bin".into()),
+        )
+        .unwrap();
         assert_eq!(layout.man1, Path::new("/opt/x/share/man/man1"));
         assert_eq!(
             layout.bash,

@@ -306,7 +306,7 @@ fn repo_relative(repo: &Repo, path: &str) -> Result<String> {
     Ok(text.replace(std::path::MAIN_SEPARATOR, "/"))
 }
 
-fn default_python() -> String {
+pub fn default_python() -> String {
     if which::which("python3").is_ok() {
         "python3"
     } else {

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use serde::Serialize;
 
-use super::{require_history, write_table};
+use super::{plot, require_history, write_table};
 use crate::cli::TableArgs;
 use crate::git::Repo;
 use crate::history::Configs;
@@ -17,24 +17,34 @@ use crate::ui;
 #[derive(Debug, Serialize)]
 pub struct TableReport<'a> {
     pub rows: Vec<Row<'a>>,
-    /// The file written, with `--write`.
+    /// The files written, with `--write`.
     pub table: Option<PathBuf>,
+    pub plot: Option<PathBuf>,
 }
 
 pub fn run(repo: &Repo, args: &TableArgs, out: &mut impl Write) -> Result<()> {
     let TableArgs { write, output } = args;
-    let history = require_history(repo, Configs::CurrentBaseline)?;
-    let table = if *write {
-        Some(write_table(repo, &history)?)
+    // the plot that --write also draws needs every kept iteration's configs
+    let configs = if *write {
+        Configs::All
     } else {
-        None
+        Configs::CurrentBaseline
+    };
+    let history = require_history(repo, configs)?;
+    let (table, plot) = if *write {
+        (
+            Some(write_table(repo, &history)?),
+            Some(plot::write_default(repo, &history)?),
+        )
+    } else {
+        (None, None)
     };
     if output.json {
         let rows = history.iterations().map(Row::from).collect();
-        return ui::write_json(out, &TableReport { rows, table });
+        return ui::write_json(out, &TableReport { rows, table, plot });
     }
     write!(out, "{}", table::markdown(history.iterations()))?;
-    if let Some(path) = table {
+    for path in table.iter().chain(&plot) {
         ui::progress_line(&format!("wrote {}", path.display()));
     }
     Ok(())

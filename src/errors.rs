@@ -1,0 +1,152 @@
+//! How a failure reaches the user: `error: ...` with its `hint:` line on stderr, or, when the command
+//! line asked for `--json`, one object on stdout (`{"error", "hint", "exit_code"}`) so that an agent
+//! reading stdout sees failures in the same shape as results. The exit code is the same either way.
+
+use std::process::ExitCode;
+
+use clap::{ArgMatches, CommandFactory, FromArgMatches};
+
+use crate::cli::Cli;
+use crate::commands::Interrupted;
+use crate::ui;
+
+/// Exit code of an interrupted `start` or `step` (128 + SIGINT, as shells report it).
+const INTERRUPTED: u8 = 130;
+
+#[derive(serde::Serialize, Debug, PartialEq)]
+pub struct ErrorReport {
+    pub error: String,
+    pub hint: Option<String>,
+    pub exit_code: u8,
+}
+
+impl ErrorReport {
+    /// Splits a message at its `hint:` line: the hint is everything after it.
+    pub fn new(message: &str, exit_code: u8) -> ErrorReport {
+        let (error, hint) = match message.split_once("\nhint: ") {
+            Some((error, hint)) => (error, Some(hint.trim_end().to_string())),
+            None => (message, None),
+        };
+        ErrorReport {
+            error: error.trim_end().to_string(),
+            hint,
+            exit_code,
+        }
+    }
+}
+
+/// The command line, and whether it asked for JSON; a usage error is reported here (as JSON when
+/// `--json` is among the arguments) and its exit code returned.
+pub fn parse_command_line() -> Result<(Cli, bool), ExitCode> {
+    let parsed = Cli::command()
+        .try_get_matches()
+        .and_then(|matches| Cli::from_arg_matches(&matches).map(|cli| (cli, wants_json(&matches))));
+    parsed.map_err(|err| {
+        let json = std::env::args().any(|arg| arg == "--json");
+        if !err.use_stderr() || !json {
+            // help and version go to stdout with success; clap prints and exits
+            err.exit();
+        }
+        let code = err.exit_code() as u8;
+        let text = err.render().to_string();
+        let text = text.strip_prefix("error: ").unwrap_or(&text);
+        print(&usage_report(text, code))
+    })
+}
+
+/// clap's usage text: the first line is the error, the rest (usage, `--help`) the hint.
+fn usage_report(text: &str, exit_code: u8) -> ErrorReport {
+    let (error, rest) = text.split_once('\n').unwrap_or((text, ""));
+    let hint = rest
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+    ErrorReport {
+        error: error.trim().to_string(),
+        hint: (!hint.is_empty()).then_some(hint),
+        exit_code,
+    }
+}
+
+/// Whether the verb (or sub-verb) that ran has `--json` set.
+fn wants_json(matches: &ArgMatches) -> bool {
+    let mut current = matches;
+    loop {
+        if let Ok(Some(true)) = current.try_get_one::<bool>("json") {
+            return true;
+        }
+        match current.subcommand() {
+            Some((_, sub)) => current = sub,
+            None => return false,
+        }
+    }
+}
+
+/// Reports a failed verb and returns its exit code.
+pub fn report(err: &anyhow::Error, json: bool) -> ExitCode {
+    let interrupted = err.downcast_ref::<Interrupted>().is_some();
+    let code = if interrupted { INTERRUPTED } else { 1 };
+    if json {
+        return print(&ErrorReport::new(&format!("{err:#}"), code));
+    }
+    if interrupted {
+        eprintln!("{err}");
+    } else {
+        eprintln!(
+            "{} {err:#}",
+            console::style("error:").for_stderr().red().bold()
+        );
+    }
+    ExitCode::from(code)
+}
+
+fn print(report: &ErrorReport) -> ExitCode {
+    // stdout may be closed already; the exit code still tells
+    let _ = ui::print_json(report);
+    ExitCode::from(report.exit_code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_the_hint_from_the_error() {
+        assert_eq!(
+            ErrorReport::new("no session\nhint: run `start`\n", 1),
+            ErrorReport {
+                error: "no session".into(),
+                hint: Some("run `start`".into()),
+                exit_code: 1
+            }
+        );
+        assert_eq!(ErrorReport::new("plain", 130).hint, None);
+    }
+
+    #[test]
+    fn usage_errors_keep_the_first_line_as_the_error() {
+        let report = usage_report(
+            "unexpected argument '--nope' found\n\nUsage: git cutile-perf table [OPTIONS]\n\nFor more information, try '--help'.\n",
+            2,
+        );
+        assert_eq!(report.error, "unexpected argument '--nope' found");
+        assert_eq!(
+            report.hint.as_deref(),
+            Some("Usage: git cutile-perf table [OPTIONS] For more information, try '--help'.")
+        );
+    }
+
+    #[test]
+    fn finds_json_on_a_sub_verb() {
+        let matches = Cli::command()
+            .try_get_matches_from(["git-cutile-perf", "hook", "status", "--json"])
+            .unwrap();
+        assert!(wants_json(&matches));
+        let matches = Cli::command()
+            .try_get_matches_from(["git-cutile-perf", "status"])
+            .unwrap();
+        assert!(!wants_json(&matches));
+    }
+}

@@ -1,0 +1,78 @@
+//! Errors under `--json`: one object on stdout with the error, its hint and the exit code, which is
+//! also the process's; without `--json` they stay text on stderr.
+
+mod support;
+
+use support::Fixture;
+
+fn json_error(f: &Fixture, args: &[&str]) -> (serde_json::Value, i32, String) {
+    let out = f.run(args);
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let report: serde_json::Value = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("{args:?}: not one JSON object ({e}):\n{stdout}"));
+    (
+        report,
+        out.status.code().unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+#[test]
+fn a_failing_verb_under_json_prints_its_error_as_json() {
+    let f = Fixture::new();
+    for args in [
+        &["status", "--json"][..],
+        &["table", "--json"],
+        &["plot", "--json"],
+        &["step", "x", "--json"],
+    ] {
+        let (report, code, stderr) = json_error(&f, args);
+        assert_eq!(code, 1, "{args:?}");
+        assert_eq!(report["exit_code"], 1, "{args:?}");
+        assert!(
+            report["error"]
+                .as_str()
+                .unwrap()
+                .starts_with("not on a cutile-perf session branch"),
+            "{report}"
+        );
+        assert!(
+            report["hint"]
+                .as_str()
+                .unwrap()
+                .starts_with("start one with"),
+            "{report}"
+        );
+        assert!(!stderr.contains("error:"), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn usage_errors_under_json_are_json_with_clap_exit_code() {
+    let f = Fixture::new();
+    let (report, code, _) = json_error(&f, &["table", "--json", "--no-such-flag"]);
+    assert_eq!(code, 2);
+    assert_eq!(report["exit_code"], 2);
+    assert!(
+        report["error"].as_str().unwrap().contains("--no-such-flag"),
+        "{report}"
+    );
+    assert!(
+        report["hint"].as_str().unwrap().contains("Usage:"),
+        "{report}"
+    );
+}
+
+#[test]
+fn without_json_errors_stay_text_on_stderr() {
+    let f = Fixture::new();
+    let out = f.run(&["status"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.starts_with("error: not on a cutile-perf session branch"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("\nhint: start one with"), "{stderr}");
+}
