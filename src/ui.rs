@@ -108,8 +108,8 @@ pub fn word(word: impl Word) -> console::StyledObject<&'static str> {
     }
 }
 
-/// Prints a value as one JSON document on stdout. A closed pipe (`| head`) comes back as an error
-/// for main to treat as success; `println!` would panic instead.
+/// Prints a value as one JSON document on stdout. (A closed pipe, `| head`, ends the process quietly:
+/// `main` leaves SIGPIPE at its default.)
 pub fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
     write_json(&mut std::io::stdout().lock(), value)
 }

@@ -1,5 +1,6 @@
-//! One module per verb. Each takes an opened repository, so tests and the demo can run a verb on a
-//! repository of their own (git-absorb's split between opening the repo and working on it).
+//! One module per verb. A verb that works on a repository takes it opened, with its options and a writer
+//! for what it prints, and returns a typed report (gitoxide-core's shape): `main` opens the repository of
+//! the current directory, and a test can run the verb on a repository it prepared, without the binary.
 
 pub mod demo;
 pub mod extras;
