@@ -71,6 +71,7 @@ fn plan(repo: &Repo, args: &StartArgs) -> Result<Plan> {
         suite,
         test,
         allow,
+        deny,
         python,
         filter,
         stat,
@@ -89,16 +90,27 @@ fn plan(repo: &Repo, args: &StartArgs) -> Result<Plan> {
         );
     }
     let found = locate::kernel(&repo.root, kernel, suite.as_deref())?;
+    let gpu = gpu::detect();
+    let inspection = super::inspect::plan(&repo.root, &found, gpu.as_deref());
     let test = match test {
         Some(path) => repo_relative(repo, path)?,
-        None => locate::test_file(&repo.root, &found)?,
+        None => inspection.test.clone().map_err(anyhow::Error::msg)?.path,
     };
-    let mut allowed = vec![found.path.clone()];
+    let mut allowed = inspection.allowed_paths(&found);
     for path in allow {
         let path = repo_relative(repo, path)?;
         if !allowed.contains(&path) {
             allowed.push(path);
         }
+    }
+    for path in deny {
+        let path = repo_relative(repo, path)?;
+        allowed.retain(|p| *p != path);
+    }
+    if allowed.is_empty() {
+        bail!(
+            "--deny removed every allowed path\nhint: a session must be allowed to change at least the kernel file"
+        );
     }
     let branch = format!("{BRANCH_PREFIX}{}-{}", found.name, today());
     if repo.branch_exists(&branch)? {
@@ -115,8 +127,10 @@ fn plan(repo: &Repo, args: &StartArgs) -> Result<Plan> {
         thresholds: thresholds.thresholds(),
         python: python.clone().unwrap_or_else(default_python),
         filter: filter.clone(),
-        class: class.or(intensity.map(kernel_class::classify)),
-        gpu: gpu::detect(),
+        class: class
+            .or(intensity.map(kernel_class::classify))
+            .or(inspection.class()),
+        gpu,
     };
     if session.gpu.is_none() {
         ui::progress_line(
