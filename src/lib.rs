@@ -14,6 +14,7 @@ pub mod history;
 pub mod hook;
 pub mod kernel_class;
 pub mod locate;
+pub mod noise;
 pub mod plot;
 pub mod process;
 pub mod pyliteral;
@@ -27,6 +28,7 @@ pub mod table;
 pub mod testkit;
 pub mod trailers;
 pub mod ui;
+pub mod verdict;
 
 /// The version `--version` prints: the crate's, and the commit it was built from.
 pub const VERSION: &str = concat!(
