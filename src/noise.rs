@@ -2,9 +2,10 @@
 //! the paired verdicts (`verdict.rs`) start from, and the noise the verdict simulation (`benches/verdicts.rs`)
 //! draws.
 //!
-//! Fitted by `tools/fit_noise.py` on H200 runs of unchanged code: three processes each of TileGym's rms_norm,
-//! silu_and_mul and rope perf tests, three runs each of the rms_norm and matmul examples' baselines, and seven
-//! null steps of rope (62 configs, 1.5 us to 7.7 ms, 172 degrees of freedom). The standard deviation of
+//! Fitted by `tools/fit_noise.py` (a test checks the constants against it) on H200 runs of unchanged
+//! code that the repository holds (`tests/data/`, `sandbox/examples/*/junit/`): three processes each of
+//! TileGym's rms_norm, silu_and_mul and rope perf tests, three runs each of the rms_norm and matmul
+//! examples' baselines, and seven null steps of rope (62 configs, 1.5 us to 7.7 ms, 172 degrees of freedom). The standard deviation of
 //! ln(median) between processes is modelled as `sqrt(PROCESS_FLOOR^2 + (PROCESS_JITTER_MS / latency)^2)`:
 //! a relative floor (clocks, placement) plus an absolute jitter of about 20 ns that dominates microsecond
 //! kernels (their medians also move in whole ticks of the 32 ns GPU timer). The model gives 1.3% at 1.5 us,
@@ -15,7 +16,7 @@
 //! processes differ by 1-1.5%, so only repeated processes measure the noise that matters.
 
 /// Relative spread between processes that remains for long kernels.
-pub const PROCESS_FLOOR: f64 = 0.000_52;
+pub const PROCESS_FLOOR: f64 = 5.22e-4;
 /// Absolute spread between processes (ms), which dominates short kernels.
 pub const PROCESS_JITTER_MS: f64 = 1.98e-5;
 /// Resolution of the GPU timer behind the records (ms): medians of microsecond kernels are multiples of it.
@@ -38,6 +39,32 @@ pub fn in_run_rel_std_pct(latency_ms: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashMap;
+
+    #[test]
+    fn constants_are_the_fit_of_the_repository_data() {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tools/fit_noise.py");
+        let out = std::process::Command::new("python3")
+            .arg(script)
+            .output()
+            .unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let fitted: HashMap<&str, f64> = text
+            .lines()
+            .filter(|line| !line.starts_with('#'))
+            .filter_map(|line| line.split_once(" = "))
+            .map(|(name, value)| (name, value.parse().unwrap()))
+            .collect();
+        assert_eq!(fitted["PROCESS_FLOOR"], PROCESS_FLOOR);
+        assert_eq!(fitted["PROCESS_JITTER_MS"], PROCESS_JITTER_MS);
+        assert_eq!(fitted["IN_RUN_COEF"], IN_RUN_COEF);
+        assert_eq!(fitted["IN_RUN_EXPONENT"], IN_RUN_EXPONENT);
+    }
 
     #[test]
     fn spread_falls_with_latency_to_the_floor() {

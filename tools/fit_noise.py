@@ -1,15 +1,17 @@
 #!/usr/bin/env python3
 """Fits the noise model of src/noise.rs from repeated benchmark runs of the same code.
 
-Usage: tools/fit_noise.py [DIR_OR_GLOB ...]
-Defaults: ../shared/data/tilegym-junit/noise-h200 (3 processes each of rms_norm, silu_and_mul, rope),
+Usage: tools/fit_noise.py   (reads the repository's copies of the H200 data)
+Data: tests/data/tilegym-junit/noise-h200 (3 processes each of rms_norm, silu_and_mul, rope),
 sandbox/examples/{rms_norm,matmul}/junit (iteration-0 + noise-2 + noise-3: 3 runs of one baseline) and
-../shared/data/rope-null-steps-h200 (7 runs of rope, `step --json` outputs).
+tests/data/rope-null-steps-h200 (7 null steps of rope, `step --json` outputs).
+`cargo test --lib noise` checks that src/noise.rs holds what this prints.
 
 A group is one test file's runs of unchanged code. For each config (case x pass) it takes the run-to-run
 variance of ln(median) and fits  var = FLOOR^2 + (JITTER_MS / latency_ms)^2  by least squares weighted by
 degrees of freedom over the model's variance squared (iterated). The in-run rel_std is fitted as
-rel_std = A * latency_ms^-B on log-log axes. Prints the constants as Rust.
+rel_std = A * latency_ms^-B on log-log axes. Prints the constants as NAME = value lines
+(rounded as src/noise.rs holds them), and each config's fit on stderr.
 """
 import ast
 import glob
@@ -23,7 +25,7 @@ import sys
 from collections import defaultdict
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SHARED = os.path.join(ROOT, "..", "shared", "data")
+DATA = os.path.join(ROOT, "tests", "data")
 
 
 def junit_records(path):
@@ -41,7 +43,7 @@ def junit_records(path):
 def groups():
     """Lists of runs, each run {config: (median_ms, rel_std_pct or None)}."""
     found = defaultdict(list)
-    for path in sorted(glob.glob(os.path.join(SHARED, "tilegym-junit", "noise-h200", "*.xml"))):
+    for path in sorted(glob.glob(os.path.join(DATA, "tilegym-junit", "noise-h200", "*.xml"))):
         name = re.sub(r"_\d+\.xml$", "", os.path.basename(path))
         found["h200/" + name].append(path)
     for example in ("rms_norm", "matmul"):
@@ -56,7 +58,7 @@ def groups():
         for p in paths:
             runs.append({k: (r["median"], r.get("rel_std")) for k, r in junit_records(p).items()})
         result[name] = runs
-    steps = sorted(glob.glob(os.path.join(SHARED, "rope-null-steps-h200", "null-*.json")))
+    steps = sorted(glob.glob(os.path.join(DATA, "rope-null-steps-h200", "null-*.json")))
     if steps:
         result["h200/rope-null-steps"] = [
             {(c["test"], c["pass"]): (c["value_ms"], None) for c in json.load(open(s))["configs"]}
@@ -95,12 +97,12 @@ def main():
     mx, my = statistics.mean(xs), statistics.mean(ys)
     slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
     coef = math.exp(my - slope * mx)
-    print(f"// {len(points)} configs, {sum(w for *_, w in points)} degrees of freedom")
-    print(f"pub const PROCESS_FLOOR: f64 = {math.sqrt(max(f2, 0.0)):.6};")
-    print(f"pub const PROCESS_JITTER_MS: f64 = {math.sqrt(max(k2, 0.0)):.3e};")
-    print(f"// in-run rel_std (percent) = IN_RUN_COEF * latency_ms^-IN_RUN_EXPONENT, {len(rel_stds)} records")
-    print(f"pub const IN_RUN_COEF: f64 = {coef:.4};")
-    print(f"pub const IN_RUN_EXPONENT: f64 = {-slope:.4};")
+    print(f"# {len(points)} configs, {sum(w for *_, w in points)} degrees of freedom")
+    print(f"PROCESS_FLOOR = {math.sqrt(f2):.2e}")
+    print(f"PROCESS_JITTER_MS = {math.sqrt(k2):.2e}")
+    print(f"# in-run rel_std (percent) = IN_RUN_COEF * latency_ms^-IN_RUN_EXPONENT, {len(rel_stds)} records")
+    print(f"IN_RUN_COEF = {coef:.2}")
+    print(f"IN_RUN_EXPONENT = {-slope:.2}")
     for l, v, w in sorted(points):
         model = math.sqrt(f2 + k2 / l**2)
         print(f"  {l*1000:10.2f} us  observed {math.sqrt(v)*100:6.3f}%  model {model*100:6.3f}%  dof {w}",
