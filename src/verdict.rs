@@ -32,6 +32,7 @@
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
+use std::time::Duration;
 
 use crate::decision::{Decision, Status, Thresholds, fmt_pct};
 use crate::noise;
@@ -61,6 +62,15 @@ pub fn candidate_first(index: usize) -> bool {
     index % 2 == 1
 }
 
+/// Whether another round fits in what is left of the budget, a round estimated by the longest so far
+/// (with none so far there is nothing to estimate from, and the first round is the step's own run).
+pub fn another_round_fits(rounds_taken: &[Duration], left: Duration) -> bool {
+    rounds_taken
+        .iter()
+        .max()
+        .is_none_or(|longest| *longest <= left)
+}
+
 /// One config's paired estimate.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct ConfigEstimate {
@@ -74,6 +84,16 @@ pub struct ConfigEstimate {
     pub change_pct: f64,
     pub low_pct: f64,
     pub high_pct: f64,
+}
+
+impl ConfigEstimate {
+    /// `t1 forward: +5.00% (+4.85% to +5.15%)`
+    fn summary(&self) -> String {
+        format!(
+            "{} {}: {:+.2}% ({:+.2}% to {:+.2}%)",
+            self.test, self.pass, self.change_pct, self.low_pct, self.high_pct
+        )
+    }
 }
 
 /// The geometric mean over configs, with the improvement (positive is faster) and its interval.
@@ -196,16 +216,11 @@ pub fn decide(rounds: &[Round], limits: &Thresholds) -> Result<Verdict, RoundsEr
     let mut ambiguous = String::new();
     for (i, &(mean, se)) in changes.iter().enumerate() {
         if mean + Z * se > bounds.regression {
-            let c = &estimate.configs[i];
             let _ = write!(
                 ambiguous,
-                "{}{} {} is {:+.2}% ({:+.2}% to {:+.2}%) against the {}% regression limit",
+                "{}{}, within noise of the {}% regression limit",
                 if ambiguous.is_empty() { "" } else { "; " },
-                c.test,
-                c.pass,
-                c.change_pct,
-                c.low_pct,
-                c.high_pct,
+                estimate.configs[i].summary(),
                 fmt_pct(limits.regression_pct)
             );
         }
@@ -328,12 +343,8 @@ fn point_tier(improvement_pct: f64, limits: &Thresholds) -> Tier {
 
 fn regressed_reason(c: &ConfigEstimate, limits: &Thresholds, noise: &str) -> String {
     format!(
-        "{} {} is {:.2}% slower than its baseline ({:.2}% to {:.2}%; limit {}%, {noise})",
-        c.test,
-        c.pass,
-        c.change_pct,
-        c.low_pct,
-        c.high_pct,
+        "{}, slower than the {}% limit {noise}",
+        c.summary(),
         fmt_pct(limits.regression_pct)
     )
 }
@@ -468,6 +479,14 @@ mod tests {
     }
 
     #[test]
+    fn a_round_fits_when_the_longest_so_far_does() {
+        let secs = Duration::from_secs;
+        assert!(another_round_fits(&[], secs(0)));
+        assert!(another_round_fits(&[secs(140), secs(150)], secs(150)));
+        assert!(!another_round_fits(&[secs(140), secs(150)], secs(149)));
+    }
+
+    #[test]
     fn rounds_alternate_the_order() {
         let order: Vec<bool> = (0..4).map(candidate_first).collect();
         assert_eq!(order, [false, true, false, true]);
@@ -503,7 +522,7 @@ mod tests {
         assert_eq!(d.tier, Tier::Revert);
         assert_eq!(
             d.reason,
-            "t1 forward is 5.00% slower than its baseline (4.85% to 5.15%; limit 2%, beyond noise)"
+            "t1 forward: +5.00% (+4.85% to +5.15%), slower than the 2% limit beyond noise"
         );
         assert_eq!(
             d.tier.status_decision(),
@@ -521,17 +540,17 @@ mod tests {
         let Verdict::NeedMoreRounds {
             ambiguous,
             estimate,
-        } = decide(&[first.clone()], &limits()).unwrap()
+        } = decide(std::slice::from_ref(&first), &limits()).unwrap()
         else {
             panic!("decided on one round")
         };
         assert_eq!(estimate.rounds, 1);
         assert!(
-            ambiguous.starts_with("t0 forward is +3.00% (+0.2"),
+            ambiguous.starts_with("t0 forward: +3.00% (+0.2"),
             "{ambiguous}"
         );
         assert!(
-            ambiguous.ends_with("against the 2% regression limit"),
+            ambiguous.ends_with("), within noise of the 2% regression limit"),
             "{ambiguous}"
         );
         let d = decide_anyway(&[first], &limits(), "a round takes 150 s, 40 s are left").unwrap();
@@ -542,7 +561,7 @@ mod tests {
         );
         assert!(
             d.reason.ends_with(
-                "limit 2%, within noise); undecided after 1 round (a round takes 150 s, 40 s are left): decided on the means"
+                "slower than the 2% limit within noise; undecided after 1 round (a round takes 150 s, 40 s are left): decided on the means"
             ),
             "{}",
             d.reason
