@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Fits the noise model of src/noise.rs from repeated benchmark runs of the same code.
 
-Usage: tools/fit_noise.py   (reads the repository's copies of the H200 data)
+Usage: tools/fit_noise.py [DIR ...]   (the repository's copies of the H200 data, and any DIR of
+`test_<op>_<i>.xml` files of repeated runs, such as tools/noise_runs.sh writes)
 Data: tests/data/tilegym-junit/noise-h200 (3 processes each of rms_norm, silu_and_mul, rope),
 sandbox/examples/{rms_norm,matmul}/junit (iteration-0 + noise-2 + noise-3: 3 runs of one baseline) and
 tests/data/rope-null-steps-h200 (7 null steps of rope, `step --json` outputs).
@@ -40,12 +41,14 @@ def junit_records(path):
     return out
 
 
-def groups():
+def groups(extra_dirs):
     """Lists of runs, each run {config: (median_ms, rel_std_pct or None)}."""
     found = defaultdict(list)
-    for path in sorted(glob.glob(os.path.join(DATA, "tilegym-junit", "noise-h200", "*.xml"))):
-        name = re.sub(r"_\d+\.xml$", "", os.path.basename(path))
-        found["h200/" + name].append(path)
+    dirs = [os.path.join(DATA, "tilegym-junit", "noise-h200")] + extra_dirs
+    for directory in dirs:
+        for path in sorted(glob.glob(os.path.join(directory, "*_*.xml"))):
+            name = re.sub(r"_\d+\.xml$", "", os.path.basename(path))
+            found[f"{os.path.relpath(directory, ROOT)}/{name}"].append(path)
     for example in ("rms_norm", "matmul"):
         junit = os.path.join(ROOT, "sandbox", "examples", example, "junit")
         found["example/" + example] = [
@@ -70,7 +73,7 @@ def groups():
 def main():
     points = []  # (latency_ms, variance of ln(median), dof)
     rel_stds = []  # (latency_ms, rel_std_pct)
-    for name, runs in groups().items():
+    for name, runs in groups(sys.argv[1:]).items():
         if len(runs) < 2:
             continue
         for key in runs[0]:
