@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 
-use git_cutile_perf::decision::{self, Decision, Outcome, Status, Thresholds};
+use git_cutile_perf::decision::{self, Attempt, Decision, Status, Thresholds};
 use git_cutile_perf::noise::{TIMER_TICK_MS, process_sd};
 use git_cutile_perf::records::{self, Measurement, Statistic};
 use git_cutile_perf::stats;
@@ -150,8 +150,12 @@ enum Kept {
 fn single_run(rng: &mut Rng, grid: &Grid, effects: &[f64], limits: &Thresholds) -> Kept {
     let baseline = run(rng, grid, &vec![1.0; effects.len()]);
     let candidate = run(rng, grid, effects);
-    let cmp = stats::compare(&baseline, &candidate).expect("same configs");
-    let v = decision::decide(Outcome::Measured(&cmp), 1, 0, None, limits);
+    let comparison = stats::compare(&baseline, &candidate).expect("same configs");
+    let attempt = Attempt::Measured {
+        configs: candidate,
+        comparison,
+    };
+    let v = decision::decide(&attempt, 1, 0, None, limits);
     match (v.status, v.decision) {
         (Status::Revert, _) => Kept::Reverted,
         (_, Decision::Continue) => Kept::Continue,

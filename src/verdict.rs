@@ -131,11 +131,6 @@ impl Tier {
             Tier::Stop => (Status::Keep, Decision::Stop),
         }
     }
-
-    /// Whether the iteration counts as a gain (resets the no-gain count).
-    pub fn gained(self) -> bool {
-        matches!(self, Tier::Continue | Tier::LowerPriority)
-    }
 }
 
 /// The estimates after some rounds.
@@ -518,7 +513,6 @@ mod tests {
         assert_eq!(d.tier, Tier::Stop);
         assert_eq!(d.reason, "0.00% faster overall (-0.10% to 0.10%; < 2%)");
         assert_eq!(d.tier.status_decision(), (Status::Keep, Decision::Stop));
-        assert!(!d.tier.gained());
     }
 
     #[test]
