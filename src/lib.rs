@@ -16,6 +16,7 @@ pub mod inspect;
 pub mod kernel_class;
 pub mod locate;
 pub mod ncu;
+pub mod noise;
 pub mod peaks;
 pub mod plot;
 pub mod process;
@@ -30,6 +31,7 @@ pub mod table;
 pub mod testkit;
 pub mod trailers;
 pub mod ui;
+pub mod verdict;
 
 /// The version `--version` prints: the crate's, and the commit it was built from.
 pub const VERSION: &str = concat!(
