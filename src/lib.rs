@@ -17,6 +17,7 @@ pub mod kernel_class;
 pub mod locate;
 pub mod ncu;
 pub mod noise;
+pub mod paired;
 pub mod peaks;
 pub mod plot;
 pub mod process;

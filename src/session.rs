@@ -61,6 +61,9 @@ pub struct Iteration {
     pub configs: Vec<Measurement>,
     /// The commit holding the attempted change, for reverted and crashed iterations.
     pub attempt: Option<String>,
+    /// How many benchmark runs each side (candidate and baseline) got, when the step measured paired
+    /// rounds; `None` for a single run (the baseline, and histories written before paired rounds).
+    pub rounds: Option<u32>,
 }
 
 /// Formats a latency as the table and trailers show it.
@@ -178,6 +181,9 @@ impl Iteration {
         if let Some(attempt) = &self.attempt {
             block.push("Attempt", attempt);
         }
+        if let Some(rounds) = self.rounds {
+            block.push("Rounds", rounds.to_string());
+        }
         for config in &self.configs {
             // the full-precision value: the next iteration compares against it
             block.push(
@@ -240,6 +246,10 @@ impl Iteration {
             reason: block.require("Reason")?.to_string(),
             configs,
             attempt: block.get("Attempt")?.map(str::to_string),
+            rounds: block
+                .get("Rounds")?
+                .map(|r| r.parse().with_context(|| format!("bad rounds {r:?}")))
+                .transpose()?,
         }))
     }
 }
@@ -294,6 +304,7 @@ pub(crate) mod tests {
                 value: 0.1234567891,
             }],
             attempt: None,
+            rounds: None,
         }
     }
 
@@ -318,6 +329,7 @@ pub(crate) mod tests {
         it.letter = Some("B".into());
         it.cause = Some(Cause::Latency);
         it.attempt = Some("abc123".into());
+        it.rounds = Some(3);
         it.configs.clear();
         let mut block = Block::default();
         it.write(&mut block);

@@ -324,6 +324,7 @@ pub fn baseline_message(kernel: &str, test: &str, allowed: &[&str]) -> String {
             value: 1.0,
         }],
         attempt: None,
+        rounds: None,
     };
     let mut block = Block::default();
     baseline.write(&mut block);

@@ -208,6 +208,7 @@ fn baseline(repo: &Repo, plan: &Plan, original: &str) -> Result<Baseline> {
         reason: format!("baseline: {tests}, {} configs measured", configs.len()),
         configs,
         attempt: None,
+        rounds: None,
     };
     Ok(Baseline { iteration, tests })
 }

@@ -17,9 +17,11 @@ use crate::decision::{self, Attempt, Cause, Correctness, Decision, Status, Verdi
 use crate::git::Repo;
 use crate::guard;
 use crate::history::{Configs, History, LoopState};
-use crate::pytest::{BenchmarkRun, CorrectnessRun, Pytest};
+use crate::paired::{self, BaselineTree, Paired};
+use crate::pytest::{CorrectnessRun, Pytest};
+use crate::records::Measurement;
 use crate::session::{Iteration, fmt_change, fmt_ms, short};
-use crate::stats::{Comparison, ConfigChange, compare};
+use crate::stats::{Comparison, ConfigChange};
 use crate::trailers::{Block, render_message};
 use crate::ui;
 
@@ -41,6 +43,8 @@ pub struct StepReport {
     pub configs: Vec<ConfigChange>,
     pub commit: String,
     pub attempt: Option<String>,
+    /// Benchmark runs per side (candidate and baseline) in the paired rounds.
+    pub rounds: Option<u32>,
     pub table: PathBuf,
     pub next: String,
 }
@@ -86,6 +90,7 @@ pub fn run(repo: &Repo, args: &StepArgs, out: &mut impl Write) -> Result<StepRep
             .map_or_else(Vec::new, |c| c.configs.clone()),
         commit: commit.id,
         attempt: iteration.attempt.clone(),
+        rounds: iteration.rounds,
         table,
         next: next_action(iteration, &history),
     };
@@ -127,6 +132,13 @@ fn judge(
             _ => Vec::new(),
         },
         attempt: None,
+        rounds: match attempt {
+            Attempt::Measured {
+                paired: Some(paired),
+                ..
+            } => Some(paired.estimate.rounds as u32),
+            _ => None,
+        },
     };
     (iteration, verdict)
 }
@@ -184,8 +196,8 @@ fn preflight(repo: &Repo, continue_anyway: bool) -> Result<Preflight> {
     Ok(Preflight { history, changed })
 }
 
-/// Runs correctness, then (if it passed) the benchmark, and compares with the current baseline.
-/// Ctrl-C is an error: nothing is recorded.
+/// Runs correctness, then (if it passed) paired benchmark rounds of the candidate and the current
+/// baseline's code. Ctrl-C is an error: nothing is recorded.
 fn attempt(repo: &Repo, history: &History, deadline: Instant) -> Result<Attempt> {
     let session = &history.session;
     let runner = Pytest {
@@ -211,23 +223,39 @@ fn attempt(repo: &Repo, history: &History, deadline: Instant) -> Result<Attempt>
         }
         CorrectnessRun::Pass { .. } => {}
     }
-    let crashed = |why| Attempt::Crashed {
-        correctness: Correctness::Pass,
-        why,
+    let tree = BaselineTree::add(repo, history.current_baseline_commit())?;
+    let baseline = Pytest {
+        root: &tree.path,
+        sandbox: sandbox(repo).join("baseline"),
+        ..runner.clone()
     };
-    Ok(match runner.benchmark(session.statistic)? {
-        BenchmarkRun::Interrupted => return Err(interrupted().into()),
-        BenchmarkRun::Crash(why) => crashed(why),
-        BenchmarkRun::Measured(configs) => {
-            match compare(&history.current_baseline().configs, &configs) {
-                Ok(comparison) => Attempt::Measured {
+    let limits = &session.thresholds;
+    Ok(
+        match paired::measure(&runner, &baseline, session.statistic, limits, deadline)? {
+            Paired::Interrupted => return Err(interrupted().into()),
+            Paired::Crashed(why) => Attempt::Crashed {
+                correctness: Correctness::Pass,
+                why,
+            },
+            Paired::Decided(decided) => {
+                let comparison = decided.estimate.comparison();
+                let configs = comparison
+                    .configs
+                    .iter()
+                    .map(|c| Measurement {
+                        pass: c.pass.clone(),
+                        test: c.test.clone(),
+                        value: c.value_ms,
+                    })
+                    .collect();
+                Attempt::Measured {
                     configs,
                     comparison,
-                },
-                Err((pass, test)) => crashed(format!("config {test} {pass} gave no record")),
+                    paired: Some(decided),
+                }
             }
-        }
-    })
+        },
+    )
 }
 
 fn render(
