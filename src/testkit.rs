@@ -305,6 +305,7 @@ pub fn baseline_message(kernel: &str, test: &str, allowed: &[&str]) -> String {
         filter: None,
         class: None,
         gpu: None,
+        spread: Vec::new(),
     };
     let baseline = Iteration {
         number: 0,

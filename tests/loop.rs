@@ -263,7 +263,7 @@ fn crash_by_the_budget_leaves_no_process_behind() {
     f.edit_kernel("CRASH = \"\"", "CRASH = \"hang\"");
     let hang = Hang::new();
     let out = hang
-        .command(&f, &["step", "--json", "--budget", "10s", "deadlock"])
+        .command(&f, &["step", "--json", "--budget", "20s", "deadlock"])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
