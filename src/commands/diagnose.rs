@@ -29,8 +29,8 @@ pub const NOTES_REF: &str = "refs/notes/cutile-perf-diagnose";
 const WARM_UP_LAUNCHES: u32 = 3;
 /// Launches profiled; the median one stands for the kernel (`diagnose::representative`).
 const PROFILED_LAUNCHES: u32 = 3;
-/// A disassembler run on one cubin.
-const DISASSEMBLER_TIMEOUT: Duration = Duration::from_secs(60);
+/// One run of the assembler or disassembler on one kernel.
+const TOOL_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// What `diagnose` found, as `--json` prints it.
 #[derive(Debug, Serialize)]
@@ -284,7 +284,9 @@ fn profile(
         )
     })?;
     let diagnosis = diagnose::diagnose(&Profile::of(launch));
-    let compile = compile_facts(&dumps, deadline);
+    let assembler = gpu_arch(session.gpu.as_deref())
+        .and_then(|arch| Some((tileiras(&session.python, &root)?, arch)));
+    let compile = compile_facts(&dumps, assembler.as_ref(), deadline);
     Ok(Profiled {
         node_id,
         launches: launches.len(),
@@ -317,16 +319,67 @@ fn with_hint(err: anyhow::Error, outputs: &[&Path]) -> anyhow::Error {
     }
 }
 
-/// Tile IR counts of every dumped kernel, and registers and SASS of any cubin the run left, when
-/// cuobjdump is there.
-fn compile_facts(dumps: &Path, deadline: Instant) -> CompileFacts {
-    let mut facts = CompileFacts::default();
-    let Ok(entries) = std::fs::read_dir(dumps) else {
-        return facts;
-    };
-    let mut files: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+/// `sm_90` from the session's `name, 9.0, driver` GPU line.
+fn gpu_arch(gpu: Option<&str>) -> Option<String> {
+    let (major, minor) = super::inspect::parse_capability(gpu?.split(',').nth(1)?).ok()?;
+    Some(format!("sm_{major}{minor}"))
+}
+
+/// The Tile IR assembler cuda-tile uses: the one in the session Python's `nvidia.cu13` wheel, else a
+/// toolkit's on PATH.
+fn tileiras(python: &str, root: &Path) -> Option<PathBuf> {
+    let words: Vec<&str> = python.split_whitespace().collect();
+    let (program, args) = words.split_first()?;
+    let mut full = args.to_vec();
+    full.extend([
+        "-c",
+        "import os, nvidia.cu13 as m; print(os.path.join(m.__path__[0], 'bin', 'tileiras'))",
+    ]);
+    let wheel = process::capture(process::command(program, &full).dir(root), TOOL_TIMEOUT)
+        .ok()
+        .filter(|out| out.success())
+        .map(|out| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+        .filter(|path| path.is_file());
+    wheel.or_else(|| which::which("tileiras").ok())
+}
+
+/// Every file in `dir`, sorted.
+fn files_in(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|entries| entries.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
     files.sort();
-    for file in files {
+    files
+}
+
+/// Tile IR counts of every dumped kernel; with the assembler, each dumped bytecode compiled to a
+/// cubin, and with cuobjdump, the registers and SASS of every cubin.
+fn compile_facts(
+    dumps: &Path,
+    assembler: Option<&(PathBuf, String)>,
+    deadline: Instant,
+) -> CompileFacts {
+    if let Some((tileiras, arch)) = assembler {
+        for bytecode in files_in(dumps)
+            .into_iter()
+            .filter(|f| f.extension().is_some_and(|e| e == "tileirbc"))
+        {
+            let (input, output) = (
+                bytecode.display().to_string(),
+                bytecode.with_extension("cubin").display().to_string(),
+            );
+            // as cuda-tile runs it: a toolkit's CUDA_HOME would make the wheel's tileiras fail
+            let command = process::command(
+                &tileiras.display().to_string(),
+                &["--gpu-name", arch, "-O3", &input, "-o", &output],
+            )
+            .env_remove("CUDA_HOME")
+            .env_remove("CUDA_PATH");
+            let _ = process::capture(command, time_left(deadline));
+        }
+    }
+    let mut facts = CompileFacts::default();
+    for file in files_in(dumps) {
         let name = file
             .file_name()
             .map_or(String::new(), |n| n.to_string_lossy().into_owned());
@@ -351,12 +404,16 @@ fn compile_facts(dumps: &Path, deadline: Instant) -> CompileFacts {
     facts
 }
 
+/// What is left before `deadline`, at most [`TOOL_TIMEOUT`].
+fn time_left(deadline: Instant) -> Duration {
+    deadline
+        .saturating_duration_since(Instant::now())
+        .min(TOOL_TIMEOUT)
+}
+
 fn disassemble(args: &[&str], deadline: Instant) -> Option<String> {
     which::which("cuobjdump").ok()?;
-    let timeout = deadline
-        .saturating_duration_since(Instant::now())
-        .min(DISASSEMBLER_TIMEOUT);
-    let output = process::capture(process::command("cuobjdump", args), timeout).ok()?;
+    let output = process::capture(process::command("cuobjdump", args), time_left(deadline)).ok()?;
     (output.ending == Ending::Exited(0))
         .then(|| String::from_utf8_lossy(&output.stdout).into_owned())
 }
