@@ -12,7 +12,7 @@
 set -uo pipefail
 [ $# -ge 2 ] || { echo "usage: $0 /path/to/TileGym OUT_DIR [PYTHON]" >&2; exit 2; }
 tilegym="$(cd "$1" && pwd)"; mkdir -p "$2"; out="$(cd "$2" && pwd)"; python="${3:-python3}"
-tool="$(cd "$(dirname "$0")/.." && pwd)/target/release/git-cutile-perf"
+tool="${CUTILE_PERF_TOOL:-$(cd "$(dirname "$0")/.." && pwd)/target/release/git-cutile-perf}"
 [ -x "$tool" ] || { echo "build it first: cargo build --release" >&2; exit 2; }
 command -v ncu > /dev/null || export PATH="$PATH:/usr/local/cuda/bin"
 small="${SMALL_KERNEL:-flash_decode}"

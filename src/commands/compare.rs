@@ -5,15 +5,15 @@
 use std::collections::BTreeSet;
 use std::io::Write;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde::Serialize;
 
-use super::diagnose::{Note, code_commit, recall};
+use super::diagnose::{Note, code_commit, iteration, recall};
 use super::require_history;
 use crate::cli::CompareArgs;
 use crate::diagnose::{Diagnosis, Profile};
 use crate::git::Repo;
-use crate::history::{Configs, History};
+use crate::history::Configs;
 use crate::session::{Iteration, short};
 use crate::stats::change_pct;
 use crate::ui;
@@ -98,18 +98,6 @@ pub fn run(repo: &Repo, args: &CompareArgs, out: &mut impl Write) -> Result<Comp
         write!(out, "{}", render(&report))?;
     }
     Ok(report)
-}
-
-fn iteration(history: &History, number: u32) -> Result<&Iteration> {
-    history
-        .iterations()
-        .find(|it| it.number == number)
-        .with_context(|| {
-            format!(
-                "the session has no iteration {number}\nhint: `git cutile-perf table` lists iterations 0 to {}",
-                history.next_number() - 1
-            )
-        })
 }
 
 fn side(it: &Iteration, commit: String, diagnosed: bool) -> Side {

@@ -20,7 +20,7 @@ use crate::history::{Configs, History};
 use crate::inspect::module;
 use crate::process::{self, Ending};
 use crate::records::Measurement;
-use crate::session::short;
+use crate::session::{Iteration, short};
 use crate::{ncu, ui};
 
 /// The notes ref that caches diagnoses, one note per profiled commit.
@@ -29,6 +29,8 @@ pub const NOTES_REF: &str = "refs/notes/cutile-perf-diagnose";
 const WARM_UP_LAUNCHES: u32 = 3;
 /// Launches profiled; the median one stands for the kernel (`diagnose::representative`).
 const PROFILED_LAUNCHES: u32 = 3;
+/// `step` profiles only with at least this much of its budget left.
+pub const MIN_STEP_PROFILE: Duration = Duration::from_secs(60);
 /// One run of the assembler or disassembler on one kernel.
 const TOOL_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -78,7 +80,7 @@ pub fn run(repo: &Repo, args: &DiagnoseArgs, out: &mut impl Write) -> Result<Dia
         Instant::now() + args.budget,
     )?;
     drop(source);
-    remember(repo, &commit, &config, &profiled)?;
+    remember(repo, &commit, &profiled)?;
     let report = DiagnoseReport {
         iteration: iteration.number,
         commit,
@@ -96,15 +98,20 @@ pub fn run(repo: &Repo, args: &DiagnoseArgs, out: &mut impl Write) -> Result<Dia
     Ok(report)
 }
 
-/// The diagnosis of the change in the work tree, for `step` after its verdict: the current baseline's
-/// heaviest config, profiled as the work tree holds it. `None` (with a warning line when something
-/// failed) when ncu is missing, no config is recorded or the profile failed; the step goes on.
-pub fn cause_for(repo: &Repo, history: &History, deadline: Instant) -> Option<Diagnosis> {
+/// The diagnosis of the change in the work tree, for `step` once its verdict is known: the current
+/// baseline's heaviest config, profiled as the work tree holds it. `None` (with a line on stderr saying
+/// why, when something was tried) when ncu is missing, no config is recorded, less than
+/// [`MIN_STEP_PROFILE`] is left before `deadline`, or the profile failed: the step goes on without it.
+pub fn cause_for(repo: &Repo, history: &History, deadline: Instant) -> Option<Profiled> {
     which::which("ncu").ok()?;
     let config = heaviest(&history.current_baseline().configs)?;
+    if deadline.saturating_duration_since(Instant::now()) < MIN_STEP_PROFILE {
+        ui::progress_line("no diagnosis: the step's budget is nearly spent");
+        return None;
+    }
     ui::progress_line(&format!("diagnosing {config} with ncu ..."));
     match profile(repo, history, repo.root.clone(), &config, deadline) {
-        Ok(profiled) => Some(profiled.diagnosis),
+        Ok(profiled) => Some(profiled),
         Err(err) => {
             ui::progress_line(&format!("warning: no diagnosis: {err:#}"));
             None
@@ -113,8 +120,13 @@ pub fn cause_for(repo: &Repo, history: &History, deadline: Instant) -> Option<Di
 }
 
 /// The iteration numbered `number` and the commit holding its code.
-fn find(history: &History, number: u32) -> Result<(String, &crate::session::Iteration)> {
-    let iteration = history
+fn find(history: &History, number: u32) -> Result<(String, &Iteration)> {
+    Ok((code_commit(history, number), iteration(history, number)?))
+}
+
+/// The iteration numbered `number`, or an error naming those there are.
+pub fn iteration(history: &History, number: u32) -> Result<&Iteration> {
+    history
         .iterations()
         .find(|it| it.number == number)
         .with_context(|| {
@@ -122,8 +134,7 @@ fn find(history: &History, number: u32) -> Result<(String, &crate::session::Iter
                 "the session has no iteration {number}\nhint: `git cutile-perf table` lists iterations 0 to {}",
                 history.next_number() - 1
             )
-        })?;
-    Ok((code_commit(history, number), iteration))
+        })
 }
 
 /// The commit whose tree holds an iteration's code: its attempt when it was undone, else itself.
@@ -206,11 +217,13 @@ impl Drop for Source {
 }
 
 /// What one profiled run gave.
-struct Profiled {
-    node_id: String,
-    launches: usize,
-    diagnosis: Diagnosis,
-    compile: Option<CompileFacts>,
+#[derive(Debug, Clone)]
+pub struct Profiled {
+    pub config: String,
+    pub node_id: String,
+    pub launches: usize,
+    pub diagnosis: Diagnosis,
+    pub compile: Option<CompileFacts>,
 }
 
 /// Runs the one pytest case of `config` from `root` under ncu, autotuning off, profiling only the
@@ -288,6 +301,7 @@ fn profile(
         .and_then(|arch| Some((tileiras(&session.python, &root)?, arch)));
     let compile = compile_facts(&dumps, assembler.as_ref(), deadline);
     Ok(Profiled {
+        config: config.to_string(),
         node_id,
         launches: launches.len(),
         diagnosis,
@@ -427,10 +441,10 @@ pub fn recall(repo: &Repo, commit: &str) -> Option<Note> {
 }
 
 /// Adds a diagnosis to `commit`'s note (the one `compare` reads), keeping its other configs.
-fn remember(repo: &Repo, commit: &str, config: &str, profiled: &Profiled) -> Result<()> {
+pub fn remember(repo: &Repo, commit: &str, profiled: &Profiled) -> Result<()> {
     let mut note = recall(repo, commit).unwrap_or_default();
     note.configs
-        .insert(config.to_string(), profiled.diagnosis.clone());
+        .insert(profiled.config.clone(), profiled.diagnosis.clone());
     if profiled.compile.is_some() {
         note.compile = profiled.compile.clone();
     }
