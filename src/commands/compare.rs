@@ -257,7 +257,10 @@ pub fn sentence(
     match (a, b) {
         (Some(x), Some(y)) if x.cause == y.cause => parts.push(format!("still {}-bound", x.cause)),
         (Some(x), Some(y)) => parts.push(format!("bottleneck {} -> {}", x.cause, y.cause)),
-        _ => parts.push("not diagnosed in both (run `git cutile-perf diagnose` on each)".into()),
+        _ => parts.push(
+            "not diagnosed in both (run `git cutile-perf diagnose N --config TEST_ID` on each)"
+                .into(),
+        ),
     }
     let moved: Vec<String> = metrics.iter().chain(compile).map(Delta::text).collect();
     if !moved.is_empty() {

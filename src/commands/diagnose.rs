@@ -172,11 +172,9 @@ impl Source {
         let path = repo
             .git_path("cutile-perf")?
             .join(format!("diagnose-{}", short(commit)));
-        if path.exists() {
-            // left by an interrupted run
-            let _ = repo.git(&["worktree", "remove", "--force", &path.display().to_string()]);
-            let _ = std::fs::remove_dir_all(&path);
-        }
+        // one left by an interrupted run goes first
+        let _ = std::fs::remove_dir_all(&path);
+        let _ = repo.git(&["worktree", "prune"]);
         repo.git(&[
             "worktree",
             "add",
@@ -492,6 +490,7 @@ fn render(report: &DiagnoseReport) -> String {
         number(p.local_bytes, 0),
         number(p.waves_per_sm, 2)
     );
+    out += &format!("  cached   as a note in {NOTES_REF} (`compare` reads it)\n");
     if let Some(facts) = &report.compile {
         let totals: Vec<String> = facts
             .totals()
