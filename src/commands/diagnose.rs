@@ -501,3 +501,54 @@ fn render(report: &DiagnoseReport) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decision::{Decision, Status};
+    use crate::session::tests::{iteration, session};
+
+    #[test]
+    fn a_reverted_iteration_is_profiled_at_its_attempt_and_the_slowest_config_weighs_most() {
+        let mut reverted = iteration(1, Status::Revert, Some(4.0), Decision::TryNext);
+        reverted.attempt = Some("a1".into());
+        let history = History {
+            session: session(),
+            baseline_commit: "c0".into(),
+            iterations: vec![
+                (
+                    "c0".into(),
+                    iteration(0, Status::Keep, Some(0.0), Decision::Continue),
+                ),
+                ("c1".into(), reverted),
+            ],
+        };
+        assert_eq!(code_commit(&history, 0), "c0");
+        assert_eq!(code_commit(&history, 1), "a1");
+        let err = iteration_or_err(&history, 7);
+        assert!(err.contains("no iteration 7"), "{err}");
+        assert!(err.contains("iterations 0 to 1"), "{err}");
+
+        let measure = |test: &str, value| Measurement {
+            pass: "forward".into(),
+            test: test.into(),
+            value,
+        };
+        let configs = [
+            measure("small", 0.1),
+            measure("large", 1.5),
+            measure("mid", 0.7),
+        ];
+        assert_eq!(heaviest(&configs).as_deref(), Some("large"));
+        assert_eq!(heaviest(&[]), None);
+        assert_eq!(
+            gpu_arch(Some("NVIDIA H200, 9.0, 580.159.04")).as_deref(),
+            Some("sm_90")
+        );
+        assert_eq!(gpu_arch(None), None);
+    }
+
+    fn iteration_or_err(history: &History, number: u32) -> String {
+        format!("{:#}", super::iteration(history, number).unwrap_err())
+    }
+}
