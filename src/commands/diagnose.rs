@@ -325,9 +325,13 @@ fn with_hint(err: anyhow::Error, outputs: &[&Path]) -> anyhow::Error {
         .iter()
         .filter_map(|p| std::fs::read_to_string(p).ok())
         .collect();
-    match diagnose::failure_hint(&text) {
-        Some(hint) => anyhow::anyhow!("{hint}"),
-        None => err,
+    match (
+        diagnose::failure_hint(&text),
+        outputs.first().and_then(|p| p.parent()),
+    ) {
+        (Some(hint), Some(dir)) => anyhow::anyhow!("{hint} (ncu's output is in {})", dir.display()),
+        (Some(hint), None) => anyhow::anyhow!("{hint}"),
+        (None, _) => err,
     }
 }
 

@@ -352,16 +352,32 @@ pub fn representative(launches: &[Launch]) -> Option<&Launch> {
     Some(main[main.len() / 2])
 }
 
-/// A clear hint for a known ncu failure found in its output, if any.
+/// Known ncu failures, by what its output says, and what to tell the user.
+const FAILURES: [(&str, &str); 3] = [
+    (
+        "ERR_NVGPUCTRPERM",
+        "ncu may not read the GPU's performance counters (ERR_NVGPUCTRPERM)\nhint: run as root (sudo), or let \
+         every user profile: load the nvidia module with NVreg_RestrictProfilingToAdminUsers=0 \
+         (e.g. `options nvidia NVreg_RestrictProfilingToAdminUsers=0` in /etc/modprobe.d/, then reboot)",
+    ),
+    (
+        "Failed to find metric",
+        "this ncu does not know one of the diagnosis metrics\nhint: see `ncu --query-metrics`; the metric set \
+         is `diagnose::wanted` (a newer Nsight Compute may be needed)",
+    ),
+    (
+        "No kernels were profiled",
+        "ncu profiled no launch of the session kernel in this case\nhint: check that the case launches the \
+         kernel more than the 3 skipped warm-up times, and that its @ct.kernel names match what ncu reports",
+    ),
+];
+
+/// A clear message and hint for a known ncu failure found in its output, if any.
 pub fn failure_hint(ncu_output: &str) -> Option<&'static str> {
-    if ncu_output.contains("ERR_NVGPUCTRPERM") {
-        return Some(
-            "ncu may not read the GPU's performance counters (ERR_NVGPUCTRPERM)\nhint: run as root (sudo), or let \
-             every user profile: load the nvidia module with NVreg_RestrictProfilingToAdminUsers=0 \
-             (e.g. `options nvidia NVreg_RestrictProfilingToAdminUsers=0` in /etc/modprobe.d/, then reboot)",
-        );
-    }
-    None
+    FAILURES
+        .iter()
+        .find(|(needle, _)| ncu_output.contains(needle))
+        .map(|(_, hint)| *hint)
 }
 
 /// The pytest node id of a recorded config (`classname::name` as JUnit wrote it) in `test_file`:
@@ -544,6 +560,11 @@ mod tests {
             "{hint}"
         );
         assert_eq!(failure_hint("==ERROR== some other failure"), None);
+        let unknown =
+            failure_hint("==ERROR== Failed to find metric sm__pipe_tensor_op_gmma_cycles_active");
+        assert!(unknown.unwrap().contains("ncu --query-metrics"));
+        let none = failure_hint("==PROF== Disconnected\n==WARNING== No kernels were profiled.\n");
+        assert!(none.unwrap().contains("warm-up"));
     }
 
     #[test]
