@@ -171,7 +171,20 @@ fn without_ncu_or_without_counter_access_a_clear_hint() {
         hint.contains("NVreg_RestrictProfilingToAdminUsers=0"),
         "{hint}"
     );
+    // an ncu without one of the metrics: profiled again without it
+    let old = fixture
+        .command(&["diagnose", "--json"])
+        .env("PATH", &path)
+        .env("FAKE_NCU", "old")
+        .output()
+        .unwrap();
+    assert_eq!(json(&old)["cause"], "memory");
+    assert!(
+        text(&old.stderr).contains("does not know sm__pipe_tensor_op_gmma_cycles_active"),
+        "{}",
+        text(&old.stderr)
+    );
     // nothing cached for a failed profile
     let notes = fixture.run(&["compare", "0", "0", "--json"]);
-    assert_eq!(json(&notes)["a"]["diagnosed"], false);
+    assert_eq!(json(&notes)["a"]["diagnosed"], true, "the second profile is cached");
 }

@@ -29,6 +29,8 @@ pub const NOTES_REF: &str = "refs/notes/cutile-perf-diagnose";
 const WARM_UP_LAUNCHES: u32 = 3;
 /// Launches profiled; the median one stands for the kernel (`diagnose::representative`).
 const PROFILED_LAUNCHES: u32 = 3;
+/// How many unknown metrics a profile drops, one run each, before it gives up.
+const UNKNOWN_METRIC_RETRIES: u32 = 3;
 /// `step` profiles only with at least this much of its budget left.
 pub const MIN_STEP_PROFILE: Duration = Duration::from_secs(60);
 /// One run of the assembler or disassembler on one kernel.
@@ -262,14 +264,7 @@ fn profile(
     std::fs::create_dir_all(&dumps)
         .with_context(|| format!("cannot create {}", dumps.display()))?;
     let (log, csv) = (dir.join("ncu.log"), dir.join("ncu.csv"));
-    let metrics = ncu::select(ncu::query_metrics().as_deref(), &diagnose::wanted());
-    let ncu_args = ncu::args(
-        metrics,
-        &names.join("|"),
-        WARM_UP_LAUNCHES,
-        PROFILED_LAUNCHES,
-        &csv,
-    );
+    let mut metrics = ncu::select(ncu::query_metrics().as_deref(), &diagnose::wanted());
     let python_path = python_path(&root);
     let dumps_text = dumps.display().to_string();
     let env = [
@@ -285,8 +280,34 @@ fn profile(
         "profiling {} of {node_id} with ncu ...",
         names.join(", ")
     ));
-    let launches = ncu::run(&command, &ncu_args, &root, &env, &log, &csv, deadline)
-        .map_err(|err| with_hint(err, &[&log, &csv]))?;
+    let mut retries = UNKNOWN_METRIC_RETRIES;
+    let launches = loop {
+        let ncu_args = ncu::args(
+            metrics.clone(),
+            &names.join("|"),
+            WARM_UP_LAUNCHES,
+            PROFILED_LAUNCHES,
+            &csv,
+        );
+        std::fs::remove_file(&csv).ok();
+        match ncu::run(&command, &ncu_args, &root, &env, &log, &csv, deadline) {
+            Ok(launches) => break launches,
+            Err(err) => {
+                // a metric this ncu does not know stops it before the run: profile without it
+                let output = read_all(&[&log, &csv]);
+                match diagnose::unknown_metric(&output, &metrics) {
+                    Some(unknown) if retries > 0 => {
+                        retries -= 1;
+                        ui::progress_line(&format!(
+                            "this ncu does not know {unknown}; profiling without it ..."
+                        ));
+                        metrics = diagnose::without(&metrics, &unknown);
+                    }
+                    _ => return Err(with_hint(err, &output, &dir)),
+                }
+            }
+        }
+    };
     let launch = diagnose::representative(&launches).with_context(|| {
         format!(
             "ncu profiled no launch of {} in {node_id}; see {}",
@@ -319,19 +340,19 @@ fn python_path(root: &Path) -> String {
     paths.join(":")
 }
 
-/// A known ncu failure in its output replaces the generic error.
-fn with_hint(err: anyhow::Error, outputs: &[&Path]) -> anyhow::Error {
-    let text: String = outputs
+/// The text of each file that exists.
+fn read_all(files: &[&Path]) -> String {
+    files
         .iter()
         .filter_map(|p| std::fs::read_to_string(p).ok())
-        .collect();
-    match (
-        diagnose::failure_hint(&text),
-        outputs.first().and_then(|p| p.parent()),
-    ) {
-        (Some(hint), Some(dir)) => anyhow::anyhow!("{hint} (ncu's output is in {})", dir.display()),
-        (Some(hint), None) => anyhow::anyhow!("{hint}"),
-        (None, _) => err,
+        .collect()
+}
+
+/// A known ncu failure in its output replaces the generic error.
+fn with_hint(err: anyhow::Error, output: &str, dir: &Path) -> anyhow::Error {
+    match diagnose::failure_hint(output) {
+        Some(hint) => anyhow::anyhow!("{hint} (ncu's output is in {})", dir.display()),
+        None => err,
     }
 }
 

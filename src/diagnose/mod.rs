@@ -380,6 +380,29 @@ pub fn failure_hint(ncu_output: &str) -> Option<&'static str> {
         .map(|(_, hint)| *hint)
 }
 
+/// The metric of `metrics` (comma-separated, as passed to ncu) that ncu's output says it cannot find.
+pub fn unknown_metric(ncu_output: &str, metrics: &str) -> Option<String> {
+    const MESSAGE: &str = "Failed to find metric";
+    let line = ncu_output.lines().find(|l| l.contains(MESSAGE))?;
+    let (_, after) = line.split_once(MESSAGE)?;
+    let named = after
+        .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.'))
+        .find(|w| !w.is_empty())?;
+    metrics
+        .split(',')
+        .find(|m| *m == named || m.split('.').next() == Some(named))
+        .map(str::to_string)
+}
+
+/// `metrics` less `unknown`.
+pub fn without(metrics: &str, unknown: &str) -> String {
+    metrics
+        .split(',')
+        .filter(|m| *m != unknown)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 /// The pytest node id of a recorded config (`classname::name` as JUnit wrote it) in `test_file`:
 /// the classname's parts after the file's module name are classes.
 pub fn node_id(test_file: &str, case: &str) -> String {
@@ -565,6 +588,27 @@ mod tests {
         assert!(unknown.unwrap().contains("ncu --query-metrics"));
         let none = failure_hint("==PROF== Disconnected\n==WARNING== No kernels were profiled.\n");
         assert!(none.unwrap().contains("warm-up"));
+    }
+
+    #[test]
+    fn an_unknown_metric_is_named_and_dropped() {
+        let metrics = "gpu__time_duration.sum,sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,sm__throughput.avg.pct_of_peak_sustained_elapsed";
+        let output = "==PROF== Connected to process 5\n==ERROR== Failed to find metric sm__pipe_tensor_op_gmma_cycles_active\n";
+        let unknown = unknown_metric(output, metrics).unwrap();
+        assert_eq!(
+            unknown,
+            "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active"
+        );
+        assert_eq!(
+            without(metrics, &unknown),
+            "gpu__time_duration.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed"
+        );
+        assert_eq!(unknown_metric("==ERROR== other", metrics), None);
+        // a name ncu reports that is not ours cannot be dropped
+        assert_eq!(
+            unknown_metric("==ERROR== Failed to find metric xyz__abc", metrics),
+            None
+        );
     }
 
     #[test]
