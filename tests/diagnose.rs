@@ -186,5 +186,9 @@ fn without_ncu_or_without_counter_access_a_clear_hint() {
     );
     // nothing cached for a failed profile
     let notes = fixture.run(&["compare", "0", "0", "--json"]);
-    assert_eq!(json(&notes)["a"]["diagnosed"], true, "the second profile is cached");
+    assert_eq!(
+        json(&notes)["a"]["diagnosed"],
+        true,
+        "the second profile is cached"
+    );
 }

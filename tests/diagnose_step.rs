@@ -28,7 +28,7 @@ fn the_uncommitted_change_is_what_gets_diagnosed() {
     unsafe { std::env::set_var("PATH", std::env::join_paths(&no_ncu).unwrap()) };
     let later = Instant::now() + Duration::from_secs(300);
     assert!(
-        cause_for(&repo, &history, later).is_none(),
+        cause_for(&repo, &history, later).unwrap().is_none(),
         "no ncu, no diagnosis"
     );
 
@@ -41,12 +41,14 @@ fn the_uncommitted_change_is_what_gets_diagnosed() {
     with.extend(no_ncu);
     unsafe { std::env::set_var("PATH", std::env::join_paths(&with).unwrap()) };
     assert!(
-        cause_for(&repo, &history, Instant::now() + Duration::from_secs(10)).is_none(),
+        cause_for(&repo, &history, Instant::now() + Duration::from_secs(10))
+            .unwrap()
+            .is_none(),
         "too little budget left"
     );
 
     fixture.edit_kernel("TILE_SIZE = 128", "TILE_SIZE = 256");
-    let profiled = cause_for(&repo, &history, later).unwrap();
+    let profiled = cause_for(&repo, &history, later).unwrap().unwrap();
     assert_eq!(profiled.diagnosis.cause, Cause::Memory);
     // the stand-in's numbers for the edited kernel
     assert_eq!(profiled.diagnosis.profile.dram_pct, Some(86.0));

@@ -101,22 +101,28 @@ pub fn run(repo: &Repo, args: &DiagnoseArgs, out: &mut impl Write) -> Result<Dia
 }
 
 /// The diagnosis of the change in the work tree, for `step` once its verdict is known: the current
-/// baseline's heaviest config, profiled as the work tree holds it. `None` (with a line on stderr saying
-/// why, when something was tried) when ncu is missing, no config is recorded, less than
+/// baseline's heaviest config, profiled as the work tree holds it. `Ok(None)` (with a line on stderr
+/// saying why, when something was tried) when ncu is missing, no config is recorded, less than
 /// [`MIN_STEP_PROFILE`] is left before `deadline`, or the profile failed: the step goes on without it.
-pub fn cause_for(repo: &Repo, history: &History, deadline: Instant) -> Option<Profiled> {
-    which::which("ncu").ok()?;
-    let config = heaviest(&history.current_baseline().configs)?;
+/// Only Ctrl-C is an error ([`super::Interrupted`]), so that the step records nothing.
+pub fn cause_for(repo: &Repo, history: &History, deadline: Instant) -> Result<Option<Profiled>> {
+    if which::which("ncu").is_err() {
+        return Ok(None);
+    }
+    let Some(config) = heaviest(&history.current_baseline().configs) else {
+        return Ok(None);
+    };
     if deadline.saturating_duration_since(Instant::now()) < MIN_STEP_PROFILE {
         ui::progress_line("no diagnosis: the step's budget is nearly spent");
-        return None;
+        return Ok(None);
     }
     ui::progress_line(&format!("diagnosing {config} with ncu ..."));
     match profile(repo, history, repo.root.clone(), &config, deadline) {
-        Ok(profiled) => Some(profiled),
+        Ok(profiled) => Ok(Some(profiled)),
+        Err(err) if err.is::<super::Interrupted>() => Err(err),
         Err(err) => {
             ui::progress_line(&format!("warning: no diagnosis: {err:#}"));
-            None
+            Ok(None)
         }
     }
 }
@@ -292,6 +298,9 @@ fn profile(
         std::fs::remove_file(&csv).ok();
         match ncu::run(&command, &ncu_args, &root, &env, &log, &csv, deadline) {
             Ok(launches) => break launches,
+            Err(_) if process::interrupted() => {
+                return Err(super::Interrupted("nothing was profiled or cached").into());
+            }
             Err(err) => {
                 // a metric this ncu does not know stops it before the run: profile without it
                 let output = read_all(&[&log, &csv]);
