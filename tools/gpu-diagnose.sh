@@ -25,11 +25,16 @@ export GIT_COMMITTER_NAME="$GIT_AUTHOR_NAME" GIT_COMMITTER_EMAIL="$GIT_AUTHOR_EM
 
 # a fresh repository with TileGym's sources and tests; its src/ first on Python's path, so the session's
 # code is what runs, not an installed checkout
+base_pythonpath="${PYTHONPATH:-}"
 fresh() {
   local repo="$work/$1"
-  mkdir -p "$repo"
-  (cd "$tilegym" && tar cf - --exclude=.git .) | (cd "$repo" && tar xf -)
-  git -C "$repo" init -q -b main && git -C "$repo" add -A && git -C "$repo" commit -qm "TileGym" --no-verify
+  if [ -d "$tilegym/.git" ]; then
+    git clone -q "$tilegym" "$repo"
+  else
+    mkdir -p "$repo"
+    (cd "$tilegym" && tar cf - .) | (cd "$repo" && tar xf -)
+    git -C "$repo" init -q -b main && git -C "$repo" add -A && git -C "$repo" commit -qm "TileGym" --no-verify
+  fi
   echo "$repo"
 }
 
@@ -69,7 +74,7 @@ done > "$out/ncu-metrics-known.txt"
 
 # 1. rms_norm: TMA on the persistent store, diagnosed before and after
 cd "$(fresh rms_norm)" || exit 1
-export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONPATH="$PWD/src${base_pythonpath:+:$base_pythonpath}"
 run rms-start start rms_norm --suite ops --class memory --python "$python" --json
 grep -q 'allow_tma=False' src/tilegym/ops/cutile/rms_norm.py || echo "warning: no allow_tma=False in rms_norm.py" | tee -a "$out/timings.txt"
 sed -i '/allow_tma=False/d' src/tilegym/ops/cutile/rms_norm.py
@@ -82,19 +87,17 @@ run rms-diagnose-1 diagnose 1 --config "$persistent" --budget 3m
 run rms-compare compare 0 1
 run rms-compare-json compare 0 1 --json
 keep_notes rms
-PYTHONPATH="${PYTHONPATH#*:}"
 
 # 2. matmul: expected compute-bound
 cd "$(fresh matmul)" || exit 1
-export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONPATH="$PWD/src${base_pythonpath:+:$base_pythonpath}"
 run matmul-start start matmul --suite ops --class compute --budget 4m --python "$python" --filter "$matmul_filter" --json
 run matmul-diagnose diagnose --budget 3m
 keep_notes matmul
-PYTHONPATH="${PYTHONPATH#*:}"
 
 # 3. a small-grid kernel: expected latency or scheduling
 cd "$(fresh "$small")" || exit 1
-export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONPATH="$PWD/src${base_pythonpath:+:$base_pythonpath}"
 run small-start start "$small" --suite ops --budget 3m --python "$python" --filter "$small_filter" --json
 run small-diagnose diagnose --budget 3m
 keep_notes small
