@@ -90,7 +90,7 @@ fn diagnose_profiles_one_case_of_each_iteration_and_compare_says_what_moved() {
     assert_eq!(first["iteration"], 0);
     assert_eq!(first["profile"]["dram_pct"], 64.5);
     let calls = std::fs::read_to_string(ncu_dir.join("calls")).unwrap();
-    assert!(calls.contains("cutile-perf/diagnose-"), "{calls}");
+    assert!(calls.contains("/cutile-perf/baseline-"), "{calls}");
     assert_eq!(fixture.git(&["worktree", "list"]).lines().count(), 1);
     assert_eq!(fixture.status(), "");
 

@@ -18,6 +18,7 @@ use crate::diagnose::{self, Diagnosis, Profile};
 use crate::git::Repo;
 use crate::history::{Configs, History};
 use crate::inspect::module;
+use crate::paired::BaselineTree;
 use crate::process::{self, Ending};
 use crate::records::Measurement;
 use crate::session::{Iteration, short};
@@ -167,57 +168,23 @@ fn require_ncu() -> Result<()> {
 }
 
 /// Where the profiled code is: the work tree, or a temporary detached worktree removed on drop.
-enum Source {
+enum Source<'a> {
     WorkTree,
-    Worktree { repo_root: PathBuf, path: PathBuf },
+    Worktree(BaselineTree<'a>),
 }
 
-impl Source {
-    fn of(repo: &Repo, commit: &str) -> Result<Source> {
+impl<'a> Source<'a> {
+    fn of(repo: &'a Repo, commit: &str) -> Result<Source<'a>> {
         if repo.head()? == commit && repo.tracked_changes()?.is_empty() {
             return Ok(Source::WorkTree);
         }
-        let path = repo
-            .git_path("cutile-perf")?
-            .join(format!("diagnose-{}", short(commit)));
-        // one left by an interrupted run goes first
-        let _ = std::fs::remove_dir_all(&path);
-        let _ = repo.git(&["worktree", "prune"]);
-        repo.git(&[
-            "worktree",
-            "add",
-            "--detach",
-            "--quiet",
-            &path.display().to_string(),
-            commit,
-        ])
-        .context("cannot check out the iteration's code in a temporary worktree")?;
-        Ok(Source::Worktree {
-            repo_root: repo.root.clone(),
-            path,
-        })
+        Ok(Source::Worktree(BaselineTree::add(repo, commit)?))
     }
 
     fn path(&self, repo: &Repo) -> PathBuf {
         match self {
             Source::WorkTree => repo.root.clone(),
-            Source::Worktree { path, .. } => path.clone(),
-        }
-    }
-}
-
-impl Drop for Source {
-    fn drop(&mut self) {
-        if let Source::Worktree { repo_root, path } = self {
-            let removed = process::git(
-                repo_root,
-                &["worktree", "remove", "--force", &path.display().to_string()],
-                &[],
-            );
-            if removed.is_err() {
-                let _ = std::fs::remove_dir_all(&*path);
-                let _ = process::git(repo_root, &["worktree", "prune"], &[]);
-            }
+            Source::Worktree(tree) => tree.path.clone(),
         }
     }
 }
