@@ -11,7 +11,7 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
 
-use super::{Interrupted, require_history, sandbox, write_table};
+use super::{Interrupted, diagnose, require_history, sandbox, write_table};
 use crate::cli::StepArgs;
 use crate::decision::{self, Attempt, Cause, Correctness, Decision, Status, Verdict};
 use crate::git::Repo;
@@ -62,13 +62,35 @@ pub fn run(repo: &Repo, args: &StepArgs, out: &mut impl Write) -> Result<StepRep
     } = args;
     let ready = preflight(repo, *continue_anyway)?;
     let letter = opt.as_deref().map(playbook_letter).transpose()?;
-    let attempt = attempt(repo, &ready.history, Instant::now() + *budget)?;
-    let (iteration, verdict) = judge(&ready.history, &attempt, description, letter, *cause);
+    let deadline = Instant::now() + *budget;
+    let attempt = attempt(repo, &ready.history, deadline)?;
+    // the verdict is known; a diagnosis may only add the cause (and escalate by its rule)
+    let diagnosed = match (cause, &attempt) {
+        (None, Attempt::Measured { .. }) => diagnose::cause_for(repo, &ready.history, deadline)?,
+        _ => None,
+    };
+    let found_cause = diagnosed.as_ref().map(|found| &found.diagnosis);
+    let (mut iteration, mut verdict) = judge(
+        &ready.history,
+        &attempt,
+        description,
+        letter,
+        cause.or(found_cause.map(|d| d.cause)),
+    );
+    if let Some(d) = found_cause.filter(|d| matches!(d.cause, Cause::Scheduling | Cause::Unknown)) {
+        iteration.reason += &format!(" ({})", d.because);
+        verdict.reason = iteration.reason.clone();
+    }
     let Preflight {
         mut history,
         changed,
     } = ready;
     let commit = record(repo, &history, iteration, &changed, notes.as_deref())?;
+    if let Some(found) = &diagnosed {
+        let code = commit.iteration.attempt.as_deref().unwrap_or(&commit.id);
+        // only `compare`'s cache: losing it loses nothing recorded
+        let _ = diagnose::remember(repo, code, found);
+    }
     history.push(commit.id.clone(), commit.iteration);
     let table = write_table(repo, &history)?;
     let (_, iteration) = history.iterations.last().expect("just pushed");
