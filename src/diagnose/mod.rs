@@ -251,7 +251,9 @@ fn rule_name(rule: Rule) -> &'static str {
 }
 
 fn decide(p: &Profile) -> (Cause, Rule, String) {
-    let (Some(sm), Some(memory)) = (p.sm_pct, p.memory_throughput()) else {
+    // a metric ncu printed as "n/a" (parsed as NaN) is no more a reading than a missing one
+    let finite = |v: Option<f64>| v.filter(|v| v.is_finite());
+    let (Some(sm), Some(memory)) = (finite(p.sm_pct), finite(p.memory_throughput())) else {
         return (
             Cause::Unknown,
             Rule::NoThroughput,
@@ -463,9 +465,16 @@ mod tests {
             tensor_pipe_pct: Some(71.0),
             ..profile(78.0, 40.0)
         };
-        let cases: [(Profile, Cause, Rule, &str); 8] = [
+        let cases: [(Profile, Cause, Rule, &str); 9] = [
             (
                 Profile::default(),
+                Cause::Unknown,
+                Rule::NoThroughput,
+                "no-throughput: ncu reported no SM or memory throughput",
+            ),
+            // seen on an H200 for a matmul launch: every section read "n/a"
+            (
+                profile(f64::NAN, f64::NAN),
                 Cause::Unknown,
                 Rule::NoThroughput,
                 "no-throughput: ncu reported no SM or memory throughput",
