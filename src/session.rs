@@ -9,6 +9,7 @@ use anyhow::{Context, Result, bail};
 use crate::decision::{Cause, Correctness, Decision, Status, Thresholds, fmt_pct};
 use crate::kernel_class::KernelClass;
 use crate::records::{Measurement, Statistic};
+use crate::runner::{Placement, RunnerSettings};
 use crate::trailers::{Block, decode_field, encode_field};
 
 /// Version of the trailer schema, so a later tool can read an older history.
@@ -34,6 +35,8 @@ pub struct Session {
     pub class: Option<KernelClass>,
     /// `name, compute capability, driver` when a GPU was seen.
     pub gpu: Option<String>,
+    /// Where the tests run: here, or on a Slurm node per iteration.
+    pub runner: RunnerSettings,
 }
 
 fn serialize_display<S: serde::Serializer>(
@@ -61,6 +64,8 @@ pub struct Iteration {
     pub configs: Vec<Measurement>,
     /// The commit holding the attempted change, for reverted and crashed iterations.
     pub attempt: Option<String>,
+    /// The Slurm node and job that measured it; none for local runs.
+    pub placement: Option<Placement>,
 }
 
 /// Formats a latency as the table and trailers show it.
@@ -112,6 +117,7 @@ impl Session {
         if let Some(gpu) = &self.gpu {
             block.push("GPU", gpu);
         }
+        self.runner.write(block);
     }
 
     /// The session recorded in a baseline commit's trailers; `None` if the block holds none.
@@ -154,6 +160,7 @@ impl Session {
                 .map(|c| c.parse().map_err(anyhow::Error::msg))
                 .transpose()?,
             gpu: block.get("GPU")?.map(str::to_string),
+            runner: RunnerSettings::read(block)?,
         }))
     }
 }
@@ -177,6 +184,9 @@ impl Iteration {
         block.push("Reason", &self.reason);
         if let Some(attempt) = &self.attempt {
             block.push("Attempt", attempt);
+        }
+        if let Some(placement) = &self.placement {
+            placement.write(block);
         }
         for config in &self.configs {
             // the full-precision value: the next iteration compares against it
@@ -240,6 +250,7 @@ impl Iteration {
             reason: block.require("Reason")?.to_string(),
             configs,
             attempt: block.get("Attempt")?.map(str::to_string),
+            placement: Placement::read(block)?,
         }))
     }
 }
@@ -267,6 +278,7 @@ pub(crate) mod tests {
             filter: Some("float16 and not 32768".into()),
             class: Some(KernelClass::Memory),
             gpu: None,
+            runner: RunnerSettings::default(),
         }
     }
 
@@ -294,6 +306,7 @@ pub(crate) mod tests {
                 value: 0.1234567891,
             }],
             attempt: None,
+            placement: None,
         }
     }
 

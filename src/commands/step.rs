@@ -18,6 +18,7 @@ use crate::git::Repo;
 use crate::guard;
 use crate::history::{Configs, History, LoopState};
 use crate::pytest::{BenchmarkRun, CorrectnessRun, Pytest};
+use crate::runner::{Placement, Runner};
 use crate::session::{Iteration, fmt_change, fmt_ms, short};
 use crate::stats::{Comparison, ConfigChange, compare};
 use crate::trailers::{Block, render_message};
@@ -41,6 +42,8 @@ pub struct StepReport {
     pub configs: Vec<ConfigChange>,
     pub commit: String,
     pub attempt: Option<String>,
+    /// The Slurm node and job that ran it; none locally.
+    pub placement: Option<Placement>,
     pub table: PathBuf,
     pub next: String,
 }
@@ -58,8 +61,12 @@ pub fn run(repo: &Repo, args: &StepArgs, out: &mut impl Write) -> Result<StepRep
     } = args;
     let ready = preflight(repo, *continue_anyway)?;
     let letter = opt.as_deref().map(playbook_letter).transpose()?;
-    let attempt = attempt(repo, &ready.history, Instant::now() + *budget)?;
-    let (iteration, verdict) = judge(&ready.history, &attempt, description, letter, *cause);
+    // the queue wait comes before the budget starts
+    let place = Runner::acquire(&ready.history.session.runner, &repo.root, &sandbox(repo))?;
+    let attempt = attempt(repo, &ready.history, &place, Instant::now() + *budget)?;
+    let (mut iteration, verdict) = judge(&ready.history, &attempt, description, letter, *cause);
+    iteration.placement = place.placement().cloned();
+    place.release();
     let Preflight {
         mut history,
         changed,
@@ -86,6 +93,7 @@ pub fn run(repo: &Repo, args: &StepArgs, out: &mut impl Write) -> Result<StepRep
             .map_or_else(Vec::new, |c| c.configs.clone()),
         commit: commit.id,
         attempt: iteration.attempt.clone(),
+        placement: iteration.placement.clone(),
         table,
         next: next_action(iteration, &history),
     };
@@ -127,6 +135,7 @@ fn judge(
             _ => Vec::new(),
         },
         attempt: None,
+        placement: None,
     };
     (iteration, verdict)
 }
@@ -186,7 +195,7 @@ fn preflight(repo: &Repo, continue_anyway: bool) -> Result<Preflight> {
 
 /// Runs correctness, then (if it passed) the benchmark, and compares with the current baseline.
 /// Ctrl-C is an error: nothing is recorded.
-fn attempt(repo: &Repo, history: &History, deadline: Instant) -> Result<Attempt> {
+fn attempt(repo: &Repo, history: &History, place: &Runner, deadline: Instant) -> Result<Attempt> {
     let session = &history.session;
     let runner = Pytest {
         python: &session.python,
@@ -195,6 +204,7 @@ fn attempt(repo: &Repo, history: &History, deadline: Instant) -> Result<Attempt>
         filter: session.filter.as_deref(),
         sandbox: sandbox(repo),
         deadline,
+        place,
     };
     let interrupted = || Interrupted("nothing was recorded; your changes are as you left them");
     match runner.correctness()? {
