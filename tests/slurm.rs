@@ -167,20 +167,82 @@ fn the_budget_cancels_the_job_and_leaves_no_process() {
     hang.assert_child_gone();
 }
 
-/// The job carrying `comment` (tests run in parallel; each marks its own), once squeue shows it.
+/// The newest job carrying `comment` (tests run in parallel; each marks its own), once squeue shows it.
 fn job_with_comment(comment: &str) -> String {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let listed = output("squeue", &["-h", "--states=all", "-o", "%i|%k"]).unwrap_or_default();
         if let Some(job) = listed
             .lines()
-            .find_map(|l| l.strip_suffix(&format!("|{comment}")))
+            .filter_map(|l| l.strip_suffix(&format!("|{comment}")))
+            .filter_map(|job| job.parse::<u64>().ok())
+            .max()
         {
             return job.to_string();
         }
         assert!(Instant::now() < deadline, "no job with comment {comment}");
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+/// A session whose jobs carry a comment unique to this test, and a hanging benchmark to try.
+fn hanging_session(f: &Fixture, test: &str) -> String {
+    let comment = format!("cutile-perf-{test}-{}", std::process::id());
+    start_slurm(f, &format!("--comment={comment}"));
+    f.edit_kernel("CRASH = \"\"", "CRASH = \"hang\"");
+    comment
+}
+
+#[test]
+fn sigterm_during_the_benchmark_cancels_the_job() {
+    if !slurm_reachable("sigterm_during_the_benchmark_cancels_the_job") {
+        return;
+    }
+    let f = Fixture::new();
+    let comment = hanging_session(&f, "sigterm");
+    let before = f.head();
+    let hang = Hang::new();
+    let out = hang.when_hanging(&f, &["step", "deadlock"], |tool| unsafe {
+        libc::kill(tool.id() as i32, libc::SIGTERM);
+    });
+    assert_eq!(out.status.code(), Some(130), "{}", support::both(&out));
+    assert_eq!(f.head(), before, "nothing was recorded");
+    assert_job_ended_cancelled(&job_with_comment(&comment));
+    hang.assert_child_gone();
+}
+
+#[test]
+fn a_job_cancelled_from_outside_is_a_crash_that_says_so() {
+    if !slurm_reachable("a_job_cancelled_from_outside_is_a_crash_that_says_so") {
+        return;
+    }
+    let f = Fixture::new();
+    let comment = hanging_session(&f, "outside");
+    let hang = Hang::new();
+    let out = hang.when_hanging(&f, &["step", "--json", "deadlock"], |_| {
+        // an administrator (or the scheduler) takes the node away mid-benchmark
+        output("scancel", &[&job_with_comment(&comment)]).unwrap();
+    });
+    assert!(out.status.success(), "{}", support::both(&out));
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["status"], "crash");
+    let job = f.trailer("HEAD", "Cutile-Perf-Slurm-Job");
+    assert!(
+        r["reason"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("the Slurm job {job} on node")),
+        "{r}"
+    );
+    assert!(
+        r["reason"]
+            .as_str()
+            .unwrap()
+            .contains("was cancelled from outside (CANCELLED)"),
+        "{r}"
+    );
+    assert_job_ended_cancelled(&job);
+    hang.assert_child_gone();
 }
 
 #[test]

@@ -100,7 +100,7 @@ pub fn loss_reason(job: &str, status: Option<&JobStatus>) -> Option<String> {
         format!(" on node {}", status.node)
     };
     Some(match status.state.as_str() {
-        "RUNNING" | "COMPLETING" => return None,
+        "RUNNING" => return None,
         "NODE_FAIL" => format!("the node failed under Slurm job {job}{node} (NODE_FAIL)"),
         "PREEMPTED" => format!("Slurm preempted job {job}{node} (PREEMPTED)"),
         "CANCELLED" => format!("the Slurm job {job}{node} was cancelled from outside (CANCELLED)"),
@@ -311,11 +311,26 @@ impl Allocation {
         )
     }
 
-    /// The reason when the job itself ended under a command.
+    /// The reason when the job itself ended under a command. A job still COMPLETING is ending: its
+    /// final state (CANCELLED, NODE_FAIL, ...) says why, so it is awaited briefly.
     pub fn lost(&self) -> Option<String> {
-        match self.status() {
-            Ok(status) => loss_reason(self.job(), status.as_ref()),
-            Err(e) => Some(format!("cannot ask Slurm about job {}: {e:#}", self.job())),
+        let until = Instant::now() + CANCEL_WAIT;
+        loop {
+            match self.status() {
+                Ok(Some(s)) if s.state == "COMPLETING" && Instant::now() < until => {
+                    std::thread::sleep(POLL / 5)
+                }
+                Ok(Some(s)) if s.state == "COMPLETING" => {
+                    return Some(format!(
+                        "the Slurm job {} is ending (COMPLETING)",
+                        self.job()
+                    ));
+                }
+                Ok(status) => return loss_reason(self.job(), status.as_ref()),
+                Err(e) => {
+                    return Some(format!("cannot ask Slurm about job {}: {e:#}", self.job()));
+                }
+            }
         }
     }
 

@@ -41,6 +41,19 @@ impl Hang {
     /// Starts the tool, waits until the hanging child exists, then interrupts the tool as a terminal's
     /// Ctrl-C would.
     pub fn interrupt(&self, f: &Fixture, args: &[&str]) -> std::process::Output {
+        self.when_hanging(f, args, |tool| unsafe {
+            libc::kill(tool.id() as i32, libc::SIGINT);
+        })
+    }
+
+    /// Starts the tool, waits until the hanging child exists, does `act` (to the tool, or to where it
+    /// runs), then waits for the tool to end.
+    pub fn when_hanging(
+        &self,
+        f: &Fixture,
+        args: &[&str],
+        act: impl FnOnce(&std::process::Child),
+    ) -> std::process::Output {
         let child = self
             .command(f, args)
             .stdout(std::process::Stdio::piped())
@@ -52,9 +65,7 @@ impl Hang {
             std::thread::sleep(Duration::from_millis(50));
         }
         std::thread::sleep(Duration::from_millis(200));
-        unsafe {
-            libc::kill(child.id() as i32, libc::SIGINT);
-        }
+        act(&child);
         child.wait_with_output().unwrap()
     }
 
