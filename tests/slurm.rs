@@ -283,6 +283,44 @@ fn ctrl_c_while_queued_cancels_the_pending_job() {
 }
 
 #[test]
+fn the_queue_timeout_cancels_the_pending_job() {
+    if !slurm_reachable("the_queue_timeout_cancels_the_pending_job") {
+        return;
+    }
+    let f = Fixture::new();
+    let comment = format!("cutile-perf-queue-timeout-{}", std::process::id());
+    let slurm_args = format!("--begin=now+1hour --comment={comment}");
+    let err = f.fails(&[
+        "start",
+        "vector_add",
+        "--runner",
+        "slurm",
+        "--slurm-args",
+        &slurm_args,
+        "--queue-timeout",
+        "2s",
+    ]);
+    let job = job_with_comment(&comment);
+    assert!(
+        err.contains(&format!(
+            "no node within the queue timeout of 2s (Slurm job {job} still PENDING: BeginTime); the job was cancelled"
+        )),
+        "{err}"
+    );
+    assert!(err.contains("hint: raise --queue-timeout"), "{err}");
+    assert_job_ended_cancelled(&job);
+    assert_eq!(f.session_branch(), "");
+}
+
+#[test]
+fn slurm_options_without_the_slurm_runner_are_refused() {
+    let f = Fixture::new();
+    let err = f.fails(&["start", "vector_add", "--slurm-args", "-p gpu"]);
+    assert!(err.contains("apply to the Slurm runner only"), "{err}");
+    assert!(err.contains("hint: add --runner slurm"), "{err}");
+}
+
+#[test]
 fn a_work_tree_the_node_cannot_see_is_a_clear_error() {
     if !slurm_reachable("a_work_tree_the_node_cannot_see_is_a_clear_error") {
         return;
@@ -311,10 +349,6 @@ fn a_work_tree_the_node_cannot_see_is_a_clear_error() {
         .and_then(|rest| rest.split(')').next())
         .unwrap();
     assert_job_ended_cancelled(job);
-    assert!(!f.path("sandbox").read_dir().unwrap().any(|e| {
-        e.unwrap()
-            .file_name()
-            .to_string_lossy()
-            .starts_with("slurm-token")
-    }));
+    assert_eq!(f.status(), "", "no token left in the work tree");
+    assert!(!f.path("sandbox").exists(), "no sandbox/ left in the work tree");
 }

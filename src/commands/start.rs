@@ -85,7 +85,7 @@ fn plan(repo: &Repo, args: &StartArgs) -> Result<Plan> {
         thresholds,
         output: _,
     } = args;
-    let runner = runner.settings();
+    let runner = runner.settings()?;
     locate::check_tilegym(&repo.root)?;
     let dirty = repo.tracked_changes()?;
     if !dirty.is_empty() {

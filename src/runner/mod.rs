@@ -111,12 +111,7 @@ pub struct RunnerArgs {
     #[arg(long, value_enum, default_value_t = RunnerKind::Local)]
     pub runner: RunnerKind,
     /// sbatch options for each iteration's allocation, split at spaces (e.g. "-p gpu --gres=gpu:1 -t 15")
-    #[arg(
-        long,
-        value_name = "ARGS",
-        requires = "runner",
-        allow_hyphen_values = true
-    )]
+    #[arg(long, value_name = "ARGS", allow_hyphen_values = true)]
     pub slurm_args: Option<String>,
     /// How long an iteration may wait in the Slurm queue (not counted in --budget; default 30m)
     #[arg(long, value_name = "DUR", value_parser = cli::parse_duration)]
@@ -124,12 +119,19 @@ pub struct RunnerArgs {
 }
 
 impl RunnerArgs {
-    pub fn settings(&self) -> RunnerSettings {
-        RunnerSettings {
+    pub fn settings(&self) -> Result<RunnerSettings> {
+        if self.runner == RunnerKind::Local
+            && (self.slurm_args.is_some() || self.queue_timeout.is_some())
+        {
+            anyhow::bail!(
+                "--slurm-args and --queue-timeout apply to the Slurm runner only\nhint: add --runner slurm"
+            );
+        }
+        Ok(RunnerSettings {
             kind: self.runner,
             slurm_args: self.slurm_args.clone().unwrap_or_default(),
             queue_timeout: self.queue_timeout,
-        }
+        })
     }
 }
 

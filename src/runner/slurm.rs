@@ -12,6 +12,7 @@ use anyhow::{Context, Result, bail};
 
 use super::Placement;
 use crate::commands::Interrupted;
+use crate::process::Ending;
 use crate::{gpu, process, ui};
 
 /// How long an iteration waits for its node unless `--queue-timeout` says otherwise.
@@ -21,6 +22,8 @@ pub const JOB_NAME: &str = "cutile-perf";
 const POLL: Duration = Duration::from_millis(500);
 /// How long `scancel` gets to make a job leave the running states.
 const CANCEL_WAIT: Duration = Duration::from_secs(30);
+/// How long the node gets to write the visibility token.
+const CHECK_DEADLINE: Duration = Duration::from_secs(120);
 /// squeue's fields: state, node list, reason (why pending, or None).
 const STATUS_FORMAT: &str = "%T|%N|%r";
 
@@ -267,39 +270,51 @@ impl Allocation {
     /// The node writes a fresh token into the sandbox; reading it back here proves both sides see the
     /// same work tree (results and logs come back through it).
     fn check_sees(&mut self, root: &Path, sandbox: &Path) -> Result<()> {
+        // a failed check must not leave an untracked sandbox/ behind (start excludes it only later)
+        let created = !sandbox.exists();
         std::fs::create_dir_all(sandbox)
             .with_context(|| format!("cannot create {}", sandbox.display()))?;
         let token = format!("{:016x}", RandomState::new().build_hasher().finish());
         let path = sandbox.join(format!("slurm-token-{}", self.job()));
         let path_text = path.display().to_string();
+        // srun runs here, so its messages land here even when the node sees nothing of the tree
+        let log = sandbox.join(format!("slurm-token-{}.log", self.job()));
         // the work tree may be missing on the node: start somewhere that exists
-        let write = self
-            .step(
-                Path::new("/"),
-                "sh",
-                &[
-                    "-c",
-                    "printf %s \"$1\" > \"$2\"",
-                    "token",
-                    &token,
-                    &path_text,
-                ],
-            )
-            .stdout_null()
-            .stderr_capture()
-            .unchecked()
-            .run()
-            .context("cannot run srun")?;
+        let write = self.step(
+            Path::new("/"),
+            "sh",
+            &[
+                "-c",
+                "printf %s \"$1\" > \"$2\"",
+                "token",
+                &token,
+                &path_text,
+            ],
+        );
+        let ending = process::supervise(write, &log, Instant::now() + CHECK_DEADLINE)?;
         let read_back = std::fs::read_to_string(&path).ok();
+        let said = std::fs::read_to_string(&log).unwrap_or_default();
         std::fs::remove_file(&path).ok();
-        if read_back.as_deref() == Some(token.as_str()) {
-            return Ok(());
+        std::fs::remove_file(&log).ok();
+        let seen = read_back.as_deref() == Some(token.as_str());
+        if created && !seen {
+            std::fs::remove_dir(sandbox).ok();
         }
-        let said = String::from_utf8_lossy(&write.stderr).trim().to_string();
-        let detail = if said.is_empty() {
-            "the token it wrote there did not appear here".to_string()
-        } else {
-            said
+        let detail = match ending {
+            Ending::Interrupted => {
+                return Err(
+                    Interrupted("the Slurm job was cancelled; nothing was recorded").into(),
+                );
+            }
+            _ if seen => return Ok(()),
+            Ending::TimedOut => format!(
+                "writing a file there did not finish within {}",
+                fmt_wait(CHECK_DEADLINE)
+            ),
+            _ if said.trim().is_empty() => {
+                "the token it wrote there did not appear here".to_string()
+            }
+            _ => said.trim().to_string(),
         };
         bail!(
             "node {} (Slurm job {}) cannot see the work tree {}: {detail}\n\
