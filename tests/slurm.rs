@@ -350,5 +350,8 @@ fn a_work_tree_the_node_cannot_see_is_a_clear_error() {
         .unwrap();
     assert_job_ended_cancelled(job);
     assert_eq!(f.status(), "", "no token left in the work tree");
-    assert!(!f.path("sandbox").exists(), "no sandbox/ left in the work tree");
+    assert!(
+        !f.path("sandbox").exists(),
+        "no sandbox/ left in the work tree"
+    );
 }

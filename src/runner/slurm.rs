@@ -27,6 +27,9 @@ const CHECK_DEADLINE: Duration = Duration::from_secs(120);
 /// squeue's fields: state, node list, reason (why pending, or None).
 const STATUS_FORMAT: &str = "%T|%N|%r";
 
+// sbatch, squeue and scancel run to their end even after Ctrl-C (process::capture would stop them):
+// a submission whose job id is lost, or a cancel cut short, would leave a job holding a node.
+
 /// The Slurm client programs, found on PATH.
 struct Clients {
     sbatch: PathBuf,
