@@ -125,6 +125,8 @@ fn iteration(number: u32, configs: usize) -> Iteration {
             })
             .collect(),
         attempt: None,
+        rounds: None,
+        placement: None,
     }
 }
 

@@ -154,6 +154,7 @@ fn single_run(rng: &mut Rng, grid: &Grid, effects: &[f64], limits: &Thresholds) 
     let attempt = Attempt::Measured {
         configs: candidate,
         comparison,
+        paired: None,
     };
     let v = decision::decide(&attempt, 1, 0, None, limits);
     match (v.status, v.decision) {

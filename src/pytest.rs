@@ -21,6 +21,7 @@ pub const BENCHMARK_SELECTION: &str = "test_perf and cutile";
 const AVAILABILITY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// What is needed to run one test file's selections.
+#[derive(Clone)]
 pub struct Pytest<'a> {
     pub python: &'a str,
     pub root: &'a Path,
@@ -155,6 +156,17 @@ impl Pytest<'_> {
             .env("PYTHONUNBUFFERED", "1")
             // __pycache__ next to the kernel would be an untracked change in a repository that does not ignore it
             .env("PYTHONDONTWRITEBYTECODE", "1");
+        // the checkout's own sources first, ahead of an editable install that points elsewhere: the
+        // baseline's worktree must test the baseline's code
+        let src = self.root.join("src");
+        let expression = if src.is_dir() {
+            let inherited = std::env::var_os("PYTHONPATH").unwrap_or_default();
+            let mut paths = vec![src];
+            paths.extend(std::env::split_paths(&inherited));
+            expression.env("PYTHONPATH", std::env::join_paths(paths)?)
+        } else {
+            expression
+        };
         let bar = ui::spinner(&format!("{name}: {} -k \"{selection}\"", self.test));
         let started = Instant::now();
         let ending = process::supervise(expression, &log, self.deadline)?;

@@ -10,6 +10,7 @@ use crate::decision::{Cause, Correctness, Decision, Status, Thresholds, fmt_pct}
 use crate::kernel_class::KernelClass;
 use crate::records::{Measurement, Statistic};
 use crate::runner::{Placement, RunnerSettings};
+use crate::stats::Spread;
 use crate::trailers::{Block, decode_field, encode_field};
 
 /// Version of the trailer schema, so a later tool can read an older history.
@@ -37,6 +38,9 @@ pub struct Session {
     pub gpu: Option<String>,
     /// Where the tests run: here, or on a Slurm node per iteration.
     pub runner: RunnerSettings,
+    /// The noise floor: how far each config moved between the baseline's runs (none in histories
+    /// written before it was measured).
+    pub spread: Vec<Spread>,
 }
 
 fn serialize_display<S: serde::Serializer>(
@@ -66,6 +70,9 @@ pub struct Iteration {
     pub attempt: Option<String>,
     /// The Slurm node and job that measured it; none for local runs.
     pub placement: Option<Placement>,
+    /// How many benchmark runs each side (candidate and baseline) got, when the step measured paired
+    /// rounds; `None` for a single run (the baseline, and histories written before paired rounds).
+    pub rounds: Option<u32>,
 }
 
 /// Formats a latency as the table and trailers show it.
@@ -118,6 +125,12 @@ impl Session {
             block.push("GPU", gpu);
         }
         self.runner.write(block);
+        for s in &self.spread {
+            block.push(
+                "Spread",
+                format!("{:.3}% {} {}", s.spread_pct, s.pass, encode_field(&s.test)),
+            );
+        }
     }
 
     /// The session recorded in a baseline commit's trailers; `None` if the block holds none.
@@ -161,8 +174,28 @@ impl Session {
                 .transpose()?,
             gpu: block.get("GPU")?.map(str::to_string),
             runner: RunnerSettings::read(block)?,
+            spread: block
+                .all("Spread")
+                .map(read_spread)
+                .collect::<Result<_>>()?,
         }))
     }
+}
+
+/// `0.123% forward tests.ops.test_x::test_perf[...]`
+fn read_spread(text: &str) -> Result<Spread> {
+    let mut parts = text.splitn(3, ' ');
+    let (Some(pct), Some(pass), Some(test)) = (parts.next(), parts.next(), parts.next()) else {
+        bail!("bad spread trailer {text:?}");
+    };
+    Ok(Spread {
+        spread_pct: pct
+            .trim_end_matches('%')
+            .parse()
+            .with_context(|| format!("bad spread in {text:?}"))?,
+        pass: pass.to_string(),
+        test: decode_field(test)?,
+    })
 }
 
 impl Iteration {
@@ -187,6 +220,9 @@ impl Iteration {
         }
         if let Some(placement) = &self.placement {
             placement.write(block);
+        }
+        if let Some(rounds) = self.rounds {
+            block.push("Rounds", rounds.to_string());
         }
         for config in &self.configs {
             // the full-precision value: the next iteration compares against it
@@ -251,6 +287,10 @@ impl Iteration {
             configs,
             attempt: block.get("Attempt")?.map(str::to_string),
             placement: Placement::read(block)?,
+            rounds: block
+                .get("Rounds")?
+                .map(|r| r.parse().with_context(|| format!("bad rounds {r:?}")))
+                .transpose()?,
         }))
     }
 }
@@ -279,6 +319,11 @@ pub(crate) mod tests {
             class: Some(KernelClass::Memory),
             gpu: None,
             runner: RunnerSettings::default(),
+            spread: vec![Spread {
+                pass: "forward".into(),
+                test: "t::p[a b]".into(),
+                spread_pct: 0.125,
+            }],
         }
     }
 
@@ -307,6 +352,7 @@ pub(crate) mod tests {
             }],
             attempt: None,
             placement: None,
+            rounds: None,
         }
     }
 
@@ -331,6 +377,7 @@ pub(crate) mod tests {
         it.letter = Some("B".into());
         it.cause = Some(Cause::Latency);
         it.attempt = Some("abc123".into());
+        it.rounds = Some(3);
         it.configs.clear();
         let mut block = Block::default();
         it.write(&mut block);

@@ -92,6 +92,65 @@ pub fn compare(
     })
 }
 
+/// How far a config moved between runs of the same code: the range of its runs as a percentage of their
+/// geometric mean (for two runs, |ln(a/b)| in percent to first order).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Spread {
+    pub pass: String,
+    pub test: String,
+    pub spread_pct: f64,
+}
+
+/// Each config's geometric mean over `runs` (the first run's configs, in its order) and its spread; a
+/// config missing from a later run is returned as an error (its pass and test).
+pub fn combine_runs(
+    runs: &[Vec<Measurement>],
+) -> Result<(Vec<Measurement>, Vec<Spread>), (String, String)> {
+    let Some(first) = runs.first() else {
+        return Ok((Vec::new(), Vec::new()));
+    };
+    let lookups: Vec<HashMap<(&str, &str), f64>> = runs
+        .iter()
+        .map(|run| {
+            run.iter()
+                .map(|m| ((m.pass.as_str(), m.test.as_str()), m.value))
+                .collect()
+        })
+        .collect();
+    let mut combined = Vec::with_capacity(first.len());
+    let mut spreads = Vec::with_capacity(first.len());
+    for config in first {
+        let key = (config.pass.as_str(), config.test.as_str());
+        let values = lookups
+            .iter()
+            .map(|l| l.get(&key).copied())
+            .collect::<Option<Vec<f64>>>()
+            .ok_or_else(|| (config.pass.clone(), config.test.clone()))?;
+        // equal runs keep their exact value (exp(ln x) need not give x back)
+        let mean = if values.iter().all(|v| *v == values[0]) {
+            values[0]
+        } else {
+            geometric_mean(values.iter().copied()).unwrap_or(f64::NAN)
+        };
+        let (low, high) = values
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+                (lo.min(*v), hi.max(*v))
+            });
+        combined.push(Measurement {
+            pass: config.pass.clone(),
+            test: config.test.clone(),
+            value: mean,
+        });
+        spreads.push(Spread {
+            pass: config.pass.clone(),
+            test: config.test.clone(),
+            spread_pct: (high - low) / mean * 100.0,
+        });
+    }
+    Ok((combined, spreads))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -137,6 +196,23 @@ mod tests {
         assert_eq!(
             compare(&base, &[m("forward", "a", 1.0)]),
             Err(("forward".into(), "b".into()))
+        );
+    }
+
+    #[test]
+    fn runs_combine_into_geometric_means_with_their_spread() {
+        let runs = vec![
+            vec![m("forward", "a", 1.0), m("forward", "b", 2.0)],
+            vec![m("forward", "b", 2.0), m("forward", "a", 4.0)],
+        ];
+        let (combined, spreads) = combine_runs(&runs).unwrap();
+        assert_eq!(combined, [m("forward", "a", 2.0), m("forward", "b", 2.0)]);
+        assert_eq!(spreads[0].spread_pct, 150.0);
+        assert_eq!(spreads[1].spread_pct, 0.0);
+        let missing = combine_runs(&[runs[0].clone(), vec![m("forward", "a", 1.0)]]);
+        assert_eq!(
+            missing.unwrap_err(),
+            ("forward".to_string(), "b".to_string())
         );
     }
 }

@@ -323,6 +323,7 @@ pub fn baseline_message(kernel: &str, test: &str, allowed: &[&str]) -> String {
         class: None,
         gpu: None,
         runner: crate::runner::RunnerSettings::default(),
+        spread: Vec::new(),
     };
     let baseline = Iteration {
         number: 0,
@@ -343,6 +344,7 @@ pub fn baseline_message(kernel: &str, test: &str, allowed: &[&str]) -> String {
         }],
         attempt: None,
         placement: None,
+        rounds: None,
     };
     let mut block = Block::default();
     baseline.write(&mut block);

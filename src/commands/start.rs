@@ -4,19 +4,19 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, anyhow, bail};
 use serde::Serialize;
 
 use super::{Interrupted, sandbox, write_table};
 use crate::cli::StartArgs;
-use crate::decision::{Correctness, Decision, Status};
+use crate::decision::{self, Correctness, Decision, Status, Thresholds};
 use crate::git::Repo;
 use crate::history::History;
 use crate::pytest::{BenchmarkRun, CorrectnessRun, Pytest};
 use crate::records::Measurement;
 use crate::runner::Runner;
 use crate::session::{BRANCH_PREFIX, Iteration, Session, fmt_ms};
-use crate::stats::geometric_mean;
+use crate::stats::{self, Spread, geometric_mean};
 use crate::trailers::{Block, render_message};
 use crate::{gpu, kernel_class, locate, ui};
 
@@ -33,6 +33,8 @@ pub struct StartReport {
     /// What the correctness run found, in words.
     #[serde(skip)]
     tests: String,
+    /// Configs too noisy for the thresholds.
+    pub noisy: Vec<Spread>,
 }
 
 /// A session as a pipeline: plan (checks, nothing created), baseline (branch, hook, runs), commit, render.
@@ -140,6 +142,7 @@ fn plan(repo: &Repo, args: &StartArgs) -> Result<Plan> {
         // on Slurm, the GPU the node reports, not the login node's
         gpu: place.placement().map_or(gpu, |on| on.gpu.clone()),
         runner,
+        spread: Vec::new(),
     };
     if session.gpu.is_none() {
         ui::progress_line(
@@ -173,11 +176,15 @@ impl Plan {
 }
 
 /// Iteration 0: correctness must pass, then the benchmark gives the baseline latency.
-/// Iteration 0 and what its correctness run found, in words.
+/// Iteration 0, what its correctness run found, in words, and its noise floor.
 struct Baseline {
     iteration: Iteration,
     tests: String,
+    spread: Vec<Spread>,
 }
+
+/// The baseline's benchmark runs: at least two, so each config's run-to-run spread is known.
+const BASELINE_RUNS: usize = 2;
 
 fn baseline(repo: &Repo, plan: &Plan, original: &str) -> Result<Baseline> {
     let runner = plan.runner(repo);
@@ -196,13 +203,19 @@ fn baseline(repo: &Repo, plan: &Plan, original: &str) -> Result<Baseline> {
         }
         CorrectnessRun::Interrupted => return Err(interrupted().into()),
     };
-    let configs = match runner.benchmark(plan.session.statistic)? {
-        BenchmarkRun::Measured(configs) => configs,
-        BenchmarkRun::Crash(why) => {
-            bail!("the baseline benchmark failed: {why}\nnothing was created")
+    let mut runs = Vec::new();
+    for _ in 0..BASELINE_RUNS {
+        match runner.benchmark(plan.session.statistic)? {
+            BenchmarkRun::Measured(configs) => runs.push(configs),
+            BenchmarkRun::Crash(why) => {
+                bail!("the baseline benchmark failed: {why}\nnothing was created")
+            }
+            BenchmarkRun::Interrupted => return Err(interrupted().into()),
         }
-        BenchmarkRun::Interrupted => return Err(interrupted().into()),
-    };
+    }
+    let (configs, spread) = stats::combine_runs(&runs).map_err(|(pass, test)| {
+        anyhow!("a run of the baseline gave no record for {test} {pass}\nnothing was created")
+    })?;
     let latency = geometric_mean(configs.iter().map(|c| c.value))
         .context("the baseline has no usable latency")?;
     let iteration = Iteration {
@@ -220,18 +233,26 @@ fn baseline(repo: &Repo, plan: &Plan, original: &str) -> Result<Baseline> {
         configs,
         attempt: None,
         placement: plan.place.placement().cloned(),
+        rounds: None,
     };
-    Ok(Baseline { iteration, tests })
+    Ok(Baseline {
+        iteration,
+        tests,
+        spread,
+    })
 }
 
 /// Commits the baseline with the session, remembers it for the hook, and writes the table.
-fn commit(repo: &Repo, plan: Plan, baseline: Baseline) -> Result<StartReport> {
+fn commit(repo: &Repo, mut plan: Plan, baseline: Baseline) -> Result<StartReport> {
     // recording needs no node: give it back first
     plan.place.release();
     let Baseline {
         iteration: baseline,
         tests,
+        spread,
     } = baseline;
+    let noisy = noisy_configs(&spread, &plan.session.thresholds);
+    plan.session.spread = spread;
     let mut block = Block::default();
     baseline.write(&mut block);
     plan.session.write(&mut block);
@@ -259,7 +280,18 @@ fn commit(repo: &Repo, plan: Plan, baseline: Baseline) -> Result<StartReport> {
         configs,
         table,
         tests,
+        noisy,
     })
+}
+
+/// Configs whose run-to-run spread at the baseline is more than half the regression limit: the
+/// thresholds cannot tell a change from noise there without many paired rounds.
+fn noisy_configs(spread: &[Spread], limits: &Thresholds) -> Vec<Spread> {
+    spread
+        .iter()
+        .filter(|s| s.spread_pct > limits.regression_pct / 2.0)
+        .cloned()
+        .collect()
 }
 
 fn render(report: &StartReport, json: bool, out: &mut impl Write) -> Result<()> {
@@ -286,6 +318,23 @@ fn render(report: &StartReport, json: bool, out: &mut impl Write) -> Result<()> 
         report.configs.len(),
         report.tests
     )?;
+    if !report.noisy.is_empty() {
+        writeln!(
+            out,
+            "{} {} configs moved more than half the {}% limit between the baseline's runs:",
+            ui::bold("noise"),
+            report.noisy.len(),
+            decision::fmt_pct(session.thresholds.regression_pct)
+        )?;
+        for s in &report.noisy {
+            writeln!(out, "  {:.2}%  {} {}", s.spread_pct, s.test, s.pass)?;
+        }
+        writeln!(
+            out,
+            "  each step will need more paired rounds for them; a larger nrep in their test, or a \
+             --filter without them, makes the loop faster and surer"
+        )?;
+    }
     writeln!(
         out,
         "next: change {} (one optimization), then `git cutile-perf step \"<what you changed>\"`",

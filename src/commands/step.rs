@@ -11,16 +11,18 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
 
-use super::{Interrupted, require_history, sandbox, write_table};
+use super::{Interrupted, diagnose, require_history, sandbox, write_table};
 use crate::cli::StepArgs;
 use crate::decision::{self, Attempt, Cause, Correctness, Decision, Status, Verdict};
 use crate::git::Repo;
 use crate::guard;
 use crate::history::{Configs, History, LoopState};
-use crate::pytest::{BenchmarkRun, CorrectnessRun, Pytest};
+use crate::paired::{self, BaselineTree, Paired};
+use crate::pytest::{CorrectnessRun, Pytest};
+use crate::records::Measurement;
 use crate::runner::{Placement, Runner};
 use crate::session::{Iteration, fmt_change, fmt_ms, short};
-use crate::stats::{Comparison, ConfigChange, compare};
+use crate::stats::{Comparison, ConfigChange};
 use crate::trailers::{Block, render_message};
 use crate::ui;
 
@@ -44,6 +46,8 @@ pub struct StepReport {
     pub attempt: Option<String>,
     /// The Slurm node and job that ran it; none locally.
     pub placement: Option<Placement>,
+    /// Benchmark runs per side (candidate and baseline) in the paired rounds.
+    pub rounds: Option<u32>,
     pub table: PathBuf,
     pub next: String,
 }
@@ -63,15 +67,38 @@ pub fn run(repo: &Repo, args: &StepArgs, out: &mut impl Write) -> Result<StepRep
     let letter = opt.as_deref().map(playbook_letter).transpose()?;
     // the queue wait comes before the budget starts
     let place = Runner::acquire(&ready.history.session.runner, &repo.root, &sandbox(repo))?;
-    let attempt = attempt(repo, &ready.history, &place, Instant::now() + *budget)?;
-    let (mut iteration, verdict) = judge(&ready.history, &attempt, description, letter, *cause);
-    iteration.placement = place.placement().cloned();
+    let deadline = Instant::now() + *budget;
+    let attempt = attempt(repo, &ready.history, &place, deadline)?;
+    let placement = place.placement().cloned();
     place.release();
+    // the verdict is known; a diagnosis may only add the cause (and escalate by its rule)
+    let diagnosed = match (cause, &attempt) {
+        (None, Attempt::Measured { .. }) => diagnose::cause_for(repo, &ready.history, deadline)?,
+        _ => None,
+    };
+    let found_cause = diagnosed.as_ref().map(|found| &found.diagnosis);
+    let (mut iteration, mut verdict) = judge(
+        &ready.history,
+        &attempt,
+        description,
+        letter,
+        cause.or(found_cause.map(|d| d.cause)),
+    );
+    if let Some(d) = found_cause.filter(|d| matches!(d.cause, Cause::Scheduling | Cause::Unknown)) {
+        iteration.reason += &format!(" ({})", d.because);
+        verdict.reason = iteration.reason.clone();
+    }
+    iteration.placement = placement;
     let Preflight {
         mut history,
         changed,
     } = ready;
     let commit = record(repo, &history, iteration, &changed, notes.as_deref())?;
+    if let Some(found) = &diagnosed {
+        let code = commit.iteration.attempt.as_deref().unwrap_or(&commit.id);
+        // only `compare`'s cache: losing it loses nothing recorded
+        let _ = diagnose::remember(repo, code, found);
+    }
     history.push(commit.id.clone(), commit.iteration);
     let table = write_table(repo, &history)?;
     let (_, iteration) = history.iterations.last().expect("just pushed");
@@ -94,6 +121,7 @@ pub fn run(repo: &Repo, args: &StepArgs, out: &mut impl Write) -> Result<StepRep
         commit: commit.id,
         attempt: iteration.attempt.clone(),
         placement: iteration.placement.clone(),
+        rounds: iteration.rounds,
         table,
         next: next_action(iteration, &history),
     };
@@ -136,6 +164,13 @@ fn judge(
         },
         attempt: None,
         placement: None,
+        rounds: match attempt {
+            Attempt::Measured {
+                paired: Some(paired),
+                ..
+            } => Some(paired.estimate.rounds as u32),
+            _ => None,
+        },
     };
     (iteration, verdict)
 }
@@ -193,8 +228,8 @@ fn preflight(repo: &Repo, continue_anyway: bool) -> Result<Preflight> {
     Ok(Preflight { history, changed })
 }
 
-/// Runs correctness, then (if it passed) the benchmark, and compares with the current baseline.
-/// Ctrl-C is an error: nothing is recorded.
+/// Runs correctness, then (if it passed) paired benchmark rounds of the candidate and the current
+/// baseline's code. Ctrl-C is an error: nothing is recorded.
 fn attempt(repo: &Repo, history: &History, place: &Runner, deadline: Instant) -> Result<Attempt> {
     let session = &history.session;
     let runner = Pytest {
@@ -221,23 +256,39 @@ fn attempt(repo: &Repo, history: &History, place: &Runner, deadline: Instant) ->
         }
         CorrectnessRun::Pass { .. } => {}
     }
-    let crashed = |why| Attempt::Crashed {
-        correctness: Correctness::Pass,
-        why,
+    let tree = BaselineTree::add(repo, history.current_baseline_commit())?;
+    let baseline = Pytest {
+        root: &tree.path,
+        sandbox: sandbox(repo).join("baseline"),
+        ..runner.clone()
     };
-    Ok(match runner.benchmark(session.statistic)? {
-        BenchmarkRun::Interrupted => return Err(interrupted().into()),
-        BenchmarkRun::Crash(why) => crashed(why),
-        BenchmarkRun::Measured(configs) => {
-            match compare(&history.current_baseline().configs, &configs) {
-                Ok(comparison) => Attempt::Measured {
+    let limits = &session.thresholds;
+    Ok(
+        match paired::measure(&runner, &baseline, session.statistic, limits, deadline)? {
+            Paired::Interrupted => return Err(interrupted().into()),
+            Paired::Crashed(why) => Attempt::Crashed {
+                correctness: Correctness::Pass,
+                why,
+            },
+            Paired::Decided(decided) => {
+                let comparison = decided.estimate.comparison();
+                let configs = comparison
+                    .configs
+                    .iter()
+                    .map(|c| Measurement {
+                        pass: c.pass.clone(),
+                        test: c.test.clone(),
+                        value: c.value_ms,
+                    })
+                    .collect();
+                Attempt::Measured {
                     configs,
                     comparison,
-                },
-                Err((pass, test)) => crashed(format!("config {test} {pass} gave no record")),
+                    paired: Some(decided),
+                }
             }
-        }
-    })
+        },
+    )
 }
 
 fn render(
