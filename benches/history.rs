@@ -126,6 +126,7 @@ fn iteration(number: u32, configs: usize) -> Iteration {
             .collect(),
         attempt: None,
         rounds: None,
+        placement: None,
     }
 }
 

@@ -834,7 +834,7 @@ _gitcutileperf() {
             return 0
             ;;
         gitcutileperf__subcmd__start)
-            opts="-h --suite --test --allow --deny --python --filter --stat --class --intensity --budget --continue-pct --gain-pct --regression-pct --max-iterations --max-no-gain --json --help"
+            opts="-h --suite --test --allow --deny --python --filter --stat --class --intensity --runner --slurm-args --queue-timeout --budget --continue-pct --gain-pct --regression-pct --max-iterations --max-no-gain --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -873,6 +873,18 @@ _gitcutileperf() {
                     return 0
                     ;;
                 --intensity)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --runner)
+                    COMPREPLY=($(compgen -W "local slurm" -- "${cur}"))
+                    return 0
+                    ;;
+                --slurm-args)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --queue-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

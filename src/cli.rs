@@ -105,6 +105,8 @@ pub struct StartArgs {
     /// The kernel's arithmetic intensity (FLOP per byte), classifying it: <10 memory, 10-50 balanced, >50 compute
     #[arg(long, value_name = "FLOP_PER_BYTE", conflicts_with = "class")]
     pub intensity: Option<f64>,
+    #[command(flatten)]
+    pub runner: crate::runner::RunnerArgs,
     /// Time limit for the baseline run (e.g. 10m, 90s)
     #[arg(long, value_parser = parse_duration, default_value = "10m")]
     pub budget: Duration,

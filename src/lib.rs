@@ -26,6 +26,7 @@ pub mod pyliteral;
 pub mod pytest;
 pub mod records;
 pub mod references;
+pub mod runner;
 pub mod session;
 pub mod stats;
 pub mod table;

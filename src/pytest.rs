@@ -11,6 +11,7 @@ use anyhow::{Context, Result};
 
 use crate::process::{self, Ending};
 use crate::records::{self, CaseOutcome, CaseReport, Measurement, Statistic};
+use crate::runner::Runner;
 use crate::ui;
 
 pub const CORRECTNESS_SELECTION: &str = "test_ and cutile and not test_perf";
@@ -30,6 +31,8 @@ pub struct Pytest<'a> {
     /// Where logs and JUnit files go (`sandbox/` at the root).
     pub sandbox: PathBuf,
     pub deadline: Instant,
+    /// Where the commands run: here, or on the iteration's Slurm node.
+    pub place: &'a Runner,
 }
 
 /// The result of the correctness selection.
@@ -80,12 +83,14 @@ impl Pytest<'_> {
     pub fn check_available(&self) -> Result<()> {
         let words = self.python_words();
         let (program, args) = words.split_first().context("--python is empty")?;
-        which::which(program)
-            .with_context(|| format!("{program} not found on PATH; pass --python CMD"))?;
+        if self.place.is_local() {
+            which::which(program)
+                .with_context(|| format!("{program} not found on PATH; pass --python CMD"))?;
+        }
         let mut full = args.to_vec();
         full.extend(["-m", "pytest", "--version"]);
         let output = process::capture(
-            process::command(program, &full).dir(self.root),
+            self.place.command(program, &full, self.root),
             AVAILABILITY_TIMEOUT,
         )
         .with_context(|| format!("cannot run {}", self.python))?;
@@ -145,8 +150,9 @@ impl Pytest<'_> {
             &junit_arg,
         ]);
         args.extend_from_slice(extra);
-        let expression = process::command(program, &args)
-            .dir(self.root)
+        let expression = self
+            .place
+            .command(program, &args, self.root)
             .env("PYTHONUNBUFFERED", "1")
             // __pycache__ next to the kernel would be an untracked change in a repository that does not ignore it
             .env("PYTHONDONTWRITEBYTECODE", "1");
@@ -204,9 +210,7 @@ impl Pytest<'_> {
                 self.narrowed(CORRECTNESS_SELECTION),
                 self.test
             )),
-            (ending, cases) => {
-                CorrectnessRun::Crash(crash_reason(ending, cases, &self.shown(&run.log)))
-            }
+            (ending, cases) => CorrectnessRun::Crash(self.crash_reason(ending, cases, &run.log)),
         })
     }
 
@@ -229,10 +233,22 @@ impl Pytest<'_> {
                     Err(e) => BenchmarkRun::Crash(format!("{e:#} (log: {})", self.shown(&run.log))),
                 }
             }
-            (ending, cases) => {
-                BenchmarkRun::Crash(crash_reason(ending, cases, &self.shown(&run.log)))
-            }
+            (ending, cases) => BenchmarkRun::Crash(self.crash_reason(ending, cases, &run.log)),
         })
+    }
+
+    /// A lost node or job explains a broken run better than the exit srun passed on.
+    fn crash_reason(
+        &self,
+        ending: Ending,
+        cases: Option<Result<Vec<CaseReport>>>,
+        log: &Path,
+    ) -> String {
+        let log = self.shown(log);
+        match self.place.lost() {
+            Some(why) => format!("{why} (log: {log})"),
+            None => crash_reason(ending, cases, &log),
+        }
     }
 }
 

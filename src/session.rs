@@ -9,6 +9,7 @@ use anyhow::{Context, Result, bail};
 use crate::decision::{Cause, Correctness, Decision, Status, Thresholds, fmt_pct};
 use crate::kernel_class::KernelClass;
 use crate::records::{Measurement, Statistic};
+use crate::runner::{Placement, RunnerSettings};
 use crate::stats::Spread;
 use crate::trailers::{Block, decode_field, encode_field};
 
@@ -35,6 +36,8 @@ pub struct Session {
     pub class: Option<KernelClass>,
     /// `name, compute capability, driver` when a GPU was seen.
     pub gpu: Option<String>,
+    /// Where the tests run: here, or on a Slurm node per iteration.
+    pub runner: RunnerSettings,
     /// The noise floor: how far each config moved between the baseline's runs (none in histories
     /// written before it was measured).
     pub spread: Vec<Spread>,
@@ -65,6 +68,8 @@ pub struct Iteration {
     pub configs: Vec<Measurement>,
     /// The commit holding the attempted change, for reverted and crashed iterations.
     pub attempt: Option<String>,
+    /// The Slurm node and job that measured it; none for local runs.
+    pub placement: Option<Placement>,
     /// How many benchmark runs each side (candidate and baseline) got, when the step measured paired
     /// rounds; `None` for a single run (the baseline, and histories written before paired rounds).
     pub rounds: Option<u32>,
@@ -119,6 +124,7 @@ impl Session {
         if let Some(gpu) = &self.gpu {
             block.push("GPU", gpu);
         }
+        self.runner.write(block);
         for s in &self.spread {
             block.push(
                 "Spread",
@@ -167,6 +173,7 @@ impl Session {
                 .map(|c| c.parse().map_err(anyhow::Error::msg))
                 .transpose()?,
             gpu: block.get("GPU")?.map(str::to_string),
+            runner: RunnerSettings::read(block)?,
             spread: block
                 .all("Spread")
                 .map(read_spread)
@@ -210,6 +217,9 @@ impl Iteration {
         block.push("Reason", &self.reason);
         if let Some(attempt) = &self.attempt {
             block.push("Attempt", attempt);
+        }
+        if let Some(placement) = &self.placement {
+            placement.write(block);
         }
         if let Some(rounds) = self.rounds {
             block.push("Rounds", rounds.to_string());
@@ -276,6 +286,7 @@ impl Iteration {
             reason: block.require("Reason")?.to_string(),
             configs,
             attempt: block.get("Attempt")?.map(str::to_string),
+            placement: Placement::read(block)?,
             rounds: block
                 .get("Rounds")?
                 .map(|r| r.parse().with_context(|| format!("bad rounds {r:?}")))
@@ -307,6 +318,7 @@ pub(crate) mod tests {
             filter: Some("float16 and not 32768".into()),
             class: Some(KernelClass::Memory),
             gpu: None,
+            runner: RunnerSettings::default(),
             spread: vec![Spread {
                 pass: "forward".into(),
                 test: "t::p[a b]".into(),
@@ -339,6 +351,7 @@ pub(crate) mod tests {
                 value: 0.1234567891,
             }],
             attempt: None,
+            placement: None,
             rounds: None,
         }
     }

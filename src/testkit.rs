@@ -4,6 +4,8 @@
 //! and a sealed environment (no inherited variables, no system or user git config, a fixed identity
 //! and date) so the developer's own setup cannot change the results.
 
+pub mod hang;
+
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -40,19 +42,34 @@ impl Fixture {
     /// The fixture repository committed on `main`.
     pub fn new() -> Fixture {
         let fixture = Fixture::empty();
+        fixture.commit_fixture();
+        fixture
+    }
+
+    fn commit_fixture(&self) {
         copy_dir(
             &Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/tilegym"),
-            &fixture.root,
+            &self.root,
         );
-        fixture.git(&["init", "-q", "-b", "main"]);
-        fixture.git(&["add", "-A"]);
-        fixture.git(&["commit", "-q", "-m", "fixture"]);
-        fixture
+        self.git(&["init", "-q", "-b", "main"]);
+        self.git(&["add", "-A"]);
+        self.git(&["commit", "-q", "-m", "fixture"]);
     }
 
     /// An empty directory (no repository) with a sealed home.
     pub fn empty() -> Fixture {
-        let temp = tempfile::tempdir().unwrap();
+        Fixture::empty_in(&std::env::temp_dir())
+    }
+
+    /// The fixture repository committed on `main`, in a new directory under `parent`.
+    pub fn new_in(parent: &Path) -> Fixture {
+        let fixture = Fixture::empty_in(parent);
+        fixture.commit_fixture();
+        fixture
+    }
+
+    fn empty_in(parent: &Path) -> Fixture {
+        let temp = tempfile::tempdir_in(parent).unwrap();
         let root = temp.path().join("tile gym");
         let home = temp.path().join("home");
         fs::create_dir_all(&root).unwrap();
@@ -305,6 +322,7 @@ pub fn baseline_message(kernel: &str, test: &str, allowed: &[&str]) -> String {
         filter: None,
         class: None,
         gpu: None,
+        runner: crate::runner::RunnerSettings::default(),
         spread: Vec::new(),
     };
     let baseline = Iteration {
@@ -325,6 +343,7 @@ pub fn baseline_message(kernel: &str, test: &str, allowed: &[&str]) -> String {
             value: 1.0,
         }],
         attempt: None,
+        placement: None,
         rounds: None,
     };
     let mut block = Block::default();

@@ -14,6 +14,7 @@ use crate::git::Repo;
 use crate::history::History;
 use crate::pytest::{BenchmarkRun, CorrectnessRun, Pytest};
 use crate::records::Measurement;
+use crate::runner::Runner;
 use crate::session::{BRANCH_PREFIX, Iteration, Session, fmt_ms};
 use crate::stats::{self, Spread, geometric_mean};
 use crate::trailers::{Block, render_message};
@@ -64,6 +65,8 @@ struct Plan {
     session: Session,
     branch: String,
     kernel_name: String,
+    /// Where the baseline runs: here, or on a Slurm node held until the baseline is measured.
+    place: Runner,
     deadline: Instant,
 }
 
@@ -79,10 +82,12 @@ fn plan(repo: &Repo, args: &StartArgs) -> Result<Plan> {
         stat,
         class,
         intensity,
+        runner,
         budget,
         thresholds,
         output: _,
     } = args;
+    let runner = runner.settings()?;
     locate::check_tilegym(&repo.root)?;
     let dirty = repo.tracked_changes()?;
     if !dirty.is_empty() {
@@ -121,6 +126,8 @@ fn plan(repo: &Repo, args: &StartArgs) -> Result<Plan> {
              (`git branch -m {branch} {branch}-old`) to start afresh"
         );
     }
+    // the queue wait comes before the budget starts
+    let place = Runner::acquire(&runner, &repo.root, &sandbox(repo))?;
     let session = Session {
         kernel: found.path.clone(),
         test,
@@ -132,7 +139,9 @@ fn plan(repo: &Repo, args: &StartArgs) -> Result<Plan> {
         class: class
             .or(intensity.map(kernel_class::classify))
             .or(inspection.class()),
-        gpu,
+        // on Slurm, the GPU the node reports, not the login node's
+        gpu: place.placement().map_or(gpu, |on| on.gpu.clone()),
+        runner,
         spread: Vec::new(),
     };
     if session.gpu.is_none() {
@@ -144,6 +153,7 @@ fn plan(repo: &Repo, args: &StartArgs) -> Result<Plan> {
         session,
         branch,
         kernel_name: found.name,
+        place,
         deadline: Instant::now() + *budget,
     };
     plan.runner(repo).check_available()?;
@@ -160,6 +170,7 @@ impl Plan {
             filter: self.session.filter.as_deref(),
             sandbox: sandbox(repo),
             deadline: self.deadline,
+            place: &self.place,
         }
     }
 }
@@ -221,6 +232,7 @@ fn baseline(repo: &Repo, plan: &Plan, original: &str) -> Result<Baseline> {
         reason: format!("baseline: {tests}, {} configs measured", configs.len()),
         configs,
         attempt: None,
+        placement: plan.place.placement().cloned(),
         rounds: None,
     };
     Ok(Baseline {
@@ -232,6 +244,8 @@ fn baseline(repo: &Repo, plan: &Plan, original: &str) -> Result<Baseline> {
 
 /// Commits the baseline with the session, remembers it for the hook, and writes the table.
 fn commit(repo: &Repo, mut plan: Plan, baseline: Baseline) -> Result<StartReport> {
+    // recording needs no node: give it back first
+    plan.place.release();
     let Baseline {
         iteration: baseline,
         tests,
@@ -294,6 +308,7 @@ fn render(report: &StartReport, json: bool, out: &mut impl Write) -> Result<()> 
         "  gpu        {}",
         session.gpu.as_deref().unwrap_or("none found")
     )?;
+    writeln!(out, "  runner     {}", session.runner.describe())?;
     writeln!(
         out,
         "{} iteration 0: {} ms ({} of {} configs, {})",

@@ -9,6 +9,7 @@ use super::require_history;
 use crate::cli::JsonArg;
 use crate::git::Repo;
 use crate::history::{Configs, History, LoopState};
+use crate::runner::Placement;
 use crate::session::{Iteration, Session, fmt_ms};
 use crate::ui;
 
@@ -41,6 +42,8 @@ pub struct StatusReport<'a> {
     pub state: LoopState,
     pub reason: Option<&'a str>,
     pub tried: Vec<String>,
+    /// Where the latest iteration ran, for a Slurm session.
+    pub last_placement: Option<&'a Placement>,
 }
 
 impl<'a> StatusReport<'a> {
@@ -57,6 +60,10 @@ impl<'a> StatusReport<'a> {
             state,
             reason: halted.map(|it| it.reason.as_str()),
             tried: history.tried_letters(),
+            last_placement: history
+                .iterations()
+                .last()
+                .and_then(|it| it.placement.as_ref()),
         }
     }
 }
@@ -97,6 +104,10 @@ fn render(report: &StatusReport, history: &History, out: &mut impl Write) -> Res
         "  gpu         {}",
         session.gpu.as_deref().unwrap_or("none recorded")
     )?;
+    writeln!(out, "  runner      {}", session.runner.describe())?;
+    if let Some(on) = report.last_placement {
+        writeln!(out, "  last run    {}", on.describe())?;
+    }
     writeln!(
         out,
         "  baseline    iteration {} {} ms",

@@ -20,6 +20,7 @@ use crate::history::{Configs, History, LoopState};
 use crate::paired::{self, BaselineTree, Paired};
 use crate::pytest::{CorrectnessRun, Pytest};
 use crate::records::Measurement;
+use crate::runner::{Placement, Runner};
 use crate::session::{Iteration, fmt_change, fmt_ms, short};
 use crate::stats::{Comparison, ConfigChange};
 use crate::trailers::{Block, render_message};
@@ -43,6 +44,8 @@ pub struct StepReport {
     pub configs: Vec<ConfigChange>,
     pub commit: String,
     pub attempt: Option<String>,
+    /// The Slurm node and job that ran it; none locally.
+    pub placement: Option<Placement>,
     /// Benchmark runs per side (candidate and baseline) in the paired rounds.
     pub rounds: Option<u32>,
     pub table: PathBuf,
@@ -62,8 +65,12 @@ pub fn run(repo: &Repo, args: &StepArgs, out: &mut impl Write) -> Result<StepRep
     } = args;
     let ready = preflight(repo, *continue_anyway)?;
     let letter = opt.as_deref().map(playbook_letter).transpose()?;
+    // the queue wait comes before the budget starts
+    let place = Runner::acquire(&ready.history.session.runner, &repo.root, &sandbox(repo))?;
     let deadline = Instant::now() + *budget;
-    let attempt = attempt(repo, &ready.history, deadline)?;
+    let attempt = attempt(repo, &ready.history, &place, deadline)?;
+    let placement = place.placement().cloned();
+    place.release();
     // the verdict is known; a diagnosis may only add the cause (and escalate by its rule)
     let diagnosed = match (cause, &attempt) {
         (None, Attempt::Measured { .. }) => diagnose::cause_for(repo, &ready.history, deadline)?,
@@ -81,6 +88,7 @@ pub fn run(repo: &Repo, args: &StepArgs, out: &mut impl Write) -> Result<StepRep
         iteration.reason += &format!(" ({})", d.because);
         verdict.reason = iteration.reason.clone();
     }
+    iteration.placement = placement;
     let Preflight {
         mut history,
         changed,
@@ -112,6 +120,7 @@ pub fn run(repo: &Repo, args: &StepArgs, out: &mut impl Write) -> Result<StepRep
             .map_or_else(Vec::new, |c| c.configs.clone()),
         commit: commit.id,
         attempt: iteration.attempt.clone(),
+        placement: iteration.placement.clone(),
         rounds: iteration.rounds,
         table,
         next: next_action(iteration, &history),
@@ -154,6 +163,7 @@ fn judge(
             _ => Vec::new(),
         },
         attempt: None,
+        placement: None,
         rounds: match attempt {
             Attempt::Measured {
                 paired: Some(paired),
@@ -220,7 +230,7 @@ fn preflight(repo: &Repo, continue_anyway: bool) -> Result<Preflight> {
 
 /// Runs correctness, then (if it passed) paired benchmark rounds of the candidate and the current
 /// baseline's code. Ctrl-C is an error: nothing is recorded.
-fn attempt(repo: &Repo, history: &History, deadline: Instant) -> Result<Attempt> {
+fn attempt(repo: &Repo, history: &History, place: &Runner, deadline: Instant) -> Result<Attempt> {
     let session = &history.session;
     let runner = Pytest {
         python: &session.python,
@@ -229,6 +239,7 @@ fn attempt(repo: &Repo, history: &History, deadline: Instant) -> Result<Attempt>
         filter: session.filter.as_deref(),
         sandbox: sandbox(repo),
         deadline,
+        place,
     };
     let interrupted = || Interrupted("nothing was recorded; your changes are as you left them");
     match runner.correctness()? {

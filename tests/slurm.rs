@@ -1,0 +1,357 @@
+//! The fixture session through a real Slurm (`tools/slurm-up.sh` starts a single-node one): every
+//! iteration gets its own job, the job is gone afterwards, and the record says where it ran.
+//! Without a reachable Slurm these tests skip loudly, unless CUTILE_PERF_REQUIRE_SLURM is set (CI).
+
+mod support;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use support::hang::Hang;
+use support::{Fixture, text};
+
+/// Where tools/slurm-up.sh has Slurm write final job states (no slurmdbd, so no sacct).
+const JOBCOMP_LOG: &str = "/var/log/slurm/jobcomp.log";
+/// A directory this machine sees but tools/slurm-up.sh's node does not (an empty tmpfs there).
+const LOGIN_ONLY: &str = "/srv/cutile-perf-login-only";
+
+fn output(program: &str, args: &[&str]) -> Option<String> {
+    let out = Command::new(program).args(args).output().ok()?;
+    out.status.success().then(|| text(&out.stdout))
+}
+
+/// Whether a Slurm answers here; says loudly why not.
+fn slurm_reachable(test: &str) -> bool {
+    if output("timeout", &["20", "srun", "-N1", "--quiet", "true"]).is_some() {
+        return true;
+    }
+    if std::env::var_os("CUTILE_PERF_REQUIRE_SLURM").is_some() {
+        panic!("{test}: CUTILE_PERF_REQUIRE_SLURM is set but `srun -N1 true` fails");
+    }
+    eprintln!(
+        "\n*** SKIPPED {test}: no Slurm answers `srun -N1 true` here (run tools/slurm-up.sh as root on Debian) ***\n"
+    );
+    false
+}
+
+/// The job's state as squeue shows it (`None` once purged).
+fn job_state(job: &str) -> Option<String> {
+    output("squeue", &["-h", "--states=all", "-j", job, "-o", "%T"])
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+}
+
+#[track_caller]
+fn assert_job_ended_cancelled(job: &str) {
+    assert!(
+        job.chars().all(|c| c.is_ascii_digit()) && !job.is_empty(),
+        "bad job id {job:?}"
+    );
+    let state = job_state(job);
+    assert!(
+        matches!(state.as_deref(), None | Some("CANCELLED")),
+        "job {job} is {state:?}"
+    );
+    if !Path::new(JOBCOMP_LOG).exists() {
+        return;
+    }
+    let wanted = format!("JobId={job} ");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let log = std::fs::read_to_string(JOBCOMP_LOG).unwrap_or_default();
+        if let Some(line) = log.lines().find(|l| l.starts_with(&wanted)) {
+            assert!(line.contains("JobState=CANCELLED"), "{line}");
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "job {job} is not in {JOBCOMP_LOG}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn start_slurm(f: &Fixture, slurm_args: &str) -> String {
+    f.ok_all(&[
+        "start",
+        "vector_add",
+        "--runner",
+        "slurm",
+        "--slurm-args",
+        slurm_args,
+        "--queue-timeout",
+        "2m",
+    ])
+}
+
+#[test]
+fn a_session_runs_each_iteration_in_its_own_job_and_records_where() {
+    if !slurm_reachable("a_session_runs_each_iteration_in_its_own_job_and_records_where") {
+        return;
+    }
+    let node = output("srun", &["-N1", "--quiet", "hostname", "-s"])
+        .unwrap()
+        .trim()
+        .to_string();
+    let f = Fixture::new();
+    let shown = start_slurm(&f, "-t 5");
+    assert!(
+        shown.contains("after 0s in the queue") || shown.contains("in the queue"),
+        "{shown}"
+    );
+    assert_eq!(f.trailer("HEAD", "Cutile-Perf-Runner"), "slurm");
+    assert_eq!(f.trailer("HEAD", "Cutile-Perf-Slurm-Args"), "-t 5");
+    assert_eq!(f.trailer("HEAD", "Cutile-Perf-Queue-Timeout"), "2m0s");
+    assert_eq!(f.trailer("HEAD", "Cutile-Perf-Node"), node);
+    let baseline_job = f.trailer("HEAD", "Cutile-Perf-Slurm-Job");
+    assert_job_ended_cancelled(&baseline_job);
+
+    f.set_latency(0.09, 0.9);
+    let r = f.step_json(&["tile size 256"]);
+    assert_eq!(r["status"], "keep", "{r}");
+    let keep_job = f.trailer("HEAD", "Cutile-Perf-Slurm-Job");
+    assert_ne!(keep_job, baseline_job, "one allocation per iteration");
+    assert_eq!(f.trailer("HEAD", "Cutile-Perf-Node"), node);
+    assert_job_ended_cancelled(&keep_job);
+
+    f.set_latency(0.2, 0.9);
+    let r = f.step_json(&["a slower idea"]);
+    assert_eq!(r["status"], "revert", "{r}");
+    let revert_job = f.trailer("HEAD", "Cutile-Perf-Slurm-Job");
+    assert_job_ended_cancelled(&revert_job);
+    assert_eq!(f.status(), "");
+
+    let status = f.ok(&["status"]);
+    assert!(
+        status.contains(&format!("last run    node {node}, Slurm job {revert_job}")),
+        "{status}"
+    );
+    assert!(
+        status.contains("runner      slurm -t 5 (queue timeout 2m0s)"),
+        "{status}"
+    );
+    let json: serde_json::Value = serde_json::from_str(&f.ok(&["status", "--json"])).unwrap();
+    assert_eq!(json["session"]["runner"]["kind"], "slurm");
+    assert_eq!(json["last_placement"]["job"], revert_job.as_str());
+}
+
+#[test]
+fn the_budget_cancels_the_job_and_leaves_no_process() {
+    if !slurm_reachable("the_budget_cancels_the_job_and_leaves_no_process") {
+        return;
+    }
+    let f = Fixture::new();
+    start_slurm(&f, "");
+    f.edit_kernel("CRASH = \"\"", "CRASH = \"hang\"");
+    let hang = Hang::new();
+    let started = Instant::now();
+    let out = hang
+        .command(&f, &["step", "--json", "--budget", "10s", "deadlock"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // 10s of budget: enough for the correctness run on a loaded machine, so that the benchmark hangs
+    assert!(started.elapsed() < Duration::from_secs(60));
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", support::both(&out)));
+    assert_eq!(r["status"], "crash");
+    assert!(
+        r["reason"]
+            .as_str()
+            .unwrap()
+            .contains("ran past the iteration budget"),
+        "{r}"
+    );
+    assert_job_ended_cancelled(&f.trailer("HEAD", "Cutile-Perf-Slurm-Job"));
+    hang.assert_child_gone();
+}
+
+/// The newest job carrying `comment` (tests run in parallel; each marks its own), once squeue shows it.
+fn job_with_comment(comment: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let listed = output("squeue", &["-h", "--states=all", "-o", "%i|%k"]).unwrap_or_default();
+        if let Some(job) = listed
+            .lines()
+            .filter_map(|l| l.strip_suffix(&format!("|{comment}")))
+            .filter_map(|job| job.parse::<u64>().ok())
+            .max()
+        {
+            return job.to_string();
+        }
+        assert!(Instant::now() < deadline, "no job with comment {comment}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A session whose jobs carry a comment unique to this test, and a hanging benchmark to try.
+fn hanging_session(f: &Fixture, test: &str) -> String {
+    let comment = format!("cutile-perf-{test}-{}", std::process::id());
+    start_slurm(f, &format!("--comment={comment}"));
+    f.edit_kernel("CRASH = \"\"", "CRASH = \"hang\"");
+    comment
+}
+
+#[test]
+fn sigterm_during_the_benchmark_cancels_the_job() {
+    if !slurm_reachable("sigterm_during_the_benchmark_cancels_the_job") {
+        return;
+    }
+    let f = Fixture::new();
+    let comment = hanging_session(&f, "sigterm");
+    let before = f.head();
+    let hang = Hang::new();
+    let out = hang.when_hanging(&f, &["step", "deadlock"], |tool| unsafe {
+        libc::kill(tool.id() as i32, libc::SIGTERM);
+    });
+    assert_eq!(out.status.code(), Some(130), "{}", support::both(&out));
+    assert_eq!(f.head(), before, "nothing was recorded");
+    assert_job_ended_cancelled(&job_with_comment(&comment));
+    hang.assert_child_gone();
+}
+
+#[test]
+fn a_job_cancelled_from_outside_is_a_crash_that_says_so() {
+    if !slurm_reachable("a_job_cancelled_from_outside_is_a_crash_that_says_so") {
+        return;
+    }
+    let f = Fixture::new();
+    let comment = hanging_session(&f, "outside");
+    let hang = Hang::new();
+    let out = hang.when_hanging(&f, &["step", "--json", "deadlock"], |_| {
+        // an administrator (or the scheduler) takes the node away mid-benchmark
+        output("scancel", &[&job_with_comment(&comment)]).unwrap();
+    });
+    assert!(out.status.success(), "{}", support::both(&out));
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["status"], "crash");
+    let job = f.trailer("HEAD", "Cutile-Perf-Slurm-Job");
+    assert!(
+        r["reason"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("the Slurm job {job} on node")),
+        "{r}"
+    );
+    assert!(
+        r["reason"]
+            .as_str()
+            .unwrap()
+            .contains("was cancelled from outside (CANCELLED)"),
+        "{r}"
+    );
+    assert_job_ended_cancelled(&job);
+    hang.assert_child_gone();
+}
+
+#[test]
+fn ctrl_c_while_queued_cancels_the_pending_job() {
+    if !slurm_reachable("ctrl_c_while_queued_cancels_the_pending_job") {
+        return;
+    }
+    let f = Fixture::new();
+    let comment = format!("cutile-perf-test-{}", std::process::id());
+    // eligible only in an hour: it stays pending
+    let slurm_args = format!("--begin=now+1hour --comment={comment}");
+    let child = f
+        .command(&[
+            "start",
+            "vector_add",
+            "--runner",
+            "slurm",
+            "--slurm-args",
+            &slurm_args,
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let job = job_with_comment(&comment);
+    assert_eq!(job_state(&job).as_deref(), Some("PENDING"));
+    std::thread::sleep(Duration::from_millis(700));
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let out = child.wait_with_output().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(err.contains("the queued Slurm job was cancelled"), "{err}");
+    assert!(err.contains("waited") && err.contains(&job), "{err}");
+    assert_job_ended_cancelled(&job);
+    assert_eq!(f.session_branch(), "", "nothing was created");
+}
+
+#[test]
+fn the_queue_timeout_cancels_the_pending_job() {
+    if !slurm_reachable("the_queue_timeout_cancels_the_pending_job") {
+        return;
+    }
+    let f = Fixture::new();
+    let comment = format!("cutile-perf-queue-timeout-{}", std::process::id());
+    let slurm_args = format!("--begin=now+1hour --comment={comment}");
+    let err = f.fails(&[
+        "start",
+        "vector_add",
+        "--runner",
+        "slurm",
+        "--slurm-args",
+        &slurm_args,
+        "--queue-timeout",
+        "2s",
+    ]);
+    let job = job_with_comment(&comment);
+    assert!(
+        err.contains(&format!(
+            "no node within the queue timeout of 2s (Slurm job {job} still PENDING: BeginTime); the job was cancelled"
+        )),
+        "{err}"
+    );
+    assert!(err.contains("hint: raise --queue-timeout"), "{err}");
+    assert_job_ended_cancelled(&job);
+    assert_eq!(f.session_branch(), "");
+}
+
+#[test]
+fn slurm_options_without_the_slurm_runner_are_refused() {
+    let f = Fixture::new();
+    let err = f.fails(&["start", "vector_add", "--slurm-args", "-p gpu"]);
+    assert!(err.contains("apply to the Slurm runner only"), "{err}");
+    assert!(err.contains("hint: add --runner slurm"), "{err}");
+}
+
+#[test]
+fn a_work_tree_the_node_cannot_see_is_a_clear_error() {
+    if !slurm_reachable("a_work_tree_the_node_cannot_see_is_a_clear_error") {
+        return;
+    }
+    let marker = format!("{LOGIN_ONLY}/.visible-on-login-node-only");
+    let node_sees_it = output("srun", &["-N1", "--quiet", "test", "-e", &marker]).is_some();
+    if !Path::new(&marker).exists() || node_sees_it {
+        eprintln!(
+            "\n*** SKIPPED a_work_tree_the_node_cannot_see_is_a_clear_error: {LOGIN_ONLY} is not hidden from \
+             the node (tools/slurm-up.sh sets that up) ***\n"
+        );
+        return;
+    }
+    let f = Fixture::new_in(Path::new(LOGIN_ONLY));
+    let err = f.fails(&["start", "vector_add", "--runner", "slurm"]);
+    assert!(err.contains("cannot see the work tree"), "{err}");
+    assert!(err.contains(&f.root.display().to_string()), "{err}");
+    assert!(
+        err.contains("hint: put the work tree on a filesystem the compute nodes mount"),
+        "{err}"
+    );
+    assert_eq!(f.session_branch(), "");
+    let job = err
+        .split("Slurm job ")
+        .nth(1)
+        .and_then(|rest| rest.split(')').next())
+        .unwrap();
+    assert_job_ended_cancelled(job);
+    assert_eq!(f.status(), "", "no token left in the work tree");
+    assert!(
+        !f.path("sandbox").exists(),
+        "no sandbox/ left in the work tree"
+    );
+}
