@@ -173,7 +173,9 @@ fn paired(rng: &mut Rng, grid: &Grid, effects: &[f64], limits: &Thresholds) -> (
             baseline: run(rng, grid, &vec![1.0; effects.len()]),
             candidate: run(rng, grid, effects),
         });
-        if let Verdict::Decided(d) = verdict::decide(&rounds, limits).expect("same configs") {
+        if let Verdict::Decided(d) =
+            verdict::decide(&rounds, limits, &verdict::NoiseFloor::default()).expect("same configs")
+        {
             let kept = match d.tier {
                 Tier::Revert => Kept::Reverted,
                 Tier::Continue => Kept::Continue,

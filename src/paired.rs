@@ -13,7 +13,7 @@ use crate::git::Repo;
 use crate::pytest::{BenchmarkRun, Pytest};
 use crate::records::Statistic;
 use crate::ui;
-use crate::verdict::{self, Decided, Round, Verdict};
+use crate::verdict::{self, Decided, NoiseFloor, Round, Verdict};
 
 /// A detached worktree of a commit, removed when dropped.
 pub struct BaselineTree<'a> {
@@ -68,6 +68,7 @@ pub fn measure(
     baseline: &Pytest,
     statistic: Statistic,
     limits: &Thresholds,
+    floor: &NoiseFloor,
     deadline: Instant,
 ) -> Result<Paired> {
     let mut rounds: Vec<Round> = Vec::new();
@@ -100,7 +101,7 @@ pub fn measure(
         }
         rounds.push(round);
         durations.push(started.elapsed());
-        let ambiguous = match verdict::decide(&rounds, limits) {
+        let ambiguous = match verdict::decide(&rounds, limits, floor) {
             Ok(Verdict::Decided(decided)) => return Ok(Paired::Decided(decided)),
             Ok(Verdict::NeedMoreRounds { ambiguous, .. }) => ambiguous,
             Err(e) => return Ok(Paired::Crashed(e.to_string())),
@@ -113,7 +114,7 @@ pub fn measure(
                 longest.as_secs_f64(),
                 left.as_secs_f64()
             );
-            return Ok(match verdict::decide_anyway(&rounds, limits, &why) {
+            return Ok(match verdict::decide_anyway(&rounds, limits, floor, &why) {
                 Ok(decided) => Paired::Decided(decided),
                 Err(e) => Paired::Crashed(e.to_string()),
             });

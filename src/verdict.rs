@@ -200,9 +200,48 @@ pub enum RoundsError {
     },
 }
 
+/// The noise the session measured at `start` (each config's spread between the baseline's runs), which
+/// raises a config's prior above the model where this GPU and grid are noisier than the model says.
+#[derive(Debug, Clone, Default)]
+pub struct NoiseFloor {
+    /// Per (pass, test): the standard deviation of one run's log latency.
+    sd: HashMap<(String, String), f64>,
+}
+
+impl NoiseFloor {
+    /// From the spread of two runs: E|X - Y| = 2 sd / sqrt(pi) for two independent normal runs.
+    pub fn from_spreads(spreads: &[crate::stats::Spread]) -> NoiseFloor {
+        let two_over_root_pi = 2.0 / std::f64::consts::PI.sqrt();
+        NoiseFloor {
+            sd: spreads
+                .iter()
+                .map(|s| {
+                    let key = (s.pass.clone(), s.test.clone());
+                    (key, s.spread_pct / 100.0 / two_over_root_pi)
+                })
+                .collect(),
+        }
+    }
+
+    /// One run's standard deviation of log latency for a config: the model's, or the measured floor if
+    /// larger.
+    fn process_sd(&self, pass: &str, test: &str, latency_ms: f64) -> f64 {
+        let floor = self
+            .sd
+            .get(&(pass.to_string(), test.to_string()))
+            .copied()
+            .unwrap_or(0.0);
+        noise::process_sd(latency_ms).max(floor)
+    }
+}
+
 /// Decides from the rounds so far, or asks for another round. After [`MAX_ROUNDS`] it decides anyway.
-pub fn decide(rounds: &[Round], limits: &Thresholds) -> Result<Verdict, RoundsError> {
-    let (estimate, changes) = estimate(rounds)?;
+pub fn decide(
+    rounds: &[Round],
+    limits: &Thresholds,
+    floor: &NoiseFloor,
+) -> Result<Verdict, RoundsError> {
+    let (estimate, changes) = estimate(rounds, floor)?;
     let bounds = Bounds::new(limits);
     // the config whose lower bound lies furthest above the limit names the revert
     let lowest_bound = |i: usize| changes[i].0 - Z_REGRESSED * changes[i].1;
@@ -266,9 +305,10 @@ pub fn decide(rounds: &[Round], limits: &Thresholds) -> Result<Verdict, RoundsEr
 pub fn decide_anyway(
     rounds: &[Round],
     limits: &Thresholds,
+    floor: &NoiseFloor,
     why: &str,
 ) -> Result<Decided, RoundsError> {
-    match decide(rounds, limits)? {
+    match decide(rounds, limits, floor)? {
         Verdict::Decided(d) => Ok(d),
         Verdict::NeedMoreRounds { estimate, .. } => {
             match decide_anyway_from(estimate, limits, why.to_string()) {
@@ -370,7 +410,10 @@ fn pct(log_ratio: f64) -> f64 {
 }
 
 /// The estimates, and each config's (mean, standard error) of its log ratio.
-fn estimate(rounds: &[Round]) -> Result<(Estimate, Vec<(f64, f64)>), RoundsError> {
+fn estimate(
+    rounds: &[Round],
+    floor: &NoiseFloor,
+) -> Result<(Estimate, Vec<(f64, f64)>), RoundsError> {
     let first = rounds.first().ok_or(RoundsError::NoRounds)?;
     if first.baseline.is_empty() {
         return Err(RoundsError::NoConfigs);
@@ -402,7 +445,10 @@ fn estimate(rounds: &[Round]) -> Result<(Estimate, Vec<(f64, f64)>), RoundsError
         let mean = ratios.iter().sum::<f64>() / n;
         let base = bases.iter().sum::<f64>() / n;
         let scatter: f64 = ratios.iter().map(|d| (d - mean).powi(2)).sum();
-        let prior = 2.0 * noise::process_sd(base.exp()).powi(2);
+        let prior = 2.0
+            * floor
+                .process_sd(&config.pass, &config.test, base.exp())
+                .powi(2);
         let sd = ((PRIOR_DOF * prior + scatter) / (PRIOR_DOF + n - 1.0)).sqrt();
         let se = sd / n.sqrt();
         configs.push(ConfigEstimate {
@@ -472,7 +518,7 @@ mod tests {
     }
 
     fn decided(rounds: &[Round]) -> Decided {
-        match decide(rounds, &limits()).unwrap() {
+        match decide(rounds, &limits(), &NoiseFloor::default()).unwrap() {
             Verdict::Decided(d) => d,
             other => panic!("not decided: {other:?}"),
         }
@@ -539,7 +585,12 @@ mod tests {
         let Verdict::NeedMoreRounds {
             ambiguous,
             estimate,
-        } = decide(std::slice::from_ref(&first), &limits()).unwrap()
+        } = decide(
+            std::slice::from_ref(&first),
+            &limits(),
+            &NoiseFloor::default(),
+        )
+        .unwrap()
         else {
             panic!("decided on one round")
         };
@@ -552,7 +603,13 @@ mod tests {
             ambiguous.ends_with("), within noise of the 2% regression limit"),
             "{ambiguous}"
         );
-        let d = decide_anyway(&[first], &limits(), "a round takes 150 s, 40 s are left").unwrap();
+        let d = decide_anyway(
+            &[first],
+            &limits(),
+            &NoiseFloor::default(),
+            "a round takes 150 s, 40 s are left",
+        )
+        .unwrap();
         assert_eq!(d.tier, Tier::Revert);
         assert_eq!(
             d.undecided.as_deref(),
@@ -567,7 +624,7 @@ mod tests {
         );
         // an aggregate on a tier's edge is ambiguous too
         let Verdict::NeedMoreRounds { ambiguous, .. } =
-            decide(&[round(&[1.0], &[0.95])], &limits()).unwrap()
+            decide(&[round(&[1.0], &[0.95])], &limits(), &NoiseFloor::default()).unwrap()
         else {
             panic!("decided at the edge")
         };
@@ -584,7 +641,9 @@ mod tests {
             round(&[1.0], &[0.99]),
             round(&[1.0], &[0.96]),
         ];
-        let Verdict::NeedMoreRounds { estimate, .. } = decide(&rounds, &limits()).unwrap() else {
+        let Verdict::NeedMoreRounds { estimate, .. } =
+            decide(&rounds, &limits(), &NoiseFloor::default()).unwrap()
+        else {
             panic!("decided despite the scatter")
         };
         let d: Vec<f64> = [0.96f64, 0.99, 0.96].iter().map(|x| x.ln()).collect();
@@ -603,7 +662,7 @@ mod tests {
     fn the_last_round_decides_on_the_means() {
         let rounds: Vec<Round> = (0..MAX_ROUNDS).map(|_| round(&[1.0], &[0.95])).collect();
         assert!(matches!(
-            decide(&rounds[..MAX_ROUNDS - 1], &limits()).unwrap(),
+            decide(&rounds[..MAX_ROUNDS - 1], &limits(), &NoiseFloor::default()).unwrap(),
             Verdict::NeedMoreRounds { .. }
         ));
         let d = decided(&rounds);
@@ -616,19 +675,45 @@ mod tests {
 
     #[test]
     fn rounds_must_hold_every_config() {
-        assert_eq!(decide(&[], &limits()), Err(RoundsError::NoRounds));
         assert_eq!(
-            decide(&[round(&[], &[])], &limits()),
+            decide(&[], &limits(), &NoiseFloor::default()),
+            Err(RoundsError::NoRounds)
+        );
+        assert_eq!(
+            decide(&[round(&[], &[])], &limits(), &NoiseFloor::default()),
             Err(RoundsError::NoConfigs)
         );
         let err = decide(
             &[round(&[1.0, 2.0], &[1.0, 2.0]), round(&[1.0, 2.0], &[1.0])],
             &limits(),
+            &NoiseFloor::default(),
         )
         .unwrap_err();
         assert_eq!(
             err.to_string(),
             "t1 forward is missing from round 2's candidate run"
+        );
+    }
+
+    /// A config that moved 3% between the baseline's two runs at `start` cannot be called regressed by
+    /// a 3% reading in one round, though the model alone (0.05% at 1 ms) would call it so.
+    #[test]
+    fn a_measured_noise_floor_raises_the_prior() {
+        let rounds = [round(&[1.0], &[1.03])];
+        let model_only = decide(&rounds, &limits(), &NoiseFloor::default()).unwrap();
+        assert!(
+            matches!(&model_only, Verdict::Decided(d) if d.tier == Tier::Revert),
+            "{model_only:?}"
+        );
+        let floor = NoiseFloor::from_spreads(&[crate::stats::Spread {
+            pass: "forward".into(),
+            test: "t0".into(),
+            spread_pct: 3.0,
+        }]);
+        let with_floor = decide(&rounds, &limits(), &floor).unwrap();
+        assert!(
+            matches!(with_floor, Verdict::NeedMoreRounds { .. }),
+            "{with_floor:?}"
         );
     }
 }

@@ -528,7 +528,13 @@ fn ctrl_c_during_the_baseline_leaves_nothing_behind() {
 #[test]
 fn null_edits_under_noise_are_kept() {
     let f = Fixture::new();
-    f.start();
+    // the baseline's two runs see the same noise, and record it as the session's noise floor
+    let start = f
+        .command(&["start", "vector_add"])
+        .env("CUTILE_PERF_FIXTURE_NOISE", "0.01")
+        .output()
+        .unwrap();
+    assert!(start.status.success(), "{}", text(&start.stderr));
     let mut reverted = Vec::new();
     for n in 0..20 {
         f.append(KERNEL, &format!("# null edit {n}\n"));

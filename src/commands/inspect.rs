@@ -50,14 +50,23 @@ pub fn run(repo: &Repo, args: &InspectArgs, out: &mut impl Write) -> Result<()> 
     let mut full = inspect_with_test(&repo.root, &kernel, capability)?;
     if args.measure {
         let measurement = measure(repo, &full, args)?;
-        full.report.class = Some(ClassEstimate {
-            class: kernel_class::classify(measurement.launch.intensity),
-            source: "measured",
-            reason: format!(
-                "ncu on one launch of {}: {:.1} FLOP per DRAM byte",
-                measurement.launch.kernel, measurement.launch.intensity
-            ),
-        });
+        let intensity = measurement.launch.intensity;
+        if intensity.is_finite() {
+            full.report.class = Some(ClassEstimate {
+                class: kernel_class::classify(intensity),
+                source: "measured",
+                reason: format!(
+                    "ncu on one launch of {}: {intensity:.1} FLOP per DRAM byte",
+                    measurement.launch.kernel
+                ),
+            });
+        } else {
+            // seen on an H200 for matmul: ncu read "n/a" for the launch; the static estimate stands
+            ui::progress_line(&format!(
+                "ncu gave no DRAM bytes or FLOP for {}; the class stays the static estimate",
+                measurement.launch.kernel
+            ));
+        }
         full.measured = Some(measurement);
     }
     if args.output.json {

@@ -25,6 +25,7 @@ use crate::session::{Iteration, fmt_change, fmt_ms, short};
 use crate::stats::{Comparison, ConfigChange};
 use crate::trailers::{Block, render_message};
 use crate::ui;
+use crate::verdict::NoiseFloor;
 
 /// What `step` did, as `--json` prints it.
 #[derive(Debug, Serialize)]
@@ -264,7 +265,14 @@ fn attempt(repo: &Repo, history: &History, place: &Runner, deadline: Instant) ->
     };
     let limits = &session.thresholds;
     Ok(
-        match paired::measure(&runner, &baseline, session.statistic, limits, deadline)? {
+        match paired::measure(
+            &runner,
+            &baseline,
+            session.statistic,
+            limits,
+            &NoiseFloor::from_spreads(&session.spread),
+            deadline,
+        )? {
             Paired::Interrupted => return Err(interrupted().into()),
             Paired::Crashed(why) => Attempt::Crashed {
                 correctness: Correctness::Pass,
