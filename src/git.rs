@@ -45,6 +45,19 @@ impl Repo {
         process::git_bytes(&self.root, args, &[("GIT_CUTILE_PERF", exe.as_os_str())])
     }
 
+    /// [`Repo::git`] with `input` on git's stdin (messages, notes).
+    pub fn git_input(&self, args: &[&str], input: &str) -> Result<String> {
+        let exe = std::env::current_exe().unwrap_or_else(|_| "git-cutile-perf".into());
+        let out = process::git_input(
+            &self.root,
+            args,
+            &[("GIT_CUTILE_PERF", exe.as_os_str())],
+            input.as_bytes(),
+        )?;
+        String::from_utf8(out)
+            .with_context(|| format!("git {} printed non-UTF-8 output", args.join(" ")))
+    }
+
     /// The checked-out branch's short name, if HEAD is on a branch.
     pub fn branch(&self) -> Result<Option<String>> {
         let head = self.repo.head_name().context("cannot read HEAD")?;

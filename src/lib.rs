@@ -6,6 +6,7 @@ pub mod commands;
 pub mod decision;
 pub mod demo_python;
 pub mod errors;
+pub mod evidence;
 pub mod generate;
 pub mod git;
 pub mod gpu;
