@@ -37,6 +37,8 @@ pub enum Command {
     Plot(PlotArgs),
     /// Show the session: kernel, allowed paths, baseline and best latency, and whether the loop may go on
     Status(JsonArg),
+    /// Audit the session's record: trailers against their evidence notes, undone attempts, allowed paths, foreign commits
+    Verify(JsonArg),
     /// Print a reference guide, or one section of it (e.g. `refs playbook B`)
     Refs(RefsArgs),
     /// List the optimizations to try next for the session's kernel class, skipping those already tried

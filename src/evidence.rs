@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use crate::decision::Thresholds;
 use crate::git::Repo;
 use crate::records::{self, CaseOutcome, CaseReport};
+use crate::session::Session;
 
 /// The notes ref the evidence lives in.
 pub const NOTES_REF: &str = "refs/notes/cutile-perf";
@@ -61,6 +62,28 @@ pub struct Evidence {
 }
 
 impl Evidence {
+    /// The evidence of iteration `iteration` of `session`: the JUnit files that the runs named `runs`
+    /// left in `sandbox` (a run that wrote none is left out), with this tool's version and `gpu`.
+    pub fn collect(
+        session: &Session,
+        iteration: u32,
+        gpu: Option<String>,
+        sandbox: &Path,
+        runs: &[&str],
+    ) -> Evidence {
+        Evidence {
+            tool_version: crate::VERSION.to_string(),
+            iteration,
+            gpu,
+            statistic: session.statistic.to_string(),
+            thresholds: session.thresholds,
+            runs: runs
+                .iter()
+                .filter_map(|name| RunFile::read(sandbox, name))
+                .collect(),
+        }
+    }
+
     pub fn run(&self, name: &str) -> Option<&RunFile> {
         self.runs.iter().find(|r| r.name == name)
     }

@@ -12,6 +12,7 @@ pub mod start;
 pub mod status;
 pub mod step;
 pub mod table;
+pub mod verify;
 
 use std::path::PathBuf;
 

@@ -10,6 +10,7 @@ use serde::Serialize;
 use super::{Interrupted, sandbox, write_table};
 use crate::cli::StartArgs;
 use crate::decision::{Correctness, Decision, Status};
+use crate::evidence::Evidence;
 use crate::git::Repo;
 use crate::history::History;
 use crate::pytest::{BenchmarkRun, CorrectnessRun, Pytest};
@@ -158,9 +159,14 @@ fn baseline(repo: &Repo, plan: &Plan, original: &str) -> Result<Baseline> {
     let runner = plan.runner(repo);
     let interrupted = || Interrupted("the baseline was not recorded; nothing was created");
     let tests = match runner.correctness()? {
-        CorrectnessRun::Pass { passed, skipped } => match skipped {
-            0 => format!("{passed} correctness tests passed"),
-            _ => format!("{passed} correctness tests passed ({skipped} skipped)"),
+        CorrectnessRun::Pass { passed, .. } if passed.is_empty() => bail!(
+            "no correctness test passed at the baseline (every selected case was skipped), so nothing \
+             would show a later change breaking the kernel\nhint: check that the tests can run here (GPU, \
+             architecture) and that --filter selects cases that run; nothing was created"
+        ),
+        CorrectnessRun::Pass { passed, skipped } => match skipped.len() {
+            0 => format!("{} correctness tests passed", passed.len()),
+            n => format!("{} correctness tests passed ({n} skipped)", passed.len()),
         },
         CorrectnessRun::Fail { failed } => bail!(
             "the baseline fails its correctness tests, so there is nothing to optimize from:\n  {}\nhint: fix them on {original} first; nothing was created",
@@ -214,12 +220,21 @@ fn commit(repo: &Repo, plan: Plan, baseline: Baseline) -> Result<StartReport> {
         fmt_ms(Some(latency))
     );
     let commit = repo.commit(&render_message(&subject, None, &block), true)?;
+    Evidence::collect(
+        &plan.session,
+        0,
+        plan.session.gpu.clone(),
+        &sandbox(repo),
+        &["correctness", "benchmark"],
+    )
+    .attach(repo, &commit)?;
     repo.remember_baseline(&plan.branch, &commit)?;
     let configs = baseline.configs.clone();
     let history = History {
         session: plan.session.clone(),
         baseline_commit: commit.clone(),
         iterations: vec![(commit.clone(), baseline)],
+        foreign: Default::default(),
     };
     let table = write_table(repo, &history)?;
     Ok(StartReport {
