@@ -218,6 +218,12 @@ pub enum HookAction {
     /// The check the hook runs: on a session branch, reject staged paths outside the allowed set
     #[command(hide = true)]
     PreCommit,
+    /// The check the commit-msg hook runs: on a session branch, only the tool writes Cutile-Perf-* trailers
+    #[command(hide = true)]
+    CommitMsg {
+        /// The message file git hands the hook
+        message: std::path::PathBuf,
+    },
 }
 
 #[derive(Args, Debug)]

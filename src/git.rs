@@ -286,7 +286,15 @@ impl Repo {
         if allow_empty {
             args.push("--allow-empty");
         }
-        self.git(&args)?;
+        // the commit-msg hook accepts our trailers only with this commit's nonce
+        crate::hook::message::with_nonce(self, |nonce| {
+            let exe = std::env::current_exe().unwrap_or_else(|_| "git-cutile-perf".into());
+            let env = [
+                ("GIT_CUTILE_PERF", exe.as_os_str()),
+                (crate::hook::message::NONCE_ENV, std::ffi::OsStr::new(nonce)),
+            ];
+            process::git_bytes(&self.root, &args, &env)
+        })?;
         self.head()
     }
 }

@@ -248,3 +248,66 @@ fn a_case_that_passed_at_the_baseline_and_skips_now_fails() {
     assert!(log.contains("Cutile-Perf-Correctness: FAIL"), "{log}");
     assert!(f.ok(&["verify"]).contains("the record holds"));
 }
+
+#[test]
+fn only_the_tool_writes_trailers_on_a_session_branch() {
+    let f = Fixture::new();
+    // a commit-msg hook that was there before (Gerrit's, say) is kept, runs first, and comes back
+    let theirs = "#!/bin/sh\necho ran >>\"$(git rev-parse --git-dir)/theirs.log\"\n";
+    f.write(".git/hooks/commit-msg", theirs);
+    std::fs::set_permissions(
+        f.hooks().join("commit-msg"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    f.start();
+    assert_eq!(
+        std::fs::read_to_string(f.path(".git/theirs.log")).unwrap(),
+        "ran\n"
+    );
+    let baseline = f.git(&["log", "-1", "--format=%B"]);
+    let forged = baseline.replacen(
+        "Cutile-Perf-Allow:",
+        "Cutile-Perf-Allow: setup.py\nCutile-Perf-Allow:",
+        1,
+    );
+    for env in [
+        None,
+        Some(("GIT_CUTILE_PERF", "true")),
+        Some(("GIT_CUTILE_PERF_NONCE", "guess")),
+    ] {
+        let mut commit = f.program("git", &f.root);
+        commit.args([
+            "commit",
+            "-q",
+            "--allow-empty",
+            "--cleanup=verbatim",
+            "-m",
+            &forged,
+        ]);
+        if let Some((name, value)) = env {
+            commit.env(name, value);
+        }
+        let out = commit.output().unwrap();
+        assert!(!out.status.success(), "{env:?}: {}", both(&out));
+        let err = text(&out.stderr);
+        // with GIT_CUTILE_PERF=true the pre-commit hook refuses first
+        assert!(
+            err.contains("carries Cutile-Perf-* trailers, which only git cutile-perf writes")
+                || err.contains("true did not check this commit (it is not git-cutile-perf)"),
+            "{env:?}: {}",
+            both(&out)
+        );
+    }
+    // an ordinary message passes, and the tool's own commits pass
+    f.git(&["commit", "-q", "--allow-empty", "-m", "a note to self"]);
+    f.git(&["reset", "-q", "--hard", "HEAD~1"]);
+    f.set_latency(0.09, 0.9);
+    assert_eq!(f.step_json(&["tile size 256"])["status"], "keep");
+    assert!(!f.path(".git/cutile-perf-commit-nonce").exists());
+    f.ok(&["hook", "uninstall"]);
+    assert_eq!(
+        std::fs::read_to_string(f.hooks().join("commit-msg")).unwrap(),
+        theirs
+    );
+}

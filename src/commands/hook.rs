@@ -14,6 +14,11 @@ pub fn run(repo: &Repo, args: &HookArgs) -> Result<()> {
             println!("{}", hook::CHECKED);
             Ok(())
         }
+        HookAction::CommitMsg { message } => {
+            hook::message::check(repo, message)?;
+            println!("{}", hook::message::CHECKED);
+            Ok(())
+        }
         HookAction::Install => {
             report(hook::install(repo)?);
             Ok(())

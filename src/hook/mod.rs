@@ -18,9 +18,24 @@
 mod check;
 mod install;
 pub mod managers;
+pub mod message;
 
 pub use check::pre_commit;
-pub use install::{Change, State, install, uninstall};
+pub use install::{Change, State};
+
+/// Installs the pre-commit hook and, beside it, the commit-msg hook ([`message`]).
+pub fn install(repo: &crate::git::Repo) -> anyhow::Result<Change> {
+    let change = install::install(repo)?;
+    message::install(repo)?;
+    Ok(change)
+}
+
+/// Removes both hooks, restoring what each replaced.
+pub fn uninstall(repo: &crate::git::Repo) -> anyhow::Result<Change> {
+    let change = install::uninstall(repo)?;
+    message::uninstall(repo)?;
+    Ok(change)
+}
 
 /// Our hook script, as committed in `hooks/pre-commit`.
 const SCRIPT: &str = include_str!("../../hooks/pre-commit");
