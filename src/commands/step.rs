@@ -191,6 +191,16 @@ fn preflight(repo: &Repo, continue_anyway: bool) -> Result<Preflight> {
             session.allowed.join(", ")
         );
     }
+    let since_baseline = repo.changed_between(&history.baseline_commit, "HEAD")?;
+    let broken = guard::disallowed(&since_baseline, &session.allowed);
+    if !broken.is_empty() {
+        bail!(
+            "the session history broke the rule: commits since the baseline {} changed paths outside the allowed set:\n  {}\n\
+             hint: nothing is recorded on a broken history; revert those commits first",
+            short(&history.baseline_commit),
+            broken.join("\n  ")
+        );
+    }
     let foreign = super::verify::foreign_findings(repo, &history)?;
     if !foreign.is_empty() {
         bail!(
@@ -208,16 +218,6 @@ fn preflight(repo: &Repo, continue_anyway: bool) -> Result<Preflight> {
                     .last()
                     .map_or(&history.baseline_commit, |(c, _)| c)
             )
-        );
-    }
-    let since_baseline = repo.changed_between(&history.baseline_commit, "HEAD")?;
-    let broken = guard::disallowed(&since_baseline, &session.allowed);
-    if !broken.is_empty() {
-        bail!(
-            "the session history broke the rule: commits since the baseline {} changed paths outside the allowed set:\n  {}\n\
-             hint: nothing is recorded on a broken history; revert those commits first",
-            short(&history.baseline_commit),
-            broken.join("\n  ")
         );
     }
     Ok(Preflight { history, changed })
