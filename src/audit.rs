@@ -81,15 +81,7 @@ pub fn correctness_of(run: &RunFile, baseline_passed: &[String]) -> Result<Corre
     if !failed.is_empty() {
         return Ok(CorrectnessRun::Fail { failed });
     }
-    let (skipped, passed): (Vec<_>, Vec<_>) = cases
-        .into_iter()
-        .partition(|c| c.outcome == CaseOutcome::Skipped);
-    let ids = |cases: Vec<records::CaseReport>| cases.into_iter().map(|c| c.id).collect();
-    Ok(CorrectnessRun::Pass {
-        passed: ids(passed),
-        skipped: ids(skipped),
-    }
-    .against_baseline(baseline_passed))
+    Ok(CorrectnessRun::passed(cases).against_baseline(baseline_passed))
 }
 
 /// The measurements a benchmark run's JUnit file gives under the session's statistic.

@@ -272,33 +272,9 @@ mod tests {
         );
     }
 
-    fn message(iteration: &Iteration, with_session: bool) -> String {
-        let mut block = Block::default();
-        iteration.write(&mut block);
-        if with_session {
-            session().write(&mut block);
-        }
-        render_message("s", None, &block)
-    }
-
-    #[test]
-    fn a_second_session_block_and_unrecorded_commits_are_foreign() {
-        let mut revert = iteration(2, Status::Revert, Some(4.0), Decision::TryNext);
-        revert.attempt = Some("a2".into());
-        let plain = |id: &str| (id.to_string(), "a plain commit\n".to_string());
-        let commits = vec![
-            plain("p3"),
-            (
-                "forged".to_string(),
-                message(
-                    &iteration(0, Status::Keep, Some(0.0), Decision::Continue),
-                    true,
-                ),
-            ),
-            ("c2".to_string(), message(&revert, false)),
-            plain("a2"),
-            plain("p2"),
-            plain("p1"),
+    /// The baseline `c0` and a kept iteration `c1` on it, newest first.
+    fn first_two() -> Vec<(String, String)> {
+        vec![
             (
                 "c1".to_string(),
                 message(
@@ -313,7 +289,38 @@ mod tests {
                     true,
                 ),
             ),
+        ]
+    }
+
+    fn message(iteration: &Iteration, with_session: bool) -> String {
+        let mut block = Block::default();
+        iteration.write(&mut block);
+        if with_session {
+            session().write(&mut block);
+        }
+        render_message("s", None, &block)
+    }
+
+    #[test]
+    fn a_second_session_block_and_unrecorded_commits_are_foreign() {
+        let mut revert = iteration(2, Status::Revert, Some(4.0), Decision::TryNext);
+        revert.attempt = Some("a2".into());
+        let plain = |id: &str| (id.to_string(), "a plain commit\n".to_string());
+        let mut commits = vec![
+            plain("p3"),
+            (
+                "forged".to_string(),
+                message(
+                    &iteration(0, Status::Keep, Some(0.0), Decision::Continue),
+                    true,
+                ),
+            ),
+            ("c2".to_string(), message(&revert, false)),
+            plain("a2"),
+            plain("p2"),
+            plain("p1"),
         ];
+        commits.extend(first_two());
         let read = |baseline| {
             History::from_commits_to(commits.clone().into_iter().map(Ok), Configs::All, baseline)
                 .unwrap()
@@ -344,7 +351,7 @@ mod tests {
 
     #[test]
     fn from_commits_reads_back_to_the_session_and_keeps_only_the_baselines_configs() {
-        let commits = vec![
+        let mut commits = vec![
             (
                 "c3".to_string(),
                 message(
@@ -360,22 +367,9 @@ mod tests {
                     false,
                 ),
             ),
-            (
-                "c1".to_string(),
-                message(
-                    &iteration(1, Status::Keep, Some(-6.0), Decision::Continue),
-                    false,
-                ),
-            ),
-            (
-                "c0".to_string(),
-                message(
-                    &iteration(0, Status::Keep, Some(0.0), Decision::Continue),
-                    true,
-                ),
-            ),
-            ("before".to_string(), "older history\n".to_string()),
         ];
+        commits.extend(first_two());
+        commits.push(("before".to_string(), "older history\n".to_string()));
         let read = |configs| {
             History::from_commits(commits.clone().into_iter().map(Ok), configs)
                 .unwrap()

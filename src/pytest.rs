@@ -170,16 +170,7 @@ impl Pytest<'_> {
         let run = self.run("correctness", CORRECTNESS_SELECTION, &[])?;
         Ok(match (run.ending, run.cases) {
             (Ending::Interrupted, _) => CorrectnessRun::Interrupted,
-            (Ending::Exited(0), Some(Ok(cases))) => {
-                let (skipped, passed) = cases
-                    .into_iter()
-                    .partition(|c| c.outcome == CaseOutcome::Skipped);
-                let ids = |cases: Vec<CaseReport>| cases.into_iter().map(|c| c.id).collect();
-                CorrectnessRun::Pass {
-                    passed: ids(passed),
-                    skipped: ids(skipped),
-                }
-            }
+            (Ending::Exited(0), Some(Ok(cases))) => CorrectnessRun::passed(cases),
             (Ending::Exited(1), Some(Ok(cases))) => CorrectnessRun::Fail {
                 failed: cases
                     .into_iter()
@@ -234,6 +225,18 @@ impl Pytest<'_> {
 }
 
 impl CorrectnessRun {
+    /// A run whose cases all passed or were skipped, each kind by id.
+    pub fn passed(cases: Vec<CaseReport>) -> CorrectnessRun {
+        let (skipped, passed): (Vec<_>, Vec<_>) = cases
+            .into_iter()
+            .partition(|c| c.outcome == CaseOutcome::Skipped);
+        let ids = |cases: Vec<CaseReport>| cases.into_iter().map(|c| c.id).collect();
+        CorrectnessRun::Pass {
+            passed: ids(passed),
+            skipped: ids(skipped),
+        }
+    }
+
     /// A pass becomes a failure when a case that passed at the baseline is skipped now or was not run:
     /// a kernel that makes its own tests skip has not passed them.
     pub fn against_baseline(self, baseline_passed: &[String]) -> CorrectnessRun {

@@ -311,3 +311,50 @@ fn only_the_tool_writes_trailers_on_a_session_branch() {
         theirs
     );
 }
+
+#[test]
+fn verify_finds_rewritten_history_undone_attempts_and_paths_outside() {
+    let f = Fixture::new();
+    f.start();
+    f.set_latency(0.08, 1.1);
+    assert_eq!(f.step_json(&["one config slower"])["status"], "revert");
+    // the undo commit rewritten to keep part of the attempt, its note carried over
+    let undo = f.head();
+    let message = f.git(&["log", "-1", "--format=%B"]);
+    f.set_latency(0.08, 1.0);
+    f.git(&["add", KERNEL]);
+    f.git(&[
+        "commit",
+        "-q",
+        "--amend",
+        "--no-verify",
+        "--cleanup=verbatim",
+        "-m",
+        &message,
+    ]);
+    f.git(&["notes", NOTES, "copy", &undo, "HEAD"]);
+    assert_eq!(finding_kinds(&f), ["attempt-not-undone"]);
+    f.git(&["reset", "-q", "--hard", &undo]);
+    // a path outside the allowed set, committed past the hook
+    f.append("setup.py", "# outside\n");
+    f.git(&["commit", "-q", "--no-verify", "-am", "sneaky"]);
+    assert_eq!(finding_kinds(&f), ["unrecorded-change", "outside-allowed"]);
+    f.git(&["reset", "-q", "--hard", &undo]);
+    // an iteration number skipped
+    let skipped = message.replacen(
+        "Cutile-Perf-Iteration: 1\n",
+        "Cutile-Perf-Iteration: 3\n",
+        1,
+    );
+    forge(&f, &skipped);
+    let (ok, report) = verify_json(&f);
+    assert!(!ok);
+    assert_eq!(report["findings"][0]["kind"], "broken-history", "{report}");
+    assert!(
+        report["findings"][0]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("records iteration 3 where iteration 2 was expected"),
+        "{report}"
+    );
+}

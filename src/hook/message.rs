@@ -9,11 +9,11 @@
 
 use std::fs;
 use std::io::Read;
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 
+use super::install::{exists, set_aside, write_script};
 use crate::git::Repo;
 use crate::trailers::Block;
 
@@ -42,23 +42,10 @@ pub fn install(repo: &Repo) -> Result<()> {
     let ours = existing
         .as_deref()
         .is_some_and(|text| text.contains(MARKER));
-    if !ours && fs::symlink_metadata(&hook).is_ok() {
-        let saved = dir.join(SAVED);
-        if fs::symlink_metadata(&saved).is_ok() {
-            bail!(
-                "both {} and {} exist, and neither is ours; refusing to touch either\nhint: keep the one \
-                 you want as {HOOK} and remove {SAVED}",
-                hook.display(),
-                saved.display()
-            );
-        }
-        fs::rename(&hook, &saved)
-            .with_context(|| format!("cannot move {} aside", hook.display()))?;
+    if !ours && exists(&hook)? {
+        set_aside(&hook, &dir.join(SAVED))?;
     }
-    let temp = hook.with_extension("cutile-perf-tmp");
-    fs::write(&temp, SCRIPT).with_context(|| format!("cannot write {}", temp.display()))?;
-    fs::set_permissions(&temp, fs::Permissions::from_mode(0o755))?;
-    fs::rename(&temp, &hook).with_context(|| format!("cannot install {}", hook.display()))
+    write_script(&hook, SCRIPT)
 }
 
 /// Removes our commit-msg hook and puts back the one it kept, byte for byte.
@@ -70,7 +57,7 @@ pub fn uninstall(repo: &Repo) -> Result<()> {
     }
     fs::remove_file(&hook).with_context(|| format!("cannot remove {}", hook.display()))?;
     let saved = dir.join(SAVED);
-    if fs::symlink_metadata(&saved).is_ok() {
+    if exists(&saved)? {
         fs::rename(&saved, &hook).with_context(|| format!("cannot restore {}", hook.display()))?;
     }
     Ok(())
