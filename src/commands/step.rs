@@ -213,7 +213,7 @@ fn preflight(repo: &Repo, continue_anyway: bool) -> Result<Preflight> {
                 .collect::<Vec<_>>()
                 .join("\n  "),
             short(
-                &history
+                history
                     .iterations
                     .last()
                     .map_or(&history.baseline_commit, |(c, _)| c)

@@ -190,10 +190,10 @@ fn evidence_findings(repo: &Repo, history: &History) -> Result<(usize, Vec<Findi
             Ok(None) => findings.push(finding(
                 Kind::MissingEvidence,
                 format!(
-                    "iteration {} has no evidence note in {} (recorded by a version before notes, the notes \
-                     ref not fetched, or not made by the tool)",
+                    "iteration {} has no evidence note in {ref_}: recorded before the tool wrote notes, \
+                     its notes not fetched (`git fetch origin {ref_}:{ref_}`), or not made by the tool",
                     it.number,
-                    crate::evidence::NOTES_REF
+                    ref_ = crate::evidence::NOTES_REF
                 ),
             )),
             Err(e) => findings.push(finding(Kind::UnreadableEvidence, format!("{e:#}"))),
