@@ -125,6 +125,7 @@ fn iteration(number: u32, configs: usize) -> Iteration {
             })
             .collect(),
         attempt: None,
+        rounds: None,
     }
 }
 

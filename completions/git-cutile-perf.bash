@@ -31,6 +31,9 @@ _gitcutileperf() {
             gitcutileperf,hook)
                 cmd="gitcutileperf__subcmd__hook"
                 ;;
+            gitcutileperf,inspect)
+                cmd="gitcutileperf__subcmd__inspect"
+                ;;
             gitcutileperf,install-extras)
                 cmd="gitcutileperf__subcmd__install__subcmd__extras"
                 ;;
@@ -75,6 +78,9 @@ _gitcutileperf() {
                 ;;
             gitcutileperf__subcmd__help,hook)
                 cmd="gitcutileperf__subcmd__help__subcmd__hook"
+                ;;
+            gitcutileperf__subcmd__help,inspect)
+                cmd="gitcutileperf__subcmd__help__subcmd__inspect"
                 ;;
             gitcutileperf__subcmd__help,install-extras)
                 cmd="gitcutileperf__subcmd__help__subcmd__install__subcmd__extras"
@@ -167,7 +173,7 @@ _gitcutileperf() {
 
     case "${cmd}" in
         gitcutileperf)
-            opts="-h -V --help --version start step table plot status verify refs next hook demo man completions install-extras uninstall-extras help"
+            opts="-h -V --help --version start inspect step table plot status verify refs next hook demo man completions install-extras uninstall-extras help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -217,7 +223,7 @@ _gitcutileperf() {
             return 0
             ;;
         gitcutileperf__subcmd__help)
-            opts="start step table plot status verify refs next hook demo man completions install-extras uninstall-extras help"
+            opts="start inspect step table plot status verify refs next hook demo man completions install-extras uninstall-extras help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -345,6 +351,20 @@ _gitcutileperf() {
         gitcutileperf__subcmd__help__subcmd__hook__subcmd__uninstall)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        gitcutileperf__subcmd__help__subcmd__inspect)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -692,6 +712,36 @@ _gitcutileperf() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        gitcutileperf__subcmd__inspect)
+            opts="-h --suite --capability --measure --python --budget --json --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --suite)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --capability)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --python)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --budget)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         gitcutileperf__subcmd__install__subcmd__extras)
             opts="-h --prefix --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -779,7 +829,7 @@ _gitcutileperf() {
             return 0
             ;;
         gitcutileperf__subcmd__start)
-            opts="-h --suite --test --allow --python --filter --stat --class --intensity --budget --continue-pct --gain-pct --regression-pct --max-iterations --max-no-gain --json --help"
+            opts="-h --suite --test --allow --deny --python --filter --stat --class --intensity --budget --continue-pct --gain-pct --regression-pct --max-iterations --max-no-gain --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -794,6 +844,10 @@ _gitcutileperf() {
                     return 0
                     ;;
                 --allow)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --deny)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

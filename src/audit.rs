@@ -6,12 +6,13 @@ use std::fmt;
 
 use serde::Serialize;
 
-use crate::decision::{self, Attempt, Correctness, Status};
+use crate::decision::{self, Attempt, Correctness, Status, Thresholds};
 use crate::evidence::{Evidence, RunFile};
 use crate::pytest::CorrectnessRun;
 use crate::records::{self, CaseOutcome, Measurement, Statistic};
 use crate::session::{Iteration, Session, fmt_change, fmt_ms};
-use crate::stats::{self, Comparison, compare, geometric_mean};
+use crate::stats::{self, Comparison, geometric_mean};
+use crate::verdict::{self, Decided, Round};
 
 /// What kind of departure from the record's rules a finding is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -90,14 +91,41 @@ fn measured(run: &RunFile, statistic: Statistic) -> Result<Vec<Measurement>, Str
     records::measurements(&cases, statistic).map_err(|e| format!("{e:#}"))
 }
 
-/// The attempt the evidence of a later iteration describes, compared with `baseline` (the configs of
-/// the kept iteration before it), as `step` would have built it.
-pub fn attempt_of(
+/// The paired rounds named `<prefix>-<n>-baseline` and `<prefix>-<n>-candidate` in the evidence.
+fn rounds(evidence: &Evidence, prefix: &str, statistic: Statistic) -> Result<Vec<Round>, String> {
+    let mut rounds = Vec::new();
+    for n in 1.. {
+        let side = |side: &str| evidence.run(&format!("{prefix}-{n}-{side}"));
+        let (Some(baseline), Some(candidate)) = (side("baseline"), side("candidate")) else {
+            break;
+        };
+        rounds.push(Round {
+            baseline: measured(baseline, statistic)?,
+            candidate: measured(candidate, statistic)?,
+        });
+    }
+    if rounds.is_empty() {
+        return Err(format!("no {prefix} benchmark runs"));
+    }
+    Ok(rounds)
+}
+
+/// The verdict of the rounds, as `paired::measure` reaches it (deciding on what there is when the rounds
+/// did not settle it: the budget ran out).
+fn decided(
     evidence: &Evidence,
+    prefix: &str,
     statistic: Statistic,
-    baseline: &[Measurement],
-    baseline_passed: &[String],
-) -> Attempt {
+    limits: &Thresholds,
+) -> Result<Decided, String> {
+    let rounds = rounds(evidence, prefix, statistic)?;
+    verdict::decide_anyway(&rounds, limits, "no further round fitted the budget")
+        .map_err(|e| e.to_string())
+}
+
+/// The attempt the evidence of a later iteration describes, as `step` would have built it from the same
+/// runs.
+pub fn attempt_of(evidence: &Evidence, session: &Session, baseline_passed: &[String]) -> Attempt {
     let crashed = |correctness, why: String| Attempt::Crashed { correctness, why };
     let Some(run) = evidence.run("correctness") else {
         return crashed(Correctness::Fail, "no correctness JUnit file".into());
@@ -107,33 +135,22 @@ pub fn attempt_of(
         Ok(CorrectnessRun::Fail { failed }) => return Attempt::CorrectnessFailed { failed },
         Ok(_) => {}
     }
-    let compared = |name: &str| -> Result<(Vec<Measurement>, Comparison), String> {
-        let run = evidence
-            .run(name)
-            .ok_or_else(|| format!("no {name} JUnit file"))?;
-        let configs = measured(run, statistic)?;
-        let comparison = compare(baseline, &configs)
-            .map_err(|(pass, test)| format!("config {test} {pass} gave no record"))?;
-        Ok((configs, comparison))
-    };
-    let result = compared("benchmark").and_then(|(configs, first)| {
-        if first.suspicious().is_empty() {
-            return Ok((configs, first));
+    let (statistic, limits) = (session.statistic, &session.thresholds);
+    let result = decided(evidence, "round", statistic, limits).and_then(|first| {
+        if first.estimate.comparison().suspicious().is_empty() {
+            return Ok(first);
         }
-        let (configs, second) = compared("benchmark-confirm")?;
-        stats::confirm(&first, &second).map(|_| (configs, second))
+        let second = decided(evidence, "confirm-round", statistic, limits)?;
+        stats::confirm(&first.estimate.comparison(), &second.estimate.comparison()).map(|_| second)
     });
     match result {
-        Ok((configs, comparison)) => Attempt::Measured {
-            configs,
-            comparison,
-        },
+        Ok(decided) => crate::commands::step::measured_attempt(decided),
         Err(why) => crashed(Correctness::Pass, why),
     }
 }
 
 /// How iteration `it`'s trailers differ from its evidence: `(what, recorded, evidence)` for each
-/// field that differs. `prior` holds the iterations before it, oldest first, with their configs.
+/// field that differs. `prior` holds the iterations before it, oldest first.
 pub fn check_iteration(
     session: &Session,
     prior: &[Iteration],
@@ -157,13 +174,20 @@ pub fn check_iteration(
         format!("{:?}", session.thresholds),
         format!("{:?}", evidence.thresholds),
     );
-    let Some(kept) = prior.iter().rev().find(|p| p.status == Status::Keep) else {
-        // the baseline: its configs and latency are its benchmark's, and some correctness case passed
-        let configs = evidence
-            .run("benchmark")
-            .map_or(Err("no benchmark JUnit file".to_string()), |run| {
-                measured(run, session.statistic)
-            });
+    if prior.is_empty() {
+        // the baseline: its configs and latency combine its benchmark runs, and some correctness case passed
+        let runs: Result<Vec<_>, String> = evidence
+            .runs
+            .iter()
+            .filter(|run| run.name.starts_with("benchmark-"))
+            .map(|run| measured(run, session.statistic))
+            .collect();
+        let configs = runs.and_then(|runs| match runs.is_empty() {
+            true => Err("no benchmark JUnit file".to_string()),
+            false => stats::combine_runs(&runs)
+                .map(|(configs, _)| configs)
+                .map_err(|(pass, test)| format!("{test} {pass} missing from a run")),
+        });
         match configs {
             Ok(configs) => {
                 expect(
@@ -192,7 +216,7 @@ pub fn check_iteration(
         );
         return differences;
     };
-    let attempt = attempt_of(evidence, session.statistic, &kept.configs, baseline_passed);
+    let attempt = attempt_of(evidence, session, baseline_passed);
     let no_gain_before = prior
         .iter()
         .skip(1)

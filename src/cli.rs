@@ -29,6 +29,9 @@ pub struct Cli {
 pub enum Command {
     /// Create the session branch and record iteration 0 (correctness + benchmark, no code change)
     Start(StartArgs),
+    /// Show what setup reads from a kernel's source: kernels, launch wrappers, registrations, autotune
+    /// spaces, allowed paths, test file and a static class estimate
+    Inspect(InspectArgs),
     /// Test, benchmark, decide and commit the current change to the kernel as one iteration
     Step(StepArgs),
     /// Print the results table rebuilt from the session's commits
@@ -71,12 +74,17 @@ pub struct StartArgs {
     /// Which suite the kernel is in (`ops` or a suite name) when the name exists in several
     #[arg(long)]
     pub suite: Option<String>,
-    /// The kernel's test file, when it is not tests/ops/**/test_<kernel>.py or tests/suites/<suite>/test_<kernel>.py
+    /// The kernel's test file, when none is found (named test_<kernel>.py or test_<suite>_<kernel>.py,
+    /// importing the kernel's module, or calling its registered op), or to pick another
     #[arg(long, value_name = "PATH")]
     pub test: Option<String>,
-    /// Another path iterations may change (e.g. the launch wrapper); repeatable
+    /// Another path iterations may change, besides those `inspect` finds (the kernel file, and files whose
+    /// launch wrapper or autotune space its registered ops reach); repeatable
     #[arg(long, value_name = "PATH")]
     pub allow: Vec<String>,
+    /// A path `inspect` found that iterations may NOT change; repeatable
+    #[arg(long, value_name = "PATH")]
+    pub deny: Vec<String>,
     /// The Python command that runs pytest (e.g. `python3`, `uv run python`)
     #[arg(long, value_name = "CMD")]
     pub python: Option<String>,
@@ -139,6 +147,30 @@ impl ThresholdArgs {
             max_no_gain,
         }
     }
+}
+
+#[derive(Args, Debug)]
+pub struct InspectArgs {
+    /// Kernel name: the file stem under src/tilegym/ops/cutile/ or src/tilegym/suites/<suite>/cutile/
+    pub kernel: String,
+    /// Which suite the kernel is in (`ops` or a suite name) when the name exists in several
+    #[arg(long)]
+    pub suite: Option<String>,
+    /// The compute capability whose autotune branches to show (e.g. 9.0); default: the GPU's
+    #[arg(long, value_name = "MAJOR.MINOR")]
+    pub capability: Option<String>,
+    /// Measure the class with Nsight Compute (`ncu` on PATH): profile one launch of the kernel in its
+    /// first perf case, autotuning off, and read DRAM bytes, FLOPs and duration
+    #[arg(long)]
+    pub measure: bool,
+    /// The Python command that runs pytest for --measure (e.g. `python3`, `uv run python`)
+    #[arg(long, value_name = "CMD", requires = "measure")]
+    pub python: Option<String>,
+    /// Time limit for --measure (e.g. 10m)
+    #[arg(long, value_parser = parse_duration, default_value = "10m", requires = "measure")]
+    pub budget: Duration,
+    #[command(flatten)]
+    pub output: JsonArg,
 }
 
 #[derive(Args, Debug)]

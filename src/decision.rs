@@ -15,6 +15,7 @@ use std::fmt;
 
 use crate::records::Measurement;
 use crate::stats::Comparison;
+use crate::verdict::Decided;
 
 /// The limits a session runs under; set at `start` and recorded in the baseline commit.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -123,6 +124,9 @@ pub enum Attempt {
     Measured {
         configs: Vec<Measurement>,
         comparison: Comparison,
+        /// The verdict of paired rounds against the baseline measured in the same step; without one
+        /// (a single run) the point rule of this module decides.
+        paired: Option<Decided>,
     },
 }
 
@@ -167,6 +171,13 @@ pub fn decide(
             "correctness failed; the benchmark was not run".to_string(),
         ),
         Attempt::Crashed { why, .. } => (Status::Crash, Decision::TryNext, format!("crash: {why}")),
+        Attempt::Measured {
+            paired: Some(paired),
+            ..
+        } => {
+            let (status, decision) = paired.tier.status_decision();
+            (status, decision, paired.reason.clone())
+        }
         Attempt::Measured { comparison, .. } => measured(comparison, limits),
     };
     let change_pct = attempt.comparison().map(Comparison::change_pct);
@@ -269,6 +280,7 @@ mod tests {
         Attempt::Measured {
             configs: vec![],
             comparison: cmp(changes),
+            paired: None,
         }
     }
 

@@ -27,7 +27,8 @@ const HEADER: &str = "cutile-perf evidence, schema 1";
 /// One pytest run's JUnit file, as it was read.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunFile {
-    /// `correctness`, `benchmark`, or `benchmark-confirm` for the re-run of a suspicious gain.
+    /// `correctness`; `benchmark-<n>` at the baseline; `round-<n>-candidate` and `round-<n>-baseline` for
+    /// a step's paired rounds, `confirm-round-...` for the second measurement of a suspicious gain.
     pub name: String,
     pub junit: String,
 }
@@ -62,14 +63,13 @@ pub struct Evidence {
 }
 
 impl Evidence {
-    /// The evidence of iteration `iteration` of `session`: the JUnit files that the runs named `runs`
-    /// left in `sandbox` (a run that wrote none is left out), with this tool's version and `gpu`.
-    pub fn collect(
+    /// The evidence of iteration `iteration` of `session`: its runs' JUnit files, with this tool's
+    /// version and `gpu`.
+    pub fn new(
         session: &Session,
         iteration: u32,
         gpu: Option<String>,
-        sandbox: &Path,
-        runs: &[&str],
+        runs: Vec<RunFile>,
     ) -> Evidence {
         Evidence {
             tool_version: crate::VERSION.to_string(),
@@ -77,21 +77,12 @@ impl Evidence {
             gpu,
             statistic: session.statistic.to_string(),
             thresholds: session.thresholds,
-            runs: runs
-                .iter()
-                .filter_map(|name| RunFile::read(sandbox, name))
-                .collect(),
+            runs,
         }
     }
 
     pub fn run(&self, name: &str) -> Option<&RunFile> {
         self.runs.iter().find(|r| r.name == name)
-    }
-
-    /// The benchmark run whose numbers were recorded: the confirming re-run when there was one.
-    pub fn measured_run(&self) -> Option<&RunFile> {
-        self.run("benchmark-confirm")
-            .or_else(|| self.run("benchmark"))
     }
 
     /// The ids of the correctness cases that passed (what a later step may not skip).
@@ -274,7 +265,7 @@ mod tests {
         // compressed well under a tenth of the raw JUnit: git stores and ships it easily
         assert!(note.len() < raw / 10, "{} of {raw}", note.len());
         let read = Evidence::from_note(&note).unwrap();
-        let cases = read.measured_run().unwrap().cases().unwrap();
+        let cases = read.run("benchmark").unwrap().cases().unwrap();
         let values = records::measurements(&cases, crate::records::Statistic::Median).unwrap();
         assert_eq!(values.len(), 10_000);
     }

@@ -178,6 +178,17 @@ impl History {
             .expect("validated: iteration 0 is kept")
     }
 
+    /// The commit of the current baseline: its tree is the code the next attempt is measured against.
+    pub fn current_baseline_commit(&self) -> &str {
+        let (commit, _) = self
+            .iterations
+            .iter()
+            .rev()
+            .find(|(_, it)| it.status == Status::Keep)
+            .expect("validated: iteration 0 is kept");
+        commit
+    }
+
     /// The fastest kept iteration.
     pub fn best(&self) -> &Iteration {
         self.iterations()

@@ -14,8 +14,13 @@ pub mod gpu;
 pub mod guard;
 pub mod history;
 pub mod hook;
+pub mod inspect;
 pub mod kernel_class;
 pub mod locate;
+pub mod ncu;
+pub mod noise;
+pub mod paired;
+pub mod peaks;
 pub mod plot;
 pub mod process;
 pub mod pyliteral;
@@ -29,6 +34,7 @@ pub mod table;
 pub mod testkit;
 pub mod trailers;
 pub mod ui;
+pub mod verdict;
 
 /// The version `--version` prints: the crate's, and the commit it was built from.
 pub const VERSION: &str = concat!(

@@ -83,29 +83,123 @@ pub fn kernel(root: &Path, name: &str, suite: Option<&str>) -> Result<Kernel> {
     }
 }
 
-/// Finds the test file of `kernel`.
-pub fn test_file(root: &Path, kernel: &Kernel) -> Result<String> {
+/// A test file and the rule that found it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct TestMatch {
+    pub path: String,
+    pub rule: String,
+}
+
+/// Finds the test of `kernel` under its suite's test folder, by the first rule that matches:
+/// `test_<name>.py`; `test_<suite>_<name>.py` (the flashinfer suite's naming); a test that imports the
+/// kernel's module; a test that calls one of `ops` (registered op names; the last dotted part is what
+/// tests call). Several matches of one rule are an error listing them.
+pub fn find_test(root: &Path, kernel: &Kernel, ops: &[String]) -> Result<TestMatch> {
     let dir = if kernel.suite == OPS {
         "tests/ops".to_string()
     } else {
         format!("tests/suites/{}", kernel.suite)
     };
-    let mut found = files_named(root, &dir, &format!("test_{}.py", kernel.name));
-    match found.len() {
-        1 => Ok(found.remove(0)),
-        0 => bail!(
-            "no test_{}.py under {dir}/\nhint: name the test file with --test PATH",
-            kernel.name
-        ),
-        _ => bail!(
-            "several test files match:\n  {}\nhint: pick one with --test PATH",
-            found.join("\n  ")
-        ),
+    let by_name =
+        |file: String, rule: &str| (files_named(root, &dir, &file), format!("{rule} {file}"));
+    let mut rules = vec![by_name(format!("test_{}.py", kernel.name), "named")];
+    if kernel.suite != OPS {
+        rules.push(by_name(
+            format!("test_{}_{}.py", kernel.suite, kernel.name),
+            "named",
+        ));
     }
+    let tests: Vec<(String, String)> = test_files(root, &dir)
+        .into_iter()
+        .filter_map(|path| Some((std::fs::read_to_string(root.join(&path)).ok()?, path)))
+        .collect();
+    let module = kernel
+        .path
+        .trim_start_matches("src/")
+        .trim_end_matches(".py")
+        .replace('/', ".");
+    let (package, stem) = module.rsplit_once('.').unwrap_or(("", &module));
+    let imports = |text: &str| {
+        text.contains(&module)
+            || text.lines().any(|l| {
+                let l = l.trim();
+                l.starts_with(&format!("from {package} import")) && calls_or_names(l, stem, false)
+            })
+    };
+    rules.push((
+        tests
+            .iter()
+            .filter(|(text, _)| imports(text))
+            .map(|(_, p)| p.clone())
+            .collect(),
+        format!("imports {module}"),
+    ));
+    for op in ops {
+        let called = op.rsplit('.').next().unwrap_or(op);
+        rules.push((
+            tests
+                .iter()
+                .filter(|(text, _)| calls_or_names(text, called, true))
+                .map(|(_, p)| p.clone())
+                .collect(),
+            format!("calls the registered op {op}"),
+        ));
+    }
+    for (mut found, rule) in rules {
+        match found.len() {
+            0 => continue,
+            1 => {
+                return Ok(TestMatch {
+                    path: found.remove(0),
+                    rule,
+                });
+            }
+            _ => bail!(
+                "several test files match ({rule}):\n  {}\nhint: pick one with --test PATH",
+                found.join("\n  ")
+            ),
+        }
+    }
+    bail!(
+        "no test under {dir}/ is named test_{}.py, imports {module} or calls its registered ops ({})\nhint: name the test file with --test PATH",
+        kernel.name,
+        if ops.is_empty() {
+            "none".to_string()
+        } else {
+            ops.join(", ")
+        }
+    )
+}
+
+/// Whether `text` has `name` as a whole word, followed by `(` when `call`.
+fn calls_or_names(text: &str, name: &str, call: bool) -> bool {
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
+    text.match_indices(name).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + name.len()..].chars().next();
+        !before.is_some_and(ident)
+            && if call {
+                after == Some('(')
+            } else {
+                !after.is_some_and(ident)
+            }
+    })
+}
+
+/// `test_*.py` files anywhere under `dir`, sorted.
+fn test_files(root: &Path, dir: &str) -> Vec<String> {
+    files_where(root, dir, |name| {
+        name.starts_with("test_") && name.ends_with(".py")
+    })
 }
 
 /// Repository-relative paths of files called `name` anywhere under `dir`, sorted.
 fn files_named(root: &Path, dir: &str, name: &str) -> Vec<String> {
+    files_where(root, dir, |file_name| file_name == name)
+}
+
+/// Repository-relative paths of files anywhere under `dir` whose name passes `keep`, sorted.
+fn files_where(root: &Path, dir: &str, keep: impl Fn(&str) -> bool) -> Vec<String> {
     let mut found = Vec::new();
     let mut pending = vec![dir.to_string()];
     while let Some(rel) = pending.pop() {
@@ -118,7 +212,7 @@ fn files_named(root: &Path, dir: &str, name: &str) -> Vec<String> {
             // symlinks are not followed: a loop must not hang the search
             match entry.file_type() {
                 Ok(t) if t.is_dir() => pending.push(child),
-                Ok(t) if t.is_file() && file_name == name => found.push(child),
+                Ok(t) if t.is_file() && keep(&file_name) => found.push(child),
                 _ => {}
             }
         }
@@ -144,13 +238,77 @@ mod tests {
     use super::*;
 
     fn tree(files: &[&str]) -> tempfile::TempDir {
+        let with_text: Vec<(&str, &str)> = files.iter().map(|f| (*f, "")).collect();
+        tree_with(&with_text)
+    }
+
+    fn tree_with(files: &[(&str, &str)]) -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
-        for file in files {
+        for (file, text) in files {
             let path = dir.path().join(file);
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, "").unwrap();
+            std::fs::write(path, text).unwrap();
         }
         dir
+    }
+
+    fn suite_kernel(suite: &str, name: &str) -> Kernel {
+        Kernel {
+            name: name.to_string(),
+            suite: suite.to_string(),
+            path: format!("src/tilegym/suites/{suite}/cutile/{name}.py"),
+        }
+    }
+
+    #[test]
+    fn a_test_is_found_by_suite_prefix_import_or_registered_op() {
+        let dir = tree_with(&[
+            ("tests/suites/fi/test_fi_gemm.py", ""),
+            (
+                "tests/suites/fi/test_attention.py",
+                "out = fi.ops.decode_paged(q)\nfi.ops.prefill(q)\n",
+            ),
+            (
+                "tests/suites/fi/test_other.py",
+                "x = not_decode_paged(q)\nfrom tilegym.suites.fi.cutile import pool\n",
+            ),
+            ("tests/suites/fi/test_more.py", "fi.ops.prefill(q)\n"),
+        ]);
+        let root = dir.path();
+        let found = |name: &str, ops: &[&str]| {
+            let ops: Vec<String> = ops.iter().map(|o| o.to_string()).collect();
+            find_test(root, &suite_kernel("fi", name), &ops)
+                .map(|m| format!("{} ({})", m.path, m.rule))
+                .map_err(|e| e.to_string())
+        };
+        assert_eq!(
+            found("gemm", &[]).unwrap(),
+            "tests/suites/fi/test_fi_gemm.py (named test_fi_gemm.py)"
+        );
+        assert_eq!(
+            found("pool", &[]).unwrap(),
+            "tests/suites/fi/test_other.py (imports tilegym.suites.fi.cutile.pool)"
+        );
+        assert_eq!(
+            found("decode", &["fi.attention.decode_paged"]).unwrap(),
+            "tests/suites/fi/test_attention.py (calls the registered op fi.attention.decode_paged)"
+        );
+        let several = found("prefill_k", &["fi.attention.prefill"]).unwrap_err();
+        assert!(
+            several.starts_with(
+                "several test files match (calls the registered op fi.attention.prefill)"
+            ),
+            "{several}"
+        );
+        let none = found("sink", &["fi.sink"]).unwrap_err();
+        assert!(
+            none.starts_with("no test under tests/suites/fi/ is named test_sink.py"),
+            "{none}"
+        );
+        assert!(
+            none.contains("hint: name the test file with --test PATH"),
+            "{none}"
+        );
     }
 
     #[test]
@@ -175,7 +333,7 @@ mod tests {
         let liger = kernel(root, "rms_norm", Some("liger")).unwrap();
         assert_eq!(liger.path, "src/tilegym/suites/liger/cutile/rms_norm.py");
         assert_eq!(
-            test_file(root, &liger).unwrap(),
+            find_test(root, &liger, &[]).unwrap().path,
             "tests/suites/liger/test_rms_norm.py"
         );
         let flash = kernel(root, "flash", None).unwrap();
@@ -184,7 +342,7 @@ mod tests {
             ("ops", "src/tilegym/ops/cutile/attention/flash.py")
         );
         assert_eq!(
-            test_file(root, &flash).unwrap(),
+            find_test(root, &flash, &[]).unwrap().path,
             "tests/ops/attention/test_flash.py"
         );
         assert!(

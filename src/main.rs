@@ -28,6 +28,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     let out = &mut std::io::stdout().lock();
     match &cli.command {
         Command::Start(args) => commands::start::run(&repo()?, args, out).map(drop),
+        Command::Inspect(args) => commands::inspect::run(&repo()?, args, out),
         Command::Step(args) => commands::step::run(&repo()?, args, out).map(drop),
         Command::Table(args) => commands::table::run(&repo()?, args, out),
         Command::Plot(args) => commands::plot::run(&repo()?, args, out),

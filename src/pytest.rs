@@ -20,6 +20,7 @@ pub const BENCHMARK_SELECTION: &str = "test_perf and cutile";
 const AVAILABILITY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// What is needed to run one test file's selections.
+#[derive(Clone)]
 pub struct Pytest<'a> {
     pub python: &'a str,
     pub root: &'a Path,
@@ -149,6 +150,17 @@ impl Pytest<'_> {
             .env("PYTHONUNBUFFERED", "1")
             // __pycache__ next to the kernel would be an untracked change in a repository that does not ignore it
             .env("PYTHONDONTWRITEBYTECODE", "1");
+        // the checkout's own sources first, ahead of an editable install that points elsewhere: the
+        // baseline's worktree must test the baseline's code
+        let src = self.root.join("src");
+        let expression = if src.is_dir() {
+            let inherited = std::env::var_os("PYTHONPATH").unwrap_or_default();
+            let mut paths = vec![src];
+            paths.extend(std::env::split_paths(&inherited));
+            expression.env("PYTHONPATH", std::env::join_paths(paths)?)
+        } else {
+            expression
+        };
         let bar = ui::spinner(&format!("{name}: {} -k \"{selection}\"", self.test));
         let started = Instant::now();
         let ending = process::supervise(expression, &log, self.deadline)?;
@@ -190,16 +202,7 @@ impl Pytest<'_> {
     }
 
     pub fn benchmark(&self, statistic: Statistic) -> Result<BenchmarkRun> {
-        self.benchmark_as("benchmark", statistic)
-    }
-
-    /// The benchmark again, into its own JUnit file: a suspicious gain's second measurement.
-    pub fn confirm_benchmark(&self, statistic: Statistic) -> Result<BenchmarkRun> {
-        self.benchmark_as("benchmark-confirm", statistic)
-    }
-
-    fn benchmark_as(&self, name: &str, statistic: Statistic) -> Result<BenchmarkRun> {
-        let run = self.run(name, BENCHMARK_SELECTION, &["--print-record"])?;
+        let run = self.run("benchmark", BENCHMARK_SELECTION, &["--print-record"])?;
         Ok(match (run.ending, run.cases) {
             (Ending::Interrupted, _) => BenchmarkRun::Interrupted,
             (Ending::Exited(5), _) => BenchmarkRun::Crash(format!(

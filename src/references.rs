@@ -18,37 +18,24 @@ pub struct Reference {
     pub text: &'static str,
 }
 
+/// A guide of `references/`, embedded under its short name.
+macro_rules! reference {
+    ($name:literal, $file:literal) => {
+        Reference {
+            name: $name,
+            file: $file,
+            text: include_str!(concat!("../references/", $file)),
+        }
+    };
+}
+
 static REFERENCES: [Reference; 6] = [
-    Reference {
-        name: "playbook",
-        file: "optimization-playbook.md",
-        text: include_str!("../references/optimization-playbook.md"),
-    },
-    Reference {
-        name: "catalog",
-        file: "perf-knobs-catalog.md",
-        text: include_str!("../references/perf-knobs-catalog.md"),
-    },
-    Reference {
-        name: "api",
-        file: "cutile-api-reference.md",
-        text: include_str!("../references/cutile-api-reference.md"),
-    },
-    Reference {
-        name: "model",
-        file: "performance-model.md",
-        text: include_str!("../references/performance-model.md"),
-    },
-    Reference {
-        name: "ir",
-        file: "ir-dump-guide.md",
-        text: include_str!("../references/ir-dump-guide.md"),
-    },
-    Reference {
-        name: "patterns",
-        file: "cutile-patterns-reference.md",
-        text: include_str!("../references/cutile-patterns-reference.md"),
-    },
+    reference!("playbook", "optimization-playbook.md"),
+    reference!("catalog", "perf-knobs-catalog.md"),
+    reference!("api", "cutile-api-reference.md"),
+    reference!("model", "performance-model.md"),
+    reference!("ir", "ir-dump-guide.md"),
+    reference!("patterns", "cutile-patterns-reference.md"),
 ];
 
 pub fn all() -> &'static [Reference] {

@@ -9,6 +9,7 @@ use anyhow::{Context, Result, bail};
 use crate::decision::{Cause, Correctness, Decision, Status, Thresholds, fmt_pct};
 use crate::kernel_class::KernelClass;
 use crate::records::{Measurement, Statistic};
+use crate::stats::Spread;
 use crate::trailers::{Block, decode_field, encode_field};
 
 /// Version of the trailer schema, so a later tool can read an older history.
@@ -34,6 +35,9 @@ pub struct Session {
     pub class: Option<KernelClass>,
     /// `name, compute capability, driver` when a GPU was seen.
     pub gpu: Option<String>,
+    /// The noise floor: how far each config moved between the baseline's runs (none in histories
+    /// written before it was measured).
+    pub spread: Vec<Spread>,
 }
 
 fn serialize_display<S: serde::Serializer>(
@@ -61,6 +65,9 @@ pub struct Iteration {
     pub configs: Vec<Measurement>,
     /// The commit holding the attempted change, for reverted and crashed iterations.
     pub attempt: Option<String>,
+    /// How many benchmark runs each side (candidate and baseline) got, when the step measured paired
+    /// rounds; `None` for a single run (the baseline, and histories written before paired rounds).
+    pub rounds: Option<u32>,
 }
 
 /// Formats a latency as the table and trailers show it.
@@ -112,6 +119,12 @@ impl Session {
         if let Some(gpu) = &self.gpu {
             block.push("GPU", gpu);
         }
+        for s in &self.spread {
+            block.push(
+                "Spread",
+                format!("{:.3}% {} {}", s.spread_pct, s.pass, encode_field(&s.test)),
+            );
+        }
     }
 
     /// The session recorded in a baseline commit's trailers; `None` if the block holds none.
@@ -154,8 +167,28 @@ impl Session {
                 .map(|c| c.parse().map_err(anyhow::Error::msg))
                 .transpose()?,
             gpu: block.get("GPU")?.map(str::to_string),
+            spread: block
+                .all("Spread")
+                .map(read_spread)
+                .collect::<Result<_>>()?,
         }))
     }
+}
+
+/// `0.123% forward tests.ops.test_x::test_perf[...]`
+fn read_spread(text: &str) -> Result<Spread> {
+    let mut parts = text.splitn(3, ' ');
+    let (Some(pct), Some(pass), Some(test)) = (parts.next(), parts.next(), parts.next()) else {
+        bail!("bad spread trailer {text:?}");
+    };
+    Ok(Spread {
+        spread_pct: pct
+            .trim_end_matches('%')
+            .parse()
+            .with_context(|| format!("bad spread in {text:?}"))?,
+        pass: pass.to_string(),
+        test: decode_field(test)?,
+    })
 }
 
 impl Iteration {
@@ -177,6 +210,9 @@ impl Iteration {
         block.push("Reason", &self.reason);
         if let Some(attempt) = &self.attempt {
             block.push("Attempt", attempt);
+        }
+        if let Some(rounds) = self.rounds {
+            block.push("Rounds", rounds.to_string());
         }
         for config in &self.configs {
             // the full-precision value: the next iteration compares against it
@@ -240,6 +276,10 @@ impl Iteration {
             reason: block.require("Reason")?.to_string(),
             configs,
             attempt: block.get("Attempt")?.map(str::to_string),
+            rounds: block
+                .get("Rounds")?
+                .map(|r| r.parse().with_context(|| format!("bad rounds {r:?}")))
+                .transpose()?,
         }))
     }
 }
@@ -267,6 +307,11 @@ pub(crate) mod tests {
             filter: Some("float16 and not 32768".into()),
             class: Some(KernelClass::Memory),
             gpu: None,
+            spread: vec![Spread {
+                pass: "forward".into(),
+                test: "t::p[a b]".into(),
+                spread_pct: 0.125,
+            }],
         }
     }
 
@@ -294,6 +339,7 @@ pub(crate) mod tests {
                 value: 0.1234567891,
             }],
             attempt: None,
+            rounds: None,
         }
     }
 
@@ -318,6 +364,7 @@ pub(crate) mod tests {
         it.letter = Some("B".into());
         it.cause = Some(Cause::Latency);
         it.attempt = Some("abc123".into());
+        it.rounds = Some(3);
         it.configs.clear();
         let mut block = Block::default();
         it.write(&mut block);

@@ -106,7 +106,7 @@ impl Comparison {
     }
 }
 
-/// What a second benchmark run says about a first one with suspicious gains: `Ok` with a remark for the
+/// What a second measurement says about a first one with suspicious gains: `Ok` with a remark for the
 /// reason when every suspicious config is that fast again, `Err` with a crash reason when one is not.
 pub fn confirm(first: &Comparison, second: &Comparison) -> Result<String, String> {
     let again: Vec<_> = second
@@ -118,7 +118,7 @@ pub fn confirm(first: &Comparison, second: &Comparison) -> Result<String, String
     for config in &first_suspicious {
         if !again.contains(&(&config.pass, &config.test)) {
             return Err(format!(
-                "{} {} was {:.1}x faster than its baseline in one benchmark run but not in a second: \
+                "{} {} was {:.1}x faster than its baseline in one measurement but not in a second: \
                  the measurement cannot be trusted",
                 config.test,
                 config.pass,
@@ -127,9 +127,68 @@ pub fn confirm(first: &Comparison, second: &Comparison) -> Result<String, String
         }
     }
     Ok(format!(
-        "{} config(s) more than {SUSPICIOUS_SPEEDUP}x faster than the baseline, confirmed by a second benchmark run",
+        "{} config(s) more than {SUSPICIOUS_SPEEDUP}x faster than the baseline, confirmed by a second measurement",
         first_suspicious.len()
     ))
+}
+
+/// How far a config moved between runs of the same code: the range of its runs as a percentage of their
+/// geometric mean (for two runs, |ln(a/b)| in percent to first order).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Spread {
+    pub pass: String,
+    pub test: String,
+    pub spread_pct: f64,
+}
+
+/// Each config's geometric mean over `runs` (the first run's configs, in its order) and its spread; a
+/// config missing from a later run is returned as an error (its pass and test).
+pub fn combine_runs(
+    runs: &[Vec<Measurement>],
+) -> Result<(Vec<Measurement>, Vec<Spread>), (String, String)> {
+    let Some(first) = runs.first() else {
+        return Ok((Vec::new(), Vec::new()));
+    };
+    let lookups: Vec<HashMap<(&str, &str), f64>> = runs
+        .iter()
+        .map(|run| {
+            run.iter()
+                .map(|m| ((m.pass.as_str(), m.test.as_str()), m.value))
+                .collect()
+        })
+        .collect();
+    let mut combined = Vec::with_capacity(first.len());
+    let mut spreads = Vec::with_capacity(first.len());
+    for config in first {
+        let key = (config.pass.as_str(), config.test.as_str());
+        let values = lookups
+            .iter()
+            .map(|l| l.get(&key).copied())
+            .collect::<Option<Vec<f64>>>()
+            .ok_or_else(|| (config.pass.clone(), config.test.clone()))?;
+        // equal runs keep their exact value (exp(ln x) need not give x back)
+        let mean = if values.iter().all(|v| *v == values[0]) {
+            values[0]
+        } else {
+            geometric_mean(values.iter().copied()).unwrap_or(f64::NAN)
+        };
+        let (low, high) = values
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+                (lo.min(*v), hi.max(*v))
+            });
+        combined.push(Measurement {
+            pass: config.pass.clone(),
+            test: config.test.clone(),
+            value: mean,
+        });
+        spreads.push(Spread {
+            pass: config.pass.clone(),
+            test: config.test.clone(),
+            spread_pct: (high - low) / mean * 100.0,
+        });
+    }
+    Ok((combined, spreads))
 }
 
 #[cfg(test)]
@@ -178,12 +237,12 @@ mod tests {
         let holds = compare(&base, &[m("forward", "a", 0.06), m("forward", "b", 0.2)]).unwrap();
         assert_eq!(
             confirm(&first, &holds),
-            Ok("1 config(s) more than 10x faster than the baseline, confirmed by a second benchmark run".into())
+            Ok("1 config(s) more than 10x faster than the baseline, confirmed by a second measurement".into())
         );
         let vanished = compare(&base, &[m("forward", "a", 0.5), m("forward", "b", 0.2)]).unwrap();
         assert_eq!(
             confirm(&first, &vanished),
-            Err("a forward was 20.0x faster than its baseline in one benchmark run but not in a second: the measurement cannot be trusted".into())
+            Err("a forward was 20.0x faster than its baseline in one measurement but not in a second: the measurement cannot be trusted".into())
         );
         let tenfold = compare(&base, &[m("forward", "a", 0.1), m("forward", "b", 1.0)]).unwrap();
         assert!(tenfold.suspicious().is_empty());
@@ -197,6 +256,23 @@ mod tests {
         assert_eq!(
             compare(&base, &[m("forward", "a", 1.0)]),
             Err(("forward".into(), "b".into()))
+        );
+    }
+
+    #[test]
+    fn runs_combine_into_geometric_means_with_their_spread() {
+        let runs = vec![
+            vec![m("forward", "a", 1.0), m("forward", "b", 2.0)],
+            vec![m("forward", "b", 2.0), m("forward", "a", 4.0)],
+        ];
+        let (combined, spreads) = combine_runs(&runs).unwrap();
+        assert_eq!(combined, [m("forward", "a", 2.0), m("forward", "b", 2.0)]);
+        assert_eq!(spreads[0].spread_pct, 150.0);
+        assert_eq!(spreads[1].spread_pct, 0.0);
+        let missing = combine_runs(&[runs[0].clone(), vec![m("forward", "a", 1.0)]]);
+        assert_eq!(
+            missing.unwrap_err(),
+            ("forward".to_string(), "b".to_string())
         );
     }
 }

@@ -305,6 +305,7 @@ pub fn baseline_message(kernel: &str, test: &str, allowed: &[&str]) -> String {
         filter: None,
         class: None,
         gpu: None,
+        spread: Vec::new(),
     };
     let baseline = Iteration {
         number: 0,
@@ -324,6 +325,7 @@ pub fn baseline_message(kernel: &str, test: &str, allowed: &[&str]) -> String {
             value: 1.0,
         }],
         attempt: None,
+        rounds: None,
     };
     let mut block = Block::default();
     baseline.write(&mut block);

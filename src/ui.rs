@@ -42,59 +42,32 @@ pub enum Tone {
 }
 
 /// A word of the record (status, correctness, decision, loop state) with the tone it is shown in.
-/// Each implementation matches its enum exhaustively, so a new variant cannot go uncoloured by accident.
 pub trait Word {
     fn text(&self) -> &'static str;
     fn tone(&self) -> Tone;
 }
 
-impl Word for Status {
-    fn text(&self) -> &'static str {
-        self.as_str()
-    }
-    fn tone(&self) -> Tone {
-        match self {
-            Status::Keep => Tone::Good,
-            Status::Revert | Status::Crash => Tone::Bad,
-        }
-    }
+/// Each enum's tones as an exhaustive match, so a new variant cannot go uncoloured by accident.
+macro_rules! tones {
+    ($($kind:ident { $($($variant:ident)|+ => $tone:ident),+ $(,)? })+) => {
+        $(impl Word for $kind {
+            fn text(&self) -> &'static str {
+                self.as_str()
+            }
+            fn tone(&self) -> Tone {
+                match self {
+                    $($($kind::$variant)|+ => Tone::$tone),+
+                }
+            }
+        })+
+    };
 }
 
-impl Word for Correctness {
-    fn text(&self) -> &'static str {
-        self.as_str()
-    }
-    fn tone(&self) -> Tone {
-        match self {
-            Correctness::Pass => Tone::Good,
-            Correctness::Fail => Tone::Bad,
-        }
-    }
-}
-
-impl Word for Decision {
-    fn text(&self) -> &'static str {
-        self.as_str()
-    }
-    fn tone(&self) -> Tone {
-        match self {
-            Decision::Continue => Tone::Good,
-            Decision::LowerPriority | Decision::TryNext => Tone::Caution,
-            Decision::Stop | Decision::Escalate => Tone::Bad,
-        }
-    }
-}
-
-impl Word for LoopState {
-    fn text(&self) -> &'static str {
-        self.as_str()
-    }
-    fn tone(&self) -> Tone {
-        match self {
-            LoopState::Running => Tone::Plain,
-            LoopState::Stopped | LoopState::Escalated => Tone::Bad,
-        }
-    }
+tones! {
+    Status { Keep => Good, Revert | Crash => Bad }
+    Correctness { Pass => Good, Fail => Bad }
+    Decision { Continue => Good, LowerPriority | TryNext => Caution, Stop | Escalate => Bad }
+    LoopState { Running => Plain, Stopped | Escalated => Bad }
 }
 
 /// A record word coloured by what it means.

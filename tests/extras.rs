@@ -434,7 +434,12 @@ fn git_help_opens_the_installed_page() {
         .current_dir(root.path())
         .output()
         .unwrap();
-    let text = stdout(&output);
+    assert_shows_the_page(&output);
+}
+
+/// The tool's man page, as `git cutile-perf --help` printed it.
+fn assert_shows_the_page(output: &std::process::Output) {
+    let text = stdout(output);
     assert!(
         output.status.success() && text.contains("git-cutile-perf-step(1)"),
         "{text}{}",
@@ -487,12 +492,7 @@ fn help_finds_the_page_beside_a_cargo_installed_binary() {
         .env("MANWIDTH", "100")
         .output()
         .unwrap();
-    let text = stdout(&output);
-    assert!(
-        output.status.success() && text.contains("git-cutile-perf-step(1)"),
-        "{text}{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert_shows_the_page(&output);
 }
 
 /// Off a terminal nothing is coloured, errors included; NO_COLOR is honoured.

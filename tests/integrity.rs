@@ -53,14 +53,25 @@ fn each_iteration_carries_its_evidence_and_verify_holds() {
     f.set_latency(0.08, 1.0);
     let r = f.step_json(&["one config slower"]);
     assert_eq!(r["status"], "revert");
-    for rev in ["HEAD", "HEAD~2", "HEAD~3"] {
+    for (rev, benchmark) in [
+        ("HEAD", "round-1-candidate"),
+        ("HEAD", "round-1-baseline"),
+        ("HEAD~2", "round-1-candidate"),
+        ("HEAD~3", "benchmark-1"),
+        ("HEAD~3", "benchmark-2"),
+    ] {
         let note = f.git(&["notes", NOTES, "show", rev]);
         assert!(
             note.starts_with("cutile-perf evidence, schema 1\ntool: git-cutile-perf 0.1.0 ("),
             "{note}"
         );
         assert!(note.contains("\nrun correctness: 5 cases: 4 passed, 1 skipped, 0 failed; JUnit "));
-        assert!(note.contains("\nrun benchmark: 2 cases: 2 passed, 0 skipped, 0 failed; JUnit "));
+        assert!(
+            note.contains(&format!(
+                "\nrun {benchmark}: 2 cases: 2 passed, 0 skipped, 0 failed; JUnit "
+            )),
+            "{note}"
+        );
     }
     let log = f.git(&["log", "--notes=cutile-perf", "-1"]);
     assert!(
@@ -212,11 +223,15 @@ fn a_tenfold_gain_is_measured_again_before_it_stands() {
         r["reason"]
             .as_str()
             .unwrap()
-            .ends_with("; 1 config(s) more than 10x faster than the baseline, confirmed by a second benchmark run"),
+            .ends_with("; 1 config(s) more than 10x faster than the baseline, confirmed by a second measurement"),
         "{r}"
     );
     let note = f.git(&["notes", NOTES, "show", "HEAD"]);
-    assert!(note.contains("\nrun benchmark-confirm: 2 cases"), "{note}");
+    assert!(note.contains("\nrun round-1-candidate: 2 cases"), "{note}");
+    assert!(
+        note.contains("\nrun confirm-round-1-candidate: 2 cases"),
+        "{note}"
+    );
     assert!(f.ok(&["verify"]).contains("the record holds"));
 }
 

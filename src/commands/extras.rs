@@ -95,13 +95,14 @@ pub fn completions(args: &CompletionsArgs) -> Result<()> {
     report_files(*json, &written, &[])
 }
 
+/// Where this user's extras go: under `prefix`, or the standard places for this environment.
+fn user_layout(prefix: Option<&Path>) -> Result<Layout> {
+    Layout::new(prefix, &|key| std::env::var_os(key), &binary_dir())
+}
+
 pub fn install(args: &ExtrasArgs) -> Result<()> {
     let ExtrasArgs { prefix, output } = args;
-    let layout = Layout::new(
-        prefix.as_deref(),
-        &|key| std::env::var_os(key),
-        &binary_dir(),
-    )?;
+    let layout = user_layout(prefix.as_deref())?;
     let pages = generate::man_pages();
     let removed = remove_stale_pages(&layout.man1, &pages)?;
     let mut written = Vec::new();
@@ -137,11 +138,7 @@ pub fn install(args: &ExtrasArgs) -> Result<()> {
 
 pub fn uninstall(args: &ExtrasArgs) -> Result<()> {
     let ExtrasArgs { prefix, output } = args;
-    let layout = Layout::new(
-        prefix.as_deref(),
-        &|key| std::env::var_os(key),
-        &binary_dir(),
-    )?;
+    let layout = user_layout(prefix.as_deref())?;
     let mut removed = remove_stale_pages(&layout.man1, &[])?;
     for shell in generate::SHELLS {
         let (dir, name) = layout.completion(shell);

@@ -5,6 +5,7 @@
 pub mod demo;
 pub mod extras;
 pub mod hook;
+pub mod inspect;
 pub mod next;
 pub mod plot;
 pub mod refs;

@@ -4,19 +4,19 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, anyhow, bail};
 use serde::Serialize;
 
 use super::{Interrupted, sandbox, write_table};
 use crate::cli::StartArgs;
-use crate::decision::{Correctness, Decision, Status};
-use crate::evidence::Evidence;
+use crate::decision::{self, Correctness, Decision, Status, Thresholds};
+use crate::evidence::{Evidence, RunFile};
 use crate::git::Repo;
 use crate::history::History;
 use crate::pytest::{BenchmarkRun, CorrectnessRun, Pytest};
 use crate::records::Measurement;
 use crate::session::{BRANCH_PREFIX, Iteration, Session, fmt_ms};
-use crate::stats::geometric_mean;
+use crate::stats::{self, Spread, geometric_mean};
 use crate::trailers::{Block, render_message};
 use crate::{gpu, kernel_class, locate, ui};
 
@@ -33,6 +33,8 @@ pub struct StartReport {
     /// What the correctness run found, in words.
     #[serde(skip)]
     tests: String,
+    /// Configs too noisy for the thresholds.
+    pub noisy: Vec<Spread>,
 }
 
 /// A session as a pipeline: plan (checks, nothing created), baseline (branch, hook, runs), commit, render.
@@ -72,6 +74,7 @@ fn plan(repo: &Repo, args: &StartArgs) -> Result<Plan> {
         suite,
         test,
         allow,
+        deny,
         python,
         filter,
         stat,
@@ -90,16 +93,27 @@ fn plan(repo: &Repo, args: &StartArgs) -> Result<Plan> {
         );
     }
     let found = locate::kernel(&repo.root, kernel, suite.as_deref())?;
+    let gpu = gpu::detect();
+    let inspection = super::inspect::plan(&repo.root, &found, gpu.as_deref());
     let test = match test {
         Some(path) => repo_relative(repo, path)?,
-        None => locate::test_file(&repo.root, &found)?,
+        None => inspection.test.clone().map_err(anyhow::Error::msg)?.path,
     };
-    let mut allowed = vec![found.path.clone()];
+    let mut allowed = inspection.allowed_paths(&found);
     for path in allow {
         let path = repo_relative(repo, path)?;
         if !allowed.contains(&path) {
             allowed.push(path);
         }
+    }
+    for path in deny {
+        let path = repo_relative(repo, path)?;
+        allowed.retain(|p| *p != path);
+    }
+    if allowed.is_empty() {
+        bail!(
+            "--deny removed every allowed path\nhint: a session must be allowed to change at least the kernel file"
+        );
     }
     let branch = format!("{BRANCH_PREFIX}{}-{}", found.name, today());
     if repo.branch_exists(&branch)? {
@@ -116,8 +130,11 @@ fn plan(repo: &Repo, args: &StartArgs) -> Result<Plan> {
         thresholds: thresholds.thresholds(),
         python: python.clone().unwrap_or_else(default_python),
         filter: filter.clone(),
-        class: class.or(intensity.map(kernel_class::classify)),
-        gpu: gpu::detect(),
+        class: class
+            .or(intensity.map(kernel_class::classify))
+            .or(inspection.class()),
+        gpu,
+        spread: Vec::new(),
     };
     if session.gpu.is_none() {
         ui::progress_line(
@@ -149,16 +166,26 @@ impl Plan {
 }
 
 /// Iteration 0: correctness must pass, then the benchmark gives the baseline latency.
-/// Iteration 0 and what its correctness run found, in words.
+/// Iteration 0, what its correctness run found, in words, and its noise floor.
 struct Baseline {
     iteration: Iteration,
     tests: String,
+    spread: Vec<Spread>,
+    /// The JUnit file of each run, for the evidence note.
+    junit: Vec<RunFile>,
 }
+
+/// The baseline's benchmark runs: at least two, so each config's run-to-run spread is known.
+const BASELINE_RUNS: usize = 2;
 
 fn baseline(repo: &Repo, plan: &Plan, original: &str) -> Result<Baseline> {
     let runner = plan.runner(repo);
     let interrupted = || Interrupted("the baseline was not recorded; nothing was created");
-    let tests = match runner.correctness()? {
+    let correctness = runner.correctness()?;
+    let mut junit: Vec<RunFile> = RunFile::read(&runner.sandbox, "correctness")
+        .into_iter()
+        .collect();
+    let tests = match correctness {
         CorrectnessRun::Pass { passed, .. } if passed.is_empty() => bail!(
             "no correctness test passed at the baseline (every selected case was skipped), so nothing \
              would show a later change breaking the kernel\nhint: check that the tests can run here (GPU, \
@@ -177,13 +204,27 @@ fn baseline(repo: &Repo, plan: &Plan, original: &str) -> Result<Baseline> {
         }
         CorrectnessRun::Interrupted => return Err(interrupted().into()),
     };
-    let configs = match runner.benchmark(plan.session.statistic)? {
-        BenchmarkRun::Measured(configs) => configs,
-        BenchmarkRun::Crash(why) => {
-            bail!("the baseline benchmark failed: {why}\nnothing was created")
+    let mut runs = Vec::new();
+    for number in 1..=BASELINE_RUNS {
+        let measured = runner.benchmark(plan.session.statistic)?;
+        // each run's JUnit file for the evidence note, before the next run replaces it
+        junit.extend(
+            RunFile::read(&runner.sandbox, "benchmark").map(|run| RunFile {
+                name: format!("benchmark-{number}"),
+                ..run
+            }),
+        );
+        match measured {
+            BenchmarkRun::Measured(configs) => runs.push(configs),
+            BenchmarkRun::Crash(why) => {
+                bail!("the baseline benchmark failed: {why}\nnothing was created")
+            }
+            BenchmarkRun::Interrupted => return Err(interrupted().into()),
         }
-        BenchmarkRun::Interrupted => return Err(interrupted().into()),
-    };
+    }
+    let (configs, spread) = stats::combine_runs(&runs).map_err(|(pass, test)| {
+        anyhow!("a run of the baseline gave no record for {test} {pass}\nnothing was created")
+    })?;
     let latency = geometric_mean(configs.iter().map(|c| c.value))
         .context("the baseline has no usable latency")?;
     let iteration = Iteration {
@@ -200,16 +241,26 @@ fn baseline(repo: &Repo, plan: &Plan, original: &str) -> Result<Baseline> {
         reason: format!("baseline: {tests}, {} configs measured", configs.len()),
         configs,
         attempt: None,
+        rounds: None,
     };
-    Ok(Baseline { iteration, tests })
+    Ok(Baseline {
+        iteration,
+        tests,
+        spread,
+        junit,
+    })
 }
 
 /// Commits the baseline with the session, remembers it for the hook, and writes the table.
-fn commit(repo: &Repo, plan: Plan, baseline: Baseline) -> Result<StartReport> {
+fn commit(repo: &Repo, mut plan: Plan, baseline: Baseline) -> Result<StartReport> {
     let Baseline {
         iteration: baseline,
         tests,
+        spread,
+        junit,
     } = baseline;
+    let noisy = noisy_configs(&spread, &plan.session.thresholds);
+    plan.session.spread = spread;
     let mut block = Block::default();
     baseline.write(&mut block);
     plan.session.write(&mut block);
@@ -220,14 +271,7 @@ fn commit(repo: &Repo, plan: Plan, baseline: Baseline) -> Result<StartReport> {
         fmt_ms(Some(latency))
     );
     let commit = repo.commit(&render_message(&subject, None, &block), true)?;
-    Evidence::collect(
-        &plan.session,
-        0,
-        plan.session.gpu.clone(),
-        &sandbox(repo),
-        &["correctness", "benchmark"],
-    )
-    .attach(repo, &commit)?;
+    Evidence::new(&plan.session, 0, plan.session.gpu.clone(), junit).attach(repo, &commit)?;
     repo.remember_baseline(&plan.branch, &commit)?;
     let configs = baseline.configs.clone();
     let history = History {
@@ -246,7 +290,18 @@ fn commit(repo: &Repo, plan: Plan, baseline: Baseline) -> Result<StartReport> {
         configs,
         table,
         tests,
+        noisy,
     })
+}
+
+/// Configs whose run-to-run spread at the baseline is more than half the regression limit: the
+/// thresholds cannot tell a change from noise there without many paired rounds.
+fn noisy_configs(spread: &[Spread], limits: &Thresholds) -> Vec<Spread> {
+    spread
+        .iter()
+        .filter(|s| s.spread_pct > limits.regression_pct / 2.0)
+        .cloned()
+        .collect()
 }
 
 fn render(report: &StartReport, json: bool, out: &mut impl Write) -> Result<()> {
@@ -272,6 +327,23 @@ fn render(report: &StartReport, json: bool, out: &mut impl Write) -> Result<()> 
         report.configs.len(),
         report.tests
     )?;
+    if !report.noisy.is_empty() {
+        writeln!(
+            out,
+            "{} {} configs moved more than half the {}% limit between the baseline's runs:",
+            ui::bold("noise"),
+            report.noisy.len(),
+            decision::fmt_pct(session.thresholds.regression_pct)
+        )?;
+        for s in &report.noisy {
+            writeln!(out, "  {:.2}%  {} {}", s.spread_pct, s.test, s.pass)?;
+        }
+        writeln!(
+            out,
+            "  each step will need more paired rounds for them; a larger nrep in their test, or a \
+             --filter without them, makes the loop faster and surer"
+        )?;
+    }
     writeln!(
         out,
         "next: change {} (one optimization), then `git cutile-perf step \"<what you changed>\"`",

@@ -14,15 +14,18 @@ use serde::Serialize;
 use super::{Interrupted, require_history, sandbox, write_table};
 use crate::cli::StepArgs;
 use crate::decision::{self, Attempt, Cause, Correctness, Decision, Status, Verdict};
-use crate::evidence::Evidence;
+use crate::evidence::{Evidence, RunFile};
 use crate::git::Repo;
 use crate::guard;
 use crate::history::{Configs, History, LoopState};
-use crate::pytest::{BenchmarkRun, CorrectnessRun, Pytest};
+use crate::paired::{self, BaselineTree, Paired};
+use crate::pytest::{CorrectnessRun, Pytest};
+use crate::records::Measurement;
 use crate::session::{Iteration, fmt_change, fmt_ms, short};
-use crate::stats::{Comparison, ConfigChange, compare};
+use crate::stats::{Comparison, ConfigChange};
 use crate::trailers::{Block, render_message};
 use crate::ui;
+use crate::verdict::Decided;
 
 /// What `step` did, as `--json` prints it.
 #[derive(Debug, Serialize)]
@@ -42,6 +45,8 @@ pub struct StepReport {
     pub configs: Vec<ConfigChange>,
     pub commit: String,
     pub attempt: Option<String>,
+    /// Benchmark runs per side (candidate and baseline) in the paired rounds.
+    pub rounds: Option<u32>,
     pub table: PathBuf,
     pub next: String,
 }
@@ -73,12 +78,11 @@ pub fn run(repo: &Repo, args: &StepArgs, out: &mut impl Write) -> Result<StepRep
         changed,
     } = ready;
     let commit = record(repo, &history, iteration, &changed, notes.as_deref())?;
-    let evidence = Evidence::collect(
+    let evidence = Evidence::new(
         &history.session,
         commit.iteration.number,
         crate::gpu::detect(),
-        &sandbox(repo),
-        &runs,
+        runs,
     );
     if let Err(e) = evidence.attach(repo, &commit.id) {
         ui::progress_line(&format!(
@@ -106,6 +110,7 @@ pub fn run(repo: &Repo, args: &StepArgs, out: &mut impl Write) -> Result<StepRep
             .map_or_else(Vec::new, |c| c.configs.clone()),
         commit: commit.id,
         attempt: iteration.attempt.clone(),
+        rounds: iteration.rounds,
         table,
         next: next_action(iteration, &history),
     };
@@ -147,6 +152,13 @@ fn judge(
             _ => Vec::new(),
         },
         attempt: None,
+        rounds: match attempt {
+            Attempt::Measured {
+                paired: Some(paired),
+                ..
+            } => Some(paired.estimate.rounds as u32),
+            _ => None,
+        },
     };
     (iteration, verdict)
 }
@@ -223,17 +235,17 @@ fn preflight(repo: &Repo, continue_anyway: bool) -> Result<Preflight> {
     Ok(Preflight { history, changed })
 }
 
-/// What the attempt stage produced: the attempt, the runs that wrote JUnit files (for the evidence
-/// note), and a remark for the reason when a suspicious gain was confirmed.
+/// What the attempt stage produced: the attempt, the JUnit files of its runs (for the evidence note),
+/// and a remark for the reason when a suspicious gain was confirmed.
 struct Tried {
     attempt: Attempt,
-    runs: Vec<&'static str>,
+    runs: Vec<RunFile>,
     remark: Option<String>,
 }
 
-/// Runs correctness, then (if it passed) the benchmark, and compares with the current baseline; a
-/// config more than ten times faster than its baseline is measured again before it is believed.
-/// Ctrl-C is an error: nothing is recorded.
+/// Runs correctness, then (if it passed) paired benchmark rounds of the candidate and the current
+/// baseline's code; a config more than ten times faster than its baseline is measured again (a second
+/// set of rounds) before it is believed. Ctrl-C is an error: nothing is recorded.
 fn attempt(repo: &Repo, history: &History, deadline: Instant) -> Result<Tried> {
     let session = &history.session;
     let runner = Pytest {
@@ -252,10 +264,14 @@ fn attempt(repo: &Repo, history: &History, deadline: Instant) -> Result<Tried> {
     let interrupted = || Interrupted("nothing was recorded; your changes are as you left them");
     let mut tried = Tried {
         attempt: Attempt::CorrectnessFailed { failed: Vec::new() },
-        runs: vec!["correctness"],
+        runs: Vec::new(),
         remark: None,
     };
-    match runner.correctness()?.against_baseline(&baseline_passed) {
+    let correctness = runner.correctness()?;
+    tried
+        .runs
+        .extend(RunFile::read(&runner.sandbox, "correctness"));
+    match correctness.against_baseline(&baseline_passed) {
         CorrectnessRun::Interrupted => return Err(interrupted().into()),
         CorrectnessRun::Fail { failed } => {
             ui::progress_line(&format!("correctness FAIL: {}", failed.join(", ")));
@@ -271,48 +287,78 @@ fn attempt(repo: &Repo, history: &History, deadline: Instant) -> Result<Tried> {
         }
         CorrectnessRun::Pass { .. } => {}
     }
-    let measure = |run: BenchmarkRun| -> Result<Result<(Vec<_>, Comparison), String>> {
-        Ok(match run {
-            BenchmarkRun::Interrupted => return Err(interrupted().into()),
-            BenchmarkRun::Crash(why) => Err(why),
-            BenchmarkRun::Measured(configs) => {
-                match compare(&history.current_baseline().configs, &configs) {
-                    Ok(comparison) => Ok((configs, comparison)),
-                    Err((pass, test)) => Err(format!("config {test} {pass} gave no record")),
-                }
-            }
-        })
+    let tree = BaselineTree::add(repo, history.current_baseline_commit())?;
+    let baseline = Pytest {
+        root: &tree.path,
+        sandbox: sandbox(repo).join("baseline"),
+        ..runner.clone()
     };
-    tried.runs.push("benchmark");
-    let mut measured = measure(runner.benchmark(session.statistic)?)?;
-    if let Ok((_, first)) = &measured
-        && !first.suspicious().is_empty()
+    let limits = &session.thresholds;
+    let measure = |prefix: &str, runs: &mut Vec<RunFile>| -> Result<Result<Decided, String>> {
+        Ok(
+            match paired::measure(
+                &runner,
+                &baseline,
+                session.statistic,
+                limits,
+                deadline,
+                prefix,
+                runs,
+            )? {
+                Paired::Interrupted => return Err(interrupted().into()),
+                Paired::Crashed(why) => Err(why),
+                Paired::Decided(decided) => Ok(decided),
+            },
+        )
+    };
+    let mut measured = measure("round", &mut tried.runs)?;
+    if let Ok(first) = &measured
+        && !first.estimate.comparison().suspicious().is_empty()
     {
         ui::progress_line("a config is more than 10x faster than its baseline: measuring again");
-        tried.runs.push("benchmark-confirm");
-        let second = measure(runner.confirm_benchmark(session.statistic)?)?;
-        measured = match second {
-            Ok((configs, again)) => match crate::stats::confirm(first, &again) {
-                Ok(remark) => {
-                    tried.remark = Some(remark);
-                    Ok((configs, again))
+        measured = match measure("confirm-round", &mut tried.runs)? {
+            Ok(second) => {
+                match crate::stats::confirm(
+                    &first.estimate.comparison(),
+                    &second.estimate.comparison(),
+                ) {
+                    Ok(remark) => {
+                        tried.remark = Some(remark);
+                        Ok(second)
+                    }
+                    Err(why) => Err(why),
                 }
-                Err(why) => Err(why),
-            },
+            }
             Err(why) => Err(why),
         };
     }
     tried.attempt = match measured {
-        Ok((configs, comparison)) => Attempt::Measured {
-            configs,
-            comparison,
-        },
+        Ok(decided) => measured_attempt(decided),
         Err(why) => Attempt::Crashed {
             correctness: Correctness::Pass,
             why,
         },
     };
     Ok(tried)
+}
+
+/// The attempt that decided paired rounds make: the candidate's configs and the comparison.
+pub fn measured_attempt(decided: Decided) -> Attempt {
+    let comparison = decided.estimate.comparison();
+    let configs = comparison
+        .configs
+        .iter()
+        .map(|c| Measurement {
+            pass: c.pass.clone(),
+            test: c.test.clone(),
+            value: c.value_ms,
+        })
+        .collect();
+    Attempt::Measured {
+        configs,
+        comparison,
+        paired: Some(decided),
+    }
 }
 
 fn render(

@@ -1,0 +1,139 @@
+//! Paired measurement: every `step` benchmarks the current baseline's code beside the candidate, in
+//! alternating rounds (A B, B A, ...) on the same GPU, until [`verdict`] can decide or the budget cannot
+//! fit another round. The baseline's code runs from a detached worktree of its commit under the git dir,
+//! so the user's work tree is never touched; the worktree is removed whatever happens.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+
+use crate::decision::Thresholds;
+use crate::evidence::RunFile;
+use crate::git::Repo;
+use crate::pytest::{BenchmarkRun, Pytest};
+use crate::records::Statistic;
+use crate::ui;
+use crate::verdict::{self, Decided, Round, Verdict};
+
+/// A detached worktree of a commit, removed when dropped.
+pub struct BaselineTree<'a> {
+    repo: &'a Repo,
+    pub path: PathBuf,
+}
+
+impl<'a> BaselineTree<'a> {
+    pub fn add(repo: &'a Repo, commit: &str) -> Result<BaselineTree<'a>> {
+        let path = repo.git_path(&format!("cutile-perf/baseline-{}", std::process::id()))?;
+        if path.exists() {
+            // left by a killed run of this same pid number: it is ours to replace
+            let _ = repo.git(&["worktree", "remove", "--force", &path.to_string_lossy()]);
+            let _ = std::fs::remove_dir_all(&path);
+        }
+        repo.git(&[
+            "worktree",
+            "add",
+            "--quiet",
+            "--detach",
+            &path.to_string_lossy(),
+            commit,
+        ])
+        .context("could not check out the baseline's code beside the work tree")?;
+        Ok(BaselineTree { repo, path })
+    }
+}
+
+impl Drop for BaselineTree<'_> {
+    fn drop(&mut self) {
+        let _ = self.repo.git(&[
+            "worktree",
+            "remove",
+            "--force",
+            &self.path.to_string_lossy(),
+        ]);
+        let _ = self.repo.git(&["worktree", "prune"]);
+    }
+}
+
+/// How the paired rounds ended.
+pub enum Paired {
+    Decided(Decided),
+    Crashed(String),
+    Interrupted,
+}
+
+/// Runs rounds of the baseline and the candidate until the verdict is decided; when the next round would
+/// not fit before `deadline`, decides on what there is and says so. Each run's JUnit file is added to
+/// `evidence`, named `<prefix>-<round>-<side>`.
+pub fn measure(
+    candidate: &Pytest,
+    baseline: &Pytest,
+    statistic: Statistic,
+    limits: &Thresholds,
+    deadline: Instant,
+    prefix: &str,
+    evidence: &mut Vec<RunFile>,
+) -> Result<Paired> {
+    let mut rounds: Vec<Round> = Vec::new();
+    let mut durations: Vec<Duration> = Vec::new();
+    loop {
+        let started = Instant::now();
+        let candidate_first = verdict::candidate_first(rounds.len());
+        let mut round = Round {
+            baseline: Vec::new(),
+            candidate: Vec::new(),
+        };
+        for run_candidate in [candidate_first, !candidate_first] {
+            let (runner, side, into) = if run_candidate {
+                (candidate, "candidate", &mut round.candidate)
+            } else {
+                (baseline, "baseline", &mut round.baseline)
+            };
+            let measured = runner.benchmark(statistic)?;
+            // each run's JUnit file for the evidence note (`<prefix>-<round>-<side>`), before the next
+            // run replaces it
+            evidence.extend(
+                RunFile::read(&runner.sandbox, "benchmark").map(|run| RunFile {
+                    name: format!("{prefix}-{}-{side}", rounds.len() + 1),
+                    ..run
+                }),
+            );
+            match measured {
+                BenchmarkRun::Measured(configs) => *into = configs,
+                BenchmarkRun::Crash(why) => {
+                    return Ok(Paired::Crashed(match side {
+                        "baseline" => {
+                            format!("the baseline's run (round {}): {why}", rounds.len() + 1)
+                        }
+                        _ => why,
+                    }));
+                }
+                BenchmarkRun::Interrupted => return Ok(Paired::Interrupted),
+            }
+        }
+        rounds.push(round);
+        durations.push(started.elapsed());
+        let ambiguous = match verdict::decide(&rounds, limits) {
+            Ok(Verdict::Decided(decided)) => return Ok(Paired::Decided(decided)),
+            Ok(Verdict::NeedMoreRounds { ambiguous, .. }) => ambiguous,
+            Err(e) => return Ok(Paired::Crashed(e.to_string())),
+        };
+        let left = deadline.saturating_duration_since(Instant::now());
+        if !verdict::another_round_fits(&durations, left) {
+            let longest = durations.iter().max().copied().unwrap_or_default();
+            let why = format!(
+                "a round takes {:.0} s and {:.0} s of the budget are left",
+                longest.as_secs_f64(),
+                left.as_secs_f64()
+            );
+            return Ok(match verdict::decide_anyway(&rounds, limits, &why) {
+                Ok(decided) => Paired::Decided(decided),
+                Err(e) => Paired::Crashed(e.to_string()),
+            });
+        }
+        ui::progress_line(&format!(
+            "round {}: not decided yet ({ambiguous}); measuring another round",
+            rounds.len()
+        ));
+    }
+}

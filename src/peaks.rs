@@ -1,0 +1,95 @@
+//! Peak DRAM bandwidth and dense BF16 tensor throughput of the GPUs cuTile runs on, to put a measured
+//! kernel's achieved bandwidth and FLOP/s in proportion.
+//!
+//! Figures are NVIDIA's datasheet numbers for the SXM (or stated) variant; datasheets print tensor
+//! throughput with 2:4 sparsity, which is twice the dense figure given here.
+
+/// One GPU's peaks.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct Peak {
+    /// What `nvidia-smi --query-gpu=name` contains for this GPU.
+    pub name: &'static str,
+    pub dram_gb_s: f64,
+    pub bf16_dense_tflop_s: f64,
+}
+
+/// Most specific names first: "H100 NVL" must match before "H100".
+const PEAKS: &[Peak] = &[
+    // B200 datasheet (HGX B200): 8 TB/s HBM3e, 4.5 PFLOPS BF16 sparse per GPU
+    Peak {
+        name: "B200",
+        dram_gb_s: 8000.0,
+        bf16_dense_tflop_s: 2250.0,
+    },
+    // H200 datasheet: SXM 4.8 TB/s, 1,979 TFLOPS BF16 sparse; NVL 4.8 TB/s, 1,671 sparse
+    Peak {
+        name: "H200 NVL",
+        dram_gb_s: 4800.0,
+        bf16_dense_tflop_s: 835.5,
+    },
+    Peak {
+        name: "H200",
+        dram_gb_s: 4800.0,
+        bf16_dense_tflop_s: 989.5,
+    },
+    // H100 datasheet: SXM 3.35 TB/s, 1,979 sparse; NVL 3.9 TB/s, 1,671 sparse; PCIe 2 TB/s, 1,513 sparse
+    Peak {
+        name: "H100 NVL",
+        dram_gb_s: 3900.0,
+        bf16_dense_tflop_s: 835.5,
+    },
+    Peak {
+        name: "H100 PCIe",
+        dram_gb_s: 2000.0,
+        bf16_dense_tflop_s: 756.5,
+    },
+    Peak {
+        name: "H100",
+        dram_gb_s: 3350.0,
+        bf16_dense_tflop_s: 989.5,
+    },
+    // A100 datasheet: 80GB SXM 2,039 GB/s, 40GB 1,555 GB/s; 312 TFLOPS BF16 dense (624 sparse)
+    Peak {
+        name: "A100-SXM4-80GB",
+        dram_gb_s: 2039.0,
+        bf16_dense_tflop_s: 312.0,
+    },
+    Peak {
+        name: "A100",
+        dram_gb_s: 1555.0,
+        bf16_dense_tflop_s: 312.0,
+    },
+    // L40S datasheet: 864 GB/s, 733 TFLOPS BF16 sparse
+    Peak {
+        name: "L40S",
+        dram_gb_s: 864.0,
+        bf16_dense_tflop_s: 366.5,
+    },
+    // L4 datasheet: 300 GB/s, 242 TFLOPS BF16 sparse
+    Peak {
+        name: "L4",
+        dram_gb_s: 300.0,
+        bf16_dense_tflop_s: 121.0,
+    },
+];
+
+/// The peaks of the GPU called `name` (as nvidia-smi prints it), if the table knows it.
+pub fn lookup(name: &str) -> Option<&'static Peak> {
+    PEAKS.iter().find(|p| name.contains(p.name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_most_specific_name_wins() {
+        assert_eq!(lookup("NVIDIA H200").unwrap().dram_gb_s, 4800.0);
+        assert_eq!(lookup("NVIDIA H100 80GB HBM3").unwrap().dram_gb_s, 3350.0);
+        assert_eq!(lookup("NVIDIA H100 NVL").unwrap().dram_gb_s, 3900.0);
+        assert_eq!(lookup("NVIDIA A100-SXM4-80GB").unwrap().dram_gb_s, 2039.0);
+        assert_eq!(lookup("NVIDIA A100-PCIE-40GB").unwrap().dram_gb_s, 1555.0);
+        assert_eq!(lookup("NVIDIA L40S").unwrap().name, "L40S");
+        assert!(lookup("NVIDIA GeForce GTX 1080").is_none());
+    }
+}
