@@ -44,6 +44,22 @@ fn forge(f: &Fixture, message: &str) {
     ]);
 }
 
+/// Rewrites HEAD with `message` (and what is staged) past the hooks, and copies its note over: a forger
+/// who knows about notes.
+fn amend_keeping_the_note(f: &Fixture, message: &str) {
+    let original = f.head();
+    f.git(&[
+        "commit",
+        "-q",
+        "--amend",
+        "--no-verify",
+        "--cleanup=verbatim",
+        "-m",
+        message,
+    ]);
+    f.git(&["notes", NOTES, "copy", &original, "HEAD"]);
+}
+
 #[test]
 fn each_iteration_carries_its_evidence_and_verify_holds() {
     let f = Fixture::new();
@@ -150,16 +166,7 @@ fn forged_trailers_are_caught_by_verify() {
         1,
     );
     assert_ne!(edited, message);
-    f.git(&[
-        "commit",
-        "-q",
-        "--amend",
-        "--no-verify",
-        "--cleanup=verbatim",
-        "-m",
-        &edited,
-    ]);
-    f.git(&["notes", NOTES, "copy", &original, "HEAD"]);
+    amend_keeping_the_note(&f, &edited);
     let (ok, report) = verify_json(&f);
     assert!(!ok);
     let detail = report["findings"][0]["detail"].as_str().unwrap();
@@ -338,16 +345,7 @@ fn verify_finds_rewritten_history_undone_attempts_and_paths_outside() {
     let message = f.git(&["log", "-1", "--format=%B"]);
     f.set_latency(0.08, 1.0);
     f.git(&["add", KERNEL]);
-    f.git(&[
-        "commit",
-        "-q",
-        "--amend",
-        "--no-verify",
-        "--cleanup=verbatim",
-        "-m",
-        &message,
-    ]);
-    f.git(&["notes", NOTES, "copy", &undo, "HEAD"]);
+    amend_keeping_the_note(&f, &message);
     assert_eq!(finding_kinds(&f), ["attempt-not-undone"]);
     f.git(&["reset", "-q", "--hard", &undo]);
     // a path outside the allowed set, committed past the hook
