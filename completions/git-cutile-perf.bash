@@ -19,11 +19,17 @@ _gitcutileperf() {
             ",$1")
                 cmd="gitcutileperf"
                 ;;
+            gitcutileperf,compare)
+                cmd="gitcutileperf__subcmd__compare"
+                ;;
             gitcutileperf,completions)
                 cmd="gitcutileperf__subcmd__completions"
                 ;;
             gitcutileperf,demo)
                 cmd="gitcutileperf__subcmd__demo"
+                ;;
+            gitcutileperf,diagnose)
+                cmd="gitcutileperf__subcmd__diagnose"
                 ;;
             gitcutileperf,help)
                 cmd="gitcutileperf__subcmd__help"
@@ -67,11 +73,17 @@ _gitcutileperf() {
             gitcutileperf,verify)
                 cmd="gitcutileperf__subcmd__verify"
                 ;;
+            gitcutileperf__subcmd__help,compare)
+                cmd="gitcutileperf__subcmd__help__subcmd__compare"
+                ;;
             gitcutileperf__subcmd__help,completions)
                 cmd="gitcutileperf__subcmd__help__subcmd__completions"
                 ;;
             gitcutileperf__subcmd__help,demo)
                 cmd="gitcutileperf__subcmd__help__subcmd__demo"
+                ;;
+            gitcutileperf__subcmd__help,diagnose)
+                cmd="gitcutileperf__subcmd__help__subcmd__diagnose"
                 ;;
             gitcutileperf__subcmd__help,help)
                 cmd="gitcutileperf__subcmd__help__subcmd__help"
@@ -173,8 +185,22 @@ _gitcutileperf() {
 
     case "${cmd}" in
         gitcutileperf)
-            opts="-h -V --help --version start inspect step table plot status verify refs next hook demo man completions install-extras uninstall-extras help"
+            opts="-h -V --help --version start inspect step diagnose compare table plot status verify refs next hook demo man completions install-extras uninstall-extras help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        gitcutileperf__subcmd__compare)
+            opts="-h --json --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -222,9 +248,45 @@ _gitcutileperf() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        gitcutileperf__subcmd__help)
-            opts="start inspect step table plot status verify refs next hook demo man completions install-extras uninstall-extras help"
+        gitcutileperf__subcmd__diagnose)
+            opts="-h --config --budget --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --budget)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        gitcutileperf__subcmd__help)
+            opts="start inspect step diagnose compare table plot status verify refs next hook demo man completions install-extras uninstall-extras help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        gitcutileperf__subcmd__help__subcmd__compare)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -251,6 +313,20 @@ _gitcutileperf() {
             return 0
             ;;
         gitcutileperf__subcmd__help__subcmd__demo)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        gitcutileperf__subcmd__help__subcmd__diagnose)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

@@ -34,6 +34,12 @@ pub enum Command {
     Inspect(InspectArgs),
     /// Test, benchmark, decide and commit the current change to the kernel as one iteration
     Step(StepArgs),
+    /// Profile one config of an iteration with Nsight Compute and name its bottleneck (memory, compute,
+    /// latency, scheduling, unknown) with the rule and numbers that decided it
+    Diagnose(DiagnoseArgs),
+    /// Two iterations side by side: kernel diff stat, per-config latency, and the ncu metric and
+    /// compile-fact deltas of their cached diagnoses
+    Compare(CompareArgs),
     /// Print the results table rebuilt from the session's commits
     Table(TableArgs),
     /// Draw the session as an SVG picture: latency per iteration and each config against iteration 0
@@ -192,6 +198,32 @@ pub struct StepArgs {
     /// The playbook letter this optimization follows (see `git cutile-perf refs playbook`)
     #[arg(long, value_name = "LETTER")]
     pub opt: Option<String>,
+    #[command(flatten)]
+    pub output: JsonArg,
+}
+
+#[derive(Args, Debug)]
+pub struct DiagnoseArgs {
+    /// The iteration to profile (its attempt, for a reverted or crashed one); default: the current
+    /// baseline
+    pub iteration: Option<u32>,
+    /// The config to profile, as the table and trailers name it (`classname::test_perf[...]`);
+    /// default: the iteration's slowest config, the one that weighs most in the total time
+    #[arg(long, value_name = "TEST_ID")]
+    pub config: Option<String>,
+    /// Time limit for the profiled run (e.g. 10m)
+    #[arg(long, value_parser = parse_duration, default_value = "10m")]
+    pub budget: Duration,
+    #[command(flatten)]
+    pub output: JsonArg,
+}
+
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// The earlier iteration
+    pub a: u32,
+    /// The later iteration
+    pub b: u32,
     #[command(flatten)]
     pub output: JsonArg,
 }

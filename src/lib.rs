@@ -6,6 +6,7 @@ pub mod cli;
 pub mod commands;
 pub mod decision;
 pub mod demo_python;
+pub mod diagnose;
 pub mod errors;
 pub mod evidence;
 pub mod generate;

@@ -30,6 +30,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Start(args) => commands::start::run(&repo()?, args, out).map(drop),
         Command::Inspect(args) => commands::inspect::run(&repo()?, args, out),
         Command::Step(args) => commands::step::run(&repo()?, args, out).map(drop),
+        Command::Diagnose(args) => commands::diagnose::run(&repo()?, args, out).map(drop),
+        Command::Compare(args) => commands::compare::run(&repo()?, args, out).map(drop),
         Command::Table(args) => commands::table::run(&repo()?, args, out),
         Command::Plot(args) => commands::plot::run(&repo()?, args, out),
         Command::Status(args) => commands::status::run(&repo()?, args, out),

@@ -52,6 +52,17 @@ pub fn metrics(query: Option<&str>) -> String {
         .join(",")
 }
 
+/// [`metrics`] for another module's set (`diagnose`): `launch__` and `device__` names are attributes
+/// of the launch and the GPU, not counters, and are kept without asking the query.
+pub fn select(query: Option<&str>, wanted: &[String]) -> String {
+    wanted
+        .iter()
+        .filter(|m| m.starts_with("launch__") || m.starts_with("device__") || available(query, m))
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 fn available(query: Option<&str>, metric: &str) -> bool {
     let base = metric.split('.').next().unwrap_or(metric);
     query.is_none_or(|text| {

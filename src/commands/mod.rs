@@ -2,7 +2,9 @@
 //! for what it prints, and returns a typed report (gitoxide-core's shape): `main` opens the repository of
 //! the current directory, and a test can run the verb on a repository it prepared, without the binary.
 
+pub mod compare;
 pub mod demo;
+pub mod diagnose;
 pub mod extras;
 pub mod hook;
 pub mod inspect;

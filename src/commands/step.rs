@@ -11,7 +11,7 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
 
-use super::{Interrupted, require_history, sandbox, write_table};
+use super::{Interrupted, diagnose, require_history, sandbox, write_table};
 use crate::cli::StepArgs;
 use crate::decision::{self, Attempt, Cause, Correctness, Decision, Status, Verdict};
 use crate::evidence::{Evidence, RunFile};
@@ -64,14 +64,32 @@ pub fn run(repo: &Repo, args: &StepArgs, out: &mut impl Write) -> Result<StepRep
     } = args;
     let ready = preflight(repo, *continue_anyway)?;
     let letter = opt.as_deref().map(playbook_letter).transpose()?;
+    let deadline = Instant::now() + *budget;
     let Tried {
         attempt,
         runs,
         remark,
-    } = attempt(repo, &ready.history, Instant::now() + *budget)?;
-    let (mut iteration, verdict) = judge(&ready.history, &attempt, description, letter, *cause);
+    } = attempt(repo, &ready.history, deadline)?;
+    // the verdict is known; a diagnosis may only add the cause (and escalate by its rule)
+    let diagnosed = match (cause, &attempt) {
+        (None, Attempt::Measured { .. }) => diagnose::cause_for(repo, &ready.history, deadline)?,
+        _ => None,
+    };
+    let found_cause = diagnosed.as_ref().map(|found| &found.diagnosis);
+    let (mut iteration, mut verdict) = judge(
+        &ready.history,
+        &attempt,
+        description,
+        letter,
+        cause.or(found_cause.map(|d| d.cause)),
+    );
     if let Some(remark) = remark {
         iteration.reason += &format!("; {remark}");
+        verdict.reason = iteration.reason.clone();
+    }
+    if let Some(d) = found_cause.filter(|d| matches!(d.cause, Cause::Scheduling | Cause::Unknown)) {
+        iteration.reason += &format!(" ({})", d.because);
+        verdict.reason = iteration.reason.clone();
     }
     let Preflight {
         mut history,
@@ -88,6 +106,11 @@ pub fn run(repo: &Repo, args: &StepArgs, out: &mut impl Write) -> Result<StepRep
         ui::progress_line(&format!(
             "warning: the iteration is recorded, but its evidence note is not: {e:#}"
         ));
+    }
+    if let Some(found) = &diagnosed {
+        let code = commit.iteration.attempt.as_deref().unwrap_or(&commit.id);
+        // only `compare`'s cache: losing it loses nothing recorded
+        let _ = diagnose::remember(repo, code, found);
     }
     history.push(commit.id.clone(), commit.iteration);
     let table = write_table(repo, &history)?;

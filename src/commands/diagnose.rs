@@ -1,0 +1,556 @@
+//! `diagnose`: profiles one config of an iteration under Nsight Compute and names its bottleneck
+//! (rules in `crate::diagnose`). The iteration's code runs from a temporary detached worktree under
+//! the git dir when it is not what the work tree holds; the result is cached as a git note on the
+//! code's commit (`refs/notes/cutile-perf-diagnose`), where `compare` reads it.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use serde::{Deserialize, Serialize};
+
+use super::{require_history, sandbox};
+use crate::cli::DiagnoseArgs;
+use crate::diagnose::compile::{self, CompileFacts};
+use crate::diagnose::{self, Diagnosis, Profile};
+use crate::git::Repo;
+use crate::history::{Configs, History};
+use crate::inspect::module;
+use crate::paired::BaselineTree;
+use crate::process::{self, Ending};
+use crate::records::Measurement;
+use crate::session::{Iteration, short};
+use crate::{ncu, ui};
+
+/// The notes ref that caches diagnoses, one note per profiled commit.
+pub const NOTES_REF: &str = "refs/notes/cutile-perf-diagnose";
+/// Launches skipped before profiling: the perf case's first calls compile and warm up.
+const WARM_UP_LAUNCHES: u32 = 3;
+/// Launches profiled; the median one stands for the kernel (`diagnose::representative`).
+const PROFILED_LAUNCHES: u32 = 3;
+/// How many unknown metrics a profile drops, one run each, before it gives up.
+const UNKNOWN_METRIC_RETRIES: u32 = 3;
+/// `step` profiles only with at least this much of its budget left.
+pub const MIN_STEP_PROFILE: Duration = Duration::from_secs(60);
+/// One run of the assembler or disassembler on one kernel.
+const TOOL_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// What `diagnose` found, as `--json` prints it.
+#[derive(Debug, Serialize)]
+pub struct DiagnoseReport {
+    pub iteration: u32,
+    /// The commit whose code was profiled (the attempt, for a reverted or crashed iteration).
+    pub commit: String,
+    pub config: String,
+    pub node_id: String,
+    pub launches_profiled: usize,
+    #[serde(flatten)]
+    pub diagnosis: Diagnosis,
+    pub compile: Option<CompileFacts>,
+}
+
+/// One note: the diagnoses of a commit's code, per config, and its compile facts.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct Note {
+    pub configs: BTreeMap<String, Diagnosis>,
+    pub compile: Option<CompileFacts>,
+}
+
+pub fn run(repo: &Repo, args: &DiagnoseArgs, out: &mut impl Write) -> Result<DiagnoseReport> {
+    let history = require_history(repo, Configs::All)?;
+    let (commit, iteration) = match args.iteration {
+        Some(number) => find(&history, number)?,
+        None => {
+            let baseline = history.current_baseline();
+            (code_commit(&history, baseline.number), baseline)
+        }
+    };
+    let config = match &args.config {
+        Some(config) => config.clone(),
+        None => heaviest(&iteration.configs)
+            .or_else(|| heaviest(&history.current_baseline().configs))
+            .context("the iteration records no config to profile\nhint: pass --config TEST_ID")?,
+    };
+    require_ncu()?;
+    let source = Source::of(repo, &commit)?;
+    let profiled = profile(
+        repo,
+        &history,
+        source.path(repo),
+        &config,
+        Instant::now() + args.budget,
+    )?;
+    drop(source);
+    remember(repo, &commit, &profiled)?;
+    let report = DiagnoseReport {
+        iteration: iteration.number,
+        commit,
+        config,
+        node_id: profiled.node_id,
+        launches_profiled: profiled.launches,
+        diagnosis: profiled.diagnosis,
+        compile: profiled.compile,
+    };
+    if args.output.json {
+        ui::write_json(out, &report)?;
+    } else {
+        write!(out, "{}", render(&report))?;
+    }
+    Ok(report)
+}
+
+/// The diagnosis of the change in the work tree, for `step` once its verdict is known: the current
+/// baseline's heaviest config, profiled as the work tree holds it. `Ok(None)` (with a line on stderr
+/// saying why, when something was tried) when ncu is missing, no config is recorded, less than
+/// [`MIN_STEP_PROFILE`] is left before `deadline`, or the profile failed: the step goes on without it.
+/// Only Ctrl-C is an error ([`super::Interrupted`]), so that the step records nothing.
+pub fn cause_for(repo: &Repo, history: &History, deadline: Instant) -> Result<Option<Profiled>> {
+    if which::which("ncu").is_err() {
+        return Ok(None);
+    }
+    let Some(config) = heaviest(&history.current_baseline().configs) else {
+        return Ok(None);
+    };
+    if deadline.saturating_duration_since(Instant::now()) < MIN_STEP_PROFILE {
+        ui::progress_line("no diagnosis: the step's budget is nearly spent");
+        return Ok(None);
+    }
+    ui::progress_line(&format!("diagnosing {config} with ncu ..."));
+    match profile(repo, history, repo.root.clone(), &config, deadline) {
+        Ok(profiled) => Ok(Some(profiled)),
+        Err(err) if err.is::<super::Interrupted>() => Err(err),
+        Err(err) => {
+            ui::progress_line(&format!("warning: no diagnosis: {err:#}"));
+            Ok(None)
+        }
+    }
+}
+
+/// The iteration numbered `number` and the commit holding its code.
+fn find(history: &History, number: u32) -> Result<(String, &Iteration)> {
+    Ok((code_commit(history, number), iteration(history, number)?))
+}
+
+/// The iteration numbered `number`, or an error naming those there are.
+pub fn iteration(history: &History, number: u32) -> Result<&Iteration> {
+    history
+        .iterations()
+        .find(|it| it.number == number)
+        .with_context(|| {
+            format!(
+                "the session has no iteration {number}\nhint: `git cutile-perf table` lists iterations 0 to {}",
+                history.next_number() - 1
+            )
+        })
+}
+
+/// The commit whose tree holds an iteration's code: its attempt when it was undone, else itself.
+pub fn code_commit(history: &History, number: u32) -> String {
+    let (commit, iteration) = &history.iterations[number as usize];
+    iteration.attempt.clone().unwrap_or_else(|| commit.clone())
+}
+
+/// The config with the largest latency: the one that weighs most in the time the kernel takes.
+pub fn heaviest(configs: &[Measurement]) -> Option<String> {
+    configs
+        .iter()
+        .max_by(|a, b| a.value.total_cmp(&b.value))
+        .map(|m| m.test.clone())
+}
+
+fn require_ncu() -> Result<()> {
+    which::which("ncu").map(drop).context(
+        "diagnose needs Nsight Compute, and ncu is not on PATH\nhint: install Nsight Compute (it comes with the \
+         CUDA toolkit, e.g. /usr/local/cuda/bin/ncu) and put it on PATH",
+    )
+}
+
+/// Where the profiled code is: the work tree, or a temporary detached worktree removed on drop.
+enum Source<'a> {
+    WorkTree,
+    Worktree(BaselineTree<'a>),
+}
+
+impl<'a> Source<'a> {
+    fn of(repo: &'a Repo, commit: &str) -> Result<Source<'a>> {
+        if repo.head()? == commit && repo.tracked_changes()?.is_empty() {
+            return Ok(Source::WorkTree);
+        }
+        Ok(Source::Worktree(BaselineTree::add(repo, commit)?))
+    }
+
+    fn path(&self, repo: &Repo) -> PathBuf {
+        match self {
+            Source::WorkTree => repo.root.clone(),
+            Source::Worktree(tree) => tree.path.clone(),
+        }
+    }
+}
+
+/// What one profiled run gave.
+#[derive(Debug, Clone)]
+pub struct Profiled {
+    pub config: String,
+    pub node_id: String,
+    pub launches: usize,
+    pub diagnosis: Diagnosis,
+    pub compile: Option<CompileFacts>,
+}
+
+/// Runs the one pytest case of `config` from `root` under ncu, autotuning off, profiling only the
+/// session kernel's own launches after a warm-up; reads the dumps the run left for compile facts.
+fn profile(
+    repo: &Repo,
+    history: &History,
+    root: PathBuf,
+    config: &str,
+    deadline: Instant,
+) -> Result<Profiled> {
+    let session = &history.session;
+    let kernel_file = root.join(&session.kernel);
+    let text = std::fs::read_to_string(&kernel_file)
+        .with_context(|| format!("cannot read {}", kernel_file.display()))?;
+    let facts = module::analyze(&text, "", None)
+        .with_context(|| format!("cannot read the kernels of {}", session.kernel))?;
+    let names: Vec<&str> = facts.kernels.iter().map(|k| k.name.as_str()).collect();
+    if names.is_empty() {
+        bail!(
+            "{} defines no @ct.kernel to profile\nhint: diagnose profiles the session kernel's own launches",
+            session.kernel
+        );
+    }
+    let node_id = diagnose::node_id(&session.test, config);
+    let mut command: Vec<String> = session
+        .python
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    command.extend(["-m", "pytest", &node_id, "-q", "-p", "no:cacheprovider"].map(str::to_string));
+
+    repo.exclude(&format!("/{}/", crate::guard::SANDBOX))?;
+    let dir = sandbox(repo).join("diagnose");
+    // files left by an earlier run must never be read as this one's
+    let _ = std::fs::remove_dir_all(&dir);
+    let dumps = dir.join("tileir");
+    std::fs::create_dir_all(&dumps)
+        .with_context(|| format!("cannot create {}", dumps.display()))?;
+    let (log, csv) = (dir.join("ncu.log"), dir.join("ncu.csv"));
+    let mut metrics = ncu::select(ncu::query_metrics().as_deref(), &diagnose::wanted());
+    let python_path = python_path(&root);
+    let dumps_text = dumps.display().to_string();
+    let env = [
+        ("TILEGYM_DISABLE_AUTOTUNE", "1"),
+        ("PYTHONDONTWRITEBYTECODE", "1"),
+        ("PYTHONPATH", python_path.as_str()),
+        ("CUDA_TILE_DUMP_TILEIR", dumps_text.as_str()),
+        ("CUDA_TILE_DUMP_BYTECODE", dumps_text.as_str()),
+        // the disk cache would skip the compile, and with it the dumps
+        ("CUDA_TILE_CACHE_DIR", "off"),
+    ];
+    ui::progress_line(&format!(
+        "profiling {} of {node_id} with ncu ...",
+        names.join(", ")
+    ));
+    let mut retries = UNKNOWN_METRIC_RETRIES;
+    let launches = loop {
+        let ncu_args = ncu::args(
+            metrics.clone(),
+            &names.join("|"),
+            WARM_UP_LAUNCHES,
+            PROFILED_LAUNCHES,
+            &csv,
+        );
+        std::fs::remove_file(&csv).ok();
+        match ncu::run(&command, &ncu_args, &root, &env, &log, &csv, deadline) {
+            Ok(launches) => break launches,
+            Err(_) if process::interrupted() => {
+                return Err(super::Interrupted("nothing was profiled or cached").into());
+            }
+            Err(err) => {
+                // a metric this ncu does not know stops it before the run: profile without it
+                let output = read_all(&[&log, &csv]);
+                match diagnose::unknown_metric(&output, &metrics) {
+                    Some(unknown) if retries > 0 => {
+                        retries -= 1;
+                        ui::progress_line(&format!(
+                            "this ncu does not know {unknown}; profiling without it ..."
+                        ));
+                        metrics = diagnose::without(&metrics, &unknown);
+                    }
+                    _ => return Err(with_hint(err, &output, &dir)),
+                }
+            }
+        }
+    };
+    let launch = diagnose::representative(&launches).with_context(|| {
+        format!(
+            "ncu profiled no launch of {} in {node_id}; see {}",
+            names.join(", "),
+            log.display()
+        )
+    })?;
+    let diagnosis = diagnose::diagnose(&Profile::of(launch));
+    let assembler = gpu_arch(session.gpu.as_deref())
+        .and_then(|arch| Some((tileiras(&session.python, &root)?, arch)));
+    let compile = compile_facts(&dumps, assembler.as_ref(), deadline);
+    Ok(Profiled {
+        config: config.to_string(),
+        node_id,
+        launches: launches.len(),
+        diagnosis,
+        compile: (!compile.is_empty()).then_some(compile),
+    })
+}
+
+/// `root/src` first on Python's path, so a worktree's kernel is the one imported, not the installed
+/// checkout's.
+fn python_path(root: &Path) -> String {
+    let mut paths = vec![root.join("src").display().to_string()];
+    if let Ok(existing) = std::env::var("PYTHONPATH")
+        && !existing.is_empty()
+    {
+        paths.push(existing);
+    }
+    paths.join(":")
+}
+
+/// The text of each file that exists.
+fn read_all(files: &[&Path]) -> String {
+    files
+        .iter()
+        .filter_map(|p| std::fs::read_to_string(p).ok())
+        .collect()
+}
+
+/// A known ncu failure in its output replaces the generic error.
+fn with_hint(err: anyhow::Error, output: &str, dir: &Path) -> anyhow::Error {
+    match diagnose::failure_hint(output) {
+        Some(hint) => anyhow::anyhow!("{hint} (ncu's output is in {})", dir.display()),
+        None => err,
+    }
+}
+
+/// `sm_90` from the session's `name, 9.0, driver` GPU line.
+fn gpu_arch(gpu: Option<&str>) -> Option<String> {
+    let (major, minor) = super::inspect::parse_capability(gpu?.split(',').nth(1)?).ok()?;
+    Some(format!("sm_{major}{minor}"))
+}
+
+/// The Tile IR assembler cuda-tile uses: the one in the session Python's `nvidia.cu13` wheel, else a
+/// toolkit's on PATH.
+fn tileiras(python: &str, root: &Path) -> Option<PathBuf> {
+    let words: Vec<&str> = python.split_whitespace().collect();
+    let (program, args) = words.split_first()?;
+    let mut full = args.to_vec();
+    full.extend([
+        "-c",
+        "import os, nvidia.cu13 as m; print(os.path.join(m.__path__[0], 'bin', 'tileiras'))",
+    ]);
+    let wheel = process::capture(process::command(program, &full).dir(root), TOOL_TIMEOUT)
+        .ok()
+        .filter(|out| out.success())
+        .map(|out| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+        .filter(|path| path.is_file());
+    wheel.or_else(|| which::which("tileiras").ok())
+}
+
+/// Every file in `dir`, sorted.
+fn files_in(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|entries| entries.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    files.sort();
+    files
+}
+
+/// Tile IR counts of every dumped kernel; with the assembler, each dumped bytecode compiled to a
+/// cubin, and with cuobjdump, the registers and SASS of every cubin.
+fn compile_facts(
+    dumps: &Path,
+    assembler: Option<&(PathBuf, String)>,
+    deadline: Instant,
+) -> CompileFacts {
+    if let Some((tileiras, arch)) = assembler {
+        for bytecode in files_in(dumps)
+            .into_iter()
+            .filter(|f| f.extension().is_some_and(|e| e == "tileirbc"))
+        {
+            let (input, output) = (
+                bytecode.display().to_string(),
+                bytecode.with_extension("cubin").display().to_string(),
+            );
+            // as cuda-tile runs it: a toolkit's CUDA_HOME would make the wheel's tileiras fail
+            let command = process::command(
+                &tileiras.display().to_string(),
+                &["--gpu-name", arch, "-O3", &input, "-o", &output],
+            )
+            .env_remove("CUDA_HOME")
+            .env_remove("CUDA_PATH");
+            let _ = process::capture(command, time_left(deadline));
+        }
+    }
+    let mut facts = CompileFacts::default();
+    for file in files_in(dumps) {
+        let name = file
+            .file_name()
+            .map_or(String::new(), |n| n.to_string_lossy().into_owned());
+        match file.extension().and_then(|e| e.to_str()) {
+            Some("tileir") => {
+                if let Ok(text) = std::fs::read_to_string(&file) {
+                    facts.tile_ir.insert(name, compile::tile_ops(&text));
+                }
+            }
+            Some("cubin") => {
+                let path = file.display().to_string();
+                if let Some(text) = disassemble(&["--dump-resource-usage", &path], deadline) {
+                    facts.resources.extend(compile::resources(&text));
+                }
+                if let Some(text) = disassemble(&["-sass", &path], deadline) {
+                    facts.sass.extend(compile::sass_mix(&text));
+                }
+            }
+            _ => {}
+        }
+    }
+    facts
+}
+
+/// What is left before `deadline`, at most [`TOOL_TIMEOUT`].
+fn time_left(deadline: Instant) -> Duration {
+    deadline
+        .saturating_duration_since(Instant::now())
+        .min(TOOL_TIMEOUT)
+}
+
+fn disassemble(args: &[&str], deadline: Instant) -> Option<String> {
+    which::which("cuobjdump").ok()?;
+    let output = process::capture(process::command("cuobjdump", args), time_left(deadline)).ok()?;
+    (output.ending == Ending::Exited(0))
+        .then(|| String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+/// The cached note of `commit`, if any.
+pub fn recall(repo: &Repo, commit: &str) -> Option<Note> {
+    let text = repo
+        .git(&["notes", "--ref", NOTES_REF, "show", commit])
+        .ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+/// Adds a diagnosis to `commit`'s note (the one `compare` reads), keeping its other configs.
+pub fn remember(repo: &Repo, commit: &str, profiled: &Profiled) -> Result<()> {
+    let mut note = recall(repo, commit).unwrap_or_default();
+    note.configs
+        .insert(profiled.config.clone(), profiled.diagnosis.clone());
+    if profiled.compile.is_some() {
+        note.compile = profiled.compile.clone();
+    }
+    let text = serde_json::to_string(&note)?;
+    repo.git(&[
+        "notes", "--ref", NOTES_REF, "add", "-f", "-m", &text, commit,
+    ])
+    .context("cannot cache the diagnosis in a git note")?;
+    Ok(())
+}
+
+fn render(report: &DiagnoseReport) -> String {
+    let d = &report.diagnosis;
+    let p = &d.profile;
+    let pct = |v: Option<f64>| v.map_or("n/a".to_string(), |v| format!("{v:.0}%"));
+    let number =
+        |v: Option<f64>, digits: usize| v.map_or("n/a".to_string(), |v| format!("{v:.digits$}"));
+    let mut out = format!(
+        "iteration {} ({}), {}\n{} {}\n  rule     {}\n",
+        report.iteration,
+        short(&report.commit),
+        report.config,
+        ui::bold("bottleneck:"),
+        d.cause,
+        d.because
+    );
+    out += &format!(
+        "  kernel   {} ({} us; median of {} profiled launches)\n",
+        p.kernel,
+        number(p.duration_us, 1),
+        report.launches_profiled
+    );
+    out += &format!(
+        "  speed of light  SM {}  DRAM {}  memory {}  tensor pipe {}\n",
+        pct(p.sm_pct),
+        pct(p.dram_pct),
+        pct(p.memory_pct),
+        pct(p.tensor_pipe_pct)
+    );
+    out += &format!(
+        "  occupancy       achieved {} of theoretical {}; {} registers/thread; {} local-memory bytes; {} waves/SM\n",
+        pct(p.achieved_occupancy_pct),
+        pct(p.theoretical_occupancy_pct),
+        number(p.registers_per_thread, 0),
+        number(p.local_bytes, 0),
+        number(p.waves_per_sm, 2)
+    );
+    out += &format!("  cached   as a note in {NOTES_REF} (`compare` reads it)\n");
+    if let Some(facts) = &report.compile {
+        let totals: Vec<String> = facts
+            .totals()
+            .iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
+        out += &format!("  compile  {}\n", totals.join(", "));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decision::{Decision, Status};
+    use crate::session::tests::{iteration, session};
+
+    #[test]
+    fn a_reverted_iteration_is_profiled_at_its_attempt_and_the_slowest_config_weighs_most() {
+        let mut reverted = iteration(1, Status::Revert, Some(4.0), Decision::TryNext);
+        reverted.attempt = Some("a1".into());
+        let history = History {
+            session: session(),
+            baseline_commit: "c0".into(),
+            iterations: vec![
+                (
+                    "c0".into(),
+                    iteration(0, Status::Keep, Some(0.0), Decision::Continue),
+                ),
+                ("c1".into(), reverted),
+            ],
+            foreign: Default::default(),
+        };
+        assert_eq!(code_commit(&history, 0), "c0");
+        assert_eq!(code_commit(&history, 1), "a1");
+        let err = iteration_or_err(&history, 7);
+        assert!(err.contains("no iteration 7"), "{err}");
+        assert!(err.contains("iterations 0 to 1"), "{err}");
+
+        let measure = |test: &str, value| Measurement {
+            pass: "forward".into(),
+            test: test.into(),
+            value,
+        };
+        let configs = [
+            measure("small", 0.1),
+            measure("large", 1.5),
+            measure("mid", 0.7),
+        ];
+        assert_eq!(heaviest(&configs).as_deref(), Some("large"));
+        assert_eq!(heaviest(&[]), None);
+        assert_eq!(
+            gpu_arch(Some("NVIDIA H200, 9.0, 580.159.04")).as_deref(),
+            Some("sm_90")
+        );
+        assert_eq!(gpu_arch(None), None);
+    }
+
+    fn iteration_or_err(history: &History, number: u32) -> String {
+        format!("{:#}", super::iteration(history, number).unwrap_err())
+    }
+}

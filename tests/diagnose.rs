@@ -1,0 +1,194 @@
+//! `diagnose` and `compare` on the fixture's session, with real git and pytest. Machines without a GPU
+//! have no Nsight Compute: `tests/data/diagnose/ncu` stands in for it (it runs the profiled pytest case
+//! as ncu would, then writes canned CSV matching the kernel it ran).
+
+mod support;
+
+use std::path::PathBuf;
+
+use support::*;
+
+/// The fake ncu copied beside this test's repository, and a PATH that finds it first.
+fn fake_ncu(fixture: &Fixture) -> (PathBuf, String) {
+    let dir = fixture.root.parent().unwrap().join("ncu-bin");
+    copy_dir(
+        &PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/diagnose"),
+        &dir,
+    );
+    (
+        dir.clone(),
+        format!("{}:{}", dir.display(), path_without_ncu()),
+    )
+}
+
+/// This test's binary and the system's PATH, less any real ncu.
+fn path_without_ncu() -> String {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let mut dirs: Vec<PathBuf> = vec![BIN.parent().unwrap().to_path_buf()];
+    dirs.extend(std::env::split_paths(&path).filter(|d| !d.join("ncu").exists()));
+    std::env::join_paths(dirs).unwrap().into_string().unwrap()
+}
+
+fn json(out: &std::process::Output) -> serde_json::Value {
+    assert!(out.status.success(), "{}", both(out));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// A session whose iteration 1 kept a change (bigger tiles, faster).
+fn session_with_a_kept_change() -> Fixture {
+    let fixture = Fixture::new();
+    fixture.start();
+    fixture.edit_kernel("TILE_SIZE = 128", "TILE_SIZE = 256");
+    fixture.set_latency(0.05, 0.5);
+    let step = fixture.step_json(&["bigger tiles"]);
+    assert_eq!(step["status"], "keep");
+    fixture
+}
+
+#[test]
+fn diagnose_profiles_one_case_of_each_iteration_and_compare_says_what_moved() {
+    let fixture = session_with_a_kept_change();
+    let (ncu_dir, path) = fake_ncu(&fixture);
+    let diagnose = |args: &[&str]| {
+        let mut full = vec!["diagnose", "--json"];
+        full.extend_from_slice(args);
+        json(&fixture.command(&full).env("PATH", &path).output().unwrap())
+    };
+
+    // the current baseline (iteration 1), from the work tree
+    let current = diagnose(&[]);
+    assert_eq!(current["iteration"], 1);
+    assert_eq!(current["cause"], "memory");
+    assert_eq!(current["rule"], "memory-bound");
+    assert_eq!(
+        current["because"],
+        "memory-bound: memory throughput 86% >= 60% of peak and >= SM throughput 24%; top stalls long_scoreboard 4.0"
+    );
+    // the median of three launches of the kernel
+    assert_eq!(current["launches_profiled"], 3);
+    assert_eq!(current["profile"]["duration_us"], 620.0);
+    let config = current["config"].as_str().unwrap();
+    assert!(config.ends_with("large]"), "the slowest config: {config}");
+    let calls = std::fs::read_to_string(ncu_dir.join("calls")).unwrap();
+    assert!(
+        calls.contains("--kernel-name regex:vector_add_kernel --launch-skip 3 --launch-count 3"),
+        "{calls}"
+    );
+    let node = current["node_id"].as_str().unwrap();
+    assert!(
+        node.starts_with("tests/ops/test_vector_add.py::test_perf["),
+        "{node}"
+    );
+    assert!(calls.contains(&format!("-m pytest {node} -q")), "{calls}");
+    assert!(
+        calls.contains("pytest exit 0"),
+        "the one case ran and passed: {calls}"
+    );
+
+    // iteration 0 from a temporary worktree, which is gone afterwards
+    let first = diagnose(&["0", "--config", config]);
+    assert_eq!(first["iteration"], 0);
+    assert_eq!(first["profile"]["dram_pct"], 64.5);
+    let calls = std::fs::read_to_string(ncu_dir.join("calls")).unwrap();
+    assert!(calls.contains("/cutile-perf/baseline-"), "{calls}");
+    assert_eq!(fixture.git(&["worktree", "list"]).lines().count(), 1);
+    assert_eq!(fixture.status(), "");
+
+    // both cached as notes, read back by compare
+    let compare = json(&fixture.run(&["compare", "0", "1", "--json"]));
+    assert!(
+        compare["diff_stat"]
+            .as_str()
+            .unwrap()
+            .contains("vector_add.py"),
+        "{compare}"
+    );
+    assert_eq!(compare["a"]["diagnosed"], true);
+    let large = compare["configs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["test"] == config)
+        .unwrap();
+    assert_eq!(large["change_pct"], -50.0);
+    assert_eq!(
+        large["summary"].as_str().unwrap(),
+        format!(
+            "{}: -50.0%; still memory-bound; DRAM throughput 64% -> 86%, duration 1100.0 -> 620.0 us",
+            config.rsplit("::").next().unwrap()
+        )
+    );
+    let text = fixture.ok(&["compare", "0", "1"]);
+    assert!(text.contains("DRAM throughput 64% -> 86%"), "{text}");
+    let small = compare["configs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["test"] != config)
+        .unwrap();
+    assert!(
+        small["summary"]
+            .as_str()
+            .unwrap()
+            .contains("not diagnosed in both"),
+        "{small}"
+    );
+}
+
+#[test]
+fn without_ncu_or_without_counter_access_a_clear_hint() {
+    let fixture = Fixture::new();
+    fixture.start();
+    let missing = fixture
+        .command(&["diagnose"])
+        .env("PATH", path_without_ncu())
+        .output()
+        .unwrap();
+    assert!(!missing.status.success());
+    let stderr = text(&missing.stderr);
+    assert!(stderr.contains("ncu is not on PATH"), "{stderr}");
+    assert!(stderr.contains("hint: install Nsight Compute"), "{stderr}");
+
+    let (_, path) = fake_ncu(&fixture);
+    let denied = fixture
+        .command(&["diagnose", "--json"])
+        .env("PATH", &path)
+        .env("FAKE_NCU", "denied")
+        .output()
+        .unwrap();
+    assert!(!denied.status.success());
+    let error: serde_json::Value = serde_json::from_slice(&denied.stdout).unwrap();
+    assert!(
+        error["error"]
+            .as_str()
+            .unwrap()
+            .contains("ERR_NVGPUCTRPERM"),
+        "{error}"
+    );
+    let hint = error["hint"].as_str().unwrap();
+    assert!(hint.contains("run as root"), "{hint}");
+    assert!(
+        hint.contains("NVreg_RestrictProfilingToAdminUsers=0"),
+        "{hint}"
+    );
+    // an ncu without one of the metrics: profiled again without it
+    let old = fixture
+        .command(&["diagnose", "--json"])
+        .env("PATH", &path)
+        .env("FAKE_NCU", "old")
+        .output()
+        .unwrap();
+    assert_eq!(json(&old)["cause"], "memory");
+    assert!(
+        text(&old.stderr).contains("does not know sm__pipe_tensor_op_gmma_cycles_active"),
+        "{}",
+        text(&old.stderr)
+    );
+    // nothing cached for a failed profile
+    let notes = fixture.run(&["compare", "0", "0", "--json"]);
+    assert_eq!(
+        json(&notes)["a"]["diagnosed"],
+        true,
+        "the second profile is cached"
+    );
+}

@@ -1,0 +1,60 @@
+//! `diagnose::cause_for`, what `step` calls after its verdict: it profiles the change as the work tree
+//! holds it. Its own test binary, because it sets this process's PATH (to the stand-in ncu of
+//! `tests/data/diagnose/`), which no other test may see.
+
+mod support;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use git_cutile_perf::commands::diagnose::cause_for;
+use git_cutile_perf::decision::Cause;
+use git_cutile_perf::git::Repo;
+use git_cutile_perf::history::Configs;
+use support::*;
+
+#[test]
+fn the_uncommitted_change_is_what_gets_diagnosed() {
+    let fixture = Fixture::new();
+    fixture.start();
+    let repo = Repo::discover(&fixture.root).unwrap();
+    let history = repo.history(Configs::CurrentBaseline).unwrap().unwrap();
+
+    let without = std::env::var("PATH").unwrap();
+    let no_ncu: Vec<PathBuf> = std::env::split_paths(&without)
+        .filter(|d| !d.join("ncu").exists())
+        .collect();
+    // SAFETY: the only test in this binary, so no other thread reads the environment
+    unsafe { std::env::set_var("PATH", std::env::join_paths(&no_ncu).unwrap()) };
+    let later = Instant::now() + Duration::from_secs(300);
+    assert!(
+        cause_for(&repo, &history, later).unwrap().is_none(),
+        "no ncu, no diagnosis"
+    );
+
+    let ncu = fixture.root.parent().unwrap().join("ncu-bin");
+    copy_dir(
+        &PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/diagnose"),
+        &ncu,
+    );
+    let mut with = vec![ncu];
+    with.extend(no_ncu);
+    unsafe { std::env::set_var("PATH", std::env::join_paths(&with).unwrap()) };
+    assert!(
+        cause_for(&repo, &history, Instant::now() + Duration::from_secs(10))
+            .unwrap()
+            .is_none(),
+        "too little budget left"
+    );
+
+    fixture.edit_kernel("TILE_SIZE = 128", "TILE_SIZE = 256");
+    let profiled = cause_for(&repo, &history, later).unwrap().unwrap();
+    assert_eq!(profiled.diagnosis.cause, Cause::Memory);
+    // the stand-in's numbers for the edited kernel
+    assert_eq!(profiled.diagnosis.profile.dram_pct, Some(86.0));
+    assert!(profiled.config.ends_with("large]"), "{}", profiled.config);
+    assert!(
+        fixture.status().contains("vector_add.py"),
+        "the change is left as it was"
+    );
+}
