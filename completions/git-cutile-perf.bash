@@ -70,6 +70,9 @@ _gitcutileperf() {
             gitcutileperf,uninstall-extras)
                 cmd="gitcutileperf__subcmd__uninstall__subcmd__extras"
                 ;;
+            gitcutileperf,verify)
+                cmd="gitcutileperf__subcmd__verify"
+                ;;
             gitcutileperf__subcmd__help,compare)
                 cmd="gitcutileperf__subcmd__help__subcmd__compare"
                 ;;
@@ -121,6 +124,12 @@ _gitcutileperf() {
             gitcutileperf__subcmd__help,uninstall-extras)
                 cmd="gitcutileperf__subcmd__help__subcmd__uninstall__subcmd__extras"
                 ;;
+            gitcutileperf__subcmd__help,verify)
+                cmd="gitcutileperf__subcmd__help__subcmd__verify"
+                ;;
+            gitcutileperf__subcmd__help__subcmd__hook,commit-msg)
+                cmd="gitcutileperf__subcmd__help__subcmd__hook__subcmd__commit__subcmd__msg"
+                ;;
             gitcutileperf__subcmd__help__subcmd__hook,install)
                 cmd="gitcutileperf__subcmd__help__subcmd__hook__subcmd__install"
                 ;;
@@ -132,6 +141,9 @@ _gitcutileperf() {
                 ;;
             gitcutileperf__subcmd__help__subcmd__hook,uninstall)
                 cmd="gitcutileperf__subcmd__help__subcmd__hook__subcmd__uninstall"
+                ;;
+            gitcutileperf__subcmd__hook,commit-msg)
+                cmd="gitcutileperf__subcmd__hook__subcmd__commit__subcmd__msg"
                 ;;
             gitcutileperf__subcmd__hook,help)
                 cmd="gitcutileperf__subcmd__hook__subcmd__help"
@@ -147,6 +159,9 @@ _gitcutileperf() {
                 ;;
             gitcutileperf__subcmd__hook,uninstall)
                 cmd="gitcutileperf__subcmd__hook__subcmd__uninstall"
+                ;;
+            gitcutileperf__subcmd__hook__subcmd__help,commit-msg)
+                cmd="gitcutileperf__subcmd__hook__subcmd__help__subcmd__commit__subcmd__msg"
                 ;;
             gitcutileperf__subcmd__hook__subcmd__help,help)
                 cmd="gitcutileperf__subcmd__hook__subcmd__help__subcmd__help"
@@ -170,7 +185,7 @@ _gitcutileperf() {
 
     case "${cmd}" in
         gitcutileperf)
-            opts="-h -V --help --version start inspect step diagnose compare table plot status refs next hook demo man completions install-extras uninstall-extras help"
+            opts="-h -V --help --version start inspect step diagnose compare table plot status verify refs next hook demo man completions install-extras uninstall-extras help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -256,7 +271,7 @@ _gitcutileperf() {
             return 0
             ;;
         gitcutileperf__subcmd__help)
-            opts="start inspect step diagnose compare table plot status refs next hook demo man completions install-extras uninstall-extras help"
+            opts="start inspect step diagnose compare table plot status verify refs next hook demo man completions install-extras uninstall-extras help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -340,8 +355,22 @@ _gitcutileperf() {
             return 0
             ;;
         gitcutileperf__subcmd__help__subcmd__hook)
-            opts="install uninstall status pre-commit"
+            opts="install uninstall status pre-commit commit-msg"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        gitcutileperf__subcmd__help__subcmd__hook__subcmd__commit__subcmd__msg)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -563,8 +592,22 @@ _gitcutileperf() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        gitcutileperf__subcmd__help__subcmd__verify)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         gitcutileperf__subcmd__hook)
-            opts="-h --help install uninstall status pre-commit help"
+            opts="-h --help install uninstall status pre-commit commit-msg help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -577,9 +620,37 @@ _gitcutileperf() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        gitcutileperf__subcmd__hook__subcmd__help)
-            opts="install uninstall status pre-commit help"
+        gitcutileperf__subcmd__hook__subcmd__commit__subcmd__msg)
+            opts="-h --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        gitcutileperf__subcmd__hook__subcmd__help)
+            opts="install uninstall status pre-commit commit-msg help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        gitcutileperf__subcmd__hook__subcmd__help__subcmd__commit__subcmd__msg)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -988,6 +1059,20 @@ _gitcutileperf() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        gitcutileperf__subcmd__verify)
+            opts="-h --json --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 *)
                     COMPREPLY=()
                     ;;

@@ -46,6 +46,8 @@ pub enum Command {
     Plot(PlotArgs),
     /// Show the session: kernel, allowed paths, baseline and best latency, and whether the loop may go on
     Status(JsonArg),
+    /// Audit the session's record: trailers against their evidence notes, undone attempts, allowed paths, foreign commits
+    Verify(JsonArg),
     /// Print a reference guide, or one section of it (e.g. `refs playbook B`)
     Refs(RefsArgs),
     /// List the optimizations to try next for the session's kernel class, skipping those already tried
@@ -282,6 +284,12 @@ pub enum HookAction {
     /// The check the hook runs: on a session branch, reject staged paths outside the allowed set
     #[command(hide = true)]
     PreCommit,
+    /// The check the commit-msg hook runs: on a session branch, only the tool writes Cutile-Perf-* trailers
+    #[command(hide = true)]
+    CommitMsg {
+        /// The message file git hands the hook
+        message: std::path::PathBuf,
+    },
 }
 
 #[derive(Args, Debug)]

@@ -18,7 +18,7 @@ use crate::stats::Comparison;
 use crate::verdict::Decided;
 
 /// The limits a session runs under; set at `start` and recorded in the baseline commit.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Thresholds {
     /// Improvement (percent) from which the loop continues at full priority.
     pub continue_pct: f64,

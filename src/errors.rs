@@ -84,8 +84,17 @@ fn wants_json(matches: &ArgMatches) -> bool {
     }
 }
 
+/// A failure whose JSON report is on stdout already (`verify --json` with findings): under `--json`
+/// only the exit code is left to give.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Reported(pub String);
+
 /// Reports a failed verb and returns its exit code.
 pub fn report(err: &anyhow::Error, json: bool) -> ExitCode {
+    if json && err.downcast_ref::<Reported>().is_some() {
+        return ExitCode::from(1);
+    }
     let interrupted = err.downcast_ref::<Interrupted>().is_some();
     let code = if interrupted { INTERRUPTED } else { 1 };
     if json {

@@ -45,6 +45,19 @@ impl Repo {
         process::git_bytes(&self.root, args, &[("GIT_CUTILE_PERF", exe.as_os_str())])
     }
 
+    /// [`Repo::git`] with `input` on git's stdin (messages, notes).
+    pub fn git_input(&self, args: &[&str], input: &str) -> Result<String> {
+        let exe = std::env::current_exe().unwrap_or_else(|_| "git-cutile-perf".into());
+        let out = process::git_input(
+            &self.root,
+            args,
+            &[("GIT_CUTILE_PERF", exe.as_os_str())],
+            input.as_bytes(),
+        )?;
+        String::from_utf8(out)
+            .with_context(|| format!("git {} printed non-UTF-8 output", args.join(" ")))
+    }
+
     /// The checked-out branch's short name, if HEAD is on a branch.
     pub fn branch(&self) -> Result<Option<String>> {
         let head = self.repo.head_name().context("cannot read HEAD")?;
@@ -179,9 +192,20 @@ impl Repo {
         if self.is_unborn()? {
             return Ok(None);
         }
+        // The baseline `start` remembered is the session's only source: a later commit that declares a
+        // session again cannot widen it. Without that ref (an older session), or with a stale one, the
+        // newest session block is read and remembered.
+        let remembered = self.remembered_baseline(&branch)?;
+        if let Some(baseline) = &remembered {
+            let history =
+                History::from_commits_to(self.first_parent_commits()?, configs, Some(baseline))?;
+            if history.is_some() {
+                return Ok(history);
+            }
+        }
         let history = History::from_commits(self.first_parent_commits()?, configs)?;
         if let Some(history) = &history {
-            // a cache: when it cannot be written (a read-only repository), the hook reads the history
+            // when it cannot be written (a read-only repository), the hook reads the history
             let _ = self.remember_baseline(&branch, &history.baseline_commit);
         }
         Ok(history)
@@ -206,6 +230,23 @@ impl Repo {
     /// The session in the commit that `branch`'s baseline ref names, if the ref exists and that commit
     /// carries a session (a stale or foreign ref is passed over; `history` rewrites it).
     fn remembered_session(&self, branch: &str) -> Result<Option<Session>> {
+        let Some(id) = self.remembered_baseline(branch)? else {
+            return Ok(None);
+        };
+        let Ok(commit) = self
+            .repo
+            .find_commit(gix::ObjectId::from_hex(id.as_bytes())?)
+        else {
+            return Ok(None);
+        };
+        let message = commit
+            .message_raw()
+            .context("cannot read a commit message")?;
+        Session::read(&Block::from_message(&String::from_utf8_lossy(message)))
+    }
+
+    /// The commit `branch`'s baseline ref names, if the ref exists.
+    pub fn remembered_baseline(&self, branch: &str) -> Result<Option<String>> {
         let Some(mut reference) = self
             .repo
             .try_find_reference(&baseline_ref(branch))
@@ -213,16 +254,7 @@ impl Repo {
         else {
             return Ok(None);
         };
-        let Ok(id) = reference.peel_to_id() else {
-            return Ok(None);
-        };
-        let Ok(commit) = self.repo.find_commit(id) else {
-            return Ok(None);
-        };
-        let message = commit
-            .message_raw()
-            .context("cannot read a commit message")?;
-        Session::read(&Block::from_message(&String::from_utf8_lossy(message)))
+        Ok(reference.peel_to_id().ok().map(|id| id.to_string()))
     }
 
     /// Points `branch`'s baseline ref at `commit` unless it does already.
@@ -254,7 +286,15 @@ impl Repo {
         if allow_empty {
             args.push("--allow-empty");
         }
-        self.git(&args)?;
+        // the commit-msg hook accepts our trailers only with this commit's nonce
+        crate::hook::message::with_nonce(self, |nonce| {
+            let exe = std::env::current_exe().unwrap_or_else(|_| "git-cutile-perf".into());
+            let env = [
+                ("GIT_CUTILE_PERF", exe.as_os_str()),
+                (crate::hook::message::NONCE_ENV, std::ffi::OsStr::new(nonce)),
+            ];
+            process::git_bytes(&self.root, &args, &env)
+        })?;
         self.head()
     }
 }

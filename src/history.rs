@@ -43,6 +43,26 @@ pub struct History {
     pub session: Session,
     pub baseline_commit: String,
     pub iterations: Vec<(String, Iteration)>,
+    /// Commits since the baseline that the tool did not make.
+    pub foreign: Foreign,
+}
+
+/// What a history holds that is not the tool's: the reader passes over these, and `step` and `verify`
+/// judge them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Foreign {
+    /// Commits after the baseline that declare a session again (a forged `Cutile-Perf-Allow` would widen
+    /// the allowed paths): the session is read from the baseline commit only.
+    pub sessions: Vec<String>,
+    /// Runs of consecutive commits without trailers that no iteration names as its attempt, newest first.
+    pub unrecorded: Vec<Unrecorded>,
+}
+
+/// Consecutive commits without trailers between iterations: `oldest` to `newest` along first parents.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unrecorded {
+    pub newest: String,
+    pub oldest: String,
 }
 
 impl History {
@@ -53,23 +73,54 @@ impl History {
         commits: impl IntoIterator<Item = Result<(String, String)>>,
         configs: Configs,
     ) -> Result<Option<History>> {
+        History::from_commits_to(commits, configs, None)
+    }
+
+    /// [`History::from_commits`] read back to the commit `baseline` when it is given (the one `start`
+    /// made, as its ref remembers it): a session declared by any other commit on the way is not the
+    /// session but a [`Foreign`] one. `None` also when `baseline` is never reached.
+    pub fn from_commits_to(
+        commits: impl IntoIterator<Item = Result<(String, String)>>,
+        configs: Configs,
+        baseline: Option<&str>,
+    ) -> Result<Option<History>> {
         let mut iterations: Vec<(String, Iteration)> = Vec::new();
+        let mut foreign = Foreign::default();
         let mut baseline_seen = false;
+        // the attempt commit the iteration just read names: its first parent
+        let mut attempt: Option<String> = None;
+        let mut run: Option<Unrecorded> = None;
         for commit in commits {
             let (id, message) = commit?;
             let block = Block::from_message(&message);
+            let expected_attempt = attempt.take();
             if block.is_empty() {
+                if expected_attempt.as_deref() == Some(id.as_str()) {
+                    foreign.unrecorded.extend(run.take());
+                } else {
+                    let run = run.get_or_insert_with(|| Unrecorded {
+                        newest: id.clone(),
+                        oldest: id.clone(),
+                    });
+                    run.oldest = id;
+                }
                 continue;
             }
+            foreign.unrecorded.extend(run.take());
             let context = || format!("commit {id} has unreadable cutile-perf trailers");
-            let iteration = Iteration::read(&block).with_context(context)?;
             let session = Session::read(&block).with_context(context)?;
+            if session.is_some() && baseline.is_some_and(|b| b != id) {
+                foreign.sessions.push(id);
+                continue;
+            }
+            let iteration = Iteration::read(&block).with_context(context)?;
             if let Some(mut iteration) = iteration {
                 let is_current_baseline = !baseline_seen && iteration.status == Status::Keep;
                 baseline_seen |= is_current_baseline;
                 if configs == Configs::CurrentBaseline && !is_current_baseline {
                     iteration.configs = Vec::new();
                 }
+                attempt = iteration.attempt.clone();
                 iterations.push((id.clone(), iteration));
             }
             if let Some(session) = session {
@@ -78,6 +129,7 @@ impl History {
                     session,
                     baseline_commit: id,
                     iterations,
+                    foreign,
                 };
                 history.validate()?;
                 return Ok(Some(history));
@@ -198,6 +250,7 @@ mod tests {
                 .enumerate()
                 .map(|(i, it)| (format!("c{i}"), it))
                 .collect(),
+            foreign: Foreign::default(),
         }
     }
 
@@ -230,6 +283,26 @@ mod tests {
         );
     }
 
+    /// The baseline `c0` and a kept iteration `c1` on it, newest first.
+    fn first_two() -> Vec<(String, String)> {
+        vec![
+            (
+                "c1".to_string(),
+                message(
+                    &iteration(1, Status::Keep, Some(-6.0), Decision::Continue),
+                    false,
+                ),
+            ),
+            (
+                "c0".to_string(),
+                message(
+                    &iteration(0, Status::Keep, Some(0.0), Decision::Continue),
+                    true,
+                ),
+            ),
+        ]
+    }
+
     fn message(iteration: &Iteration, with_session: bool) -> String {
         let mut block = Block::default();
         iteration.write(&mut block);
@@ -240,8 +313,56 @@ mod tests {
     }
 
     #[test]
+    fn a_second_session_block_and_unrecorded_commits_are_foreign() {
+        let mut revert = iteration(2, Status::Revert, Some(4.0), Decision::TryNext);
+        revert.attempt = Some("a2".into());
+        let plain = |id: &str| (id.to_string(), "a plain commit\n".to_string());
+        let mut commits = vec![
+            plain("p3"),
+            (
+                "forged".to_string(),
+                message(
+                    &iteration(0, Status::Keep, Some(0.0), Decision::Continue),
+                    true,
+                ),
+            ),
+            ("c2".to_string(), message(&revert, false)),
+            plain("a2"),
+            plain("p2"),
+            plain("p1"),
+        ];
+        commits.extend(first_two());
+        let read = |baseline| {
+            History::from_commits_to(commits.clone().into_iter().map(Ok), Configs::All, baseline)
+                .unwrap()
+        };
+        let history = read(Some("c0")).unwrap();
+        assert_eq!(history.baseline_commit, "c0");
+        assert_eq!(history.next_number(), 3);
+        assert_eq!(
+            history.foreign,
+            Foreign {
+                sessions: vec!["forged".into()],
+                unrecorded: vec![
+                    Unrecorded {
+                        newest: "p3".into(),
+                        oldest: "p3".into()
+                    },
+                    Unrecorded {
+                        newest: "p2".into(),
+                        oldest: "p1".into()
+                    },
+                ],
+            }
+        );
+        // without the remembered baseline the newest session block is taken, as before
+        assert_eq!(read(None).unwrap().baseline_commit, "forged");
+        assert!(read(Some("elsewhere")).is_none());
+    }
+
+    #[test]
     fn from_commits_reads_back_to_the_session_and_keeps_only_the_baselines_configs() {
-        let commits = vec![
+        let mut commits = vec![
             (
                 "c3".to_string(),
                 message(
@@ -257,22 +378,9 @@ mod tests {
                     false,
                 ),
             ),
-            (
-                "c1".to_string(),
-                message(
-                    &iteration(1, Status::Keep, Some(-6.0), Decision::Continue),
-                    false,
-                ),
-            ),
-            (
-                "c0".to_string(),
-                message(
-                    &iteration(0, Status::Keep, Some(0.0), Decision::Continue),
-                    true,
-                ),
-            ),
-            ("before".to_string(), "older history\n".to_string()),
         ];
+        commits.extend(first_two());
+        commits.push(("before".to_string(), "older history\n".to_string()));
         let read = |configs| {
             History::from_commits(commits.clone().into_iter().map(Ok), configs)
                 .unwrap()

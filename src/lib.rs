@@ -1,12 +1,14 @@
 //! `git-cutile-perf` as a library: every module lives here so that tests, benchmarks and the binary share
 //! one definition of each rule. `main.rs` only parses the command line and dispatches.
 
+pub mod audit;
 pub mod cli;
 pub mod commands;
 pub mod decision;
 pub mod demo_python;
 pub mod diagnose;
 pub mod errors;
+pub mod evidence;
 pub mod generate;
 pub mod git;
 pub mod gpu;

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 
 use crate::decision::Thresholds;
+use crate::evidence::RunFile;
 use crate::git::Repo;
 use crate::pytest::{BenchmarkRun, Pytest};
 use crate::records::Statistic;
@@ -62,7 +63,8 @@ pub enum Paired {
 }
 
 /// Runs rounds of the baseline and the candidate until the verdict is decided; when the next round would
-/// not fit before `deadline`, decides on what there is and says so.
+/// not fit before `deadline`, decides on what there is and says so. Each run's JUnit file is added to
+/// `evidence`, named `<prefix>-<round>-<side>`.
 pub fn measure(
     candidate: &Pytest,
     baseline: &Pytest,
@@ -70,6 +72,8 @@ pub fn measure(
     limits: &Thresholds,
     floor: &NoiseFloor,
     deadline: Instant,
+    prefix: &str,
+    evidence: &mut Vec<RunFile>,
 ) -> Result<Paired> {
     let mut rounds: Vec<Round> = Vec::new();
     let mut durations: Vec<Duration> = Vec::new();
@@ -86,7 +90,16 @@ pub fn measure(
             } else {
                 (baseline, "baseline", &mut round.baseline)
             };
-            match runner.benchmark(statistic)? {
+            let measured = runner.benchmark(statistic)?;
+            // each run's JUnit file for the evidence note (`<prefix>-<round>-<side>`), before the next
+            // run replaces it
+            evidence.extend(
+                RunFile::read(&runner.sandbox, "benchmark").map(|run| RunFile {
+                    name: format!("{prefix}-{}-{side}", rounds.len() + 1),
+                    ..run
+                }),
+            );
+            match measured {
                 BenchmarkRun::Measured(configs) => *into = configs,
                 BenchmarkRun::Crash(why) => {
                     return Ok(Paired::Crashed(match side {

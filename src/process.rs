@@ -45,6 +45,11 @@ pub fn git_bytes(dir: &Path, args: &[&str], env: &[(&str, &std::ffi::OsStr)]) ->
     for (name, value) in env {
         command = command.env(name, value);
     }
+    checked_output(command, args)
+}
+
+/// Runs git to its end and returns its stdout; a failure carries git's stderr.
+fn checked_output(command: duct::Expression, args: &[&str]) -> Result<Vec<u8>> {
     let output = command
         .stdout_capture()
         .stderr_capture()
@@ -56,6 +61,27 @@ pub fn git_bytes(dir: &Path, args: &[&str], env: &[(&str, &std::ffi::OsStr)]) ->
         anyhow::bail!("git {} failed: {}", args.join(" "), stderr.trim());
     }
     Ok(output.stdout)
+}
+
+/// [`git_bytes`] with `input` on git's stdin: how messages and notes reach git, never through argv
+/// (whose length is limited).
+pub fn git_input(
+    dir: &Path,
+    args: &[&str],
+    env: &[(&str, &std::ffi::OsStr)],
+    input: &[u8],
+) -> Result<Vec<u8>> {
+    let mut command = duct::cmd("git", args)
+        .stdin_bytes(input.to_vec())
+        .before_spawn(|cmd| {
+            cmd.process_group(0);
+            Ok(())
+        })
+        .dir(dir);
+    for (name, value) in env {
+        command = command.env(name, value);
+    }
+    checked_output(command, args)
 }
 
 /// A command in its own process group with no stdin.

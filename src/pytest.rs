@@ -40,8 +40,8 @@ pub struct Pytest<'a> {
 pub enum CorrectnessRun {
     /// Skipped cases (a test's own skips, e.g. per architecture) are not passes.
     Pass {
-        passed: usize,
-        skipped: usize,
+        passed: Vec<String>,
+        skipped: Vec<String>,
     },
     Fail {
         failed: Vec<String>,
@@ -188,16 +188,7 @@ impl Pytest<'_> {
         let run = self.run("correctness", CORRECTNESS_SELECTION, &[])?;
         Ok(match (run.ending, run.cases) {
             (Ending::Interrupted, _) => CorrectnessRun::Interrupted,
-            (Ending::Exited(0), Some(Ok(cases))) => {
-                let skipped = cases
-                    .iter()
-                    .filter(|c| c.outcome == CaseOutcome::Skipped)
-                    .count();
-                CorrectnessRun::Pass {
-                    passed: cases.len() - skipped,
-                    skipped,
-                }
-            }
+            (Ending::Exited(0), Some(Ok(cases))) => CorrectnessRun::passed(cases),
             (Ending::Exited(1), Some(Ok(cases))) => CorrectnessRun::Fail {
                 failed: cases
                     .into_iter()
@@ -252,6 +243,40 @@ impl Pytest<'_> {
     }
 }
 
+impl CorrectnessRun {
+    /// A run whose cases all passed or were skipped, each kind by id.
+    pub fn passed(cases: Vec<CaseReport>) -> CorrectnessRun {
+        let (skipped, passed): (Vec<_>, Vec<_>) = cases
+            .into_iter()
+            .partition(|c| c.outcome == CaseOutcome::Skipped);
+        let ids = |cases: Vec<CaseReport>| cases.into_iter().map(|c| c.id).collect();
+        CorrectnessRun::Pass {
+            passed: ids(passed),
+            skipped: ids(skipped),
+        }
+    }
+
+    /// A pass becomes a failure when a case that passed at the baseline is skipped now or was not run:
+    /// a kernel that makes its own tests skip has not passed them.
+    pub fn against_baseline(self, baseline_passed: &[String]) -> CorrectnessRun {
+        let CorrectnessRun::Pass { passed, skipped } = self else {
+            return self;
+        };
+        let lost: Vec<String> = baseline_passed
+            .iter()
+            .filter(|id| !passed.contains(id))
+            .map(|id| match skipped.contains(id) {
+                true => format!("{id} (skipped now, passed at the baseline)"),
+                false => format!("{id} (not run now, passed at the baseline)"),
+            })
+            .collect();
+        match lost.is_empty() {
+            true => CorrectnessRun::Pass { passed, skipped },
+            false => CorrectnessRun::Fail { failed: lost },
+        }
+    }
+}
+
 fn describe(ending: Ending) -> String {
     match ending {
         Ending::Exited(code) => format!("exit {code}"),
@@ -276,4 +301,35 @@ fn crash_reason(ending: Ending, cases: Option<Result<Vec<CaseReport>>>, log: &st
         (Ending::Interrupted, _) => "interrupted".to_string(),
     };
     format!("{what} (log: {log})")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids(names: &[&str]) -> Vec<String> {
+        names.iter().map(|n| n.to_string()).collect()
+    }
+
+    #[test]
+    fn a_case_passed_at_the_baseline_and_skipped_now_fails() {
+        let run = || CorrectnessRun::Pass {
+            passed: ids(&["a"]),
+            skipped: ids(&["b"]),
+        };
+        assert!(matches!(
+            run().against_baseline(&ids(&["a"])),
+            CorrectnessRun::Pass { .. }
+        ));
+        match run().against_baseline(&ids(&["a", "b", "c"])) {
+            CorrectnessRun::Fail { failed } => assert_eq!(
+                failed,
+                [
+                    "b (skipped now, passed at the baseline)",
+                    "c (not run now, passed at the baseline)"
+                ]
+            ),
+            other => panic!("{other:?}"),
+        }
+    }
 }

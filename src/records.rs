@@ -71,6 +71,10 @@ pub struct Measurement {
     pub value: f64,
 }
 
+/// The shortest latency a record may hold: 100 ns. A kernel launch alone takes microseconds, so a
+/// smaller number (5e-324, a unit mistake) is a broken record, never a gain.
+pub const MIN_LATENCY_MS: f64 = 1e-4;
+
 /// The backend whose numbers the loop optimizes.
 const BACKEND: &str = "cutile";
 
@@ -252,7 +256,12 @@ pub fn measurements(cases: &[CaseReport], statistic: Statistic) -> Result<Vec<Me
                 bail!("{pass} record of {} has no '{statistic}'", case.id)
             };
             match value.as_f64() {
-                Some(v) if v.is_finite() && v > 0.0 => {}
+                Some(v) if v.is_finite() && v >= MIN_LATENCY_MS => {}
+                Some(v) if v.is_finite() && v > 0.0 => bail!(
+                    "{pass} {statistic} of {} is {v:e} ms, below {MIN_LATENCY_MS:e} ms (100 ns), which no GPU \
+                     kernel launch takes: the record is broken",
+                    case.id
+                ),
                 _ => bail!(
                     "{pass} {statistic} of {} is not a positive number: {value:?}",
                     case.id
@@ -373,6 +382,29 @@ Cutile: {'forward': {'median': 0.5, 'kernel': 'a&lt;b&gt;'}} ms
             err.to_string(),
             "forward median of t::p is not a positive number: Float(NaN)"
         );
+
+        for (bad, what) in [
+            ("5e-324", "is 5e-324 ms, below 1e-4 ms (100 ns)"),
+            ("0.00009", "is 9e-5 ms, below 1e-4 ms (100 ns)"),
+            ("0.0", "is not a positive number: Float(0.0)"),
+            ("-1.5", "is not a positive number: Float(-1.5)"),
+            ("inf", "is not a positive number: Float(inf)"),
+        ] {
+            let xml = junit(&format!(
+                r#"<testcase classname="t" name="p"><properties><property name="benchmark" value="{{'cutile': {{'forward': {{'median': {bad}}}}}}}"/></properties></testcase>"#
+            ));
+            let err = measurements(&parse_junit(&xml).unwrap(), Statistic::Median)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.starts_with(&format!("forward median of t::p {what}")),
+                "{bad}: {err}"
+            );
+        }
+        let smallest = junit(
+            r#"<testcase classname="t" name="p"><properties><property name="benchmark" value="{'cutile': {'forward': {'median': 0.0001}}}"/></properties></testcase>"#,
+        );
+        assert!(measurements(&parse_junit(&smallest).unwrap(), Statistic::Median).is_ok());
 
         let garbage = junit(
             r#"<testcase classname="t" name="p"><properties><property name="benchmark" value="{'cutile': {"/></properties></testcase>"#,

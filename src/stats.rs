@@ -92,6 +92,46 @@ pub fn compare(
     })
 }
 
+/// A config this many times faster than its baseline is measured again before it is believed: no single
+/// optimization of a tuned kernel does that, but a broken timer or a skipped launch does.
+pub const SUSPICIOUS_SPEEDUP: f64 = 10.0;
+
+impl Comparison {
+    /// The configs more than [`SUSPICIOUS_SPEEDUP`] times faster than their baseline.
+    pub fn suspicious(&self) -> Vec<&ConfigChange> {
+        self.configs
+            .iter()
+            .filter(|c| c.value_ms * SUSPICIOUS_SPEEDUP < c.baseline_ms)
+            .collect()
+    }
+}
+
+/// What a second measurement says about a first one with suspicious gains: `Ok` with a remark for the
+/// reason when every suspicious config is that fast again, `Err` with a crash reason when one is not.
+pub fn confirm(first: &Comparison, second: &Comparison) -> Result<String, String> {
+    let again: Vec<_> = second
+        .suspicious()
+        .iter()
+        .map(|c| (&c.pass, &c.test))
+        .collect();
+    let first_suspicious = first.suspicious();
+    for config in &first_suspicious {
+        if !again.contains(&(&config.pass, &config.test)) {
+            return Err(format!(
+                "{} {} was {:.1}x faster than its baseline in one measurement but not in a second: \
+                 the measurement cannot be trusted",
+                config.test,
+                config.pass,
+                config.baseline_ms / config.value_ms
+            ));
+        }
+    }
+    Ok(format!(
+        "{} config(s) more than {SUSPICIOUS_SPEEDUP}x faster than the baseline, confirmed by a second measurement",
+        first_suspicious.len()
+    ))
+}
+
 /// How far a config moved between runs of the same code: the range of its runs as a percentage of their
 /// geometric mean (for two runs, |ln(a/b)| in percent to first order).
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -186,6 +226,26 @@ mod tests {
         assert_eq!(cmp.configs[1].change_pct, -50.0);
         assert_eq!(cmp.worst(), None);
         assert!((cmp.change_pct() - (2f64.sqrt() / 2.0 - 1.0) * 100.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_tenfold_gain_must_hold_in_a_second_run() {
+        let base = [m("forward", "a", 1.0), m("forward", "b", 1.0)];
+        let first = compare(&base, &[m("forward", "a", 0.05), m("forward", "b", 0.2)]).unwrap();
+        assert_eq!(first.suspicious().len(), 1);
+        assert_eq!(first.suspicious()[0].test, "a");
+        let holds = compare(&base, &[m("forward", "a", 0.06), m("forward", "b", 0.2)]).unwrap();
+        assert_eq!(
+            confirm(&first, &holds),
+            Ok("1 config(s) more than 10x faster than the baseline, confirmed by a second measurement".into())
+        );
+        let vanished = compare(&base, &[m("forward", "a", 0.5), m("forward", "b", 0.2)]).unwrap();
+        assert_eq!(
+            confirm(&first, &vanished),
+            Err("a forward was 20.0x faster than its baseline in one measurement but not in a second: the measurement cannot be trusted".into())
+        );
+        let tenfold = compare(&base, &[m("forward", "a", 0.1), m("forward", "b", 1.0)]).unwrap();
+        assert!(tenfold.suspicious().is_empty());
     }
 
     #[test]

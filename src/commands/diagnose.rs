@@ -523,6 +523,7 @@ mod tests {
                 ),
                 ("c1".into(), reverted),
             ],
+            foreign: Default::default(),
         };
         assert_eq!(code_commit(&history, 0), "c0");
         assert_eq!(code_commit(&history, 1), "a1");

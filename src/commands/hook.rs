@@ -9,7 +9,16 @@ use crate::ui;
 
 pub fn run(repo: &Repo, args: &HookArgs) -> Result<()> {
     match &args.action {
-        HookAction::PreCommit => hook::pre_commit(repo),
+        HookAction::PreCommit => {
+            hook::pre_commit(repo)?;
+            println!("{}", hook::CHECKED);
+            Ok(())
+        }
+        HookAction::CommitMsg { message } => {
+            hook::message::check(repo, message)?;
+            println!("{}", hook::message::CHECKED);
+            Ok(())
+        }
         HookAction::Install => {
             report(hook::install(repo)?);
             Ok(())

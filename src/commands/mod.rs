@@ -15,6 +15,7 @@ pub mod start;
 pub mod status;
 pub mod step;
 pub mod table;
+pub mod verify;
 
 use std::path::PathBuf;
 

@@ -10,6 +10,7 @@ use serde::Serialize;
 use super::{Interrupted, sandbox, write_table};
 use crate::cli::StartArgs;
 use crate::decision::{self, Correctness, Decision, Status, Thresholds};
+use crate::evidence::{Evidence, RunFile};
 use crate::git::Repo;
 use crate::history::History;
 use crate::pytest::{BenchmarkRun, CorrectnessRun, Pytest};
@@ -181,6 +182,8 @@ struct Baseline {
     iteration: Iteration,
     tests: String,
     spread: Vec<Spread>,
+    /// The JUnit file of each run, for the evidence note.
+    junit: Vec<RunFile>,
 }
 
 /// The baseline's benchmark runs: at least two, so each config's run-to-run spread is known.
@@ -189,10 +192,19 @@ const BASELINE_RUNS: usize = 2;
 fn baseline(repo: &Repo, plan: &Plan, original: &str) -> Result<Baseline> {
     let runner = plan.runner(repo);
     let interrupted = || Interrupted("the baseline was not recorded; nothing was created");
-    let tests = match runner.correctness()? {
-        CorrectnessRun::Pass { passed, skipped } => match skipped {
-            0 => format!("{passed} correctness tests passed"),
-            _ => format!("{passed} correctness tests passed ({skipped} skipped)"),
+    let correctness = runner.correctness()?;
+    let mut junit: Vec<RunFile> = RunFile::read(&runner.sandbox, "correctness")
+        .into_iter()
+        .collect();
+    let tests = match correctness {
+        CorrectnessRun::Pass { passed, .. } if passed.is_empty() => bail!(
+            "no correctness test passed at the baseline (every selected case was skipped), so nothing \
+             would show a later change breaking the kernel\nhint: check that the tests can run here (GPU, \
+             architecture) and that --filter selects cases that run; nothing was created"
+        ),
+        CorrectnessRun::Pass { passed, skipped } => match skipped.len() {
+            0 => format!("{} correctness tests passed", passed.len()),
+            n => format!("{} correctness tests passed ({n} skipped)", passed.len()),
         },
         CorrectnessRun::Fail { failed } => bail!(
             "the baseline fails its correctness tests, so there is nothing to optimize from:\n  {}\nhint: fix them on {original} first; nothing was created",
@@ -204,8 +216,16 @@ fn baseline(repo: &Repo, plan: &Plan, original: &str) -> Result<Baseline> {
         CorrectnessRun::Interrupted => return Err(interrupted().into()),
     };
     let mut runs = Vec::new();
-    for _ in 0..BASELINE_RUNS {
-        match runner.benchmark(plan.session.statistic)? {
+    for number in 1..=BASELINE_RUNS {
+        let measured = runner.benchmark(plan.session.statistic)?;
+        // each run's JUnit file for the evidence note, before the next run replaces it
+        junit.extend(
+            RunFile::read(&runner.sandbox, "benchmark").map(|run| RunFile {
+                name: format!("benchmark-{number}"),
+                ..run
+            }),
+        );
+        match measured {
             BenchmarkRun::Measured(configs) => runs.push(configs),
             BenchmarkRun::Crash(why) => {
                 bail!("the baseline benchmark failed: {why}\nnothing was created")
@@ -239,6 +259,7 @@ fn baseline(repo: &Repo, plan: &Plan, original: &str) -> Result<Baseline> {
         iteration,
         tests,
         spread,
+        junit,
     })
 }
 
@@ -250,6 +271,7 @@ fn commit(repo: &Repo, mut plan: Plan, baseline: Baseline) -> Result<StartReport
         iteration: baseline,
         tests,
         spread,
+        junit,
     } = baseline;
     let noisy = noisy_configs(&spread, &plan.session.thresholds);
     plan.session.spread = spread;
@@ -263,12 +285,14 @@ fn commit(repo: &Repo, mut plan: Plan, baseline: Baseline) -> Result<StartReport
         fmt_ms(Some(latency))
     );
     let commit = repo.commit(&render_message(&subject, None, &block), true)?;
+    Evidence::new(&plan.session, 0, plan.session.gpu.clone(), junit).attach(repo, &commit)?;
     repo.remember_baseline(&plan.branch, &commit)?;
     let configs = baseline.configs.clone();
     let history = History {
         session: plan.session.clone(),
         baseline_commit: commit.clone(),
         iterations: vec![(commit.clone(), baseline)],
+        foreign: Default::default(),
     };
     let table = write_table(repo, &history)?;
     Ok(StartReport {

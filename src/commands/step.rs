@@ -14,6 +14,7 @@ use serde::Serialize;
 use super::{Interrupted, diagnose, require_history, sandbox, write_table};
 use crate::cli::StepArgs;
 use crate::decision::{self, Attempt, Cause, Correctness, Decision, Status, Verdict};
+use crate::evidence::{Evidence, RunFile};
 use crate::git::Repo;
 use crate::guard;
 use crate::history::{Configs, History, LoopState};
@@ -25,7 +26,7 @@ use crate::session::{Iteration, fmt_change, fmt_ms, short};
 use crate::stats::{Comparison, ConfigChange};
 use crate::trailers::{Block, render_message};
 use crate::ui;
-use crate::verdict::NoiseFloor;
+use crate::verdict::{Decided, NoiseFloor};
 
 /// What `step` did, as `--json` prints it.
 #[derive(Debug, Serialize)]
@@ -69,7 +70,11 @@ pub fn run(repo: &Repo, args: &StepArgs, out: &mut impl Write) -> Result<StepRep
     // the queue wait comes before the budget starts
     let place = Runner::acquire(&ready.history.session.runner, &repo.root, &sandbox(repo))?;
     let deadline = Instant::now() + *budget;
-    let attempt = attempt(repo, &ready.history, &place, deadline)?;
+    let Tried {
+        attempt,
+        runs,
+        remark,
+    } = attempt(repo, &ready.history, &place, deadline)?;
     let placement = place.placement().cloned();
     place.release();
     // the verdict is known; a diagnosis may only add the cause (and escalate by its rule)
@@ -85,6 +90,10 @@ pub fn run(repo: &Repo, args: &StepArgs, out: &mut impl Write) -> Result<StepRep
         letter,
         cause.or(found_cause.map(|d| d.cause)),
     );
+    if let Some(remark) = remark {
+        iteration.reason += &format!("; {remark}");
+        verdict.reason = iteration.reason.clone();
+    }
     if let Some(d) = found_cause.filter(|d| matches!(d.cause, Cause::Scheduling | Cause::Unknown)) {
         iteration.reason += &format!(" ({})", d.because);
         verdict.reason = iteration.reason.clone();
@@ -95,6 +104,17 @@ pub fn run(repo: &Repo, args: &StepArgs, out: &mut impl Write) -> Result<StepRep
         changed,
     } = ready;
     let commit = record(repo, &history, iteration, &changed, notes.as_deref())?;
+    let evidence = Evidence::new(
+        &history.session,
+        commit.iteration.number,
+        crate::gpu::detect(),
+        runs,
+    );
+    if let Err(e) = evidence.attach(repo, &commit.id) {
+        ui::progress_line(&format!(
+            "warning: the iteration is recorded, but its evidence note is not: {e:#}"
+        ));
+    }
     if let Some(found) = &diagnosed {
         let code = commit.iteration.attempt.as_deref().unwrap_or(&commit.id);
         // only `compare`'s cache: losing it loses nothing recorded
@@ -226,12 +246,40 @@ fn preflight(repo: &Repo, continue_anyway: bool) -> Result<Preflight> {
             broken.join("\n  ")
         );
     }
+    let foreign = super::verify::foreign_findings(repo, &history)?;
+    if !foreign.is_empty() {
+        bail!(
+            "the session history holds commits the tool did not make:\n  {}\nhint: nothing is recorded over them; \
+             revert them (`git revert <commit>`), or, for your own latest commits, `git reset --soft {}` and let \
+             `step` record the change",
+            foreign
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("\n  "),
+            short(
+                history
+                    .iterations
+                    .last()
+                    .map_or(&history.baseline_commit, |(c, _)| c)
+            )
+        );
+    }
     Ok(Preflight { history, changed })
 }
 
+/// What the attempt stage produced: the attempt, the JUnit files of its runs (for the evidence note),
+/// and a remark for the reason when a suspicious gain was confirmed.
+struct Tried {
+    attempt: Attempt,
+    runs: Vec<RunFile>,
+    remark: Option<String>,
+}
+
 /// Runs correctness, then (if it passed) paired benchmark rounds of the candidate and the current
-/// baseline's code. Ctrl-C is an error: nothing is recorded.
-fn attempt(repo: &Repo, history: &History, place: &Runner, deadline: Instant) -> Result<Attempt> {
+/// baseline's code; a config more than ten times faster than its baseline is measured again (a second
+/// set of rounds) before it is believed. Ctrl-C is an error: nothing is recorded.
+fn attempt(repo: &Repo, history: &History, place: &Runner, deadline: Instant) -> Result<Tried> {
     let session = &history.session;
     let runner = Pytest {
         python: &session.python,
@@ -242,18 +290,34 @@ fn attempt(repo: &Repo, history: &History, place: &Runner, deadline: Instant) ->
         deadline,
         place,
     };
+    // older sessions have no evidence note on their baseline: then no case list to hold them to
+    let baseline_passed = match Evidence::of(repo, &history.baseline_commit)? {
+        Some(evidence) => evidence.passed_cases()?,
+        None => Vec::new(),
+    };
     let interrupted = || Interrupted("nothing was recorded; your changes are as you left them");
-    match runner.correctness()? {
+    let mut tried = Tried {
+        attempt: Attempt::CorrectnessFailed { failed: Vec::new() },
+        runs: Vec::new(),
+        remark: None,
+    };
+    let correctness = runner.correctness()?;
+    tried
+        .runs
+        .extend(RunFile::read(&runner.sandbox, "correctness"));
+    match correctness.against_baseline(&baseline_passed) {
         CorrectnessRun::Interrupted => return Err(interrupted().into()),
         CorrectnessRun::Fail { failed } => {
             ui::progress_line(&format!("correctness FAIL: {}", failed.join(", ")));
-            return Ok(Attempt::CorrectnessFailed { failed });
+            tried.attempt = Attempt::CorrectnessFailed { failed };
+            return Ok(tried);
         }
         CorrectnessRun::Crash(why) => {
-            return Ok(Attempt::Crashed {
+            tried.attempt = Attempt::Crashed {
                 correctness: Correctness::Fail,
                 why,
-            });
+            };
+            return Ok(tried);
         }
         CorrectnessRun::Pass { .. } => {}
     }
@@ -264,39 +328,73 @@ fn attempt(repo: &Repo, history: &History, place: &Runner, deadline: Instant) ->
         ..runner.clone()
     };
     let limits = &session.thresholds;
-    Ok(
-        match paired::measure(
-            &runner,
-            &baseline,
-            session.statistic,
-            limits,
-            &NoiseFloor::from_spreads(&session.spread),
-            deadline,
-        )? {
-            Paired::Interrupted => return Err(interrupted().into()),
-            Paired::Crashed(why) => Attempt::Crashed {
-                correctness: Correctness::Pass,
-                why,
+    let floor = NoiseFloor::from_spreads(&session.spread);
+    let measure = |prefix: &str, runs: &mut Vec<RunFile>| -> Result<Result<Decided, String>> {
+        Ok(
+            match paired::measure(
+                &runner,
+                &baseline,
+                session.statistic,
+                limits,
+                &floor,
+                deadline,
+                prefix,
+                runs,
+            )? {
+                Paired::Interrupted => return Err(interrupted().into()),
+                Paired::Crashed(why) => Err(why),
+                Paired::Decided(decided) => Ok(decided),
             },
-            Paired::Decided(decided) => {
-                let comparison = decided.estimate.comparison();
-                let configs = comparison
-                    .configs
-                    .iter()
-                    .map(|c| Measurement {
-                        pass: c.pass.clone(),
-                        test: c.test.clone(),
-                        value: c.value_ms,
-                    })
-                    .collect();
-                Attempt::Measured {
-                    configs,
-                    comparison,
-                    paired: Some(decided),
+        )
+    };
+    let mut measured = measure("round", &mut tried.runs)?;
+    if let Ok(first) = &measured
+        && !first.estimate.comparison().suspicious().is_empty()
+    {
+        ui::progress_line("a config is more than 10x faster than its baseline: measuring again");
+        measured = match measure("confirm-round", &mut tried.runs)? {
+            Ok(second) => {
+                match crate::stats::confirm(
+                    &first.estimate.comparison(),
+                    &second.estimate.comparison(),
+                ) {
+                    Ok(remark) => {
+                        tried.remark = Some(remark);
+                        Ok(second)
+                    }
+                    Err(why) => Err(why),
                 }
             }
+            Err(why) => Err(why),
+        };
+    }
+    tried.attempt = match measured {
+        Ok(decided) => measured_attempt(decided),
+        Err(why) => Attempt::Crashed {
+            correctness: Correctness::Pass,
+            why,
         },
-    )
+    };
+    Ok(tried)
+}
+
+/// The attempt that decided paired rounds make: the candidate's configs and the comparison.
+pub fn measured_attempt(decided: Decided) -> Attempt {
+    let comparison = decided.estimate.comparison();
+    let configs = comparison
+        .configs
+        .iter()
+        .map(|c| Measurement {
+            pass: c.pass.clone(),
+            test: c.test.clone(),
+            value: c.value_ms,
+        })
+        .collect();
+    Attempt::Measured {
+        configs,
+        comparison,
+        paired: Some(decided),
+    }
 }
 
 fn render(

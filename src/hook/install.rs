@@ -78,7 +78,7 @@ pub fn install(repo: &Repo) -> Result<Change> {
         if state.current {
             return Ok(Change::AlreadyInstalled);
         }
-        write_script(&dir.join(name))?;
+        write_script(&dir.join(name), SCRIPT)?;
         return Ok(Change::Updated);
     }
     fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
@@ -90,18 +90,9 @@ pub fn install(repo: &Repo) -> Result<Change> {
             fs::remove_file(&saved)
                 .with_context(|| format!("cannot remove {}", saved.display()))?;
         }
-        if exists(&saved)? {
-            bail!(
-                "both {} and {} exist, and neither is ours; refusing to touch either\nhint: keep the one \
-                 you want as {HOOK} and remove {SAVED}",
-                hook.display(),
-                saved.display()
-            );
-        }
-        fs::rename(&hook, &saved)
-            .with_context(|| format!("cannot move {} aside", hook.display()))?;
+        set_aside(&hook, &saved)?;
     }
-    write_script(&hook)?;
+    write_script(&hook, SCRIPT)?;
     Ok(Change::Installed { chained })
 }
 
@@ -145,16 +136,35 @@ pub fn uninstall(repo: &Repo) -> Result<Change> {
     Ok(Change::Restored(target))
 }
 
-fn write_script(path: &Path) -> Result<()> {
+/// Renames a foreign hook to `saved`, where our script runs it from; refuses when `saved` is taken.
+pub(super) fn set_aside(hook: &Path, saved: &Path) -> Result<()> {
+    if exists(saved)? {
+        let name = |p: &Path| {
+            p.file_name()
+                .map_or(String::new(), |n| n.to_string_lossy().into_owned())
+        };
+        bail!(
+            "both {} and {} exist, and neither is ours; refusing to touch either\nhint: keep the one \
+             you want as {} and remove {}",
+            hook.display(),
+            saved.display(),
+            name(hook),
+            name(saved)
+        );
+    }
+    fs::rename(hook, saved).with_context(|| format!("cannot move {} aside", hook.display()))
+}
+
+pub(super) fn write_script(path: &Path, script: &str) -> Result<()> {
     // Written beside the target and renamed over it, so a failure never leaves half a hook.
     let temp = path.with_extension("cutile-perf-tmp");
-    fs::write(&temp, SCRIPT).with_context(|| format!("cannot write {}", temp.display()))?;
+    fs::write(&temp, script).with_context(|| format!("cannot write {}", temp.display()))?;
     fs::set_permissions(&temp, fs::Permissions::from_mode(0o755))?;
     fs::rename(&temp, path).with_context(|| format!("cannot install {}", path.display()))
 }
 
 /// Whether `path` exists as anything, a dangling symlink included.
-fn exists(path: &Path) -> Result<bool> {
+pub(super) fn exists(path: &Path) -> Result<bool> {
     match fs::symlink_metadata(path) {
         Ok(_) => Ok(true),
         Err(e) if e.kind() == ErrorKind::NotFound => Ok(false),

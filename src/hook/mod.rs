@@ -18,15 +18,32 @@
 mod check;
 mod install;
 pub mod managers;
+pub mod message;
 
 pub use check::pre_commit;
-pub use install::{Change, State, install, uninstall};
+pub use install::{Change, State};
+
+/// Installs the pre-commit hook and, beside it, the commit-msg hook ([`message`]).
+pub fn install(repo: &crate::git::Repo) -> anyhow::Result<Change> {
+    let change = install::install(repo)?;
+    message::install(repo)?;
+    Ok(change)
+}
+
+/// Removes both hooks, restoring what each replaced.
+pub fn uninstall(repo: &crate::git::Repo) -> anyhow::Result<Change> {
+    let change = install::uninstall(repo)?;
+    message::uninstall(repo)?;
+    Ok(change)
+}
 
 /// Our hook script, as committed in `hooks/pre-commit`.
 const SCRIPT: &str = include_str!("../../hooks/pre-commit");
 /// The line that identifies our script in any version of it.
 const MARKER: &str = "# cutile-perf-hook-marker: 7c1e9d04-b1a2-4f33-9a5e-cutile-perf\n";
 const HOOK: &str = "pre-commit";
+/// What the check prints when it passed; the script accepts nothing else as a pass.
+pub const CHECKED: &str = "cutile-perf: staged paths checked";
 /// Where the hook that was installed before ours is kept; the script runs it from there.
 pub const SAVED: &str = "pre-commit.cutile-perf-orig";
 
@@ -50,6 +67,9 @@ mod tests {
         assert_eq!(SCRIPT.matches(&format!("/{SAVED} ;;")).count(), 2);
         assert!(SCRIPT.contains(&format!("refs/heads/{BRANCH_PREFIX}\"*")));
         assert!(SCRIPT.contains(&format!("\n{BRANCH_PREFIX}*)\n")));
+        assert!(SCRIPT.contains(&format!(
+            "if [ \"$checked\" = \"{CHECKED}\" ]; then exit 0; fi"
+        )));
         for manager in MANAGERS {
             if let Some(variable) = manager.running_displaced_env {
                 assert!(

@@ -1,0 +1,221 @@
+//! `verify`: audits the session branch's record and fails on any finding. It gathers what git holds
+//! (commits, trees, evidence notes); the checks on those values are `src/audit.rs`.
+
+use std::io::Write;
+
+use anyhow::Result;
+use serde::Serialize;
+
+use super::require_history;
+use crate::audit::{self, Finding, Kind};
+use crate::cli::JsonArg;
+use crate::evidence::Evidence;
+use crate::git::Repo;
+use crate::guard;
+use crate::history::{Configs, History};
+use crate::session::Iteration;
+use crate::ui;
+
+/// What `verify --json` prints.
+#[derive(Debug, Serialize)]
+pub struct VerifyReport {
+    pub baseline: String,
+    pub iterations: usize,
+    /// Iterations whose evidence note was found and checked.
+    pub with_evidence: usize,
+    pub findings: Vec<Finding>,
+}
+
+pub fn run(repo: &Repo, args: &JsonArg, out: &mut impl Write) -> Result<()> {
+    let report = match require_history(repo, Configs::All) {
+        Ok(history) => audit_history(repo, &history)?,
+        // a history that cannot be read at all is itself the finding
+        Err(e)
+            if e.to_string().contains("history is broken")
+                || e.to_string().contains("unreadable") =>
+        {
+            VerifyReport {
+                baseline: String::new(),
+                iterations: 0,
+                with_evidence: 0,
+                findings: vec![Finding {
+                    kind: Kind::BrokenHistory,
+                    commit: repo.head()?,
+                    detail: format!("{e:#}").replace('\n', " "),
+                }],
+            }
+        }
+        Err(e) => return Err(e),
+    };
+    if args.json {
+        ui::write_json(out, &report)?;
+    } else {
+        for finding in &report.findings {
+            writeln!(out, "{finding}")?;
+        }
+        writeln!(
+            out,
+            "{} iterations since {}, {} with an evidence note: {}",
+            report.iterations,
+            crate::session::short(&report.baseline),
+            report.with_evidence,
+            match report.findings.len() {
+                0 => "the record holds".to_string(),
+                n => format!("{n} finding(s)"),
+            }
+        )?;
+    }
+    if !report.findings.is_empty() {
+        return Err(crate::errors::Reported(format!(
+            "verify found {} departure(s) from the session's record\nhint: each line names the commit and \
+             what differs; a commit the tool did not make is reverted or recorded with `step`",
+            report.findings.len()
+        ))
+        .into());
+    }
+    Ok(())
+}
+
+/// Every finding on the session's record.
+pub fn audit_history(repo: &Repo, history: &History) -> Result<VerifyReport> {
+    let mut findings = foreign_findings(repo, history)?;
+    findings.extend(outside_allowed(repo, history)?);
+    findings.extend(undone_attempts(repo, history)?);
+    let (with_evidence, evidence_findings) = evidence_findings(repo, history)?;
+    findings.extend(evidence_findings);
+    Ok(VerifyReport {
+        baseline: history.baseline_commit.clone(),
+        iterations: history.iterations.len().saturating_sub(1),
+        with_evidence,
+        findings,
+    })
+}
+
+/// Commits the tool did not make: a second session block, and runs of plain commits that change the
+/// tree (a plain commit reverted right after it changes nothing and passes). What `step` refuses on.
+pub fn foreign_findings(repo: &Repo, history: &History) -> Result<Vec<Finding>> {
+    let mut findings: Vec<Finding> = history
+        .foreign
+        .sessions
+        .iter()
+        .map(|commit| Finding {
+            kind: Kind::ExtraSession,
+            commit: commit.clone(),
+            detail: format!(
+                "declares a session again after the baseline {}; only the baseline's counts",
+                crate::session::short(&history.baseline_commit)
+            ),
+        })
+        .collect();
+    for run in &history.foreign.unrecorded {
+        let changed = repo.changed_between(&format!("{}^", run.oldest), &run.newest)?;
+        if !changed.is_empty() {
+            findings.push(Finding {
+                kind: Kind::UnrecordedChange,
+                commit: run.newest.clone(),
+                detail: format!(
+                    "a commit without trailers (from {}) changes {} outside any iteration",
+                    crate::session::short(&run.oldest),
+                    changed.join(", ")
+                ),
+            });
+        }
+    }
+    Ok(findings)
+}
+
+/// Commit by commit since the baseline, the paths outside the allowed set.
+fn outside_allowed(repo: &Repo, history: &History) -> Result<Vec<Finding>> {
+    let range = format!("{}..HEAD", history.baseline_commit);
+    let commits = repo.git(&["rev-list", "--first-parent", &range])?;
+    let mut findings = Vec::new();
+    for commit in commits.lines() {
+        let changed = repo.changed_between(&format!("{commit}^"), commit)?;
+        let outside = guard::disallowed(&changed, &history.session.allowed);
+        if !outside.is_empty() {
+            findings.push(Finding {
+                kind: Kind::OutsideAllowed,
+                commit: commit.to_string(),
+                detail: format!("changes {}", outside.join(", ")),
+            });
+        }
+    }
+    Ok(findings)
+}
+
+/// A reverted or crashed iteration sits on its attempt and returns the tree to the attempt's parent.
+fn undone_attempts(repo: &Repo, history: &History) -> Result<Vec<Finding>> {
+    let tree = |rev: &str| repo.git(&["rev-parse", &format!("{rev}^{{tree}}")]);
+    let mut findings = Vec::new();
+    for (commit, it) in history.iterations.iter().skip(1) {
+        let problem = match (&it.attempt, it.status) {
+            (None, crate::decision::Status::Keep) => continue,
+            (None, status) => Some(format!("a {status} iteration names no attempt")),
+            (Some(attempt), _) => {
+                let parent = repo.git(&["rev-parse", &format!("{commit}^")])?;
+                if parent.trim() != attempt {
+                    Some(format!("its attempt {attempt} is not its parent"))
+                } else if tree(commit)? != tree(&format!("{attempt}^"))? {
+                    Some(format!(
+                        "its tree is not the tree before its attempt {}",
+                        crate::session::short(attempt)
+                    ))
+                } else {
+                    None
+                }
+            }
+        };
+        findings.extend(problem.map(|detail| Finding {
+            kind: Kind::AttemptNotUndone,
+            commit: commit.clone(),
+            detail,
+        }));
+    }
+    Ok(findings)
+}
+
+/// Each iteration against its evidence note; how many had one, and the findings.
+fn evidence_findings(repo: &Repo, history: &History) -> Result<(usize, Vec<Finding>)> {
+    let mut findings = Vec::new();
+    let mut with_evidence = 0;
+    let mut baseline_passed = Vec::new();
+    let mut prior: Vec<Iteration> = Vec::new();
+    for (commit, it) in &history.iterations {
+        let finding = |kind, detail: String| Finding {
+            kind,
+            commit: commit.clone(),
+            detail,
+        };
+        match Evidence::of(repo, commit) {
+            Ok(None) => findings.push(finding(
+                Kind::MissingEvidence,
+                format!(
+                    "iteration {} has no evidence note in {ref_}: recorded before the tool wrote notes, \
+                     its notes not fetched (`git fetch origin {ref_}:{ref_}`), or not made by the tool",
+                    it.number,
+                    ref_ = crate::evidence::NOTES_REF
+                ),
+            )),
+            Err(e) => findings.push(finding(Kind::UnreadableEvidence, format!("{e:#}"))),
+            Ok(Some(evidence)) => {
+                with_evidence += 1;
+                if it.number == 0 {
+                    baseline_passed = evidence.passed_cases().unwrap_or_default();
+                }
+                for (what, recorded, found) in
+                    audit::check_iteration(&history.session, &prior, it, &evidence, &baseline_passed)
+                {
+                    findings.push(finding(
+                        Kind::EvidenceMismatch,
+                        format!(
+                            "iteration {}: {what} is {recorded} in the trailers but {found} from the evidence",
+                            it.number
+                        ),
+                    ));
+                }
+            }
+        }
+        prior.push(it.clone());
+    }
+    Ok((with_evidence, findings))
+}

@@ -1,0 +1,284 @@
+//! The evidence behind each verdict, kept in a git note on the iteration commit (`refs/notes/cutile-perf`).
+//!
+//! `sandbox/` is scratch: the next step overwrites its JUnit files. The note keeps them, with the tool's
+//! version, the GPU and the thresholds, so that `verify` can recompute every trailer from the raw runs and
+//! a clone can carry them (`git push origin refs/notes/cutile-perf`). A note is a readable summary (what
+//! `git log --notes=cutile-perf` shows) followed by the payload: the whole evidence as JSON, gzipped and
+//! base64-encoded in lines of 76 characters, so that 10,000 configs stay a few hundred kilobytes.
+
+use std::io::{Read, Write};
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+use base64::Engine;
+use serde::{Deserialize, Serialize};
+
+use crate::decision::Thresholds;
+use crate::git::Repo;
+use crate::records::{self, CaseOutcome, CaseReport};
+use crate::session::Session;
+
+/// The notes ref the evidence lives in.
+pub const NOTES_REF: &str = "refs/notes/cutile-perf";
+/// The line after which the payload starts.
+const PAYLOAD: &str = "payload (gzip, base64):";
+const HEADER: &str = "cutile-perf evidence, schema 1";
+
+/// One pytest run's JUnit file, as it was read.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunFile {
+    /// `correctness`; `benchmark-<n>` at the baseline; `round-<n>-candidate` and `round-<n>-baseline` for
+    /// a step's paired rounds, `confirm-round-...` for the second measurement of a suspicious gain.
+    pub name: String,
+    pub junit: String,
+}
+
+impl RunFile {
+    /// The JUnit file a run named `name` wrote into `sandbox`, if it wrote one (pytest removes the
+    /// previous one before each run, so a file there is this run's).
+    pub fn read(sandbox: &Path, name: &str) -> Option<RunFile> {
+        let junit = std::fs::read_to_string(sandbox.join(format!("{name}.xml"))).ok()?;
+        Some(RunFile {
+            name: name.to_string(),
+            junit,
+        })
+    }
+
+    pub fn cases(&self) -> Result<Vec<CaseReport>> {
+        records::parse_junit(&self.junit).with_context(|| format!("the {} run's JUnit", self.name))
+    }
+}
+
+/// Everything an iteration's verdict was made from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Evidence {
+    pub tool_version: String,
+    pub iteration: u32,
+    /// `name, compute capability, driver` when a GPU was seen.
+    pub gpu: Option<String>,
+    pub statistic: String,
+    pub thresholds: Thresholds,
+    /// In the order they ran.
+    pub runs: Vec<RunFile>,
+}
+
+impl Evidence {
+    /// The evidence of iteration `iteration` of `session`: its runs' JUnit files, with this tool's
+    /// version and `gpu`.
+    pub fn new(
+        session: &Session,
+        iteration: u32,
+        gpu: Option<String>,
+        runs: Vec<RunFile>,
+    ) -> Evidence {
+        Evidence {
+            tool_version: crate::VERSION.to_string(),
+            iteration,
+            gpu,
+            statistic: session.statistic.to_string(),
+            thresholds: session.thresholds,
+            runs,
+        }
+    }
+
+    pub fn run(&self, name: &str) -> Option<&RunFile> {
+        self.runs.iter().find(|r| r.name == name)
+    }
+
+    /// The ids of the correctness cases that passed (what a later step may not skip).
+    pub fn passed_cases(&self) -> Result<Vec<String>> {
+        let Some(run) = self.run("correctness") else {
+            return Ok(Vec::new());
+        };
+        Ok(run
+            .cases()?
+            .into_iter()
+            .filter(|c| c.outcome == CaseOutcome::Passed)
+            .map(|c| c.id)
+            .collect())
+    }
+
+    /// The note's text: a summary, then the payload.
+    pub fn to_note(&self) -> Result<String> {
+        let mut text = format!(
+            "{HEADER}\ntool: git-cutile-perf {}\niteration: {}\ngpu: {}\nstatistic: {}\nthresholds: continue {}%, gain {}%, regression {}%, at most {} iterations, {} without a gain\n",
+            self.tool_version,
+            self.iteration,
+            self.gpu.as_deref().unwrap_or("none found"),
+            self.statistic,
+            self.thresholds.continue_pct,
+            self.thresholds.gain_pct,
+            self.thresholds.regression_pct,
+            self.thresholds.max_iterations,
+            self.thresholds.max_no_gain,
+        );
+        for run in &self.runs {
+            text.push_str(&format!("run {}: {}\n", run.name, summary(run)));
+        }
+        let json = serde_json::to_vec(self)?;
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        gz.write_all(&json)?;
+        let encoded = base64::engine::general_purpose::STANDARD.encode(gz.finish()?);
+        text.push_str(PAYLOAD);
+        text.push('\n');
+        for line in encoded.as_bytes().chunks(76) {
+            text.push_str(std::str::from_utf8(line).expect("base64 is ASCII"));
+            text.push('\n');
+        }
+        Ok(text)
+    }
+
+    /// The evidence in a note's text; an error if the payload is missing or damaged.
+    pub fn from_note(note: &str) -> Result<Evidence> {
+        let Some((_, payload)) = note.split_once(&format!("{PAYLOAD}\n")) else {
+            bail!("the note holds no cutile-perf evidence payload");
+        };
+        let encoded: String = payload.split_whitespace().collect();
+        let compressed = base64::engine::general_purpose::STANDARD
+            .decode(encoded)
+            .context("the evidence payload is not base64")?;
+        let mut json = Vec::new();
+        flate2::read::GzDecoder::new(&compressed[..])
+            .read_to_end(&mut json)
+            .context("the evidence payload is not gzip")?;
+        serde_json::from_slice(&json).context("the evidence payload is not the expected JSON")
+    }
+
+    /// Adds the note to `commit` (replacing one there), its text through stdin.
+    pub fn attach(&self, repo: &Repo, commit: &str) -> Result<()> {
+        repo.git_input(
+            &["notes", "--ref", NOTES_REF, "add", "-f", "-F", "-", commit],
+            &self.to_note()?,
+        )
+        .with_context(|| format!("cannot write the evidence note on {commit}"))?;
+        Ok(())
+    }
+
+    /// The evidence noted on `commit`: `None` without a note; an error for a note that is not ours.
+    pub fn of(repo: &Repo, commit: &str) -> Result<Option<Evidence>> {
+        let Some(text) = note(repo, commit)? else {
+            return Ok(None);
+        };
+        Evidence::from_note(&text)
+            .with_context(|| format!("the evidence note on {commit}"))
+            .map(Some)
+    }
+}
+
+/// The text of `commit`'s note in [`NOTES_REF`], if it has one.
+pub fn note(repo: &Repo, commit: &str) -> Result<Option<String>> {
+    if repo
+        .git(&["rev-parse", "-q", "--verify", NOTES_REF])
+        .is_err()
+    {
+        return Ok(None);
+    }
+    let listed = repo.git(&["notes", "--ref", NOTES_REF, "list"])?;
+    let full = repo.git(&["rev-parse", "--verify", &format!("{commit}^{{commit}}")])?;
+    let full = full.trim();
+    let Some(blob) = listed.lines().find_map(|line| {
+        let (blob, annotated) = line.split_once(' ')?;
+        (annotated == full).then_some(blob)
+    }) else {
+        return Ok(None);
+    };
+    Ok(Some(repo.git(&["cat-file", "blob", blob])?))
+}
+
+/// A run in one line: its cases by outcome and the JUnit file's size.
+fn summary(run: &RunFile) -> String {
+    let Ok(cases) = run.cases() else {
+        return format!("unreadable JUnit, {} bytes", run.junit.len());
+    };
+    let count = |f: fn(&CaseOutcome) -> bool| cases.iter().filter(|c| f(&c.outcome)).count();
+    format!(
+        "{} cases: {} passed, {} skipped, {} failed; JUnit {} bytes",
+        cases.len(),
+        count(|o| *o == CaseOutcome::Passed),
+        count(|o| *o == CaseOutcome::Skipped),
+        count(|o| matches!(o, CaseOutcome::Failed(_) | CaseOutcome::Error(_))),
+        run.junit.len()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A benchmark JUnit file of `n` configs as TileGym writes it.
+    fn benchmark_junit(n: usize) -> String {
+        let mut xml = String::from(
+            r#"<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest">"#,
+        );
+        for i in 0..n {
+            xml.push_str(&format!(
+                r#"<testcase classname="tests.ops.test_rms_norm.Test_RMSNorm" name="test_perf[cutile-static_persistent-{i}-1024-torch.float16]" time="0.5"><properties><property name="benchmark" value="{{'cutile': {{'forward': {{'median': {:.6}, 'mean': 0.3, 'min': 0.2}}}}}}"/></properties><system-out>Cutile: ... ms</system-out></testcase>"#,
+                0.2 + i as f64 * 1e-5
+            ));
+        }
+        xml.push_str("</testsuite></testsuites>");
+        xml
+    }
+
+    fn evidence(n: usize) -> Evidence {
+        Evidence {
+            tool_version: crate::VERSION.to_string(),
+            iteration: 3,
+            gpu: Some("NVIDIA H200, 9.0, 580.159.04".into()),
+            statistic: "median".into(),
+            thresholds: Thresholds::DEFAULT,
+            runs: vec![
+                RunFile {
+                    name: "correctness".into(),
+                    junit: r#"<testsuite><testcase classname="t" name="a"/><testcase classname="t" name="b"><skipped/></testcase></testsuite>"#.into(),
+                },
+                RunFile {
+                    name: "benchmark".into(),
+                    junit: benchmark_junit(n),
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn a_note_round_trips_and_reads_as_a_summary() {
+        let evidence = evidence(2);
+        let note = evidence.to_note().unwrap();
+        assert!(note.starts_with("cutile-perf evidence, schema 1\ntool: git-cutile-perf 0.1.0 ("));
+        assert!(note.contains("\ngpu: NVIDIA H200, 9.0, 580.159.04\n"));
+        assert!(note.contains(
+            "\nthresholds: continue 5%, gain 2%, regression 2%, at most 25 iterations, 2 without a gain\n"
+        ));
+        assert!(note.contains("\nrun correctness: 2 cases: 1 passed, 1 skipped, 0 failed; JUnit "));
+        assert!(note.contains("\nrun benchmark: 2 cases: 2 passed, 0 skipped, 0 failed; JUnit "));
+        assert!(note.lines().all(|l| l.len() <= 200));
+        assert_eq!(Evidence::from_note(&note).unwrap(), evidence);
+        assert_eq!(evidence.passed_cases().unwrap(), ["t::a"]);
+    }
+
+    #[test]
+    fn ten_thousand_configs_fit_in_a_small_note() {
+        let evidence = evidence(10_000);
+        let raw = evidence.runs[1].junit.len();
+        let note = evidence.to_note().unwrap();
+        assert!(raw > 3_000_000, "{raw}");
+        // compressed well under a tenth of the raw JUnit: git stores and ships it easily
+        assert!(note.len() < raw / 10, "{} of {raw}", note.len());
+        let read = Evidence::from_note(&note).unwrap();
+        let cases = read.run("benchmark").unwrap().cases().unwrap();
+        let values = records::measurements(&cases, crate::records::Statistic::Median).unwrap();
+        assert_eq!(values.len(), 10_000);
+    }
+
+    #[test]
+    fn a_damaged_note_is_an_error() {
+        let note = evidence(1).to_note().unwrap();
+        assert!(Evidence::from_note("a note someone wrote").is_err());
+        let damaged = note.replacen(
+            "payload (gzip, base64):\nH",
+            "payload (gzip, base64):\nX",
+            1,
+        );
+        assert!(Evidence::from_note(&damaged).is_err());
+    }
+}

@@ -1,0 +1,373 @@
+//! A record nothing can bend: evidence notes, `verify`, forgeries through ordinary commits, and values
+//! no GPU produces. The real binary, real git and real pytest on the fixture repository.
+
+mod support;
+
+use support::{Fixture, KERNEL, both, text};
+
+const NOTES: &str = "--ref=cutile-perf";
+
+fn verify_json(f: &Fixture) -> (bool, serde_json::Value) {
+    let out = f.run(&["verify", "--json"]);
+    let report: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", both(&out)));
+    (out.status.success(), report)
+}
+
+/// The kinds of `verify`'s findings, in order.
+fn finding_kinds(f: &Fixture) -> Vec<String> {
+    let out = f.run(&["verify"]);
+    let lines = text(&out.stdout);
+    assert_eq!(
+        out.status.success(),
+        lines.contains("the record holds"),
+        "{}",
+        both(&out)
+    );
+    lines
+        .lines()
+        .filter(|l| !l.contains("with an evidence note"))
+        .map(|l| l.split(' ').next().unwrap().to_string())
+        .collect()
+}
+
+/// A commit git makes with `message` and no hooks: what a determined forger does.
+fn forge(f: &Fixture, message: &str) {
+    f.git(&[
+        "commit",
+        "-q",
+        "--no-verify",
+        "--allow-empty",
+        "--cleanup=verbatim",
+        "-m",
+        message,
+    ]);
+}
+
+/// Rewrites HEAD with `message` (and what is staged) past the hooks, and copies its note over: a forger
+/// who knows about notes.
+fn amend_keeping_the_note(f: &Fixture, message: &str) {
+    let original = f.head();
+    f.git(&[
+        "commit",
+        "-q",
+        "--amend",
+        "--no-verify",
+        "--cleanup=verbatim",
+        "-m",
+        message,
+    ]);
+    f.git(&["notes", NOTES, "copy", &original, "HEAD"]);
+}
+
+#[test]
+fn each_iteration_carries_its_evidence_and_verify_holds() {
+    let f = Fixture::new();
+    f.start();
+    f.set_latency(0.09, 0.9);
+    f.step_json(&["tile size 256"]);
+    f.set_latency(0.08, 1.0);
+    let r = f.step_json(&["one config slower"]);
+    assert_eq!(r["status"], "revert");
+    for (rev, benchmark) in [
+        ("HEAD", "round-1-candidate"),
+        ("HEAD", "round-1-baseline"),
+        ("HEAD~2", "round-1-candidate"),
+        ("HEAD~3", "benchmark-1"),
+        ("HEAD~3", "benchmark-2"),
+    ] {
+        let note = f.git(&["notes", NOTES, "show", rev]);
+        assert!(
+            note.starts_with("cutile-perf evidence, schema 1\ntool: git-cutile-perf 0.1.0 ("),
+            "{note}"
+        );
+        assert!(note.contains("\nrun correctness: 5 cases: 4 passed, 1 skipped, 0 failed; JUnit "));
+        assert!(
+            note.contains(&format!(
+                "\nrun {benchmark}: 2 cases: 2 passed, 0 skipped, 0 failed; JUnit "
+            )),
+            "{note}"
+        );
+    }
+    let log = f.git(&["log", "--notes=cutile-perf", "-1"]);
+    assert!(
+        log.contains("Notes (cutile-perf):\n    cutile-perf evidence"),
+        "{log}"
+    );
+    let (ok, report) = verify_json(&f);
+    assert!(ok, "{report}");
+    assert_eq!(report["iterations"], 2);
+    assert_eq!(report["with_evidence"], 3);
+    assert_eq!(report["findings"], serde_json::json!([]));
+    assert!(f.ok(&["verify"]).contains("2 iterations since"));
+}
+
+#[test]
+fn a_second_session_block_widens_nothing() {
+    let f = Fixture::new();
+    f.start();
+    let baseline = f.git(&["log", "-1", "--format=%B"]);
+    let forged = baseline.replacen(
+        &format!("Cutile-Perf-Allow: {KERNEL}\n"),
+        &format!("Cutile-Perf-Allow: {KERNEL}\nCutile-Perf-Allow: setup.py\n"),
+        1,
+    );
+    assert_ne!(forged, baseline);
+    forge(&f, &forged);
+    // the hook reads the session from the baseline that `start` made
+    f.append("setup.py", "# widened\n");
+    f.git(&["add", "setup.py"]);
+    let out = f.commit();
+    assert!(!out.status.success(), "{}", both(&out));
+    assert!(text(&out.stderr).contains("outside the session's allowed set"));
+    f.git(&["reset", "-q"]);
+    let err = f.fails(&["step", "widened"]);
+    assert!(err.contains("setup.py"), "{err}");
+    f.git(&["checkout", "--", "setup.py"]);
+    f.set_latency(0.09, 0.9);
+    let err = f.fails(&["step", "over a forged session"]);
+    assert!(err.contains("commits the tool did not make"), "{err}");
+    assert!(err.contains("extra-session"), "{err}");
+    assert_eq!(finding_kinds(&f), ["extra-session"]);
+}
+
+#[test]
+fn a_plain_kernel_commit_is_refused_until_reverted() {
+    let f = Fixture::new();
+    f.start();
+    f.set_latency(0.05, 0.5);
+    f.git(&["commit", "-q", "-am", "a faster kernel, quietly"]);
+    f.set_latency(0.04, 0.4);
+    let err = f.fails(&["step", "on top of a plain commit"]);
+    assert!(err.contains("unrecorded-change"), "{err}");
+    assert!(err.contains(KERNEL), "{err}");
+    assert_eq!(finding_kinds(&f), ["unrecorded-change"]);
+    f.git(&["checkout", "--", KERNEL]);
+    f.git(&["revert", "--no-edit", "HEAD"]);
+    assert!(finding_kinds(&f).is_empty());
+    f.set_latency(0.09, 0.9);
+    assert_eq!(f.step_json(&["recorded properly"])["status"], "keep");
+    assert!(f.ok(&["verify"]).contains("the record holds"));
+}
+
+#[test]
+fn forged_trailers_are_caught_by_verify() {
+    let f = Fixture::new();
+    f.start();
+    f.set_latency(0.09, 0.9);
+    f.step_json(&["tile size 256"]);
+    // an edited trailer, the note carried over to the amended commit
+    let original = f.head();
+    let message = f.git(&["log", "-1", "--format=%B"]);
+    let latency = f.trailer("HEAD", "Cutile-Perf-Latency-Ms");
+    let edited = message.replacen(
+        &format!("Cutile-Perf-Latency-Ms: {latency}\n"),
+        "Cutile-Perf-Latency-Ms: 0.100000\n",
+        1,
+    );
+    assert_ne!(edited, message);
+    amend_keeping_the_note(&f, &edited);
+    let (ok, report) = verify_json(&f);
+    assert!(!ok);
+    let detail = report["findings"][0]["detail"].as_str().unwrap();
+    assert_eq!(report["findings"][0]["kind"], "evidence-mismatch");
+    assert!(
+        detail.starts_with(
+            "iteration 1: latency is 0.100000 in the trailers but 0.284605 from the evidence"
+        ),
+        "{detail}"
+    );
+    // a whole iteration made by hand has no evidence
+    f.git(&["reset", "-q", "--hard", &original]);
+    let forged = message
+        .replacen(
+            "Cutile-Perf-Iteration: 1\n",
+            "Cutile-Perf-Iteration: 2\n",
+            1,
+        )
+        .replacen("#1 ", "#2 ", 1);
+    forge(&f, &forged);
+    assert_eq!(finding_kinds(&f), ["missing-evidence"]);
+}
+
+#[test]
+fn git_cutile_perf_in_the_environment_bypasses_nothing() {
+    let f = Fixture::new();
+    f.start();
+    f.append("setup.py", "# outside\n");
+    f.git(&["add", "setup.py"]);
+    let out = f
+        .program("git", &f.root)
+        .args(["commit", "-q", "-m", "sneak"])
+        .env("GIT_CUTILE_PERF", "true")
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{}", both(&out));
+}
+
+#[test]
+fn latencies_no_gpu_produces_are_a_crash() {
+    let f = Fixture::new();
+    f.start();
+    f.edit_kernel("\"small\": 0.100000", "\"small\": 5e-324");
+    let r = f.step_json(&["a timer bug"]);
+    assert_eq!(r["status"], "crash");
+    let reason = r["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("forward median of tests.ops.test_vector_add::test_perf[cutile-small] is 5e-324 ms, below 1e-4 ms (100 ns)"),
+        "{reason}"
+    );
+}
+
+#[test]
+fn a_tenfold_gain_is_measured_again_before_it_stands() {
+    let f = Fixture::new();
+    f.start();
+    f.set_latency(0.001, 0.9);
+    let r = f.step_json(&["a suspicious gain"]);
+    assert_eq!(r["status"], "keep");
+    assert!(
+        r["reason"]
+            .as_str()
+            .unwrap()
+            .ends_with("; 1 config(s) more than 10x faster than the baseline, confirmed by a second measurement"),
+        "{r}"
+    );
+    let note = f.git(&["notes", NOTES, "show", "HEAD"]);
+    assert!(note.contains("\nrun round-1-candidate: 2 cases"), "{note}");
+    assert!(
+        note.contains("\nrun confirm-round-1-candidate: 2 cases"),
+        "{note}"
+    );
+    assert!(f.ok(&["verify"]).contains("the record holds"));
+}
+
+#[test]
+fn a_baseline_where_nothing_passed_is_refused() {
+    let f = Fixture::new();
+    let err = f.fails(&["start", "vector_add", "--filter", "sm100"]);
+    assert!(
+        err.contains(
+            "no correctness test passed at the baseline (every selected case was skipped)"
+        ),
+        "{err}"
+    );
+    assert_eq!(f.branch(), "main");
+}
+
+#[test]
+fn a_case_that_passed_at_the_baseline_and_skips_now_fails() {
+    let f = Fixture::new();
+    f.start();
+    f.edit_kernel(
+        "    out = [0] * len(a)\n",
+        "    if len(a) == 7:\n        import pytest\n        pytest.skip(\"not today\")\n    out = [0] * len(a)\n",
+    );
+    let r = f.step_json(&["skip a case"]);
+    assert_eq!(r["correctness"], "FAIL");
+    assert_eq!(r["status"], "revert");
+    let log = f.git(&["log", "-1", "--format=%B"]);
+    assert!(log.contains("Cutile-Perf-Correctness: FAIL"), "{log}");
+    assert!(f.ok(&["verify"]).contains("the record holds"));
+}
+
+#[test]
+fn only_the_tool_writes_trailers_on_a_session_branch() {
+    let f = Fixture::new();
+    // a commit-msg hook that was there before (Gerrit's, say) is kept, runs first, and comes back
+    let theirs = "#!/bin/sh\necho ran >>\"$(git rev-parse --git-dir)/theirs.log\"\n";
+    f.write(".git/hooks/commit-msg", theirs);
+    std::fs::set_permissions(
+        f.hooks().join("commit-msg"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    f.start();
+    assert_eq!(
+        std::fs::read_to_string(f.path(".git/theirs.log")).unwrap(),
+        "ran\n"
+    );
+    let baseline = f.git(&["log", "-1", "--format=%B"]);
+    let forged = baseline.replacen(
+        "Cutile-Perf-Allow:",
+        "Cutile-Perf-Allow: setup.py\nCutile-Perf-Allow:",
+        1,
+    );
+    for env in [
+        None,
+        Some(("GIT_CUTILE_PERF", "true")),
+        Some(("GIT_CUTILE_PERF_NONCE", "guess")),
+    ] {
+        let mut commit = f.program("git", &f.root);
+        commit.args([
+            "commit",
+            "-q",
+            "--allow-empty",
+            "--cleanup=verbatim",
+            "-m",
+            &forged,
+        ]);
+        if let Some((name, value)) = env {
+            commit.env(name, value);
+        }
+        let out = commit.output().unwrap();
+        assert!(!out.status.success(), "{env:?}: {}", both(&out));
+        let err = text(&out.stderr);
+        // with GIT_CUTILE_PERF=true the pre-commit hook refuses first
+        assert!(
+            err.contains("carries Cutile-Perf-* trailers, which only git cutile-perf writes")
+                || err.contains("true did not check this commit (it is not git-cutile-perf)"),
+            "{env:?}: {}",
+            both(&out)
+        );
+    }
+    // an ordinary message passes, and the tool's own commits pass
+    f.git(&["commit", "-q", "--allow-empty", "-m", "a note to self"]);
+    f.git(&["reset", "-q", "--hard", "HEAD~1"]);
+    f.set_latency(0.09, 0.9);
+    assert_eq!(f.step_json(&["tile size 256"])["status"], "keep");
+    assert!(!f.path(".git/cutile-perf-commit-nonce").exists());
+    f.ok(&["hook", "uninstall"]);
+    assert_eq!(
+        std::fs::read_to_string(f.hooks().join("commit-msg")).unwrap(),
+        theirs
+    );
+}
+
+#[test]
+fn verify_finds_rewritten_history_undone_attempts_and_paths_outside() {
+    let f = Fixture::new();
+    f.start();
+    f.set_latency(0.08, 1.1);
+    assert_eq!(f.step_json(&["one config slower"])["status"], "revert");
+    // the undo commit rewritten to keep part of the attempt, its note carried over
+    let undo = f.head();
+    let message = f.git(&["log", "-1", "--format=%B"]);
+    f.set_latency(0.08, 1.0);
+    f.git(&["add", KERNEL]);
+    amend_keeping_the_note(&f, &message);
+    assert_eq!(finding_kinds(&f), ["attempt-not-undone"]);
+    f.git(&["reset", "-q", "--hard", &undo]);
+    // a path outside the allowed set, committed past the hook
+    f.append("setup.py", "# outside\n");
+    f.git(&["commit", "-q", "--no-verify", "-am", "sneaky"]);
+    assert_eq!(finding_kinds(&f), ["unrecorded-change", "outside-allowed"]);
+    f.git(&["reset", "-q", "--hard", &undo]);
+    // an iteration number skipped
+    let skipped = message.replacen(
+        "Cutile-Perf-Iteration: 1\n",
+        "Cutile-Perf-Iteration: 3\n",
+        1,
+    );
+    forge(&f, &skipped);
+    let (ok, report) = verify_json(&f);
+    assert!(!ok);
+    assert_eq!(report["findings"][0]["kind"], "broken-history", "{report}");
+    assert!(
+        report["findings"][0]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("records iteration 3 where iteration 2 was expected"),
+        "{report}"
+    );
+}
