@@ -46,6 +46,8 @@ pub enum Command {
     Plot(PlotArgs),
     /// Show the session: kernel, allowed paths, baseline and best latency, and whether the loop may go on
     Status(JsonArg),
+    /// Finish or undo an iteration that a killed `start` or `step` left half-done; your edit is kept
+    Repair(JsonArg),
     /// Print a reference guide, or one section of it (e.g. `refs playbook B`)
     Refs(RefsArgs),
     /// List the optimizations to try next for the session's kernel class, skipping those already tried

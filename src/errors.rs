@@ -86,7 +86,7 @@ fn wants_json(matches: &ArgMatches) -> bool {
 
 /// Reports a failed verb and returns its exit code.
 pub fn report(err: &anyhow::Error, json: bool) -> ExitCode {
-    let interrupted = err.downcast_ref::<Interrupted>().is_some();
+    let interrupted = err.is::<Interrupted>() || err.is::<crate::process::GitInterrupted>();
     let code = if interrupted { INTERRUPTED } else { 1 };
     if json {
         return print(&ErrorReport::new(&format!("{err:#}"), code));

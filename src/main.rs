@@ -35,6 +35,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Table(args) => commands::table::run(&repo()?, args, out),
         Command::Plot(args) => commands::plot::run(&repo()?, args, out),
         Command::Status(args) => commands::status::run(&repo()?, args, out),
+        Command::Repair(args) => commands::repair::run(&repo()?, args, out),
         Command::Next(args) => commands::next::run(&repo()?, args, out),
         Command::Refs(args) => commands::refs::run(args, out),
         Command::Hook(args) => commands::hook::run(&repo()?, args),

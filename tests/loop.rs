@@ -4,7 +4,7 @@ mod support;
 
 use std::time::Duration;
 
-use support::{Fixture, KERNEL, text};
+use support::{Fixture, KERNEL, alive, text};
 
 /// A string field of a `--json` object.
 fn word<'a>(r: &'a serde_json::Value, key: &str) -> &'a str {
@@ -189,16 +189,6 @@ fn crash_by_the_process_dying() {
         reason(&r).starts_with("crash: pytest died without writing its JUnit file"),
         "{r}"
     );
-}
-
-fn alive(pid: i32) -> bool {
-    // a zombie is dead for our purposes: /proc/<pid>/stat's state field is Z
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        stat.rsplit(')')
-            .next()
-            .and_then(|rest| rest.split_whitespace().next())
-            != Some("Z")
-    })
 }
 
 /// The fixture's hanging benchmark (`CRASH = "hang"`) writes here the pid of a child that would outlive
@@ -512,6 +502,13 @@ fn ctrl_c_mid_step_leaves_the_repository_as_it_was() {
     assert!(text(&out.stderr).contains("interrupted: nothing was recorded"));
     assert_eq!(f.head(), head);
     assert_eq!(f.status(), status_before);
+    // the baseline's worktree is removed too, though git ran after the interrupt
+    assert_eq!(
+        f.git(&["worktree", "list", "--porcelain"])
+            .matches("worktree ")
+            .count(),
+        1
+    );
     hang.assert_child_gone();
 }
 
