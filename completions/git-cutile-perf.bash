@@ -55,6 +55,9 @@ _gitcutileperf() {
             gitcutileperf,refs)
                 cmd="gitcutileperf__subcmd__refs"
                 ;;
+            gitcutileperf,repair)
+                cmd="gitcutileperf__subcmd__repair"
+                ;;
             gitcutileperf,start)
                 cmd="gitcutileperf__subcmd__start"
                 ;;
@@ -108,6 +111,9 @@ _gitcutileperf() {
                 ;;
             gitcutileperf__subcmd__help,refs)
                 cmd="gitcutileperf__subcmd__help__subcmd__refs"
+                ;;
+            gitcutileperf__subcmd__help,repair)
+                cmd="gitcutileperf__subcmd__help__subcmd__repair"
                 ;;
             gitcutileperf__subcmd__help,start)
                 cmd="gitcutileperf__subcmd__help__subcmd__start"
@@ -185,7 +191,7 @@ _gitcutileperf() {
 
     case "${cmd}" in
         gitcutileperf)
-            opts="-h -V --help --version start inspect step diagnose compare table plot status verify refs next hook demo man completions install-extras uninstall-extras help"
+            opts="-h -V --help --version start inspect step diagnose compare table plot status verify repair refs next hook demo man completions install-extras uninstall-extras help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -271,7 +277,7 @@ _gitcutileperf() {
             return 0
             ;;
         gitcutileperf__subcmd__help)
-            opts="start inspect step diagnose compare table plot status verify refs next hook demo man completions install-extras uninstall-extras help"
+            opts="start inspect step diagnose compare table plot status verify repair refs next hook demo man completions install-extras uninstall-extras help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -509,6 +515,20 @@ _gitcutileperf() {
             return 0
             ;;
         gitcutileperf__subcmd__help__subcmd__refs)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        gitcutileperf__subcmd__help__subcmd__repair)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -891,6 +911,20 @@ _gitcutileperf() {
             return 0
             ;;
         gitcutileperf__subcmd__refs)
+            opts="-h --json --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        gitcutileperf__subcmd__repair)
             opts="-h --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

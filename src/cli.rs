@@ -48,6 +48,8 @@ pub enum Command {
     Status(JsonArg),
     /// Audit the session's record: trailers against their evidence notes, undone attempts, allowed paths, foreign commits
     Verify(JsonArg),
+    /// Finish or undo an iteration that a killed `start` or `step` left half-done; your edit is kept
+    Repair(JsonArg),
     /// Print a reference guide, or one section of it (e.g. `refs playbook B`)
     Refs(RefsArgs),
     /// List the optimizations to try next for the session's kernel class, skipping those already tried

@@ -95,7 +95,8 @@ pub fn report(err: &anyhow::Error, json: bool) -> ExitCode {
     if json && err.downcast_ref::<Reported>().is_some() {
         return ExitCode::from(1);
     }
-    let interrupted = err.downcast_ref::<Interrupted>().is_some();
+    let interrupted = err.is::<Interrupted>() || err.is::<crate::process::GitInterrupted>();
+
     let code = if interrupted { INTERRUPTED } else { 1 };
     if json {
         return print(&ErrorReport::new(&format!("{err:#}"), code));

@@ -23,9 +23,25 @@ impl Repo {
     pub fn discover(dir: &Path) -> Result<Repo> {
         let repo = gix::discover_with_environment_overrides(dir)
             .map_err(|e| anyhow!("{} is not inside a git repository ({e})", dir.display()))?;
-        let workdir = repo
-            .workdir()
-            .context("this repository has no work tree (is it bare?)")?;
+        if repo
+            .config_snapshot()
+            .string("extensions.refStorage")
+            .is_some_and(|format| format.eq_ignore_ascii_case(b"reftable"))
+        {
+            anyhow::bail!(
+                "this repository stores its refs in reftable, which git cutile-perf cannot read (and its hook, \
+                 installed, would block every commit)\nhint: nothing was changed; convert the repository with \
+                 `git refs migrate --ref-format=files`, or work in a clone made with the files format"
+            );
+        }
+        // With GIT_DIR set and no GIT_WORK_TREE (how git runs hooks in a `--separate-git-dir`
+        // repository), git takes the current directory as the work tree unless the repository is bare.
+        let bare = repo.config_snapshot().boolean("core.bare").unwrap_or(false);
+        let workdir = match repo.workdir() {
+            Some(workdir) => workdir.to_path_buf(),
+            None if std::env::var_os("GIT_DIR").is_some() && !bare => dir.to_path_buf(),
+            None => anyhow::bail!("this repository has no work tree (is it bare?)"),
+        };
         let root = std::path::absolute(workdir)
             .and_then(|p| p.canonicalize())
             .context("cannot resolve the work-tree path")?;
@@ -40,20 +56,26 @@ impl Repo {
 
     /// [`Repo::git`] for output that may not be UTF-8 (paths).
     pub fn git_bytes(&self, args: &[&str]) -> Result<Vec<u8>> {
+        self.git_with(args, &[], None)
+    }
+
+    /// [`Repo::git_bytes`] with more environment (`GIT_INDEX_FILE`) and `input` on git's stdin.
+    pub fn git_with(
+        &self,
+        args: &[&str],
+        env: &[(&str, &std::ffi::OsStr)],
+        input: Option<&[u8]>,
+    ) -> Result<Vec<u8>> {
         // Our pre-commit hook runs this very binary on the tool's own commits, on PATH or not.
         let exe = std::env::current_exe().unwrap_or_else(|_| "git-cutile-perf".into());
-        process::git_bytes(&self.root, args, &[("GIT_CUTILE_PERF", exe.as_os_str())])
+        let mut all = vec![("GIT_CUTILE_PERF", exe.as_os_str())];
+        all.extend_from_slice(env);
+        process::git_bytes(&self.root, args, &all, input)
     }
 
     /// [`Repo::git`] with `input` on git's stdin (messages, notes).
     pub fn git_input(&self, args: &[&str], input: &str) -> Result<String> {
-        let exe = std::env::current_exe().unwrap_or_else(|_| "git-cutile-perf".into());
-        let out = process::git_input(
-            &self.root,
-            args,
-            &[("GIT_CUTILE_PERF", exe.as_os_str())],
-            input.as_bytes(),
-        )?;
+        let out = self.git_with(args, &[], Some(input.as_bytes()))?;
         String::from_utf8(out)
             .with_context(|| format!("git {} printed non-UTF-8 output", args.join(" ")))
     }
@@ -273,29 +295,54 @@ impl Repo {
         Ok(())
     }
 
-    /// Commits what is staged with `message`; git's hooks run.
+    /// Commits what is staged with `message` (given on stdin: argv has a size limit); git's hooks run.
+    /// The message is read back: a commit whose tool trailers did not survive (a `commit-msg` hook or
+    /// config rewrote them) is an error naming the likely culprit, and the caller's recovery undoes it.
     pub fn commit(&self, message: &str, allow_empty: bool) -> Result<String> {
-        let mut args = vec![
-            "commit",
-            "-q",
-            "--no-edit",
-            "--cleanup=verbatim",
-            "-m",
-            message,
-        ];
+        let mut args = vec!["commit", "-q", "--no-edit", "--cleanup=verbatim", "-F", "-"];
         if allow_empty {
             args.push("--allow-empty");
         }
         // the commit-msg hook accepts our trailers only with this commit's nonce
         crate::hook::message::with_nonce(self, |nonce| {
-            let exe = std::env::current_exe().unwrap_or_else(|_| "git-cutile-perf".into());
-            let env = [
-                ("GIT_CUTILE_PERF", exe.as_os_str()),
-                (crate::hook::message::NONCE_ENV, std::ffi::OsStr::new(nonce)),
-            ];
-            process::git_bytes(&self.root, &args, &env)
+            let env = [(crate::hook::message::NONCE_ENV, std::ffi::OsStr::new(nonce))];
+            self.git_with(&args, &env, Some(message.as_bytes()))
         })?;
-        self.head()
+        let id = self.head()?;
+        let written = self.message(&id)?;
+        if Block::from_message(&written) != Block::from_message(message) {
+            anyhow::bail!(
+                "commit {} does not carry the trailers the tool wrote: {} rewrote its message\n\
+                 hint: let that hook keep the Cutile-Perf-* lines as they are (appending its own trailers is fine)",
+                &id[..id.len().min(12)],
+                self.message_rewriters()
+            );
+        }
+        Ok(id)
+    }
+
+    /// The raw message of a commit.
+    pub fn message(&self, id: &str) -> Result<String> {
+        let id = gix::ObjectId::from_hex(id.as_bytes()).context("bad commit id")?;
+        let commit = self.repo.find_commit(id).context("cannot read a commit")?;
+        let raw = commit
+            .message_raw()
+            .context("cannot read a commit message")?;
+        Ok(String::from_utf8_lossy(raw).into_owned())
+    }
+
+    /// The hooks that may rewrite a commit message, as present in this repository, in words.
+    fn message_rewriters(&self) -> String {
+        let found: Vec<String> = ["prepare-commit-msg", "commit-msg"]
+            .iter()
+            .filter_map(|name| self.git_path(&format!("hooks/{name}")).ok())
+            .filter(|path| path.is_file())
+            .map(|path| path.display().to_string())
+            .collect();
+        match found.is_empty() {
+            true => "git (a hook in core.hooksPath, or commit.cleanup/template config)".to_string(),
+            false => format!("the hook {}", found.join(" or ")),
+        }
     }
 }
 

@@ -36,6 +36,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Plot(args) => commands::plot::run(&repo()?, args, out),
         Command::Status(args) => commands::status::run(&repo()?, args, out),
         Command::Verify(args) => commands::verify::run(&repo()?, args, out),
+        Command::Repair(args) => commands::repair::run(&repo()?, args, out),
         Command::Next(args) => commands::next::run(&repo()?, args, out),
         Command::Refs(args) => commands::refs::run(args, out),
         Command::Hook(args) => commands::hook::run(&repo()?, args),

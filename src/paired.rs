@@ -45,13 +45,16 @@ impl<'a> BaselineTree<'a> {
 
 impl Drop for BaselineTree<'_> {
     fn drop(&mut self) {
-        let _ = self.repo.git(&[
-            "worktree",
-            "remove",
-            "--force",
-            &self.path.to_string_lossy(),
-        ]);
-        let _ = self.repo.git(&["worktree", "prune"]);
+        // after Ctrl-C too: git is not cut short while it puts things back
+        crate::process::restoring(|| {
+            let _ = self.repo.git(&[
+                "worktree",
+                "remove",
+                "--force",
+                &self.path.to_string_lossy(),
+            ]);
+            let _ = self.repo.git(&["worktree", "prune"]);
+        });
     }
 }
 

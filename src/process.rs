@@ -32,56 +32,99 @@ pub fn install_interrupt_handler() -> Result<()> {
 }
 
 /// Runs git in `dir` and returns its stdout; a failure carries git's stderr. The one way the tool runs
-/// git: a commit, its hooks included, runs to its end (an interrupted commit would leave the record
-/// half-written), so there is no deadline here.
+/// git. An interrupt ends git (and a hook it runs) within [`GIT_GRACE`] with [`GitInterrupted`], except
+/// inside [`restoring`], where the commands that put the repository back run to their end.
 pub fn git(dir: &Path, args: &[&str], env: &[(&str, &std::ffi::OsStr)]) -> Result<String> {
-    String::from_utf8(git_bytes(dir, args, env)?)
+    String::from_utf8(git_bytes(dir, args, env, None)?)
         .with_context(|| format!("git {} printed non-UTF-8 output", args.join(" ")))
 }
 
-/// [`git`] for output that may not be UTF-8 (paths).
-pub fn git_bytes(dir: &Path, args: &[&str], env: &[(&str, &std::ffi::OsStr)]) -> Result<Vec<u8>> {
-    let mut command = command("git", args).dir(dir);
-    for (name, value) in env {
-        command = command.env(name, value);
-    }
-    checked_output(command, args)
-}
-
-/// Runs git to its end and returns its stdout; a failure carries git's stderr.
-fn checked_output(command: duct::Expression, args: &[&str]) -> Result<Vec<u8>> {
-    let output = command
-        .stdout_capture()
-        .stderr_capture()
-        .unchecked()
-        .run()
-        .context("cannot run git: is it installed and on PATH?")?;
-    if !output.status.success() {
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        anyhow::bail!("git {} failed: {}", args.join(" "), stderr.trim());
-    }
-    Ok(output.stdout)
-}
-
-/// [`git_bytes`] with `input` on git's stdin: how messages and notes reach git, never through argv
-/// (whose length is limited).
-pub fn git_input(
+/// [`git`] for output that may not be UTF-8 (paths), with `input` on its stdin (a commit message:
+/// never argv, which has a size limit).
+pub fn git_bytes(
     dir: &Path,
     args: &[&str],
     env: &[(&str, &std::ffi::OsStr)],
-    input: &[u8],
+    input: Option<&[u8]>,
 ) -> Result<Vec<u8>> {
-    let mut command = duct::cmd("git", args)
-        .stdin_bytes(input.to_vec())
-        .before_spawn(|cmd| {
-            cmd.process_group(0);
-            Ok(())
-        })
-        .dir(dir);
+    let mut command = duct::cmd("git", args).dir(dir).before_spawn(|cmd| {
+        cmd.process_group(0);
+        Ok(())
+    });
+    command = match input {
+        Some(bytes) => command.stdin_bytes(bytes.to_vec()),
+        None => command.stdin_null(),
+    };
     for (name, value) in env {
         command = command.env(name, value);
     }
-    checked_output(command, args)
+    let expression = command.stdout_capture().stderr_capture();
+    let (ending, output) = wait(&expression, Instant::now() + NO_DEADLINE, GIT_GRACE, None)
+        .context("cannot run git: is it installed and on PATH?")?;
+    if ending == Ending::Interrupted {
+        return Err(GitInterrupted(args.join(" ")).into());
+    }
+    let output = output.context("git's output was lost")?;
+    match ending {
+        Ending::Exited(0) => Ok(output.stdout),
+        Ending::Exited(_) => {
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            anyhow::bail!("git {} failed: {}", args.join(" "), stderr.trim());
+        }
+        other => anyhow::bail!("git {} ended abnormally: {other:?}", args.join(" ")),
+    }
+}
+
+/// git was stopped because the user interrupted the tool.
+#[derive(Debug, thiserror::Error)]
+#[error("interrupted while git {0} ran")]
+pub struct GitInterrupted(pub String);
+
+/// Set while the tool puts the repository back after a failure or an interrupt.
+static RESTORING: AtomicBool = AtomicBool::new(false);
+
+/// Runs `work` with interrupts deferred for git: what puts the repository back must not be cut short.
+pub fn restoring<T>(work: impl FnOnce() -> T) -> T {
+    let before = RESTORING.swap(true, Ordering::SeqCst);
+    let result = work();
+    RESTORING.store(before, Ordering::SeqCst);
+    result
+}
+
+fn interrupt_pending() -> bool {
+    interrupted() && !RESTORING.load(Ordering::SeqCst)
+}
+
+/// git has no deadline of its own (a commit's hook may be slow), only the user's interrupt.
+const NO_DEADLINE: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+/// git and its hooks get this long after SIGTERM (git removes its lock files on it) before SIGKILL.
+const GIT_GRACE: Duration = Duration::from_millis(500);
+
+/// Where the process group of a long-running child (pytest) is written while it runs, so that a later
+/// command can end it if the tool was killed without cleaning up.
+static GROUP_FILE: std::sync::Mutex<Option<std::path::PathBuf>> = std::sync::Mutex::new(None);
+
+/// Records the groups of [`supervise`]d children in `path` from now on.
+pub fn record_groups_in(path: std::path::PathBuf) {
+    *GROUP_FILE.lock().unwrap_or_else(|e| e.into_inner()) = Some(path);
+}
+
+/// Ends the process group recorded in `path` if it still runs (a tool killed mid-run left it);
+/// returns the group it ended.
+pub fn end_recorded_group(path: &Path) -> Option<libc::pid_t> {
+    let group: libc::pid_t = std::fs::read_to_string(path).ok()?.trim().parse().ok()?;
+    let _ = std::fs::remove_file(path);
+    let alive = group > 1 && unsafe { libc::killpg(group, 0) } == 0;
+    if !alive {
+        return None;
+    }
+    kill_group(group, libc::SIGTERM);
+    let until = Instant::now() + GRACE;
+    while Instant::now() < until && unsafe { libc::killpg(group, 0) } == 0 {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    kill_group(group, libc::SIGKILL);
+    Some(group)
 }
 
 /// A command in its own process group with no stdin.
@@ -116,13 +159,14 @@ pub fn supervise(expression: duct::Expression, log: &Path, deadline: Instant) ->
     let expression = expression
         .stderr_file(file.try_clone().context("cannot share the log file")?)
         .stdout_file(file);
-    run(&expression, deadline)
+    let group_file = GROUP_FILE.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    Ok(wait(&expression, deadline, GRACE, group_file.as_deref())?.0)
 }
 
 /// Runs `expression` with the terminal's output streams until it exits, `deadline` passes or the user
 /// interrupts; its process group is gone when this returns.
 pub fn run(expression: &duct::Expression, deadline: Instant) -> Result<Ending> {
-    Ok(wait(expression, deadline)?.0)
+    Ok(wait(expression, deadline, GRACE, None)?.0)
 }
 
 /// What a short command printed, and how it ended.
@@ -143,7 +187,7 @@ impl Captured {
 /// when `timeout` passes or the user interrupts: a wedged tool cannot hang the verb.
 pub fn capture(expression: duct::Expression, timeout: Duration) -> Result<Captured> {
     let expression = expression.stdout_capture().stderr_capture();
-    let (ending, output) = wait(&expression, Instant::now() + timeout)?;
+    let (ending, output) = wait(&expression, Instant::now() + timeout, GRACE, None)?;
     let (stdout, stderr) = output.map_or_else(Default::default, |o| (o.stdout, o.stderr));
     Ok(Captured {
         ending,
@@ -156,12 +200,17 @@ pub fn capture(expression: duct::Expression, timeout: Duration) -> Result<Captur
 fn wait(
     expression: &duct::Expression,
     deadline: Instant,
+    grace: Duration,
+    group_file: Option<&Path>,
 ) -> Result<(Ending, Option<std::process::Output>)> {
     let handle = expression
         .unchecked()
         .start()
         .with_context(|| format!("cannot start {expression:?}"))?;
     let group = handle.pids()[0] as libc::pid_t;
+    if let Some(path) = group_file {
+        let _ = std::fs::write(path, group.to_string());
+    }
     let ending = loop {
         let wake = deadline.min(Instant::now() + INTERRUPT_CHECK);
         if let Some(output) = handle
@@ -175,14 +224,14 @@ fn wait(
                 (None, None) => Ending::Signaled(0),
             };
         }
-        if interrupted() || Instant::now() >= deadline {
-            let ending = if interrupted() {
+        if interrupt_pending() || Instant::now() >= deadline {
+            let ending = if interrupt_pending() {
                 Ending::Interrupted
             } else {
                 Ending::TimedOut
             };
             kill_group(group, libc::SIGTERM);
-            let _ = handle.wait_deadline(Instant::now() + GRACE);
+            let _ = handle.wait_deadline(Instant::now() + grace);
             kill_group(group, libc::SIGKILL);
             handle.wait().ok();
             break ending;
@@ -190,6 +239,9 @@ fn wait(
     };
     // grandchildren that outlived the leader (a dataloader, a compiler) go with it
     kill_group(group, libc::SIGKILL);
+    if let Some(path) = group_file {
+        let _ = std::fs::remove_file(path);
+    }
     Ok((ending, handle.into_output().ok()))
 }
 

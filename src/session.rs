@@ -11,7 +11,7 @@ use crate::kernel_class::KernelClass;
 use crate::records::{Measurement, Statistic};
 use crate::runner::{Placement, RunnerSettings};
 use crate::stats::Spread;
-use crate::trailers::{Block, decode_field, encode_field};
+use crate::trailers::{Block, decode_field, encode_field, encode_word, split_word};
 
 /// Version of the trailer schema, so a later tool can read an older history.
 const SCHEMA: &str = "1";
@@ -128,7 +128,12 @@ impl Session {
         for s in &self.spread {
             block.push(
                 "Spread",
-                format!("{:.3}% {} {}", s.spread_pct, s.pass, encode_field(&s.test)),
+                format!(
+                    "{:.3}% {} {}",
+                    s.spread_pct,
+                    encode_word(&s.pass),
+                    encode_field(&s.test)
+                ),
             );
         }
     }
@@ -184,16 +189,16 @@ impl Session {
 
 /// `0.123% forward tests.ops.test_x::test_perf[...]`
 fn read_spread(text: &str) -> Result<Spread> {
-    let mut parts = text.splitn(3, ' ');
-    let (Some(pct), Some(pass), Some(test)) = (parts.next(), parts.next(), parts.next()) else {
+    let Some((pct, rest)) = text.split_once(' ') else {
         bail!("bad spread trailer {text:?}");
     };
+    let (pass, test) = split_word(rest)?;
     Ok(Spread {
         spread_pct: pct
             .trim_end_matches('%')
             .parse()
             .with_context(|| format!("bad spread in {text:?}"))?,
-        pass: pass.to_string(),
+        pass,
         test: decode_field(test)?,
     })
 }
@@ -230,7 +235,7 @@ impl Iteration {
                 "Config",
                 format!(
                     "{} {} {}",
-                    config.pass,
+                    encode_word(&config.pass),
                     config.value,
                     encode_field(&config.test)
                 ),
@@ -246,17 +251,15 @@ impl Iteration {
         let configs = block
             .all("Config")
             .map(|text| {
-                let mut parts = text.splitn(3, ' ');
-                let (Some(pass), Some(value), Some(test)) =
-                    (parts.next(), parts.next(), parts.next())
-                else {
+                let (pass, rest) = split_word(text)?;
+                let Some((value, test)) = rest.split_once(' ') else {
                     bail!("bad config trailer {text:?}");
                 };
                 let value = value
                     .parse()
                     .with_context(|| format!("bad config value in {text:?}"))?;
                 Ok(Measurement {
-                    pass: pass.to_string(),
+                    pass,
                     test: decode_field(test)?,
                     value,
                 })
@@ -389,5 +392,31 @@ pub(crate) mod tests {
             Some(it)
         );
         assert_eq!(Session::read(&Block::from_message(&message)).unwrap(), None);
+    }
+
+    #[test]
+    fn spread_pass_names_with_spaces_round_trip() {
+        let mut with_space = session();
+        with_space.spread[0].pass = "fwd bwd".into();
+        let mut block = Block::default();
+        with_space.write(&mut block);
+        let read = Block::from_message(&render_message("s", None, &block));
+        assert_eq!(Session::read(&read).unwrap(), Some(with_space));
+    }
+
+    #[test]
+    fn pass_names_with_spaces_or_empty_round_trip() {
+        let mut it = iteration(1, Status::Keep, Some(-5.0), Decision::Continue);
+        for pass in ["fwd bwd", "", "\"x", "forward"] {
+            it.configs[0].pass = pass.to_string();
+            let mut block = Block::default();
+            it.write(&mut block);
+            let read = Block::from_message(&render_message("s", None, &block));
+            assert_eq!(
+                Iteration::read(&read).unwrap().as_ref(),
+                Some(&it),
+                "{pass:?}"
+            );
+        }
     }
 }

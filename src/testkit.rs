@@ -284,6 +284,16 @@ impl Fixture {
     }
 }
 
+/// Whether process `pid` runs; a zombie is dead for our purposes (/proc/<pid>/stat's state field is Z).
+pub fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit(')')
+            .next()
+            .and_then(|rest| rest.split_whitespace().next())
+            != Some("Z")
+    })
+}
+
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }

@@ -53,8 +53,22 @@ impl Block {
         self.entries.is_empty()
     }
 
-    /// Parses the trailers of a whole commit message, keeping only this tool's keys.
+    /// Parses the trailers of a whole commit message, keeping only this tool's keys. Trailer paragraphs
+    /// that other tools appended after ours (Gerrit's `Change-Id`, `Signed-off-by`) are read past.
     pub fn from_message(message: &str) -> Block {
+        let mut message = message.trim_end();
+        loop {
+            let block = Block::from_last_paragraph(message);
+            match message.rsplit_once("\n\n") {
+                Some((before, last)) if block.is_empty() && only_foreign_trailers(last) => {
+                    message = before.trim_end();
+                }
+                _ => return block,
+            }
+        }
+    }
+
+    fn from_last_paragraph(message: &str) -> Block {
         let parsed = gix::objs::commit::MessageRef::from_bytes(message.as_bytes());
         let mut block = Block::default();
         let Some(body) = parsed.body() else {
@@ -70,6 +84,24 @@ impl Block {
         }
         block
     }
+}
+
+/// Whether every line of `paragraph` is a `Key: value` trailer (or continues one) and none is ours.
+fn only_foreign_trailers(paragraph: &str) -> bool {
+    let is_trailer = |line: &str| {
+        line.split_once(':').is_some_and(|(key, _)| {
+            !key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+        })
+    };
+    let mut lines = paragraph.trim_matches('\n').lines();
+    lines.next().is_some_and(is_trailer)
+        && paragraph
+            .trim_matches('\n')
+            .lines()
+            .all(|line| line.starts_with([' ', '\t']) || is_trailer(line))
+        && !paragraph
+            .to_ascii_lowercase()
+            .contains(&PREFIX.to_ascii_lowercase())
 }
 
 /// Builds `subject`, the indented `notes` paragraph if any, and the trailer block.
@@ -118,6 +150,34 @@ pub fn encode_field(text: &str) -> String {
     } else {
         serde_json::to_string(text).expect("strings serialize")
     }
+}
+
+/// A field followed by more text on the same line (a config's pass name): written as is only when it
+/// is one plain word, else quoted, so that a space or an empty name cannot shift what follows.
+pub fn encode_word(text: &str) -> String {
+    if !text.is_empty()
+        && !text.starts_with('"')
+        && !text.chars().any(|c| c.is_whitespace() || c.is_control())
+    {
+        text.to_string()
+    } else {
+        serde_json::to_string(text).expect("strings serialize")
+    }
+}
+
+/// Reads an [`encode_word`] field off the front of `text`; returns it and the rest after one space.
+pub fn split_word(text: &str) -> Result<(String, &str)> {
+    if text.starts_with('"') {
+        let mut stream = serde_json::Deserializer::from_str(text).into_iter::<String>();
+        let word = match stream.next() {
+            Some(Ok(word)) => word,
+            _ => bail!("bad quoted field in {text:?}"),
+        };
+        let rest = &text[stream.byte_offset()..];
+        return Ok((word, rest.strip_prefix(' ').unwrap_or(rest)));
+    }
+    let (word, rest) = text.split_once(' ').unwrap_or((text, ""));
+    Ok((word.to_string(), rest))
 }
 
 pub fn decode_field(text: &str) -> Result<String> {
@@ -193,6 +253,22 @@ mod tests {
     }
 
     #[test]
+    fn trailers_other_tools_append_are_read_past() {
+        let ours = "s\n\nCutile-Perf-Status: keep\n";
+        for appended in [
+            "Change-Id: I0123456789abcdef\n",
+            "\nChange-Id: I0123456789abcdef\n",
+            "\nSigned-off-by: A <a@b>\n\nChange-Id: I01\n",
+        ] {
+            let read = Block::from_message(&format!("{ours}{appended}"));
+            assert_eq!(read.require("Status").unwrap(), "keep", "{appended:?}");
+        }
+        let after_prose =
+            Block::from_message("s\n\nCutile-Perf-Status: keep\n\nplain: text here\nmore\n");
+        assert!(after_prose.is_empty());
+    }
+
+    #[test]
     fn only_the_last_paragraph_counts() {
         let read = Block::from_message("s\n\nCutile-Perf-Status: keep\n\nplain text\n");
         assert!(read.is_empty());
@@ -214,6 +290,13 @@ mod tests {
             assert_eq!(decode_field(&encoded).unwrap(), text);
         }
         assert_eq!(encode_field("src/a b.py"), "src/a b.py");
+        for word in ["fwd bwd", "", "\"q", "forward", "a\tb"] {
+            let line = format!("{} 0.5 rest of it", encode_word(word));
+            assert_eq!(
+                split_word(&line).unwrap(),
+                (word.to_string(), "0.5 rest of it")
+            );
+        }
         assert_eq!(encode_field("a\nb"), "\"a\\nb\"");
     }
 }

@@ -446,6 +446,13 @@ fn ctrl_c_mid_step_leaves_the_repository_as_it_was() {
     assert!(text(&out.stderr).contains("interrupted: nothing was recorded"));
     assert_eq!(f.head(), head);
     assert_eq!(f.status(), status_before);
+    // the baseline's worktree is removed too, though git ran after the interrupt
+    assert_eq!(
+        f.git(&["worktree", "list", "--porcelain"])
+            .matches("worktree ")
+            .count(),
+        1
+    );
     hang.assert_child_gone();
 }
 

@@ -13,6 +13,7 @@ use crate::decision::{self, Correctness, Decision, Status, Thresholds};
 use crate::evidence::{Evidence, RunFile};
 use crate::git::Repo;
 use crate::history::History;
+use crate::journal::{self, Journal, Lock, Phase, Verb};
 use crate::pytest::{BenchmarkRun, CorrectnessRun, Pytest};
 use crate::records::Measurement;
 use crate::runner::Runner;
@@ -20,6 +21,7 @@ use crate::session::{BRANCH_PREFIX, Iteration, Session, fmt_ms};
 use crate::stats::{self, Spread, geometric_mean};
 use crate::trailers::{Block, render_message};
 use crate::{gpu, kernel_class, locate, ui};
+use crate::{process, recovery, refusals};
 
 /// What `start` did, as `--json` prints it.
 #[derive(Debug, Serialize)]
@@ -40,23 +42,34 @@ pub struct StartReport {
 
 /// A session as a pipeline: plan (checks, nothing created), baseline (branch, hook, runs), commit, render.
 pub fn run(repo: &Repo, args: &StartArgs, out: &mut impl Write) -> Result<StartReport> {
+    let _lock = Lock::take(repo, "start")?;
+    clean_up_interrupted_start(repo)?;
+    process::record_groups_in(journal::group_file(repo)?);
     let plan = plan(repo, args)?;
     let original = match repo.branch()? {
         Some(name) => name,
         None => repo.head()?,
     };
-    repo.git(&["checkout", "-q", "-b", &plan.branch])?;
-    let mut rollback = Rollback {
-        repo,
-        original: &original,
+    let mut journal = Journal {
+        verb: Verb::Start,
+        pid: std::process::id(),
+        phase: Phase::CreatingBranch,
         branch: plan.branch.clone(),
-        armed: true,
+        base: repo.head()?,
+        original: Some(original.clone()),
+        edit_tree: None,
     };
-    repo.exclude(&format!("/{}/", crate::guard::SANDBOX))?;
-    super::hook::report(crate::hook::install(repo)?);
-    let baseline = baseline(repo, &plan, &original)?;
-    let report = commit(repo, plan, baseline)?;
-    rollback.armed = false;
+    journal.save(repo)?;
+    let result = (|| {
+        repo.git(&["checkout", "-q", "-b", &plan.branch])?;
+        repo.exclude(&format!("/{}/", crate::guard::SANDBOX))?;
+        crate::ignored::record(repo, &plan.branch)?;
+        super::hook::report(crate::hook::install(repo)?);
+        journal.enter(repo, Phase::RunningTests)?;
+        let baseline = baseline(repo, &plan, &original)?;
+        commit(repo, &mut journal, plan, baseline)
+    })();
+    let report = recovery::settle(repo, &journal, result)?;
     render(&report, args.output.json, out)?;
     Ok(report)
 }
@@ -107,6 +120,7 @@ fn plan(repo: &Repo, args: &StartArgs) -> Result<Plan> {
     let mut allowed = inspection.allowed_paths(&found);
     for path in allow {
         let path = repo_relative(repo, path)?;
+        refusals::check_allowed(repo, &path)?;
         if !allowed.contains(&path) {
             allowed.push(path);
         }
@@ -120,6 +134,8 @@ fn plan(repo: &Repo, args: &StartArgs) -> Result<Plan> {
             "--deny removed every allowed path\nhint: a session must be allowed to change at least the kernel file"
         );
     }
+    refusals::check_start(repo, &test)?;
+    refusals::check_step(repo, &allowed)?;
     let branch = format!("{BRANCH_PREFIX}{}-{}", found.name, today());
     if repo.branch_exists(&branch)? {
         bail!(
@@ -264,7 +280,12 @@ fn baseline(repo: &Repo, plan: &Plan, original: &str) -> Result<Baseline> {
 }
 
 /// Commits the baseline with the session, remembers it for the hook, and writes the table.
-fn commit(repo: &Repo, mut plan: Plan, baseline: Baseline) -> Result<StartReport> {
+fn commit(
+    repo: &Repo,
+    journal: &mut Journal,
+    mut plan: Plan,
+    baseline: Baseline,
+) -> Result<StartReport> {
     // recording needs no node: give it back first
     plan.place.release();
     let Baseline {
@@ -284,8 +305,10 @@ fn commit(repo: &Repo, mut plan: Plan, baseline: Baseline) -> Result<StartReport
         plan.kernel_name,
         fmt_ms(Some(latency))
     );
+    journal.enter(repo, Phase::CommittingBaseline)?;
     let commit = repo.commit(&render_message(&subject, None, &block), true)?;
     Evidence::new(&plan.session, 0, plan.session.gpu.clone(), junit).attach(repo, &commit)?;
+    journal.enter(repo, Phase::WritingTable)?;
     repo.remember_baseline(&plan.branch, &commit)?;
     let configs = baseline.configs.clone();
     let history = History {
@@ -367,21 +390,19 @@ fn render(report: &StartReport, json: bool, out: &mut impl Write) -> Result<()> 
     Ok(())
 }
 
-/// Undoes the branch creation unless disarmed: a failed or interrupted start leaves nothing that
-/// blocks a retry.
-struct Rollback<'a> {
-    repo: &'a Repo,
-    original: &'a str,
-    branch: String,
-    armed: bool,
-}
-
-impl Drop for Rollback<'_> {
-    fn drop(&mut self) {
-        if self.armed {
-            let _ = self.repo.git(&["checkout", "-q", self.original]);
-            let _ = self.repo.git(&["branch", "-q", "-D", &self.branch]);
+/// A journal left by a killed `start` is this verb's own half-made branch: it is finished or undone
+/// before starting afresh; one left by `step` needs `repair`.
+fn clean_up_interrupted_start(repo: &Repo) -> Result<()> {
+    if let Some(line) = recovery::end_orphaned_tests(repo)? {
+        ui::progress_line(&line);
+    }
+    match Journal::load(repo)? {
+        Some(journal) if journal.verb == Verb::Start => {
+            let repaired = recovery::repair(repo, &journal)?;
+            ui::progress_line(&format!("{}: {}", journal.describe(), repaired.what));
+            Ok(())
         }
+        _ => recovery::refuse_unfinished(repo),
     }
 }
 

@@ -9,6 +9,7 @@ use super::require_history;
 use crate::cli::JsonArg;
 use crate::git::Repo;
 use crate::history::{Configs, History, LoopState};
+use crate::recovery;
 use crate::runner::Placement;
 use crate::session::{Iteration, Session, fmt_ms};
 use crate::ui;
@@ -44,6 +45,8 @@ pub struct StatusReport<'a> {
     pub tried: Vec<String>,
     /// Where the latest iteration ran, for a Slurm session.
     pub last_placement: Option<&'a Placement>,
+    /// An iteration a killed command left unfinished (`repair` finishes or undoes it).
+    pub unfinished: Option<String>,
 }
 
 impl<'a> StatusReport<'a> {
@@ -64,13 +67,22 @@ impl<'a> StatusReport<'a> {
                 .iterations()
                 .last()
                 .and_then(|it| it.placement.as_ref()),
+            unfinished: None,
         }
     }
 }
 
 pub fn run(repo: &Repo, args: &JsonArg, out: &mut impl Write) -> Result<()> {
+    if let Some(line) = recovery::end_orphaned_tests(repo)? {
+        ui::progress_line(&line);
+    }
+    let unfinished = recovery::unfinished(repo)?;
+    if let Some(line) = &unfinished {
+        ui::progress_line(&format!("warning: {line}"));
+    }
     let history = require_history(repo, Configs::CurrentBaseline)?;
-    let report = StatusReport::new(&history, repo.branch()?);
+    let mut report = StatusReport::new(&history, repo.branch()?);
+    report.unfinished = unfinished;
     if args.json {
         return ui::write_json(out, &report);
     }

@@ -18,15 +18,18 @@ use crate::evidence::{Evidence, RunFile};
 use crate::git::Repo;
 use crate::guard;
 use crate::history::{Configs, History, LoopState};
+use crate::journal::{self, Journal, Lock, Phase, Verb};
 use crate::paired::{self, BaselineTree, Paired};
 use crate::pytest::{CorrectnessRun, Pytest};
 use crate::records::Measurement;
 use crate::runner::{Placement, Runner};
 use crate::session::{Iteration, fmt_change, fmt_ms, short};
+use crate::snapshot::Tested;
 use crate::stats::{Comparison, ConfigChange};
 use crate::trailers::{Block, render_message};
 use crate::ui;
 use crate::verdict::{Decided, NoiseFloor};
+use crate::{process, recovery};
 
 /// What `step` did, as `--json` prints it.
 #[derive(Debug, Serialize)]
@@ -65,63 +68,94 @@ pub fn run(repo: &Repo, args: &StepArgs, out: &mut impl Write) -> Result<StepRep
         opt,
         output,
     } = args;
+    let _lock = Lock::take(repo, "step")?;
+    recovery::refuse_unfinished(repo)?;
+    process::record_groups_in(journal::group_file(repo)?);
     let ready = preflight(repo, *continue_anyway)?;
     let letter = opt.as_deref().map(playbook_letter).transpose()?;
     // the queue wait comes before the budget starts
     let place = Runner::acquire(&ready.history.session.runner, &repo.root, &sandbox(repo))?;
-    let deadline = Instant::now() + *budget;
-    let Tried {
-        attempt,
-        runs,
-        remark,
-    } = attempt(repo, &ready.history, &place, deadline)?;
-    let placement = place.placement().cloned();
-    place.release();
-    // the verdict is known; a diagnosis may only add the cause (and escalate by its rule)
-    let diagnosed = match (cause, &attempt) {
-        (None, Attempt::Measured { .. }) => diagnose::cause_for(repo, &ready.history, deadline)?,
-        _ => None,
+    let tested = Tested::take(repo)?;
+    let mut journal = Journal {
+        verb: Verb::Step,
+        pid: std::process::id(),
+        phase: Phase::RunningTests,
+        branch: tested.branch.clone().unwrap_or_default(),
+        base: tested.head.clone(),
+        original: None,
+        edit_tree: Some(tested.tree.clone()),
     };
-    let found_cause = diagnosed.as_ref().map(|found| &found.diagnosis);
-    let (mut iteration, mut verdict) = judge(
-        &ready.history,
-        &attempt,
-        description,
-        letter,
-        cause.or(found_cause.map(|d| d.cause)),
-    );
-    if let Some(remark) = remark {
-        iteration.reason += &format!("; {remark}");
-        verdict.reason = iteration.reason.clone();
-    }
-    if let Some(d) = found_cause.filter(|d| matches!(d.cause, Cause::Scheduling | Cause::Unknown)) {
-        iteration.reason += &format!(" ({})", d.because);
-        verdict.reason = iteration.reason.clone();
-    }
-    iteration.placement = placement;
-    let Preflight {
-        mut history,
-        changed,
-    } = ready;
-    let commit = record(repo, &history, iteration, &changed, notes.as_deref())?;
-    let evidence = Evidence::new(
-        &history.session,
-        commit.iteration.number,
-        crate::gpu::detect(),
-        runs,
-    );
-    if let Err(e) = evidence.attach(repo, &commit.id) {
-        ui::progress_line(&format!(
-            "warning: the iteration is recorded, but its evidence note is not: {e:#}"
-        ));
-    }
-    if let Some(found) = &diagnosed {
-        let code = commit.iteration.attempt.as_deref().unwrap_or(&commit.id);
-        // only `compare`'s cache: losing it loses nothing recorded
-        let _ = diagnose::remember(repo, code, found);
-    }
-    history.push(commit.id.clone(), commit.iteration);
-    let table = write_table(repo, &history)?;
+    journal.save(repo)?;
+    let result = (|| {
+        let deadline = Instant::now() + *budget;
+        let Tried {
+            attempt,
+            runs,
+            remark,
+        } = attempt(repo, &ready.history, &place, deadline)?;
+        let placement = place.placement().cloned();
+        place.release();
+        // the verdict is known; a diagnosis may only add the cause (and escalate by its rule)
+        let diagnosed = match (cause, &attempt) {
+            (None, Attempt::Measured { .. }) => {
+                diagnose::cause_for(repo, &ready.history, deadline)?
+            }
+            _ => None,
+        };
+        let found_cause = diagnosed.as_ref().map(|found| &found.diagnosis);
+        let (mut iteration, mut verdict) = judge(
+            &ready.history,
+            &attempt,
+            description,
+            letter,
+            cause.or(found_cause.map(|d| d.cause)),
+        );
+        if let Some(remark) = remark {
+            iteration.reason += &format!("; {remark}");
+            verdict.reason = iteration.reason.clone();
+        }
+        if let Some(d) =
+            found_cause.filter(|d| matches!(d.cause, Cause::Scheduling | Cause::Unknown))
+        {
+            iteration.reason += &format!(" ({})", d.because);
+            verdict.reason = iteration.reason.clone();
+        }
+        iteration.placement = placement;
+        tested.check(repo)?;
+        let Preflight {
+            mut history,
+            changed,
+        } = ready;
+        let commit = record(
+            repo,
+            &mut journal,
+            &history,
+            iteration,
+            &changed,
+            notes.as_deref(),
+        )?;
+        let evidence = Evidence::new(
+            &history.session,
+            commit.iteration.number,
+            crate::gpu::detect(),
+            runs,
+        );
+        if let Err(e) = evidence.attach(repo, &commit.id) {
+            ui::progress_line(&format!(
+                "warning: the iteration is recorded, but its evidence note is not: {e:#}"
+            ));
+        }
+        if let Some(found) = &diagnosed {
+            let code = commit.iteration.attempt.as_deref().unwrap_or(&commit.id);
+            // only `compare`'s cache: losing it loses nothing recorded
+            let _ = diagnose::remember(repo, code, found);
+        }
+        history.push(commit.id.clone(), commit.iteration);
+        journal.enter(repo, Phase::WritingTable)?;
+        let table = write_table(repo, &history)?;
+        Ok((attempt, verdict, history, commit.id, table))
+    })();
+    let (attempt, verdict, history, commit_id, table) = recovery::settle(repo, &journal, result)?;
     let (_, iteration) = history.iterations.last().expect("just pushed");
     let report = StepReport {
         iteration: iteration.number,
@@ -139,7 +173,7 @@ pub fn run(repo: &Repo, args: &StepArgs, out: &mut impl Write) -> Result<StepRep
         configs: attempt
             .comparison()
             .map_or_else(Vec::new, |c| c.configs.clone()),
-        commit: commit.id,
+        commit: commit_id,
         attempt: iteration.attempt.clone(),
         placement: iteration.placement.clone(),
         rounds: iteration.rounds,
@@ -219,6 +253,10 @@ fn preflight(repo: &Repo, continue_anyway: bool) -> Result<Preflight> {
             halted.number,
             halted.reason
         );
+    }
+    crate::refusals::check_step(repo, &session.allowed)?;
+    if let Some(branch) = repo.branch()? {
+        crate::ignored::check(repo, &branch)?;
     }
     let changed = repo.all_changes()?;
     if changed.is_empty() {
@@ -453,16 +491,17 @@ fn playbook_letter(opt: &str) -> Result<String> {
     )
 }
 
-/// Commits the iteration; for a revert or crash, the attempt first, then its undoing with the trailers.
-/// On any failure the index and work tree are put back as the user left them.
 /// What `record` committed: the iteration commit, and the iteration as recorded (its attempt named).
 struct Recorded {
     id: String,
     iteration: Iteration,
 }
 
+/// Commits the iteration; for a revert or crash, the attempt first, then its undoing with the trailers.
+/// Each phase is journaled first; on a failure the caller's `recovery::settle` puts things back.
 fn record(
     repo: &Repo,
+    journal: &mut Journal,
     history: &History,
     mut iteration: Iteration,
     changed: &[String],
@@ -473,48 +512,37 @@ fn record(
     let kernel_name = std::path::Path::new(&history.session.kernel)
         .file_stem()
         .map_or(String::new(), |s| s.to_string_lossy().into_owned());
-    let unstage = || repo.git(&["reset", "-q"]).map(|_| ());
-    repo.git(&add).or_else(|e| unstage().and(Err(e)))?;
-    if iteration.status != Status::Keep {
+    let kept = iteration.status == Status::Keep;
+    journal.enter(
+        repo,
+        if kept {
+            Phase::CommittingIteration
+        } else {
+            Phase::CommittingAttempt
+        },
+    )?;
+    repo.git(&add)?;
+    if !kept {
         let subject = format!(
             "cutile-perf: attempt {} on {kernel_name}: {}",
             iteration.number, iteration.optimization
         );
         let attempt = repo
             .commit(&format!("{}\n", crate::trailers::one_line(&subject)), false)
-            .or_else(|e| unstage().and(Err(e)))
-            .context("could not commit the attempt; your changes are unstaged and untouched")?;
-        iteration.attempt = Some(attempt.clone());
-        let undo = repo.git(&["revert", "--no-commit", "HEAD"]);
-        if let Err(e) = undo {
-            restore_attempt(repo, &attempt)?;
-            return Err(
-                e.context("could not undo the attempt; your changes are back in the work tree")
-            );
-        }
+            .context("could not commit the attempt")?;
+        iteration.attempt = Some(attempt);
+        journal.enter(repo, Phase::CommittingUndo)?;
+        repo.git(&["revert", "--no-commit", "HEAD"])
+            .context("could not undo the attempt")?;
+        journal.enter(repo, Phase::CommittingIteration)?;
     }
     let mut block = Block::default();
     iteration.write(&mut block);
     let message = render_message(&subject(&iteration, &kernel_name), notes, &block);
-    match repo.commit(&message, iteration.status != Status::Keep) {
-        Ok(id) => Ok(Recorded { id, iteration }),
-        Err(e) => {
-            match &iteration.attempt {
-                Some(attempt) => restore_attempt(repo, attempt)?,
-                None => unstage()?,
-            }
-            Err(e.context(
-                "could not commit the iteration; your changes are back in the work tree, unstaged",
-            ))
-        }
-    }
-}
-
-/// Returns the work tree to the attempted change, uncommitted, as before `step`.
-fn restore_attempt(repo: &Repo, attempt: &str) -> Result<()> {
-    repo.git(&["reset", "-q", "--hard", attempt])?;
-    repo.git(&["reset", "-q", "HEAD~1"])?;
-    Ok(())
+    let id = repo
+        .commit(&message, !kept)
+        .context("could not commit the iteration")?;
+    Ok(Recorded { id, iteration })
 }
 
 /// Reads well in `git log --oneline`: what happened, by how much, and what was tried.

@@ -1,0 +1,329 @@
+//! Finishing or undoing what a journal says was in progress. One path serves a failed commit, an
+//! interrupt (the verb undoes before exiting 130) and a killed tool (`repair`, or `start` cleaning up
+//! its own half-made branch): the user's edit ends up in the work tree, or in a commit the record names.
+
+use anyhow::{Context, Result, anyhow, bail};
+use serde::Serialize;
+
+use crate::commands::{Interrupted, write_table};
+use crate::git::Repo;
+use crate::history::Configs;
+use crate::journal::{Journal, Phase, Verb, group_file};
+use crate::process::{self, GitInterrupted};
+use crate::session::{Iteration, Session, short};
+use crate::trailers::Block;
+
+/// What a repair did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Action {
+    /// The last commit had landed: the record is complete (the table was rewritten).
+    Finished,
+    /// Taken back to where the command began.
+    Undone,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Repaired {
+    pub action: Action,
+    /// What happened, in words.
+    pub what: String,
+    /// The commit the record now ends with, when finished.
+    pub commit: Option<String>,
+}
+
+/// Ends a pytest left running by a killed command (unless the journal's writer still runs); returns a
+/// line to tell the user, if it ended one.
+pub fn end_orphaned_tests(repo: &Repo) -> Result<Option<String>> {
+    if Journal::load(repo)?.is_some_and(|j| j.writer_alive()) {
+        return Ok(None);
+    }
+    remove_orphaned_worktrees(repo)?;
+    Ok(
+        process::end_recorded_group(&group_file(repo)?).map(|group| {
+            format!("ended the tests (process group {group}) that a killed command left running")
+        }),
+    )
+}
+
+/// Removes the baseline worktrees (`cutile-perf/baseline-<pid>`, see `paired::BaselineTree`) of
+/// commands that no longer run; returns how many.
+pub fn remove_orphaned_worktrees(repo: &Repo) -> Result<usize> {
+    let dir = repo.git_path("cutile-perf")?;
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Ok(0);
+    };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name.strip_prefix("baseline-").and_then(|p| p.parse().ok()) else {
+            continue;
+        };
+        if crate::journal::pid_alive(pid) {
+            continue;
+        }
+        let path = entry.path();
+        let _ = repo.git(&["worktree", "remove", "--force", &path.to_string_lossy()]);
+        let _ = std::fs::remove_dir_all(&path);
+        removed += 1;
+    }
+    if removed > 0 {
+        repo.git(&["worktree", "prune"])?;
+    }
+    Ok(removed)
+}
+
+/// For `step` and `status`: a line saying an iteration was left unfinished, if one was.
+pub fn unfinished(repo: &Repo) -> Result<Option<String>> {
+    Ok(Journal::load(repo)?.map(|journal| {
+        if journal.writer_alive() {
+            format!(
+                "a `git cutile-perf` command (pid {}) is running on {}",
+                journal.pid, journal.branch
+            )
+        } else {
+            format!(
+                "{}\nhint: run `git cutile-perf repair` to finish or undo it (your edit is kept)",
+                journal.describe()
+            )
+        }
+    }))
+}
+
+/// Refuses to begin while a journal is left (`step`), after ending orphaned tests.
+pub fn refuse_unfinished(repo: &Repo) -> Result<()> {
+    if let Some(line) = end_orphaned_tests(repo)? {
+        crate::ui::progress_line(&line);
+    }
+    match unfinished(repo)? {
+        Some(line) => bail!("{line}"),
+        None => Ok(()),
+    }
+}
+
+/// Ends a command's pipeline: on success the journal goes; on failure the repository is put back as the
+/// command found it, and the error says where the user's edit is.
+pub fn settle<T>(repo: &Repo, journal: &Journal, result: Result<T>) -> Result<T> {
+    let err = match result {
+        Ok(value) => {
+            Journal::remove(repo)?;
+            return Ok(value);
+        }
+        Err(err) => err,
+    };
+    match process::restoring(|| undo(repo, journal)) {
+        Ok(words) => {
+            Journal::remove(repo)?;
+            if err.is::<Interrupted>() {
+                Err(err)
+            } else if err.is::<GitInterrupted>() || process::interrupted() {
+                Err(Interrupted(match journal.verb {
+                    Verb::Start => "nothing was created; you are back where you started",
+                    Verb::Step => {
+                        "nothing was recorded; your changes are in the work tree, unstaged"
+                    }
+                })
+                .into())
+            } else {
+                let text = format!("{err:#}");
+                let (message, hint) = text.split_once("\nhint: ").unwrap_or((&text, ""));
+                let hint = match hint {
+                    "" => String::new(),
+                    hint => format!("\nhint: {hint}"),
+                };
+                Err(anyhow!("{message}\nnothing was recorded: {words}{hint}"))
+            }
+        }
+        Err(undo_err) => Err(anyhow!(
+            "{err:#}\nthe tool could not put the repository back: {undo_err:#}{}\nhint: run `git cutile-perf repair`",
+            saved_edit(journal)
+        )),
+    }
+}
+
+/// Where the tested change can be found whatever the work tree holds.
+fn saved_edit(journal: &Journal) -> String {
+    journal.edit_tree.as_deref().map_or(String::new(), |tree| {
+        format!("\nyour tested change is saved as tree {tree}: `git restore --source={tree} -- .` brings it back")
+    })
+}
+
+/// Finishes the command if its last commit landed, else undoes it (`repair`).
+pub fn repair(repo: &Repo, journal: &Journal) -> Result<Repaired> {
+    remove_stale_index_lock(repo, journal)?;
+    let finished = match journal.verb {
+        Verb::Step => finish_step(repo, journal)?,
+        Verb::Start => finish_start(repo, journal)?,
+    };
+    let repaired = match finished {
+        Some(commit) => Repaired {
+            action: Action::Finished,
+            what: format!(
+                "the interrupted `{}` had committed {}; the table is rewritten",
+                verb(journal),
+                short(&commit)
+            ),
+            commit: Some(commit),
+        },
+        None => Repaired {
+            action: Action::Undone,
+            what: undo(repo, journal)?,
+            commit: None,
+        },
+    };
+    Journal::remove(repo)?;
+    Ok(repaired)
+}
+
+fn verb(journal: &Journal) -> &'static str {
+    match journal.verb {
+        Verb::Start => "start",
+        Verb::Step => "step",
+    }
+}
+
+/// A killed git leaves `index.lock` behind; the journal's writer is gone, so the lock is its.
+fn remove_stale_index_lock(repo: &Repo, journal: &Journal) -> Result<()> {
+    if journal.writer_alive() {
+        bail!(
+            "{} is still running (pid {})\nhint: wait for it, or stop it first",
+            verb(journal),
+            journal.pid
+        );
+    }
+    let lock = repo.git_path("index.lock")?;
+    if lock.exists() {
+        std::fs::remove_file(&lock).with_context(|| format!("cannot remove {}", lock.display()))?;
+    }
+    Ok(())
+}
+
+/// Puts the repository back as before the command, and says how.
+pub fn undo(repo: &Repo, journal: &Journal) -> Result<String> {
+    match journal.verb {
+        Verb::Step => undo_step(repo, journal),
+        Verb::Start => undo_start(repo, journal),
+    }
+}
+
+/// The tool's own commits from HEAD back to `base` (at most the attempt and the iteration), oldest
+/// first; an error if HEAD is not on the journal's branch or `base` is not found within them.
+fn commits_since_base(repo: &Repo, journal: &Journal) -> Result<Vec<String>> {
+    let branch = repo.branch()?;
+    if branch.as_deref() != Some(journal.branch.as_str()) {
+        bail!(
+            "HEAD is on {}, not on {} where the interrupted command worked{}\nhint: `git checkout {}`, then run `git cutile-perf repair`",
+            branch.as_deref().unwrap_or("a detached commit"),
+            journal.branch,
+            saved_edit(journal),
+            journal.branch
+        );
+    }
+    let mut commits = Vec::new();
+    let mut current = repo.head()?;
+    while current != journal.base {
+        if commits.len() == 2 || !repo.message(&current)?.starts_with("cutile-perf:") {
+            bail!(
+                "the branch {} moved past where the interrupted command left it (commit {} is not its own){}\n\
+                 hint: reset the branch to {} yourself, then delete {}",
+                journal.branch,
+                short(&current),
+                saved_edit(journal),
+                short(&journal.base),
+                repo.git_path("cutile-perf/journal.json")?.display()
+            );
+        }
+        commits.push(current.clone());
+        current = repo
+            .git(&["rev-parse", "--verify", &format!("{current}^")])?
+            .trim()
+            .to_string();
+    }
+    commits.reverse();
+    Ok(commits)
+}
+
+fn undo_step(repo: &Repo, journal: &Journal) -> Result<String> {
+    if journal.phase == Phase::RunningTests {
+        return Ok("your changes are as you left them".to_string());
+    }
+    let commits = commits_since_base(repo, journal)?;
+    let Some(edit) = commits.first() else {
+        repo.git(&["reset", "-q"])?;
+        return Ok("your changes are in the work tree, unstaged".to_string());
+    };
+    // the first commit after the base carries the edit (the attempt, or a kept iteration)
+    repo.git(&["reset", "-q", "--hard", edit])?;
+    repo.git(&["reset", "-q", &journal.base])?;
+    let taken: Vec<&str> = commits.iter().map(|c| short(c)).collect();
+    Ok(format!(
+        "commits {} taken back; your changes are in the work tree, unstaged",
+        taken.join(" and ")
+    ))
+}
+
+/// The iteration commit, if the interrupted step made it.
+fn finish_step(repo: &Repo, journal: &Journal) -> Result<Option<String>> {
+    let commits = commits_since_base(repo, journal)?;
+    let Some(last) = commits.last() else {
+        return Ok(None);
+    };
+    if Iteration::read(&Block::from_message(&repo.message(last)?))?.is_none() {
+        return Ok(None);
+    }
+    let history = crate::commands::require_history(repo, Configs::CurrentBaseline)?;
+    write_table(repo, &history)?;
+    Ok(Some(last.clone()))
+}
+
+fn undo_start(repo: &Repo, journal: &Journal) -> Result<String> {
+    if !repo.branch_exists(&journal.branch)? {
+        return Ok("nothing was created".to_string());
+    }
+    let tip = repo
+        .git(&["rev-parse", "--verify", &journal.branch])?
+        .trim()
+        .to_string();
+    let own = tip == journal.base
+        || (repo
+            .git(&["rev-parse", "--verify", &format!("{tip}^")])?
+            .trim()
+            == journal.base
+            && is_baseline(repo, &tip)?);
+    if !own {
+        bail!(
+            "branch {} has commits the interrupted `start` did not make\nhint: look at it; delete it yourself if it is not needed",
+            journal.branch
+        );
+    }
+    if repo.branch()?.as_deref() == Some(journal.branch.as_str()) {
+        let original = journal.original.as_deref().unwrap_or(&journal.base);
+        repo.git(&["checkout", "-q", original])?;
+    }
+    repo.git(&["branch", "-q", "-D", &journal.branch])?;
+    Ok(format!(
+        "the half-made branch {} is deleted",
+        journal.branch
+    ))
+}
+
+fn is_baseline(repo: &Repo, commit: &str) -> Result<bool> {
+    Ok(Session::read(&Block::from_message(&repo.message(commit)?))?.is_some())
+}
+
+/// The baseline commit, if the interrupted start made it: remembered for the hook, table written.
+fn finish_start(repo: &Repo, journal: &Journal) -> Result<Option<String>> {
+    if !repo.branch_exists(&journal.branch)?
+        || repo.branch()?.as_deref() != Some(journal.branch.as_str())
+    {
+        return Ok(None);
+    }
+    let head = repo.head()?;
+    if head == journal.base || !is_baseline(repo, &head)? {
+        return Ok(None);
+    }
+    repo.remember_baseline(&journal.branch, &head)?;
+    let history = crate::commands::require_history(repo, Configs::CurrentBaseline)?;
+    write_table(repo, &history)?;
+    Ok(Some(head))
+}

@@ -1,0 +1,92 @@
+//! Repositories and arguments the guard cannot see through, refused before anything is created: each
+//! would otherwise let a change escape the allowed-path rule, write outside the repository, or record a
+//! measurement of something other than the kernel.
+
+use anyhow::{Result, bail};
+
+use crate::git::Repo;
+use crate::guard::SANDBOX;
+
+/// Before `start` creates anything.
+pub fn check_start(repo: &Repo, test: &str) -> Result<()> {
+    if repo.is_unborn()? {
+        bail!(
+            "the repository has no commit yet\nhint: commit the TileGym checkout first; a session branches from a commit"
+        );
+    }
+    if !tracked(repo, test)? {
+        bail!(
+            "the test file {test} is not tracked by git, so the session could not prove what it ran\nhint: \
+             commit it first (`git add {test} && git commit`)"
+        );
+    }
+    let tracked_sandbox = repo.git(&["ls-files", "-z", "--", SANDBOX])?;
+    if !tracked_sandbox.is_empty() {
+        bail!(
+            "{SANDBOX}/ holds tracked files ({}), but it is the tool's scratch directory\nhint: move them out \
+             of {SANDBOX}/ and commit that first",
+            tracked_sandbox.trim_end_matches('\0').replace('\0', ", ")
+        );
+    }
+    let hooks = repo.git_path("hooks")?;
+    if let Ok(inside) = hooks
+        .canonicalize()
+        .unwrap_or(hooks.clone())
+        .strip_prefix(&repo.root)
+        && !inside.as_os_str().is_empty()
+        && tracked(repo, &inside.to_string_lossy())?
+    {
+        bail!(
+            "core.hooksPath points at {}, a tracked directory: installing the hook there would change tracked \
+             files\nhint: point core.hooksPath at an untracked directory, or unset it",
+            inside.display()
+        );
+    }
+    check_tree(repo)
+}
+
+/// Before every `step` runs anything: what could have changed since `start` checked it.
+pub fn check_step(repo: &Repo, allowed: &[String]) -> Result<()> {
+    for path in allowed {
+        let full = repo.root.join(path);
+        if std::fs::symlink_metadata(&full).is_ok_and(|m| m.file_type().is_symlink()) {
+            bail!(
+                "the allowed path {path} is a symbolic link: what it points at is outside the record\nhint: put \
+                 the file itself back (`git restore {path}`) and edit it in place"
+            );
+        }
+    }
+    check_tree(repo)
+}
+
+/// A path given to `--allow`: one file, not a directory (a directory never matches the rule's paths).
+pub fn check_allowed(repo: &Repo, path: &str) -> Result<()> {
+    if path.is_empty() || path == "." || repo.root.join(path).is_dir() {
+        bail!(
+            "--allow {} is a directory; the allowed paths are files\nhint: name each file iterations may change",
+            if path.is_empty() { "." } else { path }
+        );
+    }
+    Ok(())
+}
+
+/// The scratch directory must be a real directory inside the repository (or absent).
+fn check_tree(repo: &Repo) -> Result<()> {
+    let sandbox = repo.root.join(SANDBOX);
+    if std::fs::symlink_metadata(&sandbox).is_ok_and(|m| m.file_type().is_symlink()) {
+        bail!(
+            "{SANDBOX} is a symbolic link ({}): the tool would write through it\nhint: remove the link; the tool \
+             makes {SANDBOX}/ itself",
+            std::fs::read_link(&sandbox)
+                .map_or_else(|_| "?".to_string(), |p| p.display().to_string())
+        );
+    }
+    Ok(())
+}
+
+/// Whether git tracks `path` (a file, or a directory with tracked files).
+fn tracked(repo: &Repo, path: &str) -> Result<bool> {
+    Ok(!repo
+        .git(&["--literal-pathspecs", "ls-files", "-z", "--", path])?
+        .is_empty())
+}

@@ -1,0 +1,546 @@
+//! Fault injection: the tool stopped (SIGINT, SIGTERM, SIGKILL) while a chained hook pauses in each phase
+//! of `start` and `step`, then the invariants: the user's edit is in the work tree or in a commit the
+//! record names, `repair` and the next command work, no process is left. Also the lock, a change made
+//! while the tests run, messages too long for argv, and hooks that add to or rewrite messages.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use support::*;
+
+/// Hooks that count their calls and pause at the `PAUSE_AT`th call of the hook named `PAUSE_HOOK`
+/// until `$PAUSE_DIR/go` exists, having written their pid to `$PAUSE_DIR/paused`.
+const PAUSING_HOOK: &str = r#"#!/bin/sh
+name=HOOK_NAME
+[ -n "$PAUSE_DIR" ] || exit 0
+count="$PAUSE_DIR/count-$name"
+n=$(( $(cat "$count" 2>/dev/null || echo 0) + 1 ))
+echo "$n" > "$count"
+if [ "$name" = "$PAUSE_HOOK" ] && [ "$n" = "$PAUSE_AT" ]; then
+    echo $$ > "$PAUSE_DIR/paused.new" && mv "$PAUSE_DIR/paused.new" "$PAUSE_DIR/paused"
+    while [ ! -e "$PAUSE_DIR/go" ]; do sleep 0.05; done
+fi
+exit 0
+"#;
+
+fn install_pausing_hooks(f: &Fixture) {
+    for name in ["pre-commit", "commit-msg", "post-commit", "post-checkout"] {
+        let path = f.hooks().join(name);
+        std::fs::write(&path, PAUSING_HOOK.replace("HOOK_NAME", name)).unwrap();
+        make_executable(&path);
+    }
+}
+
+fn make_executable(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Signal {
+    Int,
+    Term,
+    Kill,
+}
+
+/// Where to pause: which hook, at its nth call during the command.
+#[derive(Debug, Clone, Copy)]
+struct Phase {
+    name: &'static str,
+    hook: &'static str,
+    at: u32,
+}
+
+/// Runs `args` with the pause set, stops it with `signal` once paused, and returns how it ended. For
+/// SIGKILL, git and its hook (one process group) are killed too, as a machine going down would.
+fn stop_at(f: &Fixture, args: &[&str], phase: Phase, signal: Signal) -> (Option<i32>, String) {
+    let pause = tempfile::tempdir().unwrap();
+    let mut child: Child = f
+        .command(args)
+        .env("PAUSE_DIR", pause.path())
+        .env("PAUSE_HOOK", phase.hook)
+        .env("PAUSE_AT", phase.at.to_string())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let paused = pause.path().join("paused");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !paused.exists() {
+        if let Some(status) = child.try_wait().unwrap() {
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "{phase:?}: ended ({status}) before pausing:\n{}",
+                both(&out)
+            );
+        }
+        assert!(Instant::now() < deadline, "{}: never paused", phase.name);
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let hook: i32 = std::fs::read_to_string(&paused)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let group = unsafe { libc::getpgid(hook) };
+    let sent = Instant::now();
+    unsafe {
+        match signal {
+            Signal::Int => libc::kill(child.id() as i32, libc::SIGINT),
+            Signal::Term => libc::kill(child.id() as i32, libc::SIGTERM),
+            Signal::Kill => {
+                libc::kill(child.id() as i32, libc::SIGKILL);
+                libc::killpg(group, libc::SIGKILL)
+            }
+        };
+    }
+    let out = child.wait_with_output().unwrap();
+    let took = sent.elapsed();
+    if !matches!(signal, Signal::Kill) {
+        assert!(
+            took < Duration::from_secs(2),
+            "{phase:?} {signal:?}: took {took:?} to stop"
+        );
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(
+        !alive(hook),
+        "{phase:?} {signal:?}: the hook {hook} outlived the tool"
+    );
+    (out.status.code(), both(&out))
+}
+
+const SIGNALS: [Signal; 3] = [Signal::Int, Signal::Term, Signal::Kill];
+
+/// After a stop: an interrupt exits 130 with nothing left to repair; a kill leaves a journal that
+/// `status` reports and `repair` settles.
+fn settle(f: &Fixture, code: Option<i32>, output: &str, signal: Signal, phase: Phase) {
+    match signal {
+        Signal::Kill => {
+            assert_eq!(code, None, "{phase:?}: {output}");
+        }
+        _ => {
+            assert_eq!(code, Some(130), "{phase:?} {signal:?}: {output}");
+            assert!(output.contains("interrupted:"), "{output}");
+        }
+    }
+    let repaired = f.ok(&["repair"]);
+    if !matches!(signal, Signal::Kill) {
+        assert!(
+            repaired.contains("nothing to repair"),
+            "{phase:?} {signal:?}: {repaired}"
+        );
+    }
+    assert!(!f.path(".git/index.lock").exists());
+    assert!(!f.path(".git/cutile-perf/journal.json").exists());
+}
+
+#[test]
+fn start_stopped_in_any_phase_leaves_nothing_or_a_session() {
+    let phases = [
+        Phase {
+            name: "branch",
+            hook: "post-checkout",
+            at: 1,
+        },
+        Phase {
+            name: "baseline commit",
+            hook: "pre-commit",
+            at: 1,
+        },
+        Phase {
+            name: "baseline message",
+            hook: "commit-msg",
+            at: 1,
+        },
+        Phase {
+            name: "baseline landed",
+            hook: "post-commit",
+            at: 1,
+        },
+    ];
+    let f = Fixture::new();
+    install_pausing_hooks(&f);
+    for phase in phases {
+        for signal in SIGNALS {
+            let (code, output) = stop_at(&f, &["start", "vector_add"], phase, signal);
+            settle(&f, code, &output, signal, phase);
+            let sessions = f.git(&["branch", "--list", "cutile-perf-*"]);
+            if sessions.is_empty() {
+                assert_eq!(f.branch(), "main", "{phase:?} {signal:?}");
+                assert_eq!(f.status(), "");
+            } else {
+                // only a finished baseline survives, and then the session works
+                f.ok(&["status"]);
+            }
+            // the next case starts afresh from main
+            f.git(&["checkout", "-q", "main"]);
+            for branch in f
+                .git(&[
+                    "branch",
+                    "--list",
+                    "cutile-perf-*",
+                    "--format=%(refname:short)",
+                ])
+                .lines()
+            {
+                f.git(&["branch", "-q", "-D", branch]);
+            }
+        }
+    }
+}
+
+#[test]
+fn step_stopped_in_any_phase_keeps_the_edit() {
+    let phases = [
+        // a kept change: one commit
+        (
+            true,
+            Phase {
+                name: "iteration commit",
+                hook: "pre-commit",
+                at: 1,
+            },
+        ),
+        (
+            true,
+            Phase {
+                name: "iteration landed",
+                hook: "post-commit",
+                at: 1,
+            },
+        ),
+        // a reverted change: the attempt, then its undoing
+        (
+            false,
+            Phase {
+                name: "attempt commit",
+                hook: "pre-commit",
+                at: 1,
+            },
+        ),
+        (
+            false,
+            Phase {
+                name: "attempt landed",
+                hook: "post-commit",
+                at: 1,
+            },
+        ),
+        (
+            false,
+            Phase {
+                name: "undo commit",
+                hook: "pre-commit",
+                at: 2,
+            },
+        ),
+        (
+            false,
+            Phase {
+                name: "undo message",
+                hook: "commit-msg",
+                at: 2,
+            },
+        ),
+        (
+            false,
+            Phase {
+                name: "undo landed",
+                hook: "post-commit",
+                at: 2,
+            },
+        ),
+    ];
+    let f = Fixture::new();
+    install_pausing_hooks(&f);
+    f.start();
+    let base = f.head();
+    for (kept, phase) in phases {
+        for signal in SIGNALS {
+            // the next case starts from the baseline
+            f.git(&["reset", "-q", "--hard", &base]);
+            if kept {
+                f.set_latency(0.05, 0.5);
+            } else {
+                f.set_latency(0.2, 2.0);
+            }
+            let edit = std::fs::read_to_string(f.path(KERNEL)).unwrap();
+            let (code, output) = stop_at(&f, &["step", "tried"], phase, signal);
+            settle(&f, code, &output, signal, phase);
+            let recorded = f.head() != base;
+            if recorded {
+                assert!(
+                    matches!(signal, Signal::Kill),
+                    "{phase:?} {signal:?}: recorded after an interrupt"
+                );
+                let holder = if kept {
+                    "HEAD".to_string()
+                } else {
+                    f.trailer("HEAD", "Cutile-Perf-Attempt")
+                };
+                assert_eq!(f.git(&["show", &format!("{holder}:{KERNEL}")]), edit);
+                f.ok(&["status"]);
+            } else {
+                let now = std::fs::read_to_string(f.path(KERNEL)).unwrap();
+                assert_eq!(
+                    now, edit,
+                    "{phase:?} {signal:?}: the edit is not in the work tree"
+                );
+                assert_eq!(f.status(), format!(" M {KERNEL}\n"), "{phase:?} {signal:?}");
+                f.ok(&["status"]);
+            }
+        }
+    }
+}
+
+#[test]
+fn a_killed_step_is_reported_until_repaired() {
+    let f = Fixture::new();
+    install_pausing_hooks(&f);
+    f.start();
+    f.set_latency(0.2, 2.0);
+    let phase = Phase {
+        name: "undo commit",
+        hook: "pre-commit",
+        at: 2,
+    };
+    let (code, _) = stop_at(&f, &["step", "slower"], phase, Signal::Kill);
+    assert_eq!(code, None);
+    let err = f.fails(&["step", "again"]);
+    assert!(err.contains("an interrupted `step`"), "{err}");
+    assert!(err.contains("git cutile-perf repair"), "{err}");
+    let status = both(&f.run(&["status"]));
+    assert!(
+        status.contains("stopped while committing the iteration"),
+        "{status}"
+    );
+    let report: serde_json::Value = serde_json::from_str(&f.ok(&["repair", "--json"])).unwrap();
+    assert_eq!(report["action"], "undone", "{report}");
+    let r = f.step_json(&["slower, again"]);
+    assert_eq!(r["status"], "revert");
+}
+
+#[test]
+fn a_second_command_waits_for_the_lock_and_a_dead_holder_does_not_block() {
+    let f = Fixture::new();
+    f.start();
+    f.set_latency(0.05, 0.5);
+    std::fs::write(
+        f.path(".git/cutile-perf/lock"),
+        format!("{} (pid of `step`)", std::process::id()),
+    )
+    .unwrap();
+    let err = f.fails(&["step", "faster"]);
+    assert!(err.contains("another git cutile-perf command"), "{err}");
+    assert_eq!(f.status(), format!(" M {KERNEL}\n"));
+    // a holder that is gone (pid beyond any pid_max) is stale
+    std::fs::write(
+        f.path(".git/cutile-perf/lock"),
+        "2147483600 (pid of `step`)",
+    )
+    .unwrap();
+    assert_eq!(f.step_json(&["faster"])["status"], "keep");
+    assert!(!f.path(".git/cutile-perf/lock").exists());
+}
+
+/// A `--python` that edits `$EDIT_DURING_RUN` before running the tests, as a user editing the kernel
+/// while `step` runs would.
+fn editing_python() -> (tempfile::TempDir, PathBuf) {
+    // a path without spaces: `--python` is split into words
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("editing-python");
+    std::fs::write(
+        &path,
+        "#!/bin/sh\n[ -n \"$EDIT_DURING_RUN\" ] && echo '# edited during the run' >> \"$EDIT_DURING_RUN\"\nexec python3 \"$@\"\n",
+    )
+    .unwrap();
+    make_executable(&path);
+    (dir, path)
+}
+
+#[test]
+fn a_change_during_the_run_is_refused_with_nothing_recorded() {
+    let f = Fixture::new();
+    let (_dir, python) = editing_python();
+    f.ok(&["start", "vector_add", "--python", python.to_str().unwrap()]);
+    let base = f.head();
+    f.set_latency(0.05, 0.5);
+    let out = f
+        .command(&["step", "faster"])
+        .env("EDIT_DURING_RUN", f.path(KERNEL))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("the repository changed while the tests ran"),
+        "{err}"
+    );
+    assert!(err.contains("nothing was recorded"), "{err}");
+    assert_eq!(f.head(), base);
+    let kernel = std::fs::read_to_string(f.path(KERNEL)).unwrap();
+    assert!(kernel.ends_with("# edited during the run\n"));
+    assert_eq!(f.status(), format!(" M {KERNEL}\n"));
+}
+
+#[test]
+fn messages_longer_than_argv_allows_are_committed() {
+    let f = Fixture::new();
+    f.start();
+    f.set_latency(0.05, 0.5);
+    let description = "tile ".repeat(14_000); // 70 KB, twice in the message
+    let r = f.step_json(&[&description]);
+    assert_eq!(r["status"], "keep");
+    assert_eq!(
+        f.trailer("HEAD", "Cutile-Perf-Optimization").len(),
+        description.trim_end().len()
+    );
+    f.ok(&["table"]);
+}
+
+fn commit_msg_hook(f: &Fixture, script: &str) {
+    let path = f.hooks().join("commit-msg");
+    std::fs::write(&path, format!("#!/bin/sh\n{script}\n")).unwrap();
+    make_executable(&path);
+}
+
+#[test]
+fn trailers_other_tools_append_are_kept_and_read_past() {
+    for script in [
+        // Gerrit's way: into the trailer block
+        r#"git interpret-trailers --in-place --trailer "Change-Id: I0123456789abcdef0123456789abcdef01234567" "$1""#,
+        // a paragraph of its own
+        r#"printf '\nSigned-off-by: A U Thor <a@example.com>\n' >> "$1""#,
+    ] {
+        let f = Fixture::new();
+        commit_msg_hook(&f, script);
+        f.start();
+        f.set_latency(0.05, 0.5);
+        assert_eq!(f.step_json(&["faster"])["status"], "keep", "{script}");
+        f.set_latency(0.5, 5.0);
+        assert_eq!(f.step_json(&["slower"])["status"], "revert", "{script}");
+        let message = f.git(&["log", "-1", "--format=%B"]);
+        assert!(
+            message.contains("Change-Id: I") || message.contains("Signed-off-by: A U Thor"),
+            "{message}"
+        );
+        f.ok(&["status"]);
+    }
+}
+
+#[test]
+fn a_hook_that_rewrites_our_trailers_is_named_and_nothing_is_recorded() {
+    let f = Fixture::new();
+    f.start();
+    let base = f.head();
+    commit_msg_hook(&f, r#"sed -i 's/^Cutile-Perf-Status:/Status:/' "$1""#);
+    f.set_latency(0.2, 2.0);
+    let edit = std::fs::read_to_string(f.path(KERNEL)).unwrap();
+    let err = f.fails(&["step", "slower"]);
+    assert!(
+        err.contains("does not carry the trailers the tool wrote"),
+        "{err}"
+    );
+    assert!(err.contains("commit-msg"), "{err}");
+    assert!(err.contains("nothing was recorded"), "{err}");
+    assert_eq!(f.head(), base);
+    assert_eq!(std::fs::read_to_string(f.path(KERNEL)).unwrap(), edit);
+    assert_eq!(f.status(), format!(" M {KERNEL}\n"));
+}
+
+#[test]
+fn a_refused_commit_reports_git_and_keeps_the_edit() {
+    let f = Fixture::new();
+    f.start();
+    let base = f.head();
+    commit_msg_hook(&f, "echo 'policy: no commits today' >&2; exit 1");
+    f.set_latency(0.2, 2.0);
+    let err = f.fails(&["step", "slower"]);
+    assert!(err.contains("policy: no commits today"), "{err}");
+    assert!(
+        err.contains("your changes are in the work tree, unstaged"),
+        "{err}"
+    );
+    assert_eq!(f.head(), base);
+    assert_eq!(f.status(), format!(" M {KERNEL}\n"));
+}
+
+#[test]
+fn tests_left_running_by_a_killed_step_are_ended_by_the_next_command() {
+    let f = Fixture::new();
+    f.start();
+    f.edit_kernel("CRASH = \"\"", "CRASH = \"hang\"");
+    let status_before = f.status();
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("child.pid");
+    let mut child = f
+        .command(&["step", "hangs"])
+        .env("FIXTURE_CHILD_PID_FILE", &pid_file)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !pid_file.exists() {
+        assert!(Instant::now() < deadline, "the benchmark never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let grandchild: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(alive(grandchild), "pytest should outlive a SIGKILLed tool");
+    let out = both(&f.run(&["status"]));
+    assert!(out.contains("ended the tests (process group"), "{out}");
+    assert!(out.contains("stopped while running the tests"), "{out}");
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(!alive(grandchild), "the orphaned tests still run");
+    let repaired = f.ok(&["repair"]);
+    assert!(
+        repaired.contains("your changes are as you left them"),
+        "{repaired}"
+    );
+    assert_eq!(f.status(), status_before);
+    assert_eq!(
+        baseline_worktrees(&f),
+        0,
+        "the killed step's baseline worktree is left"
+    );
+}
+
+fn baseline_worktrees(f: &Fixture) -> usize {
+    std::fs::read_dir(f.path(".git/cutile-perf"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("baseline-"))
+        .count()
+}
+
+#[test]
+fn start_cleans_up_its_own_half_made_branch() {
+    let f = Fixture::new();
+    install_pausing_hooks(&f);
+    let phase = Phase {
+        name: "baseline commit",
+        hook: "pre-commit",
+        at: 1,
+    };
+    let (code, _) = stop_at(&f, &["start", "vector_add"], phase, Signal::Kill);
+    assert_eq!(code, None);
+    assert!(
+        f.branch().starts_with("cutile-perf-"),
+        "the kill left the branch checked out"
+    );
+    let out = f.ok_all(&["start", "vector_add"]);
+    assert!(out.contains("an interrupted `start`"), "{out}");
+    assert!(out.contains("is deleted"), "{out}");
+    f.ok(&["status"]);
+}

@@ -1,0 +1,166 @@
+//! What the guard cannot see is refused before anything is created: ignored files pytest loads, odd
+//! repositories, arguments that would never match, links out of the repository.
+
+mod support;
+
+use std::os::unix::fs::symlink;
+use std::path::Path;
+
+use support::*;
+
+/// `start` is refused, and nothing is made: no session branch, HEAD and the work tree as they were.
+#[track_caller]
+fn start_refused(f: &Fixture, args: &[&str], expected: &str) {
+    let head = |f: &Fixture| {
+        text(
+            &f.run_in(&f.root, "git", &["rev-parse", "-q", "--verify", "HEAD"])
+                .stdout,
+        )
+    };
+    let before = head(f);
+    let status = f.status();
+    let mut full = vec!["start", "vector_add"];
+    full.extend_from_slice(args);
+    let err = f.fails(&full);
+    assert!(err.contains(expected), "{err}");
+    assert!(err.contains("hint:"), "{err}");
+    assert_eq!(f.git(&["branch", "--list", "cutile-perf-*"]), "");
+    assert_eq!(head(f), before);
+    assert_eq!(f.status(), status);
+}
+
+/// The fixture's files in a repository made by `git init <init_args>`, nothing committed.
+fn uncommitted(init_args: &[&str]) -> Fixture {
+    let f = Fixture::empty();
+    copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/tilegym"),
+        &f.root,
+    );
+    let mut args = vec!["init", "-q", "-b", "main"];
+    args.extend_from_slice(init_args);
+    f.git(&args);
+    f
+}
+
+#[test]
+fn an_ignored_conftest_appearing_after_the_baseline_is_refused() {
+    let f = Fixture::new();
+    f.append(".git/info/exclude", "conftest.py\n");
+    f.start();
+    let head = f.head();
+    f.write(
+        "tests/ops/conftest.py",
+        "def pytest_configure(config):\n    pass  # would scale every latency\n",
+    );
+    f.set_latency(0.2, 2.0);
+    let err = f.fails(&["step", "no-op"]);
+    assert!(
+        err.contains("tests/ops/conftest.py (new or changed)"),
+        "{err}"
+    );
+    assert_eq!(f.head(), head);
+    // gone again, the step runs
+    std::fs::remove_file(f.path("tests/ops/conftest.py")).unwrap();
+    assert_eq!(f.step_json(&["slower"])["status"], "revert");
+}
+
+#[test]
+fn odd_arguments_are_refused() {
+    let f = Fixture::new();
+    f.write("tests/ops/test_untracked.py", "def test_x():\n    pass\n");
+    start_refused(
+        &f,
+        &["--test", "tests/ops/test_untracked.py"],
+        "is not tracked by git",
+    );
+    start_refused(&f, &["--allow", "."], "--allow . is a directory");
+    start_refused(
+        &f,
+        &["--allow", "src/tilegym"],
+        "--allow src/tilegym is a directory",
+    );
+}
+
+#[test]
+fn odd_repositories_are_refused() {
+    // a tracked scratch file
+    let f = Fixture::new();
+    f.write("sandbox/perf_results.md", "old\n");
+    f.git(&["add", "-f", "sandbox"]);
+    f.git(&["commit", "-qm", "results"]);
+    start_refused(
+        &f,
+        &[],
+        "sandbox/ holds tracked files (sandbox/perf_results.md)",
+    );
+
+    // the scratch directory a link out of the repository
+    let f = Fixture::new();
+    let outside = tempfile::tempdir().unwrap();
+    symlink(outside.path(), f.path("sandbox")).unwrap();
+    start_refused(&f, &[], "sandbox is a symbolic link");
+    assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
+
+    // hooks in a tracked directory
+    let f = Fixture::new();
+    f.write("githooks/README", "team hooks\n");
+    f.git(&["add", "githooks"]);
+    f.git(&["commit", "-qm", "hooks"]);
+    f.git(&["config", "core.hooksPath", "githooks"]);
+    start_refused(
+        &f,
+        &[],
+        "core.hooksPath points at githooks, a tracked directory",
+    );
+
+    // no commit yet
+    let f = uncommitted(&[]);
+    start_refused(&f, &[], "the repository has no commit yet");
+}
+
+#[test]
+fn reftable_repositories_get_no_hook() {
+    let f = uncommitted(&["--ref-format=reftable"]);
+    f.git(&["add", "-A"]);
+    f.git(&["commit", "-qm", "fixture"]);
+    let err = f.fails(&["hook", "install"]);
+    assert!(err.contains("reftable"), "{err}");
+    assert!(!f.hooks().join("pre-commit").exists());
+    start_refused(&f, &[], "reftable");
+    // commits on main still work
+    f.write("notes.txt", "x\n");
+    f.git(&["add", "notes.txt"]);
+    f.git(&["commit", "-qm", "notes"]);
+}
+
+#[test]
+fn a_kernel_replaced_by_a_link_is_refused() {
+    let f = Fixture::new();
+    f.start();
+    let head = f.head();
+    let outside = tempfile::tempdir().unwrap();
+    let copy = outside.path().join("vector_add.py");
+    std::fs::copy(f.path(KERNEL), &copy).unwrap();
+    std::fs::remove_file(f.path(KERNEL)).unwrap();
+    symlink(&copy, f.path(KERNEL)).unwrap();
+    let err = f.fails(&["step", "linked"]);
+    assert!(err.contains("is a symbolic link"), "{err}");
+    assert_eq!(f.head(), head);
+}
+
+#[test]
+fn a_separate_git_dir_works() {
+    let temp = tempfile::tempdir().unwrap();
+    let git_dir = temp.path().join("elsewhere.git");
+    let f = uncommitted(&["--separate-git-dir", git_dir.to_str().unwrap()]);
+    f.git(&["add", "-A"]);
+    f.git(&["commit", "-qm", "fixture"]);
+    f.start();
+    f.set_latency(0.05, 0.5);
+    assert_eq!(f.step_json(&["faster"])["status"], "keep");
+    assert!(git_dir.join("cutile-perf").is_dir());
+    // the hook still guards the session
+    f.write("README.extra", "x\n");
+    f.git(&["add", "README.extra"]);
+    assert!(!f.commit().status.success());
+}
