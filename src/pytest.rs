@@ -156,16 +156,9 @@ impl Pytest<'_> {
             .env("PYTHONUNBUFFERED", "1")
             // __pycache__ next to the kernel would be an untracked change in a repository that does not ignore it
             .env("PYTHONDONTWRITEBYTECODE", "1");
-        // the checkout's own sources first, ahead of an editable install that points elsewhere: the
-        // baseline's worktree must test the baseline's code
-        let src = self.root.join("src");
-        let expression = if src.is_dir() {
-            let inherited = std::env::var_os("PYTHONPATH").unwrap_or_default();
-            let mut paths = vec![src];
-            paths.extend(std::env::split_paths(&inherited));
-            expression.env("PYTHONPATH", std::env::join_paths(paths)?)
-        } else {
-            expression
+        let expression = match sources_first(self.root)? {
+            Some(path) => expression.env("PYTHONPATH", path),
+            None => expression,
         };
         let bar = ui::spinner(&format!("{name}: {} -k \"{selection}\"", self.test));
         let started = Instant::now();
@@ -275,6 +268,19 @@ impl CorrectnessRun {
             false => CorrectnessRun::Fail { failed: lost },
         }
     }
+}
+
+/// PYTHONPATH with the checkout's own `src/` first, ahead of an editable install that points elsewhere:
+/// a baseline's worktree must test the baseline's code. `None` for a checkout without `src/`.
+pub fn sources_first(root: &Path) -> Result<Option<std::ffi::OsString>> {
+    let src = root.join("src");
+    if !src.is_dir() {
+        return Ok(None);
+    }
+    let inherited = std::env::var_os("PYTHONPATH").unwrap_or_default();
+    let mut paths = vec![src];
+    paths.extend(std::env::split_paths(&inherited));
+    Ok(Some(std::env::join_paths(paths)?))
 }
 
 fn describe(ending: Ending) -> String {

@@ -238,7 +238,9 @@ fn profile(
         .with_context(|| format!("cannot create {}", dumps.display()))?;
     let (log, csv) = (dir.join("ncu.log"), dir.join("ncu.csv"));
     let mut metrics = ncu::select(ncu::query_metrics().as_deref(), &diagnose::wanted());
-    let python_path = python_path(&root);
+    let python_path = crate::pytest::sources_first(&root)?
+        .map(|path| path.to_string_lossy().into_owned())
+        .unwrap_or_else(|| std::env::var("PYTHONPATH").unwrap_or_default());
     let dumps_text = dumps.display().to_string();
     let env = [
         ("TILEGYM_DISABLE_AUTOTUNE", "1"),
@@ -302,18 +304,6 @@ fn profile(
         diagnosis,
         compile: (!compile.is_empty()).then_some(compile),
     })
-}
-
-/// `root/src` first on Python's path, so a worktree's kernel is the one imported, not the installed
-/// checkout's.
-fn python_path(root: &Path) -> String {
-    let mut paths = vec![root.join("src").display().to_string()];
-    if let Ok(existing) = std::env::var("PYTHONPATH")
-        && !existing.is_empty()
-    {
-        paths.push(existing);
-    }
-    paths.join(":")
 }
 
 /// The text of each file that exists.

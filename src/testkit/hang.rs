@@ -3,17 +3,7 @@
 
 use std::time::Duration;
 
-use super::Fixture;
-
-pub fn alive(pid: i32) -> bool {
-    // a zombie is dead for our purposes: /proc/<pid>/stat's state field is Z
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        stat.rsplit(')')
-            .next()
-            .and_then(|rest| rest.split_whitespace().next())
-            != Some("Z")
-    })
-}
+use super::{Fixture, alive};
 
 /// The fixture's hanging benchmark (`CRASH = "hang"`) writes here the pid of a child that would outlive
 /// pytest unless its whole process group is killed.
