@@ -66,6 +66,7 @@ complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand start" -
 complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand start" -l regression-pct -d 'Slowdown (%) of any single config that reverts the change' -r
 complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand start" -l max-iterations -d 'Iterations after which the loop stops' -r
 complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand start" -l max-no-gain -d 'Consecutive iterations without a gain after which the loop stops' -r
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand start" -l no-gpu -d 'Start without a GPU (for tests that run on the CPU); recorded in the session, and steps do not look for one either'
 complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand start" -l json -d 'Print one JSON object instead of text'
 complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand start" -s h -l help -d 'Print help'
 complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand inspect" -l suite -d 'Which suite the kernel is in (`ops` or a suite name) when the name exists in several' -r

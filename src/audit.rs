@@ -144,7 +144,7 @@ pub fn attempt_of(evidence: &Evidence, session: &Session, baseline_passed: &[Str
         stats::confirm(&first.estimate.comparison(), &second.estimate.comparison()).map(|_| second)
     });
     match result {
-        Ok(decided) => crate::commands::step::measured_attempt(decided),
+        Ok(decided) => Attempt::paired(decided),
         Err(why) => crashed(Correctness::Pass, why),
     }
 }

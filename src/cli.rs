@@ -111,6 +111,10 @@ pub struct StartArgs {
     pub intensity: Option<f64>,
     #[command(flatten)]
     pub runner: crate::runner::RunnerArgs,
+    /// Start without a GPU (for tests that run on the CPU); recorded in the session, and steps do not
+    /// look for one either
+    #[arg(long)]
+    pub no_gpu: bool,
     /// Time limit for the baseline run (e.g. 10m, 90s)
     #[arg(long, value_parser = parse_duration, default_value = "10m")]
     pub budget: Duration,

@@ -139,6 +139,25 @@ impl Attempt {
         }
     }
 
+    /// The attempt that decided paired rounds make: the candidate's configs and the comparison.
+    pub fn paired(decided: Decided) -> Attempt {
+        let comparison = decided.estimate.comparison();
+        let configs = comparison
+            .configs
+            .iter()
+            .map(|c| Measurement {
+                pass: c.pass.clone(),
+                test: c.test.clone(),
+                value: c.value_ms,
+            })
+            .collect();
+        Attempt::Measured {
+            configs,
+            comparison,
+            paired: Some(decided),
+        }
+    }
+
     pub fn comparison(&self) -> Option<&Comparison> {
         match self {
             Attempt::Measured { comparison, .. } => Some(comparison),

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::decision::Thresholds;
 use crate::git::Repo;
+use crate::gpu::{GpuProcess, GpuState};
 use crate::records::{self, CaseOutcome, CaseReport};
 use crate::session::Session;
 
@@ -31,6 +32,50 @@ pub struct RunFile {
     /// a step's paired rounds, `confirm-round-...` for the second measurement of a suspicious gain.
     pub name: String,
     pub junit: String,
+    /// The GPU just before and just after a benchmark run (none in older notes, or without a GPU).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<GpuWatch>,
+}
+
+/// The GPU's state around one run: clocks and temperature as it started and ended, and who else used
+/// the GPU then.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GpuWatch {
+    pub before: Option<GpuState>,
+    pub after: Option<GpuState>,
+}
+
+impl GpuWatch {
+    /// Processes seen on the GPU before or after the run (the run's own had not started or had ended).
+    pub fn others(&self) -> Vec<GpuProcess> {
+        let mut seen: Vec<GpuProcess> = Vec::new();
+        for state in [&self.before, &self.after].into_iter().flatten() {
+            for p in &state.processes {
+                if !seen.iter().any(|s| s.pid == p.pid) {
+                    seen.push(p.clone());
+                }
+            }
+        }
+        seen
+    }
+
+    /// `before SM 1980/1980 MHz, 41 C; after SM 1980/1980 MHz, 47 C; others: pid 7 a.out`
+    pub fn describe(&self) -> String {
+        let side = |label: &str, state: &Option<GpuState>| match state {
+            Some(state) => format!("{label} {}", state.gpu.state_line()),
+            None => format!("{label} unread"),
+        };
+        let mut text = format!(
+            "{}; {}",
+            side("before", &self.before),
+            side("after", &self.after)
+        );
+        let others = self.others();
+        if !others.is_empty() {
+            text += &format!("; others: {}", crate::gpu::describe_processes(&others));
+        }
+        text
+    }
 }
 
 impl RunFile {
@@ -41,6 +86,7 @@ impl RunFile {
         Some(RunFile {
             name: name.to_string(),
             junit,
+            gpu: None,
         })
     }
 
@@ -56,6 +102,9 @@ pub struct Evidence {
     pub iteration: u32,
     /// `name, compute capability, driver` when a GPU was seen.
     pub gpu: Option<String>,
+    /// The GPU's clocks, memory and other processes when the iteration began (none in older notes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_state: Option<GpuState>,
     pub statistic: String,
     pub thresholds: Thresholds,
     /// In the order they ran.
@@ -64,17 +113,18 @@ pub struct Evidence {
 
 impl Evidence {
     /// The evidence of iteration `iteration` of `session`: its runs' JUnit files, with this tool's
-    /// version and `gpu`.
+    /// version and the GPU's state as the iteration began.
     pub fn new(
         session: &Session,
         iteration: u32,
-        gpu: Option<String>,
+        gpu_state: Option<GpuState>,
         runs: Vec<RunFile>,
     ) -> Evidence {
         Evidence {
             tool_version: crate::VERSION.to_string(),
             iteration,
-            gpu,
+            gpu: gpu_state.as_ref().map(|s| s.gpu.identity()),
+            gpu_state,
             statistic: session.statistic.to_string(),
             thresholds: session.thresholds,
             runs,
@@ -112,8 +162,14 @@ impl Evidence {
             self.thresholds.max_iterations,
             self.thresholds.max_no_gain,
         );
+        if let Some(state) = &self.gpu_state {
+            text.push_str(&format!("gpu state: {}\n", state.gpu.state_line()));
+        }
         for run in &self.runs {
             text.push_str(&format!("run {}: {}\n", run.name, summary(run)));
+            if let Some(watch) = &run.gpu {
+                text.push_str(&format!("  gpu {}\n", watch.describe()));
+            }
         }
         let json = serde_json::to_vec(self)?;
         let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
@@ -220,21 +276,37 @@ mod tests {
         xml
     }
 
+    fn h200(processes: &str) -> GpuState {
+        GpuState {
+            gpu: crate::gpu::Gpu::parse(
+                "NVIDIA H200, 9.0, 580.159.04, 1980, 1980, 612, 143771, 41",
+            )
+            .unwrap(),
+            processes: crate::gpu::parse_processes(processes),
+        }
+    }
+
     fn evidence(n: usize) -> Evidence {
         Evidence {
             tool_version: crate::VERSION.to_string(),
             iteration: 3,
             gpu: Some("NVIDIA H200, 9.0, 580.159.04".into()),
+            gpu_state: Some(h200("")),
             statistic: "median".into(),
             thresholds: Thresholds::DEFAULT,
             runs: vec![
                 RunFile {
                     name: "correctness".into(),
                     junit: r#"<testsuite><testcase classname="t" name="a"/><testcase classname="t" name="b"><skipped/></testcase></testsuite>"#.into(),
+                    gpu: None,
                 },
                 RunFile {
                     name: "benchmark".into(),
                     junit: benchmark_junit(n),
+                    gpu: Some(GpuWatch {
+                        before: Some(h200("")),
+                        after: Some(h200("7, a.out, 512\n")),
+                    }),
                 },
             ],
         }
@@ -250,7 +322,12 @@ mod tests {
             "\nthresholds: continue 5%, gain 2%, regression 2%, at most 25 iterations, 2 without a gain\n"
         ));
         assert!(note.contains("\nrun correctness: 2 cases: 1 passed, 1 skipped, 0 failed; JUnit "));
+        assert!(note.contains("\ngpu state: SM 1980/1980 MHz, 41 C, memory 612/143771 MiB\n"));
         assert!(note.contains("\nrun benchmark: 2 cases: 2 passed, 0 skipped, 0 failed; JUnit "));
+        assert!(note.contains(
+            "\n  gpu before SM 1980/1980 MHz, 41 C, memory 612/143771 MiB; after SM 1980/1980 MHz, 41 C, \
+             memory 612/143771 MiB; others: pid 7 a.out (512 MiB)\n"
+        ));
         assert!(note.lines().all(|l| l.len() <= 200));
         assert_eq!(Evidence::from_note(&note).unwrap(), evidence);
         assert_eq!(evidence.passed_cases().unwrap(), ["t::a"]);
@@ -268,6 +345,16 @@ mod tests {
         let cases = read.run("benchmark").unwrap().cases().unwrap();
         let values = records::measurements(&cases, crate::records::Statistic::Median).unwrap();
         assert_eq!(values.len(), 10_000);
+    }
+
+    #[test]
+    fn notes_written_before_the_gpu_was_watched_still_read() {
+        let mut old = evidence(1);
+        old.gpu_state = None;
+        old.runs[1].gpu = None;
+        let json = serde_json::to_string(&old).unwrap();
+        assert!(!json.contains("gpu_state") && !json.contains("\"before\""));
+        assert_eq!(serde_json::from_str::<Evidence>(&json).unwrap(), old);
     }
 
     #[test]

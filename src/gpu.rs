@@ -1,27 +1,279 @@
-//! What GPU the session runs on, as `nvidia-smi` reports it.
+//! What GPU the session runs on and what state it is in, as `nvidia-smi` reports it; and whether
+//! cuTile runs there (Ampere/Ada, Hopper, Blackwell: compute capability 8.0 or newer).
+//!
+//! Parsing is pure; the two queries go through whatever runs the commands (here, or on a Slurm node).
 
 use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
 
 use crate::process;
 
 /// nvidia-smi answers in well under a second (through srun too); a wedged driver must not hang `start`.
 const TIMEOUT: Duration = Duration::from_secs(15);
 
-/// nvidia-smi's arguments for `name, compute capability, driver` without a header.
+/// nvidia-smi's arguments for the first GPU's facts, without header or units.
 pub const QUERY: [&str; 2] = [
-    "--query-gpu=name,compute_cap,driver_version",
-    "--format=csv,noheader",
+    "--query-gpu=name,compute_cap,driver_version,clocks.sm,clocks.max.sm,memory.used,memory.total,temperature.gpu",
+    "--format=csv,noheader,nounits",
 ];
 
-/// `name, compute capability, driver` of the first GPU, or `None` without nvidia-smi or a GPU.
-pub fn detect() -> Option<String> {
-    read(process::command("nvidia-smi", &QUERY))
+/// nvidia-smi's arguments for the processes using a GPU.
+pub const PROCESSES: [&str; 2] = [
+    "--query-compute-apps=pid,process_name,used_memory",
+    "--format=csv,noheader,nounits",
+];
+
+/// One GPU, as `QUERY` reads it. Values nvidia-smi cannot give (`[N/A]`) are `None`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Gpu {
+    pub name: String,
+    /// `9.0`
+    pub compute_capability: String,
+    pub driver: String,
+    pub sm_clock_mhz: Option<u32>,
+    pub sm_clock_max_mhz: Option<u32>,
+    pub memory_used_mib: Option<u64>,
+    pub memory_total_mib: Option<u64>,
+    pub temperature_c: Option<u32>,
 }
 
-/// The first GPU's line from an nvidia-smi `QUERY` command (local, or through a runner).
-pub fn read(nvidia_smi: duct::Expression) -> Option<String> {
-    let output = process::capture(nvidia_smi, TIMEOUT).ok()?;
-    let text = String::from_utf8_lossy(&output.stdout);
-    let first = text.lines().next()?.trim();
-    (output.success() && !first.is_empty()).then(|| first.to_string())
+/// A process that holds a GPU context.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GpuProcess {
+    pub pid: u32,
+    pub name: String,
+    pub used_mib: Option<u64>,
+}
+
+/// The GPU and the processes using it, at one moment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GpuState {
+    pub gpu: Gpu,
+    pub processes: Vec<GpuProcess>,
+}
+
+/// The architecture families cuTile supports, by compute capability major.
+pub fn family(compute_capability: &str) -> Option<&'static str> {
+    match major(compute_capability)? {
+        8 => Some("Ampere/Ada"),
+        9 => Some("Hopper"),
+        10..=12 => Some("Blackwell"),
+        _ => None,
+    }
+}
+
+fn major(compute_capability: &str) -> Option<u32> {
+    compute_capability.split('.').next()?.trim().parse().ok()
+}
+
+/// Whether the tests can measure anything on `state`'s GPU: `Err` (one line) when there is no GPU or
+/// one cuTile does not run on; otherwise warnings (a GPU newer than this tool knows, other processes
+/// using it).
+pub fn check(state: Option<&GpuState>) -> Result<Vec<String>, String> {
+    let Some(GpuState { gpu, processes }) = state else {
+        return Err("no GPU found: nvidia-smi is missing, failed, or lists no GPU".to_string());
+    };
+    let mut warnings = Vec::new();
+    match (family(&gpu.compute_capability), major(&gpu.compute_capability)) {
+        (Some(_), _) => {}
+        (None, Some(newer)) if newer > 12 => warnings.push(format!(
+            "{} (compute capability {}) is newer than the architectures this tool knows; cuTile may \
+             or may not run there",
+            gpu.name, gpu.compute_capability
+        )),
+        _ => {
+            return Err(format!(
+                "{} (compute capability {}) cannot run cuTile kernels: cuTile runs on Ampere/Ada, Hopper \
+                 and Blackwell (compute capability 8.0 or newer)",
+                gpu.name, gpu.compute_capability
+            ));
+        }
+    }
+    if !processes.is_empty() {
+        warnings.push(format!(
+            "other processes use the GPU ({}): their work skews the timings",
+            describe_processes(processes)
+        ));
+    }
+    Ok(warnings)
+}
+
+impl Gpu {
+    /// `name, compute capability, driver`: the session's and the evidence's `gpu` line.
+    pub fn identity(&self) -> String {
+        format!(
+            "{}, {}, {}",
+            self.name, self.compute_capability, self.driver
+        )
+    }
+
+    /// The first GPU in `QUERY`'s output.
+    pub fn parse(text: &str) -> Option<Gpu> {
+        let fields: Vec<&str> = text.lines().next()?.split(',').map(str::trim).collect();
+        let [name, cc, driver, clock, clock_max, used, total, temperature] = fields[..] else {
+            return None;
+        };
+        if name.is_empty() || cc.is_empty() {
+            return None;
+        }
+        Some(Gpu {
+            name: name.to_string(),
+            compute_capability: cc.to_string(),
+            driver: driver.to_string(),
+            sm_clock_mhz: clock.parse().ok(),
+            sm_clock_max_mhz: clock_max.parse().ok(),
+            memory_used_mib: used.parse().ok(),
+            memory_total_mib: total.parse().ok(),
+            temperature_c: temperature.parse().ok(),
+        })
+    }
+
+    /// `SM 1980/1980 MHz, 41 C, memory 612/143771 MiB`, leaving out what nvidia-smi did not give.
+    pub fn state_line(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(now) = self.sm_clock_mhz {
+            let max = self
+                .sm_clock_max_mhz
+                .map_or(String::new(), |m| format!("/{m}"));
+            parts.push(format!("SM {now}{max} MHz"));
+        }
+        if let Some(t) = self.temperature_c {
+            parts.push(format!("{t} C"));
+        }
+        if let (Some(used), Some(total)) = (self.memory_used_mib, self.memory_total_mib) {
+            parts.push(format!("memory {used}/{total} MiB"));
+        }
+        parts.join(", ")
+    }
+}
+
+/// The processes in `PROCESSES`'s output; lines that do not parse are left out.
+pub fn parse_processes(text: &str) -> Vec<GpuProcess> {
+    text.lines()
+        .filter_map(|line| {
+            let mut fields = line.splitn(3, ',').map(str::trim);
+            let pid = fields.next()?.parse().ok()?;
+            let name = fields.next()?.to_string();
+            Some(GpuProcess {
+                pid,
+                name,
+                used_mib: fields.next().and_then(|m| m.parse().ok()),
+            })
+        })
+        .collect()
+}
+
+/// `pid 4242 python (2048 MiB), pid 7 a.out`
+pub fn describe_processes(processes: &[GpuProcess]) -> String {
+    processes
+        .iter()
+        .map(|p| match p.used_mib {
+            Some(mib) => format!("pid {} {} ({mib} MiB)", p.pid, p.name),
+            None => format!("pid {} {}", p.pid, p.name),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The GPU's state, with `nvidia_smi(args)` building the command (local, or through a runner); `None`
+/// without nvidia-smi or a GPU.
+pub fn probe(nvidia_smi: impl Fn(&[&str]) -> duct::Expression) -> Option<GpuState> {
+    let gpu = Gpu::parse(&query(nvidia_smi(&QUERY))?)?;
+    // a GPU whose process list cannot be read is still a GPU
+    let processes = query(nvidia_smi(&PROCESSES)).map_or_else(Vec::new, |t| parse_processes(&t));
+    Some(GpuState { gpu, processes })
+}
+
+/// This machine's GPU.
+pub fn detect() -> Option<GpuState> {
+    probe(|args| process::command("nvidia-smi", args))
+}
+
+fn query(command: duct::Expression) -> Option<String> {
+    let output = process::capture(command, TIMEOUT).ok()?;
+    output
+        .success()
+        .then(|| String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const H200: &str = "NVIDIA H200, 9.0, 580.159.04, 1980, 1980, 612, 143771, 41\n";
+
+    #[test]
+    fn the_first_gpu_is_read_with_its_clocks_memory_and_temperature() {
+        let gpu = Gpu::parse(H200).unwrap();
+        assert_eq!(gpu.identity(), "NVIDIA H200, 9.0, 580.159.04");
+        assert_eq!(
+            gpu.state_line(),
+            "SM 1980/1980 MHz, 41 C, memory 612/143771 MiB"
+        );
+        assert_eq!(family(&gpu.compute_capability), Some("Hopper"));
+    }
+
+    #[test]
+    fn values_nvidia_smi_cannot_give_are_left_out() {
+        let gpu = Gpu::parse("NVIDIA A10, 8.6, 550.1, [N/A], [N/A], [N/A], 23028, [N/A]").unwrap();
+        assert_eq!(gpu.sm_clock_mhz, None);
+        assert_eq!(gpu.memory_total_mib, Some(23028));
+        assert_eq!(gpu.state_line(), "");
+    }
+
+    #[test]
+    fn garbage_and_short_lines_are_no_gpu() {
+        assert_eq!(Gpu::parse(""), None);
+        assert_eq!(Gpu::parse("No devices were found"), None);
+        assert_eq!(Gpu::parse("NVIDIA H200, 9.0, 580.159.04"), None);
+        assert_eq!(Gpu::parse(", , , , , , , "), None);
+    }
+
+    #[test]
+    fn families_follow_the_compute_capability_major() {
+        let of = |cc| family(cc);
+        assert_eq!(of("8.0"), Some("Ampere/Ada"));
+        assert_eq!(of("8.9"), Some("Ampere/Ada"));
+        assert_eq!(of("10.0"), Some("Blackwell"));
+        assert_eq!(of("12.0"), Some("Blackwell"));
+        assert_eq!(of("7.5"), None);
+        assert_eq!(of("13.0"), None);
+        assert_eq!(of("x"), None);
+    }
+
+    #[test]
+    fn the_check_refuses_no_gpu_and_old_gpus_and_warns_of_others() {
+        let state = |line: &str, processes: &str| GpuState {
+            gpu: Gpu::parse(line).unwrap(),
+            processes: parse_processes(processes),
+        };
+        assert_eq!(check(Some(&state(H200, ""))), Ok(vec![]));
+        assert!(check(None).unwrap_err().starts_with("no GPU found"));
+        let volta = state("Tesla V100, 7.0, 550.1, 1380, 1380, 0, 16384, 30", "");
+        assert_eq!(
+            check(Some(&volta)).unwrap_err(),
+            "Tesla V100 (compute capability 7.0) cannot run cuTile kernels: cuTile runs on Ampere/Ada, \
+             Hopper and Blackwell (compute capability 8.0 or newer)"
+        );
+        let busy = state(H200, "4242, python, 2048\n");
+        assert_eq!(
+            check(Some(&busy)).unwrap(),
+            vec![
+                "other processes use the GPU (pid 4242 python (2048 MiB)): their work skews the timings"
+            ]
+        );
+        let future = state("NVIDIA X, 13.0, 600.1, 1, 1, 1, 1, 1", "");
+        assert!(check(Some(&future)).unwrap()[0].contains("newer than the architectures"));
+    }
+
+    #[test]
+    fn processes_are_read_and_described() {
+        let processes = parse_processes("4242, python, 2048\n7, /opt/a.out, [N/A]\nbad line\n");
+        assert_eq!(
+            describe_processes(&processes),
+            "pid 4242 python (2048 MiB), pid 7 /opt/a.out"
+        );
+        assert!(parse_processes("").is_empty());
+    }
 }

@@ -2,6 +2,7 @@
 //! one definition of each rule. `main.rs` only parses the command line and dispatches.
 
 pub mod audit;
+pub mod benchmark_run;
 pub mod cli;
 pub mod commands;
 pub mod decision;

@@ -8,11 +8,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
-use crate::decision::Thresholds;
+use crate::benchmark_run;
 use crate::evidence::RunFile;
 use crate::git::Repo;
 use crate::pytest::{BenchmarkRun, Pytest};
-use crate::records::Statistic;
+use crate::session::Session;
 use crate::ui;
 use crate::verdict::{self, Decided, NoiseFloor, Round, Verdict};
 
@@ -65,19 +65,21 @@ pub enum Paired {
     Interrupted,
 }
 
+/// Both sides of one step's paired rounds, and what decides between them.
+pub struct Rounds<'a> {
+    pub candidate: &'a Pytest<'a>,
+    pub baseline: &'a Pytest<'a>,
+    pub session: &'a Session,
+    pub floor: NoiseFloor,
+    pub deadline: Instant,
+}
+
 /// Runs rounds of the baseline and the candidate until the verdict is decided; when the next round would
-/// not fit before `deadline`, decides on what there is and says so. Each run's JUnit file is added to
+/// not fit before the deadline, decides on what there is and says so. Each run's JUnit file is added to
 /// `evidence`, named `<prefix>-<round>-<side>`.
-pub fn measure(
-    candidate: &Pytest,
-    baseline: &Pytest,
-    statistic: Statistic,
-    limits: &Thresholds,
-    floor: &NoiseFloor,
-    deadline: Instant,
-    prefix: &str,
-    evidence: &mut Vec<RunFile>,
-) -> Result<Paired> {
+pub fn measure(sides: &Rounds, prefix: &str, evidence: &mut Vec<RunFile>) -> Result<Paired> {
+    let limits = &sides.session.thresholds;
+    let floor = &sides.floor;
     let mut rounds: Vec<Round> = Vec::new();
     let mut durations: Vec<Duration> = Vec::new();
     loop {
@@ -89,19 +91,17 @@ pub fn measure(
         };
         for run_candidate in [candidate_first, !candidate_first] {
             let (runner, side, into) = if run_candidate {
-                (candidate, "candidate", &mut round.candidate)
+                (sides.candidate, "candidate", &mut round.candidate)
             } else {
-                (baseline, "baseline", &mut round.baseline)
+                (sides.baseline, "baseline", &mut round.baseline)
             };
-            let measured = runner.benchmark(statistic)?;
-            // each run's JUnit file for the evidence note (`<prefix>-<round>-<side>`), before the next
-            // run replaces it
-            evidence.extend(
-                RunFile::read(&runner.sandbox, "benchmark").map(|run| RunFile {
-                    name: format!("{prefix}-{}-{side}", rounds.len() + 1),
-                    ..run
-                }),
-            );
+            let (measured, file) = benchmark_run::benchmark(
+                runner,
+                sides.session.statistic,
+                &format!("{prefix}-{}-{side}", rounds.len() + 1),
+                sides.session.gpu.is_some(),
+            )?;
+            evidence.extend(file);
             match measured {
                 BenchmarkRun::Measured(configs) => *into = configs,
                 BenchmarkRun::Crash(why) => {
@@ -122,7 +122,7 @@ pub fn measure(
             Ok(Verdict::NeedMoreRounds { ambiguous, .. }) => ambiguous,
             Err(e) => return Ok(Paired::Crashed(e.to_string())),
         };
-        let left = deadline.saturating_duration_since(Instant::now());
+        let left = sides.deadline.saturating_duration_since(Instant::now());
         if !verdict::another_round_fits(&durations, left) {
             let longest = durations.iter().max().copied().unwrap_or_default();
             let why = format!(

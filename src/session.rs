@@ -34,8 +34,14 @@ pub struct Session {
     pub filter: Option<String>,
     /// The kernel's class, when known.
     pub class: Option<KernelClass>,
+    /// Where the class came from: `--class`, `--intensity 12.5`, `measured: ...` or `static: ...`.
+    pub class_source: Option<String>,
     /// `name, compute capability, driver` when a GPU was seen.
     pub gpu: Option<String>,
+    /// The GPU's clocks, memory and other processes at the start, in words.
+    pub gpu_state: Option<String>,
+    /// Started with `--no-gpu`: no GPU was required, and steps do not check for one.
+    pub no_gpu: bool,
     /// Where the tests run: here, or on a Slurm node per iteration.
     pub runner: RunnerSettings,
     /// The noise floor: how far each config moved between the baseline's runs (none in histories
@@ -121,8 +127,17 @@ impl Session {
         if let Some(class) = self.class {
             block.push("Class", class.as_str());
         }
+        if let Some(source) = &self.class_source {
+            block.push("Class-Source", encode_field(source));
+        }
         if let Some(gpu) = &self.gpu {
             block.push("GPU", gpu);
+        }
+        if let Some(state) = &self.gpu_state {
+            block.push("GPU-State", encode_field(state));
+        }
+        if self.no_gpu {
+            block.push("No-GPU", "true");
         }
         self.runner.write(block);
         for s in &self.spread {
@@ -177,7 +192,14 @@ impl Session {
                 .get("Class")?
                 .map(|c| c.parse().map_err(anyhow::Error::msg))
                 .transpose()?,
+            class_source: block.get("Class-Source")?.map(decode_field).transpose()?,
             gpu: block.get("GPU")?.map(str::to_string),
+            gpu_state: block.get("GPU-State")?.map(decode_field).transpose()?,
+            no_gpu: match block.get("No-GPU")? {
+                None => false,
+                Some("true") => true,
+                Some(other) => bail!("bad No-GPU trailer {other:?}"),
+            },
             runner: RunnerSettings::read(block)?,
             spread: block
                 .all("Spread")
@@ -320,7 +342,10 @@ pub(crate) mod tests {
             python: "python3".into(),
             filter: Some("float16 and not 32768".into()),
             class: Some(KernelClass::Memory),
+            class_source: Some("static: tile loads,\nno MMA".into()),
             gpu: None,
+            gpu_state: Some("SM 1980/1980 MHz; other processes: pid 7 a.out".into()),
+            no_gpu: true,
             runner: RunnerSettings::default(),
             spread: vec![Spread {
                 pass: "forward".into(),

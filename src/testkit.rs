@@ -36,6 +36,8 @@ pub struct Fixture {
     home: PathBuf,
     /// PATH for every command: this test's binary first, so hooks find `git-cutile-perf`.
     search_path: String,
+    /// Whether `start` runs as on a GPU machine: off, it gets `--no-gpu` (the fixture runs on the CPU).
+    gpu: bool,
 }
 
 impl Fixture {
@@ -86,6 +88,7 @@ impl Fixture {
             root,
             home,
             search_path,
+            gpu: false,
         }
     }
 
@@ -123,11 +126,46 @@ impl Fixture {
         String::from_utf8(out.stdout).unwrap()
     }
 
-    /// The tool as a command at the root, to add env or change directory before running.
+    /// The tool as a command at the root, to add env or change directory before running. `start`
+    /// gets `--no-gpu` unless the test gave this fixture a GPU ([`Fixture::fake_gpu`]).
     pub fn command(&self, args: &[&str]) -> Command {
         let mut cmd = self.program(&*BIN, &self.root);
         cmd.args(args);
+        if args.first() == Some(&"start") && !self.gpu && !args.contains(&"--no-gpu") {
+            cmd.arg("--no-gpu");
+        }
         cmd
+    }
+
+    /// An `nvidia-smi` first on PATH that reports `gpu` (its `gpu::QUERY` line, e.g. `NVIDIA H200, 9.0,
+    /// 580.1, 1980, 1980, 612, 143771, 41`) or fails like a machine without a driver (`None`); `start`
+    /// then runs as on a GPU machine. [`Fixture::gpu_processes`] sets who else uses it.
+    pub fn fake_gpu(&mut self, gpu: Option<&str>) {
+        let dir = self.home.join("gpu-bin");
+        fs::create_dir_all(&dir).unwrap();
+        let script = match gpu {
+            Some(_) => {
+                "#!/bin/sh\ndir=$(dirname \"$0\")\ncase \"$1\" in\n  --query-gpu=*) cat \"$dir/gpu.csv\" ;;\n  --query-compute-apps=*) cat \"$dir/apps.csv\" ;;\n  *) exit 2 ;;\nesac\n"
+            }
+            None => {
+                "#!/bin/sh\necho 'NVIDIA-SMI has failed because it could not communicate with the NVIDIA driver.'\nexit 9\n"
+            }
+        };
+        fs::write(dir.join("gpu.csv"), format!("{}\n", gpu.unwrap_or(""))).unwrap();
+        fs::write(dir.join("apps.csv"), "").unwrap();
+        let smi = dir.join("nvidia-smi");
+        fs::write(&smi, script).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(&smi, fs::Permissions::from_mode(0o755)).unwrap();
+        if !self.gpu {
+            self.search_path = format!("{}:{}", dir.display(), self.search_path);
+        }
+        self.gpu = true;
+    }
+
+    /// The processes the fake `nvidia-smi` lists as using the GPU (`pid, name, MiB` lines).
+    pub fn gpu_processes(&self, lines: &str) {
+        fs::write(self.home.join("gpu-bin/apps.csv"), lines).unwrap();
     }
 
     pub fn run(&self, args: &[&str]) -> Output {
@@ -331,7 +369,10 @@ pub fn baseline_message(kernel: &str, test: &str, allowed: &[&str]) -> String {
         python: "python3".to_string(),
         filter: None,
         class: None,
+        class_source: None,
         gpu: None,
+        gpu_state: None,
+        no_gpu: true,
         runner: crate::runner::RunnerSettings::default(),
         spread: Vec::new(),
     };

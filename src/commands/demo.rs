@@ -88,7 +88,8 @@ pub fn run(args: &DemoArgs) -> Result<()> {
     );
     println!("      its tests simulate latency and correctness from constants in {KERNEL}\n");
 
-    demo.tool(&["start", "vector_add", "--class", "memory"])?;
+    // the demo's kernel runs on the CPU
+    demo.tool(&["start", "vector_add", "--class", "memory", "--no-gpu"])?;
     demo.edit(
         "a larger tile: every config 20% faster",
         &[

@@ -45,7 +45,10 @@ pub fn run(repo: &Repo, args: &InspectArgs, out: &mut impl Write) -> Result<()> 
     let kernel = locate::kernel(&repo.root, &args.kernel, args.suite.as_deref())?;
     let capability = match &args.capability {
         Some(text) => Some(parse_capability(text)?),
-        None => gpu::detect().as_deref().and_then(capability_of_detected),
+        None => gpu::detect()
+            .map(|state| state.gpu.identity())
+            .as_deref()
+            .and_then(capability_of_detected),
     };
     let mut full = inspect_with_test(&repo.root, &kernel, capability)?;
     if args.measure {
@@ -233,7 +236,7 @@ fn measure(repo: &Repo, full: &InspectReport, args: &InspectArgs) -> Result<Meas
             )
         })?
         .measured()?;
-    let gpu = gpu::detect();
+    let gpu = gpu::detect().map(|state| state.gpu.identity());
     let peak = gpu.as_deref().and_then(peaks::lookup);
     Ok(Measurement {
         dram_pct_of_peak: peak.map(|p| launch.dram_gb_s / p.dram_gb_s * 100.0),

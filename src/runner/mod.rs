@@ -228,17 +228,17 @@ impl Runner {
         }
     }
 
+    /// The GPU where the commands run, and who else uses it.
+    pub fn gpu(&self, dir: &Path) -> Option<gpu::GpuState> {
+        gpu::probe(|args| self.command("nvidia-smi", args, dir))
+    }
+
     /// Gives the place back; a Slurm job is cancelled and gone from the queue when this returns.
     pub fn release(self) {
         if let Runner::Slurm(allocation) = self {
             allocation.release();
         }
     }
-}
-
-/// GPU facts read through `runner`, on the node where its commands run.
-pub fn gpu_on(runner: &Runner, dir: &Path) -> Option<String> {
-    gpu::read(runner.command("nvidia-smi", &gpu::QUERY, dir))
 }
 
 #[cfg(test)]

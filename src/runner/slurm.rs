@@ -158,7 +158,8 @@ impl Allocation {
         };
         allocation.placement.node = allocation.wait_for_node(queue_timeout)?;
         allocation.check_sees(root, sandbox)?;
-        allocation.placement.gpu = gpu::read(allocation.command("nvidia-smi", &gpu::QUERY, root));
+        allocation.placement.gpu = gpu::probe(|args| allocation.command("nvidia-smi", args, root))
+            .map(|state| state.gpu.identity());
         Ok(allocation)
     }
 

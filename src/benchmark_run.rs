@@ -1,0 +1,43 @@
+//! One benchmark run as the evidence keeps it: the JUnit file pytest wrote, and the GPU's state just
+//! before and just after the run (clocks, temperature, other processes), with a warning when another
+//! process held the GPU. The run's own process is not there at either moment, so every process listed
+//! is someone else's.
+
+use anyhow::Result;
+
+use crate::evidence::{GpuWatch, RunFile};
+use crate::pytest::{BenchmarkRun, Pytest};
+use crate::records::Statistic;
+use crate::ui;
+
+/// Runs `runner`'s benchmark as run `name`; `watch_gpu` reads the GPU around it (a session without a
+/// GPU skips that).
+pub fn benchmark(
+    runner: &Pytest,
+    statistic: Statistic,
+    name: &str,
+    watch_gpu: bool,
+) -> Result<(BenchmarkRun, Option<RunFile>)> {
+    let read_gpu = || watch_gpu.then(|| runner.place.gpu(runner.root)).flatten();
+    let before = read_gpu();
+    let measured = runner.benchmark(statistic)?;
+    let watch = watch_gpu.then(|| GpuWatch {
+        before,
+        after: read_gpu(),
+    });
+    if let Some(others) = watch.as_ref().map(GpuWatch::others)
+        && !others.is_empty()
+    {
+        ui::progress_line(&format!(
+            "warning: other processes used the GPU around benchmark run {name} ({}): its timings may be off",
+            crate::gpu::describe_processes(&others)
+        ));
+    }
+    // the JUnit file is read before the next run replaces it
+    let file = RunFile::read(&runner.sandbox, "benchmark").map(|run| RunFile {
+        name: name.to_string(),
+        gpu: watch,
+        ..run
+    });
+    Ok((measured, file))
+}

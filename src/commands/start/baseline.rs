@@ -1,0 +1,107 @@
+//! Iteration 0: the baseline's correctness run and its benchmark runs, measured before anything is
+//! committed.
+
+use anyhow::{Context, Result, anyhow, bail};
+
+use super::super::Interrupted;
+use super::plan::Plan;
+use crate::decision::{Correctness, Decision, Status};
+use crate::evidence::RunFile;
+use crate::git::Repo;
+use crate::pytest::{BenchmarkRun, CorrectnessRun};
+use crate::session::Iteration;
+use crate::stats::{self, Spread, geometric_mean};
+
+/// Iteration 0: correctness must pass, then the benchmark gives the baseline latency.
+/// Iteration 0, what its correctness run found, in words, and its noise floor.
+pub struct Baseline {
+    pub iteration: Iteration,
+    pub tests: String,
+    pub spread: Vec<Spread>,
+    /// The JUnit file of each run, for the evidence note.
+    pub junit: Vec<RunFile>,
+}
+
+/// The baseline's benchmark runs: at least two, so each config's run-to-run spread is known.
+const BASELINE_RUNS: usize = 2;
+
+pub fn baseline(repo: &Repo, plan: &Plan, original: &str) -> Result<Baseline> {
+    let runner = plan.runner(repo);
+    let correctness = runner.correctness()?;
+    let mut junit: Vec<RunFile> = RunFile::read(&runner.sandbox, "correctness")
+        .into_iter()
+        .collect();
+    let tests = correctness_words(correctness, original)?;
+    let mut runs = Vec::new();
+    for number in 1..=BASELINE_RUNS {
+        let (measured, file) = crate::benchmark_run::benchmark(
+            &runner,
+            plan.session.statistic,
+            &format!("benchmark-{number}"),
+            plan.gpu_state.is_some(),
+        )?;
+        junit.extend(file);
+        match measured {
+            BenchmarkRun::Measured(configs) => runs.push(configs),
+            BenchmarkRun::Crash(why) => {
+                bail!("the baseline benchmark failed: {why}\nnothing was created")
+            }
+            BenchmarkRun::Interrupted => return Err(interrupted()),
+        }
+    }
+    let (configs, spread) = stats::combine_runs(&runs).map_err(|(pass, test)| {
+        anyhow!("a run of the baseline gave no record for {test} {pass}\nnothing was created")
+    })?;
+    let latency = geometric_mean(configs.iter().map(|c| c.value))
+        .context("the baseline has no usable latency")?;
+    let iteration = Iteration {
+        number: 0,
+        optimization: "baseline".to_string(),
+        letter: None,
+        cause: None,
+        latency_ms: Some(latency),
+        correctness: Correctness::Pass,
+        status: Status::Keep,
+        baseline_ms: latency,
+        change_pct: Some(0.0),
+        decision: Decision::Continue,
+        reason: format!("baseline: {tests}, {} configs measured", configs.len()),
+        configs,
+        attempt: None,
+        placement: plan.place.placement().cloned(),
+        rounds: None,
+    };
+    Ok(Baseline {
+        iteration,
+        tests,
+        spread,
+        junit,
+    })
+}
+
+/// What the baseline's correctness run found, in words; anything but a pass that ran cases refuses.
+fn correctness_words(correctness: CorrectnessRun, original: &str) -> Result<String> {
+    Ok(match correctness {
+        CorrectnessRun::Pass { passed, .. } if passed.is_empty() => bail!(
+            "no correctness test passed at the baseline (every selected case was skipped), so nothing \
+             would show a later change breaking the kernel\nhint: check that the tests can run here (GPU, \
+             architecture) and that --filter selects cases that run; nothing was created"
+        ),
+        CorrectnessRun::Pass { passed, skipped } => match skipped.len() {
+            0 => format!("{} correctness tests passed", passed.len()),
+            n => format!("{} correctness tests passed ({n} skipped)", passed.len()),
+        },
+        CorrectnessRun::Fail { failed } => bail!(
+            "the baseline fails its correctness tests, so there is nothing to optimize from:\n  {}\nhint: fix them on {original} first; nothing was created",
+            failed.join("\n  ")
+        ),
+        CorrectnessRun::Crash(why) => {
+            bail!("the baseline correctness run crashed: {why}\nnothing was created")
+        }
+        CorrectnessRun::Interrupted => return Err(interrupted()),
+    })
+}
+
+fn interrupted() -> anyhow::Error {
+    Interrupted("the baseline was not recorded; nothing was created").into()
+}

@@ -1,0 +1,213 @@
+//! `start`: the session branch and iteration 0, the baseline.
+
+mod baseline;
+mod plan;
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::Result;
+use serde::Serialize;
+
+use super::write_table;
+use crate::cli::StartArgs;
+use crate::decision::{self, Thresholds};
+use crate::evidence::Evidence;
+use crate::git::Repo;
+use crate::gpu::GpuState;
+use crate::history::History;
+use crate::inspect::Report;
+use crate::journal::{self, Journal, Lock, Phase, Verb};
+use crate::records::Measurement;
+use crate::session::{Session, fmt_ms};
+use crate::stats::Spread;
+use crate::trailers::{Block, render_message};
+use crate::ui;
+use crate::{process, recovery};
+use baseline::{Baseline, baseline};
+pub use plan::default_python;
+use plan::{Plan, plan};
+
+/// What `start` did, as `--json` prints it.
+#[derive(Debug, Serialize)]
+pub struct StartReport {
+    pub branch: String,
+    pub commit: String,
+    pub session: Session,
+    pub iteration: u32,
+    pub latency_ms: f64,
+    pub configs: Vec<Measurement>,
+    pub table: PathBuf,
+    /// What the correctness run found, in words.
+    #[serde(skip)]
+    tests: String,
+    /// Configs too noisy for the thresholds.
+    pub noisy: Vec<Spread>,
+    /// The plan `inspect` read from the source (kernels, launches, registrations, tuning), if it could.
+    pub plan: Option<Report>,
+    /// The GPU the baseline ran on, with its clocks, memory and other processes.
+    pub gpu: Option<GpuState>,
+}
+
+/// A session as a pipeline: plan (checks, nothing created), baseline (branch, hook, runs), commit, render.
+pub fn run(repo: &Repo, args: &StartArgs, out: &mut impl Write) -> Result<StartReport> {
+    let _lock = Lock::take(repo, "start")?;
+    clean_up_interrupted_start(repo)?;
+    process::record_groups_in(journal::group_file(repo)?);
+    let plan = plan(repo, args)?;
+    let original = match repo.branch()? {
+        Some(name) => name,
+        None => repo.head()?,
+    };
+    let mut journal = Journal {
+        verb: Verb::Start,
+        pid: std::process::id(),
+        phase: Phase::CreatingBranch,
+        branch: plan.branch.clone(),
+        base: repo.head()?,
+        original: Some(original.clone()),
+        edit_tree: None,
+    };
+    journal.save(repo)?;
+    let result = (|| {
+        repo.git(&["checkout", "-q", "-b", &plan.branch])?;
+        repo.exclude(&format!("/{}/", crate::guard::SANDBOX))?;
+        crate::ignored::record(repo, &plan.branch)?;
+        super::hook::report(crate::hook::install(repo)?);
+        journal.enter(repo, Phase::RunningTests)?;
+        let baseline = baseline(repo, &plan, &original)?;
+        commit(repo, &mut journal, plan, baseline)
+    })();
+    let report = recovery::settle(repo, &journal, result)?;
+    render(&report, args.output.json, out)?;
+    Ok(report)
+}
+
+/// Commits the baseline with the session, remembers it for the hook, and writes the table.
+fn commit(
+    repo: &Repo,
+    journal: &mut Journal,
+    mut plan: Plan,
+    baseline: Baseline,
+) -> Result<StartReport> {
+    // recording needs no node: give it back first
+    plan.place.release();
+    let Baseline {
+        iteration: baseline,
+        tests,
+        spread,
+        junit,
+    } = baseline;
+    let noisy = noisy_configs(&spread, &plan.session.thresholds);
+    plan.session.spread = spread;
+    let mut block = Block::default();
+    baseline.write(&mut block);
+    plan.session.write(&mut block);
+    let latency = baseline.latency_ms.expect("the baseline was measured");
+    let subject = format!(
+        "cutile-perf: baseline {} {} ms",
+        plan.kernel_name,
+        fmt_ms(Some(latency))
+    );
+    journal.enter(repo, Phase::CommittingBaseline)?;
+    let commit = repo.commit(&render_message(&subject, None, &block), true)?;
+    Evidence::new(&plan.session, 0, plan.gpu_state.clone(), junit).attach(repo, &commit)?;
+    journal.enter(repo, Phase::WritingTable)?;
+    repo.remember_baseline(&plan.branch, &commit)?;
+    let configs = baseline.configs.clone();
+    let history = History {
+        session: plan.session.clone(),
+        baseline_commit: commit.clone(),
+        iterations: vec![(commit.clone(), baseline)],
+        foreign: Default::default(),
+    };
+    let table = write_table(repo, &history)?;
+    Ok(StartReport {
+        branch: plan.branch,
+        commit,
+        session: plan.session,
+        iteration: 0,
+        latency_ms: latency,
+        configs,
+        table,
+        tests,
+        noisy,
+        plan: plan.inspection,
+        gpu: plan.gpu_state,
+    })
+}
+
+/// Configs whose run-to-run spread at the baseline is more than half the regression limit: the
+/// thresholds cannot tell a change from noise there without many paired rounds.
+fn noisy_configs(spread: &[Spread], limits: &Thresholds) -> Vec<Spread> {
+    spread
+        .iter()
+        .filter(|s| s.spread_pct > limits.regression_pct / 2.0)
+        .cloned()
+        .collect()
+}
+
+fn render(report: &StartReport, json: bool, out: &mut impl Write) -> Result<()> {
+    if json {
+        return ui::write_json(out, report);
+    }
+    let session = &report.session;
+    writeln!(out, "{} {}", ui::bold("session"), report.branch)?;
+    writeln!(out, "  kernel     {}", session.kernel)?;
+    writeln!(out, "  test       {}", session.test)?;
+    writeln!(out, "  allowed    {}", session.allowed.join(", "))?;
+    writeln!(
+        out,
+        "  gpu        {}",
+        session.gpu.as_deref().unwrap_or("none found")
+    )?;
+    writeln!(out, "  runner     {}", session.runner.describe())?;
+    writeln!(
+        out,
+        "{} iteration 0: {} ms ({} of {} configs, {})",
+        ui::bold("baseline"),
+        fmt_ms(Some(report.latency_ms)),
+        session.statistic,
+        report.configs.len(),
+        report.tests
+    )?;
+    if !report.noisy.is_empty() {
+        writeln!(
+            out,
+            "{} {} configs moved more than half the {}% limit between the baseline's runs:",
+            ui::bold("noise"),
+            report.noisy.len(),
+            decision::fmt_pct(session.thresholds.regression_pct)
+        )?;
+        for s in &report.noisy {
+            writeln!(out, "  {:.2}%  {} {}", s.spread_pct, s.test, s.pass)?;
+        }
+        writeln!(
+            out,
+            "  each step will need more paired rounds for them; a larger nrep in their test, or a \
+             --filter without them, makes the loop faster and surer"
+        )?;
+    }
+    writeln!(
+        out,
+        "next: change {} (one optimization), then `git cutile-perf step \"<what you changed>\"`",
+        session.kernel
+    )?;
+    Ok(())
+}
+
+/// A journal left by a killed `start` is this verb's own half-made branch: it is finished or undone
+/// before starting afresh; one left by `step` needs `repair`.
+fn clean_up_interrupted_start(repo: &Repo) -> Result<()> {
+    if let Some(line) = recovery::end_orphaned_tests(repo)? {
+        ui::progress_line(&line);
+    }
+    match Journal::load(repo)? {
+        Some(journal) if journal.verb == Verb::Start => {
+            let repaired = recovery::repair(repo, &journal)?;
+            ui::progress_line(&format!("{}: {}", journal.describe(), repaired.what));
+            Ok(())
+        }
+        _ => recovery::refuse_unfinished(repo),
+    }
+}

@@ -1,0 +1,287 @@
+//! `start`'s plan: everything decided before anything is created (the kernel, its test and allowed
+//! paths, the GPU, the class, the runner), and the command-line paths it is given.
+
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+
+use super::super::inspect::Plan as InspectPlan;
+use super::super::sandbox;
+use crate::cli::StartArgs;
+use crate::git::Repo;
+use crate::gpu::{self, GpuState};
+use crate::inspect::{ClassEstimate, Report};
+use crate::kernel_class::{self, KernelClass};
+use crate::locate::{self, Kernel};
+use crate::pytest::Pytest;
+use crate::runner::Runner;
+use crate::session::{BRANCH_PREFIX, Session};
+use crate::{refusals, ui};
+
+/// The paths the inspection found, with `--allow` added and `--deny` removed; never none.
+fn allowed_paths(
+    repo: &Repo,
+    mut allowed: Vec<String>,
+    allow: &[String],
+    deny: &[String],
+) -> Result<Vec<String>> {
+    for path in allow {
+        let path = repo_relative(repo, path)?;
+        refusals::check_allowed(repo, &path)?;
+        if !allowed.contains(&path) {
+            allowed.push(path);
+        }
+    }
+    for path in deny {
+        let path = repo_relative(repo, path)?;
+        allowed.retain(|p| *p != path);
+    }
+    if allowed.is_empty() {
+        bail!(
+            "--deny removed every allowed path\nhint: a session must be allowed to change at least the kernel file"
+        );
+    }
+    Ok(allowed)
+}
+
+/// Everything decided before anything is created: the session, its branch, and the runner.
+pub struct Plan {
+    pub session: Session,
+    pub branch: String,
+    pub kernel_name: String,
+    /// Where the baseline runs: here, or on a Slurm node held until the baseline is measured.
+    pub place: Runner,
+    pub deadline: Instant,
+    /// What `inspect` read from the source: the plan shown before the baseline.
+    pub inspection: Option<Report>,
+    pub gpu_state: Option<GpuState>,
+}
+
+pub fn plan(repo: &Repo, args: &StartArgs) -> Result<Plan> {
+    let StartArgs {
+        python,
+        filter,
+        stat,
+        class,
+        intensity,
+        runner,
+        no_gpu,
+        budget,
+        thresholds,
+        ..
+    } = args;
+    let runner = runner.settings()?;
+    let Scope {
+        found,
+        inspection,
+        test,
+        allowed,
+        local_gpu,
+    } = scope(repo, args)?;
+    let branch = format!("{BRANCH_PREFIX}{}-{}", found.name, today());
+    if repo.branch_exists(&branch)? {
+        bail!(
+            "branch {branch} already exists\nhint: continue it with `git checkout {branch}`, or rename it \
+             (`git branch -m {branch} {branch}-old`) to start afresh"
+        );
+    }
+    // the queue wait comes before the budget starts
+    let place = Runner::acquire(&runner, &repo.root, &sandbox(repo))?;
+    let gpu_state = match (no_gpu, place.is_local()) {
+        (true, _) => None,
+        (false, true) => local_gpu,
+        (false, false) => place.gpu(&repo.root),
+    };
+    if !no_gpu {
+        require_gpu(gpu_state.as_ref())?;
+    }
+    let estimate = inspection.report.as_ref().and_then(|r| r.class.as_ref());
+    let (class, class_source) = class_of(*class, *intensity, estimate);
+    let session = Session {
+        kernel: found.path.clone(),
+        test,
+        allowed,
+        statistic: *stat,
+        thresholds: thresholds.thresholds(),
+        python: python.clone().unwrap_or_else(default_python),
+        filter: filter.clone(),
+        class,
+        class_source,
+        gpu: gpu_state.as_ref().map(|s| s.gpu.identity()),
+        gpu_state: gpu_state.as_ref().map(describe_state),
+        no_gpu: *no_gpu,
+        runner,
+        spread: Vec::new(),
+    };
+    let plan = Plan {
+        session,
+        branch,
+        kernel_name: found.name,
+        place,
+        deadline: Instant::now() + *budget,
+        inspection: inspection.report,
+        gpu_state,
+    };
+    plan.runner(repo).check_available()?;
+    Ok(plan)
+}
+
+/// What the session covers: the kernel, what `inspect` read, the test and the allowed paths.
+struct Scope {
+    found: Kernel,
+    inspection: InspectPlan,
+    test: String,
+    allowed: Vec<String>,
+    /// This machine's GPU, unless `--no-gpu`.
+    local_gpu: Option<GpuState>,
+}
+
+/// Refuses a dirty work tree, finds the kernel and inspects it; the test and allowed paths come from
+/// the inspection unless the options say otherwise.
+fn scope(repo: &Repo, args: &StartArgs) -> Result<Scope> {
+    locate::check_tilegym(&repo.root)?;
+    let dirty = repo.tracked_changes()?;
+    if !dirty.is_empty() {
+        bail!(
+            "the work tree has uncommitted changes to tracked files:\n  {}\nhint: commit or stash them first; a session must start from a clean HEAD",
+            dirty.join("\n  ")
+        );
+    }
+    let found = locate::kernel(&repo.root, &args.kernel, args.suite.as_deref())?;
+    // this machine's GPU picks the autotune branches the plan shows (on Slurm, the node's is checked later)
+    let local_gpu = (!args.no_gpu).then(gpu::detect).flatten();
+    let identity = local_gpu.as_ref().map(|s| s.gpu.identity());
+    let inspection = super::super::inspect::plan(&repo.root, &found, identity.as_deref());
+    let test = match &args.test {
+        Some(path) => repo_relative(repo, path)?,
+        None => inspection.test.clone().map_err(anyhow::Error::msg)?.path,
+    };
+    let allowed = allowed_paths(
+        repo,
+        inspection.allowed_paths(&found),
+        &args.allow,
+        &args.deny,
+    )?;
+    refusals::check_start(repo, &test)?;
+    refusals::check_step(repo, &allowed)?;
+    Ok(Scope {
+        found,
+        inspection,
+        test,
+        allowed,
+        local_gpu,
+    })
+}
+
+/// Refuses a machine without a GPU that runs cuTile (nothing is created yet); prints the warnings.
+fn require_gpu(state: Option<&GpuState>) -> Result<()> {
+    match gpu::check(state) {
+        Ok(warnings) => {
+            for warning in warnings {
+                ui::progress_line(&format!("warning: {warning}"));
+            }
+            Ok(())
+        }
+        Err(why) => bail!(
+            "{why}\nhint: run start where the kernel's GPU is (or with --runner slurm); --no-gpu starts \
+             without one, for tests that run on the CPU (it is recorded in the session); nothing was created"
+        ),
+    }
+}
+
+/// The GPU's state in the session's words: clocks, memory and who else uses it.
+fn describe_state(state: &GpuState) -> String {
+    let others = match state.processes.as_slice() {
+        [] => "no other processes".to_string(),
+        processes => format!("other processes: {}", gpu::describe_processes(processes)),
+    };
+    match state.gpu.state_line() {
+        line if line.is_empty() => others,
+        line => format!("{line}; {others}"),
+    }
+}
+
+/// The session's class and where it came from: `--class`, else `--intensity`, else the inspection's
+/// estimate.
+fn class_of(
+    class: Option<KernelClass>,
+    intensity: Option<f64>,
+    estimate: Option<&ClassEstimate>,
+) -> (Option<KernelClass>, Option<String>) {
+    match (class, intensity, estimate) {
+        (Some(class), _, _) => (Some(class), Some("--class".to_string())),
+        (None, Some(i), _) => (
+            Some(kernel_class::classify(i)),
+            Some(format!("--intensity {i}")),
+        ),
+        (None, None, Some(e)) => (Some(e.class), Some(format!("{}: {}", e.source, e.reason))),
+        (None, None, None) => (None, None),
+    }
+}
+
+impl Plan {
+    /// The tests of the session, run within the baseline's budget.
+    pub fn runner<'a>(&'a self, repo: &'a Repo) -> Pytest<'a> {
+        Pytest {
+            python: &self.session.python,
+            root: &repo.root,
+            test: &self.session.test,
+            filter: self.session.filter.as_deref(),
+            sandbox: sandbox(repo),
+            deadline: self.deadline,
+            place: &self.place,
+        }
+    }
+}
+
+/// A path given on the command line, relative to the current directory, as a repository path.
+fn repo_relative(repo: &Repo, path: &str) -> Result<String> {
+    let absolute = std::path::absolute(path).with_context(|| format!("bad path {path}"))?;
+    // resolve symlinked directories (as the root is resolved) but not the file itself
+    let (Some(parent), Some(name)) = (absolute.parent(), absolute.file_name()) else {
+        bail!("{path} is not a file path");
+    };
+    let parent = parent
+        .canonicalize()
+        .with_context(|| format!("{path} does not exist"))?;
+    let relative = parent.join(name);
+    let relative = relative
+        .strip_prefix(&repo.root)
+        .with_context(|| format!("{path} is outside the repository {}", repo.root.display()))?;
+    if std::fs::symlink_metadata(repo.root.join(relative)).is_err() {
+        bail!("{path} does not exist");
+    }
+    let text = relative
+        .to_str()
+        .with_context(|| format!("{path} is not valid UTF-8"))?;
+    Ok(text.replace(std::path::MAIN_SEPARATOR, "/"))
+}
+
+pub fn default_python() -> String {
+    if which::which("python3").is_ok() {
+        "python3"
+    } else {
+        "python"
+    }
+    .to_string()
+}
+
+/// The local date as YYYYMMDD.
+fn today() -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as libc::time_t)
+        .unwrap_or(0);
+    // SAFETY: localtime_r only writes the tm we own.
+    let tm = unsafe {
+        let mut tm: libc::tm = std::mem::zeroed();
+        libc::localtime_r(&now, &mut tm);
+        tm
+    };
+    format!(
+        "{:04}{:02}{:02}",
+        tm.tm_year + 1900,
+        tm.tm_mon + 1,
+        tm.tm_mday
+    )
+}

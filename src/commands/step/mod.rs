@@ -1,0 +1,330 @@
+//! `step`: one iteration: check, test, benchmark, decide, commit.
+//!
+//! A kept change is committed as is. A reverted or crashed one is committed first (so it stays in the
+//! history), then undone by the iteration commit, which carries the trailers: the branch's tree returns
+//! exactly to what it was, and `git show <iteration>^` shows what was tried.
+
+mod attempt;
+mod preflight;
+mod record;
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{Result, bail};
+use serde::Serialize;
+
+use super::{diagnose, sandbox, write_table};
+use crate::cli::StepArgs;
+use crate::decision::{self, Attempt, Cause, Correctness, Decision, Status, Verdict};
+use crate::diagnose::Diagnosis;
+use crate::evidence::Evidence;
+use crate::git::Repo;
+use crate::gpu::GpuState;
+use crate::history::History;
+use crate::journal::{self, Journal, Lock, Phase, Verb};
+use crate::runner::{Placement, Runner};
+use crate::session::{Iteration, fmt_change, fmt_ms, short};
+use crate::snapshot::Tested;
+use crate::stats::{Comparison, ConfigChange};
+use crate::ui;
+use crate::{process, recovery};
+use attempt::{Tried, attempt};
+use preflight::{Preflight, gpu_ready, preflight};
+use record::{Recorded, record};
+
+/// What `step` did, as `--json` prints it.
+#[derive(Debug, Serialize)]
+pub struct StepReport {
+    pub iteration: u32,
+    pub optimization: String,
+    pub opt: Option<String>,
+    pub cause: Option<Cause>,
+    pub status: Status,
+    pub correctness: Correctness,
+    pub latency_ms: Option<f64>,
+    pub baseline_ms: f64,
+    pub change_pct: Option<f64>,
+    pub decision: Decision,
+    pub reason: String,
+    pub no_gain: u32,
+    pub configs: Vec<ConfigChange>,
+    pub commit: String,
+    pub attempt: Option<String>,
+    /// The Slurm node and job that ran it; none locally.
+    pub placement: Option<Placement>,
+    /// Benchmark runs per side (candidate and baseline) in the paired rounds.
+    pub rounds: Option<u32>,
+    pub table: PathBuf,
+    pub next: String,
+}
+
+/// One iteration as a pipeline: preflight, attempt, judge, record, render.
+pub fn run(repo: &Repo, args: &StepArgs, out: &mut impl Write) -> Result<StepReport> {
+    let _lock = Lock::take(repo, "step")?;
+    recovery::refuse_unfinished(repo)?;
+    process::record_groups_in(journal::group_file(repo)?);
+    let ready = preflight(repo, args.continue_anyway)?;
+    let letter = args.opt.as_deref().map(playbook_letter).transpose()?;
+    // the queue wait comes before the budget starts
+    let place = Runner::acquire(&ready.history.session.runner, &repo.root, &sandbox(repo))?;
+    let gpu = gpu_ready(repo, &ready.history.session, &place)?;
+    let tested = Tested::take(repo)?;
+    let mut journal = Journal {
+        verb: Verb::Step,
+        pid: std::process::id(),
+        phase: Phase::RunningTests,
+        branch: tested.branch.clone().unwrap_or_default(),
+        base: tested.head.clone(),
+        original: None,
+        edit_tree: Some(tested.tree.clone()),
+    };
+    journal.save(repo)?;
+    let on = Placed { place, gpu };
+    let result = measure_and_record(repo, args, ready, letter, on, &tested, &mut journal);
+    let done = recovery::settle(repo, &journal, result)?;
+    let report = done.report();
+    render(&report, done.attempt.comparison(), args.output.json, out)?;
+    Ok(report)
+}
+
+/// What a recorded step leaves for its report.
+struct Done {
+    attempt: Attempt,
+    no_gain: u32,
+    history: History,
+    commit: String,
+    table: PathBuf,
+}
+
+/// Where the step runs, and the GPU there as it began.
+struct Placed {
+    place: Runner,
+    gpu: Option<GpuState>,
+}
+
+/// Attempt, judge and record, with the node released as soon as the runs are over.
+fn measure_and_record(
+    repo: &Repo,
+    args: &StepArgs,
+    ready: Preflight,
+    letter: Option<String>,
+    Placed { place, gpu }: Placed,
+    tested: &Tested,
+    journal: &mut Journal,
+) -> Result<Done> {
+    let deadline = Instant::now() + args.budget;
+    let tried = attempt(repo, &ready.history, &place, deadline)?;
+    let placement = place.placement().cloned();
+    place.release();
+    // the verdict is known; a diagnosis may only add the cause (and escalate by its rule)
+    let diagnosed = match (args.cause, &tried.attempt) {
+        (None, Attempt::Measured { .. }) => diagnose::cause_for(repo, &ready.history, deadline)?,
+        _ => None,
+    };
+    let found = diagnosed.as_ref().map(|found| &found.diagnosis);
+    let (mut iteration, verdict) = judge(&ready.history, &tried, args, letter, found);
+    iteration.placement = placement;
+    tested.check(repo)?;
+    let Preflight {
+        mut history,
+        changed,
+    } = ready;
+    let commit = record(
+        repo,
+        journal,
+        &history,
+        iteration,
+        &changed,
+        args.notes.as_deref(),
+    )?;
+    let evidence = Evidence::new(&history.session, commit.iteration.number, gpu, tried.runs);
+    if let Err(e) = evidence.attach(repo, &commit.id) {
+        ui::progress_line(&format!(
+            "warning: the iteration is recorded, but its evidence note is not: {e:#}"
+        ));
+    }
+    if let Some(found) = &diagnosed {
+        let code = commit.iteration.attempt.as_deref().unwrap_or(&commit.id);
+        // only `compare`'s cache: losing it loses nothing recorded
+        let _ = diagnose::remember(repo, code, found);
+    }
+    let Recorded { id, iteration } = commit;
+    history.push(id.clone(), iteration);
+    journal.enter(repo, Phase::WritingTable)?;
+    let table = write_table(repo, &history)?;
+    Ok(Done {
+        attempt: tried.attempt,
+        no_gain: verdict.no_gain,
+        history,
+        commit: id,
+        table,
+    })
+}
+
+impl Done {
+    fn report(&self) -> StepReport {
+        let (_, iteration) = self.history.iterations.last().expect("just pushed");
+        StepReport {
+            iteration: iteration.number,
+            optimization: iteration.optimization.clone(),
+            opt: iteration.letter.clone(),
+            cause: iteration.cause,
+            status: iteration.status,
+            correctness: iteration.correctness,
+            latency_ms: iteration.latency_ms,
+            baseline_ms: iteration.baseline_ms,
+            change_pct: iteration.change_pct,
+            decision: iteration.decision,
+            reason: iteration.reason.clone(),
+            no_gain: self.no_gain,
+            configs: self
+                .attempt
+                .comparison()
+                .map_or_else(Vec::new, |c| c.configs.clone()),
+            commit: self.commit.clone(),
+            attempt: iteration.attempt.clone(),
+            placement: iteration.placement.clone(),
+            rounds: iteration.rounds,
+            table: self.table.clone(),
+            next: next_action(iteration, &self.history),
+        }
+    }
+}
+
+/// The iteration the attempt makes under the session's rules, not yet committed. The cause is the
+/// user's `--cause`, else the diagnosis's; a diagnosed scheduling or unknown cause gives its numbers.
+fn judge(
+    history: &History,
+    tried: &Tried,
+    args: &StepArgs,
+    letter: Option<String>,
+    diagnosis: Option<&Diagnosis>,
+) -> (Iteration, Verdict) {
+    let attempt = &tried.attempt;
+    let cause = args.cause.or(diagnosis.map(|d| d.cause));
+    let number = history.next_number();
+    let mut verdict = decision::decide(
+        attempt,
+        number,
+        history.no_gain_count(),
+        cause,
+        &history.session.thresholds,
+    );
+    if let Some(remark) = &tried.remark {
+        verdict.reason += &format!("; {remark}");
+    }
+    if let Some(d) = diagnosis.filter(|d| matches!(d.cause, Cause::Scheduling | Cause::Unknown)) {
+        verdict.reason += &format!(" ({})", d.because);
+    }
+    let baseline = history.current_baseline();
+    let iteration = Iteration {
+        number,
+        optimization: crate::trailers::one_line(&args.description),
+        letter,
+        cause,
+        latency_ms: attempt.comparison().map(|c| c.latency_ms),
+        correctness: attempt.correctness(),
+        status: verdict.status,
+        baseline_ms: baseline.latency_ms.unwrap_or(baseline.baseline_ms),
+        change_pct: attempt.comparison().map(|c| c.change_pct()),
+        decision: verdict.decision,
+        reason: verdict.reason.clone(),
+        configs: match attempt {
+            Attempt::Measured { configs, .. } => configs.clone(),
+            _ => Vec::new(),
+        },
+        attempt: None,
+        placement: None,
+        rounds: match attempt {
+            Attempt::Measured {
+                paired: Some(paired),
+                ..
+            } => Some(paired.estimate.rounds as u32),
+            _ => None,
+        },
+    };
+    (iteration, verdict)
+}
+
+fn render(
+    report: &StepReport,
+    comparison: Option<&Comparison>,
+    json: bool,
+    out: &mut impl Write,
+) -> Result<()> {
+    if json {
+        return ui::write_json(out, report);
+    }
+    writeln!(
+        out,
+        "{} {}: {}  {} ms (baseline {} ms, {})  correctness {}  -> {}",
+        ui::bold("iteration"),
+        report.iteration,
+        ui::word(report.status),
+        fmt_ms(report.latency_ms),
+        fmt_ms(Some(report.baseline_ms)),
+        fmt_change(report.change_pct),
+        ui::word(report.correctness),
+        ui::word(report.decision),
+    )?;
+    writeln!(out, "  reason   {}", report.reason)?;
+    if let Some(worst) = comparison.and_then(|c| c.worst()) {
+        writeln!(
+            out,
+            "  slowest  {} {} {:+.2}%",
+            worst.test, worst.pass, worst.change_pct
+        )?;
+    }
+    let kept_as = report.attempt.as_deref().map_or(String::new(), |a| {
+        format!(
+            " (the attempt is kept as {}: `git show {}`)",
+            short(a),
+            short(a)
+        )
+    });
+    writeln!(out, "  commit   {}{kept_as}", short(&report.commit))?;
+    writeln!(out, "  table    {}", report.table.display())?;
+    writeln!(out, "next: {}", report.next)?;
+    Ok(())
+}
+
+/// The playbook letter `--opt` names, checked against the embedded playbook.
+fn playbook_letter(opt: &str) -> Result<String> {
+    let letter = opt.trim().to_uppercase();
+    let entries = crate::references::playbook_entries();
+    if entries.iter().any(|(l, _)| *l == letter) {
+        return Ok(letter);
+    }
+    let letters: Vec<_> = entries.iter().map(|(l, _)| *l).collect();
+    bail!(
+        "--opt {opt:?} is not a playbook letter ({})\nhint: `git cutile-perf refs playbook` lists them",
+        letters.join(", ")
+    )
+}
+
+fn next_action(it: &Iteration, history: &History) -> String {
+    let step = "`git cutile-perf step \"<description>\"`";
+    match it.decision {
+        Decision::Continue => format!("kept; apply the next optimization (see `git cutile-perf next`) and run {step}"),
+        Decision::LowerPriority => format!(
+            "kept, but the gain is small; prefer an optimization of another kind next, then run {step}"
+        ),
+        Decision::TryNext => format!(
+            "{}; the kernel is back to iteration {}. Try the next optimization, then run {step}",
+            match it.status {
+                Status::Crash => "crashed",
+                _ => "reverted",
+            },
+            history.current_baseline().number
+        ),
+        Decision::Stop => {
+            "the loop stops here (see the reason). Report the table; run step with --continue only if the user wants more"
+                .to_string()
+        }
+        Decision::Escalate => {
+            "escalate to the user: the bottleneck needs a human decision (step --continue resumes)".to_string()
+        }
+    }
+}

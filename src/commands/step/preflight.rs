@@ -1,0 +1,129 @@
+//! The checks before any run: a halted loop, an empty change, paths outside the allowed set, a history
+//! that broke the rule or holds commits the tool did not make. Nothing runs and nothing changes here.
+
+use anyhow::{Result, anyhow, bail};
+
+use super::super::require_history;
+use crate::git::Repo;
+use crate::gpu::{self, GpuState};
+use crate::guard;
+use crate::history::{Configs, History, LoopState};
+use crate::runner::Runner;
+use crate::session::{Session, short};
+use crate::ui;
+
+/// What the checks before any run found: the session read once, and the paths the change touches.
+pub struct Preflight {
+    pub history: History,
+    pub changed: Vec<String>,
+}
+
+/// Refuses, before anything runs, a halted loop, an empty change, a change outside the allowed paths
+/// and a history that broke the rule.
+pub fn preflight(repo: &Repo, continue_anyway: bool) -> Result<Preflight> {
+    let history = require_history(repo, Configs::CurrentBaseline)?;
+    refuse_halted(&history, continue_anyway)?;
+    let allowed = &history.session.allowed;
+    crate::refusals::check_step(repo, allowed)?;
+    if let Some(branch) = repo.branch()? {
+        crate::ignored::check(repo, &branch)?;
+    }
+    let changed = repo.all_changes()?;
+    if changed.is_empty() {
+        bail!(
+            "nothing to try: the work tree has no changes\nhint: apply one optimization to {} first",
+            allowed.join(" or ")
+        );
+    }
+    let outside = guard::disallowed(&changed, allowed);
+    if !outside.is_empty() {
+        bail!(
+            "only the session's allowed paths may change, but these did:\n  {}\nallowed: {}\nhint: undo them \
+             (`git restore <path>`, or move new files away) and run step again",
+            outside.join("\n  "),
+            allowed.join(", ")
+        );
+    }
+    refuse_broken_history(repo, &history)?;
+    Ok(Preflight { history, changed })
+}
+
+fn refuse_halted(history: &History, continue_anyway: bool) -> Result<()> {
+    if let (state, Some(halted)) = history.loop_state()
+        && !continue_anyway
+    {
+        bail!(
+            "the loop has {} at iteration {}: {}\nhint: pass --continue to try another optimization anyway",
+            match state {
+                LoopState::Escalated => "escalated to you",
+                _ => "stopped",
+            },
+            halted.number,
+            halted.reason
+        );
+    }
+    Ok(())
+}
+
+/// Commits since the baseline may only touch the allowed paths, and only the tool may have made them.
+fn refuse_broken_history(repo: &Repo, history: &History) -> Result<()> {
+    let since_baseline = repo.changed_between(&history.baseline_commit, "HEAD")?;
+    let broken = guard::disallowed(&since_baseline, &history.session.allowed);
+    if !broken.is_empty() {
+        bail!(
+            "the session history broke the rule: commits since the baseline {} changed paths outside the allowed set:\n  {}\n\
+             hint: nothing is recorded on a broken history; revert those commits first",
+            short(&history.baseline_commit),
+            broken.join("\n  ")
+        );
+    }
+    let foreign = super::super::verify::foreign_findings(repo, history)?;
+    if !foreign.is_empty() {
+        let latest = history
+            .iterations
+            .last()
+            .map_or(&history.baseline_commit, |(c, _)| c);
+        bail!(
+            "the session history holds commits the tool did not make:\n  {}\nhint: nothing is recorded over them; \
+             revert them (`git revert <commit>`), or, for your own latest commits, `git reset --soft {}` and let \
+             `step` record the change",
+            foreign
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("\n  "),
+            short(latest)
+        );
+    }
+    Ok(())
+}
+
+/// The GPU this step runs on. Refused when the session had one and it is gone or cannot run cuTile;
+/// a warning when it is another model than the baseline's, or other processes use it. `None` for a
+/// session without a GPU.
+pub fn gpu_ready(repo: &Repo, session: &Session, place: &Runner) -> Result<Option<GpuState>> {
+    let Some(recorded) = session.gpu.as_deref().filter(|_| !session.no_gpu) else {
+        return Ok(None);
+    };
+    let state = place.gpu(&repo.root);
+    let warnings = gpu::check(state.as_ref()).map_err(|why| {
+        anyhow!(
+            "{why}\nhint: the session's baseline ran on {recorded}; run step where that GPU is \
+             (nothing was run or recorded)"
+        )
+    })?;
+    for warning in warnings {
+        ui::progress_line(&format!("warning: {warning}"));
+    }
+    if let Some(now) = &state {
+        let model = |identity: &str| identity.rsplitn(2, ',').nth(1).map(str::to_string);
+        if model(&now.gpu.identity()) != model(recorded) {
+            ui::progress_line(&format!(
+                "warning: this step runs on {}, the baseline ran on {recorded}: the paired rounds compare \
+                 on this GPU, but its latencies are not comparable with earlier rows",
+                now.gpu.identity()
+            ));
+        }
+    }
+    Ok(state)
+}
