@@ -93,7 +93,8 @@ pub fn measure(
             } else {
                 (baseline, "baseline", &mut round.baseline)
             };
-            let measured = runner.benchmark(statistic)?;
+            let measured =
+                runner.benchmark(statistic, &format!("round {} {side}", rounds.len() + 1))?;
             // each run's JUnit file for the evidence note (`<prefix>-<round>-<side>`), before the next
             // run replaces it
             evidence.extend(

@@ -233,7 +233,10 @@ fn baseline(repo: &Repo, plan: &Plan, original: &str) -> Result<Baseline> {
     };
     let mut runs = Vec::new();
     for number in 1..=BASELINE_RUNS {
-        let measured = runner.benchmark(plan.session.statistic)?;
+        let measured = runner.benchmark(
+            plan.session.statistic,
+            &format!("baseline {number}/{BASELINE_RUNS}"),
+        )?;
         // each run's JUnit file for the evidence note, before the next run replaces it
         junit.extend(
             RunFile::read(&runner.sandbox, "benchmark").map(|run| RunFile {
