@@ -10,17 +10,18 @@ use crate::pytest::{BenchmarkRun, Pytest};
 use crate::records::Statistic;
 use crate::ui;
 
-/// Runs `runner`'s benchmark as run `name`; `watch_gpu` reads the GPU around it (a session without a
-/// GPU skips that).
+/// Runs `runner`'s benchmark as run `name` (`label` on the terminal); `watch_gpu` reads the GPU around
+/// it (a session without a GPU skips that).
 pub fn benchmark(
     runner: &Pytest,
     statistic: Statistic,
     name: &str,
+    label: &str,
     watch_gpu: bool,
 ) -> Result<(BenchmarkRun, Option<RunFile>)> {
     let read_gpu = || watch_gpu.then(|| runner.place.gpu(runner.root)).flatten();
     let before = read_gpu();
-    let measured = runner.benchmark(statistic)?;
+    let measured = runner.benchmark(statistic, label)?;
     let watch = watch_gpu.then(|| GpuWatch {
         before,
         after: read_gpu(),

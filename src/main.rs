@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use git_cutile_perf::cli::{Cli, Command};
-use git_cutile_perf::{commands, errors, git, process};
+use git_cutile_perf::{commands, errors, git, process, ui};
 
 fn main() -> ExitCode {
     // a closed pipe (`status | head -1`) ends the program quietly, as for any Unix filter, instead of
@@ -15,6 +15,7 @@ fn main() -> ExitCode {
         Ok(parsed) => parsed,
         Err(code) => return code,
     };
+    ui::set_json_output(json);
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => errors::report(&err, json),

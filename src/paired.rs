@@ -99,6 +99,7 @@ pub fn measure(sides: &Rounds, prefix: &str, evidence: &mut Vec<RunFile>) -> Res
                 runner,
                 sides.session.statistic,
                 &format!("{prefix}-{}-{side}", rounds.len() + 1),
+                &format!("round {} {side}", rounds.len() + 1),
                 sides.session.gpu.is_some(),
             )?;
             evidence.extend(file);

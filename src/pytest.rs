@@ -10,6 +10,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 
 use crate::process::{self, Ending};
+use crate::progress;
 use crate::records::{self, CaseOutcome, CaseReport, Measurement, Statistic};
 use crate::runner::Runner;
 use crate::ui;
@@ -115,19 +116,16 @@ impl Pytest<'_> {
         }
     }
 
-    fn run(&self, name: &str, selection: &str, extra: &[&str]) -> Result<Run> {
+    /// Runs one selection; `name` names its log and JUnit file, `label` its progress lines.
+    fn run(&self, name: &str, label: &str, selection: &str, extra: &[&str]) -> Result<Run> {
         let selection = &self.narrowed(selection);
         std::fs::create_dir_all(&self.sandbox)
             .with_context(|| format!("cannot create {}", self.sandbox.display()))?;
         let junit = self.sandbox.join(format!("{name}.xml"));
         let log = self.sandbox.join(format!("{name}.log"));
-        // a file left by an earlier run must never be read as this run's
-        match std::fs::remove_file(&junit) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                return Err(e).with_context(|| format!("cannot remove {}", junit.display()));
-            }
-            _ => {}
-        }
+        // a file left by an earlier run must never be read (or followed) as this run's
+        remove_stale(&junit)?;
+        remove_stale(&log)?;
         let junit_arg = format!("--junitxml={}", junit.display());
         let words = self.python_words();
         let (program, python_args) = words.split_first().context("--python is empty")?;
@@ -160,12 +158,13 @@ impl Pytest<'_> {
             Some(path) => expression.env("PYTHONPATH", path),
             None => expression,
         };
-        let bar = ui::spinner(&format!("{name}: {} -k \"{selection}\"", self.test));
+        let plain = format!("{label}: {} -k \"{selection}\"", self.test);
         let started = Instant::now();
-        let ending = process::supervise(expression, &log, self.deadline)?;
-        bar.finish_and_clear();
+        let ending = progress::follow(&log, label, &plain, self.deadline, || {
+            process::supervise(expression, &log, self.deadline)
+        })?;
         ui::progress_line(&format!(
-            "{name}: {} in {:.1}s",
+            "{label}: {} in {:.1}s",
             describe(ending),
             started.elapsed().as_secs_f64()
         ));
@@ -178,7 +177,7 @@ impl Pytest<'_> {
     }
 
     pub fn correctness(&self) -> Result<CorrectnessRun> {
-        let run = self.run("correctness", CORRECTNESS_SELECTION, &[])?;
+        let run = self.run("correctness", "correctness", CORRECTNESS_SELECTION, &[])?;
         Ok(match (run.ending, run.cases) {
             (Ending::Interrupted, _) => CorrectnessRun::Interrupted,
             (Ending::Exited(0), Some(Ok(cases))) => CorrectnessRun::passed(cases),
@@ -198,8 +197,9 @@ impl Pytest<'_> {
         })
     }
 
-    pub fn benchmark(&self, statistic: Statistic) -> Result<BenchmarkRun> {
-        let run = self.run("benchmark", BENCHMARK_SELECTION, &["--print-record"])?;
+    /// The benchmark selection, its progress shown as `label` (e.g. `round 2 baseline`).
+    pub fn benchmark(&self, statistic: Statistic, label: &str) -> Result<BenchmarkRun> {
+        let run = self.run("benchmark", label, BENCHMARK_SELECTION, &["--print-record"])?;
         Ok(match (run.ending, run.cases) {
             (Ending::Interrupted, _) => BenchmarkRun::Interrupted,
             (Ending::Exited(5), _) => BenchmarkRun::Crash(format!(
@@ -267,6 +267,16 @@ impl CorrectnessRun {
             true => CorrectnessRun::Pass { passed, skipped },
             false => CorrectnessRun::Fail { failed: lost },
         }
+    }
+}
+
+/// Removes a file an earlier run left; none is fine.
+fn remove_stale(path: &Path) -> Result<()> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(e).with_context(|| format!("cannot remove {}", path.display()))
+        }
+        _ => Ok(()),
     }
 }
 

@@ -1,7 +1,9 @@
-//! The terminal: one spinner factory that hides itself off a terminal, and plain progress lines for
-//! logs and agents. Colour follows console's rules (off when not a TTY, NO_COLOR, TERM=dumb, CLICOLOR=0).
+//! The terminal: one factory for live (redrawn) lines, which decides whether to draw at all, and plain
+//! progress lines for logs and agents. Colour follows console's rules (off when not a TTY, NO_COLOR,
+//! TERM=dumb, CLICOLOR=0).
 
 use std::io::IsTerminal;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -9,13 +11,45 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use crate::decision::{Correctness, Decision, Status};
 use crate::history::LoopState;
 
-/// A spinner on stderr, or a hidden one when stderr is not a terminal.
-pub fn spinner(message: &str) -> ProgressBar {
-    if !std::io::stderr().is_terminal() {
-        eprintln!("{message} ...");
+/// Set when this environment variable is present: no live lines even on a terminal (screen readers,
+/// recordings, terminals that mangle redraws).
+pub const NO_PROGRESS_VARIABLE: &str = "CUTILE_PERF_NO_PROGRESS";
+
+/// Whether the verb prints JSON: its reader (an agent) gets plain lines on stderr, never redraws.
+static JSON_OUTPUT: AtomicBool = AtomicBool::new(false);
+
+/// Called once by `main` with whether the command line asked for `--json`.
+pub fn set_json_output(json: bool) {
+    JSON_OUTPUT.store(json, Ordering::Relaxed);
+}
+
+/// The one rule for drawing live lines: stderr is a terminal that can redraw a line (not
+/// `TERM=dumb` or unset), not `--json`, and not [`NO_PROGRESS_VARIABLE`].
+pub fn live_lines() -> bool {
+    std::io::stderr().is_terminal()
+        && !console::is_dumb()
+        && !JSON_OUTPUT.load(Ordering::Relaxed)
+        && std::env::var_os(NO_PROGRESS_VARIABLE).is_none()
+}
+
+/// A line on stderr that its owner redraws with `set_message` and clears when done; when
+/// [`live_lines`] says no, `plain` is printed once instead and the line is hidden.
+pub fn live_line(plain: &str) -> ProgressBar {
+    if !live_lines() {
+        progress_line(&format!("{plain} ..."));
         return ProgressBar::hidden();
     }
     let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+    bar.set_style(ProgressStyle::with_template("{wide_msg}").expect("valid template"));
+    bar
+}
+
+/// A spinner on stderr, or a hidden one where [`live_line`] would be hidden.
+pub fn spinner(message: &str) -> ProgressBar {
+    let bar = live_line(message);
+    if bar.is_hidden() {
+        return bar;
+    }
     bar.set_style(
         ProgressStyle::with_template("{spinner} {msg} [{elapsed}]").expect("valid template"),
     );

@@ -38,6 +38,7 @@ pub fn baseline(repo: &Repo, plan: &Plan, original: &str) -> Result<Baseline> {
             &runner,
             plan.session.statistic,
             &format!("benchmark-{number}"),
+            &format!("baseline {number}/{BASELINE_RUNS}"),
             plan.gpu_state.is_some(),
         )?;
         junit.extend(file);

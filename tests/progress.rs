@@ -1,0 +1,115 @@
+//! The live progress line while pytest runs: drawn on a terminal (a pseudo-terminal made by
+//! util-linux's `script`), never off one, under `--json` or with CUTILE_PERF_NO_PROGRESS set.
+
+mod support;
+
+use std::process::Command;
+
+use support::*;
+
+/// Text only the live line has.
+const LIVE: &str = " elapsed, ";
+
+/// The tool run with `args` on a pseudo-terminal; returns everything the terminal received. `None`
+/// (said loudly) where `script` is missing.
+fn on_terminal(f: &Fixture, args: &[&str], setup: impl FnOnce(&mut Command)) -> Option<String> {
+    let quoted: Vec<String> = std::iter::once(BIN.to_str().unwrap())
+        .chain(args.iter().copied())
+        .map(|word| format!("'{}'", word.replace('\'', r"'\''")))
+        .collect();
+    let mut script = f.program("script", &f.root);
+    script
+        .args(["-qec", &quoted.join(" "), "/dev/null"])
+        .env("TERM", "xterm");
+    setup(&mut script);
+    let out = match script.output() {
+        Ok(out) => out,
+        Err(e) => {
+            eprintln!("SKIPPED: no `script` (util-linux) to make a pseudo-terminal: {e}");
+            return None;
+        }
+    };
+    assert!(out.status.success(), "{args:?} failed:\n{}", both(&out));
+    Some(both(&out))
+}
+
+#[test]
+fn off_a_terminal_only_plain_lines_name_each_run() {
+    let f = Fixture::new();
+    let started = f.ok_all(&["start", "vector_add"]);
+    f.set_latency(0.09, 0.9);
+    let stepped = f.ok_all(&["step", "tile size 256"]);
+    for (output, lines) in [
+        (
+            &started,
+            &[
+                "correctness: tests/ops/test_vector_add.py -k \"test_ and cutile and not test_perf\" ...\n",
+                "correctness: exit 0 in ",
+                "baseline 1/2: tests/ops/test_vector_add.py -k \"test_perf and cutile\" ...\n",
+                "baseline 2/2: exit 0 in ",
+            ][..],
+        ),
+        (
+            &stepped,
+            &[
+                "correctness: exit 0 in ",
+                "round 1 candidate: exit 0 in ",
+                "round 1 baseline: exit 0 in ",
+            ][..],
+        ),
+    ] {
+        assert!(!output.contains(LIVE), "{output}");
+        assert!(!output.contains('\r'), "{output}");
+        for line in lines {
+            assert!(output.contains(line), "{line:?} missing from:\n{output}");
+        }
+    }
+}
+
+#[test]
+fn on_a_terminal_the_line_is_drawn_then_cleared_unless_told_not_to() {
+    let f = Fixture::new();
+    // colour where the terminal allows it
+    let Some(started) = on_terminal(&f, &["start", "vector_add", "--no-gpu"], |cmd| {
+        cmd.env_remove("NO_COLOR");
+    }) else {
+        return;
+    };
+    assert!(started.contains(LIVE), "{started}");
+    for label in ["correctness", "baseline 1/2", "baseline 2/2"] {
+        assert!(
+            started.contains(&format!("\x1b[1m{label}\x1b[0m  ")),
+            "{label} not drawn in bold:\n{started:?}"
+        );
+    }
+    // cleared before the line that ends the run
+    assert!(
+        started.contains("\r\x1b[2Kcorrectness: exit 0 in "),
+        "{started:?}"
+    );
+
+    f.set_latency(0.09, 0.9);
+    let stepped = on_terminal(&f, &["step", "tile size 256"], |_| {}).unwrap();
+    assert!(stepped.contains(LIVE), "{stepped}");
+    for label in ["correctness  ", "round 1 candidate  ", "round 1 baseline  "] {
+        assert!(
+            stepped.contains(label),
+            "{label:?} missing from:\n{stepped}"
+        );
+    }
+    // NO_COLOR (the harness sets it)
+    assert!(!stepped.contains("\x1b[1m"), "{stepped:?}");
+
+    f.set_latency(0.08, 0.8);
+    let json = on_terminal(&f, &["step", "--json", "persistent"], |_| {}).unwrap();
+    assert!(!json.contains(LIVE), "{json}");
+    assert!(json.contains("\"status\": \"keep\""), "{json}");
+
+    f.set_latency(0.07, 0.7);
+    let quiet = on_terminal(&f, &["step", "smaller tiles"], |cmd| {
+        cmd.env("CUTILE_PERF_NO_PROGRESS", "1");
+    })
+    .unwrap();
+    assert!(!quiet.contains(LIVE), "{quiet}");
+    assert!(quiet.contains("round 1 candidate: exit 0 in "), "{quiet}");
+}
