@@ -227,7 +227,11 @@ fn judge(
         latency_ms: attempt.comparison().map(|c| c.latency_ms),
         correctness: attempt.correctness(),
         status: verdict.status,
-        baseline_ms: baseline.latency_ms.unwrap_or(baseline.baseline_ms),
+        // measured beside the candidate in this step; without a measurement, the stored one
+        baseline_ms: attempt.comparison().map_or(
+            baseline.latency_ms.unwrap_or(baseline.baseline_ms),
+            |c| c.baseline_ms,
+        ),
         change_pct: attempt.comparison().map(|c| c.change_pct()),
         decision: verdict.decision,
         reason: verdict.reason.clone(),
