@@ -1,0 +1,144 @@
+//! `diagnose::facts::for_step`, what `step` calls once its verdict is known to keep the iteration's compile
+//! facts in its evidence note, and `compare` reading them from there. Machines without a GPU have no
+//! toolkit: `tests/data/toolkit/` stands in for nvidia-smi, the Tile IR assembler and cuobjdump, and the
+//! fixture's `cuda.tile` stand-in writes the dumps. Its own test binary, because it sets this process's
+//! PATH, which no other test may see.
+
+mod support;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use git_cutile_perf::commands::diagnose::Profiled;
+use git_cutile_perf::diagnose::compile::CompileFacts;
+use git_cutile_perf::diagnose::facts::for_step;
+use git_cutile_perf::diagnose::{Profile, diagnose};
+use git_cutile_perf::evidence::Evidence;
+use git_cutile_perf::git::Repo;
+use git_cutile_perf::history::Configs;
+use support::*;
+
+/// PATH with `first` (if any) in front, less every directory that holds a real GPU tool.
+fn set_path(first: Option<&PathBuf>) {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let real = |d: &PathBuf| {
+        ["nvidia-smi", "tileiras", "cuobjdump"]
+            .iter()
+            .any(|t| d.join(t).exists())
+    };
+    let mut dirs: Vec<PathBuf> = first.into_iter().cloned().collect();
+    dirs.extend(std::env::split_paths(&path).filter(|d| !real(d)));
+    // SAFETY: the only test in this binary, so no other thread reads the environment
+    unsafe { std::env::set_var("PATH", std::env::join_paths(dirs).unwrap()) };
+}
+
+#[test]
+fn an_iterations_compile_facts_go_into_its_evidence_and_compare_reads_them() {
+    let fixture = Fixture::new();
+    fixture.start();
+    fixture.edit_kernel("TILE_SIZE = 128", "TILE_SIZE = 256");
+    fixture.set_latency(0.05, 0.5);
+    assert_eq!(fixture.step_json(&["bigger tiles"])["status"], "keep");
+    let repo = Repo::discover(&fixture.root).unwrap();
+    let history = repo.history(Configs::CurrentBaseline).unwrap().unwrap();
+    let (baseline, kept) = (
+        history.iterations[0].0.clone(),
+        history.iterations[1].0.clone(),
+    );
+    let later = Instant::now() + Duration::from_secs(300);
+
+    set_path(None);
+    assert_eq!(
+        for_step(&repo, &history, &kept, None, later),
+        None,
+        "no GPU (the CPU fixture): no compile facts"
+    );
+
+    let toolkit = fixture.root.parent().unwrap().join("toolkit");
+    copy_dir(
+        &PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/toolkit"),
+        &toolkit,
+    );
+    set_path(Some(&toolkit));
+    let soon = Instant::now() + Duration::from_secs(10);
+    assert_eq!(
+        for_step(&repo, &history, &kept, None, soon),
+        None,
+        "too little budget left"
+    );
+
+    // the kept iteration, from the work tree: two view loads for TILE_SIZE 256
+    let facts = for_step(&repo, &history, &kept, None, later).unwrap();
+    let ops = &facts.tile_ir["vector_add_kernel.tileir"];
+    assert_eq!((ops.view_loads, ops.view_stores), (2, 1));
+    assert_eq!(facts.resources.len(), 1);
+    assert_eq!(facts.resources[0].function, "vector_add_kernel");
+    assert_eq!(
+        (facts.resources[0].registers, facts.resources[0].local_bytes),
+        (40, 8)
+    );
+    assert_eq!(facts.sass.len(), 1);
+    let sass = &facts.sass[0];
+    assert_eq!(
+        (
+            sass.instructions,
+            sass.tma_loads,
+            sass.global_loads,
+            sass.local
+        ),
+        (6, 1, 1, 1)
+    );
+    let calls = std::fs::read_to_string(toolkit.join("calls")).unwrap();
+    assert!(calls.contains("--gpu-name sm_90 -O3 "), "{calls}");
+    assert!(calls.contains("--dump-resource-usage "), "{calls}");
+    assert!(
+        fixture.status().is_empty(),
+        "the work tree is left as it was"
+    );
+
+    // the baseline's code, from a temporary worktree that is gone afterwards
+    let before = for_step(&repo, &history, &baseline, None, later).unwrap();
+    assert_eq!(before.tile_ir["vector_add_kernel.tileir"].view_loads, 1);
+    assert_eq!(fixture.git(&["worktree", "list"]).lines().count(), 1);
+
+    // a diagnosis that ran in the step already has them: nothing runs again
+    let calls_before = std::fs::read_to_string(toolkit.join("calls")).unwrap();
+    let diagnosed = Profiled {
+        config: "large".into(),
+        node_id: "n".into(),
+        launches: 3,
+        diagnosis: diagnose(&Profile::default()),
+        compile: Some(CompileFacts::default()),
+    };
+    assert_eq!(
+        for_step(&repo, &history, &kept, Some(&diagnosed), later),
+        Some(CompileFacts::default())
+    );
+    assert_eq!(
+        std::fs::read_to_string(toolkit.join("calls")).unwrap(),
+        calls_before
+    );
+
+    // kept in the evidence notes, as step keeps them; verify still accepts the record
+    for (commit, facts) in [(&baseline, before), (&kept, facts)] {
+        let evidence = Evidence::of(&repo, commit).unwrap().unwrap();
+        evidence
+            .with_compile(Some(facts.clone()))
+            .attach(&repo, commit)
+            .unwrap();
+        let read = Evidence::of(&repo, commit).unwrap().unwrap();
+        assert_eq!(read.compile, Some(facts));
+    }
+    fixture.ok(&["verify"]);
+    let compare: serde_json::Value =
+        serde_json::from_str(&fixture.ok(&["compare", "0", "1", "--json"])).unwrap();
+    assert_eq!(compare["a"]["compile_facts"], "evidence", "{compare}");
+    assert_eq!(compare["a"]["diagnosed"], false);
+    assert_eq!(
+        compare["compile"],
+        serde_json::json!([{"name": "view loads", "a": 1.0, "b": 2.0, "unit": ""}])
+    );
+    let text = fixture.ok(&["compare", "0", "1"]);
+    assert!(text.contains("compile:\n  view loads 1 -> 2\n"), "{text}");
+    assert!(text.contains("compile facts from evidence"), "{text}");
+}
