@@ -86,6 +86,10 @@ fn diagnose_profiles_one_case_of_each_iteration_and_compare_says_what_moved() {
     );
     assert!(calls.contains(&format!("-m pytest {node} -q")), "{calls}");
     assert!(
+        calls.contains("-p no:cacheprovider -p cutile_perf_pause_tuning"),
+        "the plugin that pauses profiling during an autotune search: {calls}"
+    );
+    assert!(
         calls.contains("pytest exit 0"),
         "the one case ran and passed: {calls}"
     );

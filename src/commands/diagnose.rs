@@ -186,7 +186,9 @@ fn profile(
 ) -> Result<Profiled> {
     let session = &history.session;
     let names = case::kernel_names(session, &root)?.join("|");
-    let case = Case::prepare(repo, session, root, config, "diagnose")?;
+    let (plugin, source) = case::PAUSE_TUNING;
+    let case =
+        Case::prepare(repo, session, root, config, "diagnose")?.with_plugin(plugin, source)?;
     ui::progress_line(&format!(
         "profiling {} of {} with ncu ...",
         names.replace('|', ", "),

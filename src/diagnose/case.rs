@@ -8,6 +8,12 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 
 use super::toolchain;
+
+/// The pytest plugin that pauses the profiler while cuda.tile's `exhaustive_search` runs: TileGym
+/// kernels that tune on their first call whatever `TILEGYM_DISABLE_AUTOTUNE` says (matmul) launch the
+/// kernel once per trial under its own name, and those launches must not be what ncu profiles.
+pub const PAUSE_TUNING: (&str, &str) =
+    ("cutile_perf_pause_tuning", include_str!("pause_tuning.py"));
 use crate::git::Repo;
 use crate::inspect::module;
 use crate::paired::BaselineTree;
@@ -108,6 +114,26 @@ impl Case {
         })
     }
 
+    /// Loads the pytest plugin `name` (its `source` written into the scratch directory, which goes on
+    /// `PYTHONPATH`) into the case.
+    pub fn with_plugin(mut self, name: &str, source: &str) -> Result<Case> {
+        let file = self.dir.join(format!("{name}.py"));
+        std::fs::write(&file, source)
+            .with_context(|| format!("cannot write {}", file.display()))?;
+        let dir = self.dir.display().to_string();
+        for (key, value) in &mut self.env {
+            if *key == "PYTHONPATH" {
+                *value = if value.is_empty() {
+                    dir.clone()
+                } else {
+                    format!("{value}:{dir}")
+                };
+            }
+        }
+        self.command.extend(["-p".to_string(), name.to_string()]);
+        Ok(self)
+    }
+
     /// The variables the case runs with.
     pub fn env(&self) -> Vec<(&str, &str)> {
         self.env.iter().map(|(k, v)| (*k, v.as_str())).collect()
@@ -122,5 +148,77 @@ impl Case {
             expression = expression.env(key, value);
         }
         Some(expression)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::process::Command;
+
+    use super::*;
+
+    /// The plugin around a stand-in tuner and a stand-in torch that record what happens, in a fresh
+    /// Python: the search runs with the profiler stopped, and it is started again after, even when the
+    /// search fails; loaded twice, it pauses once.
+    #[test]
+    fn the_plugin_pauses_the_profiler_around_an_autotune_search() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |rel: &str, text: &str| {
+            let path = dir.path().join(rel);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        };
+        write("events.py", "seen = []\n");
+        write("cuda/__init__.py", "");
+        write("cuda/tile/__init__.py", "");
+        write(
+            "cuda/tile/tune/__init__.py",
+            "import events\n\ndef exhaustive_search(fail):\n    events.seen.append('search')\n    \
+             if fail:\n        raise ValueError('no valid config')\n    return 'best'\n",
+        );
+        write(
+            "torch/__init__.py",
+            "import events\n\nclass _Runtime:\n    def cudaProfilerStop(self):\n        \
+             events.seen.append('stop')\n\n    def cudaProfilerStart(self):\n        \
+             events.seen.append('start')\n\nclass cuda:\n    @staticmethod\n    def cudart():\n        \
+             return _Runtime()\n",
+        );
+        write(&format!("{}.py", PAUSE_TUNING.0), PAUSE_TUNING.1);
+        let script = format!(
+            "import importlib, {plugin}\nimportlib.reload({plugin})\nfrom cuda.tile.tune import exhaustive_search\nimport events\n\
+             assert exhaustive_search(False) == 'best'\ntry:\n    exhaustive_search(True)\nexcept ValueError:\n    \
+             pass\nprint(','.join(events.seen))\n",
+            plugin = PAUSE_TUNING.0
+        );
+        let out = Command::new("python3")
+            .args(["-c", &script])
+            .current_dir(dir.path())
+            .env("PYTHONPATH", dir.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            "stop,search,start,stop,search,start"
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("autotune search: profiling paused"),
+            "{stderr}"
+        );
+
+        // without cuda.tile's tuner (the fixture's stand-in has none) it loads and does nothing
+        std::fs::remove_dir_all(dir.path().join("cuda/tile/tune")).unwrap();
+        let out = Command::new("python3")
+            .args(["-c", &format!("import {}", PAUSE_TUNING.0)])
+            .current_dir(dir.path())
+            .env("PYTHONPATH", dir.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success());
     }
 }
