@@ -190,22 +190,23 @@ mod tests {
              pass\nprint(','.join(events.seen))\n",
             plugin = PAUSE_TUNING.0
         );
-        let out = Command::new("python3")
-            .args(["-c", &script])
-            .current_dir(dir.path())
-            .env("PYTHONPATH", dir.path())
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert_eq!(
-            String::from_utf8_lossy(&out.stdout).trim(),
-            "stop,search,start,stop,search,start"
-        );
-        let stderr = String::from_utf8_lossy(&out.stderr);
+        // stdout and stderr of a script that must succeed
+        let python = |script: &str| {
+            let out = Command::new("python3")
+                .args(["-c", script])
+                .current_dir(dir.path())
+                .env("PYTHONPATH", dir.path())
+                .output()
+                .unwrap();
+            let (stdout, stderr) = (
+                String::from_utf8_lossy(&out.stdout).trim().to_string(),
+                String::from_utf8_lossy(&out.stderr).into_owned(),
+            );
+            assert!(out.status.success(), "{stderr}");
+            (stdout, stderr)
+        };
+        let (seen, stderr) = python(&script);
+        assert_eq!(seen, "stop,search,start,stop,search,start");
         assert!(
             stderr.contains("autotune search: profiling paused"),
             "{stderr}"
@@ -213,12 +214,6 @@ mod tests {
 
         // without cuda.tile's tuner (the fixture's stand-in has none) it loads and does nothing
         std::fs::remove_dir_all(dir.path().join("cuda/tile/tune")).unwrap();
-        let out = Command::new("python3")
-            .args(["-c", &format!("import {}", PAUSE_TUNING.0)])
-            .current_dir(dir.path())
-            .env("PYTHONPATH", dir.path())
-            .output()
-            .unwrap();
-        assert!(out.status.success());
+        python(&format!("import {}", PAUSE_TUNING.0));
     }
 }
