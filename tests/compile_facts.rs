@@ -1,4 +1,4 @@
-//! `diagnose::facts::for_step`, what `step` calls once its verdict is known to keep the iteration's compile
+//! `diagnose::facts::for_iteration`, what `step` calls once its verdict is known to keep the iteration's compile
 //! facts in its evidence note, and `compare` reading them from there. Machines without a GPU have no
 //! toolkit: `tests/data/toolkit/` stands in for nvidia-smi, the Tile IR assembler and cuobjdump, and the
 //! fixture's `cuda.tile` stand-in writes the dumps. Its own test binary, because it sets this process's
@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use git_cutile_perf::commands::diagnose::Profiled;
 use git_cutile_perf::diagnose::compile::CompileFacts;
-use git_cutile_perf::diagnose::facts::for_step;
+use git_cutile_perf::diagnose::facts::for_iteration;
 use git_cutile_perf::diagnose::{Profile, diagnose};
 use git_cutile_perf::evidence::Evidence;
 use git_cutile_perf::git::Repo;
@@ -45,11 +45,16 @@ fn an_iterations_compile_facts_go_into_its_evidence_and_compare_reads_them() {
         history.iterations[0].0.clone(),
         history.iterations[1].0.clone(),
     );
+    // as step calls it: the current baseline's configs name the case
+    let for_step = |code: &str, diagnosed: Option<&Profiled>, deadline: Instant| {
+        let configs = &history.current_baseline().configs;
+        for_iteration(&repo, &history.session, configs, code, diagnosed, deadline)
+    };
     let later = Instant::now() + Duration::from_secs(300);
 
     set_path(None);
     assert_eq!(
-        for_step(&repo, &history, &kept, None, later),
+        for_step(&kept, None, later),
         None,
         "no GPU (the CPU fixture): no compile facts"
     );
@@ -61,14 +66,10 @@ fn an_iterations_compile_facts_go_into_its_evidence_and_compare_reads_them() {
     );
     set_path(Some(&toolkit));
     let soon = Instant::now() + Duration::from_secs(10);
-    assert_eq!(
-        for_step(&repo, &history, &kept, None, soon),
-        None,
-        "too little budget left"
-    );
+    assert_eq!(for_step(&kept, None, soon), None, "too little budget left");
 
     // the kept iteration, from the work tree: two view loads for TILE_SIZE 256
-    let facts = for_step(&repo, &history, &kept, None, later).unwrap();
+    let facts = for_step(&kept, None, later).unwrap();
     let ops = &facts.tile_ir["vector_add_kernel.tileir"];
     assert_eq!((ops.view_loads, ops.view_stores), (2, 1));
     assert_eq!(facts.resources.len(), 1);
@@ -97,7 +98,7 @@ fn an_iterations_compile_facts_go_into_its_evidence_and_compare_reads_them() {
     );
 
     // the baseline's code, from a temporary worktree that is gone afterwards
-    let before = for_step(&repo, &history, &baseline, None, later).unwrap();
+    let before = for_step(&baseline, None, later).unwrap();
     assert_eq!(before.tile_ir["vector_add_kernel.tileir"].view_loads, 1);
     assert_eq!(fixture.git(&["worktree", "list"]).lines().count(), 1);
 
@@ -111,7 +112,7 @@ fn an_iterations_compile_facts_go_into_its_evidence_and_compare_reads_them() {
         compile: Some(CompileFacts::default()),
     };
     assert_eq!(
-        for_step(&repo, &history, &kept, Some(&diagnosed), later),
+        for_step(&kept, Some(&diagnosed), later),
         Some(CompileFacts::default())
     );
     assert_eq!(

@@ -13,8 +13,9 @@ use super::compile::CompileFacts;
 use super::toolchain::{self, Assembler};
 use crate::commands::diagnose::{Profiled, heaviest};
 use crate::git::Repo;
-use crate::history::History;
 use crate::process::{self, Ending};
+use crate::records::Measurement;
+use crate::session::Session;
 use crate::ui;
 
 /// `step` gathers compile facts only with at least this much of its budget left: one pytest case
@@ -24,12 +25,14 @@ pub const MIN_STEP_FACTS: Duration = Duration::from_secs(30);
 const SCRATCH: &str = "compile-facts";
 
 /// The compile facts of the code at `code_commit` (the iteration commit, or its attempt when it was
-/// undone), for `step`'s evidence: `diagnosed`'s when it has them; otherwise `None` (with a line on
-/// stderr saying why, when something was tried) without a GPU, without a recorded config, with less
+/// undone), for its evidence, from the case of the heaviest of `configs` (`step`: the current
+/// baseline's; `start`: the baseline's own): `diagnosed`'s when it has them; otherwise `None` (with a
+/// line on stderr saying why, when something was tried) without a GPU, without a config, with less
 /// than [`MIN_STEP_FACTS`] left before `deadline`, or when the run dumped nothing (no cuda-tile).
-pub fn for_step(
+pub fn for_iteration(
     repo: &Repo,
-    history: &History,
+    session: &Session,
+    configs: &[Measurement],
     code_commit: &str,
     diagnosed: Option<&Profiled>,
     deadline: Instant,
@@ -38,12 +41,12 @@ pub fn for_step(
         return Some(facts);
     }
     let gpu = crate::gpu::detect()?;
-    let config = heaviest(&history.current_baseline().configs)?;
+    let config = heaviest(configs)?;
     if deadline.saturating_duration_since(Instant::now()) < MIN_STEP_FACTS {
         ui::progress_line("no compile facts: the step's budget is nearly spent");
         return None;
     }
-    match dumped(repo, history, code_commit, &config, &gpu, deadline) {
+    match dumped(repo, session, code_commit, &config, &gpu, deadline) {
         Ok(facts) => (!facts.is_empty()).then_some(facts),
         Err(err) => {
             ui::progress_line(&format!("warning: no compile facts: {err:#}"));
@@ -55,13 +58,12 @@ pub fn for_step(
 /// Runs `config`'s case from the code of `code_commit` with the dump environment, and reads the dumps.
 fn dumped(
     repo: &Repo,
-    history: &History,
+    session: &Session,
     code_commit: &str,
     config: &str,
     gpu: &str,
     deadline: Instant,
 ) -> Result<CompileFacts> {
-    let session = &history.session;
     let source = Source::of(repo, code_commit)?;
     let case = Case::prepare(repo, session, source.path(repo), config, SCRATCH)?;
     ui::progress_line(&format!("compile facts from {} ...", case.node_id));
