@@ -115,6 +115,8 @@ for i, parts in seen.items():
     echo "== 1. compile facts in step $i's evidence (null = none; expected: tile_ir, and with cuobjdump resources and sass)"
     head -c 1500 "$out/evidence-$i-compile.json"; echo
   done
+  echo "== the dumped files (one per kernel, or one per tuning config? a name shared by the configs would keep the last one compiled)"
+  ls -l "$out"/step*.facts/tileir "$out"/diagnose-1.ncu/tileir 2> /dev/null
   echo "== compare 1 2 (expected: compile facts from evidence on both sides, none moved)"; cat "$out/compare.out"
   echo "== 2. diagnose 1"; cat "$out/diagnose-1.out" "$out/diagnose-1.err"; grep -h "cutile-perf: autotune" "$out/diagnose-1.ncu/ncu.log" 2> /dev/null | sort | uniq -c
   for v in a-every-launch b-as-before c-paused d-application-replay; do
