@@ -137,7 +137,7 @@ impl Evidence {
         }
     }
 
-    /// The same evidence with the iteration's compile facts (`diagnose::facts::for_step`).
+    /// The same evidence with the iteration's compile facts (`diagnose::facts::for_iteration`).
     pub fn with_compile(self, compile: Option<CompileFacts>) -> Evidence {
         Evidence { compile, ..self }
     }

@@ -1,8 +1,8 @@
-//! `diagnose::facts::for_iteration`, what `step` calls once its verdict is known to keep the iteration's compile
-//! facts in its evidence note, and `compare` reading them from there. Machines without a GPU have no
-//! toolkit: `tests/data/toolkit/` stands in for nvidia-smi, the Tile IR assembler and cuobjdump, and the
-//! fixture's `cuda.tile` stand-in writes the dumps. Its own test binary, because it sets this process's
-//! PATH, which no other test may see.
+//! `diagnose::facts::for_iteration`, what `step` calls once its verdict is known to keep the iteration's
+//! compile facts in its evidence note, and `compare` reading them from there. Machines without a GPU have
+//! no toolkit: `tests/data/toolkit/` stands in for the Tile IR assembler and cuobjdump, and the fixture's
+//! `cuda.tile` stand-in writes the dumps. Its own test binary, because it sets this process's PATH, which
+//! no other test may see.
 
 mod support;
 
@@ -15,17 +15,17 @@ use git_cutile_perf::diagnose::facts::for_iteration;
 use git_cutile_perf::diagnose::{Profile, diagnose};
 use git_cutile_perf::evidence::Evidence;
 use git_cutile_perf::git::Repo;
+use git_cutile_perf::gpu::{Gpu, GpuState};
 use git_cutile_perf::history::Configs;
 use support::*;
+
+/// What nvidia-smi says of the H200 the tests pretend to have.
+const H200: &str = "NVIDIA H200, 9.0, 580.159.04, 1980, 1980, 612, 143771, 41";
 
 /// PATH with `first` (if any) in front, less every directory that holds a real GPU tool.
 fn set_path(first: Option<&PathBuf>) {
     let path = std::env::var_os("PATH").unwrap_or_default();
-    let real = |d: &PathBuf| {
-        ["nvidia-smi", "tileiras", "cuobjdump"]
-            .iter()
-            .any(|t| d.join(t).exists())
-    };
+    let real = |d: &PathBuf| ["tileiras", "cuobjdump"].iter().any(|t| d.join(t).exists());
     let mut dirs: Vec<PathBuf> = first.into_iter().cloned().collect();
     dirs.extend(std::env::split_paths(&path).filter(|d| !real(d)));
     // SAFETY: the only test in this binary, so no other thread reads the environment
@@ -45,18 +45,38 @@ fn an_iterations_compile_facts_go_into_its_evidence_and_compare_reads_them() {
         history.iterations[0].0.clone(),
         history.iterations[1].0.clone(),
     );
-    // as step calls it: the current baseline's configs name the case
+    // as step calls it: the current baseline's configs name the case, on the GPU the step checked
+    let h200 = GpuState {
+        gpu: Gpu::parse(H200).unwrap(),
+        processes: Vec::new(),
+    };
     let for_step = |code: &str, diagnosed: Option<&Profiled>, deadline: Instant| {
         let configs = &history.current_baseline().configs;
-        for_iteration(&repo, &history.session, configs, code, diagnosed, deadline)
+        let gpu = Some(&h200);
+        for_iteration(
+            &repo,
+            &history.session,
+            configs,
+            code,
+            gpu,
+            diagnosed,
+            deadline,
+        )
     };
     let later = Instant::now() + Duration::from_secs(300);
 
     set_path(None);
+    let configs = &history.current_baseline().configs;
     assert_eq!(
-        for_step(&kept, None, later),
+        for_iteration(&repo, &history.session, configs, &kept, None, None, later),
         None,
         "no GPU (the CPU fixture): no compile facts"
+    );
+    let ir_only = for_step(&kept, None, later).unwrap();
+    assert_eq!(ir_only.tile_ir.len(), 1);
+    assert!(
+        ir_only.resources.is_empty() && ir_only.sass.is_empty(),
+        "without the toolkit, the Tile IR counts only: {ir_only:?}"
     );
 
     let toolkit = fixture.root.parent().unwrap().join("toolkit");
@@ -147,9 +167,10 @@ fn an_iterations_compile_facts_go_into_its_evidence_and_compare_reads_them() {
 /// `step` with the stand-in toolkit on PATH keeps the compile facts in the iteration's evidence note,
 /// for a kept iteration (from the work tree) and a reverted one (from its attempt's commit).
 #[test]
-#[ignore = "until step calls diagnose::facts::for_iteration (src/commands/step.rs, the lead's)"]
+#[ignore = "until step calls diagnose::facts::for_iteration (src/commands/step/mod.rs, the lead's)"]
 fn a_steps_evidence_carries_its_compile_facts() {
-    let fixture = Fixture::new();
+    let mut fixture = Fixture::new();
+    fixture.fake_gpu(Some(H200));
     fixture.start();
     let toolkit = fixture.root.parent().unwrap().join("toolkit");
     copy_dir(

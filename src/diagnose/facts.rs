@@ -13,6 +13,7 @@ use super::compile::CompileFacts;
 use super::toolchain::{self, Assembler};
 use crate::commands::diagnose::{Profiled, heaviest};
 use crate::git::Repo;
+use crate::gpu::GpuState;
 use crate::process::{self, Ending};
 use crate::records::Measurement;
 use crate::session::Session;
@@ -26,21 +27,23 @@ const SCRATCH: &str = "compile-facts";
 
 /// The compile facts of the code at `code_commit` (the iteration commit, or its attempt when it was
 /// undone), for its evidence, from the case of the heaviest of `configs` (`step`: the current
-/// baseline's; `start`: the baseline's own): `diagnosed`'s when it has them; otherwise `None` (with a
-/// line on stderr saying why, when something was tried) without a GPU, without a config, with less
-/// than [`MIN_STEP_FACTS`] left before `deadline`, or when the run dumped nothing (no cuda-tile).
+/// baseline's; `start`: the baseline's own), compiled for `gpu` (the GPU the step or start checked;
+/// the case runs here): `diagnosed`'s when it has them; otherwise `None` (with a line on stderr saying
+/// why, when something was tried) without a GPU, without a config, with less than [`MIN_STEP_FACTS`]
+/// left before `deadline`, or when the run dumped nothing (no cuda-tile).
 pub fn for_iteration(
     repo: &Repo,
     session: &Session,
     configs: &[Measurement],
     code_commit: &str,
+    gpu: Option<&GpuState>,
     diagnosed: Option<&Profiled>,
     deadline: Instant,
 ) -> Option<CompileFacts> {
     if let Some(facts) = diagnosed.and_then(|found| found.compile.clone()) {
         return Some(facts);
     }
-    let gpu = crate::gpu::detect()?;
+    let gpu = gpu?.gpu.identity();
     let config = heaviest(configs)?;
     if deadline.saturating_duration_since(Instant::now()) < MIN_STEP_FACTS {
         ui::progress_line("no compile facts: the step's budget is nearly spent");
