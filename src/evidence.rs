@@ -14,6 +14,7 @@ use base64::Engine;
 use serde::{Deserialize, Serialize};
 
 use crate::decision::Thresholds;
+use crate::diagnose::compile::CompileFacts;
 use crate::git::Repo;
 use crate::gpu::{GpuProcess, GpuState};
 use crate::records::{self, CaseOutcome, CaseReport};
@@ -109,6 +110,10 @@ pub struct Evidence {
     pub thresholds: Thresholds,
     /// In the order they ran.
     pub runs: Vec<RunFile>,
+    /// What the compiler made of the iteration's kernels; none without a GPU, without the budget for
+    /// it, or in a note written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compile: Option<CompileFacts>,
 }
 
 impl Evidence {
@@ -128,7 +133,13 @@ impl Evidence {
             statistic: session.statistic.to_string(),
             thresholds: session.thresholds,
             runs,
+            compile: None,
         }
+    }
+
+    /// The same evidence with the iteration's compile facts (`diagnose::facts::for_iteration`).
+    pub fn with_compile(self, compile: Option<CompileFacts>) -> Evidence {
+        Evidence { compile, ..self }
     }
 
     pub fn run(&self, name: &str) -> Option<&RunFile> {
@@ -309,6 +320,7 @@ mod tests {
                     }),
                 },
             ],
+            compile: None,
         }
     }
 

@@ -67,6 +67,11 @@ fn diagnose_profiles_one_case_of_each_iteration_and_compare_says_what_moved() {
     // the median of three launches of the kernel
     assert_eq!(current["launches_profiled"], 3);
     assert_eq!(current["profile"]["duration_us"], 620.0);
+    // the fixture's cuda.tile stand-in dumps its Tile IR when asked: two view loads for TILE_SIZE 256
+    assert_eq!(
+        current["compile"]["tile_ir"]["vector_add_kernel.tileir"]["view_loads"],
+        2
+    );
     let config = current["config"].as_str().unwrap();
     assert!(config.ends_with("large]"), "the slowest config: {config}");
     let calls = std::fs::read_to_string(ncu_dir.join("calls")).unwrap();
@@ -80,6 +85,10 @@ fn diagnose_profiles_one_case_of_each_iteration_and_compare_says_what_moved() {
         "{node}"
     );
     assert!(calls.contains(&format!("-m pytest {node} -q")), "{calls}");
+    assert!(
+        calls.contains("-p no:cacheprovider -p cutile_perf_pause_tuning"),
+        "the plugin that pauses profiling during an autotune search: {calls}"
+    );
     assert!(
         calls.contains("pytest exit 0"),
         "the one case ran and passed: {calls}"
@@ -104,6 +113,10 @@ fn diagnose_profiles_one_case_of_each_iteration_and_compare_says_what_moved() {
         "{compare}"
     );
     assert_eq!(compare["a"]["diagnosed"], true);
+    assert_eq!(
+        compare["a"]["compile_facts"], "diagnose",
+        "no evidence has them"
+    );
     let large = compare["configs"]
         .as_array()
         .unwrap()
@@ -114,7 +127,7 @@ fn diagnose_profiles_one_case_of_each_iteration_and_compare_says_what_moved() {
     assert_eq!(
         large["summary"].as_str().unwrap(),
         format!(
-            "{}: -50.0%; still memory-bound; DRAM throughput 64% -> 86%, duration 1100.0 -> 620.0 us",
+            "{}: -50.0%; still memory-bound; DRAM throughput 64% -> 86%, duration 1100.0 -> 620.0 us, view loads 1 -> 2",
             config.rsplit("::").next().unwrap()
         )
     );

@@ -10,45 +10,11 @@
 # Usage: tools/gpu-diagnose.sh /path/to/TileGym OUT_DIR [PYTHON]
 # Override the small kernel with SMALL_KERNEL (a TileGym ops kernel) and SMALL_FILTER (a -k expression).
 set -uo pipefail
-[ $# -ge 2 ] || { echo "usage: $0 /path/to/TileGym OUT_DIR [PYTHON]" >&2; exit 2; }
-tilegym="$(cd "$1" && pwd)"; mkdir -p "$2"; out="$(cd "$2" && pwd)"; python="${3:-python3}"
-tool="${CUTILE_PERF_TOOL:-$(cd "$(dirname "$0")/.." && pwd)/target/release/git-cutile-perf}"
-[ -x "$tool" ] || { echo "build it first: cargo build --release" >&2; exit 2; }
-command -v ncu > /dev/null || export PATH="$PATH:/usr/local/cuda/bin"
+source "$(dirname "$0")/gpu-common.sh"
+setup gpu-diagnose "$@"
 small="${SMALL_KERNEL:-flash_decode}"
 small_filter="${SMALL_FILTER:-test_op or 512-128-1-}"
 matmul_filter='float16 and (False-False-False-4096-4096-4096 or True-True-False-False-4096-4096-4096 or 1024-1024-1024-0-0-False-False)'
-
-work="$(mktemp -d /tmp/gpu-diagnose.XXXXXX)"
-export GIT_AUTHOR_NAME="${GIT_AUTHOR_NAME:-cutile-perf evidence}" GIT_AUTHOR_EMAIL="${GIT_AUTHOR_EMAIL:-evidence@localhost}"
-export GIT_COMMITTER_NAME="$GIT_AUTHOR_NAME" GIT_COMMITTER_EMAIL="$GIT_AUTHOR_EMAIL"
-
-# a fresh repository with TileGym's sources and tests; its src/ first on Python's path, so the session's
-# code is what runs, not an installed checkout
-base_pythonpath="${PYTHONPATH:-}"
-fresh() {
-  local repo="$work/$1"
-  if [ -d "$tilegym/.git" ]; then
-    git clone -q "$tilegym" "$repo"
-  else
-    mkdir -p "$repo"
-    (cd "$tilegym" && tar cf - .) | (cd "$repo" && tar xf -)
-    git -C "$repo" init -q -b main && git -C "$repo" add -A && git -C "$repo" commit -qm "TileGym" --no-verify
-  fi
-  echo "$repo"
-}
-
-# run NAME ARGS...: the tool in the current repository, its stdout, stderr, exit code and wall time kept
-run() {
-  local name="$1"; shift
-  local start rc
-  start=$(date +%s%N)
-  "$tool" "$@" > "$out/$name.out" 2> "$out/$name.err"
-  rc=$?
-  printf '%s rc=%s wall=%sms: git cutile-perf %s\n' "$name" "$rc" "$(( ($(date +%s%N) - start) / 1000000 ))" "$*" | tee -a "$out/timings.txt"
-  cp -r sandbox/diagnose "$out/$name.ncu" 2> /dev/null
-  return $rc
-}
 
 # the diagnoses cached as git notes, and the session's log
 keep_notes() {
@@ -74,7 +40,7 @@ done > "$out/ncu-metrics-known.txt"
 
 # 1. rms_norm: TMA on the persistent store, diagnosed before and after
 cd "$(fresh rms_norm)" || exit 1
-export PYTHONPATH="$PWD/src${base_pythonpath:+:$base_pythonpath}"
+use_sources
 run rms-start start rms_norm --suite ops --class memory --python "$python" --json
 grep -q 'allow_tma=False' src/tilegym/ops/cutile/rms_norm.py || echo "warning: no allow_tma=False in rms_norm.py" | tee -a "$out/timings.txt"
 sed -i '/allow_tma=False/d' src/tilegym/ops/cutile/rms_norm.py
@@ -90,14 +56,14 @@ keep_notes rms
 
 # 2. matmul: expected compute-bound
 cd "$(fresh matmul)" || exit 1
-export PYTHONPATH="$PWD/src${base_pythonpath:+:$base_pythonpath}"
+use_sources
 run matmul-start start matmul --suite ops --class compute --budget 4m --python "$python" --filter "$matmul_filter" --json
 run matmul-diagnose diagnose --budget 3m
 keep_notes matmul
 
 # 3. a small-grid kernel: expected latency or scheduling
 cd "$(fresh "$small")" || exit 1
-export PYTHONPATH="$PWD/src${base_pythonpath:+:$base_pythonpath}"
+use_sources
 run small-start start "$small" --suite ops --budget 3m --python "$python" --filter "$small_filter" --json
 run small-diagnose diagnose --budget 3m
 keep_notes small

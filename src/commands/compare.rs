@@ -1,6 +1,7 @@
-//! `compare`: two iterations side by side, from the history and the diagnoses cached by `diagnose`:
-//! what the kernel diff touched, how each config's latency moved, and which measured numbers moved
-//! with it, in one sentence per config.
+//! `compare`: two iterations side by side, from the history, the compile facts of each iteration's
+//! evidence note (else of the diagnose cache) and the diagnoses cached by `diagnose`: what the kernel
+//! diff touched, how each config's latency moved, and which measured numbers moved with it, in one
+//! sentence per config.
 
 use std::collections::BTreeSet;
 use std::io::Write;
@@ -11,9 +12,11 @@ use serde::Serialize;
 use super::diagnose::{Note, code_commit, iteration, recall};
 use super::require_history;
 use crate::cli::CompareArgs;
+use crate::diagnose::compile::CompileFacts;
 use crate::diagnose::{Diagnosis, Profile};
+use crate::evidence::Evidence;
 use crate::git::Repo;
-use crate::history::Configs;
+use crate::history::{Configs, History};
 use crate::session::{Iteration, short};
 use crate::stats::change_pct;
 use crate::ui;
@@ -41,6 +44,8 @@ pub struct Side {
     pub status: String,
     pub latency_ms: Option<f64>,
     pub diagnosed: bool,
+    /// Where its compile facts were read: `evidence` (the iteration's note) or `diagnose` (the cache).
+    pub compile_facts: Option<&'static str>,
 }
 
 #[derive(Debug, Serialize)]
@@ -84,11 +89,16 @@ pub fn run(repo: &Repo, args: &CompareArgs, out: &mut impl Write) -> Result<Comp
     diff_args.extend(history.session.allowed.iter().map(String::as_str));
     let diff_stat = repo.git(&diff_args)?.trim_end().to_string();
     let (note_a, note_b) = (recall(repo, &commit_a), recall(repo, &commit_b));
-    let compile = compile_deltas(note_a.as_ref(), note_b.as_ref());
+    let facts_a = compile_facts(repo, &history, args.a, note_a.as_ref());
+    let facts_b = compile_facts(repo, &history, args.b, note_b.as_ref());
+    let compile = compile_deltas(
+        facts_a.as_ref().map(|f| &f.0),
+        facts_b.as_ref().map(|f| &f.0),
+    );
     let report = CompareReport {
         configs: config_deltas(a, b, note_a.as_ref(), note_b.as_ref(), &compile),
-        a: side(a, commit_a, note_a.is_some()),
-        b: side(b, commit_b, note_b.is_some()),
+        a: side(a, commit_a, note_a.is_some(), facts_a.map(|f| f.1)),
+        b: side(b, commit_b, note_b.is_some(), facts_b.map(|f| f.1)),
         diff_stat,
         compile,
     };
@@ -100,13 +110,41 @@ pub fn run(repo: &Repo, args: &CompareArgs, out: &mut impl Write) -> Result<Comp
     Ok(report)
 }
 
-fn side(it: &Iteration, commit: String, diagnosed: bool) -> Side {
+fn side(
+    it: &Iteration,
+    commit: String,
+    diagnosed: bool,
+    compile_facts: Option<&'static str>,
+) -> Side {
     Side {
         iteration: it.number,
         commit,
         status: it.status.to_string(),
         latency_ms: it.latency_ms,
         diagnosed,
+        compile_facts,
+    }
+}
+
+/// Iteration `number`'s compile facts and where they were read: its evidence note first (what `step`
+/// kept), else the diagnose cache on its code's commit.
+fn compile_facts(
+    repo: &Repo,
+    history: &History,
+    number: u32,
+    cached: Option<&Note>,
+) -> Option<(CompileFacts, &'static str)> {
+    let (commit, _) = &history.iterations[number as usize];
+    // a note that is not ours is `verify`'s finding; here it only means no facts
+    let noted = Evidence::of(repo, commit)
+        .ok()
+        .flatten()
+        .and_then(|e| e.compile);
+    match noted {
+        Some(facts) => Some((facts, "evidence")),
+        None => cached
+            .and_then(|n| n.compile.clone())
+            .map(|facts| (facts, "diagnose")),
     }
 }
 
@@ -214,11 +252,8 @@ pub fn metric_deltas(a: &Profile, b: &Profile) -> Vec<Delta> {
 }
 
 /// Compile-fact totals that differ between the two iterations.
-fn compile_deltas(a: Option<&Note>, b: Option<&Note>) -> Vec<Delta> {
-    let (Some(a), Some(b)) = (
-        a.and_then(|n| n.compile.as_ref()),
-        b.and_then(|n| n.compile.as_ref()),
-    ) else {
+fn compile_deltas(a: Option<&CompileFacts>, b: Option<&CompileFacts>) -> Vec<Delta> {
+    let (Some(a), Some(b)) = (a, b) else {
         return Vec::new();
     };
     let (ta, tb) = (a.totals(), b.totals());
@@ -280,7 +315,9 @@ fn render(r: &CompareReport) -> String {
             s.status,
             crate::session::fmt_ms(s.latency_ms),
             if s.diagnosed { ", diagnosed" } else { "" }
-        )
+        ) + &s
+            .compile_facts
+            .map_or(String::new(), |from| format!(", compile facts from {from}"))
     };
     let mut out = format!(
         "{} {}\n   vs {}\n",
@@ -296,6 +333,17 @@ fn render(r: &CompareReport) -> String {
             r.diff_stat.replace('\n', "\n  ")
         }
     );
+    if r.a.compile_facts.is_some() && r.b.compile_facts.is_some() {
+        let moved: Vec<String> = r.compile.iter().map(Delta::text).collect();
+        out += &format!(
+            "compile:\n  {}\n",
+            if moved.is_empty() {
+                "no compile fact moved".to_string()
+            } else {
+                moved.join(", ")
+            }
+        );
+    }
     out += "configs:\n";
     for c in &r.configs {
         out += &format!(

@@ -8,18 +8,18 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use super::{require_history, sandbox};
+use super::require_history;
 use crate::cli::DiagnoseArgs;
-use crate::diagnose::compile::{self, CompileFacts};
+use crate::diagnose::case::{self, Case, Source};
+use crate::diagnose::compile::CompileFacts;
+use crate::diagnose::toolchain::{self, Assembler};
 use crate::diagnose::{self, Diagnosis, Profile};
 use crate::git::Repo;
 use crate::history::{Configs, History};
-use crate::inspect::module;
-use crate::paired::BaselineTree;
-use crate::process::{self, Ending};
+use crate::process;
 use crate::records::Measurement;
 use crate::session::{Iteration, short};
 use crate::{ncu, ui};
@@ -34,8 +34,6 @@ const PROFILED_LAUNCHES: u32 = 3;
 const UNKNOWN_METRIC_RETRIES: u32 = 3;
 /// `step` profiles only with at least this much of its budget left.
 pub const MIN_STEP_PROFILE: Duration = Duration::from_secs(60);
-/// One run of the assembler or disassembler on one kernel.
-const TOOL_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// What `diagnose` found, as `--json` prints it.
 #[derive(Debug, Serialize)]
@@ -167,28 +165,6 @@ fn require_ncu() -> Result<()> {
     )
 }
 
-/// Where the profiled code is: the work tree, or a temporary detached worktree removed on drop.
-enum Source<'a> {
-    WorkTree,
-    Worktree(BaselineTree<'a>),
-}
-
-impl<'a> Source<'a> {
-    fn of(repo: &'a Repo, commit: &str) -> Result<Source<'a>> {
-        if repo.head()? == commit && repo.tracked_changes()?.is_empty() {
-            return Ok(Source::WorkTree);
-        }
-        Ok(Source::Worktree(BaselineTree::add(repo, commit)?))
-    }
-
-    fn path(&self, repo: &Repo) -> PathBuf {
-        match self {
-            Source::WorkTree => repo.root.clone(),
-            Source::Worktree(tree) => tree.path.clone(),
-        }
-    }
-}
-
 /// What one profiled run gave.
 #[derive(Debug, Clone)]
 pub struct Profiled {
@@ -209,101 +185,80 @@ fn profile(
     deadline: Instant,
 ) -> Result<Profiled> {
     let session = &history.session;
-    let kernel_file = root.join(&session.kernel);
-    let text = std::fs::read_to_string(&kernel_file)
-        .with_context(|| format!("cannot read {}", kernel_file.display()))?;
-    let facts = module::analyze(&text, "", None)
-        .with_context(|| format!("cannot read the kernels of {}", session.kernel))?;
-    let names: Vec<&str> = facts.kernels.iter().map(|k| k.name.as_str()).collect();
-    if names.is_empty() {
-        bail!(
-            "{} defines no @ct.kernel to profile\nhint: diagnose profiles the session kernel's own launches",
-            session.kernel
-        );
-    }
-    let node_id = diagnose::node_id(&session.test, config);
-    let mut command: Vec<String> = session
-        .python
-        .split_whitespace()
-        .map(str::to_string)
-        .collect();
-    command.extend(["-m", "pytest", &node_id, "-q", "-p", "no:cacheprovider"].map(str::to_string));
-
-    repo.exclude(&format!("/{}/", crate::guard::SANDBOX))?;
-    let dir = sandbox(repo).join("diagnose");
-    // files left by an earlier run must never be read as this one's
-    let _ = std::fs::remove_dir_all(&dir);
-    let dumps = dir.join("tileir");
-    std::fs::create_dir_all(&dumps)
-        .with_context(|| format!("cannot create {}", dumps.display()))?;
-    let (log, csv) = (dir.join("ncu.log"), dir.join("ncu.csv"));
-    let mut metrics = ncu::select(ncu::query_metrics().as_deref(), &diagnose::wanted());
-    let python_path = crate::pytest::sources_first(&root)?
-        .map(|path| path.to_string_lossy().into_owned())
-        .unwrap_or_else(|| std::env::var("PYTHONPATH").unwrap_or_default());
-    let dumps_text = dumps.display().to_string();
-    let env = [
-        ("TILEGYM_DISABLE_AUTOTUNE", "1"),
-        ("PYTHONDONTWRITEBYTECODE", "1"),
-        ("PYTHONPATH", python_path.as_str()),
-        ("CUDA_TILE_DUMP_TILEIR", dumps_text.as_str()),
-        ("CUDA_TILE_DUMP_BYTECODE", dumps_text.as_str()),
-        // the disk cache would skip the compile, and with it the dumps
-        ("CUDA_TILE_CACHE_DIR", "off"),
-    ];
+    let names = case::kernel_names(session, &root)?.join("|");
+    let (plugin, source) = case::PAUSE_TUNING;
+    let case =
+        Case::prepare(repo, session, root, config, "diagnose")?.with_plugin(plugin, source)?;
     ui::progress_line(&format!(
-        "profiling {} of {node_id} with ncu ...",
-        names.join(", ")
+        "profiling {} of {} with ncu ...",
+        names.replace('|', ", "),
+        case.node_id
     ));
+    let launches = profile_launches(&case, &names, deadline)?;
+    let launch = diagnose::representative(&launches).with_context(|| {
+        format!(
+            "ncu profiled no launch of {} in {}; see {}",
+            names.replace('|', ", "),
+            case.node_id,
+            case.dir.join("ncu.log").display()
+        )
+    })?;
+    let assembler = Assembler::find(&session.python, &case.root, session.gpu.as_deref());
+    let compile = toolchain::gather(&case.dumps, assembler.as_ref(), deadline);
+    Ok(Profiled {
+        config: config.to_string(),
+        node_id: case.node_id,
+        launches: launches.len(),
+        diagnosis: diagnose::diagnose(&Profile::of(launch)),
+        compile: (!compile.is_empty()).then_some(compile),
+    })
+}
+
+/// The launches of the kernels named by `names` (a regex alternation) that ncu profiled in `case`; a
+/// metric this ncu does not know is dropped and the case run again, at most
+/// [`UNKNOWN_METRIC_RETRIES`] times.
+fn profile_launches(case: &Case, names: &str, deadline: Instant) -> Result<Vec<ncu::Launch>> {
+    let (log, csv) = (case.dir.join("ncu.log"), case.dir.join("ncu.csv"));
+    let mut metrics = ncu::select(ncu::query_metrics().as_deref(), &diagnose::wanted());
     let mut retries = UNKNOWN_METRIC_RETRIES;
-    let launches = loop {
+    loop {
         let ncu_args = ncu::args(
             metrics.clone(),
-            &names.join("|"),
+            names,
             WARM_UP_LAUNCHES,
             PROFILED_LAUNCHES,
             &csv,
         );
         std::fs::remove_file(&csv).ok();
-        match ncu::run(&command, &ncu_args, &root, &env, &log, &csv, deadline) {
-            Ok(launches) => break launches,
+        let env = case.env();
+        let err = match ncu::run(
+            &case.command,
+            &ncu_args,
+            &case.root,
+            &env,
+            &log,
+            &csv,
+            deadline,
+        ) {
+            Ok(launches) => return Ok(launches),
             Err(_) if process::interrupted() => {
                 return Err(super::Interrupted("nothing was profiled or cached").into());
             }
-            Err(err) => {
-                // a metric this ncu does not know stops it before the run: profile without it
-                let output = read_all(&[&log, &csv]);
-                match diagnose::unknown_metric(&output, &metrics) {
-                    Some(unknown) if retries > 0 => {
-                        retries -= 1;
-                        ui::progress_line(&format!(
-                            "this ncu does not know {unknown}; profiling without it ..."
-                        ));
-                        metrics = diagnose::without(&metrics, &unknown);
-                    }
-                    _ => return Err(with_hint(err, &output, &dir)),
-                }
+            Err(err) => err,
+        };
+        // a metric this ncu does not know stops it before the run: profile without it
+        let output = read_all(&[&log, &csv]);
+        match diagnose::unknown_metric(&output, &metrics) {
+            Some(unknown) if retries > 0 => {
+                retries -= 1;
+                ui::progress_line(&format!(
+                    "this ncu does not know {unknown}; profiling without it ..."
+                ));
+                metrics = diagnose::without(&metrics, &unknown);
             }
+            _ => return Err(with_hint(err, &output, &case.dir)),
         }
-    };
-    let launch = diagnose::representative(&launches).with_context(|| {
-        format!(
-            "ncu profiled no launch of {} in {node_id}; see {}",
-            names.join(", "),
-            log.display()
-        )
-    })?;
-    let diagnosis = diagnose::diagnose(&Profile::of(launch));
-    let assembler = gpu_arch(session.gpu.as_deref())
-        .and_then(|arch| Some((tileiras(&session.python, &root)?, arch)));
-    let compile = compile_facts(&dumps, assembler.as_ref(), deadline);
-    Ok(Profiled {
-        config: config.to_string(),
-        node_id,
-        launches: launches.len(),
-        diagnosis,
-        compile: (!compile.is_empty()).then_some(compile),
-    })
+    }
 }
 
 /// The text of each file that exists.
@@ -320,105 +275,6 @@ fn with_hint(err: anyhow::Error, output: &str, dir: &Path) -> anyhow::Error {
         Some(hint) => anyhow::anyhow!("{hint} (ncu's output is in {})", dir.display()),
         None => err,
     }
-}
-
-/// `sm_90` from the session's `name, 9.0, driver` GPU line.
-fn gpu_arch(gpu: Option<&str>) -> Option<String> {
-    let (major, minor) = super::inspect::parse_capability(gpu?.split(',').nth(1)?).ok()?;
-    Some(format!("sm_{major}{minor}"))
-}
-
-/// The Tile IR assembler cuda-tile uses: the one in the session Python's `nvidia.cu13` wheel, else a
-/// toolkit's on PATH.
-fn tileiras(python: &str, root: &Path) -> Option<PathBuf> {
-    let words: Vec<&str> = python.split_whitespace().collect();
-    let (program, args) = words.split_first()?;
-    let mut full = args.to_vec();
-    full.extend([
-        "-c",
-        "import os, nvidia.cu13 as m; print(os.path.join(m.__path__[0], 'bin', 'tileiras'))",
-    ]);
-    let wheel = process::capture(process::command(program, &full).dir(root), TOOL_TIMEOUT)
-        .ok()
-        .filter(|out| out.success())
-        .map(|out| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
-        .filter(|path| path.is_file());
-    wheel.or_else(|| which::which("tileiras").ok())
-}
-
-/// Every file in `dir`, sorted.
-fn files_in(dir: &Path) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map(|entries| entries.flatten().map(|e| e.path()).collect())
-        .unwrap_or_default();
-    files.sort();
-    files
-}
-
-/// Tile IR counts of every dumped kernel; with the assembler, each dumped bytecode compiled to a
-/// cubin, and with cuobjdump, the registers and SASS of every cubin.
-fn compile_facts(
-    dumps: &Path,
-    assembler: Option<&(PathBuf, String)>,
-    deadline: Instant,
-) -> CompileFacts {
-    if let Some((tileiras, arch)) = assembler {
-        for bytecode in files_in(dumps)
-            .into_iter()
-            .filter(|f| f.extension().is_some_and(|e| e == "tileirbc"))
-        {
-            let (input, output) = (
-                bytecode.display().to_string(),
-                bytecode.with_extension("cubin").display().to_string(),
-            );
-            // as cuda-tile runs it: a toolkit's CUDA_HOME would make the wheel's tileiras fail
-            let command = process::command(
-                &tileiras.display().to_string(),
-                &["--gpu-name", arch, "-O3", &input, "-o", &output],
-            )
-            .env_remove("CUDA_HOME")
-            .env_remove("CUDA_PATH");
-            let _ = process::capture(command, time_left(deadline));
-        }
-    }
-    let mut facts = CompileFacts::default();
-    for file in files_in(dumps) {
-        let name = file
-            .file_name()
-            .map_or(String::new(), |n| n.to_string_lossy().into_owned());
-        match file.extension().and_then(|e| e.to_str()) {
-            Some("tileir") => {
-                if let Ok(text) = std::fs::read_to_string(&file) {
-                    facts.tile_ir.insert(name, compile::tile_ops(&text));
-                }
-            }
-            Some("cubin") => {
-                let path = file.display().to_string();
-                if let Some(text) = disassemble(&["--dump-resource-usage", &path], deadline) {
-                    facts.resources.extend(compile::resources(&text));
-                }
-                if let Some(text) = disassemble(&["-sass", &path], deadline) {
-                    facts.sass.extend(compile::sass_mix(&text));
-                }
-            }
-            _ => {}
-        }
-    }
-    facts
-}
-
-/// What is left before `deadline`, at most [`TOOL_TIMEOUT`].
-fn time_left(deadline: Instant) -> Duration {
-    deadline
-        .saturating_duration_since(Instant::now())
-        .min(TOOL_TIMEOUT)
-}
-
-fn disassemble(args: &[&str], deadline: Instant) -> Option<String> {
-    which::which("cuobjdump").ok()?;
-    let output = process::capture(process::command("cuobjdump", args), time_left(deadline)).ok()?;
-    (output.ending == Ending::Exited(0))
-        .then(|| String::from_utf8_lossy(&output.stdout).into_owned())
 }
 
 /// The cached note of `commit`, if any.
@@ -533,11 +389,6 @@ mod tests {
         ];
         assert_eq!(heaviest(&configs).as_deref(), Some("large"));
         assert_eq!(heaviest(&[]), None);
-        assert_eq!(
-            gpu_arch(Some("NVIDIA H200, 9.0, 580.159.04")).as_deref(),
-            Some("sm_90")
-        );
-        assert_eq!(gpu_arch(None), None);
     }
 
     fn iteration_or_err(history: &History, number: u32) -> String {

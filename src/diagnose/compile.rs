@@ -1,7 +1,7 @@
 //! What the compiler made of a kernel, read from its dumps: Tile IR operation counts by kind (from a
 //! `CUDA_TILE_DUMP_TILEIR` file), registers and spills per function (`cuobjdump --dump-resource-usage`)
 //! and the SASS instruction mix (`cuobjdump -sass` or `nvdisasm`). Pure: the texts come from the
-//! runner in `commands::diagnose`.
+//! tools `toolchain` runs.
 
 use std::collections::BTreeMap;
 
@@ -193,33 +193,43 @@ impl CompileFacts {
 
     /// Named totals over every kernel, for comparing two iterations.
     pub fn totals(&self) -> BTreeMap<&'static str, u64> {
+        let tile_ir = self.tile_ir.values().flat_map(|ops| {
+            let values = [ops.view_loads, ops.view_stores, ops.gathers, ops.scatters];
+            named(
+                TILE_OP_NAMES,
+                values.into_iter().chain([ops.mma, ops.reductions]),
+            )
+        });
+        let resources = self
+            .resources
+            .iter()
+            .flat_map(|r| named(RESOURCE_NAMES, [r.registers, r.local_bytes]));
+        let sass = self.sass.iter().flat_map(|s| {
+            let memory = [s.tma_loads, s.tma_stores, s.global_loads, s.global_stores];
+            named(
+                SASS_NAMES,
+                memory.into_iter().chain([s.mma, s.local, s.instructions]),
+            )
+        });
         let mut totals = BTreeMap::new();
-        let mut add = |name: &'static str, value: u32| {
+        for (name, value) in tile_ir.chain(resources).chain(sass) {
             *totals.entry(name).or_insert(0) += u64::from(value);
-        };
-        for ops in self.tile_ir.values() {
-            add("view loads", ops.view_loads);
-            add("view stores", ops.view_stores);
-            add("gathers", ops.gathers);
-            add("scatters", ops.scatters);
-            add("MMA ops", ops.mma);
-            add("reductions", ops.reductions);
-        }
-        for r in &self.resources {
-            add("registers", r.registers);
-            add("local bytes", r.local_bytes);
-        }
-        for s in &self.sass {
-            add("TMA loads", s.tma_loads);
-            add("TMA stores", s.tma_stores);
-            add("LDG", s.global_loads);
-            add("STG", s.global_stores);
-            add("SASS MMA", s.mma);
-            add("LDL/STL", s.local);
-            add("SASS instructions", s.instructions);
         }
         totals
     }
+}
+
+/// The names of the totals, in the order [`CompileFacts::totals`] gives the values.
+const TILE_OP_NAMES: &str = "view loads,view stores,gathers,scatters,MMA ops,reductions";
+const RESOURCE_NAMES: &str = "registers,local bytes";
+const SASS_NAMES: &str = "TMA loads,TMA stores,LDG,STG,SASS MMA,LDL/STL,SASS instructions";
+
+/// Each of the comma-separated `names` with its value.
+fn named(
+    names: &'static str,
+    values: impl IntoIterator<Item = u32>,
+) -> impl Iterator<Item = (&'static str, u32)> {
+    names.split(',').zip(values)
 }
 
 #[cfg(test)]

@@ -1,6 +1,8 @@
 //! Why a kernel is slow: a small fixed set of Nsight Compute metrics, read from `ncu --csv`, and the
-//! bottleneck they point at, named by explicit rules with the numbers that decided it. Pure: the runner
-//! is `commands::diagnose`, the CSV reader `ncu::parse_csv`.
+//! bottleneck they point at, named by explicit rules with the numbers that decided it. Pure: the verb
+//! is `commands::diagnose`, the CSV reader `ncu::parse_csv`; the submodules `case` (the one pytest case
+//! of a config), `toolchain` (the compiler's tools), `compile` (what their texts say) and `facts` (an
+//! iteration's compile facts for `step`'s evidence) hold the rest.
 //!
 //! # The rules, in order (the first that applies names the cause)
 //!
@@ -32,7 +34,10 @@
 //! - Registers per thread and local-memory traffic (register spills go to local memory, which lives
 //!   in device memory) and tensor-pipe utilisation are reported as evidence too.
 
+pub mod case;
 pub mod compile;
+pub mod facts;
+pub mod toolchain;
 
 use std::collections::BTreeMap;
 
@@ -534,28 +539,39 @@ mod tests {
         assert_eq!(diagnose(&profile(59.9, 59.9)).cause, Cause::Latency);
     }
 
-    /// `ncu --csv --print-units base` output for three profiled launches of a matmul and one of a
-    /// small helper, with made-up numbers.
-    const CSV: &str = r#"==PROF== Connected to process 9001 (/usr/bin/python3)
-"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"
-"0","9001","python3","host","matmul_kernel","1","7","(128, 1, 1)","(512, 1, 1)","0","9.0","Command line profiler metrics","gpu__time_duration.sum","nsecond","41,000"
-"0","9001","python3","host","matmul_kernel","1","7","(128, 1, 1)","(512, 1, 1)","0","9.0","Command line profiler metrics","sm__throughput.avg.pct_of_peak_sustained_elapsed","%","81.5"
-"1","9001","python3","host","matmul_kernel","1","7","(128, 1, 1)","(512, 1, 1)","0","9.0","Command line profiler metrics","gpu__time_duration.sum","nsecond","40,000"
-"1","9001","python3","host","matmul_kernel","1","7","(128, 1, 1)","(512, 1, 1)","0","9.0","Command line profiler metrics","sm__throughput.avg.pct_of_peak_sustained_elapsed","%","80.0"
-"2","9001","python3","host","cast_kernel","1","7","(128, 1, 1)","(64, 1, 1)","0","9.0","Command line profiler metrics","gpu__time_duration.sum","nsecond","90,000"
-"3","9001","python3","host","matmul_kernel","1","7","(128, 1, 1)","(512, 1, 1)","0","9.0","Command line profiler metrics","gpu__time_duration.sum","nsecond","60,000"
-"3","9001","python3","host","matmul_kernel","1","7","(128, 1, 1)","(512, 1, 1)","0","9.0","Command line profiler metrics","sm__throughput.avg.pct_of_peak_sustained_elapsed","%","70.0"
-"3","9001","python3","host","matmul_kernel","1","7","(128, 1, 1)","(512, 1, 1)","0","9.0","Command line profiler metrics","smsp__average_warps_issue_stalled_math_pipe_throttle_per_issue_active.ratio","ratio","3.25"
-"3","9001","python3","host","matmul_kernel","1","7","(128, 1, 1)","(512, 1, 1)","0","9.0","Command line profiler metrics","smsp__average_warps_issue_stalled_wait_per_issue_active.ratio","ratio","1.5"
-"3","9001","python3","host","matmul_kernel","1","7","(128, 1, 1)","(512, 1, 1)","0","9.0","Command line profiler metrics","smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio","ratio","0"
-"3","9001","python3","host","matmul_kernel","1","7","(128, 1, 1)","(512, 1, 1)","0","9.0","Command line profiler metrics","l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum","byte","4,096"
-==PROF== Disconnected from process 9001
-"#;
+    /// One profiled launch of `kernel` with these metrics (ncu's CSV reader is tested in `ncu`).
+    fn launch(kernel: &str, metrics: &[(&str, f64)]) -> Launch {
+        Launch {
+            kernel: kernel.into(),
+            metrics: metrics.iter().map(|(m, v)| (m.to_string(), *v)).collect(),
+        }
+    }
+
+    /// Three profiled launches of a matmul and one of a small helper, with made-up numbers.
+    fn launches() -> Vec<Launch> {
+        let stall = |reason| format!("{STALL_PREFIX}{reason}{STALL_SUFFIX}");
+        let (math, wait, barrier) = (stall("math_pipe_throttle"), stall("wait"), stall("barrier"));
+        vec![
+            launch("matmul_kernel", &[(DURATION, 41_000.0), (SM_PCT, 81.5)]),
+            launch("matmul_kernel", &[(DURATION, 40_000.0), (SM_PCT, 80.0)]),
+            launch("cast_kernel", &[(DURATION, 90_000.0)]),
+            launch(
+                "matmul_kernel",
+                &[
+                    (DURATION, 60_000.0),
+                    (SM_PCT, 70.0),
+                    (&math, 3.25),
+                    (&wait, 1.5),
+                    (&barrier, 0.0),
+                    (LOCAL_STORE_BYTES, 4096.0),
+                ],
+            ),
+        ]
+    }
 
     #[test]
     fn several_launches_the_main_kernels_median() {
-        let launches = crate::ncu::parse_csv(CSV).unwrap();
-        assert_eq!(launches.len(), 4);
+        let launches = launches();
         let chosen = representative(&launches).unwrap();
         assert_eq!(chosen.kernel, "matmul_kernel");
         let p = Profile::of(chosen);
