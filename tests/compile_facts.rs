@@ -167,7 +167,6 @@ fn an_iterations_compile_facts_go_into_its_evidence_and_compare_reads_them() {
 /// `step` with the stand-in toolkit on PATH keeps the compile facts in the iteration's evidence note,
 /// for a kept iteration (from the work tree) and a reverted one (from its attempt's commit).
 #[test]
-#[ignore = "until step calls diagnose::facts::for_iteration (src/commands/step/mod.rs, the lead's)"]
 fn a_steps_evidence_carries_its_compile_facts() {
     let mut fixture = Fixture::new();
     fixture.fake_gpu(Some(H200));

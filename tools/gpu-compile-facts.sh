@@ -44,7 +44,9 @@ print(json.dumps(evidence.get("compile"), indent=1))'
 # 1. a session and one step; the step's evidence should carry the compile facts
 cd "$(fresh matmul)" || exit 1
 use_sources
-run start start matmul --suite ops --class compute --budget 4m --python "$python" --filter "$matmul_filter" --json
+run start start matmul --suite ops --budget 4m --python "$python" --filter "$matmul_filter" --json
+run next next
+run status status
 echo "# cutile-perf: compile facts check (a comment, no change to the kernel)" >> src/tilegym/ops/cutile/matmul.py
 run step step --continue --json --budget 8m "a comment in the kernel file"
 # a cause given: no diagnosis, so the compile facts come from their own run (no ncu)

@@ -111,9 +111,23 @@ fn commit(
     );
     journal.enter(repo, Phase::CommittingBaseline)?;
     let commit = repo.commit(&render_message(&subject, None, &block), true)?;
-    Evidence::new(&plan.session, 0, plan.gpu_state.clone(), junit).attach(repo, &commit)?;
+    let evidence = Evidence::new(&plan.session, 0, plan.gpu_state.clone(), junit);
+    evidence.attach(repo, &commit)?;
     journal.enter(repo, Phase::WritingTable)?;
     repo.remember_baseline(&plan.branch, &commit)?;
+    // the baseline's compile facts, so that `compare 0 N` reads both sides from evidence
+    let compile = crate::diagnose::facts::for_iteration(
+        repo,
+        &plan.session,
+        &baseline.configs,
+        &commit,
+        plan.gpu_state.as_ref(),
+        None,
+        plan.deadline,
+    );
+    if compile.is_some() {
+        evidence.with_compile(compile).attach(repo, &commit)?;
+    }
     let configs = baseline.configs.clone();
     let history = History {
         session: plan.session.clone(),

@@ -139,16 +139,29 @@ fn measure_and_record(
         &changed,
         args.notes.as_deref(),
     )?;
+    let code = commit.iteration.attempt.as_deref().unwrap_or(&commit.id);
     let evidence = Evidence::new(&history.session, commit.iteration.number, gpu, tried.runs);
-    if let Err(e) = evidence.attach(repo, &commit.id) {
-        ui::progress_line(&format!(
-            "warning: the iteration is recorded, but its evidence note is not: {e:#}"
-        ));
-    }
+    attach(repo, &evidence, &commit.id);
     if let Some(found) = &diagnosed {
-        let code = commit.iteration.attempt.as_deref().unwrap_or(&commit.id);
         // only `compare`'s cache: losing it loses nothing recorded
         let _ = diagnose::remember(repo, code, found);
+    }
+    // after the verdict, which they cannot change, and after the note is safe: the compile facts; none
+    // without a GPU, cuda-tile or the budget for them, or for a crash (its case may hang)
+    let compile = match &tried.attempt {
+        Attempt::Crashed { .. } => None,
+        _ => crate::diagnose::facts::for_iteration(
+            repo,
+            &history.session,
+            &history.current_baseline().configs,
+            code,
+            evidence.gpu_state.as_ref(),
+            diagnosed.as_ref(),
+            deadline,
+        ),
+    };
+    if compile.is_some() {
+        attach(repo, &evidence.with_compile(compile), &commit.id);
     }
     let Recorded { id, iteration } = commit;
     history.push(id.clone(), iteration);
@@ -161,6 +174,15 @@ fn measure_and_record(
         commit: id,
         table,
     })
+}
+
+/// Notes the evidence on the iteration commit; a failure is a warning, since the iteration is recorded.
+fn attach(repo: &Repo, evidence: &Evidence, commit: &str) {
+    if let Err(e) = evidence.attach(repo, commit) {
+        ui::progress_line(&format!(
+            "warning: the iteration is recorded, but its evidence note is not: {e:#}"
+        ));
+    }
 }
 
 impl Done {
@@ -228,10 +250,11 @@ fn judge(
         correctness: attempt.correctness(),
         status: verdict.status,
         // measured beside the candidate in this step; without a measurement, the stored one
-        baseline_ms: attempt.comparison().map_or(
-            baseline.latency_ms.unwrap_or(baseline.baseline_ms),
-            |c| c.baseline_ms,
-        ),
+        baseline_ms: attempt
+            .comparison()
+            .map_or(baseline.latency_ms.unwrap_or(baseline.baseline_ms), |c| {
+                c.baseline_ms
+            }),
         change_pct: attempt.comparison().map(|c| c.change_pct()),
         decision: verdict.decision,
         reason: verdict.reason.clone(),
