@@ -127,3 +127,51 @@ fn the_gpu_is_recorded_checked_at_each_step_and_watched_around_each_run() {
     assert!(note.contains("\nrun round-1-candidate: "), "{note}");
     assert!(!note.contains("others:"), "{note}");
 }
+
+#[test]
+fn with_ncu_on_path_start_measures_the_class_unless_an_option_names_it() {
+    let mut f = Fixture::new();
+    f.fake_gpu(Some(H200));
+    let fake_ncu = std::fs::canonicalize("tests/data/inspect/fake-ncu").unwrap();
+    let path = format!("{}:{}", fake_ncu.display(), std::env::var("PATH").unwrap());
+    let out = f
+        .command(&["start", "vector_add"])
+        .env(
+            "PATH",
+            format!("{}:{path}", f.root.join("../home/gpu-bin").display()),
+        )
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(f.trailer("HEAD", "Cutile-Perf-Class"), "memory");
+    let source = f.trailer("HEAD", "Cutile-Perf-Class-Source");
+    assert!(
+        source.starts_with("measured: 1.00 FLOP per DRAM byte, 1000 GB/s, 1.00 TFLOP/s in vector_add_kernel (tests.ops.test_vector_add::test_perf[cutile-large])"),
+        "{source}"
+    );
+    // the heaviest config's case, warmed up, autotune searches paused
+    let called = std::fs::read_to_string(f.path("sandbox/class/ncu.csv.args")).unwrap();
+    assert!(
+        called.contains("tests/ops/test_vector_add.py::test_perf[cutile-large]"),
+        "{called}"
+    );
+    assert!(called.contains("cutile_perf_pause_tuning"), "{called}");
+    assert!(called.contains("--launch-skip\n3\n"), "{called}");
+
+    let f = {
+        let mut f = Fixture::new();
+        f.fake_gpu(Some(H200));
+        f
+    };
+    let out = f
+        .command(&["start", "vector_add", "--class", "balanced"])
+        .env(
+            "PATH",
+            format!("{}:{path}", f.root.join("../home/gpu-bin").display()),
+        )
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(f.trailer("HEAD", "Cutile-Perf-Class-Source"), "--class");
+    assert!(!f.path("sandbox/class").exists());
+}

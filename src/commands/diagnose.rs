@@ -27,7 +27,7 @@ use crate::{ncu, ui};
 /// The notes ref that caches diagnoses, one note per profiled commit.
 pub const NOTES_REF: &str = "refs/notes/cutile-perf-diagnose";
 /// Launches skipped before profiling: the perf case's first calls compile and warm up.
-const WARM_UP_LAUNCHES: u32 = 3;
+pub const WARM_UP_LAUNCHES: u32 = 3;
 /// Launches profiled; the median one stands for the kernel (`diagnose::representative`).
 const PROFILED_LAUNCHES: u32 = 3;
 /// How many unknown metrics a profile drops, one run each, before it gives up.

@@ -1,6 +1,7 @@
 //! `start`: the session branch and iteration 0, the baseline.
 
 mod baseline;
+mod measure;
 mod plan;
 
 use std::io::Write;
@@ -76,6 +77,18 @@ pub fn run(repo: &Repo, args: &StartArgs, out: &mut impl Write) -> Result<StartR
         super::hook::report(crate::hook::install(repo)?);
         journal.enter(repo, Phase::RunningTests)?;
         let baseline = baseline(repo, &plan, &original)?;
+        let mut plan = plan;
+        if plan.measure_class
+            && let Some((class, source)) = measure::measured_class(
+                repo,
+                &plan.session,
+                &baseline.iteration.configs,
+                plan.deadline,
+            )
+        {
+            plan.session.class = Some(class);
+            plan.session.class_source = Some(source);
+        }
         commit(repo, &mut journal, plan, baseline)
     })();
     let report = recovery::settle(repo, &journal, result)?;

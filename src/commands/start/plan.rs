@@ -52,6 +52,8 @@ pub struct Plan {
     /// Where the baseline runs: here, or on a Slurm node held until the baseline is measured.
     pub place: Runner,
     pub deadline: Instant,
+    /// Whether to measure the class with ncu after the baseline: no `--class` or `--intensity`, and a GPU.
+    pub measure_class: bool,
     /// What `inspect` read from the source: the plan shown before the baseline.
     pub inspection: Option<Report>,
     pub gpu_state: Option<GpuState>,
@@ -96,6 +98,8 @@ pub fn plan(repo: &Repo, args: &StartArgs) -> Result<Plan> {
         require_gpu(gpu_state.as_ref())?;
     }
     let estimate = inspection.report.as_ref().and_then(|r| r.class.as_ref());
+    // an option names the class; otherwise ncu may measure it after the baseline
+    let measure_class = class.is_none() && intensity.is_none() && gpu_state.is_some();
     let (class, class_source) = class_of(*class, *intensity, estimate);
     let session = Session {
         kernel: found.path.clone(),
@@ -120,6 +124,7 @@ pub fn plan(repo: &Repo, args: &StartArgs) -> Result<Plan> {
         place,
         deadline: Instant::now() + *budget,
         inspection: inspection.report,
+        measure_class,
         gpu_state,
     };
     plan.runner(repo).check_available()?;

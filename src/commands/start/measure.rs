@@ -1,0 +1,71 @@
+//! The class measured at `start`, when Nsight Compute is on PATH, a GPU is there and neither `--class`
+//! nor `--intensity` was given: one launch of the baseline's heaviest config is profiled (after its
+//! warm-up, with autotune searches paused, as `diagnose` does) and its FLOP per DRAM byte classifies the
+//! kernel. It never stops the session: without a measurement the static estimate stays, with a warning.
+
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+
+use super::super::diagnose::{WARM_UP_LAUNCHES, heaviest};
+use crate::diagnose::case::{self, Case};
+use crate::git::Repo;
+use crate::kernel_class::{self, KernelClass};
+use crate::ncu::{self, Measured};
+use crate::records::Measurement;
+use crate::session::Session;
+use crate::ui;
+
+/// The measured class and its source line, or `None` (no ncu, or a failed profile, said as a warning).
+pub fn measured_class(
+    repo: &Repo,
+    session: &Session,
+    configs: &[Measurement],
+    deadline: Instant,
+) -> Option<(KernelClass, String)> {
+    which::which("ncu").ok()?;
+    let config = heaviest(configs)?;
+    match profile(repo, session, &config, deadline) {
+        Ok(m) if m.intensity.is_finite() => Some((
+            kernel_class::classify(m.intensity),
+            format!(
+                "measured: {:.2} FLOP per DRAM byte, {:.0} GB/s, {:.2} TFLOP/s in {} ({config})",
+                m.intensity, m.dram_gb_s, m.tflop_s, m.kernel
+            ),
+        )),
+        Ok(m) => {
+            ui::progress_line(&format!(
+                "warning: ncu measured no DRAM traffic for {}; the class stays the static estimate",
+                m.kernel
+            ));
+            None
+        }
+        Err(e) => {
+            ui::progress_line(&format!(
+                "warning: could not measure the class with ncu ({e:#}); it stays the static estimate"
+            ));
+            None
+        }
+    }
+}
+
+fn profile(repo: &Repo, session: &Session, config: &str, deadline: Instant) -> Result<Measured> {
+    let names = case::kernel_names(session, &repo.root)?.join("|");
+    let (plugin, source) = case::PAUSE_TUNING;
+    let case = Case::prepare(repo, session, repo.root.clone(), config, "class")?
+        .with_plugin(plugin, source)?;
+    let (log, csv) = (case.dir.join("ncu.log"), case.dir.join("ncu.csv"));
+    let metrics = ncu::metrics(ncu::query_metrics().as_deref());
+    let args = ncu::args(metrics, &names, WARM_UP_LAUNCHES, 1, &csv);
+    ui::progress_line(&format!(
+        "measuring the class: one launch of {} in {} under ncu ...",
+        names.replace('|', ", "),
+        case.node_id
+    ));
+    let env = case.env();
+    let launches = ncu::run(&case.command, &args, &case.root, &env, &log, &csv, deadline)?;
+    launches
+        .first()
+        .with_context(|| format!("ncu profiled no launch; see {}", log.display()))?
+        .measured()
+}
