@@ -4,12 +4,14 @@
 #   1. rms_norm: `start` with no --class (the GPU check, the plan, the static class and its source), `next`,
 #      one step with an edit that changes nothing, and the evidence note with the GPU around each run;
 #   2. matmul (two 4096^3 fp16 configs): `start` with no --class, and `next`.
-# Every command's output goes to OUT_DIR. Usage: tools/gpu-setup-check.sh /path/to/TileGym OUT_DIR
+# With Nsight Compute on PATH (or in /usr/local/cuda/bin), `start` measures each class. NO_STEP=1 skips the
+# rms_norm step. Every command's output goes to OUT_DIR. Usage: tools/gpu-setup-check.sh /path/to/TileGym OUT_DIR
 set -uo pipefail
 [ $# -ge 2 ] || { echo "usage: $0 /path/to/TileGym OUT_DIR" >&2; exit 2; }
 tilegym="$(cd "$1" && pwd)"; mkdir -p "$2"; out="$(cd "$2" && pwd)"
 tool="${CUTILE_PERF_TOOL:-$(cd "$(dirname "$0")/.." && pwd)/target/release/git-cutile-perf}"
 [ -x "$tool" ] || { echo "build it first: cargo build --release" >&2; exit 2; }
+command -v ncu > /dev/null || export PATH="$PATH:/usr/local/cuda/bin"
 work="$(mktemp -d /tmp/gpu-setup.XXXXXX)"
 export GIT_AUTHOR_NAME="${GIT_AUTHOR_NAME:-cutile-perf evidence}" GIT_AUTHOR_EMAIL="${GIT_AUTHOR_EMAIL:-evidence@localhost}"
 export GIT_COMMITTER_NAME="$GIT_AUTHOR_NAME" GIT_COMMITTER_EMAIL="$GIT_AUTHOR_EMAIL"
@@ -30,7 +32,7 @@ for kernel in rms_norm matmul; do
   timed "status-$kernel" "$tool" status
   git log -1 --format=%B > "$out/baseline-$kernel.txt"
   git notes --ref=cutile-perf show HEAD > "$out/baseline-note-$kernel.txt" 2>&1
-  if [ $kernel = rms_norm ]; then
+  if [ $kernel = rms_norm ] && [ -z "${NO_STEP:-}" ]; then
     echo "# an edit that changes nothing" >> src/tilegym/ops/cutile/rms_norm.py
     timed step-rms_norm "$tool" step "a comment (changes nothing)" --json
     git notes --ref=cutile-perf show HEAD > "$out/step-note-rms_norm.txt" 2>&1
