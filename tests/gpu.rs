@@ -174,4 +174,23 @@ fn with_ncu_on_path_start_measures_the_class_unless_an_option_names_it() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(f.trailer("HEAD", "Cutile-Perf-Class-Source"), "--class");
     assert!(!f.path("sandbox/class").exists());
+
+    // no FLOP counted (as ncu's tensor counters read for matmul on the H200): no measurement
+    let mut f = Fixture::new();
+    f.fake_gpu(Some(H200));
+    let out = f
+        .command(&["start", "vector_add"])
+        .env(
+            "PATH",
+            format!("{}:{path}", f.root.join("../home/gpu-bin").display()),
+        )
+        .env("FAKE_NCU_FMA", "0")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("warning: ncu counted 0 FLOP and 1000000 DRAM bytes"));
+    assert!(
+        f.trailer("HEAD", "Cutile-Perf-Class-Source")
+            .starts_with("static: ")
+    );
 }

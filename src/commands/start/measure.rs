@@ -1,7 +1,8 @@
 //! The class measured at `start`, when Nsight Compute is on PATH, a GPU is there and neither `--class`
 //! nor `--intensity` was given: one launch of the baseline's heaviest config is profiled (after its
 //! warm-up, with autotune searches paused, as `diagnose` does) and its FLOP per DRAM byte classifies the
-//! kernel. It never stops the session: without a measurement the static estimate stays, with a warning.
+//! kernel. It never stops the session: without a measurement the static estimate stays, with a warning;
+//! a launch where ncu counted no FLOP at all is no measurement (its counters missed the math).
 
 use std::time::Instant;
 
@@ -26,20 +27,23 @@ pub fn measured_class(
     which::which("ncu").ok()?;
     let config = heaviest(configs)?;
     match profile(repo, session, &config, deadline) {
-        Ok(m) if m.intensity.is_finite() => Some((
+        // no FLOP counted is a metric set that misses this kernel's math (on the H200, ncu's tensor-core
+        // op counters stay at 0 for matmul), not a kernel without math: the measurement cannot classify it
+        Ok(m) if m.flops == 0.0 || !m.intensity.is_finite() => {
+            ui::progress_line(&format!(
+                "warning: ncu counted {} FLOP and {} DRAM bytes in {}, which cannot classify it; the class \
+                 stays the static estimate",
+                m.flops, m.dram_bytes, m.kernel
+            ));
+            None
+        }
+        Ok(m) => Some((
             kernel_class::classify(m.intensity),
             format!(
                 "measured: {:.2} FLOP per DRAM byte, {:.0} GB/s, {:.2} TFLOP/s in {} ({config})",
                 m.intensity, m.dram_gb_s, m.tflop_s, m.kernel
             ),
         )),
-        Ok(m) => {
-            ui::progress_line(&format!(
-                "warning: ncu measured no DRAM traffic for {}; the class stays the static estimate",
-                m.kernel
-            ));
-            None
-        }
         Err(e) => {
             ui::progress_line(&format!(
                 "warning: could not measure the class with ncu ({e:#}); it stays the static estimate"
