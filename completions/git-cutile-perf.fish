@@ -58,7 +58,7 @@ complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand start" -
 complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand start" -l intensity -d 'The kernel\'s arithmetic intensity (FLOP per byte), classifying it: <10 memory, 10-50 balanced, >50 compute' -r
 complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand start" -l runner -d 'Where every iteration\'s tests run: here, or on a node Slurm allocates per iteration' -r -f -a "local\t''
 slurm\t''"
-complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand start" -l slurm-args -d 'sbatch options for each iteration\'s allocation, split at spaces (e.g. "-p gpu --gres=gpu:1 -t 15")' -r
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand start" -l slurm-args -d 'sbatch options for each iteration\'s allocation, split as a shell would (e.g. "-p gpu --gres=gpu:1 -t 15")' -r
 complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand start" -l queue-timeout -d 'How long an iteration may wait in the Slurm queue (not counted in --budget; default 30m)' -r
 complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand start" -l budget -d 'Time limit for the baseline run (e.g. 10m, 90s)' -r
 complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand start" -l continue-pct -d 'Improvement (%) from which the loop continues at full priority' -r

@@ -110,7 +110,7 @@ pub struct RunnerArgs {
     /// Where every iteration's tests run: here, or on a node Slurm allocates per iteration
     #[arg(long, value_enum, default_value_t = RunnerKind::Local)]
     pub runner: RunnerKind,
-    /// sbatch options for each iteration's allocation, split at spaces (e.g. "-p gpu --gres=gpu:1 -t 15")
+    /// sbatch options for each iteration's allocation, split as a shell would (e.g. "-p gpu --gres=gpu:1 -t 15")
     #[arg(long, value_name = "ARGS", allow_hyphen_values = true)]
     pub slurm_args: Option<String>,
     /// How long an iteration may wait in the Slurm queue (not counted in --budget; default 30m)
@@ -127,9 +127,11 @@ impl RunnerArgs {
                 "--slurm-args and --queue-timeout apply to the Slurm runner only\nhint: add --runner slurm"
             );
         }
+        let slurm_args = self.slurm_args.clone().unwrap_or_default();
+        slurm::split_args(&slurm_args)?;
         Ok(RunnerSettings {
             kind: self.runner,
-            slurm_args: self.slurm_args.clone().unwrap_or_default(),
+            slurm_args,
             queue_timeout: self.queue_timeout,
         })
     }

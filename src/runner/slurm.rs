@@ -403,6 +403,16 @@ impl Drop for Allocation {
     }
 }
 
+/// `--slurm-args` split into words as a shell would, so a quoted value (`--comment "perf run"`) stays one.
+pub fn split_args(slurm_args: &str) -> Result<Vec<String>> {
+    shlex::split(slurm_args).with_context(|| {
+        format!(
+            "--slurm-args {slurm_args:?} has an unclosed quote or a trailing backslash\nhint: quote it as \
+             you would on a shell command line"
+        )
+    })
+}
+
 /// Submits the holding job and returns its id.
 fn submit(clients: &Clients, slurm_args: &str) -> Result<String> {
     let mut args = vec![
@@ -413,7 +423,8 @@ fn submit(clients: &Clients, slurm_args: &str) -> Result<String> {
         "--output=/dev/null",
         "--chdir=/",
     ];
-    args.extend(slurm_args.split_whitespace());
+    let extra = split_args(slurm_args)?;
+    args.extend(extra.iter().map(String::as_str));
     args.extend(["--wrap", "exec sleep infinity"]);
     let output = process::command(&clients.sbatch.to_string_lossy(), &args)
         .stdout_capture()
@@ -434,6 +445,20 @@ fn submit(clients: &Clients, slurm_args: &str) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn slurm_args_split_as_a_shell_would() {
+        assert_eq!(
+            split_args("-p gpu --comment 'perf run' -t 15").unwrap(),
+            ["-p", "gpu", "--comment", "perf run", "-t", "15"]
+        );
+        assert!(split_args("").unwrap().is_empty());
+        let err = split_args("--comment 'perf").unwrap_err().to_string();
+        assert!(
+            err.contains("unclosed quote") && err.contains("hint:"),
+            "{err}"
+        );
+    }
 
     #[test]
     fn submitted_job_ids() {
