@@ -378,7 +378,13 @@ fn install_is_idempotent_and_status_reports_it() {
     assert_eq!(state["installed_as"], "pre-commit");
     assert_eq!(state["current"], true);
     assert_eq!(state["chained"], serde_json::Value::Null);
+    assert_eq!(state["commit_msg_current"], true);
+    assert!(
+        repo.ok(&["hook", "status"])
+            .contains("commit-msg hook installed as ")
+    );
     repo.ok_all(&["hook", "uninstall"]);
+    assert_eq!(status()["commit_msg_current"], serde_json::Value::Null);
     assert!(!repo.hooks().join("pre-commit").exists());
     assert!(
         repo.ok_all(&["hook", "uninstall"])

@@ -44,6 +44,13 @@ pub fn run(repo: &Repo, args: &HookArgs) -> Result<()> {
                 ),
                 None => println!("not installed in {dir}"),
             }
+            match state.commit_msg_current {
+                Some(true) => println!("commit-msg hook installed as {dir}/commit-msg"),
+                Some(false) => println!(
+                    "commit-msg hook installed as {dir}/commit-msg (an older version: run `git cutile-perf hook install`)"
+                ),
+                None => println!("commit-msg hook not installed in {dir}"),
+            }
             if let Some(saved) = &state.chained {
                 println!("chained: {} runs first", saved.display());
             }

@@ -24,6 +24,8 @@ pub struct State {
     pub chained: Option<PathBuf>,
     /// A saved original left behind after another tool replaced our script (`pre-commit install -f`).
     pub stale: Option<PathBuf>,
+    /// The commit-msg hook beside it: `None` when absent, else whether it is this version's.
+    pub commit_msg_current: Option<bool>,
 }
 
 impl State {
@@ -47,6 +49,7 @@ impl State {
             (true, false) => (None, Some(saved)),
         };
         Ok(State {
+            commit_msg_current: super::message::installed(&hooks_dir),
             hooks_dir,
             installed_as,
             current,

@@ -48,6 +48,12 @@ pub fn install(repo: &Repo) -> Result<()> {
     write_script(&hook, SCRIPT)
 }
 
+/// Whether our commit-msg hook is in `hooks_dir`: `None`, or `Some(current)` (this version's script).
+pub fn installed(hooks_dir: &Path) -> Option<bool> {
+    let text = fs::read_to_string(hooks_dir.join(HOOK)).ok()?;
+    text.contains(MARKER).then_some(text == SCRIPT)
+}
+
 /// Removes our commit-msg hook and puts back the one it kept, byte for byte.
 pub fn uninstall(repo: &Repo) -> Result<()> {
     let dir = repo.git_path("hooks")?;
