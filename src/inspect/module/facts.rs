@@ -10,6 +10,13 @@ pub struct Opt {
     pub value: String,
 }
 
+/// `name=value`, as written.
+impl std::fmt::Display for Opt {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(f, "{}={}", self.name, self.value)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct KernelDef {
     pub name: String,
