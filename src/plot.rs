@@ -33,18 +33,15 @@ const FIRST: RGBColor = RGBColor(0x99, 0x99, 0x99);
 const BEST: RGBColor = RGBColor(0x1f, 0x5f, 0xbf);
 const TREND: RGBColor = RGBColor(0x4a, 0x3a, 0x8c);
 const WORSE: RGBColor = RGBColor(0xb0, 0x1c, 0x1c);
-/// One colour per status, used by nothing else, so every mark can be found by it and tagged.
-const KEEP: RGBColor = RGBColor(0x1a, 0x8f, 0x3c);
-const REVERT: RGBColor = RGBColor(0xd9, 0x7a, 0x00);
-const CRASH: RGBColor = RGBColor(0xc4, 0x1e, 0x5a);
 
 const MARK_SIZE: i32 = 5;
 
+/// One colour per status, used by nothing else, so every mark can be found by it and tagged.
 fn status_colour(status: Status) -> RGBColor {
     match status {
-        Status::Keep => KEEP,
-        Status::Revert => REVERT,
-        Status::Crash => CRASH,
+        Status::Keep => RGBColor(0x1a, 0x8f, 0x3c),
+        Status::Revert => RGBColor(0xd9, 0x7a, 0x00),
+        Status::Crash => RGBColor(0xc4, 0x1e, 0x5a),
     }
 }
 
@@ -204,7 +201,7 @@ fn draw_latency(area: &Area, title: &str, iterations: &[Iteration], band_pct: f6
                         + Text::new(
                             format!("#{} crash", it.number),
                             (9, -6),
-                            font(15).color(&CRASH),
+                            font(15).color(&status_colour(Status::Crash)),
                         ),
                 ))?;
             }
@@ -248,9 +245,9 @@ fn signed_percent(value: f64) -> String {
 /// A legend made of text, so that the only shapes in the status colours are the iterations' marks.
 fn draw_legend(area: &Area, band_pct: f64) -> Drawn {
     let entries = [
-        ("\u{25CF} keep".to_string(), KEEP),
-        ("\u{25CB} revert".to_string(), REVERT),
-        ("\u{25B2} crash".to_string(), CRASH),
+        ("\u{25CF} keep".to_string(), status_colour(Status::Keep)),
+        ("\u{25CB} revert".to_string(), status_colour(Status::Revert)),
+        ("\u{25B2} crash".to_string(), status_colour(Status::Crash)),
         ("\u{2014} best so far".to_string(), BEST),
         ("- - iteration 0".to_string(), FIRST),
     ];
@@ -391,19 +388,15 @@ fn draw_panels(area: &Area, configs: &[ConfigSeries], band_pct: f64) -> Drawn {
     Ok(())
 }
 
-/// The class that names a mark of this colour, if it is a status colour.
-fn mark_class(colour: &str) -> Option<&'static str> {
+/// The class that names a mark of this colour (`mark keep`), if it is a status colour.
+fn mark_class(colour: &str) -> Option<String> {
     [Status::Keep, Status::Revert, Status::Crash]
         .into_iter()
         .find(|&s| {
             let RGBColor(r, g, b) = status_colour(s);
             colour.eq_ignore_ascii_case(&format!("#{r:02X}{g:02X}{b:02X}"))
         })
-        .map(|s| match s {
-            Status::Keep => "mark keep",
-            Status::Revert => "mark revert",
-            Status::Crash => "mark crash",
-        })
+        .map(|s| format!("mark {}", s.as_str()))
 }
 
 /// Adds `class="mark <status>"` to every shape drawn in a status colour, so that a reader (or a test,
@@ -423,7 +416,7 @@ fn tag_marks(svg: &str) -> Result<String> {
                     .find_map(|a| mark_class(&a.value));
                 let mut element = element.into_owned();
                 if let Some(class) = class {
-                    element.push_attribute(("class", class));
+                    element.push_attribute(("class", class.as_str()));
                 }
                 Event::Empty(element)
             }
