@@ -6,7 +6,9 @@
 //! reads the same in light and dark viewers.
 
 use anyhow::{Result, anyhow};
+use plotters::chart::MeshStyle;
 use plotters::coord::Shift;
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use quick_xml::events::Event;
@@ -86,6 +88,7 @@ fn plot_error(err: impl std::fmt::Display) -> anyhow::Error {
 }
 
 type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
+type Chart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
 type Drawn = std::result::Result<(), Box<dyn std::error::Error>>;
 
 fn font(size: u32) -> TextStyle<'static> {
@@ -151,12 +154,7 @@ fn draw_latency(area: &Area, title: &str, iterations: &[Iteration], band_pct: f6
         .x_label_area_size(40)
         .y_label_area_size(70)
         .build_cartesian_2d(x_range.clone(), y_lo..y_hi)?;
-    chart
-        .configure_mesh()
-        .disable_x_mesh()
-        .bold_line_style(GRID)
-        .light_line_style(TRANSPARENT)
-        .axis_style(INK)
+    mesh(&mut chart)
         .x_labels(last as usize + 1)
         .x_label_formatter(&|x| integer_label(*x))
         .y_label_formatter(&|y| format!("{y:.3}"))
@@ -222,6 +220,18 @@ fn draw_latency(area: &Area, title: &str, iterations: &[Iteration], band_pct: f6
         }
     }
     Ok(())
+}
+
+/// The mesh both charts share: horizontal grid lines only, axes in ink; each chart adds its labels.
+fn mesh<'a, 'c, 'b>(
+    chart: &'c mut Chart<'a, 'b>,
+) -> MeshStyle<'a, 'c, RangedCoordf64, RangedCoordf64, SVGBackend<'b>> {
+    let mut mesh = chart.configure_mesh();
+    mesh.disable_x_mesh()
+        .bold_line_style(GRID)
+        .light_line_style(TRANSPARENT)
+        .axis_style(INK);
+    mesh
 }
 
 /// Integer ticks only: iterations are whole numbers.
@@ -358,12 +368,7 @@ fn draw_panels(area: &Area, configs: &[ConfigSeries], band_pct: f64) -> Drawn {
             .x_label_area_size(20)
             .y_label_area_size(40)
             .build_cartesian_2d(-0.3..(x_end + 0.3), y_range.clone())?;
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .bold_line_style(GRID)
-            .light_line_style(TRANSPARENT)
-            .axis_style(INK)
+        mesh(&mut chart)
             .x_labels(x_end as usize + 1)
             .y_labels(4)
             .x_label_formatter(&|x| integer_label(*x))
