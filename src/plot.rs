@@ -5,6 +5,8 @@
 //! text (selectable, no font files needed); the background is an opaque light card so that the picture
 //! reads the same in light and dark viewers.
 
+use std::ops::Range;
+
 use anyhow::{Result, anyhow};
 use plotters::chart::MeshStyle;
 use plotters::coord::Shift;
@@ -119,25 +121,47 @@ fn best_so_far(iterations: &[Iteration]) -> Vec<(f64, f64)> {
     line
 }
 
+/// The latency axis: the measured latencies and the band around the current baseline, padded.
+struct LatencyAxis {
+    /// The latest kept latency, and the band around it.
+    current: Option<f64>,
+    band: Option<(f64, f64)>,
+    pad: f64,
+    lo: f64,
+    hi: f64,
+}
+
+impl LatencyAxis {
+    fn of(iterations: &[Iteration], band_pct: f64) -> LatencyAxis {
+        let measured: Vec<f64> = iterations.iter().filter_map(|it| it.latency_ms).collect();
+        let current = iterations
+            .iter()
+            .rev()
+            .find(|it| it.status == Status::Keep)
+            .and_then(|it| it.latency_ms);
+        let band = current.map(|c| (c * (1.0 - band_pct / 100.0), c * (1.0 + band_pct / 100.0)));
+        let (lo, hi) = band
+            .into_iter()
+            .flat_map(|(a, b)| [a, b])
+            .chain(measured.iter().copied())
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+                (lo.min(v), hi.max(v))
+            });
+        let (lo, hi) = if lo.is_finite() { (lo, hi) } else { (0.0, 1.0) };
+        let pad = ((hi - lo) * 0.12).max(hi.abs() * 0.01).max(1e-9);
+        // room at the top for the crash marks
+        LatencyAxis {
+            current,
+            band,
+            pad,
+            lo: lo - pad,
+            hi: hi + pad * 2.0,
+        }
+    }
+}
+
 fn draw_latency(area: &Area, title: &str, iterations: &[Iteration], band_pct: f64) -> Drawn {
-    let measured: Vec<f64> = iterations.iter().filter_map(|it| it.latency_ms).collect();
-    let current = iterations
-        .iter()
-        .rev()
-        .find(|it| it.status == Status::Keep)
-        .and_then(|it| it.latency_ms);
-    let band = current.map(|c| (c * (1.0 - band_pct / 100.0), c * (1.0 + band_pct / 100.0)));
-    let (lo, hi) = band
-        .into_iter()
-        .flat_map(|(a, b)| [a, b])
-        .chain(measured.iter().copied())
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
-            (lo.min(v), hi.max(v))
-        });
-    let (lo, hi) = if lo.is_finite() { (lo, hi) } else { (0.0, 1.0) };
-    let pad = ((hi - lo) * 0.12).max(hi.abs() * 0.01).max(1e-9);
-    // room at the top for the crash marks
-    let (y_lo, y_hi) = (lo - pad, hi + pad * 2.0);
+    let axis = LatencyAxis::of(iterations, band_pct);
     let last = iterations.last().map_or(0, |it| it.number);
     let x_range = -0.5..(f64::from(last) + 0.5);
 
@@ -153,7 +177,7 @@ fn draw_latency(area: &Area, title: &str, iterations: &[Iteration], band_pct: f6
         .margin_right(24)
         .x_label_area_size(40)
         .y_label_area_size(70)
-        .build_cartesian_2d(x_range.clone(), y_lo..y_hi)?;
+        .build_cartesian_2d(x_range.clone(), axis.lo..axis.hi)?;
     mesh(&mut chart)
         .x_labels(last as usize + 1)
         .x_label_formatter(&|x| integer_label(*x))
@@ -163,8 +187,19 @@ fn draw_latency(area: &Area, title: &str, iterations: &[Iteration], band_pct: f6
         .label_style(font(15))
         .axis_desc_style(font(16))
         .draw()?;
+    draw_references(&mut chart, &x_range, &axis, iterations)?;
+    draw_marks(&mut chart, iterations, axis.hi - axis.pad * 0.6)
+}
 
-    if let (Some((below, above)), Some(current)) = (band, current) {
+/// The band around the current baseline with the baseline through it, iteration 0's latency, and
+/// the best kept latency so far.
+fn draw_references(
+    chart: &mut Chart,
+    x_range: &Range<f64>,
+    axis: &LatencyAxis,
+    iterations: &[Iteration],
+) -> Drawn {
+    if let (Some((below, above)), Some(current)) = (axis.band, axis.current) {
         chart.draw_series(std::iter::once(Rectangle::new(
             [(x_range.start, below), (x_range.end, above)],
             BAND.filled(),
@@ -186,15 +221,19 @@ fn draw_latency(area: &Area, title: &str, iterations: &[Iteration], band_pct: f6
         best_so_far(iterations),
         BEST.stroke_width(2),
     ))?;
+    Ok(())
+}
 
+/// One mark per iteration in its status's colour: a filled circle kept, a ring reverted, and a
+/// labelled triangle at `crash_y` for a crash (or anything without a latency).
+fn draw_marks(chart: &mut Chart, iterations: &[Iteration], crash_y: f64) -> Drawn {
     for it in iterations {
         let x = f64::from(it.number);
         let colour = status_colour(it.status);
         match (it.status, it.latency_ms) {
             (Status::Crash, _) | (_, None) => {
-                let top = y_hi - pad * 0.6;
                 chart.draw_series(std::iter::once(
-                    EmptyElement::at((x, top))
+                    EmptyElement::at((x, crash_y))
                         + TriangleMarker::new((0, 0), MARK_SIZE + 1, colour.filled())
                         + Text::new(
                             format!("#{} crash", it.number),
