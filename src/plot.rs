@@ -5,8 +5,12 @@
 //! text (selectable, no font files needed); the background is an opaque light card so that the picture
 //! reads the same in light and dark viewers.
 
+use std::ops::Range;
+
 use anyhow::{Result, anyhow};
+use plotters::chart::MeshStyle;
 use plotters::coord::Shift;
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use quick_xml::events::Event;
@@ -33,18 +37,15 @@ const FIRST: RGBColor = RGBColor(0x99, 0x99, 0x99);
 const BEST: RGBColor = RGBColor(0x1f, 0x5f, 0xbf);
 const TREND: RGBColor = RGBColor(0x4a, 0x3a, 0x8c);
 const WORSE: RGBColor = RGBColor(0xb0, 0x1c, 0x1c);
-/// One colour per status, used by nothing else, so every mark can be found by it and tagged.
-const KEEP: RGBColor = RGBColor(0x1a, 0x8f, 0x3c);
-const REVERT: RGBColor = RGBColor(0xd9, 0x7a, 0x00);
-const CRASH: RGBColor = RGBColor(0xc4, 0x1e, 0x5a);
 
 const MARK_SIZE: i32 = 5;
 
+/// One colour per status, used by nothing else, so every mark can be found by it and tagged.
 fn status_colour(status: Status) -> RGBColor {
     match status {
-        Status::Keep => KEEP,
-        Status::Revert => REVERT,
-        Status::Crash => CRASH,
+        Status::Keep => RGBColor(0x1a, 0x8f, 0x3c),
+        Status::Revert => RGBColor(0xd9, 0x7a, 0x00),
+        Status::Crash => RGBColor(0xc4, 0x1e, 0x5a),
     }
 }
 
@@ -89,6 +90,7 @@ fn plot_error(err: impl std::fmt::Display) -> anyhow::Error {
 }
 
 type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
+type Chart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
 type Drawn = std::result::Result<(), Box<dyn std::error::Error>>;
 
 fn font(size: u32) -> TextStyle<'static> {
@@ -119,25 +121,47 @@ fn best_so_far(iterations: &[Iteration]) -> Vec<(f64, f64)> {
     line
 }
 
+/// The latency axis: the measured latencies and the band around the current baseline, padded.
+struct LatencyAxis {
+    /// The latest kept latency, and the band around it.
+    current: Option<f64>,
+    band: Option<(f64, f64)>,
+    pad: f64,
+    lo: f64,
+    hi: f64,
+}
+
+impl LatencyAxis {
+    fn of(iterations: &[Iteration], band_pct: f64) -> LatencyAxis {
+        let measured: Vec<f64> = iterations.iter().filter_map(|it| it.latency_ms).collect();
+        let current = iterations
+            .iter()
+            .rev()
+            .find(|it| it.status == Status::Keep)
+            .and_then(|it| it.latency_ms);
+        let band = current.map(|c| (c * (1.0 - band_pct / 100.0), c * (1.0 + band_pct / 100.0)));
+        let (lo, hi) = band
+            .into_iter()
+            .flat_map(|(a, b)| [a, b])
+            .chain(measured.iter().copied())
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+                (lo.min(v), hi.max(v))
+            });
+        let (lo, hi) = if lo.is_finite() { (lo, hi) } else { (0.0, 1.0) };
+        let pad = ((hi - lo) * 0.12).max(hi.abs() * 0.01).max(1e-9);
+        // room at the top for the crash marks
+        LatencyAxis {
+            current,
+            band,
+            pad,
+            lo: lo - pad,
+            hi: hi + pad * 2.0,
+        }
+    }
+}
+
 fn draw_latency(area: &Area, title: &str, iterations: &[Iteration], band_pct: f64) -> Drawn {
-    let measured: Vec<f64> = iterations.iter().filter_map(|it| it.latency_ms).collect();
-    let current = iterations
-        .iter()
-        .rev()
-        .find(|it| it.status == Status::Keep)
-        .and_then(|it| it.latency_ms);
-    let band = current.map(|c| (c * (1.0 - band_pct / 100.0), c * (1.0 + band_pct / 100.0)));
-    let (lo, hi) = band
-        .into_iter()
-        .flat_map(|(a, b)| [a, b])
-        .chain(measured.iter().copied())
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
-            (lo.min(v), hi.max(v))
-        });
-    let (lo, hi) = if lo.is_finite() { (lo, hi) } else { (0.0, 1.0) };
-    let pad = ((hi - lo) * 0.12).max(hi.abs() * 0.01).max(1e-9);
-    // room at the top for the crash marks
-    let (y_lo, y_hi) = (lo - pad, hi + pad * 2.0);
+    let axis = LatencyAxis::of(iterations, band_pct);
     let last = iterations.last().map_or(0, |it| it.number);
     let x_range = -0.5..(f64::from(last) + 0.5);
 
@@ -153,13 +177,8 @@ fn draw_latency(area: &Area, title: &str, iterations: &[Iteration], band_pct: f6
         .margin_right(24)
         .x_label_area_size(40)
         .y_label_area_size(70)
-        .build_cartesian_2d(x_range.clone(), y_lo..y_hi)?;
-    chart
-        .configure_mesh()
-        .disable_x_mesh()
-        .bold_line_style(GRID)
-        .light_line_style(TRANSPARENT)
-        .axis_style(INK)
+        .build_cartesian_2d(x_range.clone(), axis.lo..axis.hi)?;
+    mesh(&mut chart)
         .x_labels(last as usize + 1)
         .x_label_formatter(&|x| integer_label(*x))
         .y_label_formatter(&|y| format!("{y:.3}"))
@@ -168,8 +187,19 @@ fn draw_latency(area: &Area, title: &str, iterations: &[Iteration], band_pct: f6
         .label_style(font(15))
         .axis_desc_style(font(16))
         .draw()?;
+    draw_references(&mut chart, &x_range, &axis, iterations)?;
+    draw_marks(&mut chart, iterations, axis.hi - axis.pad * 0.6)
+}
 
-    if let (Some((below, above)), Some(current)) = (band, current) {
+/// The band around the current baseline with the baseline through it, iteration 0's latency, and
+/// the best kept latency so far.
+fn draw_references(
+    chart: &mut Chart,
+    x_range: &Range<f64>,
+    axis: &LatencyAxis,
+    iterations: &[Iteration],
+) -> Drawn {
+    if let (Some((below, above)), Some(current)) = (axis.band, axis.current) {
         chart.draw_series(std::iter::once(Rectangle::new(
             [(x_range.start, below), (x_range.end, above)],
             BAND.filled(),
@@ -191,20 +221,24 @@ fn draw_latency(area: &Area, title: &str, iterations: &[Iteration], band_pct: f6
         best_so_far(iterations),
         BEST.stroke_width(2),
     ))?;
+    Ok(())
+}
 
+/// One mark per iteration in its status's colour: a filled circle kept, a ring reverted, and a
+/// labelled triangle at `crash_y` for a crash (or anything without a latency).
+fn draw_marks(chart: &mut Chart, iterations: &[Iteration], crash_y: f64) -> Drawn {
     for it in iterations {
         let x = f64::from(it.number);
         let colour = status_colour(it.status);
         match (it.status, it.latency_ms) {
             (Status::Crash, _) | (_, None) => {
-                let top = y_hi - pad * 0.6;
                 chart.draw_series(std::iter::once(
-                    EmptyElement::at((x, top))
+                    EmptyElement::at((x, crash_y))
                         + TriangleMarker::new((0, 0), MARK_SIZE + 1, colour.filled())
                         + Text::new(
                             format!("#{} crash", it.number),
                             (9, -6),
-                            font(15).color(&CRASH),
+                            font(15).color(&status_colour(Status::Crash)),
                         ),
                 ))?;
             }
@@ -225,6 +259,18 @@ fn draw_latency(area: &Area, title: &str, iterations: &[Iteration], band_pct: f6
         }
     }
     Ok(())
+}
+
+/// The mesh both charts share: horizontal grid lines only, axes in ink; each chart adds its labels.
+fn mesh<'a, 'c, 'b>(
+    chart: &'c mut Chart<'a, 'b>,
+) -> MeshStyle<'a, 'c, RangedCoordf64, RangedCoordf64, SVGBackend<'b>> {
+    let mut mesh = chart.configure_mesh();
+    mesh.disable_x_mesh()
+        .bold_line_style(GRID)
+        .light_line_style(TRANSPARENT)
+        .axis_style(INK);
+    mesh
 }
 
 /// Integer ticks only: iterations are whole numbers.
@@ -248,9 +294,9 @@ fn signed_percent(value: f64) -> String {
 /// A legend made of text, so that the only shapes in the status colours are the iterations' marks.
 fn draw_legend(area: &Area, band_pct: f64) -> Drawn {
     let entries = [
-        ("\u{25CF} keep".to_string(), KEEP),
-        ("\u{25CB} revert".to_string(), REVERT),
-        ("\u{25B2} crash".to_string(), CRASH),
+        ("\u{25CF} keep".to_string(), status_colour(Status::Keep)),
+        ("\u{25CB} revert".to_string(), status_colour(Status::Revert)),
+        ("\u{25B2} crash".to_string(), status_colour(Status::Crash)),
         ("\u{2014} best so far".to_string(), BEST),
         ("- - iteration 0".to_string(), FIRST),
     ];
@@ -361,12 +407,7 @@ fn draw_panels(area: &Area, configs: &[ConfigSeries], band_pct: f64) -> Drawn {
             .x_label_area_size(20)
             .y_label_area_size(40)
             .build_cartesian_2d(-0.3..(x_end + 0.3), y_range.clone())?;
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .bold_line_style(GRID)
-            .light_line_style(TRANSPARENT)
-            .axis_style(INK)
+        mesh(&mut chart)
             .x_labels(x_end as usize + 1)
             .y_labels(4)
             .x_label_formatter(&|x| integer_label(*x))
@@ -391,19 +432,15 @@ fn draw_panels(area: &Area, configs: &[ConfigSeries], band_pct: f64) -> Drawn {
     Ok(())
 }
 
-/// The class that names a mark of this colour, if it is a status colour.
-fn mark_class(colour: &str) -> Option<&'static str> {
+/// The class that names a mark of this colour (`mark keep`), if it is a status colour.
+fn mark_class(colour: &str) -> Option<String> {
     [Status::Keep, Status::Revert, Status::Crash]
         .into_iter()
         .find(|&s| {
             let RGBColor(r, g, b) = status_colour(s);
             colour.eq_ignore_ascii_case(&format!("#{r:02X}{g:02X}{b:02X}"))
         })
-        .map(|s| match s {
-            Status::Keep => "mark keep",
-            Status::Revert => "mark revert",
-            Status::Crash => "mark crash",
-        })
+        .map(|s| format!("mark {}", s.as_str()))
 }
 
 /// Adds `class="mark <status>"` to every shape drawn in a status colour, so that a reader (or a test,
@@ -423,7 +460,7 @@ fn tag_marks(svg: &str) -> Result<String> {
                     .find_map(|a| mark_class(&a.value));
                 let mut element = element.into_owned();
                 if let Some(class) = class {
-                    element.push_attribute(("class", class));
+                    element.push_attribute(("class", class.as_str()));
                 }
                 Event::Empty(element)
             }

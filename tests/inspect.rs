@@ -34,11 +34,7 @@ fn every_spelling_of_the_api_and_every_alias_of_a_kernel() {
         .kernels
         .iter()
         .map(|k| {
-            let options: Vec<String> = k
-                .options
-                .iter()
-                .map(|o| format!("{}={}", o.name, o.value))
-                .collect();
+            let options: Vec<String> = k.options.iter().map(|o| o.to_string()).collect();
             (k.name.clone(), k.line, options.join(","), k.mma)
         })
         .collect();

@@ -72,29 +72,54 @@ fn assert_job_ended_cancelled(job: &str) {
     }
 }
 
-fn start_slurm(f: &Fixture, slurm_args: &str) -> String {
-    f.ok_all(&[
+/// A fixture for a test that needs Slurm; `None` (and the test skips, loudly) when none answers.
+fn slurm_fixture(test: &str) -> Option<Fixture> {
+    slurm_reachable(test).then(Fixture::new)
+}
+
+/// `start vector_add` with the Slurm runner, these sbatch/srun options, then `more`.
+fn slurm_start<'a>(slurm_args: &'a str, more: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
         "start",
         "vector_add",
         "--runner",
         "slurm",
         "--slurm-args",
         slurm_args,
-        "--queue-timeout",
-        "2m",
-    ])
+    ];
+    args.extend(more);
+    args
+}
+
+fn start_slurm(f: &Fixture, slurm_args: &str) -> String {
+    f.ok_all(&slurm_start(slurm_args, &["--queue-timeout", "2m"]))
+}
+
+/// A job comment unique to this test run (tests run in parallel; each marks its own jobs).
+fn unique_comment(test: &str) -> String {
+    format!("cutile-perf-{test}-{}", std::process::id())
+}
+
+/// Options for a job marked by `comment` that stays pending: it is eligible only in an hour.
+fn pending_job(comment: &str) -> String {
+    format!("--begin=now+1hour --comment={comment}")
+}
+
+/// The reason a `step --json` report gives.
+fn reason(report: &serde_json::Value) -> &str {
+    report["reason"].as_str().unwrap()
 }
 
 #[test]
 fn a_session_runs_each_iteration_in_its_own_job_and_records_where() {
-    if !slurm_reachable("a_session_runs_each_iteration_in_its_own_job_and_records_where") {
+    let Some(f) = slurm_fixture("a_session_runs_each_iteration_in_its_own_job_and_records_where")
+    else {
         return;
-    }
+    };
     let node = output("srun", &["-N1", "--quiet", "hostname", "-s"])
         .unwrap()
         .trim()
         .to_string();
-    let f = Fixture::new();
     let shown = start_slurm(&f, "-t 5");
     assert!(
         shown.contains("after 0s in the queue") || shown.contains("in the queue"),
@@ -138,10 +163,9 @@ fn a_session_runs_each_iteration_in_its_own_job_and_records_where() {
 
 #[test]
 fn the_budget_cancels_the_job_and_leaves_no_process() {
-    if !slurm_reachable("the_budget_cancels_the_job_and_leaves_no_process") {
+    let Some(f) = slurm_fixture("the_budget_cancels_the_job_and_leaves_no_process") else {
         return;
-    }
-    let f = Fixture::new();
+    };
     start_slurm(&f, "");
     f.edit_kernel("CRASH = \"\"", "CRASH = \"hang\"");
     let hang = Hang::new();
@@ -156,13 +180,7 @@ fn the_budget_cancels_the_job_and_leaves_no_process() {
     let r: serde_json::Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}", support::both(&out)));
     assert_eq!(r["status"], "crash");
-    assert!(
-        r["reason"]
-            .as_str()
-            .unwrap()
-            .contains("ran past the iteration budget"),
-        "{r}"
-    );
+    assert!(reason(&r).contains("ran past the iteration budget"), "{r}");
     assert_job_ended_cancelled(&f.trailer("HEAD", "Cutile-Perf-Slurm-Job"));
     hang.assert_child_gone();
 }
@@ -187,7 +205,7 @@ fn job_with_comment(comment: &str) -> String {
 
 /// A session whose jobs carry a comment unique to this test, and a hanging benchmark to try.
 fn hanging_session(f: &Fixture, test: &str) -> String {
-    let comment = format!("cutile-perf-{test}-{}", std::process::id());
+    let comment = unique_comment(test);
     start_slurm(f, &format!("--comment={comment}"));
     f.edit_kernel("CRASH = \"\"", "CRASH = \"hang\"");
     comment
@@ -195,10 +213,9 @@ fn hanging_session(f: &Fixture, test: &str) -> String {
 
 #[test]
 fn sigterm_during_the_benchmark_cancels_the_job() {
-    if !slurm_reachable("sigterm_during_the_benchmark_cancels_the_job") {
+    let Some(f) = slurm_fixture("sigterm_during_the_benchmark_cancels_the_job") else {
         return;
-    }
-    let f = Fixture::new();
+    };
     let comment = hanging_session(&f, "sigterm");
     let before = f.head();
     let hang = Hang::new();
@@ -213,10 +230,9 @@ fn sigterm_during_the_benchmark_cancels_the_job() {
 
 #[test]
 fn a_job_cancelled_from_outside_is_a_crash_that_says_so() {
-    if !slurm_reachable("a_job_cancelled_from_outside_is_a_crash_that_says_so") {
+    let Some(f) = slurm_fixture("a_job_cancelled_from_outside_is_a_crash_that_says_so") else {
         return;
-    }
-    let f = Fixture::new();
+    };
     let comment = hanging_session(&f, "outside");
     let hang = Hang::new();
     let out = hang.when_hanging(&f, &["step", "--json", "deadlock"], |_| {
@@ -228,17 +244,11 @@ fn a_job_cancelled_from_outside_is_a_crash_that_says_so() {
     assert_eq!(r["status"], "crash");
     let job = f.trailer("HEAD", "Cutile-Perf-Slurm-Job");
     assert!(
-        r["reason"]
-            .as_str()
-            .unwrap()
-            .contains(&format!("the Slurm job {job} on node")),
+        reason(&r).contains(&format!("the Slurm job {job} on node")),
         "{r}"
     );
     assert!(
-        r["reason"]
-            .as_str()
-            .unwrap()
-            .contains("was cancelled from outside (CANCELLED)"),
+        reason(&r).contains("was cancelled from outside (CANCELLED)"),
         "{r}"
     );
     assert_job_ended_cancelled(&job);
@@ -247,22 +257,13 @@ fn a_job_cancelled_from_outside_is_a_crash_that_says_so() {
 
 #[test]
 fn ctrl_c_while_queued_cancels_the_pending_job() {
-    if !slurm_reachable("ctrl_c_while_queued_cancels_the_pending_job") {
+    let Some(f) = slurm_fixture("ctrl_c_while_queued_cancels_the_pending_job") else {
         return;
-    }
-    let f = Fixture::new();
-    let comment = format!("cutile-perf-test-{}", std::process::id());
-    // eligible only in an hour: it stays pending
-    let slurm_args = format!("--begin=now+1hour --comment={comment}");
+    };
+    let comment = unique_comment("ctrl-c");
+    let slurm_args = pending_job(&comment);
     let child = f
-        .command(&[
-            "start",
-            "vector_add",
-            "--runner",
-            "slurm",
-            "--slurm-args",
-            &slurm_args,
-        ])
+        .command(&slurm_start(&slurm_args, &[]))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -284,22 +285,12 @@ fn ctrl_c_while_queued_cancels_the_pending_job() {
 
 #[test]
 fn the_queue_timeout_cancels_the_pending_job() {
-    if !slurm_reachable("the_queue_timeout_cancels_the_pending_job") {
+    let Some(f) = slurm_fixture("the_queue_timeout_cancels_the_pending_job") else {
         return;
-    }
-    let f = Fixture::new();
-    let comment = format!("cutile-perf-queue-timeout-{}", std::process::id());
-    let slurm_args = format!("--begin=now+1hour --comment={comment}");
-    let err = f.fails(&[
-        "start",
-        "vector_add",
-        "--runner",
-        "slurm",
-        "--slurm-args",
-        &slurm_args,
-        "--queue-timeout",
-        "2s",
-    ]);
+    };
+    let comment = unique_comment("queue-timeout");
+    let slurm_args = pending_job(&comment);
+    let err = f.fails(&slurm_start(&slurm_args, &["--queue-timeout", "2s"]));
     let job = job_with_comment(&comment);
     assert!(
         err.contains(&format!(

@@ -51,66 +51,9 @@ const STEP_BUDGET: Duration = Duration::from_secs(600);
 const KERNEL: &str = "src/tilegym/ops/cutile/vector_add.py";
 
 pub fn run(args: &DemoArgs) -> Result<()> {
-    let temp;
-    let root: PathBuf = match &args.dir {
-        Some(dir) => {
-            if dir.exists() {
-                bail!(
-                    "{} already exists; the demo builds a new repository there",
-                    dir.display()
-                );
-            }
-            dir.clone()
-        }
-        None => {
-            temp = tempfile::Builder::new()
-                .prefix("cutile-perf-demo-")
-                .tempdir()?;
-            temp.path().to_path_buf()
-        }
-    };
-    write_fixture(&root)?;
-    let python_bin = demo_python::for_demo(&super::start::default_python())?;
-    let demo = Demo {
-        root: &root,
-        exe: std::env::current_exe().context("cannot find this program's path")?,
-        search_path: python_bin.map(|bin| first_on_path(&bin)).transpose()?,
-    };
-    demo.git(&["init", "-q", "-b", "main"])?;
-    demo.git(&["config", "user.name", "cutile-perf demo"])?;
-    demo.git(&["config", "user.email", "demo@localhost"])?;
-    demo.git(&["add", "-A"])?;
-    demo.git(&["commit", "-q", "-m", "A TileGym-shaped repository"])?;
-    println!(
-        "{} a TileGym-shaped repository in {}",
-        ui::bold("demo:"),
-        root.display()
-    );
-    println!("      its tests simulate latency and correctness from constants in {KERNEL}\n");
-
-    // the demo's kernel runs on the CPU
-    demo.tool(&["start", "vector_add", "--class", "memory", "--no-gpu"])?;
-    demo.edit(
-        "a larger tile: every config 20% faster",
-        &[
-            ("TILE_SIZE = 128", "TILE_SIZE = 256"),
-            ("0.100000", "0.080000"),
-            ("1.000000", "0.800000"),
-        ],
-    )?;
-    demo.tool(&["step", "--opt", "G", "--cause", "memory", "tile size 256"])?;
-    demo.edit(
-        "persistent scheduling: large shapes faster, small ones 10% slower",
-        &[("0.080000", "0.088000"), ("0.800000", "0.600000")],
-    )?;
-    demo.tool(&["step", "--opt", "B", "persistent scheduling"])?;
-    demo.edit(
-        "latency hints that break the kernel at run time",
-        &[("CRASH = \"\"", "CRASH = \"exception\"")],
-    )?;
-    demo.tool(&["step", "--opt", "E", "latency hints on loads"])?;
-    demo.tool(&["table", "--write"])?;
-    demo.tool(&["status"])?;
+    let (root, _removed_at_the_end) = demo_dir(args)?;
+    let demo = Demo::set_up(&root)?;
+    demo.optimize()?;
     println!(
         "\n{} the session branch's log carries every result as trailers:",
         ui::bold("demo:")
@@ -121,6 +64,28 @@ pub fn run(args: &DemoArgs) -> Result<()> {
         println!("\n(the demo repository is removed; pass --dir DIR to keep it)");
     }
     Ok(())
+}
+
+/// Where the demo builds its repository: `--dir` (which must not exist yet), or a temporary
+/// directory, returned too so that it lives as long as the demo.
+fn demo_dir(args: &DemoArgs) -> Result<(PathBuf, Option<tempfile::TempDir>)> {
+    match &args.dir {
+        Some(dir) => {
+            if dir.exists() {
+                bail!(
+                    "{} already exists; the demo builds a new repository there",
+                    dir.display()
+                );
+            }
+            Ok((dir.clone(), None))
+        }
+        None => {
+            let temp = tempfile::Builder::new()
+                .prefix("cutile-perf-demo-")
+                .tempdir()?;
+            Ok((temp.path().to_path_buf(), Some(temp)))
+        }
+    }
 }
 
 pub fn write_fixture(root: &Path) -> Result<()> {
@@ -147,7 +112,58 @@ struct Demo<'a> {
     search_path: Option<std::ffi::OsString>,
 }
 
-impl Demo<'_> {
+impl<'a> Demo<'a> {
+    /// The fixture committed in a new repository at `root`, and the Python to run its tests with.
+    fn set_up(root: &'a Path) -> Result<Demo<'a>> {
+        write_fixture(root)?;
+        let python_bin = demo_python::for_demo(&super::start::default_python())?;
+        let demo = Demo {
+            root,
+            exe: std::env::current_exe().context("cannot find this program's path")?,
+            search_path: python_bin.map(|bin| first_on_path(&bin)).transpose()?,
+        };
+        demo.git(&["init", "-q", "-b", "main"])?;
+        demo.git(&["config", "user.name", "cutile-perf demo"])?;
+        demo.git(&["config", "user.email", "demo@localhost"])?;
+        demo.git(&["add", "-A"])?;
+        demo.git(&["commit", "-q", "-m", "A TileGym-shaped repository"])?;
+        println!(
+            "{} a TileGym-shaped repository in {}",
+            ui::bold("demo:"),
+            root.display()
+        );
+        println!("      its tests simulate latency and correctness from constants in {KERNEL}\n");
+        Ok(demo)
+    }
+
+    /// The session: a start, three simulated optimizations (a keep, a revert, a crash), the table
+    /// and the status.
+    fn optimize(&self) -> Result<()> {
+        // the demo's kernel runs on the CPU
+        self.tool(&["start", "vector_add", "--class", "memory", "--no-gpu"])?;
+        self.edit(
+            "a larger tile: every config 20% faster",
+            &[
+                ("TILE_SIZE = 128", "TILE_SIZE = 256"),
+                ("0.100000", "0.080000"),
+                ("1.000000", "0.800000"),
+            ],
+        )?;
+        self.tool(&["step", "--opt", "G", "--cause", "memory", "tile size 256"])?;
+        self.edit(
+            "persistent scheduling: large shapes faster, small ones 10% slower",
+            &[("0.080000", "0.088000"), ("0.800000", "0.600000")],
+        )?;
+        self.tool(&["step", "--opt", "B", "persistent scheduling"])?;
+        self.edit(
+            "latency hints that break the kernel at run time",
+            &[("CRASH = \"\"", "CRASH = \"exception\"")],
+        )?;
+        self.tool(&["step", "--opt", "E", "latency hints on loads"])?;
+        self.tool(&["table", "--write"])?;
+        self.tool(&["status"])
+    }
+
     fn git(&self, args: &[&str]) -> Result<String> {
         process::git(self.root, args, &[])
     }

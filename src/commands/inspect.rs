@@ -2,7 +2,7 @@
 //! registrations, autotune spaces (with the branch this GPU takes), allowed paths, test file, class.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
@@ -10,7 +10,8 @@ use serde::Serialize;
 
 use crate::cli::InspectArgs;
 use crate::git::Repo;
-use crate::inspect::{self, ClassEstimate, Report};
+use crate::inspect::module::{ConfigGenerator, KernelDef, Launch, Opt, TuningCall};
+use crate::inspect::{self, ClassEstimate, Located, RegistrationReport, Report};
 use crate::kernel_class::KernelClass;
 use crate::locate::{self, Kernel, TestMatch};
 use crate::ncu::{self, Measured};
@@ -164,50 +165,13 @@ fn registered_ops(report: &Report) -> Vec<String> {
 /// Profiles one launch of the kernel's functions in the first perf case of its test, after a warm-up,
 /// with TileGym's autotuning off so that no tuning trial is measured.
 fn measure(repo: &Repo, full: &InspectReport, args: &InspectArgs) -> Result<Measurement> {
+    const WARM_UP_LAUNCHES: u32 = 3;
     which::which("ncu").context(
         "--measure needs Nsight Compute, and ncu is not on PATH\nhint: install Nsight Compute, or drop --measure for the static estimate",
     )?;
-    let Some(test) = &full.test else {
-        bail!(
-            "--measure needs the kernel's test, and none was found\nhint: {}",
-            full.test_error.as_deref().unwrap_or_default()
-        );
-    };
-    let names: Vec<&str> = full
-        .report
-        .kernels
-        .iter()
-        .map(|k| k.item.name.as_str())
-        .collect();
-    if names.is_empty() {
-        bail!("{} defines no @ct.kernel to profile", full.report.file);
-    }
-    let python = args
-        .python
-        .clone()
-        .unwrap_or_else(super::start::default_python);
-    let mut command: Vec<String> = python.split_whitespace().map(str::to_string).collect();
-    command.extend(
-        [
-            "-m",
-            "pytest",
-            &test.path,
-            "-k",
-            pytest::BENCHMARK_SELECTION,
-            "-q",
-            "-p",
-            "no:cacheprovider",
-        ]
-        .map(str::to_string),
-    );
-    repo.exclude(&format!("/{}/", crate::guard::SANDBOX))?;
-    let sandbox = super::sandbox(repo);
-    std::fs::create_dir_all(&sandbox)
-        .with_context(|| format!("cannot create {}", sandbox.display()))?;
-    let (log, csv) = (sandbox.join("ncu.log"), sandbox.join("ncu.csv"));
-    // a CSV left by an earlier run must never be read as this one's
-    std::fs::remove_file(&csv).ok();
-    const WARM_UP_LAUNCHES: u32 = 3;
+    let (test, names) = what_to_profile(full)?;
+    let command = perf_case_command(args, test);
+    let (log, csv) = ncu_outputs(repo)?;
     let metrics = ncu::metrics(ncu::query_metrics().as_deref());
     let ncu_args = ncu::args(metrics, &names.join("|"), WARM_UP_LAUNCHES, 1, &csv);
     ui::progress_line(&format!(
@@ -236,15 +200,76 @@ fn measure(repo: &Repo, full: &InspectReport, args: &InspectArgs) -> Result<Meas
             )
         })?
         .measured()?;
+    Ok(against_peaks(launch))
+}
+
+/// The kernel's test, and the names of the kernels to profile in it.
+fn what_to_profile(full: &InspectReport) -> Result<(&TestMatch, Vec<&str>)> {
+    let Some(test) = &full.test else {
+        bail!(
+            "--measure needs the kernel's test, and none was found\nhint: {}",
+            full.test_error.as_deref().unwrap_or_default()
+        );
+    };
+    let names: Vec<&str> = full
+        .report
+        .kernels
+        .iter()
+        .map(|k| k.item.name.as_str())
+        .collect();
+    if names.is_empty() {
+        bail!("{} defines no @ct.kernel to profile", full.report.file);
+    }
+    Ok((test, names))
+}
+
+/// pytest on the perf cases of `test`, with the session's Python.
+fn perf_case_command(args: &InspectArgs, test: &TestMatch) -> Vec<String> {
+    let python = args
+        .python
+        .clone()
+        .unwrap_or_else(super::start::default_python);
+    let mut command: Vec<String> = python.split_whitespace().map(str::to_string).collect();
+    command.extend(
+        [
+            "-m",
+            "pytest",
+            &test.path,
+            "-k",
+            pytest::BENCHMARK_SELECTION,
+            "-q",
+            "-p",
+            "no:cacheprovider",
+        ]
+        .map(str::to_string),
+    );
+    command
+}
+
+/// Where ncu writes its log and its CSV, in the sandbox (which git ignores); no CSV of an earlier
+/// run is left there.
+fn ncu_outputs(repo: &Repo) -> Result<(PathBuf, PathBuf)> {
+    repo.exclude(&format!("/{}/", crate::guard::SANDBOX))?;
+    let sandbox = super::sandbox(repo);
+    std::fs::create_dir_all(&sandbox)
+        .with_context(|| format!("cannot create {}", sandbox.display()))?;
+    let (log, csv) = (sandbox.join("ncu.log"), sandbox.join("ncu.csv"));
+    // a CSV left by an earlier run must never be read as this one's
+    std::fs::remove_file(&csv).ok();
+    Ok((log, csv))
+}
+
+/// The launch against this GPU's peaks, when the table knows the GPU.
+fn against_peaks(launch: Measured) -> Measurement {
     let gpu = gpu::detect().map(|state| state.gpu.identity());
     let peak = gpu.as_deref().and_then(peaks::lookup);
-    Ok(Measurement {
+    Measurement {
         dram_pct_of_peak: peak.map(|p| launch.dram_gb_s / p.dram_gb_s * 100.0),
         flop_pct_of_peak: peak.map(|p| launch.tflop_s / p.bf16_dense_tflop_s * 100.0),
         launch,
         gpu,
         peak,
-    })
+    }
 }
 
 /// `9.0` or `12.1`.
@@ -267,62 +292,80 @@ fn capability_of_detected(line: &str) -> Option<(u32, u32)> {
 
 fn render(full: &InspectReport) -> String {
     let r = &full.report;
-    let mut out = String::new();
-    let mut line = |text: String| {
-        out.push_str(&text);
-        out.push('\n');
-    };
-    line(format!("{} ({}): {}", ui::bold(&r.kernel), r.suite, r.file));
+    let mut lines = vec![
+        format!("{} ({}): {}", ui::bold(&r.kernel), r.suite, r.file),
+        test_line(full),
+        class_line(r.class.as_ref()),
+    ];
+    lines.extend(full.measured.as_ref().map(measured_line));
+    lines.extend(kernel_lines(&r.kernels));
+    lines.extend(launch_lines(&r.launches));
+    lines.extend(registration_lines(&r.registrations));
+    lines.extend(tuning_lines(&r.tunings));
+    for generator in &r.generators {
+        lines.extend(generator_lines(generator, r.capability.as_deref()));
+    }
+    lines.push("allowed paths:".to_string());
+    for path in &r.allowed_paths {
+        lines.push(format!("  {}  ({})", path.path, path.reason));
+    }
+    lines.iter().map(|line| format!("{line}\n")).collect()
+}
+
+fn test_line(full: &InspectReport) -> String {
     match &full.test {
-        Some(test) => line(format!("test: {} ({})", test.path, test.rule)),
-        None => line(format!(
+        Some(test) => format!("test: {} ({})", test.path, test.rule),
+        None => format!(
             "test: none found: {}",
             full.test_error.as_deref().unwrap_or_default()
-        )),
+        ),
     }
-    match &r.class {
-        Some(class) => line(format!(
+}
+
+fn class_line(class: Option<&ClassEstimate>) -> String {
+    match class {
+        Some(class) => format!(
             "class: {} ({} estimate: {})",
             class.class, class.source, class.reason
-        )),
-        None => line("class: unknown (no kernels found); pass --class or --intensity".to_string()),
+        ),
+        None => "class: unknown (no kernels found); pass --class or --intensity".to_string(),
     }
-    if let Some(m) = &full.measured {
-        let pct = |value: Option<f64>| value.map_or("?".to_string(), |v| format!("{v:.0}%"));
-        line(format!(
-            "measured: {} {:.3} ms, {:.0} GB/s DRAM ({} of peak), {:.1} TFLOP/s ({} of dense BF16 peak) on {}",
-            m.launch.kernel,
-            m.launch.duration_ms,
-            m.launch.dram_gb_s,
-            pct(m.dram_pct_of_peak),
-            m.launch.tflop_s,
-            pct(m.flop_pct_of_peak),
-            m.gpu.as_deref().unwrap_or("an unknown GPU")
-        ));
-    }
-    line(format!("kernels ({}):", r.kernels.len()));
-    for k in &r.kernels {
-        let options: Vec<String> = k
-            .item
-            .options
-            .iter()
-            .map(|o| format!("{}={}", o.name, o.value))
-            .collect();
+}
+
+fn measured_line(m: &Measurement) -> String {
+    let pct = |value: Option<f64>| value.map_or("?".to_string(), |v| format!("{v:.0}%"));
+    format!(
+        "measured: {} {:.3} ms, {:.0} GB/s DRAM ({} of peak), {:.1} TFLOP/s ({} of dense BF16 peak) on {}",
+        m.launch.kernel,
+        m.launch.duration_ms,
+        m.launch.dram_gb_s,
+        pct(m.dram_pct_of_peak),
+        m.launch.tflop_s,
+        pct(m.flop_pct_of_peak),
+        m.gpu.as_deref().unwrap_or("an unknown GPU")
+    )
+}
+
+fn kernel_lines(kernels: &[Located<KernelDef>]) -> Vec<String> {
+    let mut lines = vec![format!("kernels ({}):", kernels.len())];
+    for k in kernels {
+        let options: Vec<String> = k.item.options.iter().map(Opt::to_string).collect();
         let mma = if k.item.mma { "  [mma]" } else { "" };
-        line(
-            format!(
-                "  {}:{}  {}  {}{mma}",
-                k.file,
-                k.item.line,
-                k.item.name,
-                options.join(", ")
-            )
-            .trim_end()
-            .to_string(),
+        let line = format!(
+            "  {}:{}  {}  {}{mma}",
+            k.file,
+            k.item.line,
+            k.item.name,
+            options.join(", ")
         );
+        lines.push(line.trim_end().to_string());
     }
-    line(format!("launches ({}):", r.launches.len()));
-    for l in &r.launches {
+    lines
+}
+
+fn launch_lines(launches: &[Located<Launch>]) -> Vec<String> {
+    let mut lines = vec![format!("launches ({}):", launches.len())];
+    for l in launches {
         let kernels = if l.item.kernels.is_empty() {
             "?".to_string()
         } else {
@@ -332,15 +375,19 @@ fn render(full: &InspectReport) -> String {
             Some(value) => format!("{} = {value}", l.item.grid),
             None => l.item.grid.clone(),
         };
-        line(format!(
+        lines.push(format!(
             "  {}:{}  in {}: {} -> {kernels}  grid {grid}",
             l.file, l.item.line, l.item.wrapper, l.item.kernel_expr
         ));
     }
-    line(format!("registrations ({}):", r.registrations.len()));
-    for reg in &r.registrations {
+    lines
+}
+
+fn registration_lines(registrations: &[RegistrationReport]) -> Vec<String> {
+    let mut lines = vec![format!("registrations ({}):", registrations.len())];
+    for reg in registrations {
         let g = &reg.registration;
-        line(format!(
+        lines.push(format!(
             "  {}:{}  {:?} backend={} -> {}",
             reg.file,
             g.line,
@@ -349,12 +396,16 @@ fn render(full: &InspectReport) -> String {
             g.function
         ));
         for wrapper in &reg.wrappers {
-            line(format!("      reaches {wrapper}"));
+            lines.push(format!("      reaches {wrapper}"));
         }
     }
-    line(format!("tuning calls ({}):", r.tunings.len()));
-    for t in &r.tunings {
-        line(format!(
+    lines
+}
+
+fn tuning_lines(tunings: &[Located<TuningCall>]) -> Vec<String> {
+    let mut lines = vec![format!("tuning calls ({}):", tunings.len())];
+    for t in tunings {
+        lines.push(format!(
             "  {}:{}  in {}: space {} (generators: {}) kernels: {}",
             t.file,
             t.item.line,
@@ -364,39 +415,39 @@ fn render(full: &InspectReport) -> String {
             t.item.kernels.join(" | ")
         ));
     }
-    for g in &r.generators {
-        line(format!(
-            "  config generator {} at {}:{}; fields: {}",
-            g.item.name,
-            g.file,
-            g.item.line,
-            g.item.fields.join(", ")
+    lines
+}
+
+/// A config generator: each GPU-architecture branch with how many configs it yields (and whether
+/// `capability` takes it), then the configs built outside any branch.
+fn generator_lines(g: &Located<ConfigGenerator>, capability: Option<&str>) -> Vec<String> {
+    let mut lines = vec![format!(
+        "  config generator {} at {}:{}; fields: {}",
+        g.item.name,
+        g.file,
+        g.item.line,
+        g.item.fields.join(", ")
+    )];
+    for (index, branch) in g.item.branches.iter().enumerate() {
+        let taken = match branch.taken {
+            Some(true) => format!("  <- taken on {}", capability.unwrap_or("?")),
+            Some(false) => String::new(),
+            None => "  (unknown)".to_string(),
+        };
+        let count: u64 = g
+            .item
+            .configs
+            .iter()
+            .filter(|c| c.branch == Some(index))
+            .map(|c| c.count.unwrap_or(1))
+            .sum();
+        lines.push(format!(
+            "    line {}: {}: {count} config(s){taken}",
+            branch.line, branch.condition
         ));
-        for (index, branch) in g.item.branches.iter().enumerate() {
-            let taken = match branch.taken {
-                Some(true) => format!("  <- taken on {}", r.capability.as_deref().unwrap_or("?")),
-                Some(false) => String::new(),
-                None => "  (unknown)".to_string(),
-            };
-            let count: u64 = g
-                .item
-                .configs
-                .iter()
-                .filter(|c| c.branch == Some(index))
-                .map(|c| c.count.unwrap_or(1))
-                .sum();
-            line(format!(
-                "    line {}: {}: {count} config(s){taken}",
-                branch.line, branch.condition
-            ));
-        }
-        for config in g.item.configs.iter().filter(|c| c.branch.is_none()) {
-            line(format!("    line {}: {}", config.line, config.fields));
-        }
     }
-    line("allowed paths:".to_string());
-    for path in &r.allowed_paths {
-        line(format!("  {}  ({})", path.path, path.reason));
+    for config in g.item.configs.iter().filter(|c| c.branch.is_none()) {
+        lines.push(format!("    line {}: {}", config.line, config.fields));
     }
-    out
+    lines
 }
