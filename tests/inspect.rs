@@ -295,4 +295,22 @@ fn measure_profiles_the_perf_case_with_ncu_and_classifies_by_it() {
     );
     assert!(called.contains(&"test_perf and cutile"), "{called:?}");
     assert!(called.contains(&"TILEGYM_DISABLE_AUTOTUNE=1"), "{called:?}");
+    // autotune searches paused under the profiler, as in `diagnose`
+    assert!(called.contains(&"cutile_perf_pause_tuning"), "{called:?}");
+    assert!(fixture.path("sandbox/cutile_perf_pause_tuning.py").exists());
+
+    // a launch where ncu counted no FLOP (matmul's tensor ops on the H200) keeps the static estimate
+    let out = fixture
+        .command(&["inspect", "vector_add", "--measure", "--json"])
+        .env(
+            "PATH",
+            format!("{}:{}", fake.display(), std::env::var("PATH").unwrap()),
+        )
+        .env("FAKE_NCU_FMA", "0")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["class"]["source"], "static");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("counted no DRAM bytes or no FLOP"));
 }

@@ -186,9 +186,8 @@ fn profile(
 ) -> Result<Profiled> {
     let session = &history.session;
     let names = case::kernel_names(session, &root)?.join("|");
-    let (plugin, source) = case::PAUSE_TUNING;
     let case =
-        Case::prepare(repo, session, root, config, "diagnose")?.with_plugin(plugin, source)?;
+        Case::prepare(repo, session, root, config, "diagnose")?.with_plugin(case::PAUSE_TUNING)?;
     ui::progress_line(&format!(
         "profiling {} of {} with ncu ...",
         names.replace('|', ", "),

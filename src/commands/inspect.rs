@@ -9,6 +9,7 @@ use anyhow::{Context, Result, bail};
 use serde::Serialize;
 
 use crate::cli::InspectArgs;
+use crate::diagnose::case;
 use crate::git::Repo;
 use crate::inspect::module::{ConfigGenerator, KernelDef, Launch, Opt, TuningCall};
 use crate::inspect::{self, ClassEstimate, Located, RegistrationReport, Report};
@@ -55,7 +56,8 @@ pub fn run(repo: &Repo, args: &InspectArgs, out: &mut impl Write) -> Result<()> 
     if args.measure {
         let measurement = measure(repo, &full, args)?;
         let intensity = measurement.launch.intensity;
-        if intensity.is_finite() {
+        // no FLOP counted is a metric set that missed the math (matmul's tensor ops on the H200)
+        if intensity.is_finite() && measurement.launch.flops > 0.0 {
             full.report.class = Some(ClassEstimate {
                 class: kernel_class::classify(intensity),
                 source: "measured",
@@ -65,9 +67,8 @@ pub fn run(repo: &Repo, args: &InspectArgs, out: &mut impl Write) -> Result<()> 
                 ),
             });
         } else {
-            // seen on an H200 for matmul: ncu read "n/a" for the launch; the static estimate stands
             ui::progress_line(&format!(
-                "ncu gave no DRAM bytes or FLOP for {}; the class stays the static estimate",
+                "ncu counted no DRAM bytes or no FLOP for {}; the class stays the static estimate",
                 measurement.launch.kernel
             ));
         }
@@ -170,8 +171,20 @@ fn measure(repo: &Repo, full: &InspectReport, args: &InspectArgs) -> Result<Meas
         "--measure needs Nsight Compute, and ncu is not on PATH\nhint: install Nsight Compute, or drop --measure for the static estimate",
     )?;
     let (test, names) = what_to_profile(full)?;
-    let command = perf_case_command(args, test);
+    let mut command = perf_case_command(args, test);
     let (log, csv) = ncu_outputs(repo)?;
+    // autotune searches that ignore TILEGYM_DISABLE_AUTOTUNE are paused under the profiler, as in
+    // `diagnose`: their trial launches carry the kernel's name and fail under ncu
+    let plugin_dir = log.parent().expect("the log is in the sandbox");
+    command.extend(case::write_plugin(plugin_dir, case::PAUSE_TUNING)?);
+    let inherited = pytest::sources_first(&repo.root)?
+        .or_else(|| std::env::var_os("PYTHONPATH"))
+        .unwrap_or_default();
+    let python_path = std::env::join_paths(
+        std::env::split_paths(&inherited)
+            .filter(|dir| !dir.as_os_str().is_empty())
+            .chain([plugin_dir.to_path_buf()]),
+    )?;
     let metrics = ncu::metrics(ncu::query_metrics().as_deref());
     let ncu_args = ncu::args(metrics, &names.join("|"), WARM_UP_LAUNCHES, 1, &csv);
     ui::progress_line(&format!(
@@ -185,6 +198,7 @@ fn measure(repo: &Repo, full: &InspectReport, args: &InspectArgs) -> Result<Meas
         &[
             ("TILEGYM_DISABLE_AUTOTUNE", "1"),
             ("PYTHONDONTWRITEBYTECODE", "1"),
+            ("PYTHONPATH", &python_path.to_string_lossy()),
         ],
         &log,
         &csv,

@@ -55,9 +55,8 @@ pub fn measured_class(
 
 fn profile(repo: &Repo, session: &Session, config: &str, deadline: Instant) -> Result<Measured> {
     let names = case::kernel_names(session, &repo.root)?.join("|");
-    let (plugin, source) = case::PAUSE_TUNING;
     let case = Case::prepare(repo, session, repo.root.clone(), config, "class")?
-        .with_plugin(plugin, source)?;
+        .with_plugin(case::PAUSE_TUNING)?;
     let (log, csv) = (case.dir.join("ncu.log"), case.dir.join("ncu.csv"));
     let metrics = ncu::metrics(ncu::query_metrics().as_deref());
     let args = ncu::args(metrics, &names, WARM_UP_LAUNCHES, 1, &csv);
