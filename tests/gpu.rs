@@ -128,21 +128,33 @@ fn the_gpu_is_recorded_checked_at_each_step_and_watched_around_each_run() {
     assert!(!note.contains("others:"), "{note}");
 }
 
-#[test]
-fn with_ncu_on_path_start_measures_the_class_unless_an_option_names_it() {
+/// `start` on a fresh fixture with an H200 and the fake ncu (its FMA count `fma`) on PATH; returns the
+/// fixture and stderr.
+fn start_with_ncu(args: &[&str], fma: &str) -> (Fixture, String) {
     let mut f = Fixture::new();
     f.fake_gpu(Some(H200));
     let fake_ncu = std::fs::canonicalize("tests/data/inspect/fake-ncu").unwrap();
-    let path = format!("{}:{}", fake_ncu.display(), std::env::var("PATH").unwrap());
+    let path = format!(
+        "{}:{}:{}",
+        f.root.join("../home/gpu-bin").display(),
+        fake_ncu.display(),
+        std::env::var("PATH").unwrap()
+    );
+    let mut full = vec!["start", "vector_add"];
+    full.extend_from_slice(args);
     let out = f
-        .command(&["start", "vector_add"])
-        .env(
-            "PATH",
-            format!("{}:{path}", f.root.join("../home/gpu-bin").display()),
-        )
+        .command(&full)
+        .env("PATH", path)
+        .env("FAKE_NCU_FMA", fma)
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
+    (f, text(&out.stderr))
+}
+
+#[test]
+fn with_ncu_on_path_start_measures_the_class_unless_an_option_names_it() {
+    let (f, _) = start_with_ncu(&[], "500000");
     assert_eq!(f.trailer("HEAD", "Cutile-Perf-Class"), "memory");
     let source = f.trailer("HEAD", "Cutile-Perf-Class-Source");
     assert!(
@@ -158,37 +170,16 @@ fn with_ncu_on_path_start_measures_the_class_unless_an_option_names_it() {
     assert!(called.contains("cutile_perf_pause_tuning"), "{called}");
     assert!(called.contains("--launch-skip\n3\n"), "{called}");
 
-    let f = {
-        let mut f = Fixture::new();
-        f.fake_gpu(Some(H200));
-        f
-    };
-    let out = f
-        .command(&["start", "vector_add", "--class", "balanced"])
-        .env(
-            "PATH",
-            format!("{}:{path}", f.root.join("../home/gpu-bin").display()),
-        )
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    let (f, _) = start_with_ncu(&["--class", "balanced"], "500000");
     assert_eq!(f.trailer("HEAD", "Cutile-Perf-Class-Source"), "--class");
     assert!(!f.path("sandbox/class").exists());
 
     // no FLOP counted (as ncu's tensor counters read for matmul on the H200): no measurement
-    let mut f = Fixture::new();
-    f.fake_gpu(Some(H200));
-    let out = f
-        .command(&["start", "vector_add"])
-        .env(
-            "PATH",
-            format!("{}:{path}", f.root.join("../home/gpu-bin").display()),
-        )
-        .env("FAKE_NCU_FMA", "0")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(text(&out.stderr).contains("warning: ncu counted 0 FLOP and 1000000 DRAM bytes"));
+    let (f, stderr) = start_with_ncu(&[], "0");
+    assert!(
+        stderr.contains("warning: ncu counted 0 FLOP and 1000000 DRAM bytes"),
+        "{stderr}"
+    );
     assert!(
         f.trailer("HEAD", "Cutile-Perf-Class-Source")
             .starts_with("static: ")
