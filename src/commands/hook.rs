@@ -1,5 +1,7 @@
 //! `hook`: install, remove or inspect the pre-commit hook, and the check it runs.
 
+use std::io::Write;
+
 use anyhow::Result;
 
 use crate::cli::{HookAction, HookArgs, JsonArg};
@@ -7,16 +9,16 @@ use crate::git::Repo;
 use crate::hook::{self, Change, SAVED, State};
 use crate::ui;
 
-pub fn run(repo: &Repo, args: &HookArgs) -> Result<()> {
+pub fn run(repo: &Repo, args: &HookArgs, out: &mut impl Write) -> Result<()> {
     match &args.action {
         HookAction::PreCommit => {
             hook::pre_commit(repo)?;
-            println!("{}", hook::CHECKED);
+            writeln!(out, "{}", hook::CHECKED)?;
             Ok(())
         }
         HookAction::CommitMsg { message } => {
             hook::message::check(repo, message)?;
-            println!("{}", hook::message::CHECKED);
+            writeln!(out, "{}", hook::message::CHECKED)?;
             Ok(())
         }
         HookAction::Install => {
@@ -30,35 +32,34 @@ pub fn run(repo: &Repo, args: &HookArgs) -> Result<()> {
         HookAction::Status(JsonArg { json }) => {
             let state = State::read(repo)?;
             if *json {
-                return ui::print_json(&state);
+                return ui::write_json(out, &state);
             }
             let dir = state.hooks_dir.display();
+            let older = " (an older version: run `git cutile-perf hook install`)";
             match &state.installed_as {
-                Some(name) => println!(
-                    "installed as {dir}/{name}{}",
-                    if state.current {
-                        ""
-                    } else {
-                        " (an older version: run `git cutile-perf hook install`)"
-                    }
-                ),
-                None => println!("not installed in {dir}"),
+                Some(name) => {
+                    let age = if state.current { "" } else { older };
+                    writeln!(out, "installed as {dir}/{name}{age}")?
+                }
+                None => writeln!(out, "not installed in {dir}")?,
             }
             match state.commit_msg_current {
-                Some(true) => println!("commit-msg hook installed as {dir}/commit-msg"),
-                Some(false) => println!(
-                    "commit-msg hook installed as {dir}/commit-msg (an older version: run `git cutile-perf hook install`)"
-                ),
-                None => println!("commit-msg hook not installed in {dir}"),
+                Some(current) => {
+                    let age = if current { "" } else { older };
+                    writeln!(out, "commit-msg hook installed as {dir}/commit-msg{age}")?
+                }
+                None => writeln!(out, "commit-msg hook not installed in {dir}")?,
             }
             if let Some(saved) = &state.chained {
-                println!("chained: {} runs first", saved.display());
+                writeln!(out, "chained: {} runs first", saved.display())?;
             }
             if let Some(saved) = &state.stale {
-                println!(
-                    "stale: {} was saved by an earlier install and is no longer run (`hook install` or `hook uninstall` tidies it)",
+                writeln!(
+                    out,
+                    "stale: {} was saved by an earlier install and is no longer run (`hook install` or \
+                     `hook uninstall` tidies it)",
                     saved.display()
-                );
+                )?;
             }
             Ok(())
         }
