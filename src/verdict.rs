@@ -22,7 +22,8 @@
 //! (`stats.rs` says why) with the configs' variances added; its interval picks the tier: continue
 //! (all >= `continue_pct`), lower-priority (all in `gain_pct..continue_pct`), stop (all < `gain_pct`).
 //! Anything straddling a threshold is ambiguous and asks for another round, as git-perf's audits refuse to
-//! judge below a minimum count of measurements. A config that is regressed beyond noise reverts at once.
+//! judge below a minimum count of measurements. A config regressed beyond noise reverts from the second
+//! round on ([`ROUNDS_TO_REVERT`]): one round cannot tell a real change from a noise model wrong for this GPU.
 //! When the budget (or [`MAX_ROUNDS`]) allows no further round, [`decide_anyway`] applies the single-run
 //! rule's comparisons to the means of the rounds and says that it did.
 //!
@@ -52,6 +53,10 @@ pub const Z: f64 = 1.96;
 pub const Z_REGRESSED: f64 = 2.576;
 /// Weight of the noise model in each config's variance, in degrees of freedom.
 pub const PRIOR_DOF: f64 = 4.0;
+/// Rounds before a regression beyond noise reverts. One round's interval rests on the noise model and
+/// the floor `start` measured from two runs, which a GPU noisier than the model, or two lucky baseline
+/// runs, make too narrow; the second round's own scatter shows it (a real regression repeats).
+pub const ROUNDS_TO_REVERT: usize = 2;
 /// The most rounds one verdict takes; past it the rule decides on what it has.
 pub const MAX_ROUNDS: usize = 16;
 
@@ -245,24 +250,35 @@ pub fn decide(
     let bounds = Bounds::new(limits);
     // the config whose lower bound lies furthest above the limit names the revert
     let lowest_bound = |i: usize| changes[i].0 - Z_REGRESSED * changes[i].1;
-    if let Some(i) = (0..changes.len())
+    let regressed: Vec<usize> = (0..changes.len())
         .filter(|&i| lowest_bound(i) > bounds.regression)
-        .max_by(|&a, &b| lowest_bound(a).total_cmp(&lowest_bound(b)))
+        .collect();
+    if rounds.len() >= ROUNDS_TO_REVERT
+        && let Some(&i) = regressed
+            .iter()
+            .max_by(|&&a, &&b| lowest_bound(a).total_cmp(&lowest_bound(b)))
     {
         let reason = regressed_reason(&estimate.configs[i], limits, "beyond noise");
         return Ok(decided(Tier::Revert, reason, None, estimate));
     }
     let mut ambiguous = String::new();
     for (i, &(mean, se)) in changes.iter().enumerate() {
-        if mean + Z * se > bounds.regression {
-            let _ = write!(
-                ambiguous,
-                "{}{}, within noise of the {}% regression limit",
-                if ambiguous.is_empty() { "" } else { "; " },
-                estimate.configs[i].summary(),
+        let why = if regressed.contains(&i) {
+            "beyond noise in one round, which a second round confirms or not".to_string()
+        } else if mean + Z * se > bounds.regression {
+            format!(
+                "within noise of the {}% regression limit",
                 fmt_pct(limits.regression_pct)
-            );
-        }
+            )
+        } else {
+            continue;
+        };
+        let _ = write!(
+            ambiguous,
+            "{}{}, {why}",
+            if ambiguous.is_empty() { "" } else { "; " },
+            estimate.configs[i].summary(),
+        );
     }
     let agg = &estimate.aggregate;
     let tier = if ambiguous.is_empty() {
@@ -562,12 +578,29 @@ mod tests {
     }
 
     #[test]
-    fn a_regression_beyond_noise_reverts_at_once() {
-        let d = decided(&[round(&[1.0, 4.0, 2.0], &[1.03, 4.2, 2.1])]);
+    fn a_regression_beyond_noise_reverts_on_the_second_round() {
+        let first = round(&[1.0, 4.0, 2.0], &[1.03, 4.2, 2.1]);
+        let Verdict::NeedMoreRounds { ambiguous, .. } = decide(
+            std::slice::from_ref(&first),
+            &limits(),
+            &NoiseFloor::default(),
+        )
+        .unwrap() else {
+            panic!("reverted on one round")
+        };
+        assert_eq!(
+            ambiguous,
+            "t0 forward: +3.00% (+2.85% to +3.15%), beyond noise in one round, which a second round \
+             confirms or not; t1 forward: +5.00% (+4.85% to +5.15%), beyond noise in one round, which a \
+             second round confirms or not; t2 forward: +5.00% (+4.85% to +5.15%), beyond noise in one \
+             round, which a second round confirms or not"
+        );
+        let d = decided(&[first.clone(), first]);
         assert_eq!(d.tier, Tier::Revert);
         assert_eq!(
             d.reason,
-            "t1 forward: +5.00% (+4.85% to +5.15%), slower than the 2% limit beyond noise"
+            // two equal rounds: no scatter, the prior's weight over 2 rounds narrows the interval
+            "t1 forward: +5.00% (+4.90% to +5.10%), slower than the 2% limit beyond noise"
         );
         assert_eq!(
             d.tier.status_decision(),
@@ -702,7 +735,7 @@ mod tests {
         let rounds = [round(&[1.0], &[1.03])];
         let model_only = decide(&rounds, &limits(), &NoiseFloor::default()).unwrap();
         assert!(
-            matches!(&model_only, Verdict::Decided(d) if d.tier == Tier::Revert),
+            matches!(&model_only, Verdict::NeedMoreRounds { ambiguous, .. } if ambiguous.contains("beyond noise in one round")),
             "{model_only:?}"
         );
         let floor = NoiseFloor::from_spreads(&[crate::stats::Spread {
@@ -712,7 +745,7 @@ mod tests {
         }]);
         let with_floor = decide(&rounds, &limits(), &floor).unwrap();
         assert!(
-            matches!(with_floor, Verdict::NeedMoreRounds { .. }),
+            matches!(&with_floor, Verdict::NeedMoreRounds { ambiguous, .. } if ambiguous.contains("within noise of the 2% regression limit")),
             "{with_floor:?}"
         );
     }
