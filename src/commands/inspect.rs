@@ -11,6 +11,7 @@ use serde::Serialize;
 use crate::cli::InspectArgs;
 use crate::diagnose::case;
 use crate::git::Repo;
+use crate::gpu::GpuState;
 use crate::inspect::module::{ConfigGenerator, KernelDef, Launch, Opt, TuningCall};
 use crate::inspect::{self, ClassEstimate, Located, RegistrationReport, Report};
 use crate::kernel_class::KernelClass;
@@ -47,10 +48,7 @@ pub fn run(repo: &Repo, args: &InspectArgs, out: &mut impl Write) -> Result<()> 
     let kernel = locate::kernel(&repo.root, &args.kernel, args.suite.as_deref())?;
     let capability = match &args.capability {
         Some(text) => Some(parse_capability(text)?),
-        None => gpu::detect()
-            .map(|state| state.gpu.identity())
-            .as_deref()
-            .and_then(capability_of_detected),
+        None => gpu::detect().as_ref().and_then(capability_of),
     };
     let mut full = inspect_with_test(&repo.root, &kernel, capability)?;
     if args.measure {
@@ -106,9 +104,9 @@ impl Plan {
     }
 }
 
-/// Inspects the kernel and finds its test, for `start`; `gpu` is `gpu::detect`'s line.
-pub fn plan(root: &Path, kernel: &Kernel, gpu: Option<&str>) -> Plan {
-    match inspect_with_test(root, kernel, gpu.and_then(capability_of_detected)) {
+/// Inspects the kernel and finds its test, for `start`; `gpu` picks the autotune branches.
+pub fn plan(root: &Path, kernel: &Kernel, gpu: Option<&GpuState>) -> Plan {
+    match inspect_with_test(root, kernel, gpu.and_then(capability_of)) {
         Ok(full) => {
             ui::progress_line(&format!(
                 "plan (read from the source by `inspect`):\n{}",
@@ -299,9 +297,9 @@ pub fn parse_capability(text: &str) -> Result<(u32, u32)> {
     }
 }
 
-/// The capability in `gpu::detect`'s `name, capability, driver` line.
-fn capability_of_detected(line: &str) -> Option<(u32, u32)> {
-    parse_capability(line.split(',').nth(1)?).ok()
+/// The GPU's compute capability as (major, minor).
+fn capability_of(state: &GpuState) -> Option<(u32, u32)> {
+    parse_capability(&state.gpu.compute_capability).ok()
 }
 
 fn render(full: &InspectReport) -> String {

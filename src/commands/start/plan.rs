@@ -155,8 +155,7 @@ fn scope(repo: &Repo, args: &StartArgs) -> Result<Scope> {
     let found = locate::kernel(&repo.root, &args.kernel, args.suite.as_deref())?;
     // this machine's GPU picks the autotune branches the plan shows (on Slurm, the node's is checked later)
     let local_gpu = (!args.no_gpu).then(gpu::detect).flatten();
-    let identity = local_gpu.as_ref().map(|s| s.gpu.identity());
-    let inspection = super::super::inspect::plan(&repo.root, &found, identity.as_deref());
+    let inspection = super::super::inspect::plan(&repo.root, &found, local_gpu.as_ref());
     let test = match &args.test {
         Some(path) => repo_relative(repo, path)?,
         None => inspection.test.clone().map_err(anyhow::Error::msg)?.path,
