@@ -539,3 +539,83 @@ fn closed_stdout_is_not_an_error() {
         assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
     }
 }
+
+/// The README's list of verbs that take `--json`, and its list of crates, read against the command
+/// line's definition and `Cargo.toml`, so that neither can drift.
+mod readme_lists {
+    use super::repo_root;
+    use clap::CommandFactory;
+    use std::collections::BTreeSet;
+
+    fn readme() -> String {
+        std::fs::read_to_string(repo_root().join("README.md")).unwrap()
+    }
+
+    /// Every verb (`hook status` for a nested one) whose arguments include `--json`.
+    fn json_verbs(command: &clap::Command, prefix: &str, into: &mut BTreeSet<String>) {
+        for sub in command.get_subcommands() {
+            let name = format!("{prefix}{}", sub.get_name());
+            if sub
+                .get_arguments()
+                .any(|arg| arg.get_long() == Some("json"))
+            {
+                into.insert(name.clone());
+            }
+            json_verbs(sub, &format!("{name} "), into);
+        }
+    }
+
+    #[test]
+    fn the_json_verb_list_is_clap_s() {
+        let mut defined = BTreeSet::new();
+        json_verbs(&git_cutile_perf::cli::Cli::command(), "", &mut defined);
+        let text = readme();
+        let line = text
+            .lines()
+            .find(|line| line.starts_with("Verbs that take `--json`:"))
+            .expect("the README's --json section lists its verbs");
+        let listed: BTreeSet<String> = line
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .filter(|word| !word.starts_with("--"))
+            .map(str::to_string)
+            .collect();
+        assert_eq!(listed, defined, "README's --json verbs against clap's");
+    }
+
+    #[test]
+    fn the_crate_list_is_cargo_toml_s() {
+        let manifest = std::fs::read_to_string(repo_root().join("Cargo.toml")).unwrap();
+        let dependencies = manifest
+            .split("[dependencies]")
+            .nth(1)
+            .unwrap()
+            .split("\n[")
+            .next()
+            .unwrap();
+        let crates: Vec<&str> = dependencies
+            .lines()
+            .filter_map(|line| line.split_once('=').map(|(name, _)| name.trim()))
+            .filter(|name| !name.is_empty() && !name.starts_with('#'))
+            .collect();
+        let text = readme();
+        let start = text
+            .find("- Crates (")
+            .expect("the README lists its crates");
+        let paragraph =
+            &text[start..start + text[start..].find("\n\n").unwrap_or(text.len() - start)];
+        let words: BTreeSet<&str> = paragraph
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-'))
+            .collect();
+        let missing: Vec<&&str> = crates
+            .iter()
+            .filter(|name| !words.contains(**name))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "crates missing from the README's list: {missing:?}"
+        );
+        assert!(crates.len() > 20, "read the dependencies: {crates:?}");
+    }
+}
