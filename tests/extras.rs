@@ -21,6 +21,7 @@ fn tool(args: &[&str]) -> Command {
     cmd.args(args)
         .env_remove("XDG_DATA_HOME")
         .env_remove("XDG_CONFIG_HOME")
+        .env_remove("XDG_CACHE_HOME")
         .env_remove("BASH_COMPLETION_USER_DIR")
         .env_remove("CLICOLOR_FORCE");
     cmd
@@ -366,15 +367,59 @@ fn install_and_uninstall_extras_in_the_user_directories() {
         assert!(text.contains(&path.display().to_string()), "{text}");
     }
 
-    let out = run_ok(tool(&["uninstall-extras", "--json"]).env("HOME", home.path()));
-    let removed = json(&out)["removed"].as_array().unwrap().len();
-    assert_eq!(removed, written.len());
+    // the demo's environment: kept when asked, else removed with the cache directory it leaves empty
+    let cache = home.path().join(".cache/git-cutile-perf");
+    std::fs::create_dir_all(cache.join("venv/bin")).unwrap();
+    std::fs::write(cache.join("venv/bin/python3"), "").unwrap();
+    let kept = stdout(&run_ok(
+        tool(&["uninstall-extras", "--keep-demo-env"]).env("HOME", home.path()),
+    ));
+    assert!(
+        kept.contains(&format!(
+            "kept the demo's Python environment in {}",
+            cache.join("venv").display()
+        )),
+        "{kept}"
+    );
+    assert!(cache.join("venv/bin/python3").exists());
     for (_, path) in &written {
         assert!(!path.exists(), "{} left behind", path.display());
+    }
+    run_ok(tool(&["install-extras"]).env("HOME", home.path()));
+
+    let out = run_ok(tool(&["uninstall-extras", "--json"]).env("HOME", home.path()));
+    let removed: Vec<(String, PathBuf)> = json(&out)["removed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["kind"].as_str().unwrap().to_string(),
+                PathBuf::from(f["path"].as_str().unwrap()),
+            )
+        })
+        .collect();
+    for entry in &written {
+        assert!(removed.contains(entry), "{entry:?} not in {removed:?}");
+    }
+    assert!(
+        removed.contains(&("demo-env".to_string(), cache.join("venv"))),
+        "{removed:?}"
+    );
+    for dir in [cache.clone(), expected[4].1.parent().unwrap().to_path_buf()] {
+        assert!(
+            removed.contains(&("dir".to_string(), dir.clone())),
+            "{removed:?}"
+        );
+        assert!(!dir.exists(), "{} left behind", dir.display());
     }
     assert!(
         man1.join("git.1").exists(),
         "removed a page that is not ours"
+    );
+    assert!(
+        !removed.iter().any(|(_, path)| path == &man1),
+        "removed a directory that is not empty"
     );
 
     let again = json(&run_ok(

@@ -363,6 +363,19 @@ fn without_the_binary_the_hook_refuses_only_on_a_session_branch() {
     repo.append(TEST, "# on main\n");
     repo.git(&["add", "-A"]);
     assert_passes(&repo.commit());
+    // the hint works without the tool: the command it names removes the hook
+    repo.git(&["checkout", "-q", &repo.session_branch()]);
+    repo.append(KERNEL, "# faster\n");
+    repo.git(&["add", "-A"]);
+    let hint = both(&repo.commit());
+    let remove = hint
+        .split("remove the hook: ")
+        .nth(1)
+        .and_then(|rest| rest.lines().next())
+        .unwrap_or_else(|| panic!("{hint}"));
+    let removed = repo.run_in(&repo.root, "sh", &["-c", remove]);
+    assert!(removed.status.success(), "{}", both(&removed));
+    assert_passes(&repo.commit());
 }
 
 #[test]
