@@ -7,6 +7,7 @@ use std::time::Instant;
 use anyhow::Result;
 
 use super::super::{Interrupted, sandbox};
+use crate::census;
 use crate::decision::{Attempt, Correctness};
 use crate::evidence::{Evidence, RunFile};
 use crate::git::Repo;
@@ -64,7 +65,7 @@ pub fn attempt(repo: &Repo, history: &History, place: &Runner, deadline: Instant
     };
     let (measured, remark) = confirmed(&rounds, &mut runs)?;
     let attempt = match measured {
-        Ok(decided) => Attempt::paired(decided),
+        Ok(decided) => Attempt::paired(census::gate(decided, &runs, &census::Rules::of(session))),
         Err(why) => Attempt::Crashed {
             correctness: Correctness::Pass,
             why,
