@@ -13,14 +13,14 @@ fn replace_wrapper(f: &Fixture, wrapper: &str) {
     f.write(KERNEL, &format!("{}{wrapper}", &text[..start]));
 }
 
-/// A step that would be kept at -50% on latency: its status and reason, and that `verify` agrees.
-fn step_refused(f: &Fixture, description: &str) -> String {
+/// A step that would be kept at -50% on latency: reverted, and `verify` agrees; its report.
+fn step_refused(f: &Fixture, description: &str) -> serde_json::Value {
     f.set_latency(0.05, 0.5);
     let report = f.step_json(&[description]);
     assert_eq!(report["status"], "revert", "{report}");
     let verify = f.run(&["verify"]);
     assert!(verify.status.success(), "{}", both(&verify));
-    report["reason"].as_str().unwrap().to_string()
+    report
 }
 
 #[test]
@@ -32,7 +32,8 @@ fn a_library_fallback_is_reverted_with_what_ran_instead() {
         "import cuda.tile as ct\nimport fastlib",
     );
     replace_wrapper(&f, "def vector_add(a, b):\n    return fastlib.add(a, b)\n");
-    let reason = step_refused(&f, "call the library");
+    let report = step_refused(&f, "call the library");
+    let reason = report["reason"].as_str().unwrap();
     assert!(
         reason.contains(
             "not the kernel's own gain: tests.ops.test_vector_add::test_perf[cutile-small]: no cuTile kernel from the allowed paths ran in the timed call: 100% of GPU time in sm90_xmma_elementwise_add_f64"
@@ -53,7 +54,12 @@ fn a_memoized_output_with_a_decoy_launch_is_reverted() {
         &f,
         "_MEMO = {}\n\n\ndef vector_add(a, b):\n    key = (id(a), id(b))\n    if key not in _MEMO:\n        out = array(\"d\", bytes(8 * len(a)))\n        ct.launch(None, (1,), vector_add_kernel, (a, b, out, TILE_SIZE))\n        _MEMO[key] = list(out)\n    fastlib.touch()\n    return _MEMO[key]\n",
     );
-    let reason = step_refused(&f, "remember the output");
+    let report = step_refused(&f, "remember the output");
+    let reason = report["reason"].as_str().unwrap();
+    assert_eq!(
+        report["shortcut_signs"][0],
+        "a module-level dict (a cache of results?): `_MEMO = {}`"
+    );
     assert!(
         reason.contains("no cuTile kernel from the allowed paths ran in the timed call: 100% of GPU time in vectorized_elementwise_kernel"),
         "{reason}"
@@ -72,7 +78,8 @@ fn work_moved_out_of_the_allowed_paths_is_reverted() {
         "ct.launch(None, (1,), vector_add_kernel,",
         "ct.launch(None, (1,), add_kernel,",
     );
-    let reason = step_refused(&f, "use the shared kernel");
+    let report = step_refused(&f, "use the shared kernel");
+    let reason = report["reason"].as_str().unwrap();
     assert!(
         reason.contains("no cuTile kernel from the allowed paths ran in the timed call: 100% of GPU time in add_kernel"),
         "{reason}"

@@ -17,6 +17,7 @@ import functools
 import json
 import os
 import sys
+import time
 
 import pytest
 
@@ -115,6 +116,7 @@ def _torch_device_times(fn):
 def _take_census(config, fn):
     """Calls `fn` once, untimed, recording its cuTile launches and the GPU time of what ran."""
     global _launches
+    started = time.perf_counter()
     root = str(config.rootpath)
     _launches = []
     _seen_arrays.clear()
@@ -148,6 +150,7 @@ def _take_census(config, fn):
         "bytes": sum(launch["bytes"] for launch in launches),
         "device": None if times is None else [{"name": n, "us": round(us, 3)} for n, us in times],
         "device_source": source,
+        "seconds": round(time.perf_counter() - started, 4),
     }
 
 
