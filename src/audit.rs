@@ -145,11 +145,7 @@ pub fn attempt_of(evidence: &Evidence, session: &Session, baseline_passed: &[Str
         stats::confirm(&first.estimate.comparison(), &second.estimate.comparison()).map(|_| second)
     });
     match result {
-        Ok(decided) => Attempt::paired(census::gate(
-            decided,
-            &evidence.runs,
-            &census::Rules::of(session),
-        )),
+        Ok(decided) => census::judged(decided, &evidence.runs, &census::Rules::of(session)),
         Err(why) => crashed(Correctness::Pass, why),
     }
 }

@@ -26,6 +26,13 @@ pub const CENSUS_PLUGIN: (&str, &str) = (
     include_str!("census/cutile_perf_census.py"),
 );
 
+/// The pytest plugin of the correctness run on inputs neither side has seen: it shifts every seed the
+/// tests set by `--cutile-perf-seed-offset`.
+pub const SEEDS_PLUGIN: (&str, &str) = (
+    "cutile_perf_seeds",
+    include_str!("census/cutile_perf_seeds.py"),
+);
+
 /// `python -m pytest --version` takes a second or two; an interpreter that hangs must not hang `start`.
 const AVAILABILITY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
@@ -206,7 +213,34 @@ impl Pytest<'_> {
             &[],
             None,
         )?;
-        Ok(match (run.ending, run.cases) {
+        Ok(self.correctness_of(run))
+    }
+
+    /// The correctness selection with every seed the tests set shifted by `offset` (run `name`).
+    pub fn unseen_correctness(&self, name: &str, offset: u32) -> Result<CorrectnessRun> {
+        let plugins = self.plugin_dir()?;
+        let [p, seeds] = write_plugin(&plugins, SEEDS_PLUGIN)?;
+        let offset_arg = format!("--cutile-perf-seed-offset={offset}");
+        let run = self.run(
+            name,
+            "unseen inputs",
+            CORRECTNESS_SELECTION,
+            &[&p, &seeds, &offset_arg],
+            Some(&plugins),
+        )?;
+        Ok(self.correctness_of(run))
+    }
+
+    /// Where the tool's own pytest plugins are written, made if need be.
+    fn plugin_dir(&self) -> Result<PathBuf> {
+        let plugins = self.sandbox.join("plugins");
+        std::fs::create_dir_all(&plugins)
+            .with_context(|| format!("cannot create {}", plugins.display()))?;
+        Ok(plugins)
+    }
+
+    fn correctness_of(&self, run: Run) -> CorrectnessRun {
+        match (run.ending, run.cases) {
             (Ending::Interrupted, _) => CorrectnessRun::Interrupted,
             (Ending::Exited(0), Some(Ok(cases))) => CorrectnessRun::passed(cases),
             (Ending::Exited(1), Some(Ok(cases))) => CorrectnessRun::Fail {
@@ -222,14 +256,12 @@ impl Pytest<'_> {
                 self.test
             )),
             (ending, cases) => CorrectnessRun::Crash(self.crash_reason(ending, cases, &run.log)),
-        })
+        }
     }
 
     /// The benchmark selection, its progress shown as `label` (e.g. `round 2 baseline`).
     pub fn benchmark(&self, statistic: Statistic, label: &str) -> Result<BenchmarkRun> {
-        let plugins = self.sandbox.join("plugins");
-        std::fs::create_dir_all(&plugins)
-            .with_context(|| format!("cannot create {}", plugins.display()))?;
+        let plugins = self.plugin_dir()?;
         let [p, census] = write_plugin(&plugins, CENSUS_PLUGIN)?;
         let run = self.run(
             "benchmark",

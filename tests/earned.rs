@@ -151,3 +151,26 @@ fn a_latency_beyond_the_gpus_peak_is_reverted() {
     let verify = run(&["verify"]);
     assert!(verify.status.success(), "{}", both(&verify));
 }
+
+#[test]
+fn a_kernel_right_only_on_the_inputs_its_tests_draw_fails_on_unseen_ones() {
+    let f = Fixture::new();
+    f.start();
+    // right for the inputs `random.seed(1234)` draws, wrong for any others of that length
+    replace_wrapper(
+        &f,
+        "import random\n\n_SEEN = random.Random(1234).randint(0, 1000)\n\n\ndef vector_add(a, b):\n    out = array(\"d\", bytes(8 * len(a)))\n    ct.launch(None, (1,), vector_add_kernel, (a, b, out, TILE_SIZE))\n    if len(a) == 50 and a[0] != _SEEN:\n        return [x - y for x, y in zip(a, b)]\n    return list(out)\n",
+    );
+    f.set_latency(0.05, 0.5);
+    let report = f.step_json(&["special-case the test's inputs"]);
+    assert_eq!(report["status"], "revert", "{report}");
+    assert_eq!(report["correctness"], "FAIL", "{report}");
+    let reason = report["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("correctness failed on inputs neither side had seen (seeds shifted by ")
+            && reason.ends_with("), where the baseline's code passes: tests.ops.test_vector_add::test_op_seeded[cutile]"),
+        "{reason}"
+    );
+    let verify = f.run(&["verify"]);
+    assert!(verify.status.success(), "{}", both(&verify));
+}

@@ -11,6 +11,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::decision::Attempt;
 use crate::evidence::RunFile;
 use crate::peaks::Peak;
 use crate::records::{self, CaseReport};
@@ -298,6 +299,61 @@ fn human_rate(gb_s: f64) -> String {
         true => format!("{:.1} TB/s", gb_s / 1000.0),
         false => format!("{gb_s:.0} GB/s"),
     }
+}
+
+/// The attempt paired rounds make once the kernel is held to what it earned: the census gate, then,
+/// for a verdict that still keeps, the correctness runs on unseen inputs. `step` and `verify` alike.
+pub fn judged(decided: Decided, runs: &[RunFile], rules: &Rules) -> Attempt {
+    let decided = gate(decided, runs, rules);
+    match unseen_failures(runs) {
+        Some((offset, failed)) if decided.tier != Tier::Revert => {
+            Attempt::UnseenInputsFailed { failed, offset }
+        }
+        _ => Attempt::paired(decided),
+    }
+}
+
+/// The unseen-input correctness runs of a step, by name: `unseen-<offset>-candidate` and `-baseline`.
+pub fn unseen_run_name(offset: u32, side: &str) -> String {
+    format!("unseen-{offset}-{side}")
+}
+
+/// The cases the candidate failed on inputs neither side had seen while the baseline's code passed them,
+/// with the seed offset; none when no such runs were made (or the baseline's run gave no JUnit file to
+/// hold the candidate to). A candidate run with no JUnit file (it died) fails as a whole.
+pub fn unseen_failures(runs: &[RunFile]) -> Option<(u32, Vec<String>)> {
+    let (offset, baseline) = runs.iter().find_map(|run| {
+        let offset = run
+            .name
+            .strip_prefix("unseen-")?
+            .strip_suffix("-baseline")?;
+        Some((offset.parse::<u32>().ok()?, run))
+    })?;
+    let passed: Vec<String> = baseline
+        .cases()
+        .ok()?
+        .into_iter()
+        .filter(|case| case.outcome == records::CaseOutcome::Passed)
+        .map(|case| case.id)
+        .collect();
+    let candidate_name = unseen_run_name(offset, "candidate");
+    let Some(candidate) = runs.iter().find(|run| run.name == candidate_name) else {
+        return Some((offset, vec!["the run ended without a JUnit file".into()]));
+    };
+    let failed: Vec<String> = match candidate.cases() {
+        Ok(cases) => cases
+            .into_iter()
+            .filter(|case| {
+                matches!(
+                    case.outcome,
+                    records::CaseOutcome::Failed(_) | records::CaseOutcome::Error(_)
+                ) && passed.contains(&case.id)
+            })
+            .map(|case| case.id)
+            .collect(),
+        Err(e) => vec![format!("its JUnit file is unreadable ({e:#})")],
+    };
+    (!failed.is_empty()).then_some((offset, failed))
 }
 
 /// What a change adds that often signals a shortcut rather than a faster kernel: calls into libraries
