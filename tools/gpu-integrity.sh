@@ -91,21 +91,28 @@ rms_norm)
     keep_record rms_norm
     ;;
 memo)
-    cd /tmp/integrity-rms_norm || exit 1
-    export PYTHONPATH="$PWD/src:${PYTHONPATH#*:}"
     kernel=src/tilegym/ops/cutile/rms_norm.py
-    # the shortcut: the registered wrapper remembers its output by input pointer and launches one
-    # element of torch work so that the harness sees a kernel
+    if [ -d /tmp/integrity-rms_norm ]; then
+        cd /tmp/integrity-rms_norm && export PYTHONPATH="$PWD/src:${PYTHONPATH#*:}"
+    else # a machine of its own: a session on upstream's code
+        fresh rms_norm
+        run start start rms_norm --suite ops --class memory --filter "static_persistent or multi_wave_reload" --json
+    fi
+    # the shortcut: the registered wrapper remembers its output per input tensor (holding the tensors, so
+    # that no other input can take their place) and launches one element of torch work so that the
+    # harness sees a kernel
     patch "$kernel" '@register_impl("rms_norm", backend="cutile")' '_MEMO = {}
 
 
 @register_impl("rms_norm", backend="cutile")'
-    patch "$kernel" '    return _RMSNorm.apply(input, normalized_shape, weight, eps, bias, mode, offset)' '    key = (input.data_ptr(), weight.data_ptr(), mode)
-    if key not in _MEMO:
-        _MEMO[key] = _RMSNorm.apply(input, normalized_shape, weight, eps, bias, mode, offset)
+    patch "$kernel" '    return _RMSNorm.apply(input, normalized_shape, weight, eps, bias, mode, offset)' '    key = (id(input), id(weight), mode)
+    hit = _MEMO.get(key)
+    if hit is None or hit[0] is not input or hit[1] is not weight:
+        hit = (input, weight, _RMSNorm.apply(input, normalized_shape, weight, eps, bias, mode, offset))
+        _MEMO[key] = hit
     torch.empty(1, device=input.device).fill_(0)
-    return _MEMO[key]'
-    run step-2 step --json --cause memory "remember the output by input pointer"
+    return hit[2]'
+    run step-2 step --json --cause memory "remember the output per input tensor"
     keep_record memo
     ;;
 matmul)
