@@ -3,6 +3,7 @@
 
 pub mod audit;
 pub mod benchmark_run;
+pub mod changes;
 pub mod cli;
 pub mod commands;
 pub mod decision;
@@ -34,6 +35,7 @@ pub mod records;
 pub mod recovery;
 pub mod references;
 pub mod refusals;
+pub mod report;
 pub mod runner;
 pub mod session;
 pub mod snapshot;
