@@ -346,6 +346,8 @@ fn draw_latency(area: &Area, title: &str, latency: &Latency, tags: &mut Vec<Tag>
     let last = latency.iterations.last().map_or(0, |it| it.number);
     let x_range = -0.5..(f64::from(last) + 0.5);
 
+    // enough decimals that neighbouring ticks differ (microsecond kernels), and at least three
+    let digits = (-((axis.hi - axis.lo) / 8.0).log10()).ceil().max(3.0) as usize;
     let (header, body) = area.split_vertically(HEADER_HEIGHT);
     header.draw(&Text::new(
         title.to_string(),
@@ -361,7 +363,7 @@ fn draw_latency(area: &Area, title: &str, latency: &Latency, tags: &mut Vec<Tag>
     mesh(&mut chart)
         .x_labels(last as usize + 1)
         .x_label_formatter(&|x| integer_label(*x))
-        .y_label_formatter(&|y| format!("{y:.3}"))
+        .y_label_formatter(&|y| format!("{y:.digits$}"))
         .x_desc("iteration")
         .y_desc("latency, ms (geometric mean; lower is better)")
         .label_style(font(15))
