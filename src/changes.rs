@@ -151,20 +151,12 @@ pub fn rescale(value: f64, change_pct: f64, bound_pct: f64) -> f64 {
 mod tests {
     use super::*;
     use crate::decision::Decision;
-    use crate::records::Measurement;
     use crate::session::tests::iteration;
+    use crate::verdict::tests::run;
     use crate::verdict::{Aggregate, ConfigEstimate};
 
     fn with_configs(mut it: Iteration, values: &[f64]) -> Iteration {
-        it.configs = values
-            .iter()
-            .enumerate()
-            .map(|(i, &value)| Measurement {
-                pass: "forward".into(),
-                test: format!("t{i}"),
-                value,
-            })
-            .collect();
+        it.configs = run(values);
         it
     }
 
