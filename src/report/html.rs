@@ -8,6 +8,8 @@ use anyhow::Result;
 use super::{Entry, Material, Noted};
 use crate::changes::{self, Changes};
 use crate::decision::Status;
+use crate::diagnose::compile::CompileFacts;
+use crate::diagnose::note::Note;
 use crate::plot;
 use crate::session::{Session, fmt_change, fmt_ms, short};
 
@@ -286,6 +288,19 @@ fn iteration(entry: &Entry, changes: &Changes, session: &Session) -> String {
     if let Some(noted) = &entry.noted {
         out += &evidence_facts(noted);
     }
+    if let Some(note) = &entry.diagnosis {
+        out += &diagnoses(note);
+    }
+    // the evidence's compile facts, else those `diagnose` cached for the same code
+    let compile = entry
+        .noted
+        .as_ref()
+        .and_then(|n| n.compile.as_ref())
+        .or_else(|| entry.diagnosis.as_ref().and_then(|d| d.compile.as_ref()))
+        .filter(|c| !c.is_empty());
+    if let Some(compile) = compile {
+        out += &compile_facts(compile);
+    }
     if let Some(diff) = &entry.diff {
         let _ = writeln!(
             out,
@@ -355,7 +370,7 @@ fn config_table(changes: &Changes, regression_pct: f64) -> String {
     out + "</tbody>\n</table>\n"
 }
 
-/// The GPU's state, the runs and the compile facts an evidence note holds.
+/// The GPU's state and the runs an evidence note holds.
 fn evidence_facts(noted: &Noted) -> String {
     let mut out = String::new();
     if let Some(state) = &noted.gpu_state {
@@ -376,19 +391,41 @@ fn evidence_facts(noted: &Noted) -> String {
             .map_or(String::new(), |g| format!(": GPU {g}"));
         let _ = writeln!(out, "<li>{}{}</li>", escape(name), escape(&gpu));
     }
-    out += "</ul></details>\n";
-    if let Some(compile) = &noted.compile {
-        out += "<details><summary>compile facts</summary>\n<table class=\"compile\">\n";
-        for (name, value) in compile.totals() {
-            let _ = writeln!(
-                out,
-                "<tr><td>{}</td><td class=\"num\">{value}</td></tr>",
-                escape(name)
-            );
-        }
-        out += "</table></details>\n";
+    out + "</ul></details>\n"
+}
+
+/// What the compiler made of the iteration's kernels, as named totals.
+fn compile_facts(compile: &CompileFacts) -> String {
+    let mut out =
+        String::from("<details><summary>compile facts</summary>\n<table class=\"compile\">\n");
+    for (name, value) in compile.totals() {
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td class=\"num\">{value}</td></tr>",
+            escape(name)
+        );
     }
-    out
+    out + "</table></details>\n"
+}
+
+/// The bottleneck `diagnose` named for each profiled config, with the rule and numbers that named it.
+fn diagnoses(note: &Note) -> String {
+    if note.configs.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "<p class=\"diagnosis\"><strong>Diagnosis</strong> (Nsight Compute, cached by <code>diagnose</code>):</p>\n<ul>\n",
+    );
+    for (config, diagnosis) in &note.configs {
+        let _ = writeln!(
+            out,
+            "<li>{}: {} ({})</li>",
+            escape(&plot::config_label("", config, false)),
+            diagnosis.cause,
+            escape(&diagnosis.because)
+        );
+    }
+    out + "</ul>\n"
 }
 
 /// A diff with its added, removed and hunk lines marked for colour.
@@ -463,6 +500,32 @@ mod tests {
             page.contains("<tr class=\"worse\"><td>a b</td><td>forward</td>"),
             "{page}"
         );
+    }
+
+    #[test]
+    fn a_cached_diagnosis_and_its_compile_facts_show() {
+        let mut material = material();
+        let profile = crate::diagnose::Profile {
+            dram_pct: Some(81.0),
+            ..Default::default()
+        };
+        let diagnosis = crate::diagnose::Diagnosis {
+            cause: crate::decision::Cause::Memory,
+            rule: crate::diagnose::Rule::MemoryBound,
+            because: "memory-bound: DRAM 81% >= 60%".into(),
+            profile,
+        };
+        material.entries[1].diagnosis = Some(Note {
+            configs: [("t::p[cutile-4096]".to_string(), diagnosis)].into(),
+            compile: Some(CompileFacts::default()),
+        });
+        let page = html(&material).unwrap();
+        assert!(
+            page.contains("<li>4096: memory (memory-bound: DRAM 81% &gt;= 60%)</li>"),
+            "{page}"
+        );
+        // facts with nothing in them are not shown
+        assert!(!page.contains("<summary>compile facts</summary>"));
     }
 
     #[test]

@@ -1,9 +1,10 @@
 //! The session as one self-contained HTML page (`git cutile-perf report`, `table --write`): the session's
 //! facts, the results table, the plot, and for each iteration what was tried, what it measured config by
-//! config (with intervals), the decision and its reason, the code change, and the compile facts.
+//! config (with intervals), the decision and its reason, the code change, the compile facts and the
+//! cached diagnoses.
 //!
-//! Built from the trailers (always there) and, where present, the evidence notes and the commits'
-//! diffs. A record that lacks them (a clone without `refs/notes/cutile-perf`, a log copied out of its
+//! Built from the trailers (always there) and, where present, the evidence notes, the diagnoses cache
+//! and the commits' diffs. A record that lacks them (a clone without `refs/notes/cutile-perf`, a log copied out of its
 //! repository) still renders, and the page says what it lacks. [`gather`] reads the repository;
 //! [`html`] is pure, so the same record always gives the same bytes.
 
@@ -14,8 +15,9 @@ use std::collections::BTreeMap;
 use anyhow::Result;
 
 use crate::audit;
-use crate::decision::{Attempt, Status};
+use crate::decision::Attempt;
 use crate::diagnose::compile::CompileFacts;
+use crate::diagnose::note::{self, Note};
 use crate::evidence::{self, Evidence, NOTES_REF};
 use crate::git::Repo;
 use crate::history::History;
@@ -49,6 +51,8 @@ pub struct Entry {
     pub noted: Option<Noted>,
     /// The code it changed (the attempt's, for a reverted or crashed one); none when not available.
     pub diff: Option<String>,
+    /// What `diagnose` found in that code, when it was run.
+    pub diagnosis: Option<Note>,
 }
 
 /// What an iteration's evidence note adds to its trailers.
@@ -80,6 +84,7 @@ impl Material {
                 iteration,
                 noted: None,
                 diff: None,
+                diagnosis: None,
             })
             .collect();
         Material {
@@ -147,7 +152,10 @@ pub fn gather(repo: &Repo, history: &History) -> Result<Material> {
             noted: notes
                 .get(commit)
                 .map(|e| noted(e, &history.session, it, &baseline_passed)),
-            diff: diff_of(repo, commit, it),
+            diff: (it.number > 0)
+                .then(|| diff_of(repo, code_commit(commit, it)))
+                .flatten(),
+            diagnosis: note::recall(repo, code_commit(commit, it)),
         })
         .collect::<Vec<_>>();
     if notes.is_empty() {
@@ -249,18 +257,18 @@ fn noted(
     }
 }
 
-/// The code iteration `it` changed: a kept one's own commit, a reverted or crashed one's attempt.
-fn diff_of(repo: &Repo, commit: &str, it: &Iteration) -> Option<String> {
-    let changed = match (it.status, &it.attempt) {
-        _ if it.number == 0 => return None,
-        (Status::Keep, _) => commit,
-        (_, Some(attempt)) => attempt.as_str(),
-        (_, None) => return None,
-    };
+/// The commit holding iteration `it`'s code: a reverted or crashed one's attempt, else its own.
+fn code_commit<'a>(commit: &'a str, it: &'a Iteration) -> &'a str {
+    it.attempt.as_deref().unwrap_or(commit)
+}
+
+/// What `changed` changed; none when git cannot say or it changed nothing.
+fn diff_of(repo: &Repo, changed: &str) -> Option<String> {
     let parent = format!("{changed}^");
     let diff = repo
         .git(&["diff", "--no-color", "--no-ext-diff", &parent, changed])
-        .ok()?;
+        .ok()
+        .filter(|d| !d.trim().is_empty())?;
     let lines: Vec<&str> = diff.lines().collect();
     if lines.len() <= DIFF_LINES {
         return Some(diff);
