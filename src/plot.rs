@@ -535,7 +535,7 @@ fn draw_legend(area: &Area, band_pct: f64) -> Drawn {
     let (top, bottom) = (50, 63);
     let mut x = 40;
     for (label, colour) in entries {
-        let width = 14 + 7 * label.chars().count() as i32;
+        let width = 22 + 6 * label.chars().count() as i32;
         area.draw(&Text::new(label, (x, top), font(15).color(&colour)))?;
         x += width;
     }
