@@ -44,13 +44,13 @@ footer{color:#666;font-size:13px;margin-top:32px}
 /// The page's bytes.
 pub fn html(material: &Material) -> Result<String> {
     let iterations = material.iterations();
-    let changes = changes::of_session(&iterations, &material.estimates());
+    let estimates = material.estimates();
+    let changes = changes::of_session(&iterations, &estimates);
     let session = &material.session;
-    let plot_title = plot::title(session);
     let svg = plot::svg(
-        &plot_title,
+        &plot::title(session),
         &iterations,
-        &material.estimates(),
+        &estimates,
         session.thresholds.regression_pct,
     )?;
     let kernel = kernel_name(session);
