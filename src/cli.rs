@@ -67,7 +67,8 @@ pub enum Command {
     Completions(CompletionsArgs),
     /// Install the man pages and shell completions in your user's standard places
     InstallExtras(ExtrasArgs),
-    /// Remove what install-extras installed, the demo's Python environment and the directories left empty
+    /// Remove what install-extras installed, the demo's Python environment and kept report, and the
+    /// directories left empty
     UninstallExtras(UninstallArgs),
 }
 

@@ -53,9 +53,6 @@ const STEP_BUDGET: Duration = Duration::from_secs(600);
 
 const KERNEL: &str = "src/tilegym/ops/cutile/vector_add.py";
 
-/// Where the report of a demo whose repository is removed at the end is kept, under the cache directory.
-const KEPT_REPORT: &str = "git-cutile-perf/demo/perf_results.html";
-
 pub fn run(args: &DemoArgs) -> Result<()> {
     let (root, removed_at_the_end) = demo_dir(args)?;
     let demo = Demo::set_up(&root)?;
@@ -85,9 +82,7 @@ pub fn run(args: &DemoArgs) -> Result<()> {
 /// Copies the report out of the repository about to be removed, into the cache directory (the
 /// temporary directory without one), and returns where it now is.
 fn keep_report(report: &Path) -> Result<PathBuf> {
-    let kept = demo_python::cache_dir()
-        .unwrap_or_else(std::env::temp_dir)
-        .join(KEPT_REPORT);
+    let kept = demo_python::kept_report();
     std::fs::create_dir_all(kept.parent().expect("the kept report has a directory"))?;
     std::fs::copy(report, &kept)
         .with_context(|| format!("cannot keep the demo's report in {}", kept.display()))?;
