@@ -346,19 +346,22 @@ fn config_table(changes: &Changes, regression_pct: f64) -> String {
     if changes.configs.is_empty() {
         return String::new();
     }
+    // a single run (or a record without notes) has no intervals: no empty column for them
+    let intervals = changes.configs.iter().any(|c| c.interval.is_some());
     let mut out = String::from(
         "<table class=\"configs\">\n<thead><tr><th>config</th><th>pass</th><th class=\"num\">baseline (ms)</th>\
-         <th class=\"num\">this (ms)</th><th class=\"num\">change</th><th class=\"num\">interval</th></tr></thead>\n<tbody>\n",
+         <th class=\"num\">this (ms)</th><th class=\"num\">change</th>",
     );
+    if intervals {
+        out += "<th class=\"num\">interval</th>";
+    }
+    out += "</tr></thead>\n<tbody>\n";
     for config in changes.worst_first() {
         let worse = config.change_pct > regression_pct;
-        let interval = config.interval.map_or(String::new(), |i| {
-            format!("{:+.2}% to {:+.2}%", i.low_pct, i.high_pct)
-        });
-        let _ = writeln!(
+        let _ = write!(
             out,
             "<tr{}><td>{}</td><td>{}</td><td class=\"num\">{:.6}</td><td class=\"num\">{:.6}</td>\
-             <td class=\"num change\">{:+.2}%</td><td class=\"num\">{interval}</td></tr>",
+             <td class=\"num change\">{:+.2}%</td>",
             if worse { " class=\"worse\"" } else { "" },
             escape(&plot::config_label(&config.pass, &config.test, false)),
             escape(&config.pass),
@@ -366,6 +369,13 @@ fn config_table(changes: &Changes, regression_pct: f64) -> String {
             config.value_ms,
             config.change_pct,
         );
+        if intervals {
+            let interval = config.interval.map_or(String::new(), |i| {
+                format!("{:+.2}% to {:+.2}%", i.low_pct, i.high_pct)
+            });
+            let _ = write!(out, "<td class=\"num\">{interval}</td>");
+        }
+        out += "</tr>\n";
     }
     out + "</tbody>\n</table>\n"
 }
