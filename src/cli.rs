@@ -44,6 +44,9 @@ pub enum Command {
     Table(TableArgs),
     /// Draw the session as an SVG picture: latency per iteration and each config against iteration 0
     Plot(PlotArgs),
+    /// Write the session as one self-contained HTML page: its facts, the table, the plot, and each
+    /// iteration's configs with intervals, reason, code change and compile facts
+    Report(ReportArgs),
     /// Show the session: kernel, allowed paths, baseline and best latency, and whether the loop may go on
     Status(JsonArg),
     /// Audit the session's record: trailers against their evidence notes, undone attempts, allowed paths, foreign commits
@@ -64,7 +67,8 @@ pub enum Command {
     Completions(CompletionsArgs),
     /// Install the man pages and shell completions in your user's standard places
     InstallExtras(ExtrasArgs),
-    /// Remove what install-extras installed, the demo's Python environment and the directories left empty
+    /// Remove what install-extras installed, the demo's Python environment and kept report, and the
+    /// directories left empty
     UninstallExtras(UninstallArgs),
 }
 
@@ -257,9 +261,19 @@ pub struct NextArgs {
 
 #[derive(Args, Debug)]
 pub struct TableArgs {
-    /// Also write sandbox/perf_results.md and the plot, sandbox/perf_results.svg
+    /// Also write sandbox/perf_results.md, the plot (sandbox/perf_results.svg) and the report
+    /// (sandbox/perf_results.html)
     #[arg(long)]
     pub write: bool,
+    #[command(flatten)]
+    pub output: JsonArg,
+}
+
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// Where to write the HTML page (default: sandbox/perf_results.html)
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
     #[command(flatten)]
     pub output: JsonArg,
 }

@@ -25,6 +25,16 @@ pub fn environment_dir() -> Option<PathBuf> {
     cache_dir().map(|dir| dir.join(VENV))
 }
 
+/// Where a demo whose repository is removed at its end keeps the session's report.
+const KEPT_REPORT: &str = "git-cutile-perf/demo/perf_results.html";
+
+/// Where the demo keeps its report (or would): in the cache directory, else the temporary one.
+pub fn kept_report() -> PathBuf {
+    cache_dir()
+        .unwrap_or_else(std::env::temp_dir)
+        .join(KEPT_REPORT)
+}
+
 /// Whether a Python command (program and arguments) can run pytest.
 pub fn has_pytest(words: &[&str]) -> bool {
     let Some((program, args)) = words.split_first() else {

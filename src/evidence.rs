@@ -6,6 +6,7 @@
 //! `git log --notes=cutile-perf` shows) followed by the payload: the whole evidence as JSON, gzipped and
 //! base64-encoded in lines of 76 characters, so that 10,000 configs stay a few hundred kilobytes.
 
+use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::path::Path;
 
@@ -232,21 +233,32 @@ impl Evidence {
     }
 }
 
-/// The text of `commit`'s note in [`NOTES_REF`], if it has one.
-pub fn note(repo: &Repo, commit: &str) -> Result<Option<String>> {
+/// Every commit with a note in [`NOTES_REF`] (full ids), with its note's blob.
+pub fn noted_commits(repo: &Repo) -> Result<HashMap<String, String>> {
     if repo
         .git(&["rev-parse", "-q", "--verify", NOTES_REF])
         .is_err()
     {
-        return Ok(None);
+        return Ok(HashMap::new());
     }
     let listed = repo.git(&["notes", "--ref", NOTES_REF, "list"])?;
+    Ok(listed
+        .lines()
+        .filter_map(|line| {
+            let (blob, annotated) = line.split_once(' ')?;
+            Some((annotated.to_string(), blob.to_string()))
+        })
+        .collect())
+}
+
+/// The text of `commit`'s note in [`NOTES_REF`], if it has one.
+pub fn note(repo: &Repo, commit: &str) -> Result<Option<String>> {
+    let listed = noted_commits(repo)?;
+    if listed.is_empty() {
+        return Ok(None);
+    }
     let full = repo.git(&["rev-parse", "--verify", &format!("{commit}^{{commit}}")])?;
-    let full = full.trim();
-    let Some(blob) = listed.lines().find_map(|line| {
-        let (blob, annotated) = line.split_once(' ')?;
-        (annotated == full).then_some(blob)
-    }) else {
+    let Some(blob) = listed.get(full.trim()) else {
         return Ok(None);
     };
     Ok(Some(repo.git(&["cat-file", "blob", blob])?))

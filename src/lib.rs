@@ -4,6 +4,7 @@
 pub mod audit;
 pub mod benchmark_run;
 pub mod census;
+pub mod changes;
 pub mod cli;
 pub mod commands;
 pub mod decision;
@@ -35,6 +36,7 @@ pub mod records;
 pub mod recovery;
 pub mod references;
 pub mod refusals;
+pub mod report;
 pub mod runner;
 pub mod session;
 pub mod snapshot;

@@ -35,6 +35,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Compare(args) => commands::compare::run(&repo()?, args, out).map(drop),
         Command::Table(args) => commands::table::run(&repo()?, args, out),
         Command::Plot(args) => commands::plot::run(&repo()?, args, out),
+        Command::Report(args) => commands::report::run(&repo()?, args, out),
         Command::Status(args) => commands::status::run(&repo()?, args, out),
         Command::Verify(args) => commands::verify::run(&repo()?, args, out),
         Command::Repair(args) => commands::repair::run(&repo()?, args, out),

@@ -507,10 +507,11 @@ fn lookup(run: &[Measurement]) -> HashMap<(&str, &str), f64> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn run(values: &[f64]) -> Vec<Measurement> {
+    /// One run of configs `t0`, `t1`, ... (forward) with these latencies.
+    pub(crate) fn run(values: &[f64]) -> Vec<Measurement> {
         values
             .iter()
             .enumerate()

@@ -28,9 +28,9 @@ fn demo_makes_and_then_reuses_a_private_environment_with_pytest() {
     std::fs::create_dir_all(&bin).unwrap();
     python_without_pytest(&bin);
     let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
-    let demo = |dir: &str| {
+    let demo = |args: &[&str]| {
         let out = f
-            .command(&["demo", "--dir", dir])
+            .command(args)
             .env("PATH", &path)
             .env("XDG_CACHE_HOME", &cache)
             .output()
@@ -44,7 +44,7 @@ fn demo_makes_and_then_reuses_a_private_environment_with_pytest() {
         all
     };
     let venv = cache.join("git-cutile-perf/venv");
-    let first = demo("first");
+    let first = demo(&["demo", "--dir", "first"]);
     assert!(
         first.contains(&format!(
             "pytest is not available to python3; making a Python environment for the demo in {}",
@@ -57,7 +57,7 @@ fn demo_makes_and_then_reuses_a_private_environment_with_pytest() {
         "{first}"
     );
 
-    let second = demo("second");
+    let second = demo(&["demo", "--dir", "second"]);
     assert!(
         second.contains(&format!(
             "using the demo's Python environment in {} (made earlier)",
@@ -66,4 +66,19 @@ fn demo_makes_and_then_reuses_a_private_environment_with_pytest() {
         "{second}"
     );
     assert!(!second.contains("making a Python environment"), "{second}");
+    assert!(
+        second.contains("open it in a browser): second/sandbox/perf_results.html"),
+        "{second}"
+    );
+    assert!(f.path("second/sandbox/perf_results.html").is_file());
+
+    // without --dir the repository is removed, and the report kept in the cache directory
+    let third = demo(&["demo"]);
+    let kept = cache.join("git-cutile-perf/demo/perf_results.html");
+    assert!(
+        third.contains(&format!("open it in a browser): {}", kept.display())),
+        "{third}"
+    );
+    let page = std::fs::read_to_string(&kept).unwrap();
+    assert!(page.contains("<article id=\"iteration-3\""), "{page}");
 }

@@ -146,6 +146,17 @@ fn diagnose_profiles_one_case_of_each_iteration_and_compare_says_what_moved() {
             .contains("not diagnosed in both"),
         "{small}"
     );
+
+    // the report shows each iteration's cached diagnosis and the compile facts that came with it
+    fixture.ok(&["report"]);
+    let page = std::fs::read_to_string(fixture.path("sandbox/perf_results.html")).unwrap();
+    assert_eq!(
+        page.matches("<strong>Diagnosis</strong>").count(),
+        2,
+        "{page}"
+    );
+    assert!(page.contains(": memory (memory-bound: "), "{page}");
+    assert!(page.contains("<summary>compile facts</summary>"), "{page}");
 }
 
 #[test]

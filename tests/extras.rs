@@ -386,6 +386,10 @@ fn install_and_uninstall_extras_in_the_user_directories() {
         assert!(!path.exists(), "{} left behind", path.display());
     }
     run_ok(tool(&["install-extras"]).env("HOME", home.path()));
+    // and the report a demo without --dir kept there
+    let demo_report = cache.join("demo/perf_results.html");
+    std::fs::create_dir_all(demo_report.parent().unwrap()).unwrap();
+    std::fs::write(&demo_report, "<!DOCTYPE html>").unwrap();
 
     let out = run_ok(tool(&["uninstall-extras", "--json"]).env("HOME", home.path()));
     let removed: Vec<(String, PathBuf)> = json(&out)["removed"]
@@ -406,7 +410,15 @@ fn install_and_uninstall_extras_in_the_user_directories() {
         removed.contains(&("demo-env".to_string(), cache.join("venv"))),
         "{removed:?}"
     );
-    for dir in [cache.clone(), expected[4].1.parent().unwrap().to_path_buf()] {
+    assert!(
+        removed.contains(&("demo-report".to_string(), demo_report)),
+        "{removed:?}"
+    );
+    for dir in [
+        cache.join("demo"),
+        cache.clone(),
+        expected[4].1.parent().unwrap().to_path_buf(),
+    ] {
         assert!(
             removed.contains(&("dir".to_string(), dir.clone())),
             "{removed:?}"

@@ -1,12 +1,14 @@
 //! The sessions run on a real GPU (`sandbox/examples/<kernel>/`) checked against their raw JUnit files:
 //! every config value in the trailers is the JUnit record's median, every iteration's latency is the
-//! geometric mean of those, and the committed table is what the trailers render to.
+//! geometric mean of those, and the committed table, plot and report are what the trailers render to.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use git_cutile_perf::decision::Status;
 use git_cutile_perf::plot;
 use git_cutile_perf::records::{Statistic, measurements, parse_junit};
+use git_cutile_perf::report::{self, Material};
 use git_cutile_perf::session::{Iteration, Session, fmt_ms};
 use git_cutile_perf::stats::geometric_mean;
 use git_cutile_perf::table;
@@ -29,11 +31,17 @@ fn messages(log: &str) -> Vec<String> {
     messages
 }
 
-/// Each real session: its kernel, its directory and its `git-log.txt`.
+/// Each real session with its raw JUnit files: its kernel, its directory and its `git-log.txt`.
 fn examples() -> Vec<(&'static str, PathBuf, String)> {
+    sessions(&["rms_norm", "matmul"])
+}
+
+/// The sessions in `sandbox/examples/<kernel>/`, each with its directory and its `git-log.txt`.
+fn sessions(kernels: &[&'static str]) -> Vec<(&'static str, PathBuf, String)> {
     let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("sandbox/examples");
-    ["rms_norm", "matmul"]
-        .into_iter()
+    kernels
+        .iter()
+        .copied()
         .map(|kernel| {
             let dir = examples.join(kernel);
             let log = std::fs::read_to_string(dir.join("git-log.txt")).unwrap();
@@ -92,29 +100,66 @@ fn trailers_and_tables_match_the_raw_junit_files() {
     }
 }
 
+fn session(log: &str) -> Session {
+    messages(log)
+        .iter()
+        .find_map(|m| Session::read(&Block::from_message(m)).unwrap())
+        .unwrap()
+}
+
+/// `generated` is what `path` holds; `UPDATE_GENERATED=1` writes it there.
+fn assert_committed(path: &Path, generated: &str) {
+    if std::env::var_os("UPDATE_GENERATED").is_some() {
+        std::fs::write(path, generated).unwrap();
+    }
+    let committed = std::fs::read_to_string(path).unwrap_or_default();
+    assert!(
+        committed == generated,
+        "{} is not what the trailers render to; regenerate with UPDATE_GENERATED=1 cargo test --test real_sessions",
+        path.display()
+    );
+}
+
 /// The committed plots are what the trailers draw to; `UPDATE_GENERATED=1` redraws them.
 #[test]
 fn plots_are_drawn_from_the_trailers() {
     for (_, dir, log) in examples() {
-        let session = messages(&log)
-            .iter()
-            .find_map(|m| Session::read(&Block::from_message(m)).unwrap())
-            .unwrap();
+        let session = session(&log);
         let svg = plot::svg(
             &plot::title(&session),
             &iterations(&log),
+            &BTreeMap::new(),
             session.thresholds.regression_pct,
         )
         .unwrap();
-        let path = dir.join("perf_results.svg");
-        if std::env::var_os("UPDATE_GENERATED").is_some() {
-            std::fs::write(&path, &svg).unwrap();
-        }
-        let committed = std::fs::read_to_string(&path).unwrap_or_default();
-        assert!(
-            committed == svg,
-            "{} is not what the trailers draw; regenerate with UPDATE_GENERATED=1 cargo test --test real_sessions",
-            path.display()
+        assert_committed(&dir.join("perf_results.svg"), &svg);
+    }
+}
+
+/// Each H200 session's report, committed beside its log: rendered from the trailers alone (the
+/// examples kept the log, not the repository with its notes and attempts), saying so.
+#[test]
+fn reports_are_rendered_from_the_trailers() {
+    for (kernel, dir, log) in sessions(&["rms_norm", "matmul", "rope"]) {
+        let material = Material::from_trailers(
+            session(&log),
+            iterations(&log),
+            vec![
+                "the evidence notes: this example kept the session's log (git-log.txt), not its repository, so \
+                 there are no intervals, GPU states or compile facts here"
+                    .to_string(),
+            ],
         );
+        let page = report::html(&material).unwrap();
+        assert_eq!(page, report::html(&material).unwrap(), "{kernel}");
+        for it in iterations(&log) {
+            assert!(
+                page.contains(&format!("<article id=\"iteration-{}\"", it.number)),
+                "{kernel} #{}",
+                it.number
+            );
+        }
+        assert!(page.contains("What this page lacks"), "{kernel}");
+        assert_committed(&dir.join("perf_results.html"), &page);
     }
 }

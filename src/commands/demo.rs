@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 
 use crate::cli::DemoArgs;
+use crate::guard::SANDBOX;
 use crate::process::{self, Ending};
 use crate::{demo_python, ui};
 
@@ -53,7 +54,7 @@ const STEP_BUDGET: Duration = Duration::from_secs(600);
 const KERNEL: &str = "src/tilegym/ops/cutile/vector_add.py";
 
 pub fn run(args: &DemoArgs) -> Result<()> {
-    let (root, _removed_at_the_end) = demo_dir(args)?;
+    let (root, removed_at_the_end) = demo_dir(args)?;
     let demo = Demo::set_up(&root)?;
     demo.optimize()?;
     println!(
@@ -62,10 +63,30 @@ pub fn run(args: &DemoArgs) -> Result<()> {
     );
     let log = demo.git(&["log", "--format=%h %s", "-6"])?;
     print!("{log}");
+    let report = root.join(SANDBOX).join(crate::report::DEFAULT_FILE);
+    let report = match removed_at_the_end {
+        Some(_) => keep_report(&report)?,
+        None => report,
+    };
+    println!(
+        "\n{} the session as one page (open it in a browser): {}",
+        ui::bold("demo:"),
+        report.display()
+    );
     if args.dir.is_none() {
-        println!("\n(the demo repository is removed; pass --dir DIR to keep it)");
+        println!("(the demo repository is removed; pass --dir DIR to keep it)");
     }
     Ok(())
+}
+
+/// Copies the report out of the repository about to be removed, into the cache directory (the
+/// temporary directory without one), and returns where it now is.
+fn keep_report(report: &Path) -> Result<PathBuf> {
+    let kept = demo_python::kept_report();
+    std::fs::create_dir_all(kept.parent().expect("the kept report has a directory"))?;
+    std::fs::copy(report, &kept)
+        .with_context(|| format!("cannot keep the demo's report in {}", kept.display()))?;
+    Ok(kept)
 }
 
 /// Where the demo builds its repository: `--dir` (which must not exist yet), or a temporary

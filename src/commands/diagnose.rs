@@ -3,18 +3,18 @@
 //! the git dir when it is not what the work tree holds; the result is cached as a git note on the
 //! code's commit (`refs/notes/cutile-perf-diagnose`), where `compare` reads it.
 
-use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::require_history;
 use crate::cli::DiagnoseArgs;
 use crate::diagnose::case::{self, Case, Source};
 use crate::diagnose::compile::CompileFacts;
+pub use crate::diagnose::note::{NOTES_REF, Note, recall};
 use crate::diagnose::toolchain::{self, Assembler};
 use crate::diagnose::{self, Diagnosis, Profile};
 use crate::git::Repo;
@@ -24,8 +24,6 @@ use crate::records::Measurement;
 use crate::session::{Iteration, short};
 use crate::{ncu, ui};
 
-/// The notes ref that caches diagnoses, one note per profiled commit.
-pub const NOTES_REF: &str = "refs/notes/cutile-perf-diagnose";
 /// Launches skipped before profiling: the perf case's first calls compile and warm up.
 pub const WARM_UP_LAUNCHES: u32 = 3;
 /// Launches profiled; the median one stands for the kernel (`diagnose::representative`).
@@ -46,13 +44,6 @@ pub struct DiagnoseReport {
     pub launches_profiled: usize,
     #[serde(flatten)]
     pub diagnosis: Diagnosis,
-    pub compile: Option<CompileFacts>,
-}
-
-/// One note: the diagnoses of a commit's code, per config, and its compile facts.
-#[derive(Debug, Default, Serialize, Deserialize)]
-pub struct Note {
-    pub configs: BTreeMap<String, Diagnosis>,
     pub compile: Option<CompileFacts>,
 }
 
@@ -274,14 +265,6 @@ fn with_hint(err: anyhow::Error, output: &str, dir: &Path) -> anyhow::Error {
         Some(hint) => anyhow::anyhow!("{hint} (ncu's output is in {})", dir.display()),
         None => err,
     }
-}
-
-/// The cached note of `commit`, if any.
-pub fn recall(repo: &Repo, commit: &str) -> Option<Note> {
-    let text = repo
-        .git(&["notes", "--ref", NOTES_REF, "show", commit])
-        .ok()?;
-    serde_json::from_str(&text).ok()
 }
 
 /// Adds a diagnosis to `commit`'s note (the one `compare` reads), keeping its other configs.

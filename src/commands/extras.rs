@@ -170,8 +170,17 @@ pub fn uninstall(args: &UninstallArgs) -> Result<()> {
             });
         }
     }
+    // the report the demo kept goes with it: the demo writes it again
+    let demo_report = demo_python::kept_report();
+    if prefix.is_none() && remove_if_present(&demo_report)? {
+        removed.push(FileEntry {
+            kind: "demo-report",
+            path: demo_report.clone(),
+        });
+    }
     let mut emptied: Vec<PathBuf> = vec![layout.man1.clone(), layout.bash.clone()];
     emptied.extend([layout.zsh.clone(), layout.fish.clone()]);
+    emptied.extend(demo_report.parent().map(Path::to_path_buf));
     emptied
         .extend(demo_python::environment_dir().and_then(|env| env.parent().map(Path::to_path_buf)));
     for dir in emptied {

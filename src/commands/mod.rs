@@ -12,6 +12,7 @@ pub mod next;
 pub mod plot;
 pub mod refs;
 pub mod repair;
+pub mod report;
 pub mod start;
 pub mod status;
 pub mod step;
@@ -20,7 +21,7 @@ pub mod verify;
 
 use std::path::PathBuf;
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 
 use crate::git::Repo;
 use crate::guard::SANDBOX;
@@ -55,9 +56,43 @@ pub fn sandbox(repo: &Repo) -> PathBuf {
 
 /// Writes sandbox/perf_results.md from the history and returns its path.
 pub fn write_table(repo: &Repo, history: &History) -> Result<PathBuf> {
+    let path = in_sandbox(repo, "perf_results.md")?;
+    write_file(path, &crate::table::markdown(history.iterations()))
+}
+
+/// Writes `contents` to `path`, saying which file could not be written.
+fn write_file(path: PathBuf, contents: &str) -> Result<PathBuf> {
+    std::fs::write(&path, contents)
+        .with_context(|| format!("could not write {}", path.display()))?;
+    Ok(path)
+}
+
+/// Writes the plot to `path` (the evidence notes give its error bars) and returns the path.
+pub fn write_plot(repo: &Repo, history: &History, path: PathBuf) -> Result<PathBuf> {
+    let iterations: Vec<_> = history.iterations().cloned().collect();
+    let svg = crate::plot::svg(
+        &crate::plot::title(&history.session),
+        &iterations,
+        &crate::report::estimates(repo, history)?,
+        history.session.thresholds.regression_pct,
+    )?;
+    write_file(path, &svg)
+}
+
+/// Writes the HTML report to `path` and returns the path, with what the page had to do without.
+pub fn write_report(
+    repo: &Repo,
+    history: &History,
+    path: PathBuf,
+) -> Result<(PathBuf, Vec<String>)> {
+    let material = crate::report::gather(repo, history)?;
+    let path = write_file(path, &crate::report::html(&material)?)?;
+    Ok((path, material.lacks()))
+}
+
+/// `name` under the sandbox, which is made if missing.
+pub fn in_sandbox(repo: &Repo, name: &str) -> Result<PathBuf> {
     let dir = sandbox(repo);
     std::fs::create_dir_all(&dir)?;
-    let path = dir.join("perf_results.md");
-    std::fs::write(&path, crate::table::markdown(history.iterations()))?;
-    Ok(path)
+    Ok(dir.join(name))
 }

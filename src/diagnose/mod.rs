@@ -37,6 +37,7 @@
 pub mod case;
 pub mod compile;
 pub mod facts;
+pub mod note;
 pub mod toolchain;
 
 use std::collections::BTreeMap;
