@@ -43,6 +43,7 @@ pub mod table;
 pub mod testkit;
 pub mod trailers;
 pub mod ui;
+pub mod units;
 pub mod verdict;
 
 /// The version `--version` prints: the crate's, and the commit it was built from.

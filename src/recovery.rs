@@ -5,11 +5,11 @@
 use anyhow::{Context, Result, anyhow, bail};
 use serde::Serialize;
 
-use crate::commands::{Interrupted, write_table};
+use crate::commands::write_table;
 use crate::git::Repo;
 use crate::history::Configs;
 use crate::journal::{Journal, Phase, Verb, group_file};
-use crate::process::{self, GitInterrupted};
+use crate::process::{self, GitInterrupted, Interrupted};
 use crate::session::{Iteration, Session, short};
 use crate::trailers::Block;
 

@@ -187,7 +187,7 @@ impl<'a> Demo<'a> {
         }
         let ending = process::run(&tool, Instant::now() + STEP_BUDGET)?;
         if ending == Ending::Interrupted {
-            return Err(super::Interrupted("the demo stopped").into());
+            return Err(crate::process::Interrupted("the demo stopped").into());
         }
         if ending != Ending::Exited(0) {
             bail!("the demo's `git cutile-perf {}` failed", args.join(" "));

@@ -103,7 +103,7 @@ pub fn run(repo: &Repo, args: &DiagnoseArgs, out: &mut impl Write) -> Result<Dia
 /// baseline's heaviest config, profiled as the work tree holds it. `Ok(None)` (with a line on stderr
 /// saying why, when something was tried) when ncu is missing, no config is recorded, less than
 /// [`MIN_STEP_PROFILE`] is left before `deadline`, or the profile failed: the step goes on without it.
-/// Only Ctrl-C is an error ([`super::Interrupted`]), so that the step records nothing.
+/// Only Ctrl-C is an error ([`process::Interrupted`]), so that the step records nothing.
 pub fn cause_for(repo: &Repo, history: &History, deadline: Instant) -> Result<Option<Profiled>> {
     if which::which("ncu").is_err() {
         return Ok(None);
@@ -118,7 +118,7 @@ pub fn cause_for(repo: &Repo, history: &History, deadline: Instant) -> Result<Op
     ui::progress_line(&format!("diagnosing {config} with ncu ..."));
     match profile(repo, history, repo.root.clone(), &config, deadline) {
         Ok(profiled) => Ok(Some(profiled)),
-        Err(err) if err.is::<super::Interrupted>() => Err(err),
+        Err(err) if err.is::<process::Interrupted>() => Err(err),
         Err(err) => {
             ui::progress_line(&format!("warning: no diagnosis: {err:#}"));
             Ok(None)
@@ -241,7 +241,7 @@ fn profile_launches(case: &Case, names: &str, deadline: Instant) -> Result<Vec<n
         ) {
             Ok(launches) => return Ok(launches),
             Err(_) if process::interrupted() => {
-                return Err(super::Interrupted("nothing was profiled or cached").into());
+                return Err(process::Interrupted("nothing was profiled or cached").into());
             }
             Err(err) => err,
         };

@@ -27,11 +27,6 @@ use crate::guard::SANDBOX;
 use crate::history::{Configs, History};
 use crate::session::BRANCH_PREFIX;
 
-/// Ctrl-C (or SIGTERM) arrived mid-step; the repository was left as it was.
-#[derive(Debug, thiserror::Error)]
-#[error("interrupted: {0}")]
-pub struct Interrupted(pub &'static str);
-
 /// The session on the checked-out branch, or an error saying how to get one.
 pub fn require_history(repo: &Repo, configs: Configs) -> Result<History> {
     if let Some(history) = repo.history(configs)? {

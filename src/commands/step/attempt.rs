@@ -6,12 +6,13 @@ use std::time::Instant;
 
 use anyhow::Result;
 
-use super::super::{Interrupted, sandbox};
+use super::super::sandbox;
 use crate::decision::{Attempt, Correctness};
 use crate::evidence::{Evidence, RunFile};
 use crate::git::Repo;
 use crate::history::History;
 use crate::paired::{self, BaselineTree, Paired, Rounds};
+use crate::process::Interrupted;
 use crate::pytest::{CorrectnessRun, Pytest};
 use crate::runner::Runner;
 use crate::ui;
