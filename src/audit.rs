@@ -6,13 +6,13 @@ use std::fmt;
 
 use serde::Serialize;
 
-use crate::decision::{self, Attempt, Correctness, Status};
+use crate::decision::{self, Attempt, Correctness, Decided, Status};
 use crate::evidence::{Evidence, RunFile};
 use crate::pytest::CorrectnessRun;
 use crate::records::{self, CaseOutcome, Measurement, Statistic};
 use crate::session::{Iteration, Session, fmt_change, fmt_ms};
 use crate::stats::{self, Comparison, geometric_mean};
-use crate::verdict::{self, Decided, Round};
+use crate::verdict::{self, Round};
 
 /// What kind of departure from the record's rules a finding is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -6,7 +6,7 @@
 
 use anyhow::{Context, Result, bail};
 
-use crate::decision::{Decision, Status};
+use crate::decision::{Decision, LoopState, Status};
 use crate::session::{Iteration, Session, short};
 use crate::trailers::Block;
 
@@ -16,25 +16,6 @@ use crate::trailers::Block;
 pub enum Configs {
     CurrentBaseline,
     All,
-}
-
-/// Whether the loop runs, or which halt holds it until `--continue`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum LoopState {
-    Running,
-    Stopped,
-    Escalated,
-}
-
-impl LoopState {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LoopState::Running => "running",
-            LoopState::Stopped => "stopped",
-            LoopState::Escalated => "escalated",
-        }
-    }
 }
 
 /// A session with its iterations, oldest first (iteration 0 is the baseline).

@@ -40,10 +40,10 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use crate::decision::{Decision, Status, Thresholds, fmt_pct};
+use crate::decision::{Aggregate, ConfigEstimate, Decided, Estimate, Thresholds, Tier, fmt_pct};
 use crate::noise;
 use crate::records::Measurement;
-use crate::stats::{Comparison, ConfigChange, geometric_mean};
+use crate::stats::geometric_mean;
 
 /// Half-width of the intervals in standard errors (two-sided 95%): a config is clear of the regression
 /// limit, and a tier holds, when the whole interval is on one side.
@@ -79,102 +79,6 @@ pub fn another_round_fits(rounds_taken: &[Duration], left: Duration) -> bool {
         .iter()
         .max()
         .is_none_or(|longest| *longest <= left)
-}
-
-/// One config's paired estimate.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct ConfigEstimate {
-    pub pass: String,
-    pub test: String,
-    /// Geometric mean of the baseline's runs.
-    pub baseline_ms: f64,
-    /// Geometric mean of the candidate's runs.
-    pub candidate_ms: f64,
-    /// Candidate against baseline in percent (positive is slower), with its interval.
-    pub change_pct: f64,
-    pub low_pct: f64,
-    pub high_pct: f64,
-}
-
-impl ConfigEstimate {
-    /// `t1 forward: +5.00% (+4.85% to +5.15%)`
-    fn summary(&self) -> String {
-        format!(
-            "{} {}: {:+.2}% ({:+.2}% to {:+.2}%)",
-            self.test, self.pass, self.change_pct, self.low_pct, self.high_pct
-        )
-    }
-}
-
-/// The geometric mean over configs, with the improvement (positive is faster) and its interval.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct Aggregate {
-    pub baseline_ms: f64,
-    pub candidate_ms: f64,
-    pub improvement_pct: f64,
-    pub low_pct: f64,
-    pub high_pct: f64,
-}
-
-/// What the loop does with the change.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Tier {
-    Revert,
-    Continue,
-    LowerPriority,
-    Stop,
-}
-
-impl Tier {
-    /// The status and decision `decision::decide` gives the same outcome.
-    pub fn status_decision(self) -> (Status, Decision) {
-        match self {
-            Tier::Revert => (Status::Revert, Decision::TryNext),
-            Tier::Continue => (Status::Keep, Decision::Continue),
-            Tier::LowerPriority => (Status::Keep, Decision::LowerPriority),
-            Tier::Stop => (Status::Keep, Decision::Stop),
-        }
-    }
-}
-
-/// The estimates after some rounds.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct Estimate {
-    pub rounds: usize,
-    pub configs: Vec<ConfigEstimate>,
-    pub aggregate: Aggregate,
-}
-
-impl Estimate {
-    /// The estimate as a `Comparison` of the candidate's and the baseline's means, for trailers and tables.
-    pub fn comparison(&self) -> Comparison {
-        Comparison {
-            configs: self
-                .configs
-                .iter()
-                .map(|c| ConfigChange {
-                    pass: c.pass.clone(),
-                    test: c.test.clone(),
-                    baseline_ms: c.baseline_ms,
-                    value_ms: c.candidate_ms,
-                    change_pct: c.change_pct,
-                })
-                .collect(),
-            baseline_ms: self.aggregate.baseline_ms,
-            latency_ms: self.aggregate.candidate_ms,
-        }
-    }
-}
-
-/// A decided verdict.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct Decided {
-    pub tier: Tier,
-    pub reason: String,
-    /// Set when no further round could be run and the verdict rests on the means alone: why.
-    pub undecided: Option<String>,
-    pub estimate: Estimate,
 }
 
 /// What `decide` concludes from the rounds so far.
@@ -509,6 +413,7 @@ fn lookup(run: &[Measurement]) -> HashMap<(&str, &str), f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::decision::{Decision, Status};
 
     fn run(values: &[f64]) -> Vec<Measurement> {
         values

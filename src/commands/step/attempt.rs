@@ -7,7 +7,7 @@ use std::time::Instant;
 use anyhow::Result;
 
 use super::super::sandbox;
-use crate::decision::{Attempt, Correctness};
+use crate::decision::{Attempt, Correctness, Decided};
 use crate::evidence::{Evidence, RunFile};
 use crate::git::Repo;
 use crate::history::History;
@@ -16,7 +16,7 @@ use crate::process::Interrupted;
 use crate::pytest::{CorrectnessRun, Pytest};
 use crate::runner::Runner;
 use crate::ui;
-use crate::verdict::{Decided, NoiseFloor};
+use crate::verdict::NoiseFloor;
 
 /// What the attempt stage produced: the attempt, the JUnit files of its runs (for the evidence note),
 /// and a remark for the reason when a suspicious gain was confirmed.

@@ -4,10 +4,11 @@
 use anyhow::{Result, anyhow, bail};
 
 use super::super::require_history;
+use crate::decision::LoopState;
 use crate::git::Repo;
 use crate::gpu::{self, GpuState};
 use crate::guard;
-use crate::history::{Configs, History, LoopState};
+use crate::history::{Configs, History};
 use crate::runner::Runner;
 use crate::session::{Session, short};
 use crate::ui;
