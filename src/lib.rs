@@ -5,6 +5,7 @@ pub mod audit;
 pub mod benchmark_run;
 pub mod cli;
 pub mod commands;
+pub mod compile;
 pub mod decision;
 pub mod demo_python;
 pub mod diagnose;

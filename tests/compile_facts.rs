@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use git_cutile_perf::commands::diagnose::Profiled;
-use git_cutile_perf::diagnose::compile::CompileFacts;
+use git_cutile_perf::compile::CompileFacts;
 use git_cutile_perf::diagnose::facts::for_iteration;
 use git_cutile_perf::diagnose::{Profile, diagnose};
 use git_cutile_perf::evidence::Evidence;

@@ -12,7 +12,7 @@ use serde::Serialize;
 use super::diagnose::{Note, code_commit, iteration, recall};
 use super::require_history;
 use crate::cli::CompareArgs;
-use crate::diagnose::compile::CompileFacts;
+use crate::compile::CompileFacts;
 use crate::diagnose::{Diagnosis, Profile};
 use crate::evidence::Evidence;
 use crate::git::Repo;

@@ -13,8 +13,8 @@ use serde::{Deserialize, Serialize};
 
 use super::require_history;
 use crate::cli::DiagnoseArgs;
+use crate::compile::CompileFacts;
 use crate::diagnose::case::{self, Case, Source};
-use crate::diagnose::compile::CompileFacts;
 use crate::diagnose::toolchain::{self, Assembler};
 use crate::diagnose::{self, Diagnosis, Profile};
 use crate::git::Repo;

@@ -1,7 +1,7 @@
 //! Why a kernel is slow: a small fixed set of Nsight Compute metrics, read from `ncu --csv`, and the
 //! bottleneck they point at, named by explicit rules with the numbers that decided it. Pure: the verb
 //! is `commands::diagnose`, the CSV reader `ncu::parse_csv`; the submodules `case` (the one pytest case
-//! of a config), `toolchain` (the compiler's tools), `compile` (what their texts say) and `facts` (an
+//! of a config), `toolchain` (the compiler's tools, whose texts `crate::compile` reads) and `facts` (an
 //! iteration's compile facts for `step`'s evidence) hold the rest.
 //!
 //! # The rules, in order (the first that applies names the cause)
@@ -35,7 +35,6 @@
 //!   in device memory) and tensor-pipe utilisation are reported as evidence too.
 
 pub mod case;
-pub mod compile;
 pub mod facts;
 pub mod toolchain;
 

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::compile::{self, CompileFacts};
+use crate::compile::{self, CompileFacts};
 use crate::process::{self, Ending};
 
 /// One run of the assembler or disassembler on one kernel.
