@@ -10,13 +10,12 @@ use anyhow::Result;
 use serde::Serialize;
 
 use super::diagnose::{Note, code_commit, iteration, recall};
-use super::require_history;
 use crate::cli::CompareArgs;
 use crate::compile::CompileFacts;
 use crate::diagnose::{Diagnosis, Profile};
 use crate::evidence::Evidence;
 use crate::git::Repo;
-use crate::history::{Configs, History};
+use crate::history::{Configs, History, require_history};
 use crate::session::{Iteration, short};
 use crate::stats::change_pct;
 use crate::ui;

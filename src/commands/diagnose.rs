@@ -11,14 +11,13 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use super::require_history;
 use crate::cli::DiagnoseArgs;
 use crate::compile::CompileFacts;
 use crate::diagnose::case::{self, Case, Source};
 use crate::diagnose::toolchain::{self, Assembler};
 use crate::diagnose::{self, Diagnosis, Profile};
 use crate::git::Repo;
-use crate::history::{Configs, History};
+use crate::history::{Configs, History, require_history};
 use crate::process;
 use crate::records::Measurement;
 use crate::session::{Iteration, short};

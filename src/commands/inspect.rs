@@ -262,7 +262,7 @@ fn perf_case_command(args: &InspectArgs, test: &TestMatch) -> Vec<String> {
 /// run is left there.
 fn ncu_outputs(repo: &Repo) -> Result<(PathBuf, PathBuf)> {
     repo.exclude(&format!("/{}/", crate::guard::SANDBOX))?;
-    let sandbox = super::sandbox(repo);
+    let sandbox = crate::history::sandbox(repo);
     std::fs::create_dir_all(&sandbox)
         .with_context(|| format!("cannot create {}", sandbox.display()))?;
     let (log, csv) = (sandbox.join("ncu.log"), sandbox.join("ncu.csv"));

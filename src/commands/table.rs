@@ -6,10 +6,9 @@ use std::path::PathBuf;
 use anyhow::Result;
 use serde::Serialize;
 
-use super::{plot, require_history, write_table};
 use crate::cli::TableArgs;
 use crate::git::Repo;
-use crate::history::Configs;
+use crate::history::{Configs, require_history, write_plot, write_table};
 use crate::table::{self, Row};
 use crate::ui;
 
@@ -34,7 +33,7 @@ pub fn run(repo: &Repo, args: &TableArgs, out: &mut impl Write) -> Result<()> {
     let (table, plot) = if *write {
         (
             Some(write_table(repo, &history)?),
-            Some(plot::write_default(repo, &history)?),
+            Some(write_plot(repo, &history)?),
         )
     } else {
         (None, None)

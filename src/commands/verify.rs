@@ -6,13 +6,12 @@ use std::io::Write;
 use anyhow::Result;
 use serde::Serialize;
 
-use super::require_history;
 use crate::audit::{self, Finding, Kind};
 use crate::cli::JsonArg;
 use crate::evidence::Evidence;
 use crate::git::Repo;
 use crate::guard;
-use crate::history::{Configs, History};
+use crate::history::{Configs, History, require_history};
 use crate::session::Iteration;
 use crate::ui;
 

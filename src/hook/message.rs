@@ -71,7 +71,7 @@ pub fn uninstall(repo: &Repo) -> Result<()> {
 
 /// The check: on a session branch, a message with `Cutile-Perf-*` trailers needs the tool's nonce.
 pub fn check(repo: &Repo, message: &Path) -> Result<()> {
-    if repo.session_branch()?.is_none() {
+    if crate::history::session_branch(repo)?.is_none() {
         return Ok(());
     }
     let text = fs::read_to_string(message)

@@ -10,13 +10,12 @@ use std::path::PathBuf;
 use anyhow::Result;
 use serde::Serialize;
 
-use super::write_table;
 use crate::cli::StartArgs;
 use crate::decision::{self, Thresholds};
 use crate::evidence::Evidence;
 use crate::git::Repo;
 use crate::gpu::GpuState;
-use crate::history::History;
+use crate::history::{History, write_table};
 use crate::inspect::Report;
 use crate::journal::{self, Journal, Lock, Phase, Verb};
 use crate::records::Measurement;

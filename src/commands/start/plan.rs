@@ -6,10 +6,10 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 
 use super::super::inspect::Plan as InspectPlan;
-use super::super::sandbox;
 use crate::cli::StartArgs;
 use crate::git::Repo;
 use crate::gpu::{self, GpuState};
+use crate::history::sandbox;
 use crate::inspect::{ClassEstimate, Report};
 use crate::kernel_class::{self, KernelClass};
 use crate::locate::{self, Kernel};

@@ -6,11 +6,10 @@ use std::time::Instant;
 
 use anyhow::Result;
 
-use super::super::sandbox;
 use crate::decision::{Attempt, Correctness, Decided};
 use crate::evidence::{Evidence, RunFile};
 use crate::git::Repo;
-use crate::history::History;
+use crate::history::{History, sandbox};
 use crate::paired::{self, BaselineTree, Paired, Rounds};
 use crate::process::Interrupted;
 use crate::pytest::{CorrectnessRun, Pytest};

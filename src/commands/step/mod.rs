@@ -15,14 +15,14 @@ use std::time::Instant;
 use anyhow::{Result, bail};
 use serde::Serialize;
 
-use super::{diagnose, sandbox, write_table};
+use super::diagnose;
 use crate::cli::StepArgs;
 use crate::decision::{self, Attempt, Cause, Correctness, Decision, Status, Verdict};
 use crate::diagnose::Diagnosis;
 use crate::evidence::Evidence;
 use crate::git::Repo;
 use crate::gpu::GpuState;
-use crate::history::History;
+use crate::history::{History, sandbox, write_table};
 use crate::journal::{self, Journal, Lock, Phase, Verb};
 use crate::runner::{Placement, Runner};
 use crate::session::{Iteration, fmt_change, fmt_ms, short};

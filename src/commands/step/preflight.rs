@@ -3,12 +3,11 @@
 
 use anyhow::{Result, anyhow, bail};
 
-use super::super::require_history;
 use crate::decision::LoopState;
 use crate::git::Repo;
 use crate::gpu::{self, GpuState};
 use crate::guard;
-use crate::history::{Configs, History};
+use crate::history::{Configs, History, require_history};
 use crate::runner::Runner;
 use crate::session::{Session, short};
 use crate::ui;
