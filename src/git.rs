@@ -230,16 +230,18 @@ impl Repo {
     /// Commits what is staged with `message` (given on stdin: argv has a size limit); git's hooks run.
     /// The message is read back: a commit whose tool trailers did not survive (a `commit-msg` hook or
     /// config rewrote them) is an error naming the likely culprit, and the caller's recovery undoes it.
-    pub fn commit(&self, message: &str, allow_empty: bool) -> Result<String> {
+    /// `env` reaches git's hooks (`hook::message::commit` passes the commit's nonce in it).
+    pub fn commit(
+        &self,
+        message: &str,
+        allow_empty: bool,
+        env: &[(&str, &std::ffi::OsStr)],
+    ) -> Result<String> {
         let mut args = vec!["commit", "-q", "--no-edit", "--cleanup=verbatim", "-F", "-"];
         if allow_empty {
             args.push("--allow-empty");
         }
-        // the commit-msg hook accepts our trailers only with this commit's nonce
-        crate::hook::message::with_nonce(self, |nonce| {
-            let env = [(crate::hook::message::NONCE_ENV, std::ffi::OsStr::new(nonce))];
-            self.git_with(&args, &env, Some(message.as_bytes()))
-        })?;
+        self.git_with(&args, env, Some(message.as_bytes()))?;
         let id = self.head()?;
         let written = self.message(&id)?;
         if Block::from_message(&written) != Block::from_message(message) {

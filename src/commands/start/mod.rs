@@ -23,7 +23,7 @@ use crate::session::{Session, fmt_ms};
 use crate::stats::Spread;
 use crate::trailers::{Block, render_message};
 use crate::ui;
-use crate::{process, recovery};
+use crate::{hook, process, recovery};
 use baseline::{Baseline, baseline};
 pub use plan::default_python;
 use plan::{Plan, plan};
@@ -122,7 +122,7 @@ fn commit(
         fmt_ms(Some(latency))
     );
     journal.enter(repo, Phase::CommittingBaseline)?;
-    let commit = repo.commit(&render_message(&subject, None, &block), true)?;
+    let commit = hook::message::commit(repo, &render_message(&subject, None, &block), true)?;
     let evidence = Evidence::new(&plan.session, 0, plan.gpu_state.clone(), junit);
     evidence.attach(repo, &commit)?;
     journal.enter(repo, Phase::WritingTable)?;
