@@ -311,6 +311,25 @@ pub fn write_table(repo: &Repo, history: &History) -> Result<PathBuf> {
     Ok(path)
 }
 
+/// The iteration numbered `number`, or an error naming those there are.
+pub fn iteration(history: &History, number: u32) -> Result<&Iteration> {
+    history
+        .iterations()
+        .find(|it| it.number == number)
+        .with_context(|| {
+            format!(
+                "the session has no iteration {number}\nhint: `git cutile-perf table` lists iterations 0 to {}",
+                history.next_number() - 1
+            )
+        })
+}
+
+/// The commit whose tree holds an iteration's code: its attempt when it was undone, else itself.
+pub fn code_commit(history: &History, number: u32) -> String {
+    let (commit, iteration) = &history.iterations[number as usize];
+    iteration.attempt.clone().unwrap_or_else(|| commit.clone())
+}
+
 /// Where `plot` and `table --write` put the picture, under the sandbox.
 pub const PLOT_FILE: &str = "perf_results.svg";
 
@@ -501,5 +520,32 @@ mod tests {
                 .unwrap()
                 .is_none()
         );
+    }
+
+    #[test]
+    fn a_reverted_iterations_code_is_its_attempt() {
+        let mut reverted = iteration(1, Status::Revert, Some(4.0), Decision::TryNext);
+        reverted.attempt = Some("a1".into());
+        let history = History {
+            session: session(),
+            baseline_commit: "c0".into(),
+            iterations: vec![
+                (
+                    "c0".into(),
+                    iteration(0, Status::Keep, Some(0.0), Decision::Continue),
+                ),
+                ("c1".into(), reverted),
+            ],
+            foreign: Default::default(),
+        };
+        assert_eq!(code_commit(&history, 0), "c0");
+        assert_eq!(code_commit(&history, 1), "a1");
+        let err = iteration_or_err(&history, 7);
+        assert!(err.contains("no iteration 7"), "{err}");
+        assert!(err.contains("iterations 0 to 1"), "{err}");
+    }
+
+    fn iteration_or_err(history: &History, number: u32) -> String {
+        format!("{:#}", super::iteration(history, number).unwrap_err())
     }
 }

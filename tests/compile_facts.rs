@@ -9,9 +9,9 @@ mod support;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use git_cutile_perf::commands::diagnose::Profiled;
 use git_cutile_perf::compile::CompileFacts;
 use git_cutile_perf::diagnose::facts::for_iteration;
+use git_cutile_perf::diagnose::profile::Profiled;
 use git_cutile_perf::diagnose::{Profile, diagnose};
 use git_cutile_perf::evidence::Evidence;
 use git_cutile_perf::git::Repo;

@@ -7,8 +7,8 @@ mod support;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use git_cutile_perf::commands::diagnose::cause_for;
 use git_cutile_perf::decision::Cause;
+use git_cutile_perf::diagnose::profile::cause_for;
 use git_cutile_perf::git::Repo;
 use git_cutile_perf::history::{self, Configs};
 use support::*;
