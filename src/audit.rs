@@ -1,13 +1,17 @@
 //! The audit of a session's record, as pure checks: each iteration's trailers against what its evidence
 //! note gives, recomputed with the same rules `step` uses. `verify` gathers the commits, trees and notes
-//! (`src/commands/verify.rs`); everything here is decided from values.
+//! (`src/commands/verify.rs`); everything here is decided from values, but for [`foreign_findings`]
+//! (`step` refuses on them too), which asks git what the foreign commits change.
 
 use std::fmt;
 
+use anyhow::Result;
 use serde::Serialize;
 
 use crate::decision::{self, Attempt, Correctness, Decided, Status};
 use crate::evidence::{Evidence, RunFile};
+use crate::git::Repo;
+use crate::history::History;
 use crate::pytest::CorrectnessRun;
 use crate::records::{self, CaseOutcome, Measurement, Statistic};
 use crate::session::{Iteration, Session, fmt_change, fmt_ms};
@@ -264,4 +268,37 @@ pub fn check_iteration(
         );
     }
     differences
+}
+
+/// Commits the tool did not make: a second session block, and runs of plain commits that change the
+/// tree (a plain commit reverted right after it changes nothing and passes). What `step` refuses on.
+pub fn foreign_findings(repo: &Repo, history: &History) -> Result<Vec<Finding>> {
+    let mut findings: Vec<Finding> = history
+        .foreign
+        .sessions
+        .iter()
+        .map(|commit| Finding {
+            kind: Kind::ExtraSession,
+            commit: commit.clone(),
+            detail: format!(
+                "declares a session again after the baseline {}; only the baseline's counts",
+                crate::session::short(&history.baseline_commit)
+            ),
+        })
+        .collect();
+    for run in &history.foreign.unrecorded {
+        let changed = repo.changed_between(&format!("{}^", run.oldest), &run.newest)?;
+        if !changed.is_empty() {
+            findings.push(Finding {
+                kind: Kind::UnrecordedChange,
+                commit: run.newest.clone(),
+                detail: format!(
+                    "a commit without trailers (from {}) changes {} outside any iteration",
+                    crate::session::short(&run.oldest),
+                    changed.join(", ")
+                ),
+            });
+        }
+    }
+    Ok(findings)
 }

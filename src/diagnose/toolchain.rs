@@ -61,8 +61,7 @@ impl Assembler {
 
 /// `sm_90` from a `name, 9.0, driver` GPU line.
 pub fn gpu_arch(gpu: Option<&str>) -> Option<String> {
-    let (major, minor) =
-        crate::commands::inspect::parse_capability(gpu?.split(',').nth(1)?).ok()?;
+    let (major, minor) = crate::gpu::parse_capability(gpu?.split(',').nth(1)?).ok()?;
     Some(format!("sm_{major}{minor}"))
 }
 

@@ -25,7 +25,6 @@ use crate::trailers::{Block, render_message};
 use crate::ui;
 use crate::{hook, process, recovery};
 use baseline::{Baseline, baseline};
-pub use plan::default_python;
 use plan::{Plan, plan};
 
 /// What `start` did, as `--json` prints it.
@@ -73,7 +72,7 @@ pub fn run(repo: &Repo, args: &StartArgs, out: &mut impl Write) -> Result<StartR
         repo.git(&["checkout", "-q", "-b", &plan.branch])?;
         repo.exclude(&format!("/{}/", crate::guard::SANDBOX))?;
         crate::ignored::record(repo, &plan.branch)?;
-        super::hook::report(crate::hook::install(repo)?);
+        hook::report(hook::install(repo)?);
         journal.enter(repo, Phase::RunningTests)?;
         let baseline = baseline(repo, &plan, &original)?;
         let mut plan = plan;

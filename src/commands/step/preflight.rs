@@ -3,6 +3,7 @@
 
 use anyhow::{Result, anyhow, bail};
 
+use crate::audit;
 use crate::decision::LoopState;
 use crate::git::Repo;
 use crate::gpu::{self, GpuState};
@@ -77,7 +78,7 @@ fn refuse_broken_history(repo: &Repo, history: &History) -> Result<()> {
             broken.join("\n  ")
         );
     }
-    let foreign = super::super::verify::foreign_findings(repo, history)?;
+    let foreign = audit::foreign_findings(repo, history)?;
     if !foreign.is_empty() {
         let latest = history
             .iterations
