@@ -44,8 +44,6 @@ pub mod session;
 pub mod snapshot;
 pub mod stats;
 pub mod table;
-#[doc(hidden)]
-pub mod testkit;
 pub mod trailers;
 pub mod ui;
 pub mod units;

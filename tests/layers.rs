@@ -61,7 +61,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         ],
     ),
     ("verbs", &["cli", "commands", "errors", "generate"]),
-    ("main", &["main", "testkit"]),
+    ("main", &["main"]),
 ];
 
 /// One source file: its path under `src/` and its text.
