@@ -3,6 +3,7 @@
 //! (`src/commands/verify.rs`); everything here is decided from values, but for [`foreign_findings`]
 //! (`step` refuses on them too), which asks git what the foreign commits change.
 
+use std::convert::Infallible;
 use std::fmt;
 
 use anyhow::Result;
@@ -140,12 +141,8 @@ pub fn attempt_of(evidence: &Evidence, session: &Session, baseline_passed: &[Str
         Ok(CorrectnessRun::Fail { failed }) => return Attempt::CorrectnessFailed { failed },
         Ok(_) => {}
     }
-    let result = decided(evidence, "round", session).and_then(|first| {
-        if first.estimate.comparison().suspicious().is_empty() {
-            return Ok(first);
-        }
-        let second = decided(evidence, "confirm-round", session)?;
-        stats::confirm(&first.estimate.comparison(), &second.estimate.comparison()).map(|_| second)
+    let Ok((result, _remark)) = verdict::confirmed(decided(evidence, "round", session), || {
+        Ok::<_, Infallible>(decided(evidence, "confirm-round", session))
     });
     match result {
         Ok(decided) => Attempt::paired(decided),

@@ -219,6 +219,29 @@ pub fn decide(
     }
 }
 
+/// The verdict of a step's paired rounds: the first set's; but when a config of it is more than ten times
+/// faster than its baseline, the second set's if it confirms the first (`stats::confirm`), with the
+/// remark that says so. `second` measures the second set (`step`) or reads it back (`verify`).
+pub fn confirmed<E>(
+    first: Result<Decided, String>,
+    second: impl FnOnce() -> Result<Result<Decided, String>, E>,
+) -> Result<(Result<Decided, String>, Option<String>), E> {
+    let first = match first {
+        Ok(first) if !first.estimate.comparison().suspicious().is_empty() => first,
+        decided => return Ok((decided, None)),
+    };
+    let second = match second()? {
+        Ok(second) => second,
+        Err(why) => return Ok((Err(why), None)),
+    };
+    Ok(
+        match crate::stats::confirm(&first.estimate.comparison(), &second.estimate.comparison()) {
+            Ok(remark) => (Ok(second), Some(remark)),
+            Err(why) => (Err(why), None),
+        },
+    )
+}
+
 /// Decides on the means of the rounds with the single-run rule's comparisons, for when another round does
 /// not fit; `why` (e.g. "the budget has 40 s left, a round takes 150 s") goes into the reason. A verdict
 /// `decide` reaches on its own is returned as it is.
@@ -443,6 +466,42 @@ mod tests {
             Verdict::Decided(d) => d,
             other => panic!("not decided: {other:?}"),
         }
+    }
+
+    #[test]
+    fn a_verdict_more_than_ten_times_faster_stands_only_when_a_second_set_confirms_it() {
+        let anyway = |baseline: f64, candidate: f64| {
+            let rounds = [round(&[baseline], &[candidate])];
+            decide_anyway(&rounds, &limits(), &NoiseFloor::default(), "test").unwrap()
+        };
+        let plain = anyway(1.0, 0.9);
+        let not_asked = || -> Result<Result<Decided, String>, ()> { panic!("no second set") };
+        assert_eq!(
+            confirmed(Ok(plain.clone()), not_asked),
+            Ok((Ok(plain), None))
+        );
+        let (fast, again, slower) = (anyway(10.0, 0.5), anyway(10.0, 0.6), anyway(10.0, 9.0));
+        let (kept, remark) =
+            confirmed(Ok(fast.clone()), || Ok::<_, ()>(Ok(again.clone()))).unwrap();
+        assert_eq!(kept, Ok(again));
+        assert_eq!(
+            remark.as_deref(),
+            Some(
+                "1 config(s) more than 10x faster than the baseline, confirmed by a second measurement"
+            )
+        );
+        let (refuted, remark) = confirmed(Ok(fast.clone()), || Ok::<_, ()>(Ok(slower))).unwrap();
+        assert!(refuted.unwrap_err().contains("but not in a second"));
+        assert_eq!(remark, None);
+        let crashed = || Ok::<_, ()>(Err("crashed".to_string()));
+        assert_eq!(
+            confirmed(Ok(fast), crashed),
+            Ok((Err("crashed".to_string()), None))
+        );
+        assert_eq!(
+            confirmed(Err("no rounds".into()), not_asked),
+            Ok((Err("no rounds".into()), None))
+        );
     }
 
     #[test]
