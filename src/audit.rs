@@ -9,6 +9,7 @@ use std::fmt;
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::census;
 use crate::decision::{self, Attempt, Correctness, Decided, Status};
 use crate::evidence::{Evidence, RunFile};
 use crate::git::Repo;
@@ -145,7 +146,7 @@ pub fn attempt_of(evidence: &Evidence, session: &Session, baseline_passed: &[Str
         Ok::<_, Infallible>(decided(evidence, "confirm-round", session))
     });
     match result {
-        Ok(decided) => Attempt::paired(decided),
+        Ok(decided) => census::judged(decided, &evidence.runs, &census::Rules::of(session)),
         Err(why) => crashed(Correctness::Pass, why),
     }
 }

@@ -7,6 +7,7 @@
 
 pub mod audit;
 pub mod benchmark_run;
+pub mod census;
 pub mod cli;
 pub mod commands;
 pub mod compile;

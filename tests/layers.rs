@@ -37,6 +37,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         &[
             "audit",
             "benchmark_run",
+            "census",
             "evidence",
             "history",
             "journal",
