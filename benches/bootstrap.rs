@@ -2,13 +2,16 @@
 //! that `python3` lacks pytest plus the check that the demo's environment has it, paid once per test
 //! binary. Prints the median of 9 runs, each in a fresh process (the harness computes it once per process).
 
+#[path = "../tests/support/mod.rs"]
+mod support;
+
 use std::process::Command;
 use std::time::Instant;
 
 fn main() {
     if std::env::args().any(|arg| arg == "--bootstrap-once") {
         let started = Instant::now();
-        let path = &*git_cutile_perf::testkit::SEARCH_PATH;
+        let path = &*support::SEARCH_PATH;
         println!("{} {}", started.elapsed().as_secs_f64(), path.len());
         return;
     }

@@ -8,6 +8,9 @@
 //! the library), so they are exactly what `start` and `step` commit. `CUTILE_PERF_BENCH_SIZES=100x10`
 //! (comma-separated) picks other sizes.
 
+#[path = "../tests/support/mod.rs"]
+mod support;
+
 use std::io::Write;
 use std::path::Path;
 use std::process::Stdio;
@@ -16,8 +19,8 @@ use std::time::{Duration, Instant};
 use git_cutile_perf::decision::{Correctness, Decision, Status};
 use git_cutile_perf::records::Measurement;
 use git_cutile_perf::session::Iteration;
-use git_cutile_perf::testkit::{BIN, Fixture, KERNEL, TEST, baseline_message};
 use git_cutile_perf::trailers::{Block, render_message};
+use support::{BIN, Fixture, KERNEL, TEST, baseline_message};
 
 const RUNS: usize = 5;
 const BRANCH: &str = "cutile-perf-vector_add-20260101";

@@ -5,10 +5,13 @@
 //! as cwd) over 1,000 staged files, once all allowed (the commit passes) and once all outside the
 //! allowed set (every path is reported). Each figure is the median of RUNS runs after WARMUP runs.
 
+#[path = "../tests/support/mod.rs"]
+mod support;
+
 use std::fs;
 use std::time::{Duration, Instant};
 
-use git_cutile_perf::testkit::{BIN, Fixture};
+use support::{BIN, Fixture};
 
 const RUNS: usize = 51;
 const WARMUP: usize = 5;

@@ -12,11 +12,11 @@
 
 use std::collections::HashMap;
 
-use git_cutile_perf::decision::{self, Attempt, Decision, Status, Thresholds};
+use git_cutile_perf::decision::{self, Attempt, Decision, Status, Thresholds, Tier};
 use git_cutile_perf::noise::{TIMER_TICK_MS, process_sd};
 use git_cutile_perf::records::{self, Measurement, Statistic};
 use git_cutile_perf::stats;
-use git_cutile_perf::verdict::{self, Round, Tier, Verdict};
+use git_cutile_perf::verdict::{self, Round, Verdict};
 
 const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data");
 const TRIALS: usize = 4000;

@@ -1,19 +1,24 @@
 //! The audit of a session's record, as pure checks: each iteration's trailers against what its evidence
 //! note gives, recomputed with the same rules `step` uses. `verify` gathers the commits, trees and notes
-//! (`src/commands/verify.rs`); everything here is decided from values.
+//! (`src/commands/verify.rs`); everything here is decided from values, but for [`foreign_findings`]
+//! (`step` refuses on them too), which asks git what the foreign commits change.
 
+use std::convert::Infallible;
 use std::fmt;
 
+use anyhow::Result;
 use serde::Serialize;
 
 use crate::census;
-use crate::decision::{self, Attempt, Correctness, Status};
+use crate::decision::{self, Attempt, Correctness, Decided, Status};
 use crate::evidence::{Evidence, RunFile};
+use crate::git::Repo;
+use crate::history::History;
 use crate::pytest::CorrectnessRun;
 use crate::records::{self, CaseOutcome, Measurement, Statistic};
 use crate::session::{Iteration, Session, fmt_change, fmt_ms};
 use crate::stats::{self, Comparison, geometric_mean};
-use crate::verdict::{self, Decided, Round};
+use crate::verdict::{self, Round};
 
 /// What kind of departure from the record's rules a finding is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -137,12 +142,8 @@ pub fn attempt_of(evidence: &Evidence, session: &Session, baseline_passed: &[Str
         Ok(CorrectnessRun::Fail { failed }) => return Attempt::CorrectnessFailed { failed },
         Ok(_) => {}
     }
-    let result = decided(evidence, "round", session).and_then(|first| {
-        if first.estimate.comparison().suspicious().is_empty() {
-            return Ok(first);
-        }
-        let second = decided(evidence, "confirm-round", session)?;
-        stats::confirm(&first.estimate.comparison(), &second.estimate.comparison()).map(|_| second)
+    let Ok((result, _remark)) = verdict::confirmed(decided(evidence, "round", session), || {
+        Ok::<_, Infallible>(decided(evidence, "confirm-round", session))
     });
     match result {
         Ok(decided) => census::judged(decided, &evidence.runs, &census::Rules::of(session)),
@@ -265,4 +266,37 @@ pub fn check_iteration(
         );
     }
     differences
+}
+
+/// Commits the tool did not make: a second session block, and runs of plain commits that change the
+/// tree (a plain commit reverted right after it changes nothing and passes). What `step` refuses on.
+pub fn foreign_findings(repo: &Repo, history: &History) -> Result<Vec<Finding>> {
+    let mut findings: Vec<Finding> = history
+        .foreign
+        .sessions
+        .iter()
+        .map(|commit| Finding {
+            kind: Kind::ExtraSession,
+            commit: commit.clone(),
+            detail: format!(
+                "declares a session again after the baseline {}; only the baseline's counts",
+                crate::session::short(&history.baseline_commit)
+            ),
+        })
+        .collect();
+    for run in &history.foreign.unrecorded {
+        let changed = repo.changed_between(&format!("{}^", run.oldest), &run.newest)?;
+        if !changed.is_empty() {
+            findings.push(Finding {
+                kind: Kind::UnrecordedChange,
+                commit: run.newest.clone(),
+                detail: format!(
+                    "a commit without trailers (from {}) changes {} outside any iteration",
+                    crate::session::short(&run.oldest),
+                    changed.join(", ")
+                ),
+            });
+        }
+    }
+    Ok(findings)
 }

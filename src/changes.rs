@@ -4,10 +4,10 @@
 
 use std::collections::BTreeMap;
 
+use crate::decision::Estimate;
 use crate::decision::Status;
 use crate::session::Iteration;
 use crate::stats::{self, change_pct};
-use crate::verdict::Estimate;
 
 /// An interval of a change in percent (positive is slower).
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
@@ -151,9 +151,9 @@ pub fn rescale(value: f64, change_pct: f64, bound_pct: f64) -> f64 {
 mod tests {
     use super::*;
     use crate::decision::Decision;
+    use crate::decision::{Aggregate, ConfigEstimate};
     use crate::session::tests::iteration;
     use crate::verdict::tests::run;
-    use crate::verdict::{Aggregate, ConfigEstimate};
 
     fn with_configs(mut it: Iteration, values: &[f64]) -> Iteration {
         it.configs = run(values);

@@ -14,8 +14,7 @@
 use std::fmt;
 
 use crate::records::Measurement;
-use crate::stats::Comparison;
-use crate::verdict::Decided;
+use crate::stats::{Comparison, ConfigChange};
 
 /// The limits a session runs under; set at `start` and recorded in the baseline commit.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -109,6 +108,121 @@ impl Decision {
     pub fn halts(self) -> bool {
         matches!(self, Decision::Stop | Decision::Escalate)
     }
+}
+
+/// Whether the loop runs, or which halt holds it until `--continue`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LoopState {
+    Running,
+    Stopped,
+    Escalated,
+}
+
+impl LoopState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LoopState::Running => "running",
+            LoopState::Stopped => "stopped",
+            LoopState::Escalated => "escalated",
+        }
+    }
+}
+
+/// One config's paired estimate.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ConfigEstimate {
+    pub pass: String,
+    pub test: String,
+    /// Geometric mean of the baseline's runs.
+    pub baseline_ms: f64,
+    /// Geometric mean of the candidate's runs.
+    pub candidate_ms: f64,
+    /// Candidate against baseline in percent (positive is slower), with its interval.
+    pub change_pct: f64,
+    pub low_pct: f64,
+    pub high_pct: f64,
+}
+
+impl ConfigEstimate {
+    /// `t1 forward: +5.00% (+4.85% to +5.15%)`
+    pub(crate) fn summary(&self) -> String {
+        format!(
+            "{} {}: {:+.2}% ({:+.2}% to {:+.2}%)",
+            self.test, self.pass, self.change_pct, self.low_pct, self.high_pct
+        )
+    }
+}
+
+/// The geometric mean over configs, with the improvement (positive is faster) and its interval.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Aggregate {
+    pub baseline_ms: f64,
+    pub candidate_ms: f64,
+    pub improvement_pct: f64,
+    pub low_pct: f64,
+    pub high_pct: f64,
+}
+
+/// What the loop does with the change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Tier {
+    Revert,
+    Continue,
+    LowerPriority,
+    Stop,
+}
+
+impl Tier {
+    /// The status and decision `decision::decide` gives the same outcome.
+    pub fn status_decision(self) -> (Status, Decision) {
+        match self {
+            Tier::Revert => (Status::Revert, Decision::TryNext),
+            Tier::Continue => (Status::Keep, Decision::Continue),
+            Tier::LowerPriority => (Status::Keep, Decision::LowerPriority),
+            Tier::Stop => (Status::Keep, Decision::Stop),
+        }
+    }
+}
+
+/// The estimates after some rounds.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Estimate {
+    pub rounds: usize,
+    pub configs: Vec<ConfigEstimate>,
+    pub aggregate: Aggregate,
+}
+
+impl Estimate {
+    /// The estimate as a `Comparison` of the candidate's and the baseline's means, for trailers and tables.
+    pub fn comparison(&self) -> Comparison {
+        Comparison {
+            configs: self
+                .configs
+                .iter()
+                .map(|c| ConfigChange {
+                    pass: c.pass.clone(),
+                    test: c.test.clone(),
+                    baseline_ms: c.baseline_ms,
+                    value_ms: c.candidate_ms,
+                    change_pct: c.change_pct,
+                })
+                .collect(),
+            baseline_ms: self.aggregate.baseline_ms,
+            latency_ms: self.aggregate.candidate_ms,
+        }
+    }
+}
+
+/// A decided verdict.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Decided {
+    pub tier: Tier,
+    pub reason: String,
+    /// Set when no further round could be run and the verdict rests on the means alone: why.
+    pub undecided: Option<String>,
+    pub estimate: Estimate,
 }
 
 /// What an attempt produced, owned by the step that ran it: everything the verdict and the record need.

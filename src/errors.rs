@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use clap::{ArgMatches, CommandFactory, FromArgMatches};
 
 use crate::cli::Cli;
-use crate::commands::Interrupted;
+use crate::process::Interrupted;
 use crate::ui;
 
 /// Exit code of an interrupted `start` or `step` (128 + SIGINT, as shells report it).

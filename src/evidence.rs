@@ -14,8 +14,8 @@ use anyhow::{Context, Result, bail};
 use base64::Engine;
 use serde::{Deserialize, Serialize};
 
+use crate::compile::CompileFacts;
 use crate::decision::Thresholds;
-use crate::diagnose::compile::CompileFacts;
 use crate::git::Repo;
 use crate::gpu::{GpuProcess, GpuState};
 use crate::records::{self, CaseOutcome, CaseReport};

@@ -1,4 +1,5 @@
-//! The repository: reading history with gix, changing it with the git CLI.
+//! The repository: reading commits and refs with gix, changing them with the git CLI. Only git: what
+//! the commits mean (the session, its history) is read in `history.rs`.
 //!
 //! Writes go through `git` itself so that the user's hooks (ours included) run on the tool's own
 //! commits and every config the user has (signing, hooksPath, worktrees) applies as usual.
@@ -7,9 +8,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, anyhow};
 
-use crate::history::{Configs, History};
 use crate::process;
-use crate::session::{BRANCH_PREFIX, Session};
 use crate::trailers::Block;
 
 /// The oldest git the tool supports and its tests run on: Debian 12's (2.39.5). An older git is refused
@@ -207,11 +206,6 @@ impl Repo {
             .collect())
     }
 
-    /// The session branch checked out, if HEAD is on one.
-    pub fn session_branch(&self) -> Result<Option<String>> {
-        Ok(self.branch()?.filter(|b| b.starts_with(BRANCH_PREFIX)))
-    }
-
     /// The commits from HEAD back along first parents, newest first, each as its id and message. Each
     /// commit is decoded once; the walk is lazy, so a reader that stops early reads no further.
     pub fn first_parent_commits(
@@ -236,68 +230,6 @@ impl Repo {
             };
             Some(read())
         }))
-    }
-
-    /// The session recorded on the current branch: the first-parent history from HEAD back to the
-    /// baseline commit. `None` when HEAD is not on a session branch or no commit carries a session.
-    pub fn history(&self, configs: Configs) -> Result<Option<History>> {
-        let Some(branch) = self.session_branch()? else {
-            return Ok(None);
-        };
-        if self.is_unborn()? {
-            return Ok(None);
-        }
-        // The baseline `start` remembered is the session's only source: a later commit that declares a
-        // session again cannot widen it. Without that ref (an older session), or with a stale one, the
-        // newest session block is read and remembered.
-        let remembered = self.remembered_baseline(&branch)?;
-        if let Some(baseline) = &remembered {
-            let history =
-                History::from_commits_to(self.first_parent_commits()?, configs, Some(baseline))?;
-            if history.is_some() {
-                return Ok(history);
-            }
-        }
-        let history = History::from_commits(self.first_parent_commits()?, configs)?;
-        if let Some(history) = &history {
-            // when it cannot be written (a read-only repository), the hook reads the history
-            let _ = self.remember_baseline(&branch, &history.baseline_commit);
-        }
-        Ok(history)
-    }
-
-    /// The session of the current branch, read from its baseline commit alone when the branch's
-    /// baseline ref names one (what the pre-commit hook needs, at a cost that does not grow with the
-    /// session); otherwise from the history.
-    pub fn session(&self) -> Result<Option<Session>> {
-        let Some(branch) = self.session_branch()? else {
-            return Ok(None);
-        };
-        if self.is_unborn()? {
-            return Ok(None);
-        }
-        if let Some(session) = self.remembered_session(&branch)? {
-            return Ok(Some(session));
-        }
-        Ok(self.history(Configs::CurrentBaseline)?.map(|h| h.session))
-    }
-
-    /// The session in the commit that `branch`'s baseline ref names, if the ref exists and that commit
-    /// carries a session (a stale or foreign ref is passed over; `history` rewrites it).
-    fn remembered_session(&self, branch: &str) -> Result<Option<Session>> {
-        let Some(id) = self.remembered_baseline(branch)? else {
-            return Ok(None);
-        };
-        let Ok(commit) = self
-            .repo
-            .find_commit(gix::ObjectId::from_hex(id.as_bytes())?)
-        else {
-            return Ok(None);
-        };
-        let message = commit
-            .message_raw()
-            .context("cannot read a commit message")?;
-        Session::read(&Block::from_message(&String::from_utf8_lossy(message)))
     }
 
     /// The commit `branch`'s baseline ref names, if the ref exists.
@@ -331,16 +263,18 @@ impl Repo {
     /// Commits what is staged with `message` (given on stdin: argv has a size limit); git's hooks run.
     /// The message is read back: a commit whose tool trailers did not survive (a `commit-msg` hook or
     /// config rewrote them) is an error naming the likely culprit, and the caller's recovery undoes it.
-    pub fn commit(&self, message: &str, allow_empty: bool) -> Result<String> {
+    /// `env` reaches git's hooks (`hook::message::commit` passes the commit's nonce in it).
+    pub fn commit(
+        &self,
+        message: &str,
+        allow_empty: bool,
+        env: &[(&str, &std::ffi::OsStr)],
+    ) -> Result<String> {
         let mut args = vec!["commit", "-q", "--no-edit", "--cleanup=verbatim", "-F", "-"];
         if allow_empty {
             args.push("--allow-empty");
         }
-        // the commit-msg hook accepts our trailers only with this commit's nonce
-        crate::hook::message::with_nonce(self, |nonce| {
-            let env = [(crate::hook::message::NONCE_ENV, std::ffi::OsStr::new(nonce))];
-            self.git_with(&args, &env, Some(message.as_bytes()))
-        })?;
+        self.git_with(&args, env, Some(message.as_bytes()))?;
         let id = self.head()?;
         let written = self.message(&id)?;
         if Block::from_message(&written) != Block::from_message(message) {

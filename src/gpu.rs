@@ -67,6 +67,24 @@ fn major(compute_capability: &str) -> Option<u32> {
     compute_capability.split('.').next()?.trim().parse().ok()
 }
 
+/// `9.0` or `12.1`.
+pub fn parse_capability(text: &str) -> anyhow::Result<(u32, u32)> {
+    let parsed = text
+        .split_once('.')
+        .and_then(|(major, minor)| Some((major.trim().parse().ok()?, minor.trim().parse().ok()?)));
+    match parsed {
+        Some(capability) => Ok(capability),
+        None => anyhow::bail!(
+            "invalid compute capability {text:?}\nhint: write it as MAJOR.MINOR, e.g. 9.0 for an H100/H200"
+        ),
+    }
+}
+
+/// The GPU's compute capability as (major, minor).
+pub fn capability_of(state: &GpuState) -> Option<(u32, u32)> {
+    parse_capability(&state.gpu.compute_capability).ok()
+}
+
 /// Whether the tests can measure anything on `state`'s GPU: `Err` (one line) when there is no GPU or
 /// one cuTile does not run on; otherwise warnings (a GPU newer than this tool knows, other processes
 /// using it).

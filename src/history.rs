@@ -4,10 +4,14 @@
 //! Git yields the commits (first parents, newest first); [`History::from_commits`] is the one place that
 //! turns them into a history, for the verbs and for the tests alike.
 
+use std::path::PathBuf;
+
 use anyhow::{Context, Result, bail};
 
-use crate::decision::{Decision, Status};
-use crate::session::{Iteration, Session, short};
+use crate::decision::{Decision, LoopState, Status};
+use crate::git::Repo;
+use crate::guard::SANDBOX;
+use crate::session::{BRANCH_PREFIX, Iteration, Session, short};
 use crate::trailers::Block;
 
 /// Which iterations keep their per-config values when a history is read. Only the current baseline's
@@ -16,25 +20,6 @@ use crate::trailers::Block;
 pub enum Configs {
     CurrentBaseline,
     All,
-}
-
-/// Whether the loop runs, or which halt holds it until `--continue`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum LoopState {
-    Running,
-    Stopped,
-    Escalated,
-}
-
-impl LoopState {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LoopState::Running => "running",
-            LoopState::Stopped => "stopped",
-            LoopState::Escalated => "escalated",
-        }
-    }
 }
 
 /// A session with its iterations, oldest first (iteration 0 is the baseline).
@@ -234,6 +219,117 @@ impl History {
     }
 }
 
+/// The session branch checked out, if HEAD is on one.
+pub fn session_branch(repo: &Repo) -> Result<Option<String>> {
+    Ok(repo.branch()?.filter(|b| b.starts_with(BRANCH_PREFIX)))
+}
+
+/// The session recorded on the current branch: the first-parent history from HEAD back to the
+/// baseline commit. `None` when HEAD is not on a session branch or no commit carries a session.
+pub fn read(repo: &Repo, configs: Configs) -> Result<Option<History>> {
+    let Some(branch) = session_branch(repo)? else {
+        return Ok(None);
+    };
+    if repo.is_unborn()? {
+        return Ok(None);
+    }
+    // The baseline `start` remembered is the session's only source: a later commit that declares a
+    // session again cannot widen it. Without that ref (an older session), or with a stale one, the
+    // newest session block is read and remembered.
+    let remembered = repo.remembered_baseline(&branch)?;
+    if let Some(baseline) = &remembered {
+        let history =
+            History::from_commits_to(repo.first_parent_commits()?, configs, Some(baseline))?;
+        if history.is_some() {
+            return Ok(history);
+        }
+    }
+    let history = History::from_commits(repo.first_parent_commits()?, configs)?;
+    if let Some(history) = &history {
+        // when it cannot be written (a read-only repository), the hook reads the history
+        let _ = repo.remember_baseline(&branch, &history.baseline_commit);
+    }
+    Ok(history)
+}
+
+/// The session of the current branch, read from its baseline commit alone when the branch's
+/// baseline ref names one (what the pre-commit hook needs, at a cost that does not grow with the
+/// session); otherwise from the history.
+pub fn session(repo: &Repo) -> Result<Option<Session>> {
+    let Some(branch) = session_branch(repo)? else {
+        return Ok(None);
+    };
+    if repo.is_unborn()? {
+        return Ok(None);
+    }
+    if let Some(session) = remembered_session(repo, &branch)? {
+        return Ok(Some(session));
+    }
+    Ok(read(repo, Configs::CurrentBaseline)?.map(|h| h.session))
+}
+
+/// The session in the commit that `branch`'s baseline ref names, if the ref exists and that commit
+/// carries a session (a stale or foreign ref is passed over; [`read`] rewrites it).
+fn remembered_session(repo: &Repo, branch: &str) -> Result<Option<Session>> {
+    let Some(id) = repo.remembered_baseline(branch)? else {
+        return Ok(None);
+    };
+    let Ok(message) = repo.message(&id) else {
+        return Ok(None);
+    };
+    Session::read(&Block::from_message(&message))
+}
+
+/// The session on the checked-out branch, or an error saying how to get one.
+pub fn require_history(repo: &Repo, configs: Configs) -> Result<History> {
+    if let Some(history) = read(repo, configs)? {
+        return Ok(history);
+    }
+    match repo.branch()? {
+        Some(branch) if branch.starts_with(BRANCH_PREFIX) => bail!(
+            "branch {branch} has no cutile-perf baseline commit\nhint: start a session with `git cutile-perf start <kernel>`"
+        ),
+        branch => bail!(
+            "not on a cutile-perf session branch (HEAD is {})\nhint: start one with `git cutile-perf start <kernel>`, \
+             or check out an existing {BRANCH_PREFIX}* branch",
+            branch.as_deref().unwrap_or("detached")
+        ),
+    }
+}
+
+/// The sandbox directory of the work tree, where the tool writes its files.
+pub fn sandbox(repo: &Repo) -> PathBuf {
+    repo.root.join(SANDBOX)
+}
+
+/// Writes sandbox/perf_results.md from the history and returns its path.
+pub fn write_table(repo: &Repo, history: &History) -> Result<PathBuf> {
+    let dir = sandbox(repo);
+    std::fs::create_dir_all(&dir)?;
+    let path = dir.join("perf_results.md");
+    std::fs::write(&path, crate::table::markdown(history.iterations()))?;
+    Ok(path)
+}
+
+/// The iteration numbered `number`, or an error naming those there are.
+pub fn iteration(history: &History, number: u32) -> Result<&Iteration> {
+    history
+        .iterations()
+        .find(|it| it.number == number)
+        .with_context(|| {
+            format!(
+                "the session has no iteration {number}\nhint: `git cutile-perf table` lists iterations 0 to {}",
+                history.next_number() - 1
+            )
+        })
+}
+
+/// The commit whose tree holds an iteration's code: its attempt when it was undone, else itself.
+pub fn code_commit(history: &History, number: u32) -> String {
+    let (commit, iteration) = &history.iterations[number as usize];
+    iteration.attempt.clone().unwrap_or_else(|| commit.clone())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -402,5 +498,32 @@ mod tests {
                 .unwrap()
                 .is_none()
         );
+    }
+
+    #[test]
+    fn a_reverted_iterations_code_is_its_attempt() {
+        let mut reverted = iteration(1, Status::Revert, Some(4.0), Decision::TryNext);
+        reverted.attempt = Some("a1".into());
+        let history = History {
+            session: session(),
+            baseline_commit: "c0".into(),
+            iterations: vec![
+                (
+                    "c0".into(),
+                    iteration(0, Status::Keep, Some(0.0), Decision::Continue),
+                ),
+                ("c1".into(), reverted),
+            ],
+            foreign: Default::default(),
+        };
+        assert_eq!(code_commit(&history, 0), "c0");
+        assert_eq!(code_commit(&history, 1), "a1");
+        let err = iteration_or_err(&history, 7);
+        assert!(err.contains("no iteration 7"), "{err}");
+        assert!(err.contains("iterations 0 to 1"), "{err}");
+    }
+
+    fn iteration_or_err(history: &History, number: u32) -> String {
+        format!("{:#}", super::iteration(history, number).unwrap_err())
     }
 }

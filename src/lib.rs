@@ -1,5 +1,9 @@
 //! `git-cutile-perf` as a library: every module lives here so that tests, benchmarks and the binary share
 //! one definition of each rule. `main.rs` only parses the command line and dispatches.
+//!
+//! The modules form layers, each using only its own and those below: values and rules; git, processes
+//! and the runner; the record; features; verbs (`commands`, one verb never using another); main.
+//! `tests/layers.rs` holds the table and fails on an upward import or a cycle.
 
 pub mod audit;
 pub mod benchmark_run;
@@ -7,6 +11,7 @@ pub mod census;
 pub mod changes;
 pub mod cli;
 pub mod commands;
+pub mod compile;
 pub mod decision;
 pub mod demo_python;
 pub mod diagnose;
@@ -42,10 +47,9 @@ pub mod session;
 pub mod snapshot;
 pub mod stats;
 pub mod table;
-#[doc(hidden)]
-pub mod testkit;
 pub mod trailers;
 pub mod ui;
+pub mod units;
 pub mod verdict;
 
 /// The version `--version` prints: the crate's, and the commit it was built from.

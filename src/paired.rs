@@ -9,12 +9,13 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 
 use crate::benchmark_run;
+use crate::decision::Decided;
 use crate::evidence::RunFile;
 use crate::git::Repo;
 use crate::pytest::{BenchmarkRun, Pytest};
 use crate::session::Session;
 use crate::ui;
-use crate::verdict::{self, Decided, NoiseFloor, Round, Verdict};
+use crate::verdict::{self, NoiseFloor, Round, Verdict};
 
 /// A detached worktree of a commit, removed when dropped.
 pub struct BaselineTree<'a> {

@@ -23,10 +23,10 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use quick_xml::events::{BytesEnd, BytesStart, BytesText, Event};
 
 use crate::changes::{self, Changes, rescale};
+use crate::decision::Estimate;
 use crate::decision::Status;
 use crate::records::Measurement;
 use crate::session::{Iteration, Session, fmt_change, fmt_ms};
-use crate::verdict::Estimate;
 
 /// Where `plot` and `table --write` put the picture, under the sandbox.
 pub const DEFAULT_FILE: &str = "perf_results.svg";

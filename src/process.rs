@@ -75,6 +75,11 @@ pub fn git_bytes(
     }
 }
 
+/// Ctrl-C (or SIGTERM) arrived mid-step; the repository was left as it was.
+#[derive(Debug, thiserror::Error)]
+#[error("interrupted: {0}")]
+pub struct Interrupted(pub &'static str);
+
 /// git was stopped because the user interrupted the tool.
 #[derive(Debug, thiserror::Error)]
 #[error("interrupted while git {0} ran")]

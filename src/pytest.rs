@@ -36,6 +36,16 @@ pub const SEEDS_PLUGIN: (&str, &str) = (
 /// `python -m pytest --version` takes a second or two; an interpreter that hangs must not hang `start`.
 const AVAILABILITY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
+/// The Python that runs pytest when none is given.
+pub fn default_python() -> String {
+    if which::which("python3").is_ok() {
+        "python3"
+    } else {
+        "python"
+    }
+    .to_string()
+}
+
 /// What is needed to run one test file's selections.
 #[derive(Clone)]
 pub struct Pytest<'a> {

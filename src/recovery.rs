@@ -5,11 +5,10 @@
 use anyhow::{Context, Result, anyhow, bail};
 use serde::Serialize;
 
-use crate::commands::{Interrupted, write_table};
 use crate::git::Repo;
-use crate::history::Configs;
+use crate::history::{Configs, require_history, write_table};
 use crate::journal::{Journal, Phase, Verb, group_file};
-use crate::process::{self, GitInterrupted};
+use crate::process::{self, GitInterrupted, Interrupted};
 use crate::session::{Iteration, Session, short};
 use crate::trailers::Block;
 
@@ -271,7 +270,7 @@ fn finish_step(repo: &Repo, journal: &Journal) -> Result<Option<String>> {
     if Iteration::read(&Block::from_message(&repo.message(last)?))?.is_none() {
         return Ok(None);
     }
-    let history = crate::commands::require_history(repo, Configs::CurrentBaseline)?;
+    let history = require_history(repo, Configs::CurrentBaseline)?;
     write_table(repo, &history)?;
     Ok(Some(last.clone()))
 }
@@ -323,7 +322,7 @@ fn finish_start(repo: &Repo, journal: &Journal) -> Result<Option<String>> {
         return Ok(None);
     }
     repo.remember_baseline(&journal.branch, &head)?;
-    let history = crate::commands::require_history(repo, Configs::CurrentBaseline)?;
+    let history = require_history(repo, Configs::CurrentBaseline)?;
     write_table(repo, &history)?;
     Ok(Some(head))
 }

@@ -8,8 +8,7 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::decision::{Correctness, Decision, Status};
-use crate::history::LoopState;
+use crate::decision::{Correctness, Decision, LoopState, Status};
 
 /// Set when this environment variable is present: no live lines even on a terminal (screen readers,
 /// recordings, terminals that mangle redraws).

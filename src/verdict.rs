@@ -40,10 +40,10 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use crate::decision::{Decision, Status, Thresholds, fmt_pct};
+use crate::decision::{Aggregate, ConfigEstimate, Decided, Estimate, Thresholds, Tier, fmt_pct};
 use crate::noise;
 use crate::records::Measurement;
-use crate::stats::{Comparison, ConfigChange, geometric_mean};
+use crate::stats::geometric_mean;
 
 /// Half-width of the intervals in standard errors (two-sided 95%): a config is clear of the regression
 /// limit, and a tier holds, when the whole interval is on one side.
@@ -79,102 +79,6 @@ pub fn another_round_fits(rounds_taken: &[Duration], left: Duration) -> bool {
         .iter()
         .max()
         .is_none_or(|longest| *longest <= left)
-}
-
-/// One config's paired estimate.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct ConfigEstimate {
-    pub pass: String,
-    pub test: String,
-    /// Geometric mean of the baseline's runs.
-    pub baseline_ms: f64,
-    /// Geometric mean of the candidate's runs.
-    pub candidate_ms: f64,
-    /// Candidate against baseline in percent (positive is slower), with its interval.
-    pub change_pct: f64,
-    pub low_pct: f64,
-    pub high_pct: f64,
-}
-
-impl ConfigEstimate {
-    /// `t1 forward: +5.00% (+4.85% to +5.15%)`
-    fn summary(&self) -> String {
-        format!(
-            "{} {}: {:+.2}% ({:+.2}% to {:+.2}%)",
-            self.test, self.pass, self.change_pct, self.low_pct, self.high_pct
-        )
-    }
-}
-
-/// The geometric mean over configs, with the improvement (positive is faster) and its interval.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct Aggregate {
-    pub baseline_ms: f64,
-    pub candidate_ms: f64,
-    pub improvement_pct: f64,
-    pub low_pct: f64,
-    pub high_pct: f64,
-}
-
-/// What the loop does with the change.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Tier {
-    Revert,
-    Continue,
-    LowerPriority,
-    Stop,
-}
-
-impl Tier {
-    /// The status and decision `decision::decide` gives the same outcome.
-    pub fn status_decision(self) -> (Status, Decision) {
-        match self {
-            Tier::Revert => (Status::Revert, Decision::TryNext),
-            Tier::Continue => (Status::Keep, Decision::Continue),
-            Tier::LowerPriority => (Status::Keep, Decision::LowerPriority),
-            Tier::Stop => (Status::Keep, Decision::Stop),
-        }
-    }
-}
-
-/// The estimates after some rounds.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct Estimate {
-    pub rounds: usize,
-    pub configs: Vec<ConfigEstimate>,
-    pub aggregate: Aggregate,
-}
-
-impl Estimate {
-    /// The estimate as a `Comparison` of the candidate's and the baseline's means, for trailers and tables.
-    pub fn comparison(&self) -> Comparison {
-        Comparison {
-            configs: self
-                .configs
-                .iter()
-                .map(|c| ConfigChange {
-                    pass: c.pass.clone(),
-                    test: c.test.clone(),
-                    baseline_ms: c.baseline_ms,
-                    value_ms: c.candidate_ms,
-                    change_pct: c.change_pct,
-                })
-                .collect(),
-            baseline_ms: self.aggregate.baseline_ms,
-            latency_ms: self.aggregate.candidate_ms,
-        }
-    }
-}
-
-/// A decided verdict.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct Decided {
-    pub tier: Tier,
-    pub reason: String,
-    /// Set when no further round could be run and the verdict rests on the means alone: why.
-    pub undecided: Option<String>,
-    pub estimate: Estimate,
 }
 
 /// What `decide` concludes from the rounds so far.
@@ -313,6 +217,29 @@ pub fn decide(
             })
         }
     }
+}
+
+/// The verdict of a step's paired rounds: the first set's; but when a config of it is more than ten times
+/// faster than its baseline, the second set's if it confirms the first (`stats::confirm`), with the
+/// remark that says so. `second` measures the second set (`step`) or reads it back (`verify`).
+pub fn confirmed<E>(
+    first: Result<Decided, String>,
+    second: impl FnOnce() -> Result<Result<Decided, String>, E>,
+) -> Result<(Result<Decided, String>, Option<String>), E> {
+    let first = match first {
+        Ok(first) if !first.estimate.comparison().suspicious().is_empty() => first,
+        decided => return Ok((decided, None)),
+    };
+    let second = match second()? {
+        Ok(second) => second,
+        Err(why) => return Ok((Err(why), None)),
+    };
+    Ok(
+        match crate::stats::confirm(&first.estimate.comparison(), &second.estimate.comparison()) {
+            Ok(remark) => (Ok(second), Some(remark)),
+            Err(why) => (Err(why), None),
+        },
+    )
 }
 
 /// Decides on the means of the rounds with the single-run rule's comparisons, for when another round does
@@ -509,6 +436,7 @@ fn lookup(run: &[Measurement]) -> HashMap<(&str, &str), f64> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::decision::{Decision, Status};
 
     /// One run of configs `t0`, `t1`, ... (forward) with these latencies.
     pub(crate) fn run(values: &[f64]) -> Vec<Measurement> {
@@ -539,6 +467,42 @@ pub(crate) mod tests {
             Verdict::Decided(d) => d,
             other => panic!("not decided: {other:?}"),
         }
+    }
+
+    #[test]
+    fn a_verdict_more_than_ten_times_faster_stands_only_when_a_second_set_confirms_it() {
+        let anyway = |baseline: f64, candidate: f64| {
+            let rounds = [round(&[baseline], &[candidate])];
+            decide_anyway(&rounds, &limits(), &NoiseFloor::default(), "test").unwrap()
+        };
+        let plain = anyway(1.0, 0.9);
+        let not_asked = || -> Result<Result<Decided, String>, ()> { panic!("no second set") };
+        assert_eq!(
+            confirmed(Ok(plain.clone()), not_asked),
+            Ok((Ok(plain), None))
+        );
+        let (fast, again, slower) = (anyway(10.0, 0.5), anyway(10.0, 0.6), anyway(10.0, 9.0));
+        let (kept, remark) =
+            confirmed(Ok(fast.clone()), || Ok::<_, ()>(Ok(again.clone()))).unwrap();
+        assert_eq!(kept, Ok(again));
+        assert_eq!(
+            remark.as_deref(),
+            Some(
+                "1 config(s) more than 10x faster than the baseline, confirmed by a second measurement"
+            )
+        );
+        let (refuted, remark) = confirmed(Ok(fast.clone()), || Ok::<_, ()>(Ok(slower))).unwrap();
+        assert!(refuted.unwrap_err().contains("but not in a second"));
+        assert_eq!(remark, None);
+        let crashed = || Ok::<_, ()>(Err("crashed".to_string()));
+        assert_eq!(
+            confirmed(Ok(fast), crashed),
+            Ok((Err("crashed".to_string()), None))
+        );
+        assert_eq!(
+            confirmed(Err("no rounds".into()), not_asked),
+            Ok((Err("no rounds".into()), None))
+        );
     }
 
     #[test]

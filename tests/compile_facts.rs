@@ -9,14 +9,14 @@ mod support;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use git_cutile_perf::commands::diagnose::Profiled;
-use git_cutile_perf::diagnose::compile::CompileFacts;
+use git_cutile_perf::compile::CompileFacts;
 use git_cutile_perf::diagnose::facts::for_iteration;
+use git_cutile_perf::diagnose::profile::Profiled;
 use git_cutile_perf::diagnose::{Profile, diagnose};
 use git_cutile_perf::evidence::Evidence;
 use git_cutile_perf::git::Repo;
 use git_cutile_perf::gpu::{Gpu, GpuState};
-use git_cutile_perf::history::Configs;
+use git_cutile_perf::history::{self, Configs};
 use support::*;
 
 /// What nvidia-smi says of the H200 the tests pretend to have.
@@ -39,7 +39,9 @@ fn an_iterations_compile_facts_go_into_its_evidence_and_compare_reads_them() {
     fixture.set_latency(0.05, 0.5);
     assert_eq!(fixture.step_json(&["bigger tiles"])["status"], "keep");
     let repo = Repo::discover(&fixture.root).unwrap();
-    let history = repo.history(Configs::CurrentBaseline).unwrap().unwrap();
+    let history = history::read(&repo, Configs::CurrentBaseline)
+        .unwrap()
+        .unwrap();
     let (baseline, kept) = (
         history.iterations[0].0.clone(),
         history.iterations[1].0.clone(),

@@ -7,10 +7,10 @@ mod support;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use git_cutile_perf::commands::diagnose::cause_for;
 use git_cutile_perf::decision::Cause;
+use git_cutile_perf::diagnose::profile::cause_for;
 use git_cutile_perf::git::Repo;
-use git_cutile_perf::history::Configs;
+use git_cutile_perf::history::{self, Configs};
 use support::*;
 
 #[test]
@@ -18,7 +18,9 @@ fn the_uncommitted_change_is_what_gets_diagnosed() {
     let fixture = Fixture::new();
     fixture.start();
     let repo = Repo::discover(&fixture.root).unwrap();
-    let history = repo.history(Configs::CurrentBaseline).unwrap().unwrap();
+    let history = history::read(&repo, Configs::CurrentBaseline)
+        .unwrap()
+        .unwrap();
 
     let no_ncu: Vec<PathBuf> = std::env::split_paths(&*SEARCH_PATH)
         .filter(|d| !d.join("ncu").exists())

@@ -3,6 +3,7 @@
 
 mod support;
 
+use git_cutile_perf::history::{Configs, History};
 use support::{Fixture, KERNEL, both, text};
 
 const NOTES: &str = "--ref=cutile-perf";
@@ -81,7 +82,7 @@ fn each_iteration_carries_its_evidence_and_verify_holds() {
             note.starts_with("cutile-perf evidence, schema 1\ntool: git-cutile-perf 0.1.0 ("),
             "{note}"
         );
-        assert!(note.contains("\nrun correctness: 5 cases: 4 passed, 1 skipped, 0 failed; JUnit "));
+        assert!(note.contains("\nrun correctness: 6 cases: 5 passed, 1 skipped, 0 failed; JUnit "));
         assert!(
             note.contains(&format!(
                 "\nrun {benchmark}: 2 cases: 2 passed, 0 skipped, 0 failed; JUnit "
@@ -370,4 +371,14 @@ fn verify_finds_rewritten_history_undone_attempts_and_paths_outside() {
             .contains("records iteration 3 where iteration 2 was expected"),
         "{report}"
     );
+}
+
+#[test]
+fn the_harness_baseline_is_read_back_as_the_tools_own() {
+    let message = support::baseline_message(KERNEL, support::TEST, &[KERNEL, "a b\nc.py"]);
+    let history = History::from_commits([Ok(("c0".to_string(), message))], Configs::All)
+        .unwrap()
+        .unwrap();
+    assert_eq!(history.session.allowed, [KERNEL, "a b\nc.py"]);
+    assert_eq!(history.current_baseline().latency_ms, Some(1.0));
 }

@@ -11,12 +11,11 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::decision::Attempt;
+use crate::decision::{Attempt, Decided, Tier};
 use crate::evidence::RunFile;
 use crate::peaks::Peak;
 use crate::records::{self, CaseReport};
 use crate::session::Session;
-use crate::verdict::{Decided, Tier};
 
 /// How far below the baseline's share of GPU time the allowed cuTile kernels may fall (a fraction):
 /// an honest change moves a small copy or fill in or out of the kernel, not a tenth of the work.

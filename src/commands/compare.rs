@@ -9,14 +9,13 @@ use std::io::Write;
 use anyhow::Result;
 use serde::Serialize;
 
-use super::diagnose::{Note, code_commit, iteration, recall};
-use super::require_history;
 use crate::cli::CompareArgs;
-use crate::diagnose::compile::CompileFacts;
+use crate::compile::CompileFacts;
+use crate::diagnose::cache::{Note, recall};
 use crate::diagnose::{Diagnosis, Profile};
 use crate::evidence::Evidence;
 use crate::git::Repo;
-use crate::history::{Configs, History};
+use crate::history::{Configs, History, code_commit, iteration, require_history};
 use crate::session::{Iteration, short};
 use crate::stats::change_pct;
 use crate::ui;

@@ -139,7 +139,7 @@ impl<'a> Demo<'a> {
     /// The fixture committed in a new repository at `root`, and the Python to run its tests with.
     fn set_up(root: &'a Path) -> Result<Demo<'a>> {
         write_fixture(root)?;
-        let python_bin = demo_python::for_demo(&super::start::default_python())?;
+        let python_bin = demo_python::for_demo(&crate::pytest::default_python())?;
         let demo = Demo {
             root,
             exe: std::env::current_exe().context("cannot find this program's path")?,
@@ -210,7 +210,7 @@ impl<'a> Demo<'a> {
         }
         let ending = process::run(&tool, Instant::now() + STEP_BUDGET)?;
         if ending == Ending::Interrupted {
-            return Err(super::Interrupted("the demo stopped").into());
+            return Err(crate::process::Interrupted("the demo stopped").into());
         }
         if ending != Ending::Exited(0) {
             bail!("the demo's `git cutile-perf {}` failed", args.join(" "));

@@ -6,7 +6,7 @@ use anyhow::Result;
 
 use crate::cli::{HookAction, HookArgs, JsonArg};
 use crate::git::Repo;
-use crate::hook::{self, Change, SAVED, State};
+use crate::hook::{self, State, report};
 use crate::ui;
 
 pub fn run(repo: &Repo, args: &HookArgs, out: &mut impl Write) -> Result<()> {
@@ -64,26 +64,4 @@ pub fn run(repo: &Repo, args: &HookArgs, out: &mut impl Write) -> Result<()> {
             Ok(())
         }
     }
-}
-
-/// One line on stderr, so that `start --json` keeps a clean stdout.
-pub fn report(change: Change) {
-    let text = match change {
-        Change::Installed { chained: false } => "pre-commit hook installed".to_string(),
-        Change::Installed { chained: true } => {
-            format!(
-                "pre-commit hook installed; the existing hook is kept as {SAVED} and runs first"
-            )
-        }
-        Change::Updated => "pre-commit hook updated to this version".to_string(),
-        Change::AlreadyInstalled => "pre-commit hook already installed".to_string(),
-        Change::Removed => "pre-commit hook removed".to_string(),
-        Change::Restored(path) => format!("pre-commit hook removed; {} restored", path.display()),
-        Change::DroppedStale(path) => format!(
-            "pre-commit hook not installed; removed {}, a stale copy of the hook in place",
-            path.display()
-        ),
-        Change::NotInstalled => "pre-commit hook not installed; nothing to do".to_string(),
-    };
-    ui::progress_line(&text);
 }

@@ -21,44 +21,10 @@ pub mod verify;
 
 use std::path::PathBuf;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 
 use crate::git::Repo;
-use crate::guard::SANDBOX;
-use crate::history::{Configs, History};
-use crate::session::BRANCH_PREFIX;
-
-/// Ctrl-C (or SIGTERM) arrived mid-step; the repository was left as it was.
-#[derive(Debug, thiserror::Error)]
-#[error("interrupted: {0}")]
-pub struct Interrupted(pub &'static str);
-
-/// The session on the checked-out branch, or an error saying how to get one.
-pub fn require_history(repo: &Repo, configs: Configs) -> Result<History> {
-    if let Some(history) = repo.history(configs)? {
-        return Ok(history);
-    }
-    match repo.branch()? {
-        Some(branch) if branch.starts_with(BRANCH_PREFIX) => bail!(
-            "branch {branch} has no cutile-perf baseline commit\nhint: start a session with `git cutile-perf start <kernel>`"
-        ),
-        branch => bail!(
-            "not on a cutile-perf session branch (HEAD is {})\nhint: start one with `git cutile-perf start <kernel>`, \
-             or check out an existing {BRANCH_PREFIX}* branch",
-            branch.as_deref().unwrap_or("detached")
-        ),
-    }
-}
-
-pub fn sandbox(repo: &Repo) -> PathBuf {
-    repo.root.join(SANDBOX)
-}
-
-/// Writes sandbox/perf_results.md from the history and returns its path.
-pub fn write_table(repo: &Repo, history: &History) -> Result<PathBuf> {
-    let path = in_sandbox(repo, "perf_results.md")?;
-    write_file(path, &crate::table::markdown(history.iterations()))
-}
+use crate::history::{History, sandbox};
 
 /// Writes `contents` to `path`, saying which file could not be written.
 fn write_file(path: PathBuf, contents: &str) -> Result<PathBuf> {

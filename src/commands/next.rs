@@ -5,10 +5,9 @@ use std::io::Write;
 use anyhow::{Result, bail};
 use serde::Serialize;
 
-use super::require_history;
 use crate::cli::NextArgs;
 use crate::git::Repo;
-use crate::history::Configs;
+use crate::history::{Configs, require_history};
 use crate::kernel_class::KernelClass;
 use crate::references::{self, Suggestion};
 use crate::ui;

@@ -5,10 +5,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
-use super::{in_sandbox, require_history, write_plot};
+use super::{in_sandbox, write_plot};
 use crate::cli::PlotArgs;
 use crate::git::Repo;
-use crate::history::Configs;
+use crate::history::{Configs, require_history};
 use crate::plot::DEFAULT_FILE;
 use crate::ui;
 

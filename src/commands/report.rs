@@ -6,10 +6,10 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
-use super::{in_sandbox, require_history, write_report};
+use super::{in_sandbox, write_report};
 use crate::cli::ReportArgs;
 use crate::git::Repo;
-use crate::history::Configs;
+use crate::history::{Configs, require_history};
 use crate::report::DEFAULT_FILE;
 use crate::ui;
 

@@ -5,10 +5,10 @@ use std::io::Write;
 use anyhow::Result;
 use serde::Serialize;
 
-use super::require_history;
 use crate::cli::JsonArg;
+use crate::decision::LoopState;
 use crate::git::Repo;
-use crate::history::{Configs, History, LoopState};
+use crate::history::{Configs, History, require_history};
 use crate::recovery;
 use crate::runner::Placement;
 use crate::session::{Iteration, Session, fmt_ms};

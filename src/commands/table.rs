@@ -6,10 +6,10 @@ use std::path::PathBuf;
 use anyhow::Result;
 use serde::Serialize;
 
-use super::{in_sandbox, require_history, write_plot, write_report, write_table};
+use super::{in_sandbox, write_plot, write_report};
 use crate::cli::TableArgs;
 use crate::git::Repo;
-use crate::history::Configs;
+use crate::history::{Configs, require_history, write_table};
 use crate::table::{self, Row};
 use crate::ui;
 

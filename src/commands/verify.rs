@@ -6,13 +6,12 @@ use std::io::Write;
 use anyhow::Result;
 use serde::Serialize;
 
-use super::require_history;
 use crate::audit::{self, Finding, Kind};
 use crate::cli::JsonArg;
 use crate::evidence::Evidence;
 use crate::git::Repo;
 use crate::guard;
-use crate::history::{Configs, History};
+use crate::history::{Configs, History, require_history};
 use crate::session::Iteration;
 use crate::ui;
 
@@ -78,7 +77,7 @@ pub fn run(repo: &Repo, args: &JsonArg, out: &mut impl Write) -> Result<()> {
 
 /// Every finding on the session's record.
 pub fn audit_history(repo: &Repo, history: &History) -> Result<VerifyReport> {
-    let mut findings = foreign_findings(repo, history)?;
+    let mut findings = audit::foreign_findings(repo, history)?;
     findings.extend(outside_allowed(repo, history)?);
     findings.extend(undone_attempts(repo, history)?);
     let (with_evidence, evidence_findings) = evidence_findings(repo, history)?;
@@ -89,39 +88,6 @@ pub fn audit_history(repo: &Repo, history: &History) -> Result<VerifyReport> {
         with_evidence,
         findings,
     })
-}
-
-/// Commits the tool did not make: a second session block, and runs of plain commits that change the
-/// tree (a plain commit reverted right after it changes nothing and passes). What `step` refuses on.
-pub fn foreign_findings(repo: &Repo, history: &History) -> Result<Vec<Finding>> {
-    let mut findings: Vec<Finding> = history
-        .foreign
-        .sessions
-        .iter()
-        .map(|commit| Finding {
-            kind: Kind::ExtraSession,
-            commit: commit.clone(),
-            detail: format!(
-                "declares a session again after the baseline {}; only the baseline's counts",
-                crate::session::short(&history.baseline_commit)
-            ),
-        })
-        .collect();
-    for run in &history.foreign.unrecorded {
-        let changed = repo.changed_between(&format!("{}^", run.oldest), &run.newest)?;
-        if !changed.is_empty() {
-            findings.push(Finding {
-                kind: Kind::UnrecordedChange,
-                commit: run.newest.clone(),
-                detail: format!(
-                    "a commit without trailers (from {}) changes {} outside any iteration",
-                    crate::session::short(&run.oldest),
-                    changed.join(", ")
-                ),
-            });
-        }
-    }
-    Ok(findings)
 }
 
 /// Commit by commit since the baseline, the paths outside the allowed set.

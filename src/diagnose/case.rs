@@ -90,7 +90,7 @@ impl Case {
         command
             .extend(["-m", "pytest", &node_id, "-q", "-p", "no:cacheprovider"].map(str::to_string));
         repo.exclude(&format!("/{}/", crate::guard::SANDBOX))?;
-        let dir = crate::commands::sandbox(repo).join(scratch);
+        let dir = crate::history::sandbox(repo).join(scratch);
         let _ = std::fs::remove_dir_all(&dir);
         let dumps = dir.join("tileir");
         std::fs::create_dir_all(&dumps)

@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 
 use super::case::{Case, Source};
-use super::compile::CompileFacts;
+use super::profile::{Profiled, heaviest};
 use super::toolchain::{self, Assembler};
-use crate::commands::diagnose::{Profiled, heaviest};
+use crate::compile::CompileFacts;
 use crate::git::Repo;
 use crate::gpu::GpuState;
 use crate::process::{self, Ending};

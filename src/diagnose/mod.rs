@@ -1,8 +1,9 @@
 //! Why a kernel is slow: a small fixed set of Nsight Compute metrics, read from `ncu --csv`, and the
 //! bottleneck they point at, named by explicit rules with the numbers that decided it. Pure: the verb
 //! is `commands::diagnose`, the CSV reader `ncu::parse_csv`; the submodules `case` (the one pytest case
-//! of a config), `toolchain` (the compiler's tools), `compile` (what their texts say) and `facts` (an
-//! iteration's compile facts for `step`'s evidence) hold the rest.
+//! of a config), `profile` (that case under ncu), `cache` (the diagnoses kept as git notes),
+//! `toolchain` (the compiler's tools, whose texts `crate::compile` reads) and `facts` (an iteration's
+//! compile facts for `step`'s evidence) hold the rest.
 //!
 //! # The rules, in order (the first that applies names the cause)
 //!
@@ -34,10 +35,10 @@
 //! - Registers per thread and local-memory traffic (register spills go to local memory, which lives
 //!   in device memory) and tensor-pipe utilisation are reported as evidence too.
 
+pub mod cache;
 pub mod case;
-pub mod compile;
 pub mod facts;
-pub mod note;
+pub mod profile;
 pub mod toolchain;
 
 use std::collections::BTreeMap;

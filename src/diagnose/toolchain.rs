@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::compile::{self, CompileFacts};
+use crate::compile::{self, CompileFacts};
 use crate::process::{self, Ending};
 
 /// One run of the assembler or disassembler on one kernel.
@@ -61,8 +61,7 @@ impl Assembler {
 
 /// `sm_90` from a `name, 9.0, driver` GPU line.
 pub fn gpu_arch(gpu: Option<&str>) -> Option<String> {
-    let (major, minor) =
-        crate::commands::inspect::parse_capability(gpu?.split(',').nth(1)?).ok()?;
+    let (major, minor) = crate::gpu::parse_capability(gpu?.split(',').nth(1)?).ok()?;
     Some(format!("sm_{major}{minor}"))
 }
 

@@ -3,16 +3,16 @@
 use anyhow::{Context, Result, bail};
 
 use crate::git::Repo;
-use crate::guard;
+use crate::{guard, history};
 
 /// The check itself: off a session branch nothing; on one, every staged path must be allowed.
 pub fn pre_commit(repo: &Repo) -> Result<()> {
-    let Some(branch) = repo.session_branch()? else {
+    let Some(branch) = history::session_branch(repo)? else {
         return Ok(());
     };
     // A session branch without a baseline (the moment between `start`'s checkout and its baseline
     // commit, or a hand-made branch) allows no path at all.
-    let session_allowed = repo.session()?.map(|s| s.allowed);
+    let session_allowed = history::session(repo)?.map(|s| s.allowed);
     let allowed = session_allowed.as_deref().unwrap_or_default();
     let staged = staged(repo)?;
     let outside: Vec<&Staged> = staged

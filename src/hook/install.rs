@@ -11,6 +11,7 @@ use serde::Serialize;
 use super::managers::{self, MANAGERS};
 use super::{HOOK, MARKER, SAVED, SCRIPT};
 use crate::git::Repo;
+use crate::ui;
 
 /// What `hook status` reports.
 #[derive(Debug, Serialize)]
@@ -71,6 +72,28 @@ pub enum Change {
     /// A stale saved original was removed: the hook in place does the same job.
     DroppedStale(PathBuf),
     NotInstalled,
+}
+
+/// One line on stderr, so that `start --json` keeps a clean stdout.
+pub fn report(change: Change) {
+    let text = match change {
+        Change::Installed { chained: false } => "pre-commit hook installed".to_string(),
+        Change::Installed { chained: true } => {
+            format!(
+                "pre-commit hook installed; the existing hook is kept as {SAVED} and runs first"
+            )
+        }
+        Change::Updated => "pre-commit hook updated to this version".to_string(),
+        Change::AlreadyInstalled => "pre-commit hook already installed".to_string(),
+        Change::Removed => "pre-commit hook removed".to_string(),
+        Change::Restored(path) => format!("pre-commit hook removed; {} restored", path.display()),
+        Change::DroppedStale(path) => format!(
+            "pre-commit hook not installed; removed {}, a stale copy of the hook in place",
+            path.display()
+        ),
+        Change::NotInstalled => "pre-commit hook not installed; nothing to do".to_string(),
+    };
+    ui::progress_line(&text);
 }
 
 /// Installs our hook; idempotent. An existing foreign hook is kept as [`SAVED`] and runs first.

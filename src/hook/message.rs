@@ -71,7 +71,7 @@ pub fn uninstall(repo: &Repo) -> Result<()> {
 
 /// The check: on a session branch, a message with `Cutile-Perf-*` trailers needs the tool's nonce.
 pub fn check(repo: &Repo, message: &Path) -> Result<()> {
-    if repo.session_branch()?.is_none() {
+    if crate::history::session_branch(repo)?.is_none() {
         return Ok(());
     }
     let text = fs::read_to_string(message)
@@ -90,9 +90,18 @@ pub fn check(repo: &Repo, message: &Path) -> Result<()> {
     Ok(())
 }
 
+/// [`Repo::commit`] with this commit's nonce, which the commit-msg hook needs to accept our trailers:
+/// the way the tool commits.
+pub fn commit(repo: &Repo, message: &str, allow_empty: bool) -> Result<String> {
+    with_nonce(repo, |nonce| {
+        let env = [(NONCE_ENV, std::ffi::OsStr::new(nonce))];
+        repo.commit(message, allow_empty, &env)
+    })
+}
+
 /// Runs `commit` (a git commit by the tool) with a fresh nonce in place, and removes it afterwards,
 /// whether the commit succeeded or not.
-pub fn with_nonce<T>(repo: &Repo, commit: impl FnOnce(&str) -> Result<T>) -> Result<T> {
+fn with_nonce<T>(repo: &Repo, commit: impl FnOnce(&str) -> Result<T>) -> Result<T> {
     let mut bytes = [0u8; 16];
     fs::File::open("/dev/urandom")
         .and_then(|mut f| f.read_exact(&mut bytes))

@@ -7,6 +7,7 @@ pub mod arch;
 mod class;
 mod files;
 pub mod module;
+pub mod report;
 pub mod syntax;
 
 use std::collections::BTreeSet;

@@ -7,9 +7,9 @@ use anyhow::Result;
 
 use super::{Entry, Material, Noted};
 use crate::changes::{self, Changes};
+use crate::compile::CompileFacts;
 use crate::decision::Status;
-use crate::diagnose::compile::CompileFacts;
-use crate::diagnose::note::Note;
+use crate::diagnose::cache::Note;
 use crate::plot;
 use crate::session::{Session, fmt_change, fmt_ms, short};
 

@@ -15,14 +15,14 @@ use std::collections::BTreeMap;
 use anyhow::Result;
 
 use crate::audit;
+use crate::compile::CompileFacts;
 use crate::decision::Attempt;
-use crate::diagnose::compile::CompileFacts;
-use crate::diagnose::note::{self, Note};
+use crate::decision::Estimate;
+use crate::diagnose::cache::{self, Note};
 use crate::evidence::{self, Evidence, NOTES_REF};
 use crate::git::Repo;
 use crate::history::History;
 use crate::session::{Iteration, Session};
-use crate::verdict::Estimate;
 
 pub use html::html;
 
@@ -155,7 +155,7 @@ pub fn gather(repo: &Repo, history: &History) -> Result<Material> {
             diff: (it.number > 0)
                 .then(|| diff_of(repo, code_commit(commit, it)))
                 .flatten(),
-            diagnosis: note::recall(repo, code_commit(commit, it)),
+            diagnosis: cache::recall(repo, code_commit(commit, it)),
         })
         .collect::<Vec<_>>();
     if notes.is_empty() {

@@ -11,7 +11,7 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 
 use crate::trailers::Block;
-use crate::{cli, gpu, process};
+use crate::{gpu, process, units};
 
 /// Which runner a session uses; recorded in its baseline commit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, Serialize)]
@@ -98,7 +98,7 @@ impl RunnerSettings {
             slurm_args: block.get("Slurm-Args")?.unwrap_or("").to_string(),
             queue_timeout: block
                 .get("Queue-Timeout")?
-                .map(|text| cli::parse_duration(text).map_err(anyhow::Error::msg))
+                .map(|text| units::parse_duration(text).map_err(anyhow::Error::msg))
                 .transpose()?,
         })
     }
@@ -114,7 +114,7 @@ pub struct RunnerArgs {
     #[arg(long, value_name = "ARGS", allow_hyphen_values = true)]
     pub slurm_args: Option<String>,
     /// How long an iteration may wait in the Slurm queue (not counted in --budget; default 30m)
-    #[arg(long, value_name = "DUR", value_parser = cli::parse_duration)]
+    #[arg(long, value_name = "DUR", value_parser = units::parse_duration)]
     pub queue_timeout: Option<Duration>,
 }
 

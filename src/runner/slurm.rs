@@ -11,8 +11,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 
 use super::Placement;
-use crate::commands::Interrupted;
-use crate::process::Ending;
+use crate::process::{Ending, Interrupted};
 use crate::{gpu, process, ui};
 
 /// How long an iteration waits for its node unless `--queue-timeout` says otherwise.
@@ -515,7 +514,7 @@ mod tests {
         assert_eq!(fmt_wait(Duration::from_secs(45)), "45s");
         assert_eq!(fmt_wait(Duration::from_secs(3605)), "1h0m5s");
         assert_eq!(
-            crate::cli::parse_duration(&fmt_wait(Duration::from_secs(3605))),
+            crate::units::parse_duration(&fmt_wait(Duration::from_secs(3605))),
             Ok(Duration::from_secs(3605))
         );
     }

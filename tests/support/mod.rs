@@ -1,3 +1,429 @@
-//! The harness lives in the library (`git_cutile_perf::testkit`), so that benchmarks share it too.
+//! The integration-test harness, shared by the tests (`mod support;`) and the benchmarks (which include
+//! it by path), and no part of the tool's library: a fresh TileGym-shaped repository per test (a copy of
+//! `fixtures/tilegym/` committed with real git, in a directory whose name has a space), the real binary,
+//! and a sealed environment (no inherited variables, no system or user git config, a fixed identity
+//! and date) so the developer's own setup cannot change the results.
 
-pub use git_cutile_perf::testkit::*;
+// each test binary and benchmark uses a part of the harness
+#![allow(dead_code)]
+
+pub mod hang;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::LazyLock;
+
+use git_cutile_perf::decision::{Correctness, Decision, Status, Thresholds};
+use git_cutile_perf::records::{Measurement, Statistic};
+use git_cutile_perf::session::{Iteration, Session};
+use git_cutile_perf::trailers::{Block, render_message};
+
+pub const KERNEL: &str = "src/tilegym/ops/cutile/vector_add.py";
+pub const TEST: &str = "tests/ops/test_vector_add.py";
+/// The tool's binary that cargo built beside the running test or benchmark (`target/<profile>/deps/x`
+/// runs, `target/<profile>/git-cutile-perf` is the tool).
+pub static BIN: LazyLock<PathBuf> = LazyLock::new(|| {
+    let exe = std::env::current_exe().expect("the running test's path");
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("tests run from target/<profile>/deps");
+    profile_dir.join("git-cutile-perf")
+});
+
+/// PATH for every command the harness runs: this test's binary first, so hooks find `git-cutile-perf`;
+/// then, when `python3` lacks pytest, the private environment the demo makes (made once per test binary,
+/// as the demo makes it), so that the README's `cargo test` passes on a machine with a bare Python; then the
+/// inherited PATH. Tests that run the library in-process put it on their own PATH.
+pub static SEARCH_PATH: LazyLock<String> = LazyLock::new(|| {
+    let mut dirs = vec![BIN.parent().unwrap().to_path_buf()];
+    dirs.extend(python_with_pytest());
+    let inherited = std::env::var_os("PATH").unwrap_or_default();
+    dirs.extend(std::env::split_paths(&inherited));
+    std::env::join_paths(dirs).unwrap().into_string().unwrap()
+});
+
+/// The demo's environment's `bin`, when `python3` has no pytest. Test binaries may run at once (nextest),
+/// so the making is done under a lock beside the environment.
+fn python_with_pytest() -> Option<PathBuf> {
+    if git_cutile_perf::demo_python::has_pytest(&["python3"]) {
+        return None;
+    }
+    let cache = git_cutile_perf::demo_python::cache_dir().expect("HOME or XDG_CACHE_HOME is set");
+    fs::create_dir_all(cache.join("git-cutile-perf")).unwrap();
+    let lock = fs::File::create(cache.join("git-cutile-perf/venv.lock")).unwrap();
+    lock.lock().unwrap();
+    git_cutile_perf::demo_python::for_demo("python3")
+        .unwrap_or_else(|err| panic!("the tests need pytest: {err:#}"))
+}
+
+pub struct Fixture {
+    _temp: tempfile::TempDir,
+    /// The work-tree root.
+    pub root: PathBuf,
+    home: PathBuf,
+    /// PATH for every command: this test's binary first, so hooks find `git-cutile-perf`.
+    search_path: String,
+    /// Whether `start` runs as on a GPU machine: off, it gets `--no-gpu` (the fixture runs on the CPU).
+    gpu: bool,
+}
+
+impl Fixture {
+    /// The fixture repository committed on `main`.
+    pub fn new() -> Fixture {
+        let fixture = Fixture::empty();
+        fixture.commit_fixture();
+        fixture
+    }
+
+    fn commit_fixture(&self) {
+        copy_dir(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/tilegym"),
+            &self.root,
+        );
+        self.git(&["init", "-q", "-b", "main"]);
+        // an identity in the repository itself, for the tests that run the library in-process
+        self.git(&["config", "user.name", "Test Author"]);
+        self.git(&["config", "user.email", "author@example.com"]);
+        self.git(&["add", "-A"]);
+        self.git(&["commit", "-q", "-m", "fixture"]);
+    }
+
+    /// An empty directory (no repository) with a sealed home.
+    pub fn empty() -> Fixture {
+        Fixture::empty_in(&std::env::temp_dir())
+    }
+
+    /// The fixture repository committed on `main`, in a new directory under `parent`.
+    pub fn new_in(parent: &Path) -> Fixture {
+        let fixture = Fixture::empty_in(parent);
+        fixture.commit_fixture();
+        fixture
+    }
+
+    fn empty_in(parent: &Path) -> Fixture {
+        let temp = tempfile::tempdir_in(parent).unwrap();
+        let root = temp.path().join("tile gym");
+        let home = temp.path().join("home");
+        fs::create_dir_all(&root).unwrap();
+        fs::create_dir_all(&home).unwrap();
+        fs::write(home.join(".gitconfig"), "").unwrap();
+        Fixture {
+            _temp: temp,
+            root,
+            home,
+            search_path: SEARCH_PATH.clone(),
+            gpu: false,
+        }
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.root.join(rel)
+    }
+
+    /// `program` in `dir`, in the sealed environment.
+    pub fn program(&self, program: impl AsRef<std::ffi::OsStr>, dir: &Path) -> Command {
+        let mut cmd = Command::new(program);
+        cmd.current_dir(dir)
+            .env_clear()
+            .env("PATH", &self.search_path)
+            .env("HOME", &self.home)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", self.home.join(".gitconfig"))
+            .env("GIT_AUTHOR_NAME", "Test Author")
+            .env("GIT_AUTHOR_EMAIL", "author@example.com")
+            .env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
+            .env("GIT_COMMITTER_NAME", "Test Committer")
+            .env("GIT_COMMITTER_EMAIL", "committer@example.com")
+            .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
+            .env("NO_COLOR", "1");
+        cmd
+    }
+
+    pub fn run_in(&self, dir: &Path, program: &str, args: &[&str]) -> Output {
+        self.program(program, dir).args(args).output().unwrap()
+    }
+
+    /// git at the root; panics with its output if it fails; returns stdout.
+    pub fn git(&self, args: &[&str]) -> String {
+        let out = self.run_in(&self.root, "git", args);
+        assert!(out.status.success(), "git {args:?} failed:\n{}", both(&out));
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    /// The tool as a command at the root, to add env or change directory before running. `start`
+    /// gets `--no-gpu` unless the test gave this fixture a GPU ([`Fixture::fake_gpu`]).
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = self.program(&*BIN, &self.root);
+        cmd.args(args);
+        if args.first() == Some(&"start") && !self.gpu && !args.contains(&"--no-gpu") {
+            cmd.arg("--no-gpu");
+        }
+        cmd
+    }
+
+    /// An `nvidia-smi` first on PATH that reports `gpu` (its `gpu::QUERY` line, e.g. `NVIDIA H200, 9.0,
+    /// 580.1, 1980, 1980, 612, 143771, 41`) or fails like a machine without a driver (`None`); `start`
+    /// then runs as on a GPU machine. [`Fixture::gpu_processes`] sets who else uses it.
+    pub fn fake_gpu(&mut self, gpu: Option<&str>) {
+        let dir = self.home.join("gpu-bin");
+        fs::create_dir_all(&dir).unwrap();
+        let script = match gpu {
+            Some(_) => {
+                "#!/bin/sh\ndir=$(dirname \"$0\")\ncase \"$1\" in\n  --query-gpu=*) cat \"$dir/gpu.csv\" ;;\n  --query-compute-apps=*) cat \"$dir/apps.csv\" ;;\n  *) exit 2 ;;\nesac\n"
+            }
+            None => {
+                "#!/bin/sh\necho 'NVIDIA-SMI has failed because it could not communicate with the NVIDIA driver.'\nexit 9\n"
+            }
+        };
+        fs::write(dir.join("gpu.csv"), format!("{}\n", gpu.unwrap_or(""))).unwrap();
+        fs::write(dir.join("apps.csv"), "").unwrap();
+        let smi = dir.join("nvidia-smi");
+        fs::write(&smi, script).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(&smi, fs::Permissions::from_mode(0o755)).unwrap();
+        if !self.gpu {
+            self.search_path = format!("{}:{}", dir.display(), self.search_path);
+        }
+        self.gpu = true;
+    }
+
+    /// The processes the fake `nvidia-smi` lists as using the GPU (`pid, name, MiB` lines).
+    pub fn gpu_processes(&self, lines: &str) {
+        fs::write(self.home.join("gpu-bin/apps.csv"), lines).unwrap();
+    }
+
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.command(args).output().unwrap()
+    }
+
+    /// Runs the tool and asserts success; returns stdout.
+    pub fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(out.status.success(), "{args:?} failed:\n{}", both(&out));
+        text(&out.stdout)
+    }
+
+    /// Runs the tool and asserts success; returns stdout and stderr (where progress and reports go).
+    pub fn ok_all(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(out.status.success(), "{args:?} failed:\n{}", both(&out));
+        both(&out)
+    }
+
+    /// Runs the tool and asserts failure; returns stderr.
+    pub fn fails(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(
+            !out.status.success(),
+            "{args:?} should fail:\nstdout: {}",
+            text(&out.stdout)
+        );
+        text(&out.stderr)
+    }
+
+    /// Runs `step ... --json` and parses its object.
+    pub fn step_json(&self, args: &[&str]) -> serde_json::Value {
+        let mut full = vec!["step", "--json"];
+        full.extend_from_slice(args);
+        serde_json::from_str(&self.ok(&full)).unwrap()
+    }
+
+    /// A session started by the real `start` (which installs the hook), allowing only the kernel.
+    pub fn start(&self) -> String {
+        self.ok(&["start", "vector_add"])
+    }
+
+    /// A session allowing `allowed`, written as `start` writes it but without running the tests; then
+    /// the hook is installed.
+    pub fn session(&self, branch: &str, allowed: &[&str]) {
+        self.git(&["checkout", "-q", "-b", branch]);
+        let message = baseline_message(KERNEL, TEST, allowed);
+        self.git(&[
+            "commit",
+            "-q",
+            "--allow-empty",
+            "--cleanup=verbatim",
+            "-m",
+            &message,
+        ]);
+        self.ok(&["hook", "install"]);
+    }
+
+    /// Replaces text in the kernel file: a simulated optimization.
+    pub fn edit_kernel(&self, from: &str, to: &str) {
+        self.edit(KERNEL, from, to);
+    }
+
+    pub fn edit(&self, rel: &str, from: &str, to: &str) {
+        let path = self.path(rel);
+        let text = fs::read_to_string(&path).unwrap();
+        assert!(text.contains(from), "{rel} lacks {from:?}");
+        fs::write(&path, text.replacen(from, to, 1)).unwrap();
+    }
+
+    pub fn write(&self, rel: &str, contents: &str) {
+        let path = self.path(rel);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, contents).unwrap();
+    }
+
+    pub fn append(&self, rel: &str, line: &str) {
+        let mut contents = fs::read_to_string(self.path(rel)).unwrap();
+        contents.push_str(line);
+        self.write(rel, &contents);
+    }
+
+    /// Sets both simulated latencies (ms).
+    pub fn set_latency(&self, small: f64, large: f64) {
+        let path = self.path(KERNEL);
+        let text = fs::read_to_string(&path).unwrap();
+        let start = text.find("LATENCY_MS = {").unwrap();
+        let end = start + text[start..].find('}').unwrap() + 1;
+        let line = format!("LATENCY_MS = {{\"small\": {small:.6}, \"large\": {large:.6}}}");
+        fs::write(&path, format!("{}{line}{}", &text[..start], &text[end..])).unwrap();
+    }
+
+    /// `git commit` of what is staged, from `dir`.
+    pub fn commit_in(&self, dir: &Path, extra: &[&str]) -> Output {
+        let mut args = vec!["commit", "-q", "-m", "change"];
+        args.extend_from_slice(extra);
+        self.run_in(dir, "git", &args)
+    }
+
+    pub fn commit(&self) -> Output {
+        self.commit_in(&self.root, &[])
+    }
+
+    pub fn hooks(&self) -> PathBuf {
+        self.root.join(".git/hooks")
+    }
+
+    /// The branch `start` created (its name carries today's date).
+    pub fn session_branch(&self) -> String {
+        self.git(&[
+            "branch",
+            "--list",
+            "cutile-perf-*",
+            "--format=%(refname:short)",
+        ])
+        .trim()
+        .to_string()
+    }
+
+    /// Takes this test's binary off PATH, leaving python, pytest and git.
+    pub fn hide_tool(&mut self) {
+        let bin_dir = BIN.parent().unwrap();
+        let kept: Vec<PathBuf> = std::env::split_paths(&*SEARCH_PATH)
+            .filter(|dir| !dir.join("git-cutile-perf").exists() && dir != bin_dir)
+            .collect();
+        self.search_path = std::env::join_paths(kept).unwrap().into_string().unwrap();
+    }
+
+    pub fn head(&self) -> String {
+        self.git(&["rev-parse", "HEAD"]).trim().to_string()
+    }
+
+    pub fn branch(&self) -> String {
+        self.git(&["branch", "--show-current"]).trim().to_string()
+    }
+
+    /// `git status --porcelain` of the work tree.
+    pub fn status(&self) -> String {
+        self.git(&["status", "--porcelain"])
+    }
+
+    /// One trailer of a commit as git reads it (several values joined by U+001F).
+    pub fn trailer(&self, rev: &str, key: &str) -> String {
+        self.git(&[
+            "log",
+            "-1",
+            &format!("--format=%(trailers:key={key},valueonly,separator=%x1f)"),
+            rev,
+        ])
+        .trim_end()
+        .to_string()
+    }
+}
+
+/// Whether process `pid` runs; a zombie is dead for our purposes (/proc/<pid>/stat's state field is Z).
+pub fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit(')')
+            .next()
+            .and_then(|rest| rest.split_whitespace().next())
+            != Some("Z")
+    })
+}
+
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// stdout then stderr.
+pub fn both(out: &Output) -> String {
+    format!("{}{}", text(&out.stdout), text(&out.stderr))
+}
+
+pub fn copy_dir(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for entry in fs::read_dir(from).unwrap().flatten() {
+        let name = entry.file_name();
+        if name == "__pycache__" || name == ".pytest_cache" {
+            continue;
+        }
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &to.join(&name));
+        } else {
+            fs::copy(entry.path(), to.join(&name)).unwrap();
+        }
+    }
+}
+
+/// The message of a baseline commit as `start` writes it (through the same writers), for tests and
+/// benchmarks that need a session without running pytest: `kernel` and `test` are the session's,
+/// `allowed` its allowed paths, and the baseline has one config of 1 ms.
+pub fn baseline_message(kernel: &str, test: &str, allowed: &[&str]) -> String {
+    let session = Session {
+        kernel: kernel.to_string(),
+        test: test.to_string(),
+        allowed: allowed.iter().map(|p| p.to_string()).collect(),
+        statistic: Statistic::Median,
+        thresholds: Thresholds::DEFAULT,
+        python: "python3".to_string(),
+        filter: None,
+        class: None,
+        class_source: None,
+        gpu: None,
+        gpu_state: None,
+        no_gpu: true,
+        runner: git_cutile_perf::runner::RunnerSettings::default(),
+        spread: Vec::new(),
+    };
+    let baseline = Iteration {
+        number: 0,
+        optimization: "baseline".to_string(),
+        letter: None,
+        cause: None,
+        latency_ms: Some(1.0),
+        correctness: Correctness::Pass,
+        status: Status::Keep,
+        baseline_ms: 1.0,
+        change_pct: Some(0.0),
+        decision: Decision::Continue,
+        reason: "baseline".to_string(),
+        configs: vec![Measurement {
+            pass: "forward".to_string(),
+            test: format!("{test}::test_perf"),
+            value: 1.0,
+        }],
+        attempt: None,
+        placement: None,
+        rounds: None,
+    };
+    let mut block = Block::default();
+    baseline.write(&mut block);
+    session.write(&mut block);
+    render_message("cutile-perf: baseline 1.000000 ms", None, &block)
+}

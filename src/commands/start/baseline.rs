@@ -3,11 +3,11 @@
 
 use anyhow::{Context, Result, anyhow, bail};
 
-use super::super::Interrupted;
 use super::plan::Plan;
 use crate::decision::{Correctness, Decision, Status};
 use crate::evidence::RunFile;
 use crate::git::Repo;
+use crate::process::Interrupted;
 use crate::pytest::{BenchmarkRun, CorrectnessRun};
 use crate::session::Iteration;
 use crate::stats::{self, Spread, geometric_mean};

@@ -8,8 +8,8 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 
-use super::super::diagnose::{WARM_UP_LAUNCHES, heaviest};
 use crate::diagnose::case::{self, Case};
+use crate::diagnose::profile::{WARM_UP_LAUNCHES, heaviest};
 use crate::git::Repo;
 use crate::kernel_class::{self, KernelClass};
 use crate::ncu::{self, Measured};

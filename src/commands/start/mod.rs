@@ -10,13 +10,12 @@ use std::path::PathBuf;
 use anyhow::Result;
 use serde::Serialize;
 
-use super::write_table;
 use crate::cli::StartArgs;
 use crate::decision::{self, Thresholds};
 use crate::evidence::Evidence;
 use crate::git::Repo;
 use crate::gpu::GpuState;
-use crate::history::History;
+use crate::history::{History, write_table};
 use crate::inspect::Report;
 use crate::journal::{self, Journal, Lock, Phase, Verb};
 use crate::records::Measurement;
@@ -24,9 +23,8 @@ use crate::session::{Session, fmt_ms};
 use crate::stats::Spread;
 use crate::trailers::{Block, render_message};
 use crate::ui;
-use crate::{process, recovery};
+use crate::{hook, process, recovery};
 use baseline::{Baseline, baseline};
-pub use plan::default_python;
 use plan::{Plan, plan};
 
 /// What `start` did, as `--json` prints it.
@@ -74,7 +72,7 @@ pub fn run(repo: &Repo, args: &StartArgs, out: &mut impl Write) -> Result<StartR
         repo.git(&["checkout", "-q", "-b", &plan.branch])?;
         repo.exclude(&format!("/{}/", crate::guard::SANDBOX))?;
         crate::ignored::record(repo, &plan.branch)?;
-        super::hook::report(crate::hook::install(repo)?);
+        hook::report(hook::install(repo)?);
         journal.enter(repo, Phase::RunningTests)?;
         let baseline = baseline(repo, &plan, &original)?;
         let mut plan = plan;
@@ -123,7 +121,7 @@ fn commit(
         fmt_ms(Some(latency))
     );
     journal.enter(repo, Phase::CommittingBaseline)?;
-    let commit = repo.commit(&render_message(&subject, None, &block), true)?;
+    let commit = hook::message::commit(repo, &render_message(&subject, None, &block), true)?;
     let evidence = Evidence::new(&plan.session, 0, plan.gpu_state.clone(), junit);
     evidence.attach(repo, &commit)?;
     journal.enter(repo, Phase::WritingTable)?;

@@ -5,15 +5,15 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 
-use super::super::inspect::Plan as InspectPlan;
-use super::super::sandbox;
 use crate::cli::StartArgs;
 use crate::git::Repo;
 use crate::gpu::{self, GpuState};
+use crate::history::sandbox;
+use crate::inspect::report::Plan as InspectPlan;
 use crate::inspect::{ClassEstimate, Report};
 use crate::kernel_class::{self, KernelClass};
 use crate::locate::{self, Kernel};
-use crate::pytest::Pytest;
+use crate::pytest::{Pytest, default_python};
 use crate::runner::Runner;
 use crate::session::{BRANCH_PREFIX, Session};
 use crate::{refusals, ui};
@@ -155,7 +155,7 @@ fn scope(repo: &Repo, args: &StartArgs) -> Result<Scope> {
     let found = locate::kernel(&repo.root, &args.kernel, args.suite.as_deref())?;
     // this machine's GPU picks the autotune branches the plan shows (on Slurm, the node's is checked later)
     let local_gpu = (!args.no_gpu).then(gpu::detect).flatten();
-    let inspection = super::super::inspect::plan(&repo.root, &found, local_gpu.as_ref());
+    let inspection = crate::inspect::report::plan(&repo.root, &found, local_gpu.as_ref());
     let test = match &args.test {
         Some(path) => repo_relative(repo, path)?,
         None => inspection.test.clone().map_err(anyhow::Error::msg)?.path,
@@ -259,15 +259,6 @@ fn repo_relative(repo: &Repo, path: &str) -> Result<String> {
         .to_str()
         .with_context(|| format!("{path} is not valid UTF-8"))?;
     Ok(text.replace(std::path::MAIN_SEPARATOR, "/"))
-}
-
-pub fn default_python() -> String {
-    if which::which("python3").is_ok() {
-        "python3"
-    } else {
-        "python"
-    }
-    .to_string()
 }
 
 /// The local date as YYYYMMDD.

@@ -6,17 +6,17 @@ use std::time::Instant;
 
 use anyhow::Result;
 
-use super::super::{Interrupted, sandbox};
 use crate::census;
-use crate::decision::{Attempt, Correctness};
+use crate::decision::{Attempt, Correctness, Decided, Tier};
 use crate::evidence::{Evidence, RunFile};
 use crate::git::Repo;
-use crate::history::History;
+use crate::history::{History, sandbox};
 use crate::paired::{self, BaselineTree, Paired, Rounds};
+use crate::process::Interrupted;
 use crate::pytest::{CorrectnessRun, Pytest};
 use crate::runner::Runner;
 use crate::ui;
-use crate::verdict::{Decided, NoiseFloor, Tier};
+use crate::verdict::{self, NoiseFloor};
 
 /// What the attempt stage produced: the attempt, the JUnit files of its runs (for the evidence note),
 /// and a remark for the reason when a suspicious gain was confirmed.
@@ -154,24 +154,14 @@ fn decided(
 }
 
 /// The rounds' verdict; a config more than ten times faster is measured again, and the second set
-/// decides if it confirms the first (with a remark for the reason).
+/// decides if it confirms the first (with a remark for the reason): `verdict::confirmed`.
 fn confirmed(
     rounds: &Rounds,
     runs: &mut Vec<RunFile>,
 ) -> Result<(Result<Decided, String>, Option<String>)> {
-    let first = match decided(rounds, "round", runs)? {
-        Ok(first) if !first.estimate.comparison().suspicious().is_empty() => first,
-        decided => return Ok((decided, None)),
-    };
-    ui::progress_line("a config is more than 10x faster than its baseline: measuring again");
-    let second = match decided(rounds, "confirm-round", runs)? {
-        Ok(second) => second,
-        Err(why) => return Ok((Err(why), None)),
-    };
-    Ok(
-        match crate::stats::confirm(&first.estimate.comparison(), &second.estimate.comparison()) {
-            Ok(remark) => (Ok(second), Some(remark)),
-            Err(why) => (Err(why), None),
-        },
-    )
+    let first = decided(rounds, "round", runs)?;
+    verdict::confirmed(first, || {
+        ui::progress_line("a config is more than 10x faster than its baseline: measuring again");
+        decided(rounds, "confirm-round", runs)
+    })
 }

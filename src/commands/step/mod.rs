@@ -15,15 +15,14 @@ use std::time::Instant;
 use anyhow::{Result, bail};
 use serde::Serialize;
 
-use super::{diagnose, sandbox, write_table};
 use crate::census;
 use crate::cli::StepArgs;
 use crate::decision::{self, Attempt, Cause, Correctness, Decision, Status, Verdict};
-use crate::diagnose::Diagnosis;
+use crate::diagnose::{Diagnosis, cache, profile};
 use crate::evidence::Evidence;
 use crate::git::Repo;
 use crate::gpu::GpuState;
-use crate::history::History;
+use crate::history::{History, sandbox, write_table};
 use crate::journal::{self, Journal, Lock, Phase, Verb};
 use crate::runner::{Placement, Runner};
 use crate::session::{Iteration, fmt_change, fmt_ms, short};
@@ -133,7 +132,7 @@ fn measure_and_record(
     place.release();
     // the verdict is known; a diagnosis may only add the cause (and escalate by its rule)
     let diagnosed = match (args.cause, &tried.attempt) {
-        (None, Attempt::Measured { .. }) => diagnose::cause_for(repo, &ready.history, deadline)?,
+        (None, Attempt::Measured { .. }) => profile::cause_for(repo, &ready.history, deadline)?,
         _ => None,
     };
     let found = diagnosed.as_ref().map(|found| &found.diagnosis);
@@ -157,7 +156,7 @@ fn measure_and_record(
     attach(repo, &evidence, &commit.id);
     if let Some(found) = &diagnosed {
         // only `compare`'s cache: losing it loses nothing recorded
-        let _ = diagnose::remember(repo, code, found);
+        let _ = cache::remember(repo, code, found);
     }
     // after the verdict, which they cannot change, and after the note is safe: the compile facts; none
     // without a GPU, cuda-tile or the budget for them, or for a crash (its case may hang)

@@ -3,11 +3,12 @@
 
 use anyhow::{Result, anyhow, bail};
 
-use super::super::require_history;
+use crate::audit;
+use crate::decision::LoopState;
 use crate::git::Repo;
 use crate::gpu::{self, GpuState};
 use crate::guard;
-use crate::history::{Configs, History, LoopState};
+use crate::history::{Configs, History, require_history};
 use crate::runner::Runner;
 use crate::session::{Session, short};
 use crate::ui;
@@ -77,7 +78,7 @@ fn refuse_broken_history(repo: &Repo, history: &History) -> Result<()> {
             broken.join("\n  ")
         );
     }
-    let foreign = super::super::verify::foreign_findings(repo, history)?;
+    let foreign = audit::foreign_findings(repo, history)?;
     if !foreign.is_empty() {
         let latest = history
             .iterations

@@ -5,6 +5,7 @@ use anyhow::{Context, Result};
 use crate::decision::Status;
 use crate::git::Repo;
 use crate::history::History;
+use crate::hook;
 use crate::journal::{Journal, Phase};
 use crate::session::Iteration;
 use crate::trailers::{Block, one_line, render_message};
@@ -45,8 +46,7 @@ pub fn record(
             "cutile-perf: attempt {} on {kernel_name}: {}",
             iteration.number, iteration.optimization
         );
-        let attempt = repo
-            .commit(&format!("{}\n", one_line(&subject)), false)
+        let attempt = hook::message::commit(repo, &format!("{}\n", one_line(&subject)), false)
             .context("could not commit the attempt")?;
         iteration.attempt = Some(attempt);
         journal.enter(repo, Phase::CommittingUndo)?;
@@ -57,9 +57,8 @@ pub fn record(
     let mut block = Block::default();
     iteration.write(&mut block);
     let message = render_message(&subject(&iteration, &kernel_name), notes, &block);
-    let id = repo
-        .commit(&message, !kept)
-        .context("could not commit the iteration")?;
+    let id =
+        hook::message::commit(repo, &message, !kept).context("could not commit the iteration")?;
     Ok(Recorded { id, iteration })
 }
 

@@ -1,7 +1,7 @@
 //! What the compiler made of a kernel, read from its dumps: Tile IR operation counts by kind (from a
 //! `CUDA_TILE_DUMP_TILEIR` file), registers and spills per function (`cuobjdump --dump-resource-usage`)
 //! and the SASS instruction mix (`cuobjdump -sass` or `nvdisasm`). Pure: the texts come from the
-//! tools `toolchain` runs.
+//! tools `diagnose::toolchain` runs.
 
 use std::collections::BTreeMap;
 

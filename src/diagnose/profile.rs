@@ -1,0 +1,194 @@
+//! Profiling one config of a session under Nsight Compute: the one pytest case of the config, run
+//! from a given tree with autotuning paused, only the session kernel's own launches profiled after a
+//! warm-up; the rules of this module name the bottleneck. Used by `diagnose` and, after its verdict,
+//! by `step`.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+
+use super::case::{self, Case};
+use super::toolchain::{self, Assembler};
+use super::{Diagnosis, Profile};
+use crate::compile::CompileFacts;
+use crate::git::Repo;
+use crate::history::History;
+use crate::records::Measurement;
+use crate::{ncu, process, ui};
+
+/// Launches skipped before profiling: the perf case's first calls compile and warm up.
+pub const WARM_UP_LAUNCHES: u32 = 3;
+/// Launches profiled; the median one stands for the kernel (`super::representative`).
+const PROFILED_LAUNCHES: u32 = 3;
+/// How many unknown metrics a profile drops, one run each, before it gives up.
+const UNKNOWN_METRIC_RETRIES: u32 = 3;
+/// `step` profiles only with at least this much of its budget left.
+pub const MIN_STEP_PROFILE: Duration = Duration::from_secs(60);
+
+/// The diagnosis of the change in the work tree, for `step` once its verdict is known: the current
+/// baseline's heaviest config, profiled as the work tree holds it. `Ok(None)` (with a line on stderr
+/// saying why, when something was tried) when ncu is missing, no config is recorded, less than
+/// [`MIN_STEP_PROFILE`] is left before `deadline`, or the profile failed: the step goes on without it.
+/// Only Ctrl-C is an error ([`process::Interrupted`]), so that the step records nothing.
+pub fn cause_for(repo: &Repo, history: &History, deadline: Instant) -> Result<Option<Profiled>> {
+    if which::which("ncu").is_err() {
+        return Ok(None);
+    }
+    let Some(config) = heaviest(&history.current_baseline().configs) else {
+        return Ok(None);
+    };
+    if deadline.saturating_duration_since(Instant::now()) < MIN_STEP_PROFILE {
+        ui::progress_line("no diagnosis: the step's budget is nearly spent");
+        return Ok(None);
+    }
+    ui::progress_line(&format!("diagnosing {config} with ncu ..."));
+    match profile(repo, history, repo.root.clone(), &config, deadline) {
+        Ok(profiled) => Ok(Some(profiled)),
+        Err(err) if err.is::<process::Interrupted>() => Err(err),
+        Err(err) => {
+            ui::progress_line(&format!("warning: no diagnosis: {err:#}"));
+            Ok(None)
+        }
+    }
+}
+
+/// The config with the largest latency: the one that weighs most in the time the kernel takes.
+pub fn heaviest(configs: &[Measurement]) -> Option<String> {
+    configs
+        .iter()
+        .max_by(|a, b| a.value.total_cmp(&b.value))
+        .map(|m| m.test.clone())
+}
+
+/// What one profiled run gave.
+#[derive(Debug, Clone)]
+pub struct Profiled {
+    pub config: String,
+    pub node_id: String,
+    pub launches: usize,
+    pub diagnosis: Diagnosis,
+    pub compile: Option<CompileFacts>,
+}
+
+/// Runs the one pytest case of `config` from `root` under ncu, autotuning off, profiling only the
+/// session kernel's own launches after a warm-up; reads the dumps the run left for compile facts.
+pub fn profile(
+    repo: &Repo,
+    history: &History,
+    root: PathBuf,
+    config: &str,
+    deadline: Instant,
+) -> Result<Profiled> {
+    let session = &history.session;
+    let names = case::kernel_names(session, &root)?.join("|");
+    let case =
+        Case::prepare(repo, session, root, config, "diagnose")?.with_plugin(case::PAUSE_TUNING)?;
+    ui::progress_line(&format!(
+        "profiling {} of {} with ncu ...",
+        names.replace('|', ", "),
+        case.node_id
+    ));
+    let launches = profile_launches(&case, &names, deadline)?;
+    let launch = super::representative(&launches).with_context(|| {
+        format!(
+            "ncu profiled no launch of {} in {}; see {}",
+            names.replace('|', ", "),
+            case.node_id,
+            case.dir.join("ncu.log").display()
+        )
+    })?;
+    let assembler = Assembler::find(&session.python, &case.root, session.gpu.as_deref());
+    let compile = toolchain::gather(&case.dumps, assembler.as_ref(), deadline);
+    Ok(Profiled {
+        config: config.to_string(),
+        node_id: case.node_id,
+        launches: launches.len(),
+        diagnosis: super::diagnose(&Profile::of(launch)),
+        compile: (!compile.is_empty()).then_some(compile),
+    })
+}
+
+/// The launches of the kernels named by `names` (a regex alternation) that ncu profiled in `case`; a
+/// metric this ncu does not know is dropped and the case run again, at most
+/// [`UNKNOWN_METRIC_RETRIES`] times.
+fn profile_launches(case: &Case, names: &str, deadline: Instant) -> Result<Vec<ncu::Launch>> {
+    let (log, csv) = (case.dir.join("ncu.log"), case.dir.join("ncu.csv"));
+    let mut metrics = ncu::select(ncu::query_metrics().as_deref(), &super::wanted());
+    let mut retries = UNKNOWN_METRIC_RETRIES;
+    loop {
+        let ncu_args = ncu::args(
+            metrics.clone(),
+            names,
+            WARM_UP_LAUNCHES,
+            PROFILED_LAUNCHES,
+            &csv,
+        );
+        std::fs::remove_file(&csv).ok();
+        let env = case.env();
+        let err = match ncu::run(
+            &case.command,
+            &ncu_args,
+            &case.root,
+            &env,
+            &log,
+            &csv,
+            deadline,
+        ) {
+            Ok(launches) => return Ok(launches),
+            Err(_) if process::interrupted() => {
+                return Err(process::Interrupted("nothing was profiled or cached").into());
+            }
+            Err(err) => err,
+        };
+        // a metric this ncu does not know stops it before the run: profile without it
+        let output = read_all(&[&log, &csv]);
+        match super::unknown_metric(&output, &metrics) {
+            Some(unknown) if retries > 0 => {
+                retries -= 1;
+                ui::progress_line(&format!(
+                    "this ncu does not know {unknown}; profiling without it ..."
+                ));
+                metrics = super::without(&metrics, &unknown);
+            }
+            _ => return Err(with_hint(err, &output, &case.dir)),
+        }
+    }
+}
+
+/// The text of each file that exists.
+fn read_all(files: &[&Path]) -> String {
+    files
+        .iter()
+        .filter_map(|p| std::fs::read_to_string(p).ok())
+        .collect()
+}
+
+/// A known ncu failure in its output replaces the generic error.
+fn with_hint(err: anyhow::Error, output: &str, dir: &Path) -> anyhow::Error {
+    match super::failure_hint(output) {
+        Some(hint) => anyhow::anyhow!("{hint} (ncu's output is in {})", dir.display()),
+        None => err,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_slowest_config_weighs_most() {
+        let measure = |test: &str, value| Measurement {
+            pass: "forward".into(),
+            test: test.into(),
+            value,
+        };
+        let configs = [
+            measure("small", 0.1),
+            measure("large", 1.5),
+            measure("mid", 0.7),
+        ];
+        assert_eq!(heaviest(&configs).as_deref(), Some("large"));
+        assert_eq!(heaviest(&[]), None);
+    }
+}
