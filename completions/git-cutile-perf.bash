@@ -31,6 +31,9 @@ _gitcutileperf() {
             gitcutileperf,diagnose)
                 cmd="gitcutileperf__subcmd__diagnose"
                 ;;
+            gitcutileperf,fetch)
+                cmd="gitcutileperf__subcmd__fetch"
+                ;;
             gitcutileperf,help)
                 cmd="gitcutileperf__subcmd__help"
                 ;;
@@ -52,11 +55,17 @@ _gitcutileperf() {
             gitcutileperf,plot)
                 cmd="gitcutileperf__subcmd__plot"
                 ;;
+            gitcutileperf,push)
+                cmd="gitcutileperf__subcmd__push"
+                ;;
             gitcutileperf,refs)
                 cmd="gitcutileperf__subcmd__refs"
                 ;;
             gitcutileperf,repair)
                 cmd="gitcutileperf__subcmd__repair"
+                ;;
+            gitcutileperf,setup-remote)
+                cmd="gitcutileperf__subcmd__setup__subcmd__remote"
                 ;;
             gitcutileperf,start)
                 cmd="gitcutileperf__subcmd__start"
@@ -88,6 +97,9 @@ _gitcutileperf() {
             gitcutileperf__subcmd__help,diagnose)
                 cmd="gitcutileperf__subcmd__help__subcmd__diagnose"
                 ;;
+            gitcutileperf__subcmd__help,fetch)
+                cmd="gitcutileperf__subcmd__help__subcmd__fetch"
+                ;;
             gitcutileperf__subcmd__help,help)
                 cmd="gitcutileperf__subcmd__help__subcmd__help"
                 ;;
@@ -109,11 +121,17 @@ _gitcutileperf() {
             gitcutileperf__subcmd__help,plot)
                 cmd="gitcutileperf__subcmd__help__subcmd__plot"
                 ;;
+            gitcutileperf__subcmd__help,push)
+                cmd="gitcutileperf__subcmd__help__subcmd__push"
+                ;;
             gitcutileperf__subcmd__help,refs)
                 cmd="gitcutileperf__subcmd__help__subcmd__refs"
                 ;;
             gitcutileperf__subcmd__help,repair)
                 cmd="gitcutileperf__subcmd__help__subcmd__repair"
+                ;;
+            gitcutileperf__subcmd__help,setup-remote)
+                cmd="gitcutileperf__subcmd__help__subcmd__setup__subcmd__remote"
                 ;;
             gitcutileperf__subcmd__help,start)
                 cmd="gitcutileperf__subcmd__help__subcmd__start"
@@ -191,7 +209,7 @@ _gitcutileperf() {
 
     case "${cmd}" in
         gitcutileperf)
-            opts="-h -V --help --version start inspect step diagnose compare table plot status verify repair refs next hook demo man completions install-extras uninstall-extras help"
+            opts="-h -V --help --version start inspect step diagnose compare table plot status verify push fetch setup-remote repair refs next hook demo man completions install-extras uninstall-extras help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -276,8 +294,22 @@ _gitcutileperf() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        gitcutileperf__subcmd__fetch)
+            opts="-h --force --json --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         gitcutileperf__subcmd__help)
-            opts="start inspect step diagnose compare table plot status verify repair refs next hook demo man completions install-extras uninstall-extras help"
+            opts="start inspect step diagnose compare table plot status verify push fetch setup-remote repair refs next hook demo man completions install-extras uninstall-extras help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -333,6 +365,20 @@ _gitcutileperf() {
             return 0
             ;;
         gitcutileperf__subcmd__help__subcmd__diagnose)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        gitcutileperf__subcmd__help__subcmd__fetch)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -514,6 +560,20 @@ _gitcutileperf() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        gitcutileperf__subcmd__help__subcmd__push)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         gitcutileperf__subcmd__help__subcmd__refs)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -529,6 +589,20 @@ _gitcutileperf() {
             return 0
             ;;
         gitcutileperf__subcmd__help__subcmd__repair)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        gitcutileperf__subcmd__help__subcmd__setup__subcmd__remote)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -910,6 +984,20 @@ _gitcutileperf() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        gitcutileperf__subcmd__push)
+            opts="-h --force --json --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         gitcutileperf__subcmd__refs)
             opts="-h --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -925,6 +1013,20 @@ _gitcutileperf() {
             return 0
             ;;
         gitcutileperf__subcmd__repair)
+            opts="-h --json --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        gitcutileperf__subcmd__setup__subcmd__remote)
             opts="-h --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

@@ -48,6 +48,15 @@ pub enum Command {
     Status(JsonArg),
     /// Audit the session's record: trailers against their evidence notes, undone attempts, allowed paths, foreign commits
     Verify(JsonArg),
+    /// Push the session branch with its evidence notes and session refs (plain `git push` leaves them
+    /// behind); diverged notes are refused unless --force
+    Push(TravelArgs),
+    /// Fetch the session branches, evidence notes and session refs of a remote, so `verify` can run
+    /// here; notes only move forward, diverged notes are refused unless --force
+    Fetch(TravelArgs),
+    /// Add the notes and session refs to remote.<name>.push and .fetch, so plain `git push` and `git
+    /// fetch` carry them from then on
+    SetupRemote(SetupRemoteArgs),
     /// Finish or undo an iteration that a killed `start` or `step` left half-done; your edit is kept
     Repair(JsonArg),
     /// Print a reference guide, or one section of it (e.g. `refs playbook B`)
@@ -73,6 +82,26 @@ pub struct JsonArg {
     /// Print one JSON object instead of text
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct TravelArgs {
+    /// The remote (default: the branch's upstream remote, else origin)
+    pub remote: Option<String>,
+    /// Where the notes diverged, take this side's (push) or the remote's (fetch); the other side's stay
+    /// in its reflog
+    #[arg(long)]
+    pub force: bool,
+    #[command(flatten)]
+    pub output: JsonArg,
+}
+
+#[derive(Args, Debug)]
+pub struct SetupRemoteArgs {
+    /// The remote (default: the branch's upstream remote, else origin)
+    pub remote: Option<String>,
+    #[command(flatten)]
+    pub output: JsonArg,
 }
 
 #[derive(Args, Debug)]

@@ -11,6 +11,7 @@ pub mod inspect;
 pub mod next;
 pub mod plot;
 pub mod refs;
+pub mod remote;
 pub mod repair;
 pub mod start;
 pub mod status;
