@@ -273,7 +273,7 @@ _gitcutileperf() {
             return 0
             ;;
         gitcutileperf__subcmd__diagnose)
-            opts="-h --config --budget --json --help"
+            opts="-h --config --budget --save --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -284,6 +284,10 @@ _gitcutileperf() {
                     return 0
                     ;;
                 --budget)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --save)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

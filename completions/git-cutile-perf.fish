@@ -92,6 +92,7 @@ complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand step" -l
 complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand step" -s h -l help -d 'Print help'
 complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand diagnose" -l config -d 'The config to profile, as the table and trailers name it (`classname::test_perf[...]`); default: the iteration\'s slowest config, the one that weighs most in the total time' -r
 complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand diagnose" -l budget -d 'Time limit for the profiled run (e.g. 10m)' -r
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand diagnose" -l save -d 'Keep Nsight Compute\'s report in DIR (`iteration-N-<case>.ncu-rep`), to open in its UI' -r -F
 complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand diagnose" -l json -d 'Print one JSON object instead of text'
 complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand diagnose" -s h -l help -d 'Print help'
 complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand compare" -l json -d 'Print one JSON object instead of text'

@@ -251,6 +251,9 @@ pub struct DiagnoseArgs {
     /// Time limit for the profiled run (e.g. 10m)
     #[arg(long, value_parser = parse_duration, default_value = "10m")]
     pub budget: Duration,
+    /// Keep Nsight Compute's report in DIR (`iteration-N-<case>.ncu-rep`), to open in its UI
+    #[arg(long, value_name = "DIR")]
+    pub save: Option<PathBuf>,
     #[command(flatten)]
     pub output: JsonArg,
 }

@@ -227,17 +227,55 @@ pub fn run(
     csv: &Path,
     deadline: Instant,
 ) -> Result<Vec<Launch>> {
+    launch(command, ncu_args, root, env, log, deadline)?;
+    read(csv, log)
+}
+
+/// [`run`] without reading a CSV: for a run that exports a report (`--export`), where ncu writes the
+/// report instead of printing its table.
+pub fn launch(
+    command: &[String],
+    ncu_args: &[String],
+    root: &Path,
+    env: &[(&str, &str)],
+    log: &Path,
+    deadline: Instant,
+) -> Result<()> {
     let mut args: Vec<&str> = ncu_args.iter().map(String::as_str).collect();
     args.extend(command.iter().map(String::as_str));
     let mut expression = process::command("ncu", &args).dir(root);
     for (key, value) in env {
         expression = expression.env(key, value);
     }
+    supervise(expression, log, deadline)
+}
+
+/// The launches of a report ncu saved (`--export`), printed as [`run`] reads them into `csv`.
+pub fn import(report: &Path, log: &Path, csv: &Path, deadline: Instant) -> Result<Vec<Launch>> {
+    let (report_arg, csv_arg) = (report.display().to_string(), csv.display().to_string());
+    let args = [
+        "--import",
+        &report_arg,
+        "--csv",
+        "--print-units",
+        "base",
+        "--log-file",
+        &csv_arg,
+    ];
+    supervise(process::command("ncu", &args), log, deadline)?;
+    read(csv, log)
+}
+
+fn supervise(expression: duct::Expression, log: &Path, deadline: Instant) -> Result<()> {
     match process::supervise(expression, log, deadline)? {
-        Ending::Exited(_) => {}
+        Ending::Exited(_) => Ok(()),
         Ending::Interrupted => bail!("interrupted while profiling"),
         ending => bail!("ncu did not finish ({ending:?}); see {}", log.display()),
     }
+}
+
+/// The launches in the CSV ncu wrote to `csv` (its other output is in `log`).
+fn read(csv: &Path, log: &Path) -> Result<Vec<Launch>> {
     let text = std::fs::read_to_string(csv).with_context(|| {
         format!(
             "ncu wrote no CSV to {}; see {}",

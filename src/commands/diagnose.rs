@@ -47,6 +47,8 @@ pub struct DiagnoseReport {
     #[serde(flatten)]
     pub diagnosis: Diagnosis,
     pub compile: Option<CompileFacts>,
+    /// Nsight Compute's own report of the run (`--save DIR`), to open in its UI.
+    pub saved_report: Option<PathBuf>,
 }
 
 /// One note: the diagnoses of a commit's code, per config, and its compile facts.
@@ -72,12 +74,17 @@ pub fn run(repo: &Repo, args: &DiagnoseArgs, out: &mut impl Write) -> Result<Dia
             .context("the iteration records no config to profile\nhint: pass --config TEST_ID")?,
     };
     require_ncu()?;
+    let saved_report = match &args.save {
+        Some(dir) => Some(report_path(dir, iteration.number, &config)?),
+        None => None,
+    };
     let source = Source::of(repo, &commit)?;
     let profiled = profile(
         repo,
         &history,
         source.path(repo),
         &config,
+        saved_report.as_deref(),
         Instant::now() + args.budget,
     )?;
     drop(source);
@@ -90,6 +97,7 @@ pub fn run(repo: &Repo, args: &DiagnoseArgs, out: &mut impl Write) -> Result<Dia
         launches_profiled: profiled.launches,
         diagnosis: profiled.diagnosis,
         compile: profiled.compile,
+        saved_report,
     };
     if args.output.json {
         ui::write_json(out, &report)?;
@@ -116,7 +124,7 @@ pub fn cause_for(repo: &Repo, history: &History, deadline: Instant) -> Result<Op
         return Ok(None);
     }
     ui::progress_line(&format!("diagnosing {config} with ncu ..."));
-    match profile(repo, history, repo.root.clone(), &config, deadline) {
+    match profile(repo, history, repo.root.clone(), &config, None, deadline) {
         Ok(profiled) => Ok(Some(profiled)),
         Err(err) if err.is::<super::Interrupted>() => Err(err),
         Err(err) => {
@@ -150,6 +158,19 @@ pub fn code_commit(history: &History, number: u32) -> String {
     iteration.attempt.clone().unwrap_or_else(|| commit.clone())
 }
 
+/// Where `diagnose --save DIR` keeps the report of `config` in iteration `number`: an absolute path (ncu
+/// runs elsewhere), named so that each config of each iteration has its own file.
+fn report_path(dir: &Path, number: u32, config: &str) -> Result<PathBuf> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let case = config.rsplit("::").next().unwrap_or(config);
+    let words: Vec<&str> = case
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '.'))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let name = format!("iteration-{number}-{}.ncu-rep", words.join("-"));
+    Ok(std::path::absolute(dir)?.join(name))
+}
+
 /// The config with the largest latency: the one that weighs most in the time the kernel takes.
 pub fn heaviest(configs: &[Measurement]) -> Option<String> {
     configs
@@ -176,12 +197,14 @@ pub struct Profiled {
 }
 
 /// Runs the one pytest case of `config` from `root` under ncu, autotuning off, profiling only the
-/// session kernel's own launches after a warm-up; reads the dumps the run left for compile facts.
+/// session kernel's own launches after a warm-up (keeping ncu's report at `save`, if given); reads the
+/// dumps the run left for compile facts.
 fn profile(
     repo: &Repo,
     history: &History,
     root: PathBuf,
     config: &str,
+    save: Option<&Path>,
     deadline: Instant,
 ) -> Result<Profiled> {
     let session = &history.session;
@@ -193,7 +216,7 @@ fn profile(
         names.replace('|', ", "),
         case.node_id
     ));
-    let launches = profile_launches(&case, &names, deadline)?;
+    let launches = profile_launches(&case, &names, save, deadline)?;
     let launch = diagnose::representative(&launches).with_context(|| {
         format!(
             "ncu profiled no launch of {} in {}; see {}",
@@ -215,8 +238,14 @@ fn profile(
 
 /// The launches of the kernels named by `names` (a regex alternation) that ncu profiled in `case`; a
 /// metric this ncu does not know is dropped and the case run again, at most
-/// [`UNKNOWN_METRIC_RETRIES`] times.
-fn profile_launches(case: &Case, names: &str, deadline: Instant) -> Result<Vec<ncu::Launch>> {
+/// [`UNKNOWN_METRIC_RETRIES`] times. With `save`, ncu exports its report there and the launches are
+/// read back from it.
+fn profile_launches(
+    case: &Case,
+    names: &str,
+    save: Option<&Path>,
+    deadline: Instant,
+) -> Result<Vec<ncu::Launch>> {
     let (log, csv) = (case.dir.join("ncu.log"), case.dir.join("ncu.csv"));
     let mut metrics = ncu::select(ncu::query_metrics().as_deref(), &diagnose::wanted());
     let mut retries = UNKNOWN_METRIC_RETRIES;
@@ -230,15 +259,24 @@ fn profile_launches(case: &Case, names: &str, deadline: Instant) -> Result<Vec<n
         );
         std::fs::remove_file(&csv).ok();
         let env = case.env();
-        let err = match ncu::run(
-            &case.command,
-            &ncu_args,
-            &case.root,
-            &env,
-            &log,
-            &csv,
-            deadline,
-        ) {
+        let profiled = match save {
+            None => ncu::run(
+                &case.command,
+                &ncu_args,
+                &case.root,
+                &env,
+                &log,
+                &csv,
+                deadline,
+            ),
+            Some(report) => {
+                let exporting = [&ncu_args[..], &export_args(report)].concat();
+                ncu::launch(&case.command, &exporting, &case.root, &env, &log, deadline).and_then(
+                    |()| ncu::import(report, &case.dir.join("ncu-import.log"), &csv, deadline),
+                )
+            }
+        };
+        let err = match profiled {
             Ok(launches) => return Ok(launches),
             Err(_) if process::interrupted() => {
                 return Err(super::Interrupted("nothing was profiled or cached").into());
@@ -258,6 +296,15 @@ fn profile_launches(case: &Case, names: &str, deadline: Instant) -> Result<Vec<n
             _ => return Err(with_hint(err, &output, &case.dir)),
         }
     }
+}
+
+/// ncu's arguments that save its report at `report`, over an older one.
+fn export_args(report: &Path) -> [String; 3] {
+    [
+        "--export".to_string(),
+        report.display().to_string(),
+        "--force-overwrite".to_string(),
+    ]
 }
 
 /// The text of each file that exists.
@@ -344,6 +391,12 @@ fn render(report: &DiagnoseReport) -> String {
             .map(|(k, v)| format!("{k} {v}"))
             .collect();
         out += &format!("  compile  {}\n", totals.join(", "));
+    }
+    if let Some(saved) = &report.saved_report {
+        out += &format!(
+            "  report   {} (open it in Nsight Compute)\n",
+            saved.display()
+        );
     }
     out
 }
