@@ -25,6 +25,9 @@ _gitcutileperf() {
             gitcutileperf,completions)
                 cmd="gitcutileperf__subcmd__completions"
                 ;;
+            gitcutileperf,config)
+                cmd="gitcutileperf__subcmd__config"
+                ;;
             gitcutileperf,demo)
                 cmd="gitcutileperf__subcmd__demo"
                 ;;
@@ -90,6 +93,9 @@ _gitcutileperf() {
                 ;;
             gitcutileperf__subcmd__help,completions)
                 cmd="gitcutileperf__subcmd__help__subcmd__completions"
+                ;;
+            gitcutileperf__subcmd__help,config)
+                cmd="gitcutileperf__subcmd__help__subcmd__config"
                 ;;
             gitcutileperf__subcmd__help,demo)
                 cmd="gitcutileperf__subcmd__help__subcmd__demo"
@@ -209,7 +215,7 @@ _gitcutileperf() {
 
     case "${cmd}" in
         gitcutileperf)
-            opts="-h -V --help --version start inspect step diagnose compare table plot status verify push fetch setup-remote repair refs next hook demo man completions install-extras uninstall-extras help"
+            opts="-h -V --help --version start inspect step diagnose compare table plot status verify push fetch setup-remote repair config refs next hook demo man completions install-extras uninstall-extras help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -247,6 +253,20 @@ _gitcutileperf() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        gitcutileperf__subcmd__config)
+            opts="-h --list --json --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 *)
                     COMPREPLY=()
                     ;;
@@ -313,7 +333,7 @@ _gitcutileperf() {
             return 0
             ;;
         gitcutileperf__subcmd__help)
-            opts="start inspect step diagnose compare table plot status verify push fetch setup-remote repair refs next hook demo man completions install-extras uninstall-extras help"
+            opts="start inspect step diagnose compare table plot status verify push fetch setup-remote repair config refs next hook demo man completions install-extras uninstall-extras help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -341,6 +361,20 @@ _gitcutileperf() {
             return 0
             ;;
         gitcutileperf__subcmd__help__subcmd__completions)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        gitcutileperf__subcmd__help__subcmd__config)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

@@ -59,6 +59,8 @@ pub enum Command {
     SetupRemote(SetupRemoteArgs),
     /// Finish or undo an iteration that a killed `start` or `step` left half-done; your edit is kept
     Repair(JsonArg),
+    /// List the settings git config may hold (cutile-perf.budget, ...), each value and where it came from
+    Config(ConfigArgs),
     /// Print a reference guide, or one section of it (e.g. `refs playbook B`)
     Refs(RefsArgs),
     /// List the optimizations to try next for the session's kernel class, skipping those already tried
@@ -100,6 +102,15 @@ pub struct TravelArgs {
 pub struct SetupRemoteArgs {
     /// The remote (default: the branch's upstream remote, else origin)
     pub remote: Option<String>,
+    #[command(flatten)]
+    pub output: JsonArg,
+}
+
+#[derive(Args, Debug)]
+pub struct ConfigArgs {
+    /// List every setting with its value and source (default, or the git config scope)
+    #[arg(long, required = true)]
+    pub list: bool,
     #[command(flatten)]
     pub output: JsonArg,
 }

@@ -36,6 +36,7 @@ pub mod references;
 pub mod refusals;
 pub mod runner;
 pub mod session;
+pub mod settings;
 pub mod snapshot;
 pub mod stats;
 pub mod table;

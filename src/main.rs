@@ -40,6 +40,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Push(args) => commands::remote::push(&repo()?, args, out).map(drop),
         Command::Fetch(args) => commands::remote::fetch(&repo()?, args, out).map(drop),
         Command::SetupRemote(args) => commands::remote::setup_remote(&repo()?, args, out).map(drop),
+        Command::Config(args) => commands::config::run(args, out).map(drop),
         Command::Repair(args) => commands::repair::run(&repo()?, args, out),
         Command::Next(args) => commands::next::run(&repo()?, args, out),
         Command::Refs(args) => commands::refs::run(args, out),

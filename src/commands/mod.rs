@@ -3,6 +3,7 @@
 //! the current directory, and a test can run the verb on a repository it prepared, without the binary.
 
 pub mod compare;
+pub mod config;
 pub mod demo;
 pub mod diagnose;
 pub mod extras;
