@@ -3,21 +3,25 @@
 
 mod support;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use support::{Fixture, both, text};
 
 const NOTES: &str = "refs/notes/cutile-perf";
 
-/// The author's session (a baseline and one kept iteration) and an empty bare remote as `origin`.
-fn author_with_remote(remote: &Path) -> Fixture {
+/// The author's session (a baseline and one kept iteration), an empty bare remote as its `origin`
+/// (in the directory returned), the remote's path and the session branch.
+fn author_with_remote() -> (tempfile::TempDir, PathBuf, Fixture, String) {
+    let remotes = tempfile::tempdir().unwrap();
+    let remote = remotes.path().join("remote.git");
     let author = Fixture::new();
     author.git(&["init", "-q", "--bare", remote.to_str().unwrap()]);
     author.git(&["remote", "add", "origin", remote.to_str().unwrap()]);
     author.start();
     author.set_latency(0.09, 0.9);
     author.step_json(&["tile size 256"]);
-    author
+    let branch = author.session_branch();
+    (remotes, remote, author, branch)
 }
 
 /// A second clone of `remote` (a reviewer's, or CI's).
@@ -54,10 +58,7 @@ fn statuses(report: &serde_json::Value) -> Vec<(String, String)> {
 
 #[test]
 fn a_pushed_session_verifies_in_another_clone_and_diverged_notes_are_refused() {
-    let remotes = tempfile::tempdir().unwrap();
-    let remote = remotes.path().join("remote.git");
-    let author = author_with_remote(&remote);
-    let branch = author.session_branch();
+    let (_remotes, remote, author, branch) = author_with_remote();
 
     // a plain push leaves the evidence behind
     author.git(&["push", "-q", "origin", &branch]);
@@ -151,10 +152,7 @@ fn a_pushed_session_verifies_in_another_clone_and_diverged_notes_are_refused() {
 
 #[test]
 fn after_setup_remote_plain_push_and_fetch_carry_the_record() {
-    let remotes = tempfile::tempdir().unwrap();
-    let remote = remotes.path().join("remote.git");
-    let author = author_with_remote(&remote);
-    let branch = author.session_branch();
+    let (_remotes, remote, author, branch) = author_with_remote();
 
     let setup = author.ok(&["setup-remote"]);
     assert!(setup.contains("added remote.origin.push = HEAD"), "{setup}");

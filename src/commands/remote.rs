@@ -124,15 +124,8 @@ pub fn push(repo: &Repo, args: &TravelArgs, out: &mut impl Write) -> Result<Push
         branch,
         updates: pushed_updates(&lines),
     };
-    if output.json {
-        ui::write_json(out, &report)?;
-    } else {
-        write_updates(
-            out,
-            &format!("pushed to {}", report.remote),
-            &report.updates,
-        )?;
-    }
+    let title = format!("pushed to {}", report.remote);
+    write_report(out, output.json, &report, &title, &report.updates)?;
     Ok(report)
 }
 
@@ -192,15 +185,8 @@ pub fn fetch(repo: &Repo, args: &TravelArgs, out: &mut impl Write) -> Result<Fet
         remote,
         updates: updates?,
     };
-    if output.json {
-        ui::write_json(out, &report)?;
-    } else {
-        write_updates(
-            out,
-            &format!("fetched from {}", report.remote),
-            &report.updates,
-        )?;
-    }
+    let title = format!("fetched from {}", report.remote);
+    write_report(out, output.json, &report, &title, &report.updates)?;
     let refused: Vec<&str> = (report.updates.iter())
         .filter(|u| u.status == RefStatus::Refused)
         .map(|u| u.name.as_str())
@@ -350,7 +336,17 @@ fn is_ancestor(repo: &Repo, older: &str, newer: &str) -> bool {
         .is_ok_and(|base| base.trim() == older)
 }
 
-fn write_updates(out: &mut impl Write, title: &str, updates: &[RefUpdate]) -> Result<()> {
+/// `report` as JSON, or as `title` and a line per ref update.
+fn write_report(
+    out: &mut impl Write,
+    json: bool,
+    report: &impl Serialize,
+    title: &str,
+    updates: &[RefUpdate],
+) -> Result<()> {
+    if json {
+        return ui::write_json(out, report);
+    }
     writeln!(out, "{title}")?;
     for RefUpdate { name, status } in updates {
         let word = serde_json::to_value(status)?;
