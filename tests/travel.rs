@@ -188,4 +188,27 @@ fn after_setup_remote_plain_push_and_fetch_carry_the_record() {
     );
     reviewer.git(&["checkout", "-q", &branch]);
     assert!(reviewer.ok(&["verify"]).contains("the record holds"));
+
+    // notes of the reviewer's own are ahead of the remote's: git's fetch refuses to move them back,
+    // git cutile-perf fetch keeps them
+    let root = reviewer.git(&["rev-list", "--max-parents=0", "HEAD"]);
+    reviewer.git(&[
+        "notes",
+        "--ref=cutile-perf",
+        "add",
+        "-m",
+        "reviewer's",
+        root.trim(),
+    ]);
+    assert!(
+        !reviewer
+            .run_in(&reviewer.root, "git", &["fetch", "-q"])
+            .status
+            .success()
+    );
+    let fetched = json(&reviewer.run(&["fetch", "--json"]));
+    assert!(
+        statuses(&fetched).contains(&(NOTES.into(), "ahead".into())),
+        "{fetched}"
+    );
 }

@@ -164,9 +164,12 @@ pub fn fetch(repo: &Repo, args: &TravelArgs, out: &mut impl Write) -> Result<Fet
     let remote = resolve_remote(repo, remote.as_deref())?;
     let branches = format!("+refs/heads/{BRANCH_PREFIX}*:refs/remotes/{remote}/{BRANCH_PREFIX}*");
     let incoming = [NOTES, SESSION_REFS].map(|pattern| format!("+{pattern}:{INCOMING}{pattern}"));
+    // an empty refmap keeps git from also updating refs through `remote.<name>.fetch` (which
+    // setup-remote points at our notes): only the staging refs below change here
     let fetched = repo.git(&[
         "fetch",
         "--no-tags",
+        "--refmap=",
         &remote,
         &branches,
         &incoming[0],
