@@ -57,8 +57,8 @@ pub fn parse_command_line() -> Result<(Cli, bool), ExitCode> {
 }
 
 /// The command line parsed again with the settings git config holds as its defaults, for a verb that
-/// has any (`settings.rs`). A config git cannot read leaves the defaults as they are: the verb's own
-/// git commands then say what is wrong.
+/// has any (`settings.rs`); a value clap refuses is reported as coming from git config. A config git
+/// cannot read leaves the defaults as they are: the verb's own git commands then say what is wrong.
 fn with_settings(given: ArgMatches) -> Result<ArgMatches, clap::Error> {
     let uses_settings = given
         .subcommand_name()
@@ -70,7 +70,20 @@ fn with_settings(given: ArgMatches) -> Result<ArgMatches, clap::Error> {
     if configured.is_empty() {
         return Ok(given);
     }
-    settings::apply(Cli::command(), &configured, &given).try_get_matches()
+    settings::apply(Cli::command(), &configured, &given)
+        .try_get_matches()
+        .map_err(|err| {
+            // the command line alone parsed: a configured value is what clap refused
+            let text = err.render().to_string();
+            let refused = text.lines().next().unwrap_or_default();
+            let refused = refused.strip_prefix("error: ").unwrap_or(refused);
+            clap::Error::raw(
+                err.kind(),
+                format!(
+                    "{refused}\nhint: that value comes from git config: `git cutile-perf config --list` shows where\n"
+                ),
+            )
+        })
 }
 
 /// clap's usage text: the first line is the error, the rest (usage, `--help`) the hint.

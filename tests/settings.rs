@@ -101,4 +101,15 @@ fn a_bad_configured_value_is_refused_like_the_flag_it_stands_for() {
     f.git(&["config", "cutile-perf.budget", "soon"]);
     let err = f.fails(&["step", "x"]);
     assert!(err.contains("invalid value 'soon' for '--budget"), "{err}");
+    assert!(
+        err.contains("hint: that value comes from git config: `git cutile-perf config --list`"),
+        "{err}"
+    );
+    let out = f.run(&["step", "x", "--json"]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["exit_code"], 2, "{report}");
+    assert!(
+        report["hint"].as_str().unwrap().contains("git config"),
+        "{report}"
+    );
 }
