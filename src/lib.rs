@@ -3,6 +3,7 @@
 
 pub mod audit;
 pub mod benchmark_run;
+pub mod census;
 pub mod cli;
 pub mod commands;
 pub mod decision;
