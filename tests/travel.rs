@@ -37,6 +37,20 @@ fn remote_ref(f: &Fixture, name: &str) -> String {
     listed.split('\t').next().unwrap_or_default().to_string()
 }
 
+/// A note the clone adds itself (on the fixture's first commit, which has none): its notes ref moves
+/// past the remote's.
+fn note_of_ones_own(f: &Fixture) {
+    let root = f.git(&["rev-list", "--max-parents=0", "HEAD"]);
+    f.git(&[
+        "notes",
+        "--ref=cutile-perf",
+        "add",
+        "-m",
+        "a reviewer's",
+        root.trim(),
+    ]);
+}
+
 fn json(out: &std::process::Output) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", both(out)))
 }
@@ -110,15 +124,7 @@ fn a_pushed_session_verifies_in_another_clone_and_diverged_notes_are_refused() {
     let advanced = author.git(&["rev-parse", NOTES]).trim().to_string();
     author.ok(&["push"]);
     assert_eq!(remote_ref(&author, NOTES), advanced);
-    let root = reviewer.git(&["rev-list", "--max-parents=0", "HEAD"]);
-    reviewer.git(&[
-        "notes",
-        "--ref=cutile-perf",
-        "add",
-        "-m",
-        "reviewer's",
-        root.trim(),
-    ]);
+    note_of_ones_own(&reviewer);
     let reviewers = reviewer.git(&["rev-parse", NOTES]).trim().to_string();
 
     let refused = reviewer.run(&["fetch"]);
@@ -191,15 +197,7 @@ fn after_setup_remote_plain_push_and_fetch_carry_the_record() {
 
     // notes of the reviewer's own are ahead of the remote's: git's fetch refuses to move them back,
     // git cutile-perf fetch keeps them
-    let root = reviewer.git(&["rev-list", "--max-parents=0", "HEAD"]);
-    reviewer.git(&[
-        "notes",
-        "--ref=cutile-perf",
-        "add",
-        "-m",
-        "reviewer's",
-        root.trim(),
-    ]);
+    note_of_ones_own(&reviewer);
     assert!(
         !reviewer
             .run_in(&reviewer.root, "git", &["fetch", "-q"])
