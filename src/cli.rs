@@ -90,8 +90,8 @@ pub struct JsonArg {
 pub struct TravelArgs {
     /// The remote (default: the branch's upstream remote, else origin)
     pub remote: Option<String>,
-    /// Where the notes diverged, take this side's (push) or the remote's (fetch); the other side's stay
-    /// in its reflog
+    /// Where the notes diverged, take this side's (push: the remote's are replaced) or the remote's
+    /// (fetch: yours stay in your reflog)
     #[arg(long)]
     pub force: bool,
     #[command(flatten)]

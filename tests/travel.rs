@@ -152,6 +152,12 @@ fn a_pushed_session_verifies_in_another_clone_and_diverged_notes_are_refused() {
         "{forced}"
     );
     assert_eq!(reviewer.git(&["rev-parse", NOTES]).trim(), advanced);
+    let replaced = reviewer.git(&["rev-parse", &format!("{NOTES}@{{1}}")]);
+    assert_eq!(
+        replaced.trim(),
+        reviewers,
+        "the reflog keeps the reviewer's notes"
+    );
     reviewer.git(&["merge", "-q", "--ff-only", &format!("origin/{branch}")]);
     assert!(reviewer.ok(&["verify"]).contains("the record holds"));
 }

@@ -5,7 +5,7 @@
 //!
 //! Notes are one history per ref: two clones that both wrote notes have diverged, and taking either side
 //! drops the other's evidence. So a notes ref only ever fast-forwards unless `--force` says which side
-//! wins (the side that lost keeps its commits in its reflog).
+//! wins (after `fetch --force` ours stay in the reflog; after `push --force` the remote's are replaced).
 
 use std::io::Write;
 
