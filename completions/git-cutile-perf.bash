@@ -25,11 +25,17 @@ _gitcutileperf() {
             gitcutileperf,completions)
                 cmd="gitcutileperf__subcmd__completions"
                 ;;
+            gitcutileperf,config)
+                cmd="gitcutileperf__subcmd__config"
+                ;;
             gitcutileperf,demo)
                 cmd="gitcutileperf__subcmd__demo"
                 ;;
             gitcutileperf,diagnose)
                 cmd="gitcutileperf__subcmd__diagnose"
+                ;;
+            gitcutileperf,fetch)
+                cmd="gitcutileperf__subcmd__fetch"
                 ;;
             gitcutileperf,help)
                 cmd="gitcutileperf__subcmd__help"
@@ -52,6 +58,9 @@ _gitcutileperf() {
             gitcutileperf,plot)
                 cmd="gitcutileperf__subcmd__plot"
                 ;;
+            gitcutileperf,push)
+                cmd="gitcutileperf__subcmd__push"
+                ;;
             gitcutileperf,refs)
                 cmd="gitcutileperf__subcmd__refs"
                 ;;
@@ -60,6 +69,9 @@ _gitcutileperf() {
                 ;;
             gitcutileperf,report)
                 cmd="gitcutileperf__subcmd__report"
+                ;;
+            gitcutileperf,setup-remote)
+                cmd="gitcutileperf__subcmd__setup__subcmd__remote"
                 ;;
             gitcutileperf,start)
                 cmd="gitcutileperf__subcmd__start"
@@ -85,11 +97,17 @@ _gitcutileperf() {
             gitcutileperf__subcmd__help,completions)
                 cmd="gitcutileperf__subcmd__help__subcmd__completions"
                 ;;
+            gitcutileperf__subcmd__help,config)
+                cmd="gitcutileperf__subcmd__help__subcmd__config"
+                ;;
             gitcutileperf__subcmd__help,demo)
                 cmd="gitcutileperf__subcmd__help__subcmd__demo"
                 ;;
             gitcutileperf__subcmd__help,diagnose)
                 cmd="gitcutileperf__subcmd__help__subcmd__diagnose"
+                ;;
+            gitcutileperf__subcmd__help,fetch)
+                cmd="gitcutileperf__subcmd__help__subcmd__fetch"
                 ;;
             gitcutileperf__subcmd__help,help)
                 cmd="gitcutileperf__subcmd__help__subcmd__help"
@@ -112,6 +130,9 @@ _gitcutileperf() {
             gitcutileperf__subcmd__help,plot)
                 cmd="gitcutileperf__subcmd__help__subcmd__plot"
                 ;;
+            gitcutileperf__subcmd__help,push)
+                cmd="gitcutileperf__subcmd__help__subcmd__push"
+                ;;
             gitcutileperf__subcmd__help,refs)
                 cmd="gitcutileperf__subcmd__help__subcmd__refs"
                 ;;
@@ -120,6 +141,9 @@ _gitcutileperf() {
                 ;;
             gitcutileperf__subcmd__help,report)
                 cmd="gitcutileperf__subcmd__help__subcmd__report"
+                ;;
+            gitcutileperf__subcmd__help,setup-remote)
+                cmd="gitcutileperf__subcmd__help__subcmd__setup__subcmd__remote"
                 ;;
             gitcutileperf__subcmd__help,start)
                 cmd="gitcutileperf__subcmd__help__subcmd__start"
@@ -197,7 +221,7 @@ _gitcutileperf() {
 
     case "${cmd}" in
         gitcutileperf)
-            opts="-h -V --help --version start inspect step diagnose compare table plot report status verify repair refs next hook demo man completions install-extras uninstall-extras help"
+            opts="-h -V --help --version start inspect step diagnose compare table plot report status verify push fetch setup-remote repair config refs next hook demo man completions install-extras uninstall-extras help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -242,6 +266,20 @@ _gitcutileperf() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        gitcutileperf__subcmd__config)
+            opts="-h --list --json --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         gitcutileperf__subcmd__demo)
             opts="-h --dir --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -261,7 +299,7 @@ _gitcutileperf() {
             return 0
             ;;
         gitcutileperf__subcmd__diagnose)
-            opts="-h --config --budget --json --help"
+            opts="-h --config --budget --save --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -275,6 +313,24 @@ _gitcutileperf() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --save)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        gitcutileperf__subcmd__fetch)
+            opts="-h --force --json --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 *)
                     COMPREPLY=()
                     ;;
@@ -283,7 +339,7 @@ _gitcutileperf() {
             return 0
             ;;
         gitcutileperf__subcmd__help)
-            opts="start inspect step diagnose compare table plot report status verify repair refs next hook demo man completions install-extras uninstall-extras help"
+            opts="start inspect step diagnose compare table plot report status verify push fetch setup-remote repair config refs next hook demo man completions install-extras uninstall-extras help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -324,6 +380,20 @@ _gitcutileperf() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        gitcutileperf__subcmd__help__subcmd__config)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         gitcutileperf__subcmd__help__subcmd__demo)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -339,6 +409,20 @@ _gitcutileperf() {
             return 0
             ;;
         gitcutileperf__subcmd__help__subcmd__diagnose)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        gitcutileperf__subcmd__help__subcmd__fetch)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -520,6 +604,20 @@ _gitcutileperf() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        gitcutileperf__subcmd__help__subcmd__push)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         gitcutileperf__subcmd__help__subcmd__refs)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -549,6 +647,20 @@ _gitcutileperf() {
             return 0
             ;;
         gitcutileperf__subcmd__help__subcmd__report)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        gitcutileperf__subcmd__help__subcmd__setup__subcmd__remote)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -930,6 +1042,20 @@ _gitcutileperf() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        gitcutileperf__subcmd__push)
+            opts="-h --force --json --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         gitcutileperf__subcmd__refs)
             opts="-h --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -969,6 +1095,20 @@ _gitcutileperf() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        gitcutileperf__subcmd__setup__subcmd__remote)
+            opts="-h --json --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 *)
                     COMPREPLY=()
                     ;;

@@ -52,8 +52,19 @@ pub enum Command {
     Status(JsonArg),
     /// Audit the session's record: trailers against their evidence notes, undone attempts, allowed paths, foreign commits
     Verify(JsonArg),
+    /// Push the session branch with its evidence notes and session refs (plain `git push` leaves them
+    /// behind); diverged notes are refused unless --force
+    Push(TravelArgs),
+    /// Fetch the session branches, evidence notes and session refs of a remote, so `verify` can run
+    /// here; notes only move forward, diverged notes are refused unless --force
+    Fetch(TravelArgs),
+    /// Add the notes and session refs to remote.<name>.push and .fetch, so plain `git push` and `git
+    /// fetch` carry them from then on
+    SetupRemote(SetupRemoteArgs),
     /// Finish or undo an iteration that a killed `start` or `step` left half-done; your edit is kept
     Repair(JsonArg),
+    /// List the settings git config may hold (cutile-perf.budget, ...), each value and where it came from
+    Config(ConfigArgs),
     /// Print a reference guide, or one section of it (e.g. `refs playbook B`)
     Refs(RefsArgs),
     /// List the optimizations to try next for the session's kernel class, skipping those already tried
@@ -78,6 +89,35 @@ pub struct JsonArg {
     /// Print one JSON object instead of text
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct TravelArgs {
+    /// The remote (default: the branch's upstream remote, else origin)
+    pub remote: Option<String>,
+    /// Where the notes diverged, take this side's (push: the remote's are replaced) or the remote's
+    /// (fetch: yours stay in your reflog)
+    #[arg(long)]
+    pub force: bool,
+    #[command(flatten)]
+    pub output: JsonArg,
+}
+
+#[derive(Args, Debug)]
+pub struct SetupRemoteArgs {
+    /// The remote (default: the branch's upstream remote, else origin)
+    pub remote: Option<String>,
+    #[command(flatten)]
+    pub output: JsonArg,
+}
+
+#[derive(Args, Debug)]
+pub struct ConfigArgs {
+    /// List every setting with its value and source (default, or the git config scope)
+    #[arg(long, required = true)]
+    pub list: bool,
+    #[command(flatten)]
+    pub output: JsonArg,
 }
 
 #[derive(Args, Debug)]
@@ -120,7 +160,7 @@ pub struct StartArgs {
     /// look for one either
     #[arg(long)]
     pub no_gpu: bool,
-    /// Time limit for the baseline run (e.g. 10m, 90s)
+    /// Time limit for the baseline run (e.g. 10m, 90s, 1m30s)
     #[arg(long, value_parser = parse_duration, default_value = "10m")]
     pub budget: Duration,
     #[command(flatten)]
@@ -227,6 +267,9 @@ pub struct DiagnoseArgs {
     /// Time limit for the profiled run (e.g. 10m)
     #[arg(long, value_parser = parse_duration, default_value = "10m")]
     pub budget: Duration,
+    /// Keep Nsight Compute's report in DIR (`iteration-N-<case>.ncu-rep`), to open in its UI
+    #[arg(long, value_name = "DIR")]
+    pub save: Option<PathBuf>,
     #[command(flatten)]
     pub output: JsonArg,
 }

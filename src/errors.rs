@@ -8,6 +8,7 @@ use clap::{ArgMatches, CommandFactory, FromArgMatches};
 
 use crate::cli::Cli;
 use crate::process::Interrupted;
+use crate::settings::{self, SETTINGS};
 use crate::ui;
 
 /// Exit code of an interrupted `start` or `step` (128 + SIGINT, as shells report it).
@@ -40,6 +41,7 @@ impl ErrorReport {
 pub fn parse_command_line() -> Result<(Cli, bool), ExitCode> {
     let parsed = Cli::command()
         .try_get_matches()
+        .and_then(with_settings)
         .and_then(|matches| Cli::from_arg_matches(&matches).map(|cli| (cli, wants_json(&matches))));
     parsed.map_err(|err| {
         let json = std::env::args().any(|arg| arg == "--json");
@@ -52,6 +54,36 @@ pub fn parse_command_line() -> Result<(Cli, bool), ExitCode> {
         let text = text.strip_prefix("error: ").unwrap_or(&text);
         print(&usage_report(text, code))
     })
+}
+
+/// The command line parsed again with the settings git config holds as its defaults, for a verb that
+/// has any (`settings.rs`); a value clap refuses is reported as coming from git config. A config git
+/// cannot read leaves the defaults as they are: the verb's own git commands then say what is wrong.
+fn with_settings(given: ArgMatches) -> Result<ArgMatches, clap::Error> {
+    let uses_settings = given
+        .subcommand_name()
+        .is_some_and(|verb| SETTINGS.iter().any(|s| s.verbs.contains(&verb)));
+    let configured = match std::env::current_dir() {
+        Ok(dir) if uses_settings => settings::configured(&dir).unwrap_or_default(),
+        _ => return Ok(given),
+    };
+    if configured.is_empty() {
+        return Ok(given);
+    }
+    settings::apply(Cli::command(), &configured, &given)
+        .try_get_matches()
+        .map_err(|err| {
+            // the command line alone parsed: a configured value is what clap refused
+            let text = err.render().to_string();
+            let refused = text.lines().next().unwrap_or_default();
+            let refused = refused.strip_prefix("error: ").unwrap_or(refused);
+            clap::Error::raw(
+                err.kind(),
+                format!(
+                    "{refused}\nhint: that value comes from git config: `git cutile-perf config --list` shows where\n"
+                ),
+            )
+        })
 }
 
 /// clap's usage text: the first line is the error, the rest (usage, `--help`) the hint.

@@ -44,6 +44,7 @@ pub mod refusals;
 pub mod report;
 pub mod runner;
 pub mod session;
+pub mod settings;
 pub mod snapshot;
 pub mod stats;
 pub mod table;

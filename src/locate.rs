@@ -5,6 +5,7 @@
 //! `tests/suites/<suite>/**/test_<name>.py`. One name may exist in several places (rms_norm is in ops and
 //! in suites/liger), so an ambiguous name is an error that lists each candidate and the flag picking it.
 
+use std::collections::BTreeSet;
 use std::path::Path;
 
 use anyhow::{Result, bail};
@@ -34,27 +35,18 @@ pub fn check_tilegym(root: &Path) -> Result<()> {
 /// Finds the kernel called `name` (a file stem), optionally only in `suite`.
 pub fn kernel(root: &Path, name: &str, suite: Option<&str>) -> Result<Kernel> {
     let file = format!("{name}.py");
-    let mut candidates = Vec::new();
-    for path in files_named(root, "src/tilegym/ops/cutile", &file) {
-        candidates.push(Kernel {
-            name: name.to_string(),
-            suite: OPS.to_string(),
-            path,
-        });
-    }
-    for suite_dir in subdirectories(root, "src/tilegym/suites") {
-        for path in files_named(
-            root,
-            &format!("src/tilegym/suites/{suite_dir}/cutile"),
-            &file,
-        ) {
-            candidates.push(Kernel {
-                name: name.to_string(),
-                suite: suite_dir.clone(),
-                path,
-            });
-        }
-    }
+    let mut candidates: Vec<Kernel> = kernel_dirs(root)
+        .into_iter()
+        .flat_map(|(suite, dir)| {
+            files_named(root, &dir, &file)
+                .into_iter()
+                .map(move |path| Kernel {
+                    name: name.to_string(),
+                    suite: suite.clone(),
+                    path,
+                })
+        })
+        .collect();
     let all = candidates.clone();
     if let Some(suite) = suite {
         candidates.retain(|k| k.suite == suite);
@@ -62,7 +54,8 @@ pub fn kernel(root: &Path, name: &str, suite: Option<&str>) -> Result<Kernel> {
     match candidates.len() {
         1 => Ok(candidates.remove(0)),
         0 if all.is_empty() => bail!(
-            "no cuTile kernel named {name}: looked for {file} under src/tilegym/ops/cutile/ and src/tilegym/suites/*/cutile/"
+            "no cuTile kernel named {name}: looked for {file} under src/tilegym/ops/cutile/ and src/tilegym/suites/*/cutile/{}",
+            suggestion(&closest(name, kernel_names(root)))
         ),
         0 => bail!(
             "no cuTile kernel named {name} in suite {}; it exists in: {}",
@@ -80,6 +73,47 @@ pub fn kernel(root: &Path, name: &str, suite: Option<&str>) -> Result<Kernel> {
                 .collect::<Vec<_>>()
                 .join("\n")
         ),
+    }
+}
+
+/// The folders that hold cuTile kernels, each with its suite.
+fn kernel_dirs(root: &Path) -> Vec<(String, String)> {
+    let mut dirs = vec![(OPS.to_string(), "src/tilegym/ops/cutile".to_string())];
+    for suite in subdirectories(root, "src/tilegym/suites") {
+        let dir = format!("src/tilegym/suites/{suite}/cutile");
+        dirs.push((suite, dir));
+    }
+    dirs
+}
+
+/// The names (file stems) of every kernel module in the checkout.
+fn kernel_names(root: &Path) -> BTreeSet<String> {
+    kernel_dirs(root)
+        .iter()
+        .flat_map(|(_, dir)| files_where(root, dir, |f| f.ends_with(".py") && !f.starts_with("__")))
+        .filter_map(|path| Some(Path::new(&path).file_stem()?.to_string_lossy().into_owned()))
+        .collect()
+}
+
+/// The names of `known` within a few edits of `name`, closest first (at most three), as git suggests
+/// for a mistyped verb.
+fn closest(name: &str, known: impl IntoIterator<Item = String>) -> Vec<String> {
+    let most = (name.chars().count() / 3).max(2);
+    let mut near: Vec<(usize, String)> = known
+        .into_iter()
+        .map(|other| (strsim::damerau_levenshtein(name, &other), other))
+        .filter(|(edits, _)| *edits <= most)
+        .collect();
+    near.sort();
+    near.into_iter().take(3).map(|(_, other)| other).collect()
+}
+
+/// A hint line naming `similar`, or nothing when it is empty.
+fn suggestion(similar: &[String]) -> String {
+    match similar {
+        [] => String::new(),
+        [one] => format!("\nhint: the most similar kernel is {one}"),
+        many => format!("\nhint: the most similar kernels are {}", many.join(", ")),
     }
 }
 
@@ -345,17 +379,40 @@ mod tests {
             find_test(root, &flash, &[]).unwrap().path,
             "tests/ops/attention/test_flash.py"
         );
+        let nope = kernel(root, "nope", None).unwrap_err().to_string();
+        assert!(nope.starts_with("no cuTile kernel named nope"), "{nope}");
+        assert!(!nope.contains("hint:"), "{nope}");
         assert!(
-            kernel(root, "nope", None)
+            kernel(root, "rms_nrom", None)
                 .unwrap_err()
                 .to_string()
-                .starts_with("no cuTile kernel named nope")
+                .ends_with("\nhint: the most similar kernel is rms_norm")
         );
         assert_eq!(
             kernel(root, "flash", Some("liger"))
                 .unwrap_err()
                 .to_string(),
             "no cuTile kernel named flash in suite liger; it exists in: ops"
+        );
+    }
+
+    #[test]
+    fn suggestions_are_the_closest_names_within_a_few_edits() {
+        let known = || {
+            ["rms_norm", "layer_norm", "rope", "softmax", "swiglu"]
+                .map(String::from)
+                .to_vec()
+        };
+        assert_eq!(closest("rmsnorm", known()), ["rms_norm"]);
+        assert_eq!(closest("rope", known()), ["rope"]);
+        assert_eq!(closest("roep", known()), ["rope"]);
+        assert_eq!(closest("sofmtax", known()), ["softmax"]);
+        assert!(closest("attention", known()).is_empty());
+        assert_eq!(closest("norm", known()), Vec::<String>::new());
+        assert_eq!(suggestion(&[]), "");
+        assert_eq!(
+            suggestion(&["a".into(), "b".into()]),
+            "\nhint: the most similar kernels are a, b"
         );
     }
 }

@@ -158,8 +158,22 @@ impl Launch {
 /// Reads ncu's `--csv` output (one row per launch and metric; tool messages such as `==PROF==` lines
 /// around it are skipped).
 pub fn parse_csv(text: &str) -> Result<Vec<Launch>> {
-    let mut lines = text.lines().skip_while(|l| !l.starts_with("\"ID\""));
-    let header = fields(lines.next().context("no CSV table in ncu's output")?);
+    let table: String = text
+        .lines()
+        .skip_while(|l| !l.starts_with("\"ID\""))
+        .filter(|l| l.starts_with('"'))
+        .flat_map(|l| [l, "\n"])
+        .collect();
+    let mut reader = csv::ReaderBuilder::new()
+        .flexible(true)
+        .from_reader(table.as_bytes());
+    let header = reader
+        .headers()
+        .context("cannot read ncu's CSV header")?
+        .clone();
+    if header.is_empty() {
+        bail!("no CSV table in ncu's output");
+    }
     let column = |name: &str| {
         header
             .iter()
@@ -173,8 +187,8 @@ pub fn parse_csv(text: &str) -> Result<Vec<Launch>> {
         column("Metric Value")?,
     );
     let mut launches: Vec<(String, Launch)> = Vec::new();
-    for line in lines.filter(|l| l.starts_with('"')) {
-        let row = fields(line);
+    for row in reader.records() {
+        let row = row.context("cannot read a row of ncu's CSV")?;
         let (Some(row_id), Some(name), Some(metric), Some(value)) = (
             row.get(id),
             row.get(kernel),
@@ -189,38 +203,17 @@ pub fn parse_csv(text: &str) -> Result<Vec<Launch>> {
         };
         if launches.last().is_none_or(|(last, _)| last != row_id) {
             launches.push((
-                row_id.clone(),
+                row_id.to_string(),
                 Launch {
-                    kernel: name.clone(),
+                    kernel: name.to_string(),
                     metrics: BTreeMap::new(),
                 },
             ));
         }
         let (_, launch) = launches.last_mut().expect("pushed above");
-        launch.metrics.insert(metric.clone(), number);
+        launch.metrics.insert(metric.to_string(), number);
     }
     Ok(launches.into_iter().map(|(_, l)| l).collect())
-}
-
-/// The fields of one CSV line with double-quoted fields (`""` inside is a quote).
-fn fields(line: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut current = String::new();
-    let mut quoted = false;
-    let mut chars = line.chars().peekable();
-    while let Some(c) = chars.next() {
-        match (c, quoted) {
-            ('"', true) if chars.peek() == Some(&'"') => {
-                current.push('"');
-                chars.next();
-            }
-            ('"', _) => quoted = !quoted,
-            (',', false) => out.push(std::mem::take(&mut current)),
-            _ => current.push(c),
-        }
-    }
-    out.push(current);
-    out
 }
 
 /// Runs `command` (the words of a program and its arguments) under ncu with `ncu_args`, its output in
@@ -234,17 +227,55 @@ pub fn run(
     csv: &Path,
     deadline: Instant,
 ) -> Result<Vec<Launch>> {
+    launch(command, ncu_args, root, env, log, deadline)?;
+    read(csv, log)
+}
+
+/// [`run`] without reading a CSV: for a run that exports a report (`--export`), where ncu writes the
+/// report instead of printing its table.
+pub fn launch(
+    command: &[String],
+    ncu_args: &[String],
+    root: &Path,
+    env: &[(&str, &str)],
+    log: &Path,
+    deadline: Instant,
+) -> Result<()> {
     let mut args: Vec<&str> = ncu_args.iter().map(String::as_str).collect();
     args.extend(command.iter().map(String::as_str));
     let mut expression = process::command("ncu", &args).dir(root);
     for (key, value) in env {
         expression = expression.env(key, value);
     }
+    supervise(expression, log, deadline)
+}
+
+/// The launches of a report ncu saved (`--export`), printed as [`run`] reads them into `csv`.
+pub fn import(report: &Path, log: &Path, csv: &Path, deadline: Instant) -> Result<Vec<Launch>> {
+    let (report_arg, csv_arg) = (report.display().to_string(), csv.display().to_string());
+    let args = [
+        "--import",
+        &report_arg,
+        "--csv",
+        "--print-units",
+        "base",
+        "--log-file",
+        &csv_arg,
+    ];
+    supervise(process::command("ncu", &args), log, deadline)?;
+    read(csv, log)
+}
+
+fn supervise(expression: duct::Expression, log: &Path, deadline: Instant) -> Result<()> {
     match process::supervise(expression, log, deadline)? {
-        Ending::Exited(_) => {}
+        Ending::Exited(_) => Ok(()),
         Ending::Interrupted => bail!("interrupted while profiling"),
         ending => bail!("ncu did not finish ({ending:?}); see {}", log.display()),
     }
+}
+
+/// The launches in the CSV ncu wrote to `csv` (its other output is in `log`).
+fn read(csv: &Path, log: &Path) -> Result<Vec<Launch>> {
     let text = std::fs::read_to_string(csv).with_context(|| {
         format!(
             "ncu wrote no CSV to {}; see {}",
@@ -268,7 +299,7 @@ mod tests {
 "0","4242","python3.12","127.0.0.1","_rms_kernel","1","7","(128, 1, 1)","(132, 1, 1)","0","9.0","Command line profiler metrics","sm__sass_thread_inst_executed_op_ffma_pred_on.sum","inst","100000000"
 "0","4242","python3.12","127.0.0.1","_rms_kernel","1","7","(128, 1, 1)","(132, 1, 1)","0","9.0","Command line profiler metrics","sm__sass_thread_inst_executed_op_fmul_pred_on.sum","inst","300000000"
 "0","4242","python3.12","127.0.0.1","_rms_kernel","1","7","(128, 1, 1)","(132, 1, 1)","0","9.0","Command line profiler metrics","sm__ops_path_tensor_src_bf16_dst_fp32.sum","","0"
-"1","4242","python3.12","127.0.0.1","_mm, ""tuned""","1","7","(128, 1, 1)","(264, 1, 1)","0","9.0","Command line profiler metrics","dram__bytes.sum","byte","2000"
+"1","4242","python3.12","127.0.0.1","_mm<float, 128>, ""tuned""","1","7","(128, 1, 1)","(264, 1, 1)","0","9.0","Command line profiler metrics","dram__bytes.sum","byte","2000"
 ==PROF== Disconnected from process 4242
 "#;
 
@@ -276,7 +307,8 @@ mod tests {
     fn launches_and_their_intensity() {
         let launches = parse_csv(CSV).unwrap();
         assert_eq!(launches.len(), 2);
-        assert_eq!(launches[1].kernel, "_mm, \"tuned\"");
+        // a template argument list's commas stay inside its quoted field
+        assert_eq!(launches[1].kernel, "_mm<float, 128>, \"tuned\"");
         let m = launches[0].measured().unwrap();
         assert_eq!(m.kernel, "_rms_kernel");
         assert_eq!(m.flops, 500_000_000.0);

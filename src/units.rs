@@ -15,41 +15,27 @@ pub fn parse_pct(text: &str) -> Result<f64, String> {
 /// The longest budget accepted: a week, far beyond any iteration, and safe to add to `Instant::now()`.
 const MAX_BUDGET: Duration = Duration::from_secs(7 * 24 * 3600);
 
-/// `10m`, `90s`, `1h30m`, `500ms`, or plain seconds.
+/// `10m`, `90s`, `1m30s`, `1.5m`, `1h 30m`, `500ms` (jiff's friendly format, or ISO 8601's `PT90S`), or
+/// plain seconds.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let bad = || format!("invalid duration {text:?}: use e.g. 10m, 90s, 1h30m");
-    if let Ok(seconds) = text.parse::<u64>() {
-        return (seconds > 0 && seconds <= MAX_BUDGET.as_secs())
-            .then(|| Duration::from_secs(seconds))
-            .ok_or_else(bad);
+    let hint = "use e.g. 10m, 90s, 1m30s, 1.5h";
+    let parsed = match text.trim().parse::<u64>() {
+        Ok(seconds) => Ok(Duration::from_secs(seconds)),
+        Err(_) => text
+            .trim()
+            .parse::<jiff::SignedDuration>()
+            .map_err(|err| format!("invalid duration {text:?}: {err}; {hint}"))
+            .and_then(|signed| {
+                Duration::try_from(signed)
+                    .map_err(|_| format!("invalid duration {text:?}: negative; {hint}"))
+            }),
+    }?;
+    if parsed.is_zero() || parsed > MAX_BUDGET {
+        return Err(format!(
+            "invalid duration {text:?}: must be more than zero and at most a week; {hint}"
+        ));
     }
-    let mut total = Duration::ZERO;
-    let mut rest = text;
-    while !rest.is_empty() {
-        let digits = rest.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
-        let value: u64 = rest[..digits].parse().map_err(|_| bad())?;
-        let unit_len = rest[digits..]
-            .find(|c: char| c.is_ascii_digit())
-            .unwrap_or(rest.len() - digits);
-        let unit = &rest[digits..digits + unit_len];
-        let part = match unit {
-            "ms" => Some(Duration::from_millis(value)),
-            "s" => Some(Duration::from_secs(value)),
-            "m" => value.checked_mul(60).map(Duration::from_secs),
-            "h" => value.checked_mul(3600).map(Duration::from_secs),
-            _ => return Err(bad()),
-        };
-        total = part
-            .and_then(|part| total.checked_add(part))
-            .filter(|total| *total <= MAX_BUDGET)
-            .ok_or_else(bad)?;
-        rest = &rest[digits + unit_len..];
-    }
-    if total.is_zero() {
-        Err(bad())
-    } else {
-        Ok(total)
-    }
+    Ok(parsed)
 }
 
 #[cfg(test)]
@@ -58,10 +44,24 @@ mod tests {
 
     #[test]
     fn durations() {
-        assert_eq!(parse_duration("10m"), Ok(Duration::from_secs(600)));
-        assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
-        assert_eq!(parse_duration("90"), Ok(Duration::from_secs(90)));
-        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        for (text, seconds) in [
+            ("10m", 600.0),
+            ("90s", 90.0),
+            ("1m30s", 90.0),
+            ("1m 30s", 90.0),
+            ("1.5m", 90.0),
+            ("1h30m", 5400.0),
+            ("1.5h", 5400.0),
+            ("PT90S", 90.0),
+            ("90", 90.0),
+            ("500ms", 0.5),
+        ] {
+            assert_eq!(
+                parse_duration(text),
+                Ok(Duration::from_secs_f64(seconds)),
+                "{text}"
+            );
+        }
         for bad in [
             "",
             "m",
@@ -69,10 +69,16 @@ mod tests {
             "0s",
             "-1m",
             "0",
+            "8d",
             "99999999999999999999h",
             "18446744073709551615h",
         ] {
-            assert!(parse_duration(bad).is_err(), "{bad}");
+            let err = parse_duration(bad).unwrap_err();
+            assert!(
+                err.starts_with(&format!("invalid duration {bad:?}: ")),
+                "{err}"
+            );
+            assert!(err.ends_with("use e.g. 10m, 90s, 1m30s, 1.5h"), "{err}");
         }
     }
 

@@ -160,6 +160,55 @@ fn diagnose_profiles_one_case_of_each_iteration_and_compare_says_what_moved() {
 }
 
 #[test]
+fn diagnose_save_keeps_nsight_computes_report_and_reads_the_profile_from_it() {
+    let fixture = session_with_a_kept_change();
+    let (ncu_dir, path) = fake_ncu(&fixture);
+    let dir = fixture.root.parent().unwrap().join("profiles");
+    let diagnose = |args: &[&str]| fixture.command(args).env("PATH", &path).output().unwrap();
+
+    let report = json(&diagnose(&[
+        "diagnose",
+        "--save",
+        dir.to_str().unwrap(),
+        "--json",
+    ]));
+    // the fake ncu prints no table when it saves a report: these numbers came back through --import
+    assert_eq!(report["cause"], "memory");
+    assert_eq!(report["profile"]["duration_us"], 620.0);
+    let saved = PathBuf::from(report["saved_report"].as_str().unwrap());
+    assert_eq!(saved.parent().unwrap(), dir);
+    let name = saved.file_name().unwrap().to_str().unwrap();
+    assert!(
+        name.starts_with("iteration-1-test_perf-") && name.ends_with("large.ncu-rep"),
+        "{name}"
+    );
+    let kept = std::fs::read_to_string(&saved).unwrap();
+    assert!(kept.contains("\"vector_add_kernel\""), "{kept}");
+    let calls = std::fs::read_to_string(ncu_dir.join("calls")).unwrap();
+    let saved = saved.display();
+    assert!(
+        calls.contains(&format!("--export {saved} --force-overwrite ")),
+        "{calls}"
+    );
+    assert!(
+        calls.contains(&format!("--import {saved} --csv --print-units base")),
+        "{calls}"
+    );
+
+    // again over the same file, as text; and without --save nothing is kept
+    let plain = diagnose(&["diagnose", "--save", dir.to_str().unwrap()]);
+    assert!(
+        text(&plain.stdout).contains(&format!("  report   {saved} (open it in Nsight Compute)")),
+        "{}",
+        both(&plain)
+    );
+    assert_eq!(
+        json(&diagnose(&["diagnose", "--json"]))["saved_report"],
+        serde_json::Value::Null
+    );
+}
+
+#[test]
 fn without_ncu_or_without_counter_access_a_clear_hint() {
     let fixture = Fixture::new();
     fixture.start();

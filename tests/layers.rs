@@ -63,7 +63,10 @@ const LAYERS: &[(&str, &[&str])] = &[
             "snapshot",
         ],
     ),
-    ("verbs", &["cli", "commands", "errors", "generate"]),
+    (
+        "verbs",
+        &["cli", "commands", "errors", "generate", "settings"],
+    ),
     ("main", &["main"]),
 ];
 

@@ -17,11 +17,40 @@ fn reason(r: &serde_json::Value) -> &str {
 }
 
 fn branch_name() -> String {
-    let out = std::process::Command::new("date")
-        .arg("+%Y%m%d")
-        .output()
-        .unwrap();
+    branch_name_in(None)
+}
+
+/// The session branch `start` names today in time zone `tz` (a `TZ` value), as `date` dates it.
+fn branch_name_in(tz: Option<&str>) -> String {
+    let mut date = std::process::Command::new("date");
+    if let Some(tz) = tz {
+        date.env("TZ", tz);
+    }
+    let out = date.arg("+%Y%m%d").output().unwrap();
     format!("cutile-perf-vector_add-{}", text(&out.stdout).trim())
+}
+
+#[test]
+fn the_branch_is_dated_in_the_zone_tz_names() {
+    // twelve hours west of UTC and fourteen east: whatever the hour, one of them is on another date
+    // than UTC (and so than a machine on UTC)
+    for zone in ["WEST12", "EAST-14"] {
+        let f = Fixture::new();
+        let before = branch_name_in(Some(zone));
+        let out = f
+            .command(&["start", "vector_add"])
+            .env("TZ", zone)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", support::both(&out));
+        // (midnight there may fall between `date` and `start`)
+        let after = branch_name_in(Some(zone));
+        assert!(
+            [before, after].contains(&f.branch()),
+            "{zone}: {}",
+            f.branch()
+        );
+    }
 }
 
 #[test]

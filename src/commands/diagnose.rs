@@ -4,6 +4,7 @@
 //! code's commit (`refs/notes/cutile-perf-diagnose`), where `compare` reads it.
 
 use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result};
@@ -32,6 +33,8 @@ pub struct DiagnoseReport {
     #[serde(flatten)]
     pub diagnosis: Diagnosis,
     pub compile: Option<CompileFacts>,
+    /// Nsight Compute's own report of the run (`--save DIR`), to open in its UI.
+    pub saved_report: Option<PathBuf>,
 }
 
 pub fn run(repo: &Repo, args: &DiagnoseArgs, out: &mut impl Write) -> Result<DiagnoseReport> {
@@ -50,12 +53,17 @@ pub fn run(repo: &Repo, args: &DiagnoseArgs, out: &mut impl Write) -> Result<Dia
             .context("the iteration records no config to profile\nhint: pass --config TEST_ID")?,
     };
     require_ncu()?;
+    let saved_report = match &args.save {
+        Some(dir) => Some(report_path(dir, iteration.number, &config)?),
+        None => None,
+    };
     let source = Source::of(repo, &commit)?;
     let profiled = profile(
         repo,
         &history,
         source.path(repo),
         &config,
+        saved_report.as_deref(),
         Instant::now() + args.budget,
     )?;
     drop(source);
@@ -68,6 +76,7 @@ pub fn run(repo: &Repo, args: &DiagnoseArgs, out: &mut impl Write) -> Result<Dia
         launches_profiled: profiled.launches,
         diagnosis: profiled.diagnosis,
         compile: profiled.compile,
+        saved_report,
     };
     if args.output.json {
         ui::write_json(out, &report)?;
@@ -80,6 +89,19 @@ pub fn run(repo: &Repo, args: &DiagnoseArgs, out: &mut impl Write) -> Result<Dia
 /// The iteration numbered `number` and the commit holding its code.
 fn find(history: &History, number: u32) -> Result<(String, &Iteration)> {
     Ok((code_commit(history, number), iteration(history, number)?))
+}
+
+/// Where `diagnose --save DIR` keeps the report of `config` in iteration `number`: an absolute path (ncu
+/// runs elsewhere), named so that each config of each iteration has its own file.
+fn report_path(dir: &Path, number: u32, config: &str) -> Result<PathBuf> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let case = config.rsplit("::").next().unwrap_or(config);
+    let words: Vec<&str> = case
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '.'))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let name = format!("iteration-{number}-{}.ncu-rep", words.join("-"));
+    Ok(std::path::absolute(dir)?.join(name))
 }
 
 fn require_ncu() -> Result<()> {
@@ -133,6 +155,12 @@ fn render(report: &DiagnoseReport) -> String {
             .map(|(k, v)| format!("{k} {v}"))
             .collect();
         out += &format!("  compile  {}\n", totals.join(", "));
+    }
+    if let Some(saved) = &report.saved_report {
+        out += &format!(
+            "  report   {} (open it in Nsight Compute)\n",
+            saved.display()
+        );
     }
     out
 }

@@ -3,6 +3,7 @@
 //! the current directory, and a test can run the verb on a repository it prepared, without the binary.
 
 pub mod compare;
+pub mod config;
 pub mod demo;
 pub mod diagnose;
 pub mod extras;
@@ -11,6 +12,7 @@ pub mod inspect;
 pub mod next;
 pub mod plot;
 pub mod refs;
+pub mod remote;
 pub mod repair;
 pub mod report;
 pub mod start;

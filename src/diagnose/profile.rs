@@ -43,7 +43,7 @@ pub fn cause_for(repo: &Repo, history: &History, deadline: Instant) -> Result<Op
         return Ok(None);
     }
     ui::progress_line(&format!("diagnosing {config} with ncu ..."));
-    match profile(repo, history, repo.root.clone(), &config, deadline) {
+    match profile(repo, history, repo.root.clone(), &config, None, deadline) {
         Ok(profiled) => Ok(Some(profiled)),
         Err(err) if err.is::<process::Interrupted>() => Err(err),
         Err(err) => {
@@ -72,12 +72,14 @@ pub struct Profiled {
 }
 
 /// Runs the one pytest case of `config` from `root` under ncu, autotuning off, profiling only the
-/// session kernel's own launches after a warm-up; reads the dumps the run left for compile facts.
+/// session kernel's own launches after a warm-up (keeping ncu's report at `save`, if given); reads the
+/// dumps the run left for compile facts.
 pub fn profile(
     repo: &Repo,
     history: &History,
     root: PathBuf,
     config: &str,
+    save: Option<&Path>,
     deadline: Instant,
 ) -> Result<Profiled> {
     let session = &history.session;
@@ -89,7 +91,7 @@ pub fn profile(
         names.replace('|', ", "),
         case.node_id
     ));
-    let launches = profile_launches(&case, &names, deadline)?;
+    let launches = profile_launches(&case, &names, save, deadline)?;
     let launch = super::representative(&launches).with_context(|| {
         format!(
             "ncu profiled no launch of {} in {}; see {}",
@@ -111,8 +113,14 @@ pub fn profile(
 
 /// The launches of the kernels named by `names` (a regex alternation) that ncu profiled in `case`; a
 /// metric this ncu does not know is dropped and the case run again, at most
-/// [`UNKNOWN_METRIC_RETRIES`] times.
-fn profile_launches(case: &Case, names: &str, deadline: Instant) -> Result<Vec<ncu::Launch>> {
+/// [`UNKNOWN_METRIC_RETRIES`] times. With `save`, ncu exports its report there and the launches are
+/// read back from it.
+fn profile_launches(
+    case: &Case,
+    names: &str,
+    save: Option<&Path>,
+    deadline: Instant,
+) -> Result<Vec<ncu::Launch>> {
     let (log, csv) = (case.dir.join("ncu.log"), case.dir.join("ncu.csv"));
     let mut metrics = ncu::select(ncu::query_metrics().as_deref(), &super::wanted());
     let mut retries = UNKNOWN_METRIC_RETRIES;
@@ -126,15 +134,24 @@ fn profile_launches(case: &Case, names: &str, deadline: Instant) -> Result<Vec<n
         );
         std::fs::remove_file(&csv).ok();
         let env = case.env();
-        let err = match ncu::run(
-            &case.command,
-            &ncu_args,
-            &case.root,
-            &env,
-            &log,
-            &csv,
-            deadline,
-        ) {
+        let profiled = match save {
+            None => ncu::run(
+                &case.command,
+                &ncu_args,
+                &case.root,
+                &env,
+                &log,
+                &csv,
+                deadline,
+            ),
+            Some(report) => {
+                let exporting = [&ncu_args[..], &export_args(report)].concat();
+                ncu::launch(&case.command, &exporting, &case.root, &env, &log, deadline).and_then(
+                    |()| ncu::import(report, &case.dir.join("ncu-import.log"), &csv, deadline),
+                )
+            }
+        };
+        let err = match profiled {
             Ok(launches) => return Ok(launches),
             Err(_) if process::interrupted() => {
                 return Err(process::Interrupted("nothing was profiled or cached").into());
@@ -154,6 +171,15 @@ fn profile_launches(case: &Case, names: &str, deadline: Instant) -> Result<Vec<n
             _ => return Err(with_hint(err, &output, &case.dir)),
         }
     }
+}
+
+/// ncu's arguments that save its report at `report`, over an older one.
+fn export_args(report: &Path) -> [String; 3] {
+    [
+        "--export".to_string(),
+        report.display().to_string(),
+        "--force-overwrite".to_string(),
+    ]
 }
 
 /// The text of each file that exists.

@@ -8,7 +8,6 @@
 //! both): hooks guard against accidents, and `verify` and the history reader do not rely on them.
 
 use std::fs;
-use std::io::Read;
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
@@ -103,9 +102,8 @@ pub fn commit(repo: &Repo, message: &str, allow_empty: bool) -> Result<String> {
 /// whether the commit succeeded or not.
 fn with_nonce<T>(repo: &Repo, commit: impl FnOnce(&str) -> Result<T>) -> Result<T> {
     let mut bytes = [0u8; 16];
-    fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut bytes))
-        .context("cannot read /dev/urandom for the commit's nonce")?;
+    getrandom::fill(&mut bytes)
+        .map_err(|err| anyhow::anyhow!("cannot draw the commit's nonce: {err}"))?;
     let nonce: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
     let path = repo.git_path(NONCE_FILE)?;
     fs::write(&path, &nonce).with_context(|| format!("cannot write {}", path.display()))?;

@@ -261,22 +261,46 @@ fn repo_relative(repo: &Repo, path: &str) -> Result<String> {
     Ok(text.replace(std::path::MAIN_SEPARATOR, "/"))
 }
 
-/// The local date as YYYYMMDD.
+/// The local date (the zone in `TZ`, else the system's) as YYYYMMDD.
 fn today() -> String {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as libc::time_t)
-        .unwrap_or(0);
-    // SAFETY: localtime_r only writes the tm we own.
-    let tm = unsafe {
-        let mut tm: libc::tm = std::mem::zeroed();
-        libc::localtime_r(&now, &mut tm);
-        tm
-    };
-    format!(
-        "{:04}{:02}{:02}",
-        tm.tm_year + 1900,
-        tm.tm_mon + 1,
-        tm.tm_mday
-    )
+    date_stamp(jiff::Timestamp::now(), &jiff::tz::TimeZone::system())
+}
+
+/// `now`'s date in `zone` as YYYYMMDD.
+fn date_stamp(now: jiff::Timestamp, zone: &jiff::tz::TimeZone) -> String {
+    now.to_zoned(zone.clone()).strftime("%Y%m%d").to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use jiff::tz::TimeZone;
+
+    #[test]
+    fn the_branch_date_is_the_local_date() {
+        let zone = |tz: &str| TimeZone::posix(tz).unwrap();
+        let late = |at: &str| at.parse::<jiff::Timestamp>().unwrap();
+        // 03:30 UTC is still the evening before in New York, with or without daylight saving time
+        let new_york = zone("EST5EDT,M3.2.0,M11.1.0");
+        assert_eq!(
+            date_stamp(late("2026-12-02T03:30:00Z"), &new_york),
+            "20261201"
+        );
+        assert_eq!(
+            date_stamp(late("2026-07-01T03:30:00Z"), &new_york),
+            "20260630"
+        );
+        assert_eq!(
+            date_stamp(late("2026-12-02T05:00:00Z"), &new_york),
+            "20261202"
+        );
+        assert_eq!(
+            date_stamp(late("2026-12-02T03:30:00Z"), &TimeZone::UTC),
+            "20261202"
+        );
+        assert_eq!(
+            date_stamp(late("2026-12-31T20:00:00Z"), &zone("JST-9")),
+            "20270101"
+        );
+    }
 }

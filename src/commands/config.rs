@@ -1,0 +1,78 @@
+//! `config --list`: each setting that git config may hold (`cutile-perf.<key>`, see `settings.rs`),
+//! its value and where that value came from.
+
+use std::io::Write;
+
+use anyhow::Result;
+use clap::CommandFactory;
+use serde::Serialize;
+
+use crate::cli::{Cli, ConfigArgs};
+use crate::settings::{self, SETTINGS};
+use crate::ui;
+
+/// What `config --list --json` prints.
+#[derive(Debug, Serialize)]
+pub struct ConfigList {
+    pub settings: Vec<SettingValue>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct SettingValue {
+    /// The git config key, e.g. `cutile-perf.gainPct`.
+    pub key: String,
+    /// None when neither git config nor the command line sets one (`python`: found on PATH).
+    pub value: Option<String>,
+    /// `default`, or the git config scope that set it: `local`, `global`, `system`, `worktree`.
+    pub source: String,
+    /// The flag that overrides it for one command.
+    pub flag: String,
+    pub verbs: &'static [&'static str],
+}
+
+pub fn run(args: &ConfigArgs, out: &mut impl Write) -> Result<ConfigList> {
+    let ConfigArgs { list: _, output } = args;
+    let configured = settings::configured(&std::env::current_dir()?)?;
+    let command = Cli::command();
+    let report = ConfigList {
+        settings: SETTINGS
+            .iter()
+            .map(|setting| {
+                let (value, source) = match configured.get(setting.key) {
+                    Some(found) => (Some(found.value.clone()), found.scope.clone()),
+                    None => (
+                        settings::built_in_default(&command, setting),
+                        "default".to_string(),
+                    ),
+                };
+                SettingValue {
+                    key: format!("cutile-perf.{}", setting.key),
+                    value,
+                    source,
+                    flag: settings::flag(&command, setting),
+                    verbs: setting.verbs,
+                }
+            })
+            .collect(),
+    };
+    if output.json {
+        ui::write_json(out, &report)?;
+        return Ok(report);
+    }
+    for setting in &report.settings {
+        writeln!(
+            out,
+            "{:<26} {:<16} {:<8} {} ({})",
+            setting.key,
+            setting.value.as_deref().unwrap_or("(none)"),
+            setting.source,
+            setting.flag,
+            setting.verbs.join(", ")
+        )?;
+    }
+    writeln!(
+        out,
+        "\na flag given wins; set one with `git config [--global] KEY VALUE`"
+    )?;
+    Ok(report)
+}

@@ -1,0 +1,392 @@
+//! `push`, `fetch` and `setup-remote`: the session's record travels with its branch. The evidence is in
+//! notes (`refs/notes/cutile-perf`, and the diagnose cache beside it) and the session refs
+//! (`refs/cutile-perf/...`), which a plain `git push` or `git fetch` leaves behind; without them a
+//! reviewer's or CI's clone cannot `verify` a pushed session.
+//!
+//! Notes are one history per ref: two clones that both wrote notes have diverged, and taking either side
+//! drops the other's evidence. So a notes ref only ever fast-forwards unless `--force` says which side
+//! wins (after `fetch --force` ours stay in the reflog; after `push --force` the remote's are replaced).
+
+use std::io::Write;
+
+use anyhow::{Result, bail};
+use serde::Serialize;
+
+use crate::cli::{SetupRemoteArgs, TravelArgs};
+use crate::git::Repo;
+use crate::history;
+use crate::session::BRANCH_PREFIX;
+use crate::ui;
+
+/// The evidence notes and the diagnose cache, as one refspec pattern.
+const NOTES: &str = "refs/notes/cutile-perf*";
+/// The session refs (each session branch's remembered baseline).
+const SESSION_REFS: &str = "refs/cutile-perf/*";
+/// Where `fetch` downloads the remote's record refs before deciding, ref by ref, whether ours may move.
+const INCOMING: &str = "refs/cutile-perf-incoming/";
+
+/// Our record refs, as `git for-each-ref` patterns.
+const RECORD_REFS: [&str; 2] = [NOTES, "refs/cutile-perf/"];
+
+/// The record's refspecs, each mapping a ref to the same name on the other side.
+fn record_refspecs() -> [String; 2] {
+    [NOTES, SESSION_REFS].map(|pattern| format!("{pattern}:{pattern}"))
+}
+
+/// What happened to one ref.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RefStatus {
+    New,
+    FastForward,
+    UpToDate,
+    /// Ours has everything the other side has, and more: kept.
+    Ahead,
+    /// Diverged, and replaced because `--force` was given.
+    Forced,
+    /// Diverged, and left as it was.
+    Refused,
+    Deleted,
+}
+
+#[derive(Debug, Serialize)]
+pub struct RefUpdate {
+    #[serde(rename = "ref")]
+    pub name: String,
+    pub status: RefStatus,
+}
+
+/// What `push --json` prints.
+#[derive(Debug, Serialize)]
+pub struct PushReport {
+    pub remote: String,
+    pub branch: String,
+    pub updates: Vec<RefUpdate>,
+}
+
+/// What `fetch --json` prints.
+#[derive(Debug, Serialize)]
+pub struct FetchReport {
+    pub remote: String,
+    /// The remote's session branches, as remote-tracking branches (check one out to `verify` it).
+    pub branches: Vec<String>,
+    pub updates: Vec<RefUpdate>,
+}
+
+/// What `setup-remote --json` prints.
+#[derive(Debug, Serialize)]
+pub struct SetupReport {
+    pub remote: String,
+    /// `remote.<name>.push` and `.fetch` values added by this run (none when they were there already).
+    pub added: Vec<ConfigValue>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ConfigValue {
+    pub key: String,
+    pub value: String,
+}
+
+/// `push [REMOTE]`: the checked-out session branch, the notes and the session refs, in one atomic push.
+pub fn push(repo: &Repo, args: &TravelArgs, out: &mut impl Write) -> Result<PushReport> {
+    let TravelArgs {
+        remote,
+        force,
+        output,
+    } = args;
+    let Some(branch) = history::session_branch(repo)? else {
+        bail!(
+            "not on a cutile-perf session branch\nhint: check out the {BRANCH_PREFIX}* branch to push"
+        );
+    };
+    let remote = resolve_remote(repo, remote.as_deref())?;
+    let head = format!("refs/heads/{branch}:refs/heads/{branch}");
+    let [notes, session_refs] = record_refspecs();
+    // a diverged branch is refused always; the notes only unless `--force` picks ours
+    let notes = if *force { format!("+{notes}") } else { notes };
+    let pushed = repo.git(&[
+        "push",
+        "--atomic",
+        "--porcelain",
+        &remote,
+        &head,
+        &notes,
+        &session_refs,
+    ]);
+    let lines = match pushed {
+        Ok(lines) => lines,
+        Err(err) => bail!(
+            "{err:#}\nhint: a rejected notes ref means the remote's evidence has notes yours lack: \
+             `git cutile-perf fetch {remote}` first; `push --force` replaces the remote's notes with yours"
+        ),
+    };
+    let report = PushReport {
+        remote,
+        branch,
+        updates: pushed_updates(&lines),
+    };
+    let title = format!("pushed to {}", report.remote);
+    write_report(out, output.json, &report, &title, &report.updates)?;
+    Ok(report)
+}
+
+/// The ref updates of `git push --porcelain`'s output (`FLAG\tFROM:TO\tSUMMARY` lines).
+fn pushed_updates(porcelain: &str) -> Vec<RefUpdate> {
+    porcelain
+        .lines()
+        .filter_map(|line| {
+            let mut fields = line.split('\t');
+            let flag = fields.next()?.chars().next()?;
+            let (_, to) = fields.next()?.split_once(':')?;
+            let status = match flag {
+                '*' => RefStatus::New,
+                ' ' => RefStatus::FastForward,
+                '=' => RefStatus::UpToDate,
+                '+' => RefStatus::Forced,
+                '-' => RefStatus::Deleted,
+                _ => RefStatus::Refused,
+            };
+            Some(RefUpdate {
+                name: to.to_string(),
+                status,
+            })
+        })
+        .collect()
+}
+
+/// `fetch [REMOTE]`: the remote's session branches (as remote-tracking branches), its notes and its
+/// session refs. A record ref of ours moves only forward; a diverged one is refused unless `--force`.
+pub fn fetch(repo: &Repo, args: &TravelArgs, out: &mut impl Write) -> Result<FetchReport> {
+    let TravelArgs {
+        remote,
+        force,
+        output,
+    } = args;
+    let remote = resolve_remote(repo, remote.as_deref())?;
+    let branches = format!("+refs/heads/{BRANCH_PREFIX}*:refs/remotes/{remote}/{BRANCH_PREFIX}*");
+    let incoming = [NOTES, SESSION_REFS].map(|pattern| format!("+{pattern}:{INCOMING}{pattern}"));
+    // an empty refmap keeps git from also updating refs through `remote.<name>.fetch` (which
+    // setup-remote points at our notes): only the staging refs below change here
+    let fetched = repo.git(&[
+        "fetch",
+        "--no-tags",
+        "--refmap=",
+        &remote,
+        &branches,
+        &incoming[0],
+        &incoming[1],
+    ]);
+    let updates = fetched.and_then(|_| take_incoming(repo, *force));
+    // the downloads are only a staging area, gone whatever happened
+    for (name, _) in refs_under(repo, INCOMING)? {
+        repo.git(&["update-ref", "-d", &name])?;
+    }
+    let report = FetchReport {
+        branches: refs_under(repo, &format!("refs/remotes/{remote}/{BRANCH_PREFIX}*"))?
+            .into_iter()
+            .map(|(name, _)| name.trim_start_matches("refs/remotes/").to_string())
+            .collect(),
+        remote,
+        updates: updates?,
+    };
+    let title = format!("fetched from {}", report.remote);
+    write_report(out, output.json, &report, &title, &report.updates)?;
+    let refused: Vec<&str> = (report.updates.iter())
+        .filter(|u| u.status == RefStatus::Refused)
+        .map(|u| u.name.as_str())
+        .collect();
+    if !refused.is_empty() {
+        return Err(crate::errors::Reported(format!(
+            "{} diverged from {}'s and was left as it was\nhint: both sides recorded evidence the other \
+             lacks; `fetch --force` takes {}'s (yours stays in the reflog: `git reflog {}`)",
+            refused.join(", "),
+            report.remote,
+            report.remote,
+            refused[0]
+        ))
+        .into());
+    }
+    Ok(report)
+}
+
+/// Moves each of our record refs to what was downloaded under [`INCOMING`], where that loses nothing
+/// (or `force` says so).
+fn take_incoming(repo: &Repo, force: bool) -> Result<Vec<RefUpdate>> {
+    let ours: std::collections::BTreeMap<String, String> = RECORD_REFS
+        .iter()
+        .map(|pattern| refs_under(repo, pattern))
+        .collect::<Result<Vec<_>>>()?
+        .into_iter()
+        .flatten()
+        .collect();
+    let mut updates = Vec::new();
+    for (staged, theirs) in refs_under(repo, INCOMING)? {
+        let name = staged[INCOMING.len()..].to_string();
+        let status = match ours.get(&name) {
+            None => RefStatus::New,
+            Some(mine) if *mine == theirs => RefStatus::UpToDate,
+            Some(mine) if is_ancestor(repo, mine, &theirs) => RefStatus::FastForward,
+            Some(mine) if is_ancestor(repo, &theirs, mine) => RefStatus::Ahead,
+            Some(_) if force => RefStatus::Forced,
+            Some(_) => RefStatus::Refused,
+        };
+        if matches!(
+            status,
+            RefStatus::New | RefStatus::FastForward | RefStatus::Forced
+        ) {
+            repo.git(&["update-ref", &name, &theirs])?;
+        }
+        updates.push(RefUpdate { name, status });
+    }
+    Ok(updates)
+}
+
+/// `setup-remote [REMOTE]`: adds the record's refspecs to `remote.<name>.push` and `.fetch`, once.
+pub fn setup_remote(
+    repo: &Repo,
+    args: &SetupRemoteArgs,
+    out: &mut impl Write,
+) -> Result<SetupReport> {
+    let SetupRemoteArgs { remote, output } = args;
+    let remote = resolve_remote(repo, remote.as_deref())?;
+    let mut added = Vec::new();
+    for direction in ["push", "fetch"] {
+        let key = format!("remote.{remote}.{direction}");
+        let existing = config_values(repo, &key)?;
+        let mut wanted = record_refspecs().to_vec();
+        // with any push refspec configured, a plain `git push` pushes only those: keep it pushing the
+        // current branch, as it did before
+        if direction == "push" && existing.is_empty() {
+            wanted.insert(0, "HEAD".to_string());
+        }
+        for value in wanted.into_iter().filter(|v| !existing.contains(v)) {
+            repo.git(&["config", "--add", &key, &value])?;
+            added.push(ConfigValue {
+                key: key.clone(),
+                value,
+            });
+        }
+    }
+    let report = SetupReport { remote, added };
+    if output.json {
+        ui::write_json(out, &report)?;
+    } else if report.added.is_empty() {
+        writeln!(
+            out,
+            "{} carries the session's record already",
+            report.remote
+        )?;
+    } else {
+        for ConfigValue { key, value } in &report.added {
+            writeln!(out, "added {key} = {value}")?;
+        }
+        writeln!(
+            out,
+            "plain `git push {0}` and `git fetch {0}` now carry the evidence notes and session refs",
+            report.remote
+        )?;
+    }
+    Ok(report)
+}
+
+/// `remote`, or the current branch's upstream remote, or `origin`; it must be a configured remote
+/// (fetch keeps remote-tracking branches under its name).
+fn resolve_remote(repo: &Repo, remote: Option<&str>) -> Result<String> {
+    let upstream = || -> Result<Option<String>> {
+        let Some(branch) = repo.branch()? else {
+            return Ok(None);
+        };
+        Ok(config_values(repo, &format!("branch.{branch}.remote"))?.pop())
+    };
+    let name = match remote {
+        Some(name) => name.to_string(),
+        None => upstream()?.unwrap_or_else(|| "origin".to_string()),
+    };
+    let known = repo.git(&["remote"])?;
+    if !known.lines().any(|line| line == name) {
+        bail!(
+            "no remote named {name:?}\nhint: add it with `git remote add {name} URL`, or name one of: {}",
+            known.lines().collect::<Vec<_>>().join(", ")
+        );
+    }
+    Ok(name)
+}
+
+/// Every value of a multi-valued git config key (none when it is unset).
+fn config_values(repo: &Repo, key: &str) -> Result<Vec<String>> {
+    // exit 1 means unset; an invalid key or file is 2 or more and stays an error
+    // (git prints nothing for an unset key, so its error ends with an empty stderr)
+    match repo.git(&["config", "--get-all", key]) {
+        Ok(values) => Ok(values.lines().map(str::to_string).collect()),
+        Err(err) if err.to_string().ends_with("failed: ") => Ok(Vec::new()),
+        Err(err) => Err(err),
+    }
+}
+
+/// The refs `git for-each-ref` matches with `pattern` (a glob whose `*` also matches `/`, or a
+/// prefix ending in `/`), each with the object it points at.
+fn refs_under(repo: &Repo, pattern: &str) -> Result<Vec<(String, String)>> {
+    let listed = repo.git(&["for-each-ref", "--format=%(refname) %(objectname)", pattern])?;
+    Ok(listed
+        .lines()
+        .filter_map(|line| line.split_once(' '))
+        .map(|(name, id)| (name.to_string(), id.to_string()))
+        .collect())
+}
+
+/// Whether commit `older` is `newer` or one of its ancestors (unrelated histories are not).
+fn is_ancestor(repo: &Repo, older: &str, newer: &str) -> bool {
+    repo.git(&["merge-base", older, newer])
+        .is_ok_and(|base| base.trim() == older)
+}
+
+/// `report` as JSON, or as `title` and a line per ref update.
+fn write_report(
+    out: &mut impl Write,
+    json: bool,
+    report: &impl Serialize,
+    title: &str,
+    updates: &[RefUpdate],
+) -> Result<()> {
+    if json {
+        return ui::write_json(out, report);
+    }
+    writeln!(out, "{title}")?;
+    for RefUpdate { name, status } in updates {
+        let word = serde_json::to_value(status)?;
+        writeln!(out, "  {:<14} {name}", word.as_str().unwrap_or_default())?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn push_porcelain_lines_become_updates() {
+        let porcelain = [
+            "To /tmp/remote.git",
+            "*\trefs/heads/cutile-perf-x:refs/heads/cutile-perf-x\t[new branch]",
+            "=\trefs/notes/cutile-perf:refs/notes/cutile-perf\t[up to date]",
+            " \trefs/cutile-perf/baseline/x:refs/cutile-perf/baseline/x\tabc..def",
+            "+\trefs/notes/cutile-perf-diagnose:refs/notes/cutile-perf-diagnose\tabc...def (forced update)",
+            "Done",
+        ]
+        .join("\n");
+        let updates = pushed_updates(&porcelain);
+        let got: Vec<(&str, RefStatus)> = updates
+            .iter()
+            .map(|u| (u.name.as_str(), u.status))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("refs/heads/cutile-perf-x", RefStatus::New),
+                ("refs/notes/cutile-perf", RefStatus::UpToDate),
+                ("refs/cutile-perf/baseline/x", RefStatus::FastForward),
+                ("refs/notes/cutile-perf-diagnose", RefStatus::Forced),
+            ]
+        );
+    }
+}
