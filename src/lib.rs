@@ -1,6 +1,7 @@
 //! `git-cutile-perf` as a library: every module lives here so that tests, benchmarks and the binary share
 //! one definition of each rule. `main.rs` only parses the command line and dispatches.
 
+pub mod agent;
 pub mod audit;
 pub mod benchmark_run;
 pub mod cli;

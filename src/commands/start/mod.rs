@@ -11,6 +11,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use super::write_table;
+use crate::agent::next_action::{NextAction, Situation, next_action};
 use crate::cli::StartArgs;
 use crate::decision::{self, Thresholds};
 use crate::evidence::Evidence;
@@ -48,6 +49,8 @@ pub struct StartReport {
     pub plan: Option<Report>,
     /// The GPU the baseline ran on, with its clocks, memory and other processes.
     pub gpu: Option<GpuState>,
+    /// What the loop expects now, with one sentence for an agent.
+    pub next_action: NextAction,
 }
 
 /// A session as a pipeline: plan (checks, nothing created), baseline (branch, hook, runs), commit, render.
@@ -149,6 +152,7 @@ fn commit(
         foreign: Default::default(),
     };
     let table = write_table(repo, &history)?;
+    let next_action = next_action(Situation::Session(&history));
     Ok(StartReport {
         branch: plan.branch,
         commit,
@@ -161,6 +165,7 @@ fn commit(
         noisy,
         plan: plan.inspection,
         gpu: plan.gpu_state,
+        next_action,
     })
 }
 
@@ -215,11 +220,7 @@ fn render(report: &StartReport, json: bool, out: &mut impl Write) -> Result<()> 
              --filter without them, makes the loop faster and surer"
         )?;
     }
-    writeln!(
-        out,
-        "next: change {} (one optimization), then `git cutile-perf step \"<what you changed>\"`",
-        session.kernel
-    )?;
+    writeln!(out, "next: {}", report.next_action.sentence)?;
     Ok(())
 }
 
