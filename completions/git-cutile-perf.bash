@@ -58,6 +58,9 @@ _gitcutileperf() {
             gitcutileperf,repair)
                 cmd="gitcutileperf__subcmd__repair"
                 ;;
+            gitcutileperf,skill)
+                cmd="gitcutileperf__subcmd__skill"
+                ;;
             gitcutileperf,start)
                 cmd="gitcutileperf__subcmd__start"
                 ;;
@@ -114,6 +117,9 @@ _gitcutileperf() {
                 ;;
             gitcutileperf__subcmd__help,repair)
                 cmd="gitcutileperf__subcmd__help__subcmd__repair"
+                ;;
+            gitcutileperf__subcmd__help,skill)
+                cmd="gitcutileperf__subcmd__help__subcmd__skill"
                 ;;
             gitcutileperf__subcmd__help,start)
                 cmd="gitcutileperf__subcmd__help__subcmd__start"
@@ -191,7 +197,7 @@ _gitcutileperf() {
 
     case "${cmd}" in
         gitcutileperf)
-            opts="-h -V --help --version start inspect step diagnose compare table plot status verify repair refs next hook demo man completions install-extras uninstall-extras help"
+            opts="-h -V --help --version start inspect step diagnose compare table plot status verify repair refs next skill hook demo man completions install-extras uninstall-extras help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -277,7 +283,7 @@ _gitcutileperf() {
             return 0
             ;;
         gitcutileperf__subcmd__help)
-            opts="start inspect step diagnose compare table plot status verify repair refs next hook demo man completions install-extras uninstall-extras help"
+            opts="start inspect step diagnose compare table plot status verify repair refs next skill hook demo man completions install-extras uninstall-extras help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -529,6 +535,20 @@ _gitcutileperf() {
             return 0
             ;;
         gitcutileperf__subcmd__help__subcmd__repair)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        gitcutileperf__subcmd__help__subcmd__skill)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -931,6 +951,24 @@ _gitcutileperf() {
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        gitcutileperf__subcmd__skill)
+            opts="-h --print --install --dir --user --project --json --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;

@@ -40,6 +40,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Repair(args) => commands::repair::run(&repo()?, args, out),
         Command::Next(args) => commands::next::run(&repo()?, args, out),
         Command::Refs(args) => commands::refs::run(args, out),
+        Command::Skill(args) => commands::skill::run(repo().ok().as_ref(), args, out),
         Command::Hook(args) => commands::hook::run(&repo()?, args, out),
         Command::Demo(args) => commands::demo::run(args),
         Command::Man(args) => commands::extras::man(args),

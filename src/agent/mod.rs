@@ -2,3 +2,4 @@
 //! Skill that teaches the loop, and the MCP server that exposes the verbs as tools.
 
 pub mod next_action;
+pub mod skill;

@@ -12,6 +12,7 @@ pub mod next;
 pub mod plot;
 pub mod refs;
 pub mod repair;
+pub mod skill;
 pub mod start;
 pub mod status;
 pub mod step;
