@@ -46,6 +46,9 @@ _gitcutileperf() {
             gitcutileperf,man)
                 cmd="gitcutileperf__subcmd__man"
                 ;;
+            gitcutileperf,mcp)
+                cmd="gitcutileperf__subcmd__mcp"
+                ;;
             gitcutileperf,next)
                 cmd="gitcutileperf__subcmd__next"
                 ;;
@@ -105,6 +108,9 @@ _gitcutileperf() {
                 ;;
             gitcutileperf__subcmd__help,man)
                 cmd="gitcutileperf__subcmd__help__subcmd__man"
+                ;;
+            gitcutileperf__subcmd__help,mcp)
+                cmd="gitcutileperf__subcmd__help__subcmd__mcp"
                 ;;
             gitcutileperf__subcmd__help,next)
                 cmd="gitcutileperf__subcmd__help__subcmd__next"
@@ -197,7 +203,7 @@ _gitcutileperf() {
 
     case "${cmd}" in
         gitcutileperf)
-            opts="-h -V --help --version start inspect step diagnose compare table plot status verify repair refs next skill hook demo man completions install-extras uninstall-extras help"
+            opts="-h -V --help --version start inspect step diagnose compare table plot status verify repair refs next skill mcp hook demo man completions install-extras uninstall-extras help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -283,7 +289,7 @@ _gitcutileperf() {
             return 0
             ;;
         gitcutileperf__subcmd__help)
-            opts="start inspect step diagnose compare table plot status verify repair refs next skill hook demo man completions install-extras uninstall-extras help"
+            opts="start inspect step diagnose compare table plot status verify repair refs next skill mcp hook demo man completions install-extras uninstall-extras help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -479,6 +485,20 @@ _gitcutileperf() {
             return 0
             ;;
         gitcutileperf__subcmd__help__subcmd__man)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        gitcutileperf__subcmd__help__subcmd__mcp)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -887,6 +907,20 @@ _gitcutileperf() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        gitcutileperf__subcmd__mcp)
+            opts="-h --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 *)
                     COMPREPLY=()
                     ;;

@@ -57,6 +57,9 @@ pub enum Command {
     /// Print the Agent Skill that teaches an agent the loop through this tool, or install it where agents
     /// look for skills
     Skill(SkillArgs),
+    /// Serve the verbs an agent needs (start, step, status, ...) as Model Context Protocol tools over
+    /// stdio; each tool returns the verb's --json report
+    Mcp,
     /// Install, remove or inspect the pre-commit hook that enforces the allowed paths
     Hook(HookArgs),
     /// Run a short session on a built-in TileGym-shaped repository (no GPU needed)

@@ -8,6 +8,7 @@ pub mod diagnose;
 pub mod extras;
 pub mod hook;
 pub mod inspect;
+pub mod mcp;
 pub mod next;
 pub mod plot;
 pub mod refs;
