@@ -183,24 +183,15 @@ fn edit_and_step(history: &History) -> NextAction {
 mod tests {
     use super::*;
     use crate::decision::Decision;
-    use crate::history::Foreign;
     use crate::kernel_class::KernelClass;
     use crate::session::Iteration;
-    use crate::session::tests::{iteration, session};
+    use crate::session::tests::iteration;
 
+    /// A history of `iterations` whose one allowed path is `k.py`.
     fn history(iterations: Vec<Iteration>) -> History {
-        let mut session = session();
-        session.allowed = vec!["k.py".into()];
-        History {
-            session,
-            baseline_commit: "c0".into(),
-            iterations: iterations
-                .into_iter()
-                .enumerate()
-                .map(|(i, it)| (format!("c{i}"), it))
-                .collect(),
-            foreign: Foreign::default(),
-        }
+        let mut history = crate::history::tests::history(iterations);
+        history.session.allowed = vec!["k.py".into()];
+        history
     }
 
     fn baseline() -> Iteration {
