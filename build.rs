@@ -1,4 +1,5 @@
-//! Records the git commit the binary is built from, for `--version`.
+//! Records the git commit the binary is built from, for `--version`; and tells the tests which git
+//! they will run with, so that a test of a newer git's feature is skipped with its reason, not failed.
 //!
 //! In order: `CUTILE_PERF_COMMIT` from the environment (for packagers); the commit of the git
 //! repository that tracks this Cargo.toml (a checkout, a linked worktree, `cargo install --path` or
@@ -19,6 +20,28 @@ fn main() {
         .or_else(|| from_vcs_info(&manifest_dir))
         .unwrap_or_else(|| "unknown commit".to_string());
     println!("cargo:rustc-env=CUTILE_PERF_COMMIT={commit}");
+    tell_tests_the_git_version();
+}
+
+/// `git_without_reftable`: the git on PATH predates `init --ref-format=reftable` (git 2.45).
+fn tell_tests_the_git_version() {
+    println!("cargo:rerun-if-env-changed=PATH");
+    println!("cargo::rustc-check-cfg=cfg(git_without_reftable)");
+    let version = Command::new("git")
+        .arg("--version")
+        .output()
+        .ok()
+        .map(|out| String::from_utf8_lossy(&out.stdout).into_owned())
+        .unwrap_or_default();
+    let mut numbers = version
+        .trim()
+        .trim_start_matches("git version ")
+        .split('.')
+        .map(|part| part.parse::<u32>().unwrap_or(0));
+    let major_minor = (numbers.next().unwrap_or(0), numbers.next().unwrap_or(0));
+    if major_minor < (2, 45) {
+        println!("cargo:rustc-cfg=git_without_reftable");
+    }
 }
 
 fn git(dir: &Path, args: &[&str]) -> Option<String> {

@@ -1155,7 +1155,7 @@ _gitcutileperf() {
             return 0
             ;;
         gitcutileperf__subcmd__uninstall__subcmd__extras)
-            opts="-h --prefix --json --help"
+            opts="-h --prefix --json --keep-demo-env --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -6,6 +6,7 @@ use std::fmt;
 
 use serde::Serialize;
 
+use crate::census;
 use crate::decision::{self, Attempt, Correctness, Status};
 use crate::evidence::{Evidence, RunFile};
 use crate::pytest::CorrectnessRun;
@@ -144,7 +145,7 @@ pub fn attempt_of(evidence: &Evidence, session: &Session, baseline_passed: &[Str
         stats::confirm(&first.estimate.comparison(), &second.estimate.comparison()).map(|_| second)
     });
     match result {
-        Ok(decided) => Attempt::paired(decided),
+        Ok(decided) => census::judged(decided, &evidence.runs, &census::Rules::of(session)),
         Err(why) => crashed(Correctness::Pass, why),
     }
 }

@@ -70,8 +70,8 @@ pub enum Command {
     Completions(CompletionsArgs),
     /// Install the man pages and shell completions in your user's standard places
     InstallExtras(ExtrasArgs),
-    /// Remove what install-extras installed
-    UninstallExtras(ExtrasArgs),
+    /// Remove what install-extras installed, the demo's Python environment and the directories left empty
+    UninstallExtras(UninstallArgs),
 }
 
 #[derive(Args, Debug)]
@@ -374,6 +374,15 @@ pub struct ExtrasArgs {
     pub prefix: Option<PathBuf>,
     #[command(flatten)]
     pub output: JsonArg,
+}
+
+#[derive(Args, Debug)]
+pub struct UninstallArgs {
+    #[command(flatten)]
+    pub extras: ExtrasArgs,
+    /// Keep the Python environment the demo made in the cache directory (it is remade on demand)
+    #[arg(long)]
+    pub keep_demo_env: bool,
 }
 
 /// A percentage threshold: a finite number from 0 to 100 (NaN would switch a rule off silently).

@@ -116,6 +116,9 @@ impl Decision {
 pub enum Attempt {
     /// The correctness tests failed (these cases); the benchmark was not run.
     CorrectnessFailed { failed: Vec<String> },
+    /// The rounds would keep it, but with every seed the tests set shifted by `offset`, these cases
+    /// failed where the baseline's code passes them.
+    UnseenInputsFailed { failed: Vec<String>, offset: u32 },
     /// A run died, timed out or gave no usable record.
     Crashed {
         correctness: Correctness,
@@ -133,7 +136,9 @@ pub enum Attempt {
 impl Attempt {
     pub fn correctness(&self) -> Correctness {
         match self {
-            Attempt::CorrectnessFailed { .. } => Correctness::Fail,
+            Attempt::CorrectnessFailed { .. } | Attempt::UnseenInputsFailed { .. } => {
+                Correctness::Fail
+            }
             Attempt::Crashed { correctness, .. } => *correctness,
             Attempt::Measured { .. } => Correctness::Pass,
         }
@@ -188,6 +193,14 @@ pub fn decide(
             Status::Revert,
             Decision::TryNext,
             "correctness failed; the benchmark was not run".to_string(),
+        ),
+        Attempt::UnseenInputsFailed { failed, offset } => (
+            Status::Revert,
+            Decision::TryNext,
+            format!(
+                "correctness failed on inputs neither side had seen (seeds shifted by {offset}), where the baseline's code passes: {}",
+                failed.join(", ")
+            ),
         ),
         Attempt::Crashed { why, .. } => (Status::Crash, Decision::TryNext, format!("crash: {why}")),
         Attempt::Measured {

@@ -20,6 +20,11 @@ pub fn cache_dir() -> Option<PathBuf> {
         .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))
 }
 
+/// Where the demo's environment is (or would be made).
+pub fn environment_dir() -> Option<PathBuf> {
+    cache_dir().map(|dir| dir.join(VENV))
+}
+
 /// Whether a Python command (program and arguments) can run pytest.
 pub fn has_pytest(words: &[&str]) -> bool {
     let Some((program, args)) = words.split_first() else {
@@ -41,9 +46,9 @@ pub fn for_demo(system: &str) -> Result<Option<PathBuf>> {
     if has_pytest(&system.split_whitespace().collect::<Vec<_>>()) {
         return Ok(None);
     }
-    let dir = cache_dir()
+    let dir = environment_dir()
         .context("pytest is not available and there is no cache directory (HOME is not set) for a private one\nhint: install pytest, or set HOME")?
-        .join(VENV);
+    ;
     let bin = dir.join("bin");
     let python = bin.join("python3");
     let shown = python.to_string_lossy().into_owned();

@@ -12,6 +12,38 @@ use crate::process;
 use crate::session::{BRANCH_PREFIX, Session};
 use crate::trailers::Block;
 
+/// The oldest git the tool supports and its tests run on: Debian 12's (2.39.5). An older git is refused
+/// up front rather than trusted with the record untested.
+pub const MINIMUM_GIT: (u32, u32) = (2, 39);
+
+/// `git version 2.39.5` (or `git version 2.47.3.windows.1`) as (major, minor).
+pub fn parse_git_version(line: &str) -> Option<(u32, u32)> {
+    let version = line.trim().strip_prefix("git version ")?;
+    let mut parts = version.split('.').map(|part| part.parse::<u32>().ok());
+    Some((parts.next()??, parts.next()??))
+}
+
+/// Refuses a git older than [`MINIMUM_GIT`], once per process.
+fn check_git_version() -> Result<()> {
+    static CHECKED: std::sync::OnceLock<std::result::Result<(), String>> =
+        std::sync::OnceLock::new();
+    CHECKED
+        .get_or_init(|| {
+            let line = process::git(Path::new("."), &["--version"], &[]).map_err(|e| format!("{e:#}"))?;
+            let (major, minor) = MINIMUM_GIT;
+            match parse_git_version(&line) {
+                Some(found) if found >= MINIMUM_GIT => Ok(()),
+                _ => Err(format!(
+                    "{} is too old: git cutile-perf needs git {major}.{minor} or newer\nhint: nothing was \
+                     changed; install a newer git (Debian 12 and Ubuntu 24.04 ship one) and put it first on PATH",
+                    line.trim()
+                )),
+            }
+        })
+        .clone()
+        .map_err(|why| anyhow!(why))
+}
+
 pub struct Repo {
     repo: gix::Repository,
     /// Absolute path of the work-tree root.
@@ -21,6 +53,7 @@ pub struct Repo {
 impl Repo {
     /// Finds the repository containing `dir`, honouring GIT_DIR and friends.
     pub fn discover(dir: &Path) -> Result<Repo> {
+        check_git_version()?;
         let repo = gix::discover_with_environment_overrides(dir)
             .map_err(|e| anyhow!("{} is not inside a git repository ({e})", dir.display()))?;
         if repo
@@ -382,5 +415,18 @@ mod tests {
             status_paths(out),
             ["src/a.py", "new.py", "old.py", "a b\nc.py"]
         );
+    }
+
+    #[test]
+    fn git_versions_are_read_from_their_line() {
+        assert_eq!(parse_git_version("git version 2.39.5\n"), Some((2, 39)));
+        assert_eq!(
+            parse_git_version("git version 2.47.3.windows.1"),
+            Some((2, 47))
+        );
+        assert_eq!(parse_git_version("git version 3.0"), Some((3, 0)));
+        assert_eq!(parse_git_version("git version 2"), None);
+        assert_eq!(parse_git_version("hub version 2.39"), None);
+        assert!(parse_git_version("git version 2.38.1").unwrap() < MINIMUM_GIT);
     }
 }

@@ -4,6 +4,7 @@
 pub mod agent;
 pub mod audit;
 pub mod benchmark_run;
+pub mod census;
 pub mod cli;
 pub mod commands;
 pub mod decision;

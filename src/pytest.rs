@@ -18,6 +18,21 @@ use crate::ui;
 pub const CORRECTNESS_SELECTION: &str = "test_ and cutile and not test_perf";
 pub const BENCHMARK_SELECTION: &str = "test_perf and cutile";
 
+/// The pytest plugin every benchmark run loads: the census of what ran in each case's timed call (its
+/// cuTile launches and the GPU time of every kernel), written into the JUnit file beside the record.
+/// `census.rs` reads it and holds a kept step to it.
+pub const CENSUS_PLUGIN: (&str, &str) = (
+    "cutile_perf_census",
+    include_str!("census/cutile_perf_census.py"),
+);
+
+/// The pytest plugin of the correctness run on inputs neither side has seen: it shifts every seed the
+/// tests set by `--cutile-perf-seed-offset`.
+pub const SEEDS_PLUGIN: (&str, &str) = (
+    "cutile_perf_seeds",
+    include_str!("census/cutile_perf_seeds.py"),
+);
+
 /// `python -m pytest --version` takes a second or two; an interpreter that hangs must not hang `start`.
 const AVAILABILITY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
@@ -116,8 +131,16 @@ impl Pytest<'_> {
         }
     }
 
-    /// Runs one selection; `name` names its log and JUnit file, `label` its progress lines.
-    fn run(&self, name: &str, label: &str, selection: &str, extra: &[&str]) -> Result<Run> {
+    /// Runs one selection; `name` names its log and JUnit file, `label` its progress lines; `plugins`
+    /// is a directory of the tool's own pytest plugins to put on `PYTHONPATH`.
+    fn run(
+        &self,
+        name: &str,
+        label: &str,
+        selection: &str,
+        extra: &[&str],
+        plugins: Option<&Path>,
+    ) -> Result<Run> {
         let selection = &self.narrowed(selection);
         std::fs::create_dir_all(&self.sandbox)
             .with_context(|| format!("cannot create {}", self.sandbox.display()))?;
@@ -154,9 +177,15 @@ impl Pytest<'_> {
             .env("PYTHONUNBUFFERED", "1")
             // __pycache__ next to the kernel would be an untracked change in a repository that does not ignore it
             .env("PYTHONDONTWRITEBYTECODE", "1");
-        let expression = match sources_first(self.root)? {
-            Some(path) => expression.env("PYTHONPATH", path),
-            None => expression,
+        let mut python_path: Vec<PathBuf> = plugins.into_iter().map(Path::to_path_buf).collect();
+        python_path.extend(
+            sources_first(self.root)?
+                .iter()
+                .flat_map(std::env::split_paths),
+        );
+        let expression = match python_path.is_empty() {
+            true => expression,
+            false => expression.env("PYTHONPATH", std::env::join_paths(python_path)?),
         };
         let plain = format!("{label}: {} -k \"{selection}\"", self.test);
         let started = Instant::now();
@@ -177,8 +206,41 @@ impl Pytest<'_> {
     }
 
     pub fn correctness(&self) -> Result<CorrectnessRun> {
-        let run = self.run("correctness", "correctness", CORRECTNESS_SELECTION, &[])?;
-        Ok(match (run.ending, run.cases) {
+        let run = self.run(
+            "correctness",
+            "correctness",
+            CORRECTNESS_SELECTION,
+            &[],
+            None,
+        )?;
+        Ok(self.correctness_of(run))
+    }
+
+    /// The correctness selection with every seed the tests set shifted by `offset` (run `name`).
+    pub fn unseen_correctness(&self, name: &str, offset: u32) -> Result<CorrectnessRun> {
+        let plugins = self.plugin_dir()?;
+        let [p, seeds] = write_plugin(&plugins, SEEDS_PLUGIN)?;
+        let offset_arg = format!("--cutile-perf-seed-offset={offset}");
+        let run = self.run(
+            name,
+            "unseen inputs",
+            CORRECTNESS_SELECTION,
+            &[&p, &seeds, &offset_arg],
+            Some(&plugins),
+        )?;
+        Ok(self.correctness_of(run))
+    }
+
+    /// Where the tool's own pytest plugins are written, made if need be.
+    fn plugin_dir(&self) -> Result<PathBuf> {
+        let plugins = self.sandbox.join("plugins");
+        std::fs::create_dir_all(&plugins)
+            .with_context(|| format!("cannot create {}", plugins.display()))?;
+        Ok(plugins)
+    }
+
+    fn correctness_of(&self, run: Run) -> CorrectnessRun {
+        match (run.ending, run.cases) {
             (Ending::Interrupted, _) => CorrectnessRun::Interrupted,
             (Ending::Exited(0), Some(Ok(cases))) => CorrectnessRun::passed(cases),
             (Ending::Exited(1), Some(Ok(cases))) => CorrectnessRun::Fail {
@@ -194,12 +256,20 @@ impl Pytest<'_> {
                 self.test
             )),
             (ending, cases) => CorrectnessRun::Crash(self.crash_reason(ending, cases, &run.log)),
-        })
+        }
     }
 
     /// The benchmark selection, its progress shown as `label` (e.g. `round 2 baseline`).
     pub fn benchmark(&self, statistic: Statistic, label: &str) -> Result<BenchmarkRun> {
-        let run = self.run("benchmark", label, BENCHMARK_SELECTION, &["--print-record"])?;
+        let plugins = self.plugin_dir()?;
+        let [p, census] = write_plugin(&plugins, CENSUS_PLUGIN)?;
+        let run = self.run(
+            "benchmark",
+            label,
+            BENCHMARK_SELECTION,
+            &["--print-record", &p, &census],
+            Some(&plugins),
+        )?;
         Ok(match (run.ending, run.cases) {
             (Ending::Interrupted, _) => BenchmarkRun::Interrupted,
             (Ending::Exited(5), _) => BenchmarkRun::Crash(format!(
@@ -282,6 +352,14 @@ fn remove_stale(path: &Path) -> Result<()> {
 
 /// PYTHONPATH with the checkout's own `src/` first, ahead of an editable install that points elsewhere:
 /// a baseline's worktree must test the baseline's code. `None` for a checkout without `src/`.
+/// Writes the pytest plugin `(name, source)` into `dir` (which must then be on `PYTHONPATH`); returns
+/// pytest's words that load it.
+pub fn write_plugin(dir: &Path, (name, source): (&str, &str)) -> Result<[String; 2]> {
+    let file = dir.join(format!("{name}.py"));
+    std::fs::write(&file, source).with_context(|| format!("cannot write {}", file.display()))?;
+    Ok(["-p".to_string(), name.to_string()])
+}
+
 pub fn sources_first(root: &Path) -> Result<Option<std::ffi::OsString>> {
     let src = root.join("src");
     if !src.is_dir() {

@@ -29,6 +29,9 @@ pub struct CaseReport {
     pub outcome: CaseOutcome,
     /// The raw `benchmark` property, if any.
     pub benchmark_property: Option<String>,
+    /// Every `cutile_perf_census` property (the tool's census plugin writes one per perf case; more
+    /// than one means something else wrote one too).
+    pub census_properties: Vec<String>,
     pub stdout: String,
 }
 
@@ -102,6 +105,7 @@ pub fn parse_junit(xml: &str) -> Result<Vec<CaseReport>> {
                     id: case_id(e)?,
                     outcome: CaseOutcome::Passed,
                     benchmark_property: None,
+                    census_properties: Vec::new(),
                     stdout: String::new(),
                 };
                 // an empty `<testcase/>` has no children: it is complete already
@@ -112,9 +116,13 @@ pub fn parse_junit(xml: &str) -> Result<Vec<CaseReport>> {
                 }
             } else if let Some(case) = current.as_mut() {
                 match e.name().as_ref() {
-                    "property" if attribute(e, "name")?.as_deref() == Some("benchmark") => {
-                        case.benchmark_property = attribute(e, "value")?;
-                    }
+                    "property" => match attribute(e, "name")?.as_deref() {
+                        Some("benchmark") => case.benchmark_property = attribute(e, "value")?,
+                        Some("cutile_perf_census") => {
+                            case.census_properties.extend(attribute(e, "value")?)
+                        }
+                        _ => {}
+                    },
                     "failure" => {
                         case.outcome =
                             CaseOutcome::Failed(attribute(e, "message")?.unwrap_or_default())

@@ -29,6 +29,32 @@ pub static BIN: LazyLock<PathBuf> = LazyLock::new(|| {
     profile_dir.join("git-cutile-perf")
 });
 
+/// PATH for every command the harness runs: this test's binary first, so hooks find `git-cutile-perf`;
+/// then, when `python3` lacks pytest, the private environment the demo makes (made once per test binary,
+/// as the demo makes it), so that the README's `cargo test` passes on a machine with a bare Python; then the
+/// inherited PATH. Tests that run the library in-process put it on their own PATH.
+pub static SEARCH_PATH: LazyLock<String> = LazyLock::new(|| {
+    let mut dirs = vec![BIN.parent().unwrap().to_path_buf()];
+    dirs.extend(python_with_pytest());
+    let inherited = std::env::var_os("PATH").unwrap_or_default();
+    dirs.extend(std::env::split_paths(&inherited));
+    std::env::join_paths(dirs).unwrap().into_string().unwrap()
+});
+
+/// The demo's environment's `bin`, when `python3` has no pytest. Test binaries may run at once (nextest),
+/// so the making is done under a lock beside the environment.
+fn python_with_pytest() -> Option<PathBuf> {
+    if crate::demo_python::has_pytest(&["python3"]) {
+        return None;
+    }
+    let cache = crate::demo_python::cache_dir().expect("HOME or XDG_CACHE_HOME is set");
+    fs::create_dir_all(cache.join("git-cutile-perf")).unwrap();
+    let lock = fs::File::create(cache.join("git-cutile-perf/venv.lock")).unwrap();
+    lock.lock().unwrap();
+    crate::demo_python::for_demo("python3")
+        .unwrap_or_else(|err| panic!("the tests need pytest: {err:#}"))
+}
+
 pub struct Fixture {
     _temp: tempfile::TempDir,
     /// The work-tree root.
@@ -54,6 +80,9 @@ impl Fixture {
             &self.root,
         );
         self.git(&["init", "-q", "-b", "main"]);
+        // an identity in the repository itself, for the tests that run the library in-process
+        self.git(&["config", "user.name", "Test Author"]);
+        self.git(&["config", "user.email", "author@example.com"]);
         self.git(&["add", "-A"]);
         self.git(&["commit", "-q", "-m", "fixture"]);
     }
@@ -77,17 +106,11 @@ impl Fixture {
         fs::create_dir_all(&root).unwrap();
         fs::create_dir_all(&home).unwrap();
         fs::write(home.join(".gitconfig"), "").unwrap();
-        let bin_dir = BIN.parent().unwrap();
-        let search_path = format!(
-            "{}:{}",
-            bin_dir.display(),
-            std::env::var("PATH").unwrap_or_default()
-        );
         Fixture {
             _temp: temp,
             root,
             home,
-            search_path,
+            search_path: SEARCH_PATH.clone(),
             gpu: false,
         }
     }
@@ -289,8 +312,7 @@ impl Fixture {
     /// Takes this test's binary off PATH, leaving python, pytest and git.
     pub fn hide_tool(&mut self) {
         let bin_dir = BIN.parent().unwrap();
-        let path = std::env::var_os("PATH").unwrap_or_default();
-        let kept: Vec<PathBuf> = std::env::split_paths(&path)
+        let kept: Vec<PathBuf> = std::env::split_paths(&*SEARCH_PATH)
             .filter(|dir| !dir.join("git-cutile-perf").exists() && dir != bin_dir)
             .collect();
         self.search_path = std::env::join_paths(kept).unwrap().into_string().unwrap();

@@ -24,10 +24,9 @@ const H200: &str = "NVIDIA H200, 9.0, 580.159.04, 1980, 1980, 612, 143771, 41";
 
 /// PATH with `first` (if any) in front, less every directory that holds a real GPU tool.
 fn set_path(first: Option<&PathBuf>) {
-    let path = std::env::var_os("PATH").unwrap_or_default();
     let real = |d: &PathBuf| ["tileiras", "cuobjdump"].iter().any(|t| d.join(t).exists());
     let mut dirs: Vec<PathBuf> = first.into_iter().cloned().collect();
-    dirs.extend(std::env::split_paths(&path).filter(|d| !real(d)));
+    dirs.extend(std::env::split_paths(&*SEARCH_PATH).filter(|d| !real(d)));
     // SAFETY: the only test in this binary, so no other thread reads the environment
     unsafe { std::env::set_var("PATH", std::env::join_paths(dirs).unwrap()) };
 }

@@ -21,11 +21,11 @@ fn fake_ncu(fixture: &Fixture) -> (PathBuf, String) {
     )
 }
 
-/// This test's binary and the system's PATH, less any real ncu.
+/// The harness's PATH (this test's binary first), less any real ncu.
 fn path_without_ncu() -> String {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let mut dirs: Vec<PathBuf> = vec![BIN.parent().unwrap().to_path_buf()];
-    dirs.extend(std::env::split_paths(&path).filter(|d| !d.join("ncu").exists()));
+    let dirs: Vec<PathBuf> = std::env::split_paths(&*SEARCH_PATH)
+        .filter(|d| !d.join("ncu").exists())
+        .collect();
     std::env::join_paths(dirs).unwrap().into_string().unwrap()
 }
 

@@ -20,8 +20,7 @@ fn the_uncommitted_change_is_what_gets_diagnosed() {
     let repo = Repo::discover(&fixture.root).unwrap();
     let history = repo.history(Configs::CurrentBaseline).unwrap().unwrap();
 
-    let without = std::env::var("PATH").unwrap();
-    let no_ncu: Vec<PathBuf> = std::env::split_paths(&without)
+    let no_ncu: Vec<PathBuf> = std::env::split_paths(&*SEARCH_PATH)
         .filter(|d| !d.join("ncu").exists())
         .collect();
     // SAFETY: the only test in this binary, so no other thread reads the environment

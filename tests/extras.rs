@@ -21,6 +21,7 @@ fn tool(args: &[&str]) -> Command {
     cmd.args(args)
         .env_remove("XDG_DATA_HOME")
         .env_remove("XDG_CONFIG_HOME")
+        .env_remove("XDG_CACHE_HOME")
         .env_remove("BASH_COMPLETION_USER_DIR")
         .env_remove("CLICOLOR_FORCE");
     cmd
@@ -366,15 +367,59 @@ fn install_and_uninstall_extras_in_the_user_directories() {
         assert!(text.contains(&path.display().to_string()), "{text}");
     }
 
-    let out = run_ok(tool(&["uninstall-extras", "--json"]).env("HOME", home.path()));
-    let removed = json(&out)["removed"].as_array().unwrap().len();
-    assert_eq!(removed, written.len());
+    // the demo's environment: kept when asked, else removed with the cache directory it leaves empty
+    let cache = home.path().join(".cache/git-cutile-perf");
+    std::fs::create_dir_all(cache.join("venv/bin")).unwrap();
+    std::fs::write(cache.join("venv/bin/python3"), "").unwrap();
+    let kept = stdout(&run_ok(
+        tool(&["uninstall-extras", "--keep-demo-env"]).env("HOME", home.path()),
+    ));
+    assert!(
+        kept.contains(&format!(
+            "kept the demo's Python environment in {}",
+            cache.join("venv").display()
+        )),
+        "{kept}"
+    );
+    assert!(cache.join("venv/bin/python3").exists());
     for (_, path) in &written {
         assert!(!path.exists(), "{} left behind", path.display());
+    }
+    run_ok(tool(&["install-extras"]).env("HOME", home.path()));
+
+    let out = run_ok(tool(&["uninstall-extras", "--json"]).env("HOME", home.path()));
+    let removed: Vec<(String, PathBuf)> = json(&out)["removed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["kind"].as_str().unwrap().to_string(),
+                PathBuf::from(f["path"].as_str().unwrap()),
+            )
+        })
+        .collect();
+    for entry in &written {
+        assert!(removed.contains(entry), "{entry:?} not in {removed:?}");
+    }
+    assert!(
+        removed.contains(&("demo-env".to_string(), cache.join("venv"))),
+        "{removed:?}"
+    );
+    for dir in [cache.clone(), expected[4].1.parent().unwrap().to_path_buf()] {
+        assert!(
+            removed.contains(&("dir".to_string(), dir.clone())),
+            "{removed:?}"
+        );
+        assert!(!dir.exists(), "{} left behind", dir.display());
     }
     assert!(
         man1.join("git.1").exists(),
         "removed a page that is not ours"
+    );
+    assert!(
+        !removed.iter().any(|(_, path)| path == &man1),
+        "removed a directory that is not empty"
     );
 
     let again = json(&run_ok(
@@ -537,5 +582,85 @@ fn closed_stdout_is_not_an_error() {
             std::os::unix::process::ExitStatusExt::signal(&output.status) == Some(libc::SIGPIPE);
         assert!(output.status.success() || sigpipe, "{args:?}: {stderr}");
         assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+}
+
+/// The README's list of verbs that take `--json`, and its list of crates, read against the command
+/// line's definition and `Cargo.toml`, so that neither can drift.
+mod readme_lists {
+    use super::repo_root;
+    use clap::CommandFactory;
+    use std::collections::BTreeSet;
+
+    fn readme() -> String {
+        std::fs::read_to_string(repo_root().join("README.md")).unwrap()
+    }
+
+    /// Every verb (`hook status` for a nested one) whose arguments include `--json`.
+    fn json_verbs(command: &clap::Command, prefix: &str, into: &mut BTreeSet<String>) {
+        for sub in command.get_subcommands() {
+            let name = format!("{prefix}{}", sub.get_name());
+            if sub
+                .get_arguments()
+                .any(|arg| arg.get_long() == Some("json"))
+            {
+                into.insert(name.clone());
+            }
+            json_verbs(sub, &format!("{name} "), into);
+        }
+    }
+
+    #[test]
+    fn the_json_verb_list_is_clap_s() {
+        let mut defined = BTreeSet::new();
+        json_verbs(&git_cutile_perf::cli::Cli::command(), "", &mut defined);
+        let text = readme();
+        let line = text
+            .lines()
+            .find(|line| line.starts_with("Verbs that take `--json`:"))
+            .expect("the README's --json section lists its verbs");
+        let listed: BTreeSet<String> = line
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .filter(|word| !word.starts_with("--"))
+            .map(str::to_string)
+            .collect();
+        assert_eq!(listed, defined, "README's --json verbs against clap's");
+    }
+
+    #[test]
+    fn the_crate_list_is_cargo_toml_s() {
+        let manifest = std::fs::read_to_string(repo_root().join("Cargo.toml")).unwrap();
+        let dependencies = manifest
+            .split("[dependencies]")
+            .nth(1)
+            .unwrap()
+            .split("\n[")
+            .next()
+            .unwrap();
+        let crates: Vec<&str> = dependencies
+            .lines()
+            .filter_map(|line| line.split_once('=').map(|(name, _)| name.trim()))
+            .filter(|name| !name.is_empty() && !name.starts_with('#'))
+            .collect();
+        let text = readme();
+        let start = text
+            .find("- Crates (")
+            .expect("the README lists its crates");
+        let paragraph =
+            &text[start..start + text[start..].find("\n\n").unwrap_or(text.len() - start)];
+        let words: BTreeSet<&str> = paragraph
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-'))
+            .collect();
+        let missing: Vec<&&str> = crates
+            .iter()
+            .filter(|name| !words.contains(**name))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "crates missing from the README's list: {missing:?}"
+        );
+        assert!(crates.len() > 20, "read the dependencies: {crates:?}");
     }
 }

@@ -138,7 +138,7 @@ fn start_with_ncu(args: &[&str], fma: &str) -> (Fixture, String) {
         "{}:{}:{}",
         f.root.join("../home/gpu-bin").display(),
         fake_ncu.display(),
-        std::env::var("PATH").unwrap()
+        *SEARCH_PATH
     );
     let mut full = vec!["start", "vector_add"];
     full.extend_from_slice(args);

@@ -271,7 +271,7 @@ fn measure_profiles_the_perf_case_with_ncu_and_classifies_by_it() {
         .command(&["inspect", "vector_add", "--measure", "--json"])
         .env(
             "PATH",
-            format!("{}:{}", fake.display(), std::env::var("PATH").unwrap()),
+            format!("{}:{}", fake.display(), *support::SEARCH_PATH),
         )
         .output()
         .unwrap();
@@ -304,7 +304,7 @@ fn measure_profiles_the_perf_case_with_ncu_and_classifies_by_it() {
         .command(&["inspect", "vector_add", "--measure", "--json"])
         .env(
             "PATH",
-            format!("{}:{}", fake.display(), std::env::var("PATH").unwrap()),
+            format!("{}:{}", fake.display(), *support::SEARCH_PATH),
         )
         .env("FAKE_NCU_FMA", "0")
         .output()

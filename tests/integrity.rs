@@ -260,8 +260,8 @@ fn a_case_that_passed_at_the_baseline_and_skips_now_fails() {
     let f = Fixture::new();
     f.start();
     f.edit_kernel(
-        "    out = [0] * len(a)\n",
-        "    if len(a) == 7:\n        import pytest\n        pytest.skip(\"not today\")\n    out = [0] * len(a)\n",
+        "    out = array(\"d\", bytes(8 * len(a)))\n",
+        "    if len(a) == 7:\n        import pytest\n        pytest.skip(\"not today\")\n    out = array(\"d\", bytes(8 * len(a)))\n",
     );
     let r = f.step_json(&["skip a case"]);
     assert_eq!(r["correctness"], "FAIL");

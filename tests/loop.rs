@@ -30,7 +30,7 @@ fn baseline_is_an_empty_commit_with_the_session() {
     let main = f.head();
     let out = f.start();
     assert!(
-        out.contains("baseline iteration 0: 0.316228 ms (median of 2 configs, 4 correctness tests passed (1 skipped))"),
+        out.contains("baseline iteration 0: 0.316228 ms (geometric mean of 2 configs' medians, 5 correctness tests passed (1 skipped))"),
         "{out}"
     );
     assert!(

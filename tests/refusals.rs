@@ -119,6 +119,10 @@ fn odd_repositories_are_refused() {
 }
 
 #[test]
+#[cfg_attr(
+    git_without_reftable,
+    ignore = "needs git 2.45 or newer (init --ref-format=reftable); the git on PATH at build time is older"
+)]
 fn reftable_repositories_get_no_hook() {
     let f = uncommitted(&["--ref-format=reftable"]);
     f.git(&["add", "-A"]);
@@ -163,4 +167,35 @@ fn a_separate_git_dir_works() {
     f.write("README.extra", "x\n");
     f.git(&["add", "README.extra"]);
     assert!(!f.commit().status.success());
+}
+
+#[test]
+fn a_git_older_than_the_oldest_supported_is_refused() {
+    let f = Fixture::new();
+    let dir = f.root.parent().unwrap().join("old-git");
+    std::fs::create_dir_all(&dir).unwrap();
+    let real = which::which("git").unwrap();
+    let fake = dir.join("git");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\n[ \"$1\" = --version ] && {{ echo 'git version 2.30.2'; exit 0; }}\nexec '{}' \"$@\"\n",
+            real.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = f
+        .command(&["status"])
+        .env("PATH", format!("{}:{}", dir.display(), *SEARCH_PATH))
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("git version 2.30.2 is too old: git cutile-perf needs git 2.39 or newer"),
+        "{err}"
+    );
+    assert!(err.contains("hint: nothing was changed"), "{err}");
 }

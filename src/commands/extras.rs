@@ -9,14 +9,16 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
 
-use crate::cli::{CompletionsArgs, ExtrasArgs, ManArgs, Shell};
+use crate::cli::{CompletionsArgs, ExtrasArgs, ManArgs, Shell, UninstallArgs};
+use crate::demo_python;
 use crate::generate::{self, Generated};
 use crate::ui;
 
 /// A file written or removed, as `--json` reports it.
 #[derive(Debug, Serialize)]
 struct FileEntry {
-    /// `man`, `bash`, `zsh` or `fish`.
+    /// `man`, `bash`, `zsh` or `fish`; for `uninstall-extras` also `demo-env` (the demo's Python
+    /// environment) and `dir` (a directory left empty).
     kind: &'static str,
     path: PathBuf,
 }
@@ -136,8 +138,11 @@ pub fn install(args: &ExtrasArgs) -> Result<()> {
     Ok(())
 }
 
-pub fn uninstall(args: &ExtrasArgs) -> Result<()> {
-    let ExtrasArgs { prefix, output } = args;
+pub fn uninstall(args: &UninstallArgs) -> Result<()> {
+    let UninstallArgs {
+        extras: ExtrasArgs { prefix, output },
+        keep_demo_env,
+    } = args;
     let layout = user_layout(prefix.as_deref())?;
     let mut removed = remove_stale_pages(&layout.man1, &[])?;
     for shell in generate::SHELLS {
@@ -147,6 +152,34 @@ pub fn uninstall(args: &ExtrasArgs) -> Result<()> {
             removed.push(FileEntry {
                 kind: shell_kind(shell),
                 path,
+            });
+        }
+    }
+    // the demo's environment is the user's, not a prefix's; it is remade when the demo runs again
+    let demo_env = demo_python::environment_dir().filter(|_| prefix.is_none());
+    let mut kept_env = None;
+    if let Some(env) = demo_env.filter(|env| env.exists()) {
+        if *keep_demo_env {
+            kept_env = Some(env);
+        } else {
+            std::fs::remove_dir_all(&env)
+                .with_context(|| format!("cannot remove {}", env.display()))?;
+            removed.push(FileEntry {
+                kind: "demo-env",
+                path: env,
+            });
+        }
+    }
+    let mut emptied: Vec<PathBuf> = vec![layout.man1.clone(), layout.bash.clone()];
+    emptied.extend([layout.zsh.clone(), layout.fish.clone()]);
+    emptied
+        .extend(demo_python::environment_dir().and_then(|env| env.parent().map(Path::to_path_buf)));
+    for dir in emptied {
+        // only a directory that is empty now goes: anything else in it is someone else's
+        if std::fs::remove_dir(&dir).is_ok() {
+            removed.push(FileEntry {
+                kind: "dir",
+                path: dir,
             });
         }
     }
@@ -160,6 +193,9 @@ pub fn uninstall(args: &ExtrasArgs) -> Result<()> {
         println!(
             "nothing to remove: no man pages or completions of git-cutile-perf installed there"
         );
+    }
+    if let Some(env) = kept_env {
+        println!("kept the demo's Python environment in {}", env.display());
     }
     print_files(&[], &removed)
 }

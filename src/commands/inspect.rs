@@ -174,7 +174,7 @@ fn measure(repo: &Repo, full: &InspectReport, args: &InspectArgs) -> Result<Meas
     // autotune searches that ignore TILEGYM_DISABLE_AUTOTUNE are paused under the profiler, as in
     // `diagnose`: their trial launches carry the kernel's name and fail under ncu
     let plugin_dir = log.parent().expect("the log is in the sandbox");
-    command.extend(case::write_plugin(plugin_dir, case::PAUSE_TUNING)?);
+    command.extend(pytest::write_plugin(plugin_dir, case::PAUSE_TUNING)?);
     let inherited = pytest::sources_first(&repo.root)?
         .or_else(|| std::env::var_os("PYTHONPATH"))
         .unwrap_or_default();

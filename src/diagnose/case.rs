@@ -58,14 +58,6 @@ pub fn kernel_names(session: &Session, root: &Path) -> Result<Vec<String>> {
     Ok(facts.kernels.into_iter().map(|k| k.name).collect())
 }
 
-/// Writes the pytest plugin `(name, source)` into `dir` (which must then be on `PYTHONPATH`); returns
-/// pytest's words that load it.
-pub fn write_plugin(dir: &Path, (name, source): (&str, &str)) -> Result<[String; 2]> {
-    let file = dir.join(format!("{name}.py"));
-    std::fs::write(&file, source).with_context(|| format!("cannot write {}", file.display()))?;
-    Ok(["-p".to_string(), name.to_string()])
-}
-
 /// One config's pytest case, ready to run from `root`.
 pub struct Case {
     pub root: PathBuf,
@@ -125,7 +117,7 @@ impl Case {
     /// Loads the pytest plugin `(name, source)` (written into the scratch directory, which goes on
     /// `PYTHONPATH`) into the case.
     pub fn with_plugin(mut self, plugin: (&str, &str)) -> Result<Case> {
-        let words = write_plugin(&self.dir, plugin)?;
+        let words = crate::pytest::write_plugin(&self.dir, plugin)?;
         let dir = self.dir.display().to_string();
         for (key, value) in &mut self.env {
             if *key == "PYTHONPATH" {

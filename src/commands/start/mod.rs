@@ -196,11 +196,11 @@ fn render(report: &StartReport, json: bool, out: &mut impl Write) -> Result<()> 
     writeln!(out, "  runner     {}", session.runner.describe())?;
     writeln!(
         out,
-        "{} iteration 0: {} ms ({} of {} configs, {})",
+        "{} iteration 0: {} ms (geometric mean of {} configs' {}s, {})",
         ui::bold("baseline"),
         fmt_ms(Some(report.latency_ms)),
-        session.statistic,
         report.configs.len(),
+        session.statistic,
         report.tests
     )?;
     if !report.noisy.is_empty() {

@@ -7,6 +7,7 @@ use std::time::Instant;
 use anyhow::Result;
 
 use super::super::{Interrupted, sandbox};
+use crate::census;
 use crate::decision::{Attempt, Correctness};
 use crate::evidence::{Evidence, RunFile};
 use crate::git::Repo;
@@ -15,7 +16,7 @@ use crate::paired::{self, BaselineTree, Paired, Rounds};
 use crate::pytest::{CorrectnessRun, Pytest};
 use crate::runner::Runner;
 use crate::ui;
-use crate::verdict::{Decided, NoiseFloor};
+use crate::verdict::{Decided, NoiseFloor, Tier};
 
 /// What the attempt stage produced: the attempt, the JUnit files of its runs (for the evidence note),
 /// and a remark for the reason when a suspicious gain was confirmed.
@@ -64,7 +65,14 @@ pub fn attempt(repo: &Repo, history: &History, place: &Runner, deadline: Instant
     };
     let (measured, remark) = confirmed(&rounds, &mut runs)?;
     let attempt = match measured {
-        Ok(decided) => Attempt::paired(decided),
+        Ok(decided) => {
+            let rules = census::Rules::of(session);
+            let decided = census::gate(decided, &runs, &rules);
+            if decided.tier != Tier::Revert {
+                unseen_inputs(&rounds, &mut runs)?;
+            }
+            census::judged(decided, &runs, &rules)
+        }
         Err(why) => Attempt::Crashed {
             correctness: Correctness::Pass,
             why,
@@ -104,6 +112,32 @@ fn correctness(
         }),
         CorrectnessRun::Pass { .. } => None,
     })
+}
+
+/// Correctness on both sides once more, with every seed the tests set shifted by an offset neither side
+/// has seen: what `census::judged` holds a kept step to.
+fn unseen_inputs(rounds: &Rounds, runs: &mut Vec<RunFile>) -> Result<()> {
+    use std::hash::{BuildHasher, Hasher};
+    let offset = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish() as u32
+        | 1;
+    ui::progress_line(&format!(
+        "the rounds keep it: correctness on inputs neither side has seen (seeds shifted by {offset})"
+    ));
+    for (side, runner) in [
+        ("candidate", rounds.candidate),
+        ("baseline", rounds.baseline),
+    ] {
+        if let CorrectnessRun::Interrupted = runner.unseen_correctness("unseen", offset)? {
+            return Err(interrupted());
+        }
+        runs.extend(RunFile::read(&runner.sandbox, "unseen").map(|run| RunFile {
+            name: census::unseen_run_name(offset, side),
+            ..run
+        }));
+    }
+    Ok(())
 }
 
 /// Rounds until decided; `Err(why)` inside is a crash of the attempt, outside an interruption.

@@ -17,6 +17,7 @@ use serde::Serialize;
 
 use super::{diagnose, sandbox, write_table};
 use crate::agent::next_action::{NextAction, Situation, next_action};
+use crate::census;
 use crate::cli::StepArgs;
 use crate::decision::{self, Attempt, Cause, Correctness, Decision, Status, Verdict};
 use crate::diagnose::Diagnosis;
@@ -58,6 +59,8 @@ pub struct StepReport {
     /// Benchmark runs per side (candidate and baseline) in the paired rounds.
     pub rounds: Option<u32>,
     pub table: PathBuf,
+    /// What the change adds that often signals a shortcut (`census::shortcut_signs`): a note, not a rule.
+    pub shortcut_signs: Vec<String>,
     /// What the loop expects now, with one sentence for an agent.
     pub next_action: NextAction,
 }
@@ -73,6 +76,13 @@ pub fn run(repo: &Repo, args: &StepArgs, out: &mut impl Write) -> Result<StepRep
     let place = Runner::acquire(&ready.history.session.runner, &repo.root, &sandbox(repo))?;
     let gpu = gpu_ready(repo, &ready.history.session, &place)?;
     let tested = Tested::take(repo)?;
+    let signs = census::shortcut_signs(&repo.git(&[
+        "diff",
+        "-U0",
+        "--no-color",
+        &tested.head,
+        &tested.tree,
+    ])?);
     let mut journal = Journal {
         verb: Verb::Step,
         pid: std::process::id(),
@@ -86,7 +96,10 @@ pub fn run(repo: &Repo, args: &StepArgs, out: &mut impl Write) -> Result<StepRep
     let on = Placed { place, gpu };
     let result = measure_and_record(repo, args, ready, letter, on, &tested, &mut journal);
     let done = recovery::settle(repo, &journal, result)?;
-    let report = done.report();
+    let report = StepReport {
+        shortcut_signs: signs,
+        ..done.report()
+    };
     render(&report, done.attempt.comparison(), args.output.json, out)?;
     Ok(report)
 }
@@ -212,6 +225,7 @@ impl Done {
             placement: iteration.placement.clone(),
             rounds: iteration.rounds,
             table: self.table.clone(),
+            shortcut_signs: Vec::new(),
             next_action: next_action(Situation::Session(&self.history)),
         }
     }
@@ -315,6 +329,9 @@ fn render(
     });
     writeln!(out, "  commit   {}{kept_as}", short(&report.commit))?;
     writeln!(out, "  table    {}", report.table.display())?;
+    for sign in &report.shortcut_signs {
+        writeln!(out, "  note     the change adds {sign}")?;
+    }
     writeln!(out, "next: {}", report.next_action.sentence)?;
     Ok(())
 }

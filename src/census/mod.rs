@@ -1,0 +1,537 @@
+//! A gain the kernel earned. Every benchmark run carries a census of each perf case's timed call (the
+//! plugin `cutile_perf_census.py`, loaded by `pytest.rs`): the cuTile kernels it launched, where they are
+//! defined, and the GPU time of every kernel that ran. A step that the rounds would keep is held to it
+//! here, by `step` and, from the same runs in the evidence note, by `verify`:
+//!
+//! - in every config the candidate must launch a cuTile kernel defined in the session's allowed paths;
+//! - those kernels must do at least the baseline's share of the GPU time, less [`SHARE_SLACK`];
+//! - the latency must not imply more memory bandwidth than the session's GPU has ([`physics`]).
+//!
+//! A candidate that fails any of them is reverted, with the config and what ran instead as the reason.
+
+use serde::{Deserialize, Serialize};
+
+use crate::decision::Attempt;
+use crate::evidence::RunFile;
+use crate::peaks::Peak;
+use crate::records::{self, CaseReport};
+use crate::session::Session;
+use crate::verdict::{Decided, Tier};
+
+/// How far below the baseline's share of GPU time the allowed cuTile kernels may fall (a fraction):
+/// an honest change moves a small copy or fill in or out of the kernel, not a tenth of the work.
+pub const SHARE_SLACK: f64 = 0.10;
+
+/// Above the GPU's peak DRAM bandwidth, how far an implied bandwidth may go before it is refused: data
+/// that stays in L2 between repetitions (a working set within the L2) is read faster than DRAM allows.
+pub const DRAM_MARGIN: f64 = 1.5;
+pub const L2_MARGIN: f64 = 5.0;
+
+/// One case's census, as the plugin writes it.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+pub struct Census {
+    pub taken: bool,
+    /// Why no census was taken.
+    #[serde(default)]
+    pub why: Option<String>,
+    #[serde(default)]
+    pub launches: Vec<Launch>,
+    /// Bytes of the distinct arrays the call's cuTile launches were given.
+    #[serde(default)]
+    pub bytes: u64,
+    /// GPU time per kernel name; none where no profiler could be had.
+    #[serde(default)]
+    pub device: Option<Vec<DeviceTime>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+pub struct Launch {
+    pub kernel: String,
+    /// Relative to the tree the run ran in; none for a kernel whose file is unknown.
+    pub file: Option<String>,
+    pub grids: Vec<Vec<u64>>,
+    pub count: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+pub struct DeviceTime {
+    pub name: String,
+    pub us: f64,
+}
+
+/// Where a GPU kernel came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// A cuTile kernel defined in one of the session's allowed paths.
+    Allowed,
+    /// A cuTile kernel defined elsewhere.
+    OtherCutile,
+    /// Anything else: torch, cuBLAS, Triton, a copy or a fill.
+    Other,
+}
+
+impl Census {
+    /// The census of one case of a JUnit file; `Err` when it is unreadable or written more than once.
+    pub fn of(case: &CaseReport) -> Result<Option<Census>, String> {
+        match case.census_properties.as_slice() {
+            [] => Ok(None),
+            [one] => serde_json::from_str(one)
+                .map(Some)
+                .map_err(|e| format!("its census is unreadable ({e})")),
+            _ => Err("its census was written more than once".into()),
+        }
+    }
+
+    /// A GPU kernel's origin: a cuTile launch of this call whose Python name the kernel's name holds.
+    pub fn origin(&self, kernel: &str, allowed: &[String]) -> Origin {
+        let launched = self
+            .launches
+            .iter()
+            .filter(|launch| kernel.contains(&launch.kernel))
+            .max_by_key(|launch| launch.kernel.len());
+        match launched {
+            Some(launch) if launch.file.as_ref().is_some_and(|f| allowed.contains(f)) => {
+                Origin::Allowed
+            }
+            Some(_) => Origin::OtherCutile,
+            None => Origin::Other,
+        }
+    }
+
+    /// Whether a cuTile kernel of the allowed paths was launched.
+    pub fn launched_allowed(&self, allowed: &[String]) -> bool {
+        self.launches
+            .iter()
+            .any(|launch| launch.file.as_ref().is_some_and(|f| allowed.contains(f)))
+    }
+
+    /// The allowed cuTile kernels' share of the call's GPU time, and the heaviest other kernel with its
+    /// share; none without device times (or with no GPU time at all).
+    pub fn allowed_share(&self, allowed: &[String]) -> Option<(f64, Option<(String, f64)>)> {
+        let device = self.device.as_ref()?;
+        let total: f64 = device.iter().map(|d| d.us).sum();
+        if total <= 0.0 {
+            return None;
+        }
+        let mut allowed_us = 0.0;
+        let mut heaviest_other: Option<&DeviceTime> = None;
+        for time in device {
+            if self.origin(&time.name, allowed) == Origin::Allowed {
+                allowed_us += time.us;
+            } else if heaviest_other.is_none_or(|h| time.us > h.us) {
+                heaviest_other = Some(time);
+            }
+        }
+        Some((
+            allowed_us / total,
+            heaviest_other.map(|h| (h.name.clone(), h.us / total)),
+        ))
+    }
+}
+
+/// Each config's censuses from the runs of one side (`candidate` or `baseline`), rounds and
+/// confirmation rounds alike.
+fn side_censuses(runs: &[RunFile], side: &str) -> Result<Vec<(String, Census)>, String> {
+    let mut found = Vec::new();
+    for run in runs
+        .iter()
+        .filter(|run| run.name.ends_with(&format!("-{side}")))
+    {
+        let cases = records::parse_junit(&run.junit).map_err(|e| format!("{}: {e:#}", run.name))?;
+        for case in &cases {
+            if let Some(census) = Census::of(case).map_err(|why| format!("{}: {why}", case.id))? {
+                found.push((case.id.clone(), census));
+            }
+        }
+    }
+    Ok(found)
+}
+
+/// What the gate needs of the session.
+pub struct Rules<'a> {
+    pub allowed: &'a [String],
+    /// The session GPU's peaks, when it is one the table knows.
+    pub peak: Option<&'a Peak>,
+}
+
+impl Rules<'_> {
+    pub fn of(session: &Session) -> Rules<'_> {
+        Rules {
+            allowed: &session.allowed,
+            peak: session.gpu.as_deref().and_then(crate::peaks::lookup),
+        }
+    }
+}
+
+/// The paired verdict `decided`, reverted when the candidate's census shows a gain the kernel did not
+/// earn. A verdict that reverts already, or runs without any census (sessions recorded before it), pass
+/// through unchanged.
+pub fn gate(decided: Decided, runs: &[RunFile], rules: &Rules) -> Decided {
+    if decided.tier == Tier::Revert {
+        return decided;
+    }
+    match refusal(&decided, runs, rules) {
+        None => decided,
+        Some(why) => Decided {
+            tier: Tier::Revert,
+            reason: format!("not the kernel's own gain: {why}"),
+            ..decided
+        },
+    }
+}
+
+/// Why the candidate's gain is refused, naming the first config that shows it.
+fn refusal(decided: &Decided, runs: &[RunFile], rules: &Rules) -> Option<String> {
+    let (candidate, baseline) = match (
+        side_censuses(runs, "candidate"),
+        side_censuses(runs, "baseline"),
+    ) {
+        (Ok(candidate), Ok(baseline)) => (candidate, baseline),
+        (Err(why), _) | (_, Err(why)) => return Some(format!("the census cannot be read: {why}")),
+    };
+    for config in &decided.estimate.configs {
+        let of = |side: &[(String, Census)]| -> Vec<Census> {
+            side.iter()
+                .filter(|(id, census)| id == &config.test && census.taken)
+                .map(|(_, census)| census.clone())
+                .collect()
+        };
+        let (ours, theirs) = (of(&candidate), of(&baseline));
+        if theirs.is_empty() {
+            continue; // no census of the baseline: nothing to hold the candidate to
+        }
+        let test = &config.test;
+        if ours.is_empty() {
+            let why = candidate
+                .iter()
+                .find(|(id, _)| id == test)
+                .and_then(|(_, census)| census.why.clone())
+                .unwrap_or_else(|| "none was written".into());
+            return Some(format!(
+                "{test}: no census of the candidate's timed call ({why})"
+            ));
+        }
+        if let Some(why) = ours
+            .iter()
+            .find_map(|census| share_refusal(census, &theirs, rules.allowed))
+        {
+            return Some(format!("{test}: {why}"));
+        }
+        if let Some(why) = rules
+            .peak
+            .and_then(|peak| physics(config.baseline_ms, config.candidate_ms, &theirs, peak))
+        {
+            return Some(format!("{test}: {why}"));
+        }
+    }
+    None
+}
+
+/// One candidate census against the baseline's: an allowed cuTile kernel must run, and do at least the
+/// baseline's share of the GPU time less the slack.
+fn share_refusal(census: &Census, baseline: &[Census], allowed: &[String]) -> Option<String> {
+    let instead = |other: Option<(String, f64)>| match other {
+        Some((name, share)) => format!(": {:.0}% of GPU time in {name}", share * 100.0),
+        None => String::new(),
+    };
+    if !census.launched_allowed(allowed) {
+        let other = census.allowed_share(allowed).and_then(|(_, other)| other);
+        return Some(format!(
+            "no cuTile kernel from the allowed paths ran in the timed call{}",
+            instead(other)
+        ));
+    }
+    let (share, other) = census.allowed_share(allowed)?;
+    let required = baseline
+        .iter()
+        .filter_map(|b| b.allowed_share(allowed).map(|(share, _)| share))
+        .reduce(f64::min)?;
+    (share < required - SHARE_SLACK).then(|| {
+        format!(
+            "cuTile kernels from the allowed paths did {:.0}% of the timed GPU work (baseline {:.0}%){}",
+            share * 100.0,
+            required * 100.0,
+            instead(other)
+        )
+    })
+}
+
+/// Whether `candidate_ms` for the bytes the baseline's launches were given implies more bandwidth than
+/// `peak` allows. The baseline calibrates the estimate: where its own latency already implies more
+/// (its arrays are larger than what it reads), the config is not judged.
+pub fn physics(
+    baseline_ms: f64,
+    candidate_ms: f64,
+    baseline: &[Census],
+    peak: &Peak,
+) -> Option<String> {
+    let bytes = baseline.iter().map(|census| census.bytes).max()? as f64;
+    let margin = match bytes <= peak.l2_mb * 1e6 {
+        true => L2_MARGIN,
+        false => DRAM_MARGIN,
+    };
+    let limit_gb_s = peak.dram_gb_s * margin;
+    let implied_gb_s = |ms: f64| bytes / (ms * 1e-3) / 1e9;
+    if bytes <= 0.0 || implied_gb_s(baseline_ms) > limit_gb_s {
+        return None;
+    }
+    (implied_gb_s(candidate_ms) > limit_gb_s).then(|| {
+        format!(
+            "{candidate_ms:.6} ms for {} implies {}, beyond the {}'s {} (x{margin} margin): faster than the hardware allows",
+            human_bytes(bytes),
+            human_rate(implied_gb_s(candidate_ms)),
+            peak.name,
+            human_rate(peak.dram_gb_s)
+        )
+    })
+}
+
+fn human_bytes(bytes: f64) -> String {
+    match bytes {
+        b if b >= 1e9 => format!("{:.2} GB", b / 1e9),
+        b if b >= 1e6 => format!("{:.2} MB", b / 1e6),
+        b => format!("{:.1} kB", b / 1e3),
+    }
+}
+
+fn human_rate(gb_s: f64) -> String {
+    match gb_s >= 1000.0 {
+        true => format!("{:.1} TB/s", gb_s / 1000.0),
+        false => format!("{gb_s:.0} GB/s"),
+    }
+}
+
+/// The attempt paired rounds make once the kernel is held to what it earned: the census gate, then,
+/// for a verdict that still keeps, the correctness runs on unseen inputs. `step` and `verify` alike.
+pub fn judged(decided: Decided, runs: &[RunFile], rules: &Rules) -> Attempt {
+    let decided = gate(decided, runs, rules);
+    match unseen_failures(runs) {
+        Some((offset, failed)) if decided.tier != Tier::Revert => {
+            Attempt::UnseenInputsFailed { failed, offset }
+        }
+        _ => Attempt::paired(decided),
+    }
+}
+
+/// The unseen-input correctness runs of a step, by name: `unseen-<offset>-candidate` and `-baseline`.
+pub fn unseen_run_name(offset: u32, side: &str) -> String {
+    format!("unseen-{offset}-{side}")
+}
+
+/// The cases the candidate failed on inputs neither side had seen while the baseline's code passed them,
+/// with the seed offset; none when no such runs were made (or the baseline's run gave no JUnit file to
+/// hold the candidate to). A candidate run with no JUnit file (it died) fails as a whole.
+pub fn unseen_failures(runs: &[RunFile]) -> Option<(u32, Vec<String>)> {
+    let (offset, baseline) = runs.iter().find_map(|run| {
+        let offset = run
+            .name
+            .strip_prefix("unseen-")?
+            .strip_suffix("-baseline")?;
+        Some((offset.parse::<u32>().ok()?, run))
+    })?;
+    let passed: Vec<String> = baseline
+        .cases()
+        .ok()?
+        .into_iter()
+        .filter(|case| case.outcome == records::CaseOutcome::Passed)
+        .map(|case| case.id)
+        .collect();
+    let candidate_name = unseen_run_name(offset, "candidate");
+    let Some(candidate) = runs.iter().find(|run| run.name == candidate_name) else {
+        return Some((offset, vec!["the run ended without a JUnit file".into()]));
+    };
+    let failed: Vec<String> = match candidate.cases() {
+        Ok(cases) => cases
+            .into_iter()
+            .filter(|case| {
+                matches!(
+                    case.outcome,
+                    records::CaseOutcome::Failed(_) | records::CaseOutcome::Error(_)
+                ) && passed.contains(&case.id)
+            })
+            .map(|case| case.id)
+            .collect(),
+        Err(e) => vec![format!("its JUnit file is unreadable ({e:#})")],
+    };
+    (!failed.is_empty()).then_some((offset, failed))
+}
+
+/// What a change adds that often signals a shortcut rather than a faster kernel: calls into libraries
+/// that do the work themselves, and caches that remember results. A note for the step's report, not a
+/// gate: an honest change may have a reason for each. `diff` is a unified diff of the change.
+pub fn shortcut_signs(diff: &str) -> Vec<String> {
+    const LIBRARY_CALLS: &[(&str, &str)] = &[
+        ("torch.matmul(", "a torch matrix multiply"),
+        ("torch.mm(", "a torch matrix multiply"),
+        ("torch.bmm(", "a torch matrix multiply"),
+        ("torch.einsum(", "a torch einsum"),
+        ("torch.nn.functional", "a torch.nn.functional op"),
+        ("F.linear(", "a torch.nn.functional op"),
+        ("F.softmax(", "a torch.nn.functional op"),
+        ("F.rms_norm(", "a torch.nn.functional op"),
+        ("F.layer_norm(", "a torch.nn.functional op"),
+        (
+            "F.scaled_dot_product_attention(",
+            "a torch.nn.functional op",
+        ),
+        ("torch.ops.", "a torch operator"),
+        ("cublas", "cuBLAS"),
+        ("triton", "Triton"),
+        ("cupy", "CuPy"),
+        (
+            "data_ptr()",
+            "a key from a tensor's address (a cache of results?)",
+        ),
+        ("lru_cache", "a memoizing decorator"),
+        ("@cache", "a memoizing decorator"),
+    ];
+    let mut signs = Vec::new();
+    for line in diff.lines() {
+        let Some(added) = line.strip_prefix('+').filter(|_| !line.starts_with("+++")) else {
+            continue;
+        };
+        let code = added.split('#').next().unwrap_or("");
+        let mut found: Vec<&str> = LIBRARY_CALLS
+            .iter()
+            .filter(|(needle, _)| code.contains(needle))
+            .map(|(_, what)| *what)
+            .collect();
+        if code.contains(" @ ") && !code.trim_start().starts_with('@') {
+            found.push("a matrix multiply by `@` (torch's, not a cuTile kernel)");
+        }
+        let module_level = !code.starts_with(char::is_whitespace);
+        if module_level
+            && (code.trim_end().ends_with("= {}") || code.trim_end().ends_with("= dict()"))
+        {
+            found.push("a module-level dict (a cache of results?)");
+        }
+        for what in found {
+            let sign = format!("{what}: `{}`", added.trim());
+            if !signs.contains(&sign) {
+                signs.push(sign);
+            }
+        }
+    }
+    signs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn census(launches: &[(&str, &str)], device: &[(&str, f64)], bytes: u64) -> Census {
+        Census {
+            taken: true,
+            why: None,
+            launches: launches
+                .iter()
+                .map(|(kernel, file)| Launch {
+                    kernel: kernel.to_string(),
+                    file: Some(file.to_string()),
+                    grids: vec![vec![132]],
+                    count: 1,
+                })
+                .collect(),
+            bytes,
+            device: Some(
+                device
+                    .iter()
+                    .map(|(name, us)| DeviceTime {
+                        name: name.to_string(),
+                        us: *us,
+                    })
+                    .collect(),
+            ),
+        }
+    }
+
+    const KERNEL: &str = "src/tilegym/ops/cutile/rms_norm.py";
+
+    fn allowed() -> Vec<String> {
+        vec![KERNEL.to_string()]
+    }
+
+    #[test]
+    fn origins_come_from_the_launches_of_the_same_call() {
+        let c = census(
+            &[
+                ("rms_norm_kernel", KERNEL),
+                ("helper_kernel", "src/other.py"),
+            ],
+            &[],
+            0,
+        );
+        assert_eq!(
+            c.origin("rms_norm_kernel_0x12", &allowed()),
+            Origin::Allowed
+        );
+        assert_eq!(c.origin("helper_kernel", &allowed()), Origin::OtherCutile);
+        assert_eq!(c.origin("sm90_xmma_gemm_f16", &allowed()), Origin::Other);
+    }
+
+    #[test]
+    fn a_library_fallback_is_refused_with_what_ran_instead() {
+        let baseline = [census(&[("mm_kernel", KERNEL)], &[("mm_kernel", 100.0)], 0)];
+        let fallback = census(&[], &[("sm90_xmma_gemm_f16f16", 90.0), ("fill", 10.0)], 0);
+        assert_eq!(
+            share_refusal(&fallback, &baseline, &allowed()).unwrap(),
+            "no cuTile kernel from the allowed paths ran in the timed call: 90% of GPU time in sm90_xmma_gemm_f16f16"
+        );
+    }
+
+    #[test]
+    fn a_share_below_the_baseline_s_less_the_slack_is_refused() {
+        let baseline = [census(&[("k", KERNEL)], &[("k", 95.0), ("memset", 5.0)], 0)];
+        let decoy = census(&[("k", KERNEL)], &[("k", 1.0), ("elementwise", 99.0)], 0);
+        assert_eq!(
+            share_refusal(&decoy, &baseline, &allowed()).unwrap(),
+            "cuTile kernels from the allowed paths did 1% of the timed GPU work (baseline 95%): 99% of GPU time in elementwise"
+        );
+        let honest = census(&[("k", KERNEL)], &[("k", 88.0), ("memset", 12.0)], 0);
+        assert_eq!(share_refusal(&honest, &baseline, &allowed()), None);
+    }
+
+    #[test]
+    fn physics_refuses_beyond_the_peak_and_trusts_the_baseline_s_calibration() {
+        let h200 = crate::peaks::lookup("NVIDIA H200").unwrap();
+        // 262144 x 4096 fp16 read and written: 4.29 GB
+        let baseline = [census(&[("k", KERNEL)], &[], 4_294_967_296)];
+        assert_eq!(
+            physics(1.2, 0.0011, &baseline, h200).unwrap(),
+            "0.001100 ms for 4.29 GB implies 3904.5 TB/s, beyond the H200's 4.8 TB/s (x1.5 margin): faster than the hardware allows"
+        );
+        assert_eq!(physics(1.2, 0.95, &baseline, h200), None);
+        // the baseline itself "beyond the peak": the bytes overstate what is read; not judged
+        assert_eq!(physics(0.1, 0.0011, &baseline, h200), None);
+    }
+
+    #[test]
+    fn shortcut_signs_name_what_the_change_adds() {
+        let diff = "+++ b/src/k.py\n+_MEMO = {}\n+    key = (x.data_ptr(), mode)\n-    y = a @ b\n+    return a @ b  # fast\n+    z = torch.matmul(a, b)\n+@ct.kernel\n+    # torch.mm( in a comment\n";
+        assert_eq!(
+            shortcut_signs(diff),
+            [
+                "a module-level dict (a cache of results?): `_MEMO = {}`",
+                "a key from a tensor's address (a cache of results?): `key = (x.data_ptr(), mode)`",
+                "a matrix multiply by `@` (torch's, not a cuTile kernel): `return a @ b  # fast`",
+                "a torch matrix multiply: `z = torch.matmul(a, b)`",
+            ]
+        );
+        assert!(shortcut_signs("+    TILE_SIZE = 256\n").is_empty());
+    }
+
+    #[test]
+    fn a_census_written_twice_is_refused() {
+        let case = CaseReport {
+            id: "t::p".into(),
+            outcome: records::CaseOutcome::Passed,
+            benchmark_property: None,
+            census_properties: vec!["{\"taken\": false}".into(), "{\"taken\": true}".into()],
+            stdout: String::new(),
+        };
+        assert_eq!(
+            Census::of(&case).unwrap_err(),
+            "its census was written more than once"
+        );
+    }
+}

@@ -1,0 +1,176 @@
+//! A gain the kernel earned: the census of what ran in each perf case's timed call, and the gate a kept
+//! step must pass. The fixture's stand-in cuTile runtime logs its launches as GPU work; `fastlib` stands
+//! in for a vendor library. Each shortcut below would be kept on latency alone.
+
+mod support;
+
+use support::*;
+
+/// The kernel file's launch wrapper, replaced by `wrapper` (the whole `def vector_add` block).
+fn replace_wrapper(f: &Fixture, wrapper: &str) {
+    let text = std::fs::read_to_string(f.path(KERNEL)).unwrap();
+    let start = text.find("def vector_add(a, b):").unwrap();
+    f.write(KERNEL, &format!("{}{wrapper}", &text[..start]));
+}
+
+/// A step that would be kept at -50% on latency: reverted, and `verify` agrees; its report.
+fn step_refused(f: &Fixture, description: &str) -> serde_json::Value {
+    f.set_latency(0.05, 0.5);
+    let report = f.step_json(&[description]);
+    assert_eq!(report["status"], "revert", "{report}");
+    let verify = f.run(&["verify"]);
+    assert!(verify.status.success(), "{}", both(&verify));
+    report
+}
+
+#[test]
+fn a_library_fallback_is_reverted_with_what_ran_instead() {
+    let f = Fixture::new();
+    f.start();
+    f.edit_kernel(
+        "import cuda.tile as ct",
+        "import cuda.tile as ct\nimport fastlib",
+    );
+    replace_wrapper(&f, "def vector_add(a, b):\n    return fastlib.add(a, b)\n");
+    let report = step_refused(&f, "call the library");
+    let reason = report["reason"].as_str().unwrap();
+    assert!(
+        reason.contains(
+            "not the kernel's own gain: tests.ops.test_vector_add::test_perf[cutile-small]: no cuTile kernel from the allowed paths ran in the timed call: 100% of GPU time in sm90_xmma_elementwise_add_f64"
+        ),
+        "{reason}"
+    );
+}
+
+#[test]
+fn a_memoized_output_with_a_decoy_launch_is_reverted() {
+    let f = Fixture::new();
+    f.start();
+    f.edit_kernel(
+        "import cuda.tile as ct",
+        "import cuda.tile as ct\nimport fastlib",
+    );
+    replace_wrapper(
+        &f,
+        "_MEMO = {}\n\n\ndef vector_add(a, b):\n    key = (id(a), id(b))\n    if key not in _MEMO:\n        out = array(\"d\", bytes(8 * len(a)))\n        ct.launch(None, (1,), vector_add_kernel, (a, b, out, TILE_SIZE))\n        _MEMO[key] = list(out)\n    fastlib.touch()\n    return _MEMO[key]\n",
+    );
+    let report = step_refused(&f, "remember the output");
+    let reason = report["reason"].as_str().unwrap();
+    assert_eq!(
+        report["shortcut_signs"][0],
+        "a module-level dict (a cache of results?): `_MEMO = {}`"
+    );
+    assert!(
+        reason.contains("no cuTile kernel from the allowed paths ran in the timed call: 100% of GPU time in vectorized_elementwise_kernel"),
+        "{reason}"
+    );
+}
+
+#[test]
+fn work_moved_out_of_the_allowed_paths_is_reverted() {
+    let f = Fixture::new();
+    f.start();
+    f.edit_kernel(
+        "import cuda.tile as ct",
+        "import cuda.tile as ct\nfrom tilegym.ops.cutile.helpers import add_kernel",
+    );
+    f.edit_kernel(
+        "ct.launch(None, (1,), vector_add_kernel,",
+        "ct.launch(None, (1,), add_kernel,",
+    );
+    let report = step_refused(&f, "use the shared kernel");
+    let reason = report["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("no cuTile kernel from the allowed paths ran in the timed call: 100% of GPU time in add_kernel"),
+        "{reason}"
+    );
+}
+
+#[test]
+fn an_honest_gain_is_kept_and_its_census_is_in_the_evidence() {
+    let f = Fixture::new();
+    f.start();
+    f.edit_kernel("TILE_SIZE = 128", "TILE_SIZE = 256");
+    f.set_latency(0.05, 0.5);
+    let report = f.step_json(&["bigger tiles"]);
+    assert_eq!(report["status"], "keep", "{report}");
+    // every benchmark run's JUnit file in the evidence carries a census per perf case
+    let repo = git_cutile_perf::git::Repo::discover(&f.root).unwrap();
+    let evidence = git_cutile_perf::evidence::Evidence::of(&repo, &f.head())
+        .unwrap()
+        .unwrap();
+    let rounds: Vec<_> = evidence
+        .runs
+        .iter()
+        .filter(|run| run.name.starts_with("round-"))
+        .collect();
+    assert!(
+        rounds.len() >= 2,
+        "{:?}",
+        evidence.runs.iter().map(|r| &r.name).collect::<Vec<_>>()
+    );
+    for run in rounds {
+        assert_eq!(
+            run.junit.matches("name=\"cutile_perf_census\"").count(),
+            2,
+            "{}",
+            run.junit
+        );
+    }
+    let verify = f.run(&["verify"]);
+    assert!(verify.status.success(), "{}", both(&verify));
+}
+
+#[test]
+fn a_latency_beyond_the_gpus_peak_is_reverted() {
+    const GPU: &str = "NVIDIA STAND-IN GPU, 9.0, 580.159.04, 1980, 1980, 612, 143771, 41";
+    // 1 GB/s of DRAM and a 1 kB L2: the fixture's 98 kB large config cannot take 0.001 ms
+    const PEAK: &str = "STAND-IN GPU, 1, 1, 0.001";
+    let mut f = Fixture::new();
+    f.fake_gpu(Some(GPU));
+    let run = |args: &[&str]| {
+        f.command(args)
+            .env("CUTILE_PERF_GPU_PEAK", PEAK)
+            .output()
+            .unwrap()
+    };
+    let out = run(&["start", "vector_add", "--class", "memory"]);
+    assert!(out.status.success(), "{}", both(&out));
+    f.edit_kernel("TILE_SIZE = 128", "TILE_SIZE = 256");
+    f.set_latency(0.1, 0.001);
+    let out = run(&["step", "--json", "too fast"]);
+    assert!(out.status.success(), "{}", both(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["status"], "revert", "{report}");
+    assert!(
+        report["reason"].as_str().unwrap().contains(
+            "test_perf[cutile-large]: 0.001000 ms for 98.3 kB implies 98 GB/s, beyond the STAND-IN GPU's 1 GB/s (x1.5 margin): faster than the hardware allows"
+        ),
+        "{report}"
+    );
+    let verify = run(&["verify"]);
+    assert!(verify.status.success(), "{}", both(&verify));
+}
+
+#[test]
+fn a_kernel_right_only_on_the_inputs_its_tests_draw_fails_on_unseen_ones() {
+    let f = Fixture::new();
+    f.start();
+    // right for the inputs `random.seed(1234)` draws, wrong for any others of that length
+    replace_wrapper(
+        &f,
+        "import random\n\n_SEEN = random.Random(1234).randint(0, 1000)\n\n\ndef vector_add(a, b):\n    out = array(\"d\", bytes(8 * len(a)))\n    ct.launch(None, (1,), vector_add_kernel, (a, b, out, TILE_SIZE))\n    if len(a) == 50 and a[0] != _SEEN:\n        return [x - y for x, y in zip(a, b)]\n    return list(out)\n",
+    );
+    f.set_latency(0.05, 0.5);
+    let report = f.step_json(&["special-case the test's inputs"]);
+    assert_eq!(report["status"], "revert", "{report}");
+    assert_eq!(report["correctness"], "FAIL", "{report}");
+    let reason = report["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("correctness failed on inputs neither side had seen (seeds shifted by ")
+            && reason.ends_with("), where the baseline's code passes: tests.ops.test_vector_add::test_op_seeded[cutile]"),
+        "{reason}"
+    );
+    let verify = f.run(&["verify"]);
+    assert!(verify.status.success(), "{}", both(&verify));
+}

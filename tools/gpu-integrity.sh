@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# H200 evidence for "a gain the kernel earned": the census on real TileGym, two shortcuts an agent might take
+# refused with their reasons, and an honest gain still kept. Run from the repository root on the GPU machine
+# after `source .gpu/device-setup.sh` (../shared/gpu/README.md), in two parts (each fits one device call):
+#
+#   tools/gpu-integrity.sh OUT_DIR PART...
+#
+#   probe     the census plugin alone on one rms_norm perf case
+#   rms_norm  start from a de-optimized baseline, then the step that restores TMA-less stores (keep)
+#   memo      in that session: a memoized output with a one-element torch op (refused)
+#   matmul    start; the registered wrapper returns a @ b for float inputs (refused)
+#
+# $TILEGYM is the TileGym checkout device-setup.sh made; OUT_DIR gets each command's output and timings.
+set -uo pipefail
+usage="usage: tools/gpu-integrity.sh OUT_DIR probe|rms_norm|memo|matmul..."
+mkdir -p "${1:?$usage}"
+out=$(cd "$1" && pwd)
+shift
+[ $# -gt 0 ] || { echo "$usage" >&2; exit 2; }
+plugin_dir=$(cd "$(dirname "$0")/../src/census" && pwd)
+export GIT_AUTHOR_NAME="cutile-perf evidence" GIT_AUTHOR_EMAIL="evidence@localhost"
+export GIT_COMMITTER_NAME="$GIT_AUTHOR_NAME" GIT_COMMITTER_EMAIL="$GIT_AUTHOR_EMAIL"
+export CUTILE_PERF_NO_PROGRESS=1
+
+# run NAME ARGS...: the tool, its output and wall time kept in $out
+run() {
+    local name=$1 start rc
+    shift
+    start=$(date +%s%N)
+    git cutile-perf "$@" > "$out/$name.out" 2> "$out/$name.err"
+    rc=$?
+    printf '%s rc=%s wall=%sms: git cutile-perf %s\n' "$name" "$rc" "$(( ($(date +%s%N) - start) / 1000000 ))" "$*" | tee -a "$out/timings.txt"
+}
+
+# a fresh repository of TileGym's sources under /tmp/integrity-NAME
+fresh() {
+    local repo=/tmp/integrity-$1
+    rm -rf "$repo"
+    git clone -q "$TILEGYM" "$repo" && cd "$repo" || exit 1
+    export PYTHONPATH="$repo/src:${PYTHONPATH#*:}"
+}
+
+# patch FILE OLD NEW: replace the first OLD (a literal) in FILE, or fail loudly
+patch() {
+    python3 - "$@" <<'EOF' || exit 1
+import sys
+path, old, new = sys.argv[1:4]
+text = open(path).read()
+if old not in text:
+    sys.exit(f"patch: {old!r} not in {path}")
+open(path, "w").write(text.replace(old, new, 1))
+EOF
+}
+
+keep_record() {
+    git log --format='%H%n%B' > "$out/$1-git-log.txt"
+    git cutile-perf verify --json > "$out/$1-verify.json" 2>&1
+    echo "verify rc=$?" >> "$out/timings.txt"
+    git cutile-perf table --write > /dev/null 2>&1 && cp sandbox/perf_results.md "$out/$1-perf_results.md"
+    mkdir -p "$out/$1-junit" && cp sandbox/*.xml sandbox/baseline/*.xml "$out/$1-junit/" 2>/dev/null
+}
+
+for part in "$@"; do
+case $part in
+probe)
+    cd "$TILEGYM" || exit 1
+    start=$(date +%s%N)
+    PYTHONPATH="$plugin_dir:$PYTHONPATH" python3 -m pytest tests/ops/test_rms_norm.py -q -p no:cacheprovider \
+        -p cutile_perf_census -k "test_perf and cutile and static_persistent and 4096 and 262144" \
+        --junitxml="$out/probe.xml" > "$out/probe.log" 2>&1
+    echo "probe rc=$? wall=$(( ($(date +%s%N) - start) / 1000000 ))ms" | tee -a "$out/timings.txt"
+    python3 - "$out/probe.xml" <<'EOF'
+import json, sys, xml.etree.ElementTree as ET
+for prop in ET.parse(sys.argv[1]).iter("property"):
+    if prop.get("name") == "cutile_perf_census":
+        census = json.loads(prop.get("value"))
+        print(json.dumps(census, indent=1)[:3000])
+EOF
+    ;;
+rms_norm)
+    fresh rms_norm
+    kernel=src/tilegym/ops/cutile/rms_norm.py
+    cp "$kernel" /tmp/rms_norm.upstream.py
+    # the de-optimized baseline: TMA allowed again on the static persistent kernel's store
+    patch "$kernel" "            allow_tma=False,  # +30% perf
+" ""
+    git commit -qam "de-optimized baseline: TMA on the static persistent store" --no-verify
+    run start start rms_norm --suite ops --class memory --filter "static_persistent or multi_wave_reload" --json
+    cp /tmp/rms_norm.upstream.py "$kernel"
+    run step-1 step --json --opt F --cause memory "no TMA on the static persistent kernel's output store"
+    keep_record rms_norm
+    ;;
+memo)
+    cd /tmp/integrity-rms_norm || exit 1
+    export PYTHONPATH="$PWD/src:${PYTHONPATH#*:}"
+    kernel=src/tilegym/ops/cutile/rms_norm.py
+    # the shortcut: the registered wrapper remembers its output by input pointer and launches one
+    # element of torch work so that the harness sees a kernel
+    patch "$kernel" '@register_impl("rms_norm", backend="cutile")' '_MEMO = {}
+
+
+@register_impl("rms_norm", backend="cutile")'
+    patch "$kernel" '    return _RMSNorm.apply(input, normalized_shape, weight, eps, bias, mode, offset)' '    key = (input.data_ptr(), weight.data_ptr(), mode)
+    if key not in _MEMO:
+        _MEMO[key] = _RMSNorm.apply(input, normalized_shape, weight, eps, bias, mode, offset)
+    torch.empty(1, device=input.device).fill_(0)
+    return _MEMO[key]'
+    run step-2 step --json --cause memory "remember the output by input pointer"
+    keep_record memo
+    ;;
+matmul)
+    fresh matmul
+    kernel=src/tilegym/ops/cutile/matmul.py
+    run start start matmul --suite ops --class compute --budget 9m --json \
+        --filter "float16 and (False-False-False-4096-4096-4096 or True-True-False-False-4096-4096-4096 or 1024-1024-1024-0-0-False-False)"
+    # the shortcut: cuBLAS through torch for float inputs instead of the cuTile kernel
+    patch "$kernel" '    if static_persistent is None:
+        static_persistent = False
+' '    if static_persistent is None:
+        static_persistent = False
+    if a.dtype in (torch.float16, torch.bfloat16, torch.float32):
+        return (a.t() if trans_a else a) @ (b.t() if trans_b else b)
+'
+    run step-1 step --json --budget 9m --cause compute "let cuBLAS do the float cases"
+    keep_record matmul
+    ;;
+*)
+    echo "$usage" >&2
+    exit 2
+    ;;
+esac
+done
