@@ -52,6 +52,9 @@ _gitcutileperf() {
             gitcutileperf,man)
                 cmd="gitcutileperf__subcmd__man"
                 ;;
+            gitcutileperf,mcp)
+                cmd="gitcutileperf__subcmd__mcp"
+                ;;
             gitcutileperf,next)
                 cmd="gitcutileperf__subcmd__next"
                 ;;
@@ -72,6 +75,9 @@ _gitcutileperf() {
                 ;;
             gitcutileperf,setup-remote)
                 cmd="gitcutileperf__subcmd__setup__subcmd__remote"
+                ;;
+            gitcutileperf,skill)
+                cmd="gitcutileperf__subcmd__skill"
                 ;;
             gitcutileperf,start)
                 cmd="gitcutileperf__subcmd__start"
@@ -124,6 +130,9 @@ _gitcutileperf() {
             gitcutileperf__subcmd__help,man)
                 cmd="gitcutileperf__subcmd__help__subcmd__man"
                 ;;
+            gitcutileperf__subcmd__help,mcp)
+                cmd="gitcutileperf__subcmd__help__subcmd__mcp"
+                ;;
             gitcutileperf__subcmd__help,next)
                 cmd="gitcutileperf__subcmd__help__subcmd__next"
                 ;;
@@ -144,6 +153,9 @@ _gitcutileperf() {
                 ;;
             gitcutileperf__subcmd__help,setup-remote)
                 cmd="gitcutileperf__subcmd__help__subcmd__setup__subcmd__remote"
+                ;;
+            gitcutileperf__subcmd__help,skill)
+                cmd="gitcutileperf__subcmd__help__subcmd__skill"
                 ;;
             gitcutileperf__subcmd__help,start)
                 cmd="gitcutileperf__subcmd__help__subcmd__start"
@@ -221,7 +233,7 @@ _gitcutileperf() {
 
     case "${cmd}" in
         gitcutileperf)
-            opts="-h -V --help --version start inspect step diagnose compare table plot report status verify push fetch setup-remote repair config refs next hook demo man completions install-extras uninstall-extras help"
+            opts="-h -V --help --version start inspect step diagnose compare table plot report status verify push fetch setup-remote repair config refs next skill mcp hook demo man completions install-extras uninstall-extras help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -339,7 +351,7 @@ _gitcutileperf() {
             return 0
             ;;
         gitcutileperf__subcmd__help)
-            opts="start inspect step diagnose compare table plot report status verify push fetch setup-remote repair config refs next hook demo man completions install-extras uninstall-extras help"
+            opts="start inspect step diagnose compare table plot report status verify push fetch setup-remote repair config refs next skill mcp hook demo man completions install-extras uninstall-extras help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -576,6 +588,20 @@ _gitcutileperf() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        gitcutileperf__subcmd__help__subcmd__mcp)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         gitcutileperf__subcmd__help__subcmd__next)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -661,6 +687,20 @@ _gitcutileperf() {
             return 0
             ;;
         gitcutileperf__subcmd__help__subcmd__setup__subcmd__remote)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        gitcutileperf__subcmd__help__subcmd__skill)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1006,6 +1046,20 @@ _gitcutileperf() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        gitcutileperf__subcmd__mcp)
+            opts="-h --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         gitcutileperf__subcmd__next)
             opts="-h --class --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -1109,6 +1163,24 @@ _gitcutileperf() {
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        gitcutileperf__subcmd__skill)
+            opts="-h --print --install --dir --user --project --json --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;

@@ -69,6 +69,12 @@ pub enum Command {
     Refs(RefsArgs),
     /// List the optimizations to try next for the session's kernel class, skipping those already tried
     Next(NextArgs),
+    /// Print the Agent Skill that teaches an agent the loop through this tool, or install it where agents
+    /// look for skills
+    Skill(SkillArgs),
+    /// Serve the verbs an agent needs (start, step, status, ...) as Model Context Protocol tools over
+    /// stdio; each tool returns the verb's --json report
+    Mcp,
     /// Install, remove or inspect the pre-commit hook that enforces the allowed paths
     Hook(HookArgs),
     /// Run a short session on a built-in TileGym-shaped repository (no GPU needed)
@@ -290,6 +296,28 @@ pub struct RefsArgs {
     pub name: Option<String>,
     /// A section: a playbook letter (B), a rule (R3) or a heading's title
     pub section: Option<String>,
+    #[command(flatten)]
+    pub output: JsonArg,
+}
+
+#[derive(Args, Debug)]
+pub struct SkillArgs {
+    /// Print SKILL.md (what happens without --install)
+    #[arg(long, conflicts_with = "install")]
+    pub print: bool,
+    /// Write the skill's folder (SKILL.md, evals/evals.json) where agents look: by default the checkout's
+    /// .claude/skills and .agents/skills, kept out of git through .git/info/exclude
+    #[arg(long)]
+    pub install: bool,
+    /// Install into DIR/git-cutile-perf instead
+    #[arg(long, value_name = "DIR", requires = "install", conflicts_with_all = ["user", "project"])]
+    pub dir: Option<PathBuf>,
+    /// Install into your own ~/.claude/skills and ~/.agents/skills instead
+    #[arg(long, requires = "install", conflicts_with = "project")]
+    pub user: bool,
+    /// Install into the checkout's .claude/skills and .agents/skills (the default)
+    #[arg(long, requires = "install")]
+    pub project: bool,
     #[command(flatten)]
     pub output: JsonArg,
 }

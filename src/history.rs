@@ -331,13 +331,13 @@ pub fn code_commit(history: &History, number: u32) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::decision::Decision;
     use crate::session::tests::{iteration, session};
     use crate::trailers::render_message;
 
-    fn history(iterations: Vec<Iteration>) -> History {
+    pub(crate) fn history(iterations: Vec<Iteration>) -> History {
         History {
             session: session(),
             baseline_commit: "c0".into(),

@@ -5,6 +5,7 @@
 //! and the runner; the record; features; verbs (`commands`, one verb never using another); main.
 //! `tests/layers.rs` holds the table and fails on an upward import or a cycle.
 
+pub mod agent;
 pub mod audit;
 pub mod benchmark_run;
 pub mod census;

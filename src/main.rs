@@ -23,6 +23,11 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
+    // the MCP server writes stdout from its own threads, and ends when its client stops it (the verbs it
+    // runs catch Ctrl-C themselves)
+    if let Command::Mcp = cli.command {
+        return commands::mcp::run();
+    }
     process::install_interrupt_handler()?;
     // opened only by the verbs that work on a repository
     let repo = || git::Repo::discover(&std::env::current_dir()?);
@@ -45,6 +50,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Repair(args) => commands::repair::run(&repo()?, args, out),
         Command::Next(args) => commands::next::run(&repo()?, args, out),
         Command::Refs(args) => commands::refs::run(args, out),
+        Command::Skill(args) => commands::skill::run(repo().ok().as_ref(), args, out),
+        Command::Mcp => unreachable!("served above"),
         Command::Hook(args) => commands::hook::run(&repo()?, args, out),
         Command::Demo(args) => commands::demo::run(args),
         Command::Man(args) => commands::extras::man(args),

@@ -318,8 +318,11 @@ fn a_killed_step_is_reported_until_repaired() {
         status.contains("stopped while committing the iteration"),
         "{status}"
     );
+    let status: serde_json::Value = serde_json::from_str(&f.ok(&["status", "--json"])).unwrap();
+    assert_eq!(status["next_action"]["kind"], "repair", "{status}");
     let report: serde_json::Value = serde_json::from_str(&f.ok(&["repair", "--json"])).unwrap();
     assert_eq!(report["action"], "undone", "{report}");
+    assert_eq!(report["next_action"]["kind"], "edit-and-step", "{report}");
     let r = f.step_json(&["slower, again"]);
     assert_eq!(r["status"], "revert");
 }

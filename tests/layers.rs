@@ -65,7 +65,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ),
     (
         "verbs",
-        &["cli", "commands", "errors", "generate", "settings"],
+        &["agent", "cli", "commands", "errors", "generate", "settings"],
     ),
     ("main", &["main"]),
 ];

@@ -62,6 +62,14 @@ fn baseline_is_an_empty_commit_with_the_session() {
         out.contains("baseline iteration 0: 0.316228 ms (geometric mean of 2 configs' medians, 5 correctness tests passed (1 skipped))"),
         "{out}"
     );
+    assert!(
+        out.trim_end().ends_with(&format!(
+            "next: The baseline is recorded. Apply ONE optimization to {KERNEL}; A (TMA loads and stores instead \
+             of gather/scatter) comes first for this memory-bound kernel (`git cutile-perf refs playbook A`), then \
+             run `git cutile-perf step --json --opt A \"<what you changed>\"`."
+        )),
+        "{out}"
+    );
     assert_eq!(f.branch(), branch_name());
     assert_eq!(f.git(&["rev-parse", "HEAD~1"]).trim(), main);
     assert_eq!(f.git(&["diff", "--name-only", "HEAD~1", "HEAD"]), "");
@@ -109,6 +117,8 @@ fn keep_commits_the_change_and_becomes_the_baseline() {
     assert_eq!(r["correctness"], "PASS");
     assert_eq!(r["decision"], "continue");
     assert_eq!(r["iteration"], 1);
+    assert_eq!(r["next_action"]["kind"], "edit-and-step");
+    assert_eq!(r["next_action"]["letters"][0], "A", "G was tried: {r}");
     assert_eq!(r["configs"].as_array().unwrap().len(), 2);
     assert!((r["change_pct"].as_f64().unwrap() + 10.0).abs() < 1e-9);
     assert_eq!(
@@ -152,6 +162,11 @@ fn one_slow_config_reverts_and_keeps_the_attempt_in_history() {
         "the tree is back to the baseline"
     );
     assert_eq!(f.status(), "");
+    assert!(
+        word(&r["next_action"], "sentence")
+            .starts_with("Iteration 1 was reverted and undone (the kernel is as at iteration 0). "),
+        "{r}"
+    );
     let attempt = r["attempt"].as_str().unwrap();
     assert_eq!(f.git(&["rev-parse", "HEAD~1"]).trim(), attempt);
     assert!(
@@ -259,6 +274,13 @@ fn two_iterations_without_gain_stop_the_loop() {
     );
     let status: serde_json::Value = serde_json::from_str(&f.ok(&["status", "--json"])).unwrap();
     assert_eq!(status["state"], "stopped");
+    assert_eq!(status["next_action"]["kind"], "stopped");
+    assert_eq!(status["next_action"]["iteration"], 2);
+    assert_eq!(status["next_action"]["why"], r["reason"]);
+    assert!(
+        f.ok(&["status"])
+            .contains("\nnext: The rules stopped the loop at iteration 2: ")
+    );
     assert_eq!(status["no_gain"], 2);
     assert_eq!(status["iterations"], 2);
 }
@@ -275,6 +297,9 @@ fn scheduling_cause_escalates() {
     );
     let status: serde_json::Value = serde_json::from_str(&f.ok(&["status", "--json"])).unwrap();
     assert_eq!(status["state"], "escalated");
+    assert_eq!(status["next_action"]["kind"], "escalate");
+    assert_eq!(status["next_action"]["cause"], "scheduling");
+    assert_eq!(r["next_action"], status["next_action"]);
 }
 
 #[test]

@@ -5,8 +5,10 @@ use std::io::Write;
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::agent::next_action::{NextAction, Situation, next_action};
 use crate::cli::JsonArg;
 use crate::git::Repo;
+use crate::history::{self, Configs};
 use crate::journal::{Journal, Lock};
 use crate::recovery::{self, Action};
 use crate::ui;
@@ -21,29 +23,42 @@ pub struct RepairReport {
     pub commit: Option<String>,
     /// A pytest process group left running that this repair ended.
     pub ended_tests: Option<String>,
+    /// What the loop expects now, with one sentence for an agent.
+    pub next_action: NextAction,
 }
 
 pub fn run(repo: &Repo, args: &JsonArg, out: &mut impl Write) -> Result<()> {
     let _lock = Lock::take(repo, "repair")?;
     let ended_tests = recovery::end_orphaned_tests(repo)?;
-    let report = match Journal::load(repo)? {
+    let (interrupted, repaired) = match Journal::load(repo)? {
+        None => (None, None),
+        Some(journal) => (
+            Some(journal.describe()),
+            Some(recovery::repair(repo, &journal)?),
+        ),
+    };
+    // an undone `start` leaves no session; a finished or undone `step` leaves its session
+    let next_action = match history::read(repo, Configs::CurrentBaseline)? {
+        Some(history) => next_action(Situation::Session(&history)),
+        None => next_action(Situation::NoSession),
+    };
+    let report = match repaired {
         None => RepairReport {
-            interrupted: None,
+            interrupted,
             action: None,
             what: "nothing to repair: no command was left unfinished".to_string(),
             commit: None,
             ended_tests,
+            next_action,
         },
-        Some(journal) => {
-            let repaired = recovery::repair(repo, &journal)?;
-            RepairReport {
-                interrupted: Some(journal.describe()),
-                action: Some(repaired.action),
-                what: repaired.what,
-                commit: repaired.commit,
-                ended_tests,
-            }
-        }
+        Some(repaired) => RepairReport {
+            interrupted,
+            action: Some(repaired.action),
+            what: repaired.what,
+            commit: repaired.commit,
+            ended_tests,
+            next_action,
+        },
     };
     if args.json {
         return ui::write_json(out, &report);
@@ -55,5 +70,6 @@ pub fn run(repo: &Repo, args: &JsonArg, out: &mut impl Write) -> Result<()> {
         writeln!(out, "{interrupted}")?;
     }
     writeln!(out, "{}", report.what)?;
+    writeln!(out, "next: {}", report.next_action.sentence)?;
     Ok(())
 }

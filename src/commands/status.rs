@@ -5,10 +5,12 @@ use std::io::Write;
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::agent::next_action::{NextAction, Situation, next_action};
 use crate::cli::JsonArg;
 use crate::decision::LoopState;
 use crate::git::Repo;
 use crate::history::{Configs, History, require_history};
+use crate::journal::Journal;
 use crate::recovery;
 use crate::runner::Placement;
 use crate::session::{Iteration, Session, fmt_ms};
@@ -47,6 +49,8 @@ pub struct StatusReport<'a> {
     pub last_placement: Option<&'a Placement>,
     /// An iteration a killed command left unfinished (`repair` finishes or undoes it).
     pub unfinished: Option<String>,
+    /// What the loop expects now, with one sentence for an agent.
+    pub next_action: NextAction,
 }
 
 impl<'a> StatusReport<'a> {
@@ -68,6 +72,7 @@ impl<'a> StatusReport<'a> {
                 .last()
                 .and_then(|it| it.placement.as_ref()),
             unfinished: None,
+            next_action: next_action(Situation::Session(history)),
         }
     }
 }
@@ -82,6 +87,10 @@ pub fn run(repo: &Repo, args: &JsonArg, out: &mut impl Write) -> Result<()> {
     }
     let history = require_history(repo, Configs::CurrentBaseline)?;
     let mut report = StatusReport::new(&history, repo.branch()?);
+    if let Some(what) = &unfinished {
+        let running = Journal::load(repo)?.is_some_and(|journal| journal.writer_alive());
+        report.next_action = next_action(Situation::Unfinished { running, what });
+    }
     report.unfinished = unfinished;
     if args.json {
         return ui::write_json(out, &report);
@@ -152,5 +161,6 @@ fn render(report: &StatusReport, history: &History, out: &mut impl Write) -> Res
         )?,
         (state, None) => writeln!(out, "  loop        {}", ui::word(state))?,
     }
+    writeln!(out, "next: {}", report.next_action.sentence)?;
     Ok(())
 }

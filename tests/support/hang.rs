@@ -50,13 +50,18 @@ impl Hang {
             .stderr(std::process::Stdio::piped())
             .spawn()
             .unwrap();
+        self.wait_for_child();
+        act(&child);
+        child.wait_with_output().unwrap()
+    }
+
+    /// Waits until the hanging benchmark has started its child.
+    pub fn wait_for_child(&self) {
         let deadline = std::time::Instant::now() + Duration::from_secs(30);
         while !self.pid_file.exists() && std::time::Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(50));
         }
         std::thread::sleep(Duration::from_millis(200));
-        act(&child);
-        child.wait_with_output().unwrap()
     }
 
     #[track_caller]

@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::agent::next_action::{NextAction, Situation, next_action};
 use crate::cli::StartArgs;
 use crate::decision::{self, Thresholds};
 use crate::evidence::Evidence;
@@ -46,6 +47,8 @@ pub struct StartReport {
     pub plan: Option<Report>,
     /// The GPU the baseline ran on, with its clocks, memory and other processes.
     pub gpu: Option<GpuState>,
+    /// What the loop expects now, with one sentence for an agent.
+    pub next_action: NextAction,
 }
 
 /// A session as a pipeline: plan (checks, nothing created), baseline (branch, hook, runs), commit, render.
@@ -147,6 +150,7 @@ fn commit(
         foreign: Default::default(),
     };
     let table = write_table(repo, &history)?;
+    let next_action = next_action(Situation::Session(&history));
     Ok(StartReport {
         branch: plan.branch,
         commit,
@@ -159,6 +163,7 @@ fn commit(
         noisy,
         plan: plan.inspection,
         gpu: plan.gpu_state,
+        next_action,
     })
 }
 
@@ -213,11 +218,7 @@ fn render(report: &StartReport, json: bool, out: &mut impl Write) -> Result<()> 
              --filter without them, makes the loop faster and surer"
         )?;
     }
-    writeln!(
-        out,
-        "next: change {} (one optimization), then `git cutile-perf step \"<what you changed>\"`",
-        session.kernel
-    )?;
+    writeln!(out, "next: {}", report.next_action.sentence)?;
     Ok(())
 }
 

@@ -15,6 +15,7 @@ use std::time::Instant;
 use anyhow::{Result, bail};
 use serde::Serialize;
 
+use crate::agent::next_action::{NextAction, Situation, next_action};
 use crate::census;
 use crate::cli::StepArgs;
 use crate::decision::{self, Attempt, Cause, Correctness, Decision, Status, Verdict};
@@ -57,9 +58,10 @@ pub struct StepReport {
     /// Benchmark runs per side (candidate and baseline) in the paired rounds.
     pub rounds: Option<u32>,
     pub table: PathBuf,
-    pub next: String,
     /// What the change adds that often signals a shortcut (`census::shortcut_signs`): a note, not a rule.
     pub shortcut_signs: Vec<String>,
+    /// What the loop expects now, with one sentence for an agent.
+    pub next_action: NextAction,
 }
 
 /// One iteration as a pipeline: preflight, attempt, judge, record, render.
@@ -222,8 +224,8 @@ impl Done {
             placement: iteration.placement.clone(),
             rounds: iteration.rounds,
             table: self.table.clone(),
-            next: next_action(iteration, &self.history),
             shortcut_signs: Vec::new(),
+            next_action: next_action(Situation::Session(&self.history)),
         }
     }
 }
@@ -329,7 +331,7 @@ fn render(
     for sign in &report.shortcut_signs {
         writeln!(out, "  note     the change adds {sign}")?;
     }
-    writeln!(out, "next: {}", report.next)?;
+    writeln!(out, "next: {}", report.next_action.sentence)?;
     Ok(())
 }
 
@@ -345,29 +347,4 @@ fn playbook_letter(opt: &str) -> Result<String> {
         "--opt {opt:?} is not a playbook letter ({})\nhint: `git cutile-perf refs playbook` lists them",
         letters.join(", ")
     )
-}
-
-fn next_action(it: &Iteration, history: &History) -> String {
-    let step = "`git cutile-perf step \"<description>\"`";
-    match it.decision {
-        Decision::Continue => format!("kept; apply the next optimization (see `git cutile-perf next`) and run {step}"),
-        Decision::LowerPriority => format!(
-            "kept, but the gain is small; prefer an optimization of another kind next, then run {step}"
-        ),
-        Decision::TryNext => format!(
-            "{}; the kernel is back to iteration {}. Try the next optimization, then run {step}",
-            match it.status {
-                Status::Crash => "crashed",
-                _ => "reverted",
-            },
-            history.current_baseline().number
-        ),
-        Decision::Stop => {
-            "the loop stops here (see the reason). Report the table; run step with --continue only if the user wants more"
-                .to_string()
-        }
-        Decision::Escalate => {
-            "escalate to the user: the bottleneck needs a human decision (step --continue resumes)".to_string()
-        }
-    }
 }

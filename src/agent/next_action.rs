@@ -1,0 +1,404 @@
+//! What the loop expects of whoever drives it now, computed from the loop's state alone.
+//!
+//! An agent reads `next_action` from `status --json` and from the report of every verb that changes the
+//! session (`start`, `step`, `repair`) instead of inferring the state from prose; the human output ends
+//! with the same sentence. One pure function decides it, so every verb says the same thing.
+
+use serde::Serialize;
+
+use crate::decision::LoopState;
+use crate::decision::{Cause, Decision, Status};
+use crate::history::History;
+use crate::references;
+
+/// How to resume a halted loop: only on the user's word.
+const RESUME: &str = "git cutile-perf step --continue --json \"<what you changed>\"";
+
+/// What the loop expects next, with the facts an agent needs to do it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Expect {
+    /// Apply one optimization within the allowed paths, then `step`; `letters` are `next`'s suggestions
+    /// in priority order (empty when the session has no kernel class).
+    EditAndStep { letters: Vec<String> },
+    /// The rules stopped the loop at `iteration`; `resume` continues it if the user wants more.
+    Stopped {
+        iteration: u32,
+        why: String,
+        resume: String,
+    },
+    /// The loop escalated to the user at `iteration`: the cause needs a human decision.
+    Escalate {
+        iteration: u32,
+        cause: Option<Cause>,
+        why: String,
+        resume: String,
+    },
+    /// A killed command left its work half-done: `repair` finishes or undoes it.
+    Repair { unfinished: String },
+    /// Another command of this tool is running on the repository now.
+    Wait { running: String },
+    /// No session is checked out.
+    Start,
+}
+
+/// [`Expect`] and one sentence for an agent (and the last line of the human output).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NextAction {
+    #[serde(flatten)]
+    pub expect: Expect,
+    pub sentence: String,
+}
+
+/// Where the loop stands, as a verb has read it.
+#[derive(Debug, Clone, Copy)]
+pub enum Situation<'a> {
+    /// No session on the checked-out branch.
+    NoSession,
+    /// A journal is left: by a running command (`running`) or by a killed one, described in words.
+    Unfinished {
+        running: bool,
+        what: &'a str,
+    },
+    Session(&'a History),
+}
+
+/// What the loop expects now.
+pub fn next_action(situation: Situation) -> NextAction {
+    match situation {
+        Situation::NoSession => NextAction {
+            expect: Expect::Start,
+            sentence: "No session is checked out: ask the user which kernel to optimize, then run \
+                       `git cutile-perf start <kernel> --json`."
+                .to_string(),
+        },
+        Situation::Unfinished { running: true, what } => NextAction {
+            expect: Expect::Wait {
+                running: what.to_string(),
+            },
+            sentence: "Another `git cutile-perf` command is running here: wait for it to end, then run \
+                       `git cutile-perf status --json`."
+                .to_string(),
+        },
+        Situation::Unfinished { running: false, what } => NextAction {
+            expect: Expect::Repair {
+                unfinished: what.to_string(),
+            },
+            sentence: "A killed command left its work half-done: run `git cutile-perf repair --json` (the edit \
+                       is kept), then follow its next action."
+                .to_string(),
+        },
+        Situation::Session(history) => in_session(history),
+    }
+}
+
+fn in_session(history: &History) -> NextAction {
+    match history.loop_state() {
+        (LoopState::Stopped, Some(last)) => NextAction {
+            sentence: format!(
+                "The rules stopped the loop at iteration {}: {}. Report the results (`git cutile-perf table`) \
+                 to the user and stop; resume with `step --continue` only if the user asks for more.",
+                last.number, last.reason
+            ),
+            expect: Expect::Stopped {
+                iteration: last.number,
+                why: last.reason.clone(),
+                resume: RESUME.to_string(),
+            },
+        },
+        (LoopState::Escalated, Some(last)) => NextAction {
+            sentence: format!(
+                "Iteration {} escalated to the user ({}): {}. Stop and ask the user how to proceed; \
+                 `step --continue` resumes only on their word.",
+                last.number,
+                last.cause
+                    .map_or("cause unknown".to_string(), |c| format!("a {c} bottleneck")),
+                last.reason
+            ),
+            expect: Expect::Escalate {
+                iteration: last.number,
+                cause: last.cause,
+                why: last.reason.clone(),
+                resume: RESUME.to_string(),
+            },
+        },
+        _ => edit_and_step(history),
+    }
+}
+
+fn edit_and_step(history: &History) -> NextAction {
+    let (_, last) = history
+        .iterations
+        .last()
+        .expect("a history has its baseline");
+    let session = &history.session;
+    let suggestions = session.class.map_or_else(Vec::new, |class| {
+        references::next_optimizations(class, &history.tried_letters())
+    });
+    let outcome = match (last.number, last.status, last.decision) {
+        (0, _, _) => "The baseline is recorded".to_string(),
+        (n, Status::Keep, Decision::LowerPriority) => {
+            format!(
+                "Iteration {n} was kept with a small gain; prefer another kind of optimization next"
+            )
+        }
+        (n, Status::Keep, _) => format!("Iteration {n} was kept"),
+        (n, status, _) => format!(
+            "Iteration {n} was {} and undone (the kernel is as at iteration {})",
+            match status {
+                Status::Crash => "a crash",
+                _ => "reverted",
+            },
+            history.current_baseline().number
+        ),
+    };
+    let (pick, opt) = match (suggestions.first(), session.class) {
+        (Some(first), Some(class)) => (
+            format!(
+                "; {} ({}) comes first for this {class}-bound kernel (`git cutile-perf refs playbook {}`)",
+                first.letter, first.title, first.letter
+            ),
+            format!("--opt {} ", first.letter),
+        ),
+        (None, Some(_)) => (
+            "; every playbook letter is tried: write your own plan".to_string(),
+            String::new(),
+        ),
+        (_, None) => (
+            "; `git cutile-perf next --class <class>` suggests what".to_string(),
+            String::new(),
+        ),
+    };
+    NextAction {
+        sentence: format!(
+            "{outcome}. Apply ONE optimization to {}{pick}, then run `git cutile-perf step --json {opt}\"<what you changed>\"`.",
+            session.allowed.join(" or ")
+        ),
+        expect: Expect::EditAndStep {
+            letters: suggestions.into_iter().map(|s| s.letter).collect(),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decision::Decision;
+    use crate::kernel_class::KernelClass;
+    use crate::session::Iteration;
+    use crate::session::tests::iteration;
+
+    /// A history of `iterations` whose one allowed path is `k.py`.
+    fn history(iterations: Vec<Iteration>) -> History {
+        let mut history = crate::history::tests::history(iterations);
+        history.session.allowed = vec!["k.py".into()];
+        history
+    }
+
+    fn baseline() -> Iteration {
+        iteration(0, Status::Keep, None, Decision::Continue)
+    }
+
+    fn lettered(mut it: Iteration, letter: &str) -> Iteration {
+        it.letter = Some(letter.into());
+        it
+    }
+
+    #[test]
+    fn after_the_baseline_the_class_first_letter_is_suggested() {
+        let action = next_action(Situation::Session(&history(vec![baseline()])));
+        assert_eq!(
+            action,
+            NextAction {
+                expect: Expect::EditAndStep {
+                    letters: "A B K G E F C J H I D L"
+                        .split(' ')
+                        .map(String::from)
+                        .collect()
+                },
+                sentence: "The baseline is recorded. Apply ONE optimization to k.py; A (TMA loads and stores \
+                           instead of gather/scatter) comes first for this memory-bound kernel (`git cutile-perf \
+                           refs playbook A`), then run `git cutile-perf step --json --opt A \"<what you changed>\"`."
+                    .to_string()
+            }
+        );
+    }
+
+    #[test]
+    fn a_revert_names_the_iteration_the_kernel_is_back_to_and_skips_tried_letters() {
+        let its = vec![
+            baseline(),
+            lettered(
+                iteration(1, Status::Keep, Some(-6.0), Decision::Continue),
+                "A",
+            ),
+            lettered(
+                iteration(2, Status::Revert, Some(3.0), Decision::TryNext),
+                "B",
+            ),
+        ];
+        let action = next_action(Situation::Session(&history(its)));
+        let Expect::EditAndStep { letters } = &action.expect else {
+            panic!("{action:?}")
+        };
+        assert_eq!(letters[..2], ["K".to_string(), "G".to_string()]);
+        assert!(
+            action.sentence.starts_with(
+                "Iteration 2 was reverted and undone (the kernel is as at iteration 1). Apply ONE \
+                 optimization to k.py; K (Batching small copy kernels) comes first"
+            ),
+            "{}",
+            action.sentence
+        );
+    }
+
+    #[test]
+    fn a_crash_and_a_small_gain_say_so() {
+        let crash = history(vec![
+            baseline(),
+            iteration(1, Status::Crash, None, Decision::TryNext),
+        ]);
+        assert!(
+            next_action(Situation::Session(&crash))
+                .sentence
+                .starts_with(
+                    "Iteration 1 was a crash and undone (the kernel is as at iteration 0). "
+                )
+        );
+        let small = history(vec![
+            baseline(),
+            iteration(1, Status::Keep, Some(-3.0), Decision::LowerPriority),
+        ]);
+        assert!(
+            next_action(Situation::Session(&small))
+                .sentence
+                .starts_with("Iteration 1 was kept with a small gain; prefer another kind of optimization next. ")
+        );
+    }
+
+    #[test]
+    fn without_a_class_no_letter_is_suggested() {
+        let mut h = history(vec![baseline()]);
+        h.session.class = None;
+        let action = next_action(Situation::Session(&h));
+        assert_eq!(action.expect, Expect::EditAndStep { letters: vec![] });
+        assert_eq!(
+            action.sentence,
+            "The baseline is recorded. Apply ONE optimization to k.py; `git cutile-perf next --class <class>` \
+             suggests what, then run `git cutile-perf step --json \"<what you changed>\"`."
+        );
+    }
+
+    #[test]
+    fn every_letter_tried_leaves_the_agent_its_own_plan() {
+        let mut h = history(vec![baseline()]);
+        h.session.class = Some(KernelClass::Compute);
+        for (n, (letter, _)) in references::playbook_entries().into_iter().enumerate() {
+            let n = n as u32 + 1;
+            h.iterations.push((
+                format!("c{n}"),
+                lettered(
+                    iteration(n, Status::Revert, Some(1.0), Decision::TryNext),
+                    letter,
+                ),
+            ));
+        }
+        let action = next_action(Situation::Session(&h));
+        assert_eq!(action.expect, Expect::EditAndStep { letters: vec![] });
+        assert!(
+            action
+                .sentence
+                .contains("; every playbook letter is tried: write your own plan, then run")
+        );
+    }
+
+    #[test]
+    fn a_stop_reports_and_waits_for_the_user() {
+        let mut stop = iteration(3, Status::Keep, Some(-1.0), Decision::Stop);
+        stop.reason = "1.00% faster overall (< 2%)".into();
+        let action = next_action(Situation::Session(&history(vec![baseline(), stop])));
+        assert_eq!(
+            action,
+            NextAction {
+                expect: Expect::Stopped {
+                    iteration: 3,
+                    why: "1.00% faster overall (< 2%)".into(),
+                    resume: RESUME.into(),
+                },
+                sentence: "The rules stopped the loop at iteration 3: 1.00% faster overall (< 2%). Report the \
+                           results (`git cutile-perf table`) to the user and stop; resume with `step --continue` \
+                           only if the user asks for more."
+                    .into()
+            }
+        );
+    }
+
+    #[test]
+    fn an_escalation_carries_its_cause() {
+        let mut escalated = iteration(1, Status::Keep, Some(-6.0), Decision::Escalate);
+        escalated.cause = Some(Cause::Scheduling);
+        escalated.reason = "6.00% faster overall; a scheduling root cause goes to the user".into();
+        let action = next_action(Situation::Session(&history(vec![baseline(), escalated])));
+        assert_eq!(
+            action.expect,
+            Expect::Escalate {
+                iteration: 1,
+                cause: Some(Cause::Scheduling),
+                why: "6.00% faster overall; a scheduling root cause goes to the user".into(),
+                resume: RESUME.into(),
+            }
+        );
+        assert_eq!(
+            action.sentence,
+            "Iteration 1 escalated to the user (a scheduling bottleneck): 6.00% faster overall; a scheduling \
+             root cause goes to the user. Stop and ask the user how to proceed; `step --continue` resumes only \
+             on their word."
+        );
+    }
+
+    #[test]
+    fn without_a_session_start_and_with_a_journal_repair_or_wait() {
+        assert_eq!(next_action(Situation::NoSession).expect, Expect::Start);
+        let left = next_action(Situation::Unfinished {
+            running: false,
+            what: "step on b was killed",
+        });
+        assert_eq!(
+            left.expect,
+            Expect::Repair {
+                unfinished: "step on b was killed".into()
+            }
+        );
+        assert!(
+            left.sentence.starts_with(
+                "A killed command left its work half-done: run `git cutile-perf repair"
+            )
+        );
+        let running = next_action(Situation::Unfinished {
+            running: true,
+            what: "pid 7",
+        });
+        assert_eq!(
+            running.expect,
+            Expect::Wait {
+                running: "pid 7".into()
+            }
+        );
+    }
+
+    #[test]
+    fn serializes_with_its_kind_beside_the_sentence() {
+        let json = serde_json::to_value(next_action(Situation::NoSession)).unwrap();
+        assert_eq!(json["kind"], "start");
+        assert!(json["sentence"].as_str().unwrap().starts_with("No session"));
+        let json = serde_json::to_value(next_action(Situation::Unfinished {
+            running: false,
+            what: "x",
+        }))
+        .unwrap();
+        assert_eq!(
+            (json["kind"].as_str(), json["unfinished"].as_str()),
+            (Some("repair"), Some("x"))
+        );
+    }
+}

@@ -1,0 +1,317 @@
+//! The MCP server end to end: a whole fixture session driven over stdio with raw JSON-RPC, as an agent's
+//! client would: initialize, tools/list, start, steps that keep, revert and crash, a cancelled step,
+//! and status with its next action after each.
+
+mod support;
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Stdio};
+
+use clap::CommandFactory;
+use git_cutile_perf::agent::mcp::{TOOLS, schema};
+use git_cutile_perf::cli::Cli;
+use serde_json::{Value, json};
+use support::hang::Hang;
+use support::{Fixture, KERNEL};
+
+/// A client speaking newline-delimited JSON-RPC to the server's stdin and stdout.
+struct Client {
+    server: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    next_id: u64,
+    /// Notifications received while waiting for responses.
+    notifications: Vec<Value>,
+}
+
+impl Client {
+    fn start(hang: &Hang, f: &Fixture) -> Client {
+        let mut server = hang
+            .command(f, &["mcp"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let stdin = server.stdin.take().unwrap();
+        let stdout = BufReader::new(server.stdout.take().unwrap());
+        Client {
+            server,
+            stdin,
+            stdout,
+            next_id: 1,
+            notifications: Vec::new(),
+        }
+    }
+
+    fn send(&mut self, message: &Value) {
+        writeln!(self.stdin, "{message}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// Sends a request and returns its id, without waiting.
+    fn request_later(&mut self, method: &str, params: Value) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        id
+    }
+
+    /// The response to request `id`; notifications on the way are kept.
+    fn response(&mut self, id: u64) -> Value {
+        loop {
+            let mut line = String::new();
+            assert!(
+                self.stdout.read_line(&mut line).unwrap() > 0,
+                "the server closed stdout"
+            );
+            let message: Value = serde_json::from_str(&line).unwrap();
+            if message["id"] == id {
+                return message;
+            }
+            assert!(
+                message.get("id").is_none(),
+                "a response to another request: {message}"
+            );
+            self.notifications.push(message);
+        }
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.request_later(method, params);
+        let response = self.response(id);
+        assert!(response.get("error").is_none(), "{method}: {response}");
+        response["result"].clone()
+    }
+
+    /// A tool's structured result, which must not be an error.
+    fn call(&mut self, tool: &str, arguments: Value) -> Value {
+        let result = self.request("tools/call", json!({"name": tool, "arguments": arguments}));
+        assert_eq!(result["isError"], false, "{tool}: {result}");
+        let structured = result["structuredContent"].clone();
+        let text = result["content"][0]["text"].as_str().unwrap();
+        assert_eq!(serde_json::from_str::<Value>(text).unwrap(), structured);
+        structured
+    }
+
+    fn call_error(&mut self, tool: &str, arguments: Value) -> String {
+        let result = self.request("tools/call", json!({"name": tool, "arguments": arguments}));
+        assert_eq!(result["isError"], true, "{tool}: {result}");
+        result["content"][0]["text"].as_str().unwrap().to_string()
+    }
+
+    fn next_action(&mut self) -> Value {
+        self.call("status", json!({}))["next_action"].clone()
+    }
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        let _ = self.server.kill();
+        let _ = self.server.wait();
+    }
+}
+
+fn initialized(hang: &Hang, f: &Fixture) -> Client {
+    let mut client = Client::start(hang, f);
+    let init = client.request(
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "0"}}),
+    );
+    assert_eq!(init["serverInfo"]["name"], "git-cutile-perf");
+    assert!(init["capabilities"]["tools"].is_object(), "{init}");
+    assert!(
+        init["instructions"]
+            .as_str()
+            .unwrap()
+            .contains("next_action")
+    );
+    client.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    client
+}
+
+const SCHEMA_TYPES: &[&str] = &["string", "integer", "number", "boolean", "array"];
+
+#[test]
+fn every_tool_has_the_schema_of_its_verb() {
+    let f = Fixture::new();
+    let hang = Hang::new();
+    let mut client = initialized(&hang, &f);
+    let listed = client.request("tools/list", json!({}));
+    let tools = listed["tools"].as_array().unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, TOOLS);
+    let cli = Cli::command();
+    for tool in tools {
+        let name = tool["name"].as_str().unwrap();
+        let schema = &tool["inputSchema"];
+        assert_eq!(
+            *schema,
+            Value::Object(schema::input_schema(cli.find_subcommand(name).unwrap())),
+            "{name}: the schema is the command line's"
+        );
+        assert_eq!(schema["type"], "object", "{name}");
+        assert_eq!(schema["additionalProperties"], false, "{name}");
+        let properties = schema["properties"].as_object().unwrap();
+        for (property, s) in properties {
+            let kind = s["type"].as_str().unwrap();
+            assert!(SCHEMA_TYPES.contains(&kind), "{name}.{property}: {kind}");
+            if kind == "array" {
+                assert!(SCHEMA_TYPES.contains(&s["items"]["type"].as_str().unwrap()));
+            }
+            if let Some(words) = s.get("enum") {
+                assert!(words.as_array().unwrap().iter().all(Value::is_string));
+            }
+            assert!(s["description"].is_string(), "{name}.{property}");
+        }
+        for required in schema["required"].as_array().into_iter().flatten() {
+            assert!(
+                properties.contains_key(required.as_str().unwrap()),
+                "{name}: {required}"
+            );
+        }
+        assert!(tool["description"].as_str().unwrap().ends_with(&format!(
+            "Returns the report `git cutile-perf {name} --json` prints."
+        )));
+    }
+    let step = &tools[1]["inputSchema"];
+    assert_eq!(step["required"], json!(["description"]));
+    assert_eq!(step["properties"]["continue"]["type"], "boolean");
+    assert_eq!(
+        step["properties"]["cause"]["enum"],
+        json!(["memory", "compute", "latency", "scheduling", "unknown"])
+    );
+    assert_eq!(
+        tools[8]["inputSchema"]["properties"]["a"]["type"],
+        "integer"
+    );
+}
+
+#[test]
+fn a_whole_session_through_the_server() {
+    let f = Fixture::new();
+    let hang = Hang::new();
+    let mut client = initialized(&hang, &f);
+
+    // before the session: a tool error that carries the hint
+    let err = client.call_error("status", json!({}));
+    assert!(err.contains("not on a cutile-perf session branch"), "{err}");
+    assert!(
+        err.contains("\"hint\":\"start one with `git cutile-perf start <kernel>`"),
+        "{err}"
+    );
+    let err = client.call_error(
+        "step",
+        json!({"description": "x", "opt": "G", "colour": "red"}),
+    );
+    assert!(
+        err.contains("step takes no argument \"colour\"\nhint: its arguments are "),
+        "{err}"
+    );
+
+    let started = client.call("start", json!({"kernel": "vector_add", "no-gpu": true}));
+    assert_eq!(started["iteration"], 0);
+    assert_eq!(started["next_action"]["kind"], "edit-and-step");
+    assert_eq!(client.next_action(), started["next_action"]);
+
+    // a kept step, with progress notifications for its token
+    f.set_latency(0.09, 0.9);
+    let id = client.request_later(
+        "tools/call",
+        json!({"name": "step", "arguments": {"description": "tile size 256", "opt": "G", "cause": "memory"},
+               "_meta": {"progressToken": "step-1"}}),
+    );
+    let kept = client.response(id)["result"]["structuredContent"].clone();
+    assert_eq!(
+        (&kept["status"], &kept["decision"]),
+        (&json!("keep"), &json!("continue")),
+        "{kept}"
+    );
+    let progress: Vec<&Value> = client
+        .notifications
+        .iter()
+        .filter(|n| n["method"] == "notifications/progress")
+        .collect();
+    assert!(!progress.is_empty(), "{:?}", client.notifications);
+    assert!(
+        progress
+            .iter()
+            .all(|n| n["params"]["progressToken"] == "step-1")
+    );
+    assert!(
+        progress.iter().any(|n| n["params"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("correctness")),
+        "{progress:?}"
+    );
+    let action = client.next_action();
+    assert_eq!(action["kind"], "edit-and-step");
+    assert_eq!(action["letters"][0], "A", "G was tried: {action}");
+
+    // a revert
+    f.set_latency(0.1025, 0.5);
+    let reverted = client.call(
+        "step",
+        json!({"description": "persistent scheduling", "opt": "B"}),
+    );
+    assert_eq!(reverted["status"], "revert", "{reverted}");
+    let action = client.next_action();
+    assert!(
+        action["sentence"]
+            .as_str()
+            .unwrap()
+            .starts_with("Iteration 2 was reverted and undone (the kernel is as at iteration 1)"),
+        "{action}"
+    );
+
+    // a crash
+    f.edit_kernel("CRASH = \"\"", "CRASH = \"exception\"");
+    let crashed = client.call("step", json!({"description": "bad hints"}));
+    assert_eq!(crashed["status"], "crash", "{crashed}");
+    // two iterations in a row without a gain stop the loop
+    let action = client.next_action();
+    assert_eq!(
+        (&action["kind"], &action["iteration"]),
+        (&json!("stopped"), &json!(3)),
+        "{action}"
+    );
+    assert_eq!(crashed["next_action"], action);
+    let err = client.call_error("step", json!({"description": "more"}));
+    assert!(
+        err.contains("pass --continue to try another optimization anyway"),
+        "{err}"
+    );
+
+    // a step cancelled while its benchmark hangs: nothing recorded, the edit kept
+    let head = f.head();
+    f.edit_kernel("CRASH = \"\"", "CRASH = \"hang\"");
+    let id = client.request_later(
+        "tools/call",
+        json!({"name": "step", "arguments": {"description": "hangs", "continue": true}}),
+    );
+    hang.wait_for_child();
+    client.send(
+        &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                        "params": {"requestId": id, "reason": "the user changed their mind"}}),
+    );
+    let cancelled = client.response(id)["result"].clone();
+    assert_eq!(cancelled["isError"], true, "{cancelled}");
+    assert!(
+        cancelled["structuredContent"]["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("interrupted"),
+        "{cancelled}"
+    );
+    assert_eq!(cancelled["structuredContent"]["exit_code"], 130);
+    hang.assert_child_gone();
+    assert_eq!(f.head(), head);
+    assert_eq!(f.status(), format!(" M {KERNEL}\n"));
+    assert_eq!(client.next_action(), action);
+
+    // the record is whole
+    let table = client.call("table", json!({}));
+    assert_eq!(table["rows"].as_array().map(Vec::len), Some(4), "{table}");
+    assert_eq!(client.call("verify", json!({}))["findings"], json!([]));
+}
