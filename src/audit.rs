@@ -34,6 +34,12 @@ pub enum Kind {
     UnreadableEvidence,
     /// A trailer differs from what the evidence gives.
     EvidenceMismatch,
+    /// An evidence note sits on a commit other than the one it measured (or names none).
+    UnboundEvidence,
+    /// The session's baseline ref is missing or names another commit than the history's baseline.
+    BaselineRef,
+    /// `refs/replace/` or grafts make git show other objects than the record holds.
+    ReplacedObjects,
 }
 
 impl Kind {
@@ -47,6 +53,9 @@ impl Kind {
             Kind::MissingEvidence => "missing-evidence",
             Kind::UnreadableEvidence => "unreadable-evidence",
             Kind::EvidenceMismatch => "evidence-mismatch",
+            Kind::UnboundEvidence => "unbound-evidence",
+            Kind::BaselineRef => "baseline-ref",
+            Kind::ReplacedObjects => "replaced-objects",
         }
     }
 }

@@ -21,7 +21,7 @@ pub struct Repo {
 impl Repo {
     /// Finds the repository containing `dir`, honouring GIT_DIR and friends.
     pub fn discover(dir: &Path) -> Result<Repo> {
-        let repo = gix::discover_with_environment_overrides(dir)
+        let mut repo = gix::discover_with_environment_overrides(dir)
             .map_err(|e| anyhow!("{} is not inside a git repository ({e})", dir.display()))?;
         if repo
             .config_snapshot()
@@ -34,6 +34,9 @@ impl Repo {
                  `git refs migrate --ref-format=files`, or work in a clone made with the files format"
             );
         }
+        // The record is the objects as written: `refs/replace/` is read past here as in every git
+        // the tool runs (`verify` reports replacements).
+        repo.objects.ignore_replacements = true;
         // With GIT_DIR set and no GIT_WORK_TREE (how git runs hooks in a `--separate-git-dir`
         // repository), git takes the current directory as the work tree unless the repository is bare.
         let bare = repo.config_snapshot().boolean("core.bare").unwrap_or(false);
@@ -215,8 +218,8 @@ impl Repo {
             return Ok(None);
         }
         // The baseline `start` remembered is the session's only source: a later commit that declares a
-        // session again cannot widen it. Without that ref (an older session), or with a stale one, the
-        // newest session block is read and remembered.
+        // session again cannot widen it. Without that ref (a clone, or deleted), or with a stale one, the
+        // newest session block is read, and never remembered: `step` refuses and `verify` reports it.
         let remembered = self.remembered_baseline(&branch)?;
         if let Some(baseline) = &remembered {
             let history =
@@ -225,12 +228,7 @@ impl Repo {
                 return Ok(history);
             }
         }
-        let history = History::from_commits(self.first_parent_commits()?, configs)?;
-        if let Some(history) = &history {
-            // when it cannot be written (a read-only repository), the hook reads the history
-            let _ = self.remember_baseline(&branch, &history.baseline_commit);
-        }
-        Ok(history)
+        History::from_commits(self.first_parent_commits()?, configs)
     }
 
     /// The session of the current branch, read from its baseline commit alone when the branch's
@@ -348,7 +346,7 @@ impl Repo {
 
 /// Where the tool remembers a session branch's baseline commit, so that the hook can read the session
 /// without walking the history.
-fn baseline_ref(branch: &str) -> String {
+pub fn baseline_ref(branch: &str) -> String {
     format!("refs/cutile-perf/baseline/{branch}")
 }
 

@@ -55,6 +55,8 @@ pub fn git_bytes(
         Some(bytes) => command.stdin_bytes(bytes.to_vec()),
         None => command.stdin_null(),
     };
+    // the record is the objects as written, whatever `refs/replace/` substitutes (`verify` reports it)
+    command = command.env("GIT_NO_REPLACE_OBJECTS", "1");
     for (name, value) in env {
         command = command.env(name, value);
     }

@@ -346,7 +346,10 @@ fn verify_finds_rewritten_history_undone_attempts_and_paths_outside() {
     f.set_latency(0.08, 1.0);
     f.git(&["add", KERNEL]);
     amend_keeping_the_note(&f, &message);
-    assert_eq!(finding_kinds(&f), ["attempt-not-undone"]);
+    assert_eq!(
+        finding_kinds(&f),
+        ["attempt-not-undone", "unbound-evidence"]
+    );
     f.git(&["reset", "-q", "--hard", &undo]);
     // a path outside the allowed set, committed past the hook
     f.append("setup.py", "# outside\n");
@@ -370,4 +373,102 @@ fn verify_finds_rewritten_history_undone_attempts_and_paths_outside() {
             .contains("records iteration 3 where iteration 2 was expected"),
         "{report}"
     );
+}
+
+/// A commit git makes of what is staged, with `message` on `parent`, past every hook: `git commit-tree`.
+fn commit_tree(f: &Fixture, message: &str, parent: &str) -> String {
+    let tree = f.git(&["write-tree"]);
+    let out = f
+        .program("git", &f.root)
+        .args(["commit-tree", tree.trim(), "-p", parent, "-F", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            child.stdin.take().unwrap().write_all(message.as_bytes())?;
+            child.wait_with_output()
+        })
+        .unwrap();
+    assert!(out.status.success(), "{}", both(&out));
+    text(&out.stdout).trim().to_string()
+}
+
+#[test]
+fn evidence_is_bound_to_the_commit_it_measured() {
+    let f = Fixture::new();
+    f.start();
+    f.set_latency(0.09, 0.9);
+    f.step_json(&["tile size 256"]);
+    let honest = f.head();
+    let message = f.git(&["log", "-1", "--format=%B"]);
+    // the same message and parent over a 50x slower kernel, the note copied onto it
+    f.set_latency(4.5, 45.0);
+    f.git(&["add", KERNEL]);
+    let forged = commit_tree(&f, &message, &format!("{honest}^"));
+    f.git(&["notes", NOTES, "copy", &honest, &forged]);
+    f.git(&["reset", "-q", "--hard", &forged]);
+    let (ok, report) = verify_json(&f);
+    assert!(!ok, "{report}");
+    assert_eq!(
+        report["findings"][0]["kind"], "unbound-evidence",
+        "{report}"
+    );
+    let detail = report["findings"][0]["detail"].as_str().unwrap();
+    assert!(
+        detail.contains(&format!("it was written for commit {}", &honest[..10]))
+            && detail.contains("it measured tree"),
+        "{detail}"
+    );
+    // the same commit shown through `git replace`: read past, and reported
+    f.git(&["reset", "-q", "--hard", &honest]);
+    assert_eq!(finding_kinds(&f), Vec::<String>::new());
+    f.git(&["replace", &honest, &forged]);
+    let table = f.ok(&["table", "--json"]);
+    assert!(table.contains("0.284605"), "{table}");
+    let (ok, report) = verify_json(&f);
+    assert!(!ok, "{report}");
+    assert_eq!(
+        report["findings"][0]["kind"], "replaced-objects",
+        "{report}"
+    );
+    assert_eq!(report["findings"][0]["commit"], honest.as_str());
+    assert_eq!(report["findings"].as_array().unwrap().len(), 1, "{report}");
+    f.edit_kernel("\n", "\n# next\n");
+    let err = f.fails(&["step", "over a replaced commit"]);
+    assert!(err.contains("replaced-objects"), "{err}");
+}
+
+#[test]
+fn a_session_declared_again_behind_a_deleted_baseline_ref_is_refused() {
+    let f = Fixture::new();
+    f.start();
+    let branch = f.session_branch();
+    let baseline = f.head();
+    let message = f.git(&["log", "-1", "--format=%B"]);
+    f.git(&[
+        "update-ref",
+        "-d",
+        &format!("refs/cutile-perf/baseline/{branch}"),
+    ]);
+    let widened = message.replacen(
+        &format!("Cutile-Perf-Allow: {KERNEL}\n"),
+        &format!("Cutile-Perf-Allow: {KERNEL}\nCutile-Perf-Allow: tests/common.py\n"),
+        1,
+    );
+    let forged = commit_tree(&f, &widened, &baseline);
+    f.git(&["reset", "-q", "--hard", &forged]);
+    f.git(&["notes", NOTES, "copy", &baseline, &forged]);
+    // reading does not write the ref back for the newest block
+    f.ok(&["status"]);
+    let kinds = finding_kinds(&f);
+    assert_eq!(kinds, ["baseline-ref", "unbound-evidence"], "{kinds:?}");
+    f.edit("tests/common.py", "\n", "\n# a harness edit\n");
+    let err = f.fails(&["step", "through the harness"]);
+    assert!(
+        err.contains("the session's identity does not hold"),
+        "{err}"
+    );
+    assert!(err.contains("is missing"), "{err}");
+    assert_eq!(f.head(), forged, "nothing recorded");
 }

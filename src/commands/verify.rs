@@ -9,7 +9,7 @@ use serde::Serialize;
 use super::require_history;
 use crate::audit::{self, Finding, Kind};
 use crate::cli::JsonArg;
-use crate::evidence::Evidence;
+use crate::evidence::{Binding, Evidence};
 use crate::git::Repo;
 use crate::guard;
 use crate::history::{Configs, History};
@@ -79,6 +79,7 @@ pub fn run(repo: &Repo, args: &JsonArg, out: &mut impl Write) -> Result<()> {
 /// Every finding on the session's record.
 pub fn audit_history(repo: &Repo, history: &History) -> Result<VerifyReport> {
     let mut findings = foreign_findings(repo, history)?;
+    findings.extend(identity_findings(repo, history)?);
     findings.extend(outside_allowed(repo, history)?);
     findings.extend(undone_attempts(repo, history)?);
     let (with_evidence, evidence_findings) = evidence_findings(repo, history)?;
@@ -122,6 +123,94 @@ pub fn foreign_findings(repo: &Repo, history: &History) -> Result<Vec<Finding>> 
         }
     }
     Ok(findings)
+}
+
+/// What the session's identity rests on: no replaced objects or grafts (git would show other code than
+/// the record holds), the baseline ref `start` wrote naming the history's baseline, and the baseline's
+/// evidence note written for that commit. A missing ref is a finding, never read past: anyone can
+/// delete it and declare the session again below it.
+pub fn identity_findings(repo: &Repo, history: &History) -> Result<Vec<Finding>> {
+    let mut findings = replaced_objects(repo)?;
+    let baseline = &history.baseline_commit;
+    let finding = |detail: String| Finding {
+        kind: Kind::BaselineRef,
+        commit: baseline.clone(),
+        detail,
+    };
+    if let Some(branch) = repo.session_branch()? {
+        let name = crate::git::baseline_ref(&branch);
+        match repo.remembered_baseline(&branch)? {
+            Some(named) if &named == baseline => {}
+            Some(named) => findings.push(finding(format!(
+                "{name} names {}, but the history's session block is on {}",
+                crate::session::short(&named),
+                crate::session::short(baseline)
+            ))),
+            None => findings.push(finding(format!(
+                "{name}, which `start` wrote, is missing: the session is read from the newest session block, \
+                 which any commit can declare (fetch the ref: `git fetch origin 'refs/cutile-perf/*:refs/cutile-perf/*'`)"
+            ))),
+        }
+    }
+    if let Ok(Some(evidence)) = Evidence::of(repo, baseline) {
+        findings.extend(binding_finding(repo, baseline, &evidence)?);
+    }
+    Ok(findings)
+}
+
+/// Replace refs and grafts, each a finding: the tool reads git without them, but a checkout, `git log`
+/// and the tests see what they substitute.
+fn replaced_objects(repo: &Repo) -> Result<Vec<Finding>> {
+    let refs = repo.git(&["for-each-ref", "--format=%(refname)", "refs/replace/"])?;
+    let mut findings: Vec<Finding> = refs
+        .lines()
+        .map(|name| Finding {
+            kind: Kind::ReplacedObjects,
+            commit: name.trim_start_matches("refs/replace/").to_string(),
+            detail: format!(
+                "{name} makes git show another object in its place (`git replace -d {}` removes it)",
+                name.trim_start_matches("refs/replace/")
+            ),
+        })
+        .collect();
+    let grafts = repo.git_path("info/grafts")?;
+    if grafts.exists() {
+        findings.push(Finding {
+            kind: Kind::ReplacedObjects,
+            commit: repo.head()?,
+            detail: format!(
+                "{} gives commits other parents than they have",
+                grafts.display()
+            ),
+        });
+    }
+    Ok(findings)
+}
+
+/// An evidence note that was not written for the commit it sits on, as a finding.
+fn binding_finding(repo: &Repo, commit: &str, evidence: &Evidence) -> Result<Option<Finding>> {
+    let detail = match &evidence.binding {
+        None => {
+            "its evidence note names no commit it was written for (written by hand, or by a tool \
+                 older than bound notes)"
+                .to_string()
+        }
+        Some(binding) => {
+            let differences = binding.differences(&Binding::of(repo, commit)?);
+            if differences.is_empty() {
+                return Ok(None);
+            }
+            format!(
+                "its evidence note is not about it: {}",
+                differences.join("; ")
+            )
+        }
+    };
+    Ok(Some(Finding {
+        kind: Kind::UnboundEvidence,
+        commit: commit.to_string(),
+        detail,
+    }))
 }
 
 /// Commit by commit since the baseline, the paths outside the allowed set.
@@ -212,6 +301,10 @@ fn evidence_findings(repo: &Repo, history: &History) -> Result<(usize, Vec<Findi
                             it.number
                         ),
                     ));
+                }
+                // the baseline's binding is part of `identity_findings`
+                if it.number > 0 {
+                    findings.extend(binding_finding(repo, commit, &evidence)?);
                 }
             }
         }

@@ -77,6 +77,19 @@ fn refuse_broken_history(repo: &Repo, history: &History) -> Result<()> {
             broken.join("\n  ")
         );
     }
+    let identity = super::super::verify::identity_findings(repo, history)?;
+    if !identity.is_empty() {
+        bail!(
+            "the session's identity does not hold:\n  {}\nhint: nothing is recorded until it does; a missing \
+             baseline ref is fetched with the notes (`git fetch origin 'refs/cutile-perf/*:refs/cutile-perf/*'`), \
+             a replacement removed with `git replace -d`; `git cutile-perf verify` lists every finding",
+            identity
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("\n  ")
+        );
+    }
     let foreign = super::super::verify::foreign_findings(repo, history)?;
     if !foreign.is_empty() {
         let latest = history
