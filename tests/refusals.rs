@@ -164,3 +164,43 @@ fn a_separate_git_dir_works() {
     f.git(&["add", "README.extra"]);
     assert!(!f.commit().status.success());
 }
+
+#[test]
+fn a_python_without_pytest_at_step_is_refused_not_recorded() {
+    let f = Fixture::new();
+    f.start();
+    let head = f.head();
+    f.set_latency(0.09, 0.9);
+    // the session's `python3` now one without pytest (a virtual environment left off PATH)
+    let bare = f.path("../bare-python");
+    std::fs::create_dir_all(&bare).unwrap();
+    let python = bare.join("python3");
+    std::fs::write(
+        &python,
+        "#!/bin/sh\necho \"$0: No module named pytest\" >&2\nexit 1\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}:{}",
+        bare.display(),
+        BIN.parent().unwrap().display(),
+        std::env::var("PATH").unwrap()
+    );
+    let out = f
+        .command(&["step", "tile size 256"])
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("the tests cannot start, so nothing was run or recorded")
+            && err.contains("No module named pytest")
+            && err.contains("hint:"),
+        "{err}"
+    );
+    assert_eq!(f.head(), head);
+    assert!(f.status().contains(KERNEL));
+}

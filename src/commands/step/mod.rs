@@ -31,7 +31,7 @@ use crate::stats::{Comparison, ConfigChange};
 use crate::ui;
 use crate::{process, recovery};
 use attempt::{Tried, attempt};
-use preflight::{Preflight, gpu_ready, preflight};
+use preflight::{Preflight, gpu_ready, preflight, tests_ready};
 use record::{Recorded, record};
 
 /// What `step` did, as `--json` prints it.
@@ -70,6 +70,7 @@ pub fn run(repo: &Repo, args: &StepArgs, out: &mut impl Write) -> Result<StepRep
     // the queue wait comes before the budget starts
     let place = Runner::acquire(&ready.history.session.runner, &repo.root, &sandbox(repo))?;
     let gpu = gpu_ready(repo, &ready.history.session, &place)?;
+    tests_ready(repo, &ready.history.session, &place)?;
     let tested = Tested::take(repo)?;
     let mut journal = Journal {
         verb: Verb::Step,

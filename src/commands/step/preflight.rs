@@ -1,13 +1,14 @@
 //! The checks before any run: a halted loop, an empty change, paths outside the allowed set, a history
 //! that broke the rule or holds commits the tool did not make. Nothing runs and nothing changes here.
 
-use anyhow::{Result, anyhow, bail};
+use anyhow::{Context, Result, anyhow, bail};
 
 use super::super::require_history;
 use crate::git::Repo;
 use crate::gpu::{self, GpuState};
 use crate::guard;
 use crate::history::{Configs, History, LoopState};
+use crate::pytest::Pytest;
 use crate::runner::Runner;
 use crate::session::{Session, short};
 use crate::ui;
@@ -109,6 +110,22 @@ fn refuse_broken_history(repo: &Repo, history: &History) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// The session's Python can run pytest where the step runs, as `start` checked: an interpreter or
+/// pytest gone since is refused before anything runs, never recorded as the kernel's crash.
+pub fn tests_ready(repo: &Repo, session: &Session, place: &Runner) -> Result<()> {
+    Pytest {
+        python: &session.python,
+        root: &repo.root,
+        test: &session.test,
+        filter: session.filter.as_deref(),
+        sandbox: super::super::sandbox(repo),
+        deadline: std::time::Instant::now(),
+        place,
+    }
+    .check_available()
+    .context("the tests cannot start, so nothing was run or recorded")
 }
 
 /// The GPU this step runs on. Refused when the session had one and it is gone or cannot run cuTile;
