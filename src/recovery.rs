@@ -289,7 +289,7 @@ fn undo_start(repo: &Repo, journal: &Journal) -> Result<String> {
             .git(&["rev-parse", "--verify", &format!("{tip}^")])?
             .trim()
             == journal.base
-            && is_baseline(repo, &tip)?);
+            && is_own_empty_commit(repo, &tip, &journal.base)?);
     if !own {
         bail!(
             "branch {} has commits the interrupted `start` did not make\nhint: look at it; delete it yourself if it is not needed",
@@ -305,6 +305,13 @@ fn undo_start(repo: &Repo, journal: &Journal) -> Result<String> {
         "the half-made branch {} is deleted",
         journal.branch
     ))
+}
+
+/// The baseline commit `start` made, judged by what a hook cannot have changed: the tool's subject and
+/// no change to the tree (a hook that appended to the message broke its trailers, not its origin).
+fn is_own_empty_commit(repo: &Repo, commit: &str, base: &str) -> Result<bool> {
+    let tree = |rev: &str| repo.git(&["rev-parse", &format!("{rev}^{{tree}}")]);
+    Ok(repo.message(commit)?.starts_with("cutile-perf:") && tree(commit)? == tree(base)?)
 }
 
 fn is_baseline(repo: &Repo, commit: &str) -> Result<bool> {

@@ -544,3 +544,23 @@ fn start_cleans_up_its_own_half_made_branch() {
     assert!(out.contains("is deleted"), "{out}");
     f.ok(&["status"]);
 }
+
+#[test]
+fn start_under_a_hook_appending_a_plain_line_leaves_nothing() {
+    let f = Fixture::new();
+    commit_msg_hook(&f, r#"echo 'Checked by corp-lint' >> "$1""#);
+    let base = f.head();
+    let status = f.status();
+    let err = f.fails(&["start", "vector_add"]);
+    assert!(
+        err.contains("does not carry the trailers the tool wrote"),
+        "{err}"
+    );
+    assert!(err.contains("commit-msg"), "{err}");
+    assert!(!err.contains("could not put the repository back"), "{err}");
+    assert_eq!(f.branch(), "main");
+    assert_eq!(f.head(), base);
+    assert_eq!(f.session_branch(), "");
+    assert_eq!(f.status(), status);
+    assert!(!f.root.join(".git/cutile-perf/journal.json").exists());
+}
