@@ -27,6 +27,7 @@ pub mod paired;
 pub mod peaks;
 pub mod plot;
 pub mod process;
+pub mod process_identity;
 pub mod progress;
 pub mod pyliteral;
 pub mod pytest;

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
+use git_cutile_perf::process_identity::ProcessIdentity;
 use support::*;
 
 /// Hooks that count their calls and pause at the `PAUSE_AT`th call of the hook named `PAUSE_HOOK`
@@ -329,22 +330,72 @@ fn a_second_command_waits_for_the_lock_and_a_dead_holder_does_not_block() {
     let f = Fixture::new();
     f.start();
     f.set_latency(0.05, 0.5);
-    std::fs::write(
-        f.path(".git/cutile-perf/lock"),
-        format!("{} (pid of `step`)", std::process::id()),
-    )
-    .unwrap();
+    let lock = f.path(".git/cutile-perf/lock");
+    let me = ProcessIdentity::current().unwrap();
+    std::fs::write(&lock, format!("{me} (`step`)")).unwrap();
     let err = f.fails(&["step", "faster"]);
-    assert!(err.contains("another git cutile-perf command"), "{err}");
+    assert!(
+        err.contains(&format!(
+            "another git cutile-perf command (pid {}, `step`)",
+            me.pid
+        )),
+        "{err}"
+    );
     assert_eq!(f.status(), format!(" M {KERNEL}\n"));
-    // a holder that is gone (pid beyond any pid_max) is stale
-    std::fs::write(
-        f.path(".git/cutile-perf/lock"),
-        "2147483600 (pid of `step`)",
-    )
-    .unwrap();
-    assert_eq!(f.step_json(&["faster"])["status"], "keep");
-    assert!(!f.path(".git/cutile-perf/lock").exists());
+    // a lock a version without identities wrote, and one no command wrote: named, with the fix
+    for holder in [format!("{} (pid of `step`)", me.pid), "-1".to_string()] {
+        std::fs::write(&lock, &holder).unwrap();
+        let err = f.fails(&["step", "faster"]);
+        assert!(
+            err.contains("which no git cutile-perf command of this version wrote")
+                && err.contains("hint: if no git cutile-perf command runs, delete it"),
+            "{err}"
+        );
+    }
+    // a holder that is gone, and a live process that has its number now (another start time), are stale
+    let gone = ProcessIdentity {
+        pid: 2147483600,
+        ..me.clone()
+    };
+    let reused = ProcessIdentity {
+        start_ticks: me.start_ticks + 1,
+        ..me.clone()
+    };
+    for (holder, latency) in [(gone, 0.05), (reused, 0.04)] {
+        f.set_latency(latency, latency * 10.0);
+        std::fs::write(&lock, format!("{holder} (`step`)")).unwrap();
+        assert_eq!(f.step_json(&["faster"])["status"], "keep");
+        assert!(!lock.exists());
+    }
+}
+
+#[test]
+fn a_recorded_group_whose_number_names_another_process_is_left_alone() {
+    let f = Fixture::new();
+    f.start();
+    let mut unrelated = std::process::Command::new("setsid")
+        .args(["sleep", "30"])
+        .spawn()
+        .unwrap();
+    let group = unrelated.id();
+    std::thread::sleep(Duration::from_millis(100));
+    let now = ProcessIdentity::of(group).unwrap();
+    for recorded in [
+        group.to_string(),
+        ProcessIdentity {
+            start_ticks: now.start_ticks + 1,
+            ..now.clone()
+        }
+        .to_string(),
+    ] {
+        std::fs::write(f.path(".git/cutile-perf/child-group"), &recorded).unwrap();
+        let out = both(&f.run(&["status"]));
+        assert!(!out.contains("ended the tests"), "{out}");
+        assert!(alive(group as i32), "status signalled group {recorded}");
+        assert!(!f.path(".git/cutile-perf/child-group").exists());
+    }
+    unrelated.kill().unwrap();
+    unrelated.wait().unwrap();
 }
 
 /// A `--python` that edits `$EDIT_DURING_RUN` before running the tests, as a user editing the kernel
