@@ -148,12 +148,14 @@ impl Pytest<'_> {
             &junit_arg,
         ]);
         args.extend_from_slice(extra);
-        let expression = self
+        let bytecode = FreshBytecode::new()?;
+        let mut expression = self
             .place
             .command(program, &args, self.root)
-            .env("PYTHONUNBUFFERED", "1")
-            // __pycache__ next to the kernel would be an untracked change in a repository that does not ignore it
-            .env("PYTHONDONTWRITEBYTECODE", "1");
+            .env("PYTHONUNBUFFERED", "1");
+        for (name, value) in bytecode.env() {
+            expression = expression.env(name, value);
+        }
         let expression = match sources_first(self.root)? {
             Some(path) => expression.env("PYTHONPATH", path),
             None => expression,
@@ -277,6 +279,36 @@ fn remove_stale(path: &Path) -> Result<()> {
             Err(e).with_context(|| format!("cannot remove {}", path.display()))
         }
         _ => Ok(()),
+    }
+}
+
+/// Python's bytecode kept out of the checkout for a test process: none written
+/// (`PYTHONDONTWRITEBYTECODE`: `__pycache__` next to the kernel would be an untracked change where it is
+/// not ignored) and none read from the checkout's `__pycache__` (`PYTHONPYCACHEPREFIX` at a fresh empty
+/// directory, removed with the value), so a stale or planted `.pyc`, ignored by git, cannot stand in for
+/// the source the tests import.
+pub struct FreshBytecode {
+    prefix: tempfile::TempDir,
+}
+
+impl FreshBytecode {
+    pub fn new() -> Result<FreshBytecode> {
+        let prefix = tempfile::Builder::new()
+            .prefix("cutile-perf-pycache-")
+            .tempdir()
+            .context("cannot create an empty bytecode directory for the tests")?;
+        Ok(FreshBytecode { prefix })
+    }
+
+    /// The environment of a test process that keeps to it.
+    pub fn env(&self) -> [(&'static str, String); 2] {
+        [
+            ("PYTHONDONTWRITEBYTECODE", "1".to_string()),
+            (
+                "PYTHONPYCACHEPREFIX",
+                self.prefix.path().to_string_lossy().into_owned(),
+            ),
+        ]
     }
 }
 

@@ -472,3 +472,72 @@ fn a_session_declared_again_behind_a_deleted_baseline_ref_is_refused() {
     assert!(err.contains("is missing"), "{err}");
     assert_eq!(f.head(), forged, "nothing recorded");
 }
+
+/// `tests/common.py` with every median a tenth, compiled to an unchecked-hash `.pyc` (which Python
+/// never compares with the source) where Python looks for the module's bytecode.
+fn plant_fast_bytecode(f: &Fixture) -> String {
+    let tag = f.run_in(
+        &f.root,
+        "python3",
+        &["-c", "import sys; print(sys.implementation.cache_tag)"],
+    );
+    let pyc = format!("tests/__pycache__/common.{}.pyc", text(&tag.stdout).trim());
+    let variant = f.path("../common_variant.py");
+    let source = std::fs::read_to_string(f.path("tests/common.py")).unwrap();
+    let fast = source.replacen("\"median\": latency_ms,", "\"median\": latency_ms / 10,", 1);
+    assert_ne!(fast, source);
+    std::fs::write(&variant, fast).unwrap();
+    std::fs::create_dir_all(f.path("tests/__pycache__")).unwrap();
+    let out = f.run_in(
+        &f.root,
+        "python3",
+        &[
+            "-c",
+            "import py_compile, sys; py_compile.compile(sys.argv[1], cfile=sys.argv[2], dfile='tests/common.py', \
+             doraise=True, invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)",
+            &variant.to_string_lossy(),
+            &pyc,
+        ],
+    );
+    assert!(out.status.success(), "{}", both(&out));
+    pyc
+}
+
+#[test]
+fn stale_bytecode_is_never_read_and_new_bytecode_is_refused() {
+    let f = Fixture::new();
+    f.append(".git/info/exclude", "__pycache__/\n");
+    // there before the session: Python reads no bytecode from the checkout, so it measures nothing
+    plant_fast_bytecode(&f);
+    f.start();
+    f.append(KERNEL, "# a no-op\n");
+    let r = f.step_json(&["a no-op"]);
+    assert!(r["change_pct"].as_f64().unwrap().abs() < 1.0, "{r}");
+    // planted after `start`: every ignored file the tests can import is fingerprinted
+    std::fs::remove_dir_all(f.path("tests/__pycache__")).unwrap();
+    let f = Fixture::new();
+    f.append(".git/info/exclude", "__pycache__/\n");
+    f.start();
+    let pyc = plant_fast_bytecode(&f);
+    f.append(KERNEL, "# a no-op\n");
+    let err = f.fails(&["step", "a no-op"]);
+    assert!(err.contains(&format!("{pyc} (new or changed)")), "{err}");
+}
+
+#[test]
+fn an_ignored_conftest_is_seen_by_both_sides() {
+    let f = Fixture::new();
+    f.append(".git/info/exclude", "tests/ops/conftest.py\n");
+    f.write(
+        "tests/ops/conftest.py",
+        "import tests.common as common\n\n_measured = common.benchmark_record\n\
+         common.benchmark_record = lambda latency_ms: _measured(latency_ms / 2)\n",
+    );
+    f.start();
+    // the conftest halves what the baseline measures
+    assert_eq!(f.trailer("HEAD", "Cutile-Perf-Baseline-Ms"), "0.158114");
+    f.append(KERNEL, "# a no-op\n");
+    let r = f.step_json(&["a no-op"]);
+    assert!(r["change_pct"].as_f64().unwrap().abs() < 1.0, "{r}");
+    assert_eq!(f.ok(&["verify"]).lines().count(), 1);
+}

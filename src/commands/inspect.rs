@@ -183,6 +183,8 @@ fn measure(repo: &Repo, full: &InspectReport, args: &InspectArgs) -> Result<Meas
             .filter(|dir| !dir.as_os_str().is_empty())
             .chain([plugin_dir.to_path_buf()]),
     )?;
+    let bytecode = pytest::FreshBytecode::new()?;
+    let [no_write, prefix] = bytecode.env();
     let metrics = ncu::metrics(ncu::query_metrics().as_deref());
     let ncu_args = ncu::args(metrics, &names.join("|"), WARM_UP_LAUNCHES, 1, &csv);
     ui::progress_line(&format!(
@@ -195,7 +197,8 @@ fn measure(repo: &Repo, full: &InspectReport, args: &InspectArgs) -> Result<Meas
         &repo.root,
         &[
             ("TILEGYM_DISABLE_AUTOTUNE", "1"),
-            ("PYTHONDONTWRITEBYTECODE", "1"),
+            (no_write.0, &no_write.1),
+            (prefix.0, &prefix.1),
             ("PYTHONPATH", &python_path.to_string_lossy()),
         ],
         &log,

@@ -77,6 +77,8 @@ pub struct Case {
     /// Where cuda-tile dumps what it compiles.
     pub dumps: PathBuf,
     env: Vec<(&'static str, String)>,
+    /// Held for the case's life: its bytecode directory is in `env`.
+    _bytecode: crate::pytest::FreshBytecode,
 }
 
 impl Case {
@@ -106,11 +108,12 @@ impl Case {
         let python_path = crate::pytest::sources_first(&root)?
             .map(|path| path.to_string_lossy().into_owned())
             .unwrap_or_else(|| std::env::var("PYTHONPATH").unwrap_or_default());
+        let bytecode = crate::pytest::FreshBytecode::new()?;
         let mut env = vec![
             ("TILEGYM_DISABLE_AUTOTUNE", "1".to_string()),
-            ("PYTHONDONTWRITEBYTECODE", "1".to_string()),
             ("PYTHONPATH", python_path),
         ];
+        env.extend(bytecode.env());
         env.extend(toolchain::dump_env(&dumps));
         Ok(Case {
             root,
@@ -119,6 +122,7 @@ impl Case {
             dir,
             dumps,
             env,
+            _bytecode: bytecode,
         })
     }
 
