@@ -65,6 +65,9 @@ pub struct Journal {
     /// `step`: the tested change as a tree object (allowed paths over `base`), so the edit can be found
     /// whatever happened to the work tree.
     pub edit_tree: Option<String>,
+    /// The work tree, tracked and untracked, saved as a tree object before an undo moved anything.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub work_tree: Option<String>,
     /// The writing process as the kernel knows it, so a reused `pid` does not pass for it (none in
     /// journals written before it was kept).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -259,6 +262,7 @@ mod tests {
             base: "abc".into(),
             original: None,
             edit_tree: Some("def".into()),
+            work_tree: None,
             writer: ProcessIdentity::current(),
         };
         let text = serde_json::to_string(&journal).unwrap();

@@ -66,6 +66,12 @@ impl Tested {
     }
 }
 
+/// The whole work tree (HEAD's tree with every tracked and untracked change, ignored files aside) as a
+/// tree object: what a reset may then not lose.
+pub fn work_tree(repo: &Repo) -> Result<String> {
+    change_tree(repo, &repo.all_changes()?)
+}
+
 /// `changed` over HEAD's tree, through a private index so the user's index is untouched.
 fn change_tree(repo: &Repo, changed: &[String]) -> Result<String> {
     let index = repo.git_path("cutile-perf/tested-index")?;

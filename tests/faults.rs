@@ -58,6 +58,17 @@ struct Phase {
 /// Runs `args` with the pause set, stops it with `signal` once paused, and returns how it ended. For
 /// SIGKILL, git and its hook (one process group) are killed too, as a machine going down would.
 fn stop_at(f: &Fixture, args: &[&str], phase: Phase, signal: Signal) -> (Option<i32>, String) {
+    stop_at_after(f, args, phase, signal, || {})
+}
+
+/// [`stop_at`], doing `meanwhile` (what a user does while the tool runs) once paused.
+fn stop_at_after(
+    f: &Fixture,
+    args: &[&str],
+    phase: Phase,
+    signal: Signal,
+    meanwhile: impl FnOnce(),
+) -> (Option<i32>, String) {
     let pause = tempfile::tempdir().unwrap();
     let mut child: Child = f
         .command(args)
@@ -87,6 +98,7 @@ fn stop_at(f: &Fixture, args: &[&str], phase: Phase, signal: Signal) -> (Option<
         .parse()
         .unwrap();
     let group = unsafe { libc::getpgid(hook) };
+    meanwhile();
     let sent = Instant::now();
     unsafe {
         match signal {
@@ -614,4 +626,58 @@ fn start_under_a_hook_appending_a_plain_line_leaves_nothing() {
     assert_eq!(f.session_branch(), "");
     assert_eq!(f.status(), status);
     assert!(!f.root.join(".git/cutile-perf/journal.json").exists());
+}
+
+const ATTEMPT_LANDED: Phase = Phase {
+    name: "attempt landed",
+    hook: "post-commit",
+    at: 1,
+};
+
+#[test]
+fn an_interrupted_undo_keeps_what_was_edited_meanwhile() {
+    let f = Fixture::new();
+    install_pausing_hooks(&f);
+    f.start();
+    f.set_latency(0.2, 2.0);
+    let edit = std::fs::read_to_string(f.path(KERNEL)).unwrap();
+    let (code, output) =
+        stop_at_after(&f, &["step", "slower"], ATTEMPT_LANDED, Signal::Int, || {
+            f.append("setup.py", "# edited while the step ran\n")
+        });
+    assert_eq!(code, Some(130), "{output}");
+    assert!(
+        std::fs::read_to_string(f.path("setup.py"))
+            .unwrap()
+            .ends_with("# edited while the step ran\n"),
+        "{output}"
+    );
+    assert_eq!(std::fs::read_to_string(f.path(KERNEL)).unwrap(), edit);
+    assert_eq!(f.status(), format!(" M setup.py\n M {KERNEL}\n"));
+}
+
+#[test]
+fn repair_after_a_kill_keeps_the_kernel_as_edited_since() {
+    let f = Fixture::new();
+    install_pausing_hooks(&f);
+    f.start();
+    let base = f.head();
+    f.set_latency(0.2, 2.0);
+    let (code, _) = stop_at(&f, &["step", "slower"], ATTEMPT_LANDED, Signal::Kill);
+    assert_eq!(code, None);
+    // the user goes on editing before running repair
+    f.set_latency(0.07, 0.7);
+    let since = std::fs::read_to_string(f.path(KERNEL)).unwrap();
+    let report: serde_json::Value = serde_json::from_str(&f.ok(&["repair", "--json"])).unwrap();
+    assert_eq!(report["action"], "undone", "{report}");
+    assert!(
+        report["what"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("kept as you left them: {KERNEL}")),
+        "{report}"
+    );
+    assert_eq!(std::fs::read_to_string(f.path(KERNEL)).unwrap(), since);
+    assert_eq!(f.head(), base);
+    assert_eq!(f.status(), format!(" M {KERNEL}\n"));
 }

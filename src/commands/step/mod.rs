@@ -80,6 +80,7 @@ pub fn run(repo: &Repo, args: &StepArgs, out: &mut impl Write) -> Result<StepRep
         base: tested.head.clone(),
         original: None,
         edit_tree: Some(tested.tree.clone()),
+        work_tree: None,
         writer: crate::process_identity::ProcessIdentity::current(),
     };
     journal.save(repo)?;
