@@ -79,6 +79,26 @@ fn odd_arguments_are_refused() {
         &["--allow", "src/tilegym"],
         "--allow src/tilegym is a directory",
     );
+    start_refused(
+        &f,
+        &["--continue-pct", "1", "--gain-pct", "5"],
+        "--continue-pct 1 is below --gain-pct 5",
+    );
+}
+
+#[test]
+fn an_empty_description_is_refused() {
+    let f = Fixture::new();
+    f.start();
+    let head = f.head();
+    f.set_latency(0.05, 0.5);
+    for description in ["", " \n\t "] {
+        let err = f.fails(&["step", description]);
+        assert!(err.contains("the description is empty"), "{err}");
+        assert!(err.contains("hint:"), "{err}");
+    }
+    assert_eq!(f.head(), head);
+    assert_eq!(f.status(), format!(" M {KERNEL}\n"));
 }
 
 #[test]

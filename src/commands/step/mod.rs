@@ -62,6 +62,12 @@ pub struct StepReport {
 
 /// One iteration as a pipeline: preflight, attempt, judge, record, render.
 pub fn run(repo: &Repo, args: &StepArgs, out: &mut impl Write) -> Result<StepReport> {
+    if crate::trailers::one_line(&args.description).is_empty() {
+        bail!(
+            "the description is empty: the iteration's Cutile-Perf-Optimization would say nothing\nhint: say in \
+             a few words what this change tried, e.g. `git cutile-perf step \"tile size 256\"`"
+        );
+    }
     let _lock = Lock::take(repo, "step")?;
     recovery::refuse_unfinished(repo)?;
     process::record_groups_in(journal::group_file(repo)?);
