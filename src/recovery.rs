@@ -143,9 +143,10 @@ pub fn settle<T>(repo: &Repo, journal: &Journal, result: Result<T>) -> Result<T>
 
 /// Where the tested change can be found whatever the work tree holds.
 fn saved_edit(journal: &Journal) -> String {
-    journal.edit_tree.as_deref().map_or(String::new(), |tree| {
-        format!("\nyour tested change is saved as tree {tree}: `git restore --source={tree} -- .` brings it back")
-    })
+    journal
+        .edit_tree
+        .as_deref()
+        .map_or(String::new(), crate::snapshot::saved_as)
 }
 
 /// Finishes the command if its last commit landed, else undoes it (`repair`).

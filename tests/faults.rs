@@ -418,7 +418,10 @@ fn editing_python() -> (tempfile::TempDir, PathBuf) {
     let path = dir.path().join("editing-python");
     std::fs::write(
         &path,
-        "#!/bin/sh\n[ -n \"$EDIT_DURING_RUN\" ] && echo '# edited during the run' >> \"$EDIT_DURING_RUN\"\nexec python3 \"$@\"\n",
+        "#!/bin/sh\n[ -n \"$EDIT_DURING_RUN\" ] && echo '# edited during the run' >> \"$EDIT_DURING_RUN\"\n\
+         [ -n \"$CHECKOUT_DURING_RUN\" ] && git checkout -q -- \"$CHECKOUT_DURING_RUN\"\n\
+         [ -n \"$WRITE_DURING_RUN\" ] && echo 'a test output' > \"$WRITE_DURING_RUN\"\n\
+         exec python3 \"$@\"\n",
     )
     .unwrap();
     make_executable(&path);
@@ -448,6 +451,60 @@ fn a_change_during_the_run_is_refused_with_nothing_recorded() {
     let kernel = std::fs::read_to_string(f.path(KERNEL)).unwrap();
     assert!(kernel.ends_with("# edited during the run\n"));
     assert_eq!(f.status(), format!(" M {KERNEL}\n"));
+}
+
+#[test]
+fn tests_that_check_out_the_kernel_are_refused_saying_where_the_edit_is() {
+    let f = Fixture::new();
+    let (_dir, python) = editing_python();
+    f.ok(&["start", "vector_add", "--python", python.to_str().unwrap()]);
+    f.set_latency(0.05, 0.5);
+    let edit = std::fs::read_to_string(f.path(KERNEL)).unwrap();
+    let out = f
+        .command(&["step", "faster"])
+        .env("CHECKOUT_DURING_RUN", KERNEL)
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("the repository changed while the tests ran"),
+        "{err}"
+    );
+    let tree = err
+        .split("the tested change is saved as tree ")
+        .nth(1)
+        .and_then(|rest| rest.split(':').next())
+        .unwrap_or_else(|| panic!("{err}"));
+    assert_eq!(f.status(), "");
+    f.git(&["restore", &format!("--source={tree}"), "--", "."]);
+    assert_eq!(std::fs::read_to_string(f.path(KERNEL)).unwrap(), edit);
+}
+
+#[test]
+fn a_file_the_tests_write_is_named_with_the_fix() {
+    let f = Fixture::new();
+    let (_dir, python) = editing_python();
+    f.ok(&["start", "vector_add", "--python", python.to_str().unwrap()]);
+    f.set_latency(0.05, 0.5);
+    let written = f.path("tests/ops/output.log");
+    let out = f
+        .command(&["step", "faster"])
+        .env("WRITE_DURING_RUN", &written)
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("tests/ops/output.log"), "{err}");
+    // every later step names it, and the fix
+    let err = f.fails(&["step", "faster"]);
+    assert!(
+        err.contains("tests/ops/output.log")
+            && err.contains("a file your tests write belongs in .git/info/exclude"),
+        "{err}"
+    );
+    f.append(".git/info/exclude", "/tests/ops/output.log\n");
+    assert_eq!(f.step_json(&["faster"])["status"], "keep");
 }
 
 #[test]

@@ -76,8 +76,9 @@ pub fn run(repo: &Repo, args: &StepArgs, out: &mut impl Write) -> Result<StepRep
     // the queue wait comes before the budget starts
     let place = Runner::acquire(&ready.history.session.runner, &repo.root, &sandbox(repo))?;
     let gpu = gpu_ready(repo, &ready.history.session, &place)?;
-    tests_ready(repo, &ready.history.session, &place)?;
     let tested = Tested::take(repo)?;
+    // after the change is taken: what the check runs (the session's Python) is held to it too
+    tests_ready(repo, &ready.history.session, &place)?;
     let mut journal = Journal {
         verb: Verb::Step,
         pid: std::process::id(),

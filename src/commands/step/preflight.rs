@@ -40,7 +40,8 @@ pub fn preflight(repo: &Repo, continue_anyway: bool) -> Result<Preflight> {
     if !outside.is_empty() {
         bail!(
             "only the session's allowed paths may change, but these did:\n  {}\nallowed: {}\nhint: undo them \
-             (`git restore <path>`, or move new files away) and run step again",
+             (`git restore <path>`, or move new files away; a file your tests write belongs in \
+             .git/info/exclude) and run step again",
             outside.join("\n  "),
             allowed.join(", ")
         );
