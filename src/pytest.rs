@@ -67,11 +67,6 @@ struct Run {
 }
 
 impl Pytest<'_> {
-    /// The words of `--python`, e.g. `python3` or `uv run python`.
-    fn python_words(&self) -> Vec<&str> {
-        self.python.split_whitespace().collect()
-    }
-
     /// A log's path relative to the work-tree root: reasons end up in trailers, read on other machines.
     fn shown(&self, log: &Path) -> String {
         log.strip_prefix(self.root)
@@ -82,13 +77,14 @@ impl Pytest<'_> {
 
     /// Fails early, before anything is changed, when the interpreter or pytest is missing.
     pub fn check_available(&self) -> Result<()> {
-        let words = self.python_words();
+        let words = python_words(self.python)?;
         let (program, args) = words.split_first().context("--python is empty")?;
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
         if self.place.is_local() {
             which::which(program)
                 .with_context(|| format!("{program} not found on PATH; pass --python CMD"))?;
         }
-        let mut full = args.to_vec();
+        let mut full = args;
         full.extend(["-m", "pytest", "--version"]);
         let output = process::capture(
             self.place.command(program, &full, self.root),
@@ -127,9 +123,9 @@ impl Pytest<'_> {
         remove_stale(&junit)?;
         remove_stale(&log)?;
         let junit_arg = format!("--junitxml={}", junit.display());
-        let words = self.python_words();
+        let words = python_words(self.python)?;
         let (program, python_args) = words.split_first().context("--python is empty")?;
-        let mut args: Vec<&str> = python_args.to_vec();
+        let mut args: Vec<&str> = python_args.iter().map(String::as_str).collect();
         args.extend([
             "-m",
             "pytest",
@@ -282,6 +278,17 @@ fn remove_stale(path: &Path) -> Result<()> {
     }
 }
 
+/// The words of `--python` (`python3`, `uv run python`), split as a shell would, so that a path with
+/// spaces is given quoted (`'/opt/my env/bin/python'`); an unclosed quote is an error.
+pub fn python_words(python: &str) -> Result<Vec<String>> {
+    shlex::split(python).with_context(|| {
+        format!(
+            "--python {python:?} has an unclosed quote\nhint: quote a path with spaces as a shell would: \
+             --python \"'/opt/my env/bin/python'\""
+        )
+    })
+}
+
 /// Python's bytecode kept out of the checkout for a test process: none written
 /// (`PYTHONDONTWRITEBYTECODE`: `__pycache__` next to the kernel would be an untracked change where it is
 /// not ignored) and none read from the checkout's `__pycache__` (`PYTHONPYCACHEPREFIX` at a fresh empty
@@ -357,6 +364,24 @@ mod tests {
 
     fn ids(names: &[&str]) -> Vec<String> {
         names.iter().map(|n| n.to_string()).collect()
+    }
+
+    #[test]
+    fn python_is_split_as_a_shell_splits() {
+        assert_eq!(
+            python_words("uv run python").unwrap(),
+            ["uv", "run", "python"]
+        );
+        assert_eq!(
+            python_words("'/opt/my env/bin/python' -X dev").unwrap(),
+            ["/opt/my env/bin/python", "-X", "dev"]
+        );
+        assert!(
+            python_words("'/opt/my env/bin/python")
+                .unwrap_err()
+                .to_string()
+                .contains("unclosed quote")
+        );
     }
 
     #[test]

@@ -224,3 +224,27 @@ fn a_python_without_pytest_at_step_is_refused_not_recorded() {
     assert_eq!(f.head(), head);
     assert!(f.status().contains(KERNEL));
 }
+
+#[test]
+fn a_python_path_with_spaces_is_given_quoted() {
+    let f = Fixture::new();
+    let dir = f.path("../my env/bin");
+    std::fs::create_dir_all(&dir).unwrap();
+    let python = dir.join("python3");
+    std::fs::write(&python, "#!/bin/sh\nexec python3 \"$@\"\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let python = python.display().to_string();
+    start_refused(
+        &f,
+        &["--python", &format!("'{python}")],
+        "has an unclosed quote",
+    );
+    f.ok(&["start", "vector_add", "--python", &format!("'{python}' -B")]);
+    assert_eq!(
+        f.trailer("HEAD", "Cutile-Perf-Python"),
+        format!("'{python}' -B")
+    );
+    f.set_latency(0.05, 0.5);
+    assert_eq!(f.step_json(&["faster"])["status"], "keep");
+}

@@ -169,7 +169,7 @@ fn measure(repo: &Repo, full: &InspectReport, args: &InspectArgs) -> Result<Meas
         "--measure needs Nsight Compute, and ncu is not on PATH\nhint: install Nsight Compute, or drop --measure for the static estimate",
     )?;
     let (test, names) = what_to_profile(full)?;
-    let mut command = perf_case_command(args, test);
+    let mut command = perf_case_command(args, test)?;
     let (log, csv) = ncu_outputs(repo)?;
     // autotune searches that ignore TILEGYM_DISABLE_AUTOTUNE are paused under the profiler, as in
     // `diagnose`: their trial launches carry the kernel's name and fail under ncu
@@ -239,12 +239,12 @@ fn what_to_profile(full: &InspectReport) -> Result<(&TestMatch, Vec<&str>)> {
 }
 
 /// pytest on the perf cases of `test`, with the session's Python.
-fn perf_case_command(args: &InspectArgs, test: &TestMatch) -> Vec<String> {
+fn perf_case_command(args: &InspectArgs, test: &TestMatch) -> Result<Vec<String>> {
     let python = args
         .python
         .clone()
         .unwrap_or_else(super::start::default_python);
-    let mut command: Vec<String> = python.split_whitespace().map(str::to_string).collect();
+    let mut command = pytest::python_words(&python)?;
     command.extend(
         [
             "-m",
@@ -258,7 +258,7 @@ fn perf_case_command(args: &InspectArgs, test: &TestMatch) -> Vec<String> {
         ]
         .map(str::to_string),
     );
-    command
+    Ok(command)
 }
 
 /// Where ncu writes its log and its CSV, in the sandbox (which git ignores); no CSV of an earlier

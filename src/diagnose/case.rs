@@ -92,11 +92,7 @@ impl Case {
         scratch: &str,
     ) -> Result<Case> {
         let node_id = super::node_id(&session.test, config);
-        let mut command: Vec<String> = session
-            .python
-            .split_whitespace()
-            .map(str::to_string)
-            .collect();
+        let mut command = crate::pytest::python_words(&session.python)?;
         command
             .extend(["-m", "pytest", &node_id, "-q", "-p", "no:cacheprovider"].map(str::to_string));
         repo.exclude(&format!("/{}/", crate::guard::SANDBOX))?;
