@@ -325,6 +325,21 @@ impl Evidence {
     }
 }
 
+/// Every commit with a note in [`NOTES_REF`], read at once.
+pub fn noted_commits(repo: &Repo) -> Result<std::collections::HashSet<String>> {
+    if repo
+        .git(&["rev-parse", "-q", "--verify", NOTES_REF])
+        .is_err()
+    {
+        return Ok(Default::default());
+    }
+    let listed = repo.git(&["notes", "--ref", NOTES_REF, "list"])?;
+    Ok(listed
+        .lines()
+        .filter_map(|line| Some(line.split_once(' ')?.1.to_string()))
+        .collect())
+}
+
 /// The text of `commit`'s note in [`NOTES_REF`], if it has one.
 pub fn note(repo: &Repo, commit: &str) -> Result<Option<String>> {
     if repo

@@ -465,10 +465,7 @@ fn a_session_declared_again_behind_a_deleted_baseline_ref_is_refused() {
     assert_eq!(kinds, ["baseline-ref", "unbound-evidence"], "{kinds:?}");
     f.edit("tests/common.py", "\n", "\n# a harness edit\n");
     let err = f.fails(&["step", "through the harness"]);
-    assert!(
-        err.contains("the session's identity does not hold"),
-        "{err}"
-    );
+    assert!(err.contains("the session's record does not hold"), "{err}");
     assert!(err.contains("is missing"), "{err}");
     assert_eq!(f.head(), forged, "nothing recorded");
 }
@@ -540,4 +537,35 @@ fn an_ignored_conftest_is_seen_by_both_sides() {
     let r = f.step_json(&["a no-op"]);
     assert!(r["change_pct"].as_f64().unwrap().abs() < 1.0, "{r}");
     assert_eq!(f.ok(&["verify"]).lines().count(), 1);
+}
+
+#[test]
+fn a_trailer_commit_fast_forwarded_from_another_branch_is_refused() {
+    let f = Fixture::new();
+    f.start();
+    let session = f.session_branch();
+    let message = f.git(&["log", "-1", "--format=%B"]);
+    // iteration 1 written by hand on a side branch, where the session's hooks do not look
+    f.git(&["checkout", "-q", "-b", "side"]);
+    let forged = message
+        .split("\n\n")
+        .next()
+        .unwrap()
+        .replace("baseline", "#1 keep -50.00%: by hand")
+        + "\n\nCutile-Perf-Iteration: 1\nCutile-Perf-Optimization: by hand\nCutile-Perf-Latency-Ms: 0.158114\n\
+           Cutile-Perf-Correctness: PASS\nCutile-Perf-Status: keep\nCutile-Perf-Baseline-Ms: 0.316228\n\
+           Cutile-Perf-Change: -50.00%\nCutile-Perf-Decision: continue\nCutile-Perf-Reason: by hand\n";
+    f.set_latency(0.05, 0.5);
+    f.git(&["commit", "-q", "-a", "--cleanup=verbatim", "-m", &forged]);
+    f.git(&["checkout", "-q", &session]);
+    f.git(&["merge", "-q", "--ff-only", "side"]);
+    assert_eq!(f.trailer("HEAD", "Cutile-Perf-Iteration"), "1");
+    assert_eq!(finding_kinds(&f), ["missing-evidence"]);
+    f.set_latency(0.04, 0.4);
+    let err = f.fails(&["step", "over a hand-made iteration"]);
+    assert!(
+        err.contains("the session's record does not hold")
+            && err.contains("iteration 1 has no evidence note"),
+        "{err}"
+    );
 }

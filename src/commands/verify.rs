@@ -158,6 +158,31 @@ pub fn identity_findings(repo: &Repo, history: &History) -> Result<Vec<Finding>>
     Ok(findings)
 }
 
+/// Iterations without an evidence note in a session whose baseline has one: commits the tool did not
+/// make (a trailer commit on another branch, brought in by a merge or fast-forward, passes no hook of the
+/// session branch). Sessions recorded before notes existed have none at all, and pass.
+pub fn unnoted_iterations(repo: &Repo, history: &History) -> Result<Vec<Finding>> {
+    let noted = crate::evidence::noted_commits(repo)?;
+    if !noted.contains(&history.baseline_commit) {
+        return Ok(Vec::new());
+    }
+    Ok(history
+        .iterations
+        .iter()
+        .filter(|(commit, _)| !noted.contains(commit))
+        .map(|(commit, it)| Finding {
+            kind: Kind::MissingEvidence,
+            commit: commit.clone(),
+            detail: format!(
+                "iteration {} has no evidence note though the session's baseline has one: the tool did not \
+                 record it (a trailer commit made on another branch and merged or fast-forwarded in passes no \
+                 hook of the session branch)",
+                it.number
+            ),
+        })
+        .collect())
+}
+
 /// Replace refs and grafts, each a finding: the tool reads git without them, but a checkout, `git log`
 /// and the tests see what they substitute.
 fn replaced_objects(repo: &Repo) -> Result<Vec<Finding>> {

@@ -79,13 +79,15 @@ fn refuse_broken_history(repo: &Repo, history: &History) -> Result<()> {
             broken.join("\n  ")
         );
     }
-    let identity = super::super::verify::identity_findings(repo, history)?;
-    if !identity.is_empty() {
+    let mut record = super::super::verify::identity_findings(repo, history)?;
+    record.extend(super::super::verify::unnoted_iterations(repo, history)?);
+    if !record.is_empty() {
         bail!(
-            "the session's identity does not hold:\n  {}\nhint: nothing is recorded until it does; a missing \
+            "the session's record does not hold:\n  {}\nhint: nothing is recorded until it does; a missing \
              baseline ref is fetched with the notes (`git fetch origin 'refs/cutile-perf/*:refs/cutile-perf/*'`), \
-             a replacement removed with `git replace -d`; `git cutile-perf verify` lists every finding",
-            identity
+             a replacement removed with `git replace -d`, an iteration the tool did not record reset away \
+             (`git reset --hard <its parent>`); `git cutile-perf verify` lists every finding",
+            record
                 .iter()
                 .map(ToString::to_string)
                 .collect::<Vec<_>>()
