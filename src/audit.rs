@@ -40,6 +40,8 @@ pub enum Kind {
     BaselineRef,
     /// `refs/replace/` or grafts make git show other objects than the record holds.
     ReplacedObjects,
+    /// A commit of a signed session without a good signature, or any commit with a bad one.
+    Signature,
 }
 
 impl Kind {
@@ -56,6 +58,7 @@ impl Kind {
             Kind::UnboundEvidence => "unbound-evidence",
             Kind::BaselineRef => "baseline-ref",
             Kind::ReplacedObjects => "replaced-objects",
+            Kind::Signature => "signature",
         }
     }
 }

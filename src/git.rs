@@ -301,6 +301,10 @@ impl Repo {
         if allow_empty {
             args.push("--allow-empty");
         }
+        // with the user's key the record is signed: forging it then takes the key, not just plumbing
+        if self.signs() {
+            args.push("-S");
+        }
         // the commit-msg hook accepts our trailers only with this commit's nonce
         crate::hook::message::with_nonce(self, |nonce| {
             let env = [(crate::hook::message::NONCE_ENV, std::ffi::OsStr::new(nonce))];
@@ -317,6 +321,15 @@ impl Repo {
             );
         }
         Ok(id)
+    }
+
+    /// Whether the user has a signing key configured (`user.signingkey`, for `gpg.format` openpgp, ssh
+    /// or x509), with which the tool signs its commits.
+    pub fn signs(&self) -> bool {
+        self.repo
+            .config_snapshot()
+            .string("user.signingkey")
+            .is_some_and(|key| !key.is_empty())
     }
 
     /// The raw message of a commit.

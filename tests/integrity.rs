@@ -569,3 +569,74 @@ fn a_trailer_commit_fast_forwarded_from_another_branch_is_refused() {
         "{err}"
     );
 }
+
+/// An ssh signing key for the fixture's repository (what `user.signingkey` with `gpg.format ssh` is), its
+/// public half trusted for checking.
+fn sign_with_a_key(f: &Fixture) {
+    let key = f.path("../signing-key");
+    let out = f.run_in(
+        &f.root,
+        "ssh-keygen",
+        &[
+            "-q",
+            "-t",
+            "ed25519",
+            "-N",
+            "",
+            "-f",
+            &key.to_string_lossy(),
+        ],
+    );
+    assert!(out.status.success(), "{}", both(&out));
+    let public = std::fs::read_to_string(key.with_extension("pub")).unwrap();
+    let allowed = f.path("../allowed-signers");
+    std::fs::write(&allowed, format!("committer@example.com {public}")).unwrap();
+    f.git(&["config", "gpg.format", "ssh"]);
+    f.git(&[
+        "config",
+        "user.signingkey",
+        &key.with_extension("pub").to_string_lossy(),
+    ]);
+    f.git(&[
+        "config",
+        "gpg.ssh.allowedSignersFile",
+        &allowed.to_string_lossy(),
+    ]);
+}
+
+#[test]
+fn with_a_signing_key_every_commit_is_signed_and_verify_checks_each() {
+    let f = Fixture::new();
+    sign_with_a_key(&f);
+    f.start();
+    f.set_latency(0.09, 0.9);
+    assert_eq!(f.step_json(&["tile size 256"])["status"], "keep");
+    f.set_latency(0.08, 1.0);
+    assert_eq!(f.step_json(&["one config slower"])["status"], "revert");
+    for rev in ["HEAD", "HEAD^", "HEAD~2", "HEAD~3"] {
+        assert_eq!(
+            f.git(&["log", "-1", "--format=%G?", rev]).trim(),
+            "G",
+            "{rev}"
+        );
+    }
+    let (ok, report) = verify_json(&f);
+    assert!(ok, "{report}");
+    assert_eq!(report["signed"], serde_json::json!([0, 1, 2]));
+    assert!(
+        f.ok(&["verify"])
+            .contains("3 with an evidence note, 3 signed")
+    );
+    // the last iteration made again past the tool: unsigned, its note copied over
+    let message = f.git(&["log", "-1", "--format=%B"]);
+    amend_keeping_the_note(&f, &message);
+    let (ok, report) = verify_json(&f);
+    assert!(!ok);
+    assert_eq!(report["signed"], serde_json::json!([0, 1]));
+    assert_eq!(finding_kinds(&f), ["unbound-evidence", "signature"]);
+    let detail = report["findings"][1]["detail"].as_str().unwrap();
+    assert_eq!(
+        detail,
+        "iteration 2's commit is not signed, though the session's baseline is"
+    );
+}

@@ -23,6 +23,8 @@ pub struct VerifyReport {
     pub iterations: usize,
     /// Iterations whose evidence note was found and checked.
     pub with_evidence: usize,
+    /// Iterations whose commit carries a good signature (the tool signs with the user's key).
+    pub signed: Vec<u32>,
     pub findings: Vec<Finding>,
 }
 
@@ -38,6 +40,7 @@ pub fn run(repo: &Repo, args: &JsonArg, out: &mut impl Write) -> Result<()> {
                 baseline: String::new(),
                 iterations: 0,
                 with_evidence: 0,
+                signed: Vec::new(),
                 findings: vec![Finding {
                     kind: Kind::BrokenHistory,
                     commit: repo.head()?,
@@ -55,10 +58,11 @@ pub fn run(repo: &Repo, args: &JsonArg, out: &mut impl Write) -> Result<()> {
         }
         writeln!(
             out,
-            "{} iterations since {}, {} with an evidence note: {}",
+            "{} iterations since {}, {} with an evidence note, {} signed: {}",
             report.iterations,
             crate::session::short(&report.baseline),
             report.with_evidence,
+            report.signed.len(),
             match report.findings.len() {
                 0 => "the record holds".to_string(),
                 n => format!("{n} finding(s)"),
@@ -84,10 +88,13 @@ pub fn audit_history(repo: &Repo, history: &History) -> Result<VerifyReport> {
     findings.extend(undone_attempts(repo, history)?);
     let (with_evidence, evidence_findings) = evidence_findings(repo, history)?;
     findings.extend(evidence_findings);
+    let (signed, signature_findings) = signatures(repo, history)?;
+    findings.extend(signature_findings);
     Ok(VerifyReport {
         baseline: history.baseline_commit.clone(),
         iterations: history.iterations.len().saturating_sub(1),
         with_evidence,
+        signed,
         findings,
     })
 }
@@ -181,6 +188,48 @@ pub fn unnoted_iterations(repo: &Repo, history: &History) -> Result<Vec<Finding>
             ),
         })
         .collect())
+}
+
+/// The iterations whose commit is signed well, and the findings: in a session whose baseline is signed,
+/// each iteration commit and attempt without a good signature; in any session, a bad one. What a
+/// signature is worth is git's judgement (`%G?`, with the user's keyring or `gpg.ssh.allowedSignersFile`).
+fn signatures(repo: &Repo, history: &History) -> Result<(Vec<u32>, Vec<Finding>)> {
+    let range = format!("{}..HEAD", history.baseline_commit);
+    let mut listed = repo.git(&["log", "--first-parent", "--format=%H %G?", &range])?;
+    listed += &repo.git(&["log", "-1", "--format=%H %G?", &history.baseline_commit])?;
+    let state: std::collections::HashMap<&str, &str> =
+        listed.lines().filter_map(|l| l.split_once(' ')).collect();
+    let good = |commit: &str| matches!(state.get(commit), Some(&"G") | Some(&"U"));
+    let signed_session = good(&history.baseline_commit);
+    let mut signed = Vec::new();
+    let mut findings = Vec::new();
+    for (commit, it) in &history.iterations {
+        if good(commit) {
+            signed.push(it.number);
+        }
+        for made in std::iter::once(commit).chain(&it.attempt) {
+            let code = state.get(made.as_str()).copied().unwrap_or("N");
+            let problem = match code {
+                "G" | "U" => None,
+                "N" if !signed_session => None,
+                "N" => Some("is not signed, though the session's baseline is"),
+                "B" => Some("carries a bad signature"),
+                "R" => Some("is signed by a revoked key"),
+                "X" | "Y" => Some("carries an expired signature or one by an expired key"),
+                _ if !signed_session => None,
+                _ => Some(
+                    "carries a signature that cannot be checked here (its key is not in the keyring or gpg.ssh.allowedSignersFile)",
+                ),
+            };
+            let what = if made == commit { "commit" } else { "attempt" };
+            findings.extend(problem.map(|problem| Finding {
+                kind: Kind::Signature,
+                commit: made.clone(),
+                detail: format!("iteration {}'s {what} {problem}", it.number),
+            }));
+        }
+    }
+    Ok((signed, findings))
 }
 
 /// Replace refs and grafts, each a finding: the tool reads git without them, but a checkout, `git log`
