@@ -3,7 +3,7 @@
 
 mod support;
 
-use support::{Fixture, KERNEL, both, text};
+use support::{Fixture, KERNEL, both, text, with_input};
 
 const NOTES: &str = "--ref=cutile-perf";
 
@@ -378,18 +378,11 @@ fn verify_finds_rewritten_history_undone_attempts_and_paths_outside() {
 /// A commit git makes of what is staged, with `message` on `parent`, past every hook: `git commit-tree`.
 fn commit_tree(f: &Fixture, message: &str, parent: &str) -> String {
     let tree = f.git(&["write-tree"]);
-    let out = f
-        .program("git", &f.root)
-        .args(["commit-tree", tree.trim(), "-p", parent, "-F", "-"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .and_then(|mut child| {
-            use std::io::Write;
-            child.stdin.take().unwrap().write_all(message.as_bytes())?;
-            child.wait_with_output()
-        })
-        .unwrap();
+    let out = with_input(
+        f.program("git", &f.root)
+            .args(["commit-tree", tree.trim(), "-p", parent, "-F", "-"]),
+        message,
+    );
     assert!(out.status.success(), "{}", both(&out));
     text(&out.stdout).trim().to_string()
 }

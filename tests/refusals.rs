@@ -193,15 +193,10 @@ fn a_python_without_pytest_at_step_is_refused_not_recorded() {
     f.set_latency(0.09, 0.9);
     // the session's `python3` now one without pytest (a virtual environment left off PATH)
     let bare = f.path("../bare-python");
-    std::fs::create_dir_all(&bare).unwrap();
-    let python = bare.join("python3");
-    std::fs::write(
-        &python,
+    write_script(
+        &bare.join("python3"),
         "#!/bin/sh\necho \"$0: No module named pytest\" >&2\nexit 1\n",
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).unwrap();
+    );
     let path = format!(
         "{}:{}:{}",
         bare.display(),
@@ -228,12 +223,8 @@ fn a_python_without_pytest_at_step_is_refused_not_recorded() {
 #[test]
 fn a_python_path_with_spaces_is_given_quoted() {
     let f = Fixture::new();
-    let dir = f.path("../my env/bin");
-    std::fs::create_dir_all(&dir).unwrap();
-    let python = dir.join("python3");
-    std::fs::write(&python, "#!/bin/sh\nexec python3 \"$@\"\n").unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let python = f.path("../my env/bin/python3");
+    write_script(&python, "#!/bin/sh\nexec python3 \"$@\"\n");
     let python = python.display().to_string();
     start_refused(
         &f,
