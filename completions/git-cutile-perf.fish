@@ -56,7 +56,7 @@ complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand start" -
 complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand start" -l test -d 'The kernel\'s test file, when none is found (named test_<kernel>.py or test_<suite>_<kernel>.py, importing the kernel\'s module, or calling its registered op), or to pick another' -r
 complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand start" -l allow -d 'Another path iterations may change, besides those `inspect` finds (the kernel file, and files whose launch wrapper or autotune space its registered ops reach); repeatable' -r
 complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand start" -l deny -d 'A path `inspect` found that iterations may NOT change; repeatable' -r
-complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand start" -l python -d 'The Python command that runs pytest (e.g. `python3`, `uv run python`)' -r
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand start" -l python -d 'The Python command that runs pytest (e.g. `python3`, `uv run python`), split as a shell would: quote a path with spaces' -r
 complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand start" -l filter -d 'A pytest -k expression that narrows the correctness and benchmark selections, e.g. to the shapes that fit the iteration budget' -r
 complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand start" -l stat -d 'Which per-config statistic the decisions use' -r -f -a "mean\t''
 median\t''
@@ -78,7 +78,7 @@ complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand start" -
 complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand start" -s h -l help -d 'Print help'
 complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand inspect" -l suite -d 'Which suite the kernel is in (`ops` or a suite name) when the name exists in several' -r
 complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand inspect" -l capability -d 'The compute capability whose autotune branches to show (e.g. 9.0); default: the GPU\'s' -r
-complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand inspect" -l python -d 'The Python command that runs pytest for --measure (e.g. `python3`, `uv run python`)' -r
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand inspect" -l python -d 'The Python command that runs pytest for --measure (e.g. `python3`, `uv run python`), split as a shell would' -r
 complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand inspect" -l budget -d 'Time limit for --measure (e.g. 10m)' -r
 complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand inspect" -l measure -d 'Measure the class with Nsight Compute (`ncu` on PATH): profile one launch of the kernel in its first perf case, autotuning off, and read DRAM bytes, FLOPs and duration'
 complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand inspect" -l json -d 'Print one JSON object instead of text'

@@ -40,6 +40,14 @@ pub enum Kind {
     UnreadableEvidence,
     /// A trailer differs from what the evidence gives.
     EvidenceMismatch,
+    /// An evidence note sits on a commit other than the one it measured (or names none).
+    UnboundEvidence,
+    /// The session's baseline ref is missing or names another commit than the history's baseline.
+    BaselineRef,
+    /// `refs/replace/` or grafts make git show other objects than the record holds.
+    ReplacedObjects,
+    /// A commit of a signed session without a good signature, or any commit with a bad one.
+    Signature,
 }
 
 impl Kind {
@@ -53,6 +61,10 @@ impl Kind {
             Kind::MissingEvidence => "missing-evidence",
             Kind::UnreadableEvidence => "unreadable-evidence",
             Kind::EvidenceMismatch => "evidence-mismatch",
+            Kind::UnboundEvidence => "unbound-evidence",
+            Kind::BaselineRef => "baseline-ref",
+            Kind::ReplacedObjects => "replaced-objects",
+            Kind::Signature => "signature",
         }
     }
 }
@@ -299,4 +311,117 @@ pub fn foreign_findings(repo: &Repo, history: &History) -> Result<Vec<Finding>> 
         }
     }
     Ok(findings)
+}
+
+/// An evidence note that was not written for the commit it sits on, as a finding.
+pub fn binding_finding(repo: &Repo, commit: &str, evidence: &Evidence) -> Result<Option<Finding>> {
+    let detail = match &evidence.binding {
+        None => {
+            "its evidence note names no commit it was written for (written by hand, or by a tool \
+                 older than bound notes)"
+                .to_string()
+        }
+        Some(binding) => {
+            let differences = binding.differences(&crate::evidence::Binding::of(repo, commit)?);
+            if differences.is_empty() {
+                return Ok(None);
+            }
+            format!(
+                "its evidence note is not about it: {}",
+                differences.join("; ")
+            )
+        }
+    };
+    Ok(Some(Finding {
+        kind: Kind::UnboundEvidence,
+        commit: commit.to_string(),
+        detail,
+    }))
+}
+
+/// What the session's identity rests on: no replaced objects or grafts (git would show other code than
+/// the record holds), the baseline ref `start` wrote naming the history's baseline, and the baseline's
+/// evidence note written for that commit. A missing ref is a finding, never read past: anyone can
+/// delete it and declare the session again below it.
+pub fn identity_findings(repo: &Repo, history: &History) -> Result<Vec<Finding>> {
+    let mut findings = replaced_objects(repo)?;
+    let baseline = &history.baseline_commit;
+    let finding = |detail: String| Finding {
+        kind: Kind::BaselineRef,
+        commit: baseline.clone(),
+        detail,
+    };
+    if let Some(branch) = crate::history::session_branch(repo)? {
+        let name = crate::git::baseline_ref(&branch);
+        match repo.remembered_baseline(&branch)? {
+            Some(named) if &named == baseline => {}
+            Some(named) => findings.push(finding(format!(
+                "{name} names {}, but the history's session block is on {}",
+                crate::session::short(&named),
+                crate::session::short(baseline)
+            ))),
+            None => findings.push(finding(format!(
+                "{name}, which `start` wrote, is missing: the session is read from the newest session block, \
+                 which any commit can declare (fetch the ref: `git fetch origin 'refs/cutile-perf/*:refs/cutile-perf/*'`)"
+            ))),
+        }
+    }
+    if let Ok(Some(evidence)) = Evidence::of(repo, baseline) {
+        findings.extend(binding_finding(repo, baseline, &evidence)?);
+    }
+    Ok(findings)
+}
+
+/// Replace refs and grafts, each a finding: the tool reads git without them, but a checkout, `git log`
+/// and the tests see what they substitute.
+fn replaced_objects(repo: &Repo) -> Result<Vec<Finding>> {
+    let refs = repo.git(&["for-each-ref", "--format=%(refname)", "refs/replace/"])?;
+    let mut findings: Vec<Finding> = refs
+        .lines()
+        .map(|name| Finding {
+            kind: Kind::ReplacedObjects,
+            commit: name.trim_start_matches("refs/replace/").to_string(),
+            detail: format!(
+                "{name} makes git show another object in its place (`git replace -d {}` removes it)",
+                name.trim_start_matches("refs/replace/")
+            ),
+        })
+        .collect();
+    let grafts = repo.git_path("info/grafts")?;
+    if grafts.exists() {
+        findings.push(Finding {
+            kind: Kind::ReplacedObjects,
+            commit: repo.head()?,
+            detail: format!(
+                "{} gives commits other parents than they have",
+                grafts.display()
+            ),
+        });
+    }
+    Ok(findings)
+}
+
+/// Iterations without an evidence note in a session whose baseline has one: commits the tool did not
+/// make (a trailer commit on another branch, brought in by a merge or fast-forward, passes no hook of the
+/// session branch). Sessions recorded before notes existed have none at all, and pass.
+pub fn unnoted_iterations(repo: &Repo, history: &History) -> Result<Vec<Finding>> {
+    let noted = crate::evidence::noted_commits(repo)?;
+    if !noted.contains_key(&history.baseline_commit) {
+        return Ok(Vec::new());
+    }
+    Ok(history
+        .iterations
+        .iter()
+        .filter(|(commit, _)| !noted.contains_key(commit))
+        .map(|(commit, it)| Finding {
+            kind: Kind::MissingEvidence,
+            commit: commit.clone(),
+            detail: format!(
+                "iteration {} has no evidence note though the session's baseline has one: the tool did not \
+                 record it (a trailer commit made on another branch and merged or fast-forwarded in passes no \
+                 hook of the session branch)",
+                it.number
+            ),
+        })
+        .collect())
 }

@@ -144,7 +144,8 @@ pub struct StartArgs {
     /// A path `inspect` found that iterations may NOT change; repeatable
     #[arg(long, value_name = "PATH")]
     pub deny: Vec<String>,
-    /// The Python command that runs pytest (e.g. `python3`, `uv run python`)
+    /// The Python command that runs pytest (e.g. `python3`, `uv run python`), split as a shell would: quote a
+    /// path with spaces
     #[arg(long, value_name = "CMD")]
     pub python: Option<String>,
     /// A pytest -k expression that narrows the correctness and benchmark selections, e.g. to the shapes
@@ -228,7 +229,8 @@ pub struct InspectArgs {
     /// first perf case, autotuning off, and read DRAM bytes, FLOPs and duration
     #[arg(long)]
     pub measure: bool,
-    /// The Python command that runs pytest for --measure (e.g. `python3`, `uv run python`)
+    /// The Python command that runs pytest for --measure (e.g. `python3`, `uv run python`), split as a shell
+    /// would
     #[arg(long, value_name = "CMD", requires = "measure")]
     pub python: Option<String>,
     /// Time limit for --measure (e.g. 10m)

@@ -44,6 +44,18 @@ impl Thresholds {
     pub fn gained(&self, status: Status, change_pct: Option<f64>) -> bool {
         status == Status::Keep && change_pct.is_some_and(|change| -change >= self.gain_pct)
     }
+
+    /// Limits that contradict each other, in words: a change between a continue threshold below the
+    /// gain threshold and the gain threshold would continue at full priority and count as no gain.
+    pub fn contradiction(&self) -> Option<String> {
+        (self.continue_pct < self.gain_pct).then(|| {
+            format!(
+                "--continue-pct {} is below --gain-pct {}: an improvement between them would continue at full \
+                 priority and count as no gain at once",
+                self.continue_pct, self.gain_pct
+            )
+        })
+    }
 }
 
 impl Default for Thresholds {

@@ -20,6 +20,7 @@ use crate::git::Repo;
 use crate::gpu::{GpuProcess, GpuState};
 use crate::records::{self, CaseOutcome, CaseReport};
 use crate::session::Session;
+use crate::trailers::Block;
 
 /// The notes ref the evidence lives in.
 pub const NOTES_REF: &str = "refs/notes/cutile-perf";
@@ -115,6 +116,93 @@ pub struct Evidence {
     /// it, or in a note written before it was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compile: Option<CompileFacts>,
+    /// The commit the note was written for, as it was then (none in notes written before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub binding: Option<Binding>,
+}
+
+/// What an evidence note measured: the commit and what it is made of. A note copied onto another commit,
+/// or a commit made again with the same message over another tree, no longer matches it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Binding {
+    pub commit: String,
+    pub tree: String,
+    pub parents: Vec<String>,
+    /// The tree of the attempt a reverted or crashed iteration names: the code that was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempt_tree: Option<String>,
+    /// The commit's trailer block.
+    pub trailers: String,
+}
+
+impl Binding {
+    /// `commit` as git holds it now (objects read without replacements).
+    pub fn of(repo: &Repo, commit: &str) -> Result<Binding> {
+        let ids = repo.git(&[
+            "rev-parse",
+            &format!("{commit}^{{commit}}"),
+            &format!("{commit}^{{tree}}"),
+            &format!("{commit}^@"),
+        ])?;
+        let mut ids = ids.lines().map(str::to_string);
+        let (Some(commit), Some(tree)) = (ids.next(), ids.next()) else {
+            bail!("git rev-parse did not name the commit {commit} and its tree");
+        };
+        let block = Block::from_message(&repo.message(&commit)?);
+        let attempt_tree = match block.get("Attempt")? {
+            Some(attempt) => Some(
+                repo.git(&["rev-parse", &format!("{attempt}^{{tree}}")])?
+                    .trim()
+                    .to_string(),
+            ),
+            None => None,
+        };
+        Ok(Binding {
+            commit,
+            tree,
+            parents: ids.collect(),
+            attempt_tree,
+            trailers: block.render(),
+        })
+    }
+
+    /// What differs between the commit the note was written for (`self`) and the one it sits on, in words.
+    pub fn differences(&self, now: &Binding) -> Vec<String> {
+        let short = crate::session::short;
+        let mut found = Vec::new();
+        if self.commit != now.commit {
+            found.push(format!("it was written for commit {}", short(&self.commit)));
+        }
+        if self.tree != now.tree {
+            found.push(format!(
+                "it measured tree {}, the commit holds {}",
+                short(&self.tree),
+                short(&now.tree)
+            ));
+        }
+        if self.parents != now.parents {
+            found.push(format!(
+                "it was written on parent(s) {}, the commit has {}",
+                self.parents
+                    .iter()
+                    .map(|p| short(p))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                now.parents
+                    .iter()
+                    .map(|p| short(p))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            ));
+        }
+        if self.attempt_tree != now.attempt_tree {
+            found.push("the attempt it measured is not the one the commit names".to_string());
+        }
+        if self.trailers != now.trailers {
+            found.push("its trailers are not the commit's".to_string());
+        }
+        found
+    }
 }
 
 impl Evidence {
@@ -135,6 +223,7 @@ impl Evidence {
             thresholds: session.thresholds,
             runs,
             compile: None,
+            binding: None,
         }
     }
 
@@ -212,11 +301,15 @@ impl Evidence {
         serde_json::from_slice(&json).context("the evidence payload is not the expected JSON")
     }
 
-    /// Adds the note to `commit` (replacing one there), its text through stdin.
+    /// Adds the note to `commit` (replacing one there), bound to that commit, its text through stdin.
     pub fn attach(&self, repo: &Repo, commit: &str) -> Result<()> {
+        let bound = Evidence {
+            binding: Some(Binding::of(repo, commit)?),
+            ..self.clone()
+        };
         repo.git_input(
             &["notes", "--ref", NOTES_REF, "add", "-f", "-F", "-", commit],
-            &self.to_note()?,
+            &bound.to_note()?,
         )
         .with_context(|| format!("cannot write the evidence note on {commit}"))?;
         Ok(())
@@ -333,6 +426,7 @@ mod tests {
                 },
             ],
             compile: None,
+            binding: None,
         }
     }
 

@@ -53,7 +53,7 @@ impl Repo {
     /// Finds the repository containing `dir`, honouring GIT_DIR and friends.
     pub fn discover(dir: &Path) -> Result<Repo> {
         check_git_version()?;
-        let repo = gix::discover_with_environment_overrides(dir)
+        let mut repo = gix::discover_with_environment_overrides(dir)
             .map_err(|e| anyhow!("{} is not inside a git repository ({e})", dir.display()))?;
         if repo
             .config_snapshot()
@@ -66,6 +66,9 @@ impl Repo {
                  `git refs migrate --ref-format=files`, or work in a clone made with the files format"
             );
         }
+        // The record is the objects as written: `refs/replace/` is read past here as in every git
+        // the tool runs (`verify` reports replacements).
+        repo.objects.ignore_replacements = true;
         // With GIT_DIR set and no GIT_WORK_TREE (how git runs hooks in a `--separate-git-dir`
         // repository), git takes the current directory as the work tree unless the repository is bare.
         let bare = repo.config_snapshot().boolean("core.bare").unwrap_or(false);
@@ -274,6 +277,10 @@ impl Repo {
         if allow_empty {
             args.push("--allow-empty");
         }
+        // with the user's key the record is signed: forging it then takes the key, not just plumbing
+        if self.signs() {
+            args.push("-S");
+        }
         self.git_with(&args, env, Some(message.as_bytes()))?;
         let id = self.head()?;
         let written = self.message(&id)?;
@@ -286,6 +293,15 @@ impl Repo {
             );
         }
         Ok(id)
+    }
+
+    /// Whether the user has a signing key configured (`user.signingkey`, for `gpg.format` openpgp, ssh
+    /// or x509), with which the tool signs its commits.
+    pub fn signs(&self) -> bool {
+        self.repo
+            .config_snapshot()
+            .string("user.signingkey")
+            .is_some_and(|key| !key.is_empty())
     }
 
     /// The raw message of a commit.
@@ -315,7 +331,7 @@ impl Repo {
 
 /// Where the tool remembers a session branch's baseline commit, so that the hook can read the session
 /// without walking the history.
-fn baseline_ref(branch: &str) -> String {
+pub fn baseline_ref(branch: &str) -> String {
     format!("refs/cutile-perf/baseline/{branch}")
 }
 

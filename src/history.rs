@@ -234,8 +234,8 @@ pub fn read(repo: &Repo, configs: Configs) -> Result<Option<History>> {
         return Ok(None);
     }
     // The baseline `start` remembered is the session's only source: a later commit that declares a
-    // session again cannot widen it. Without that ref (an older session), or with a stale one, the
-    // newest session block is read and remembered.
+    // session again cannot widen it. Without that ref (a clone, or deleted), or with a stale one, the
+    // newest session block is read, and never remembered: `step` refuses and `verify` reports it.
     let remembered = repo.remembered_baseline(&branch)?;
     if let Some(baseline) = &remembered {
         let history =
@@ -244,12 +244,7 @@ pub fn read(repo: &Repo, configs: Configs) -> Result<Option<History>> {
             return Ok(history);
         }
     }
-    let history = History::from_commits(repo.first_parent_commits()?, configs)?;
-    if let Some(history) = &history {
-        // when it cannot be written (a read-only repository), the hook reads the history
-        let _ = repo.remember_baseline(&branch, &history.baseline_commit);
-    }
-    Ok(history)
+    History::from_commits(repo.first_parent_commits()?, configs)
 }
 
 /// The session of the current branch, read from its baseline commit alone when the branch's

@@ -1,26 +1,52 @@
-//! Git-ignored files that pytest would load (a `conftest.py`, Python under the test and source trees,
-//! `.pth` files, pytest's config files): the allowed-path guard sees only what git tracks or lists as
-//! untracked, so an ignored `conftest.py` could change every measurement unseen. `start` records them
-//! (path and content hash) in the git dir; `step` refuses when any appeared, changed or went away.
+//! Git-ignored files the tests can load: the allowed-path guard sees only what git tracks or lists as
+//! untracked, so an ignored `conftest.py`, a stale `.pyc` or a built `.so` could change every measurement
+//! unseen. Which files: any Python can import from the test's import roots (the work-tree root and
+//! `src/`, so a path whose directories are all identifiers) with an extension Python or pytest loads,
+//! `.pth` files anywhere, and pytest's config files. `start` records them (path and content hash) in the
+//! git dir; `step` refuses when any appeared, changed or went away, and copies them into the baseline's
+//! worktree so that both sides of a comparison see the same ones.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
 use crate::git::Repo;
 
-/// What pytest may load from ignored files, as globs from the work-tree root.
-const LOADED_BY_PYTEST: &[&str] = &[
-    ":(glob)**/conftest.py",
-    ":(glob)tests/**/*.py",
-    ":(glob)src/**/*.py",
-    ":(glob)**/*.pth",
-    ":(glob)**/pytest.ini",
-    ":(glob)**/pyproject.toml",
-    ":(glob)**/setup.cfg",
-    ":(glob)**/tox.ini",
-];
+/// Extensions of what Python imports: source, bytecode, extension modules.
+const IMPORTED: &[&str] = &["py", "pyc", "pyo", "so", "pyd"];
+/// pytest's config files, read from the root and the test directories.
+const PYTEST_CONFIGS: &[&str] = &["pytest.ini", "pyproject.toml", "setup.cfg", "tox.ini"];
+
+/// Whether an ignored file at `path` (relative, `/`-separated) can be loaded by the tests.
+fn loadable(path: &str) -> bool {
+    let (dirs, name) = path.rsplit_once('/').unwrap_or(("", path));
+    if path.starts_with(&format!("{}/", crate::guard::SANDBOX)) {
+        return false;
+    }
+    if name.ends_with(".pth") {
+        return true;
+    }
+    if !(dirs.is_empty() || dirs.split('/').all(is_identifier)) {
+        return false;
+    }
+    if PYTEST_CONFIGS.contains(&name) {
+        return true;
+    }
+    // `module.cpython-311-x86_64-linux-gnu.so`, `module.cpython-311.pyc`: the module is the first part
+    match (name.split_once('.'), name.rsplit_once('.')) {
+        (Some((module, _)), Some((_, extension))) => {
+            IMPORTED.contains(&extension) && is_identifier(module)
+        }
+        _ => false,
+    }
+}
+
+fn is_identifier(word: &str) -> bool {
+    let mut chars = word.chars();
+    chars.next().is_some_and(|c| c.is_alphabetic() || c == '_')
+        && chars.all(|c| c.is_alphanumeric() || c == '_')
+}
 
 /// Path to content hash.
 type Fingerprint = BTreeMap<String, String>;
@@ -29,18 +55,42 @@ fn record_path(repo: &Repo, branch: &str) -> Result<PathBuf> {
     repo.git_path(&format!("cutile-perf/ignored/{branch}.json"))
 }
 
-fn fingerprint(repo: &Repo) -> Result<Fingerprint> {
-    let mut args = vec![
+/// The ignored files the tests can load, as repository paths.
+pub fn loadable_files(repo: &Repo) -> Result<Vec<String>> {
+    let listed = repo.git(&[
         "ls-files",
         "-z",
         "--others",
         "--ignored",
         "--exclude-standard",
-        "--",
-    ];
-    args.extend_from_slice(LOADED_BY_PYTEST);
-    let listed = repo.git(&args)?;
-    let paths: Vec<&str> = listed.split('\0').filter(|p| !p.is_empty()).collect();
+    ])?;
+    Ok(listed
+        .split('\0')
+        .filter(|p| !p.is_empty() && loadable(p))
+        .map(str::to_string)
+        .collect())
+}
+
+/// Copies the ignored files the tests can load from the work tree into `tree` (a worktree of another
+/// commit), where the same path is free: both sides of a comparison then load the same ones.
+pub fn copy_into(repo: &Repo, tree: &Path) -> Result<()> {
+    for path in loadable_files(repo)? {
+        let to = tree.join(&path);
+        if std::fs::symlink_metadata(&to).is_ok() {
+            continue;
+        }
+        if let Some(dir) = to.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        std::fs::copy(repo.root.join(&path), &to).with_context(|| {
+            format!("cannot copy the ignored {path} beside the baseline's code")
+        })?;
+    }
+    Ok(())
+}
+
+fn fingerprint(repo: &Repo) -> Result<Fingerprint> {
+    let paths = loadable_files(repo)?;
     if paths.is_empty() {
         return Ok(Fingerprint::new());
     }
@@ -52,8 +102,7 @@ fn fingerprint(repo: &Repo) -> Result<Fingerprint> {
     )?;
     let hashes = String::from_utf8_lossy(&hashes);
     Ok(paths
-        .iter()
-        .map(|p| p.to_string())
+        .into_iter()
         .zip(hashes.lines().map(str::to_string))
         .collect())
 }
@@ -102,4 +151,37 @@ pub fn check(repo: &Repo, branch: &str) -> Result<()> {
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_the_tests_can_load_is_found_by_import_path_and_extension() {
+        for path in [
+            "conftest.py",
+            "tests/ops/conftest.py",
+            "tests/__pycache__/common.cpython-311.pyc",
+            "src/tilegym/_ext.cpython-311-x86_64-linux-gnu.so",
+            "src/tilegym/legacy.pyo",
+            "pytest.ini",
+            "tests/tox.ini",
+            ".venv/lib/python3.11/site-packages/evil.pth",
+        ] {
+            assert!(loadable(path), "{path}");
+        }
+        for path in [
+            ".venv/lib/python3.11/site-packages/torch/__init__.py",
+            "build-output/x.py",
+            "notes.txt",
+            "tests/data.json",
+            "tests/2d-cases.py",
+            "sandbox/baseline/x.py",
+            "sandbox/evil.pth",
+            "src/tilegym/.hidden/x.py",
+        ] {
+            assert!(!loadable(path), "{path}");
+        }
+    }
 }

@@ -4,8 +4,8 @@
 //!
 //! `start` and `step` write the journal before each phase that changes the repository and remove it when
 //! done; a journal found later means a command was killed mid-way, and `recovery` finishes or undoes it.
-//! The lock holds the pid of the command that owns the repository's session work; a lock whose pid is
-//! gone is stale and taken over.
+//! The lock holds the identity (pid, start time, boot) of the command that owns the repository's session
+//! work; a lock whose process is gone, or whose number now names another process, is stale and taken over.
 
 use std::path::{Path, PathBuf};
 
@@ -13,6 +13,7 @@ use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
 use crate::git::Repo;
+use crate::process_identity::ProcessIdentity;
 
 /// The verb that wrote a journal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -64,6 +65,13 @@ pub struct Journal {
     /// `step`: the tested change as a tree object (allowed paths over `base`), so the edit can be found
     /// whatever happened to the work tree.
     pub edit_tree: Option<String>,
+    /// The work tree, tracked and untracked, saved as a tree object before an undo moved anything.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub work_tree: Option<String>,
+    /// The writing process as the kernel knows it, so a reused `pid` does not pass for it (none in
+    /// journals written before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub writer: Option<ProcessIdentity>,
 }
 
 fn dir(repo: &Repo) -> Result<PathBuf> {
@@ -127,7 +135,11 @@ impl Journal {
 
     /// Whether the command that wrote the journal still runs.
     pub fn writer_alive(&self) -> bool {
-        self.pid != std::process::id() && pid_alive(self.pid)
+        self.pid != std::process::id()
+            && match &self.writer {
+                Some(writer) => writer.alive(),
+                None => pid_alive(self.pid),
+            }
     }
 
     /// One line for the user: what was interrupted, and where.
@@ -172,25 +184,39 @@ impl Lock {
                 }
             }
             let holder = std::fs::read_to_string(&path).unwrap_or_default();
-            match holder
-                .split_whitespace()
-                .next()
-                .and_then(|p| p.parse().ok())
-            {
-                Some(pid) if pid_alive(pid) => bail!(
-                    "another git cutile-perf command ({}) is working on this repository\nhint: wait for it to \
-                     finish; `{verb}` cannot run beside it",
-                    holder.trim()
+            match ProcessIdentity::parse(&holder) {
+                Some(owner) if owner.alive() => bail!(
+                    "another git cutile-perf command (pid {}{}) is working on this repository\nhint: wait for it \
+                     to finish; `{verb}` cannot run beside it",
+                    owner.pid,
+                    holder
+                        .split_once(" (")
+                        .map_or(String::new(), |(_, v)| format!(
+                            ", {}",
+                            v.trim_end().trim_end_matches(')')
+                        ))
                 ),
-                // stale: its owner was killed; a half-written lock (no pid yet) is given a moment
+                // stale: its owner was killed, or its number now names another process
                 Some(_) => {
                     let _ = std::fs::remove_file(&path);
                 }
-                None => std::thread::sleep(std::time::Duration::from_millis(50)),
+                // half-written (no identity yet): given a moment
+                None if holder.trim().is_empty() => {
+                    std::thread::sleep(std::time::Duration::from_millis(50))
+                }
+                None => bail!(
+                    "the lock {} holds {:?}, which no git cutile-perf command of this version wrote\nhint: if no \
+                     git cutile-perf command runs, delete it (`rm '{}'`) and run `{verb}` again",
+                    path.display(),
+                    holder.trim(),
+                    path.display()
+                ),
             }
         }
         bail!(
-            "cannot take the lock {}\nhint: if no git cutile-perf command runs, delete it",
+            "cannot take the lock {}: it stays empty\nhint: if no git cutile-perf command runs, delete it \
+             (`rm '{}'`) and run `{verb}` again",
+            path.display(),
             path.display()
         )
     }
@@ -203,7 +229,10 @@ fn create_new(path: &Path) -> std::io::Result<()> {
         .create_new(true)
         .open(path)?;
     let verb = std::env::args().nth(1).unwrap_or_default();
-    write!(file, "{} (pid of `{verb}`)", std::process::id())
+    match ProcessIdentity::current() {
+        Some(me) => write!(file, "{me} (`{verb}`)"),
+        None => write!(file, "{} (`{verb}`)", std::process::id()),
+    }
 }
 
 impl Drop for Lock {
@@ -233,6 +262,8 @@ mod tests {
             base: "abc".into(),
             original: None,
             edit_tree: Some("def".into()),
+            work_tree: None,
+            writer: ProcessIdentity::current(),
         };
         let text = serde_json::to_string(&journal).unwrap();
         assert!(text.contains("\"phase\":\"committing-undo\""), "{text}");

@@ -35,6 +35,7 @@ pub mod paired;
 pub mod peaks;
 pub mod plot;
 pub mod process;
+pub mod process_identity;
 pub mod progress;
 pub mod pyliteral;
 pub mod pytest;

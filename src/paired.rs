@@ -40,7 +40,9 @@ impl<'a> BaselineTree<'a> {
             commit,
         ])
         .context("could not check out the baseline's code beside the work tree")?;
-        Ok(BaselineTree { repo, path })
+        let tree = BaselineTree { repo, path };
+        crate::ignored::copy_into(repo, &tree.path)?;
+        Ok(tree)
     }
 }
 

@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
+use crate::process_identity::ProcessIdentity;
+
 /// Set by SIGINT, SIGTERM or SIGHUP. Read by every wait for a child, at least every
 /// [`INTERRUPT_CHECK`], and by the verbs between their stages.
 static INTERRUPTED: LazyLock<Arc<AtomicBool>> = LazyLock::new(|| Arc::new(AtomicBool::new(false)));
@@ -55,6 +57,8 @@ pub fn git_bytes(
         Some(bytes) => command.stdin_bytes(bytes.to_vec()),
         None => command.stdin_null(),
     };
+    // the record is the objects as written, whatever `refs/replace/` substitutes (`verify` reports it)
+    command = command.env("GIT_NO_REPLACE_OBJECTS", "1");
     for (name, value) in env {
         command = command.env(name, value);
     }
@@ -114,13 +118,20 @@ pub fn record_groups_in(path: std::path::PathBuf) {
     *GROUP_FILE.lock().unwrap_or_else(|e| e.into_inner()) = Some(path);
 }
 
-/// Ends the process group recorded in `path` if it still runs (a tool killed mid-run left it);
-/// returns the group it ended.
+/// Ends the process group recorded in `path` if it is still the one recorded (a tool killed mid-run
+/// left it): its leader the very process that was started, or, the leader gone, its members from this
+/// boot (a group's number is not reused while a member lives). A number alone, or a leader that is
+/// another process now, is never signalled. Returns the group it ended.
 pub fn end_recorded_group(path: &Path) -> Option<libc::pid_t> {
-    let group: libc::pid_t = std::fs::read_to_string(path).ok()?.trim().parse().ok()?;
+    let text = std::fs::read_to_string(path).ok()?;
     let _ = std::fs::remove_file(path);
-    let alive = group > 1 && unsafe { libc::killpg(group, 0) } == 0;
-    if !alive {
+    let recorded = ProcessIdentity::parse(&text)?;
+    let group = libc::pid_t::try_from(recorded.pid).ok()?;
+    let ours = match ProcessIdentity::of(recorded.pid) {
+        Some(_) => recorded.alive(),
+        None => recorded.this_boot(),
+    };
+    if !ours || unsafe { libc::killpg(group, 0) } != 0 {
         return None;
     }
     kill_group(group, libc::SIGTERM);
@@ -213,8 +224,9 @@ fn wait(
         .start()
         .with_context(|| format!("cannot start {expression:?}"))?;
     let group = handle.pids()[0] as libc::pid_t;
-    if let Some(path) = group_file {
-        let _ = std::fs::write(path, group.to_string());
+    // without its identity the group is never recorded: a bare number may name another group later
+    if let (Some(path), Some(leader)) = (group_file, ProcessIdentity::of(group as u32)) {
+        let _ = std::fs::write(path, leader.to_string());
     }
     let ending = loop {
         let wake = deadline.min(Instant::now() + INTERRUPT_CHECK);

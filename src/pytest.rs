@@ -92,11 +92,6 @@ struct Run {
 }
 
 impl Pytest<'_> {
-    /// The words of `--python`, e.g. `python3` or `uv run python`.
-    fn python_words(&self) -> Vec<&str> {
-        self.python.split_whitespace().collect()
-    }
-
     /// A log's path relative to the work-tree root: reasons end up in trailers, read on other machines.
     fn shown(&self, log: &Path) -> String {
         log.strip_prefix(self.root)
@@ -107,13 +102,14 @@ impl Pytest<'_> {
 
     /// Fails early, before anything is changed, when the interpreter or pytest is missing.
     pub fn check_available(&self) -> Result<()> {
-        let words = self.python_words();
+        let words = python_words(self.python)?;
         let (program, args) = words.split_first().context("--python is empty")?;
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
         if self.place.is_local() {
             which::which(program)
                 .with_context(|| format!("{program} not found on PATH; pass --python CMD"))?;
         }
-        let mut full = args.to_vec();
+        let mut full = args;
         full.extend(["-m", "pytest", "--version"]);
         let output = process::capture(
             self.place.command(program, &full, self.root),
@@ -160,9 +156,9 @@ impl Pytest<'_> {
         remove_stale(&junit)?;
         remove_stale(&log)?;
         let junit_arg = format!("--junitxml={}", junit.display());
-        let words = self.python_words();
+        let words = python_words(self.python)?;
         let (program, python_args) = words.split_first().context("--python is empty")?;
-        let mut args: Vec<&str> = python_args.to_vec();
+        let mut args: Vec<&str> = python_args.iter().map(String::as_str).collect();
         args.extend([
             "-m",
             "pytest",
@@ -181,12 +177,14 @@ impl Pytest<'_> {
             &junit_arg,
         ]);
         args.extend_from_slice(extra);
-        let expression = self
+        let bytecode = FreshBytecode::new()?;
+        let mut expression = self
             .place
             .command(program, &args, self.root)
-            .env("PYTHONUNBUFFERED", "1")
-            // __pycache__ next to the kernel would be an untracked change in a repository that does not ignore it
-            .env("PYTHONDONTWRITEBYTECODE", "1");
+            .env("PYTHONUNBUFFERED", "1");
+        for (name, value) in bytecode.env() {
+            expression = expression.env(name, value);
+        }
         let mut python_path: Vec<PathBuf> = plugins.into_iter().map(Path::to_path_buf).collect();
         python_path.extend(
             sources_first(self.root)?
@@ -360,6 +358,47 @@ fn remove_stale(path: &Path) -> Result<()> {
     }
 }
 
+/// The words of `--python` (`python3`, `uv run python`), split as a shell would, so that a path with
+/// spaces is given quoted (`'/opt/my env/bin/python'`); an unclosed quote is an error.
+pub fn python_words(python: &str) -> Result<Vec<String>> {
+    shlex::split(python).with_context(|| {
+        format!(
+            "--python {python:?} has an unclosed quote\nhint: quote a path with spaces as a shell would: \
+             --python \"'/opt/my env/bin/python'\""
+        )
+    })
+}
+
+/// Python's bytecode kept out of the checkout for a test process: none written
+/// (`PYTHONDONTWRITEBYTECODE`: `__pycache__` next to the kernel would be an untracked change where it is
+/// not ignored) and none read from the checkout's `__pycache__` (`PYTHONPYCACHEPREFIX` at a fresh empty
+/// directory, removed with the value), so a stale or planted `.pyc`, ignored by git, cannot stand in for
+/// the source the tests import.
+pub struct FreshBytecode {
+    prefix: tempfile::TempDir,
+}
+
+impl FreshBytecode {
+    pub fn new() -> Result<FreshBytecode> {
+        let prefix = tempfile::Builder::new()
+            .prefix("cutile-perf-pycache-")
+            .tempdir()
+            .context("cannot create an empty bytecode directory for the tests")?;
+        Ok(FreshBytecode { prefix })
+    }
+
+    /// The environment of a test process that keeps to it.
+    pub fn env(&self) -> [(&'static str, String); 2] {
+        [
+            ("PYTHONDONTWRITEBYTECODE", "1".to_string()),
+            (
+                "PYTHONPYCACHEPREFIX",
+                self.prefix.path().to_string_lossy().into_owned(),
+            ),
+        ]
+    }
+}
+
 /// PYTHONPATH with the checkout's own `src/` first, ahead of an editable install that points elsewhere:
 /// a baseline's worktree must test the baseline's code. `None` for a checkout without `src/`.
 /// Writes the pytest plugin `(name, source)` into `dir` (which must then be on `PYTHONPATH`); returns
@@ -413,6 +452,24 @@ mod tests {
 
     fn ids(names: &[&str]) -> Vec<String> {
         names.iter().map(|n| n.to_string()).collect()
+    }
+
+    #[test]
+    fn python_is_split_as_a_shell_splits() {
+        assert_eq!(
+            python_words("uv run python").unwrap(),
+            ["uv", "run", "python"]
+        );
+        assert_eq!(
+            python_words("'/opt/my env/bin/python' -X dev").unwrap(),
+            ["/opt/my env/bin/python", "-X", "dev"]
+        );
+        assert!(
+            python_words("'/opt/my env/bin/python")
+                .unwrap_err()
+                .to_string()
+                .contains("unclosed quote")
+        );
     }
 
     #[test]

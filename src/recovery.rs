@@ -142,9 +142,10 @@ pub fn settle<T>(repo: &Repo, journal: &Journal, result: Result<T>) -> Result<T>
 
 /// Where the tested change can be found whatever the work tree holds.
 fn saved_edit(journal: &Journal) -> String {
-    journal.edit_tree.as_deref().map_or(String::new(), |tree| {
-        format!("\nyour tested change is saved as tree {tree}: `git restore --source={tree} -- .` brings it back")
-    })
+    journal
+        .edit_tree
+        .as_deref()
+        .map_or(String::new(), crate::snapshot::saved_as)
 }
 
 /// Finishes the command if its last commit landed, else undoes it (`repair`).
@@ -251,14 +252,62 @@ fn undo_step(repo: &Repo, journal: &Journal) -> Result<String> {
         repo.git(&["reset", "-q"])?;
         return Ok("your changes are in the work tree, unstaged".to_string());
     };
-    // the first commit after the base carries the edit (the attempt, or a kept iteration)
-    repo.git(&["reset", "-q", "--hard", edit])?;
+    // the work tree as it is now, saved before anything moves: edits made since the step began (the
+    // kernel edited after a kill, a file outside the session) are in it, and no reset below touches it
+    let saved = crate::snapshot::work_tree(repo)?;
+    let mut journal = journal.clone();
+    journal.work_tree = Some(saved.clone());
+    journal.save(repo)?;
+    // HEAD and the index only: the work tree stays as the user has it
     repo.git(&["reset", "-q", &journal.base])?;
+    let returned = return_the_edit(repo, edit, &journal.base, &saved)?;
     let taken: Vec<&str> = commits.iter().map(|c| short(c)).collect();
-    Ok(format!(
+    let mut words = format!(
         "commits {} taken back; your changes are in the work tree, unstaged",
         taken.join(" and ")
-    ))
+    );
+    let untested: Vec<String> = repo
+        .changed_between(edit, &saved)?
+        .into_iter()
+        .filter(|p| !returned.contains(p))
+        .collect();
+    if !untested.is_empty() {
+        words += &format!(
+            " (changed since the step began, kept as you left them: {}; the work tree as it was is saved \
+             as tree {saved})",
+            untested.join(", ")
+        );
+    }
+    Ok(words)
+}
+
+/// Puts the tested edit back into the work tree where the tool's own undo (`git revert`) had returned a
+/// path to the base, and only there: a path the user changed since is theirs. Returns those paths.
+fn return_the_edit(repo: &Repo, edit: &str, base: &str, saved: &str) -> Result<Vec<String>> {
+    let blob = |tree: &str, path: &str| {
+        repo.git(&["rev-parse", "-q", "--verify", &format!("{tree}:{path}")])
+            .ok()
+    };
+    let mut returned = Vec::new();
+    for path in repo.changed_between(base, edit)? {
+        let now = blob(saved, &path);
+        if now != blob(edit, &path) && now == blob(base, &path) {
+            returned.push(path);
+        }
+    }
+    if !returned.is_empty() {
+        let source = format!("--source={edit}");
+        let mut restore = vec![
+            "--literal-pathspecs",
+            "restore",
+            &source,
+            "--worktree",
+            "--",
+        ];
+        restore.extend(returned.iter().map(String::as_str));
+        repo.git(&restore)?;
+    }
+    Ok(returned)
 }
 
 /// The iteration commit, if the interrupted step made it.
@@ -288,7 +337,7 @@ fn undo_start(repo: &Repo, journal: &Journal) -> Result<String> {
             .git(&["rev-parse", "--verify", &format!("{tip}^")])?
             .trim()
             == journal.base
-            && is_baseline(repo, &tip)?);
+            && is_own_empty_commit(repo, &tip, &journal.base)?);
     if !own {
         bail!(
             "branch {} has commits the interrupted `start` did not make\nhint: look at it; delete it yourself if it is not needed",
@@ -304,6 +353,13 @@ fn undo_start(repo: &Repo, journal: &Journal) -> Result<String> {
         "the half-made branch {} is deleted",
         journal.branch
     ))
+}
+
+/// The baseline commit `start` made, judged by what a hook cannot have changed: the tool's subject and
+/// no change to the tree (a hook that appended to the message broke its trailers, not its origin).
+fn is_own_empty_commit(repo: &Repo, commit: &str, base: &str) -> Result<bool> {
+    let tree = |rev: &str| repo.git(&["rev-parse", &format!("{rev}^{{tree}}")]);
+    Ok(repo.message(commit)?.starts_with("cutile-perf:") && tree(commit)? == tree(base)?)
 }
 
 fn is_baseline(repo: &Repo, commit: &str) -> Result<bool> {

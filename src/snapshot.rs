@@ -60,10 +60,24 @@ impl Tested {
         };
         bail!(
             "the repository changed while the tests ran: {what}\nnothing was recorded: the measurement is of \
-             something else; your changes are as they are now\nhint: leave the repository alone while `step` \
-             runs, then run step again"
+             something else; your changes are as they are now{}\nhint: leave the repository alone while `step` \
+             runs (a test that checks files out or writes them belongs elsewhere), then run step again",
+            saved_as(&self.tree)
         )
     }
+}
+
+/// Where a tested change saved as `tree` can be found whatever the work tree holds, as a sentence.
+pub fn saved_as(tree: &str) -> String {
+    format!(
+        "\nthe tested change is saved as tree {tree}: `git restore --source={tree} -- .` brings it back"
+    )
+}
+
+/// The whole work tree (HEAD's tree with every tracked and untracked change, ignored files aside) as a
+/// tree object: what a reset may then not lose.
+pub fn work_tree(repo: &Repo) -> Result<String> {
+    change_tree(repo, &repo.all_changes()?)
 }
 
 /// `changed` over HEAD's tree, through a private index so the user's index is untouched.

@@ -53,6 +53,14 @@ impl Block {
         self.entries.is_empty()
     }
 
+    /// The block as the message carries it: one `Cutile-Perf-Key: value` line each.
+    pub fn render(&self) -> String {
+        self.entries
+            .iter()
+            .map(|(key, value)| format!("{PREFIX}{key}: {value}\n"))
+            .collect()
+    }
+
     /// Parses the trailers of a whole commit message, keeping only this tool's keys. Trailer paragraphs
     /// that other tools appended after ours (Gerrit's `Change-Id`, `Signed-off-by`) are read past.
     pub fn from_message(message: &str) -> Block {
@@ -121,9 +129,7 @@ pub fn render_message(subject: &str, notes: Option<&str>, block: &Block) -> Stri
         }
         message.push('\n');
     }
-    for (key, value) in &block.entries {
-        message.push_str(&format!("{PREFIX}{key}: {value}\n"));
-    }
+    message.push_str(&block.render());
     message
 }
 

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
+use git_cutile_perf::process_identity::ProcessIdentity;
 use support::*;
 
 /// Hooks that count their calls and pause at the `PAUSE_AT`th call of the hook named `PAUSE_HOOK`
@@ -57,6 +58,17 @@ struct Phase {
 /// Runs `args` with the pause set, stops it with `signal` once paused, and returns how it ended. For
 /// SIGKILL, git and its hook (one process group) are killed too, as a machine going down would.
 fn stop_at(f: &Fixture, args: &[&str], phase: Phase, signal: Signal) -> (Option<i32>, String) {
+    stop_at_after(f, args, phase, signal, || {})
+}
+
+/// [`stop_at`], doing `meanwhile` (what a user does while the tool runs) once paused.
+fn stop_at_after(
+    f: &Fixture,
+    args: &[&str],
+    phase: Phase,
+    signal: Signal,
+    meanwhile: impl FnOnce(),
+) -> (Option<i32>, String) {
     let pause = tempfile::tempdir().unwrap();
     let mut child: Child = f
         .command(args)
@@ -86,6 +98,7 @@ fn stop_at(f: &Fixture, args: &[&str], phase: Phase, signal: Signal) -> (Option<
         .parse()
         .unwrap();
     let group = unsafe { libc::getpgid(hook) };
+    meanwhile();
     let sent = Instant::now();
     unsafe {
         match signal {
@@ -332,22 +345,72 @@ fn a_second_command_waits_for_the_lock_and_a_dead_holder_does_not_block() {
     let f = Fixture::new();
     f.start();
     f.set_latency(0.05, 0.5);
-    std::fs::write(
-        f.path(".git/cutile-perf/lock"),
-        format!("{} (pid of `step`)", std::process::id()),
-    )
-    .unwrap();
+    let lock = f.path(".git/cutile-perf/lock");
+    let me = ProcessIdentity::current().unwrap();
+    std::fs::write(&lock, format!("{me} (`step`)")).unwrap();
     let err = f.fails(&["step", "faster"]);
-    assert!(err.contains("another git cutile-perf command"), "{err}");
+    assert!(
+        err.contains(&format!(
+            "another git cutile-perf command (pid {}, `step`)",
+            me.pid
+        )),
+        "{err}"
+    );
     assert_eq!(f.status(), format!(" M {KERNEL}\n"));
-    // a holder that is gone (pid beyond any pid_max) is stale
-    std::fs::write(
-        f.path(".git/cutile-perf/lock"),
-        "2147483600 (pid of `step`)",
-    )
-    .unwrap();
-    assert_eq!(f.step_json(&["faster"])["status"], "keep");
-    assert!(!f.path(".git/cutile-perf/lock").exists());
+    // a lock a version without identities wrote, and one no command wrote: named, with the fix
+    for holder in [format!("{} (pid of `step`)", me.pid), "-1".to_string()] {
+        std::fs::write(&lock, &holder).unwrap();
+        let err = f.fails(&["step", "faster"]);
+        assert!(
+            err.contains("which no git cutile-perf command of this version wrote")
+                && err.contains("hint: if no git cutile-perf command runs, delete it"),
+            "{err}"
+        );
+    }
+    // a holder that is gone, and a live process that has its number now (another start time), are stale
+    let gone = ProcessIdentity {
+        pid: 2147483600,
+        ..me.clone()
+    };
+    let reused = ProcessIdentity {
+        start_ticks: me.start_ticks + 1,
+        ..me.clone()
+    };
+    for (holder, latency) in [(gone, 0.05), (reused, 0.04)] {
+        f.set_latency(latency, latency * 10.0);
+        std::fs::write(&lock, format!("{holder} (`step`)")).unwrap();
+        assert_eq!(f.step_json(&["faster"])["status"], "keep");
+        assert!(!lock.exists());
+    }
+}
+
+#[test]
+fn a_recorded_group_whose_number_names_another_process_is_left_alone() {
+    let f = Fixture::new();
+    f.start();
+    let mut unrelated = std::process::Command::new("setsid")
+        .args(["sleep", "30"])
+        .spawn()
+        .unwrap();
+    let group = unrelated.id();
+    std::thread::sleep(Duration::from_millis(100));
+    let now = ProcessIdentity::of(group).unwrap();
+    for recorded in [
+        group.to_string(),
+        ProcessIdentity {
+            start_ticks: now.start_ticks + 1,
+            ..now.clone()
+        }
+        .to_string(),
+    ] {
+        std::fs::write(f.path(".git/cutile-perf/child-group"), &recorded).unwrap();
+        let out = both(&f.run(&["status"]));
+        assert!(!out.contains("ended the tests"), "{out}");
+        assert!(alive(group as i32), "status signalled group {recorded}");
+        assert!(!f.path(".git/cutile-perf/child-group").exists());
+    }
+    unrelated.kill().unwrap();
+    unrelated.wait().unwrap();
 }
 
 /// A `--python` that edits `$EDIT_DURING_RUN` before running the tests, as a user editing the kernel
@@ -358,7 +421,10 @@ fn editing_python() -> (tempfile::TempDir, PathBuf) {
     let path = dir.path().join("editing-python");
     std::fs::write(
         &path,
-        "#!/bin/sh\n[ -n \"$EDIT_DURING_RUN\" ] && echo '# edited during the run' >> \"$EDIT_DURING_RUN\"\nexec python3 \"$@\"\n",
+        "#!/bin/sh\n[ -n \"$EDIT_DURING_RUN\" ] && echo '# edited during the run' >> \"$EDIT_DURING_RUN\"\n\
+         [ -n \"$CHECKOUT_DURING_RUN\" ] && git checkout -q -- \"$CHECKOUT_DURING_RUN\"\n\
+         [ -n \"$WRITE_DURING_RUN\" ] && echo 'a test output' > \"$WRITE_DURING_RUN\"\n\
+         exec python3 \"$@\"\n",
     )
     .unwrap();
     make_executable(&path);
@@ -388,6 +454,60 @@ fn a_change_during_the_run_is_refused_with_nothing_recorded() {
     let kernel = std::fs::read_to_string(f.path(KERNEL)).unwrap();
     assert!(kernel.ends_with("# edited during the run\n"));
     assert_eq!(f.status(), format!(" M {KERNEL}\n"));
+}
+
+#[test]
+fn tests_that_check_out_the_kernel_are_refused_saying_where_the_edit_is() {
+    let f = Fixture::new();
+    let (_dir, python) = editing_python();
+    f.ok(&["start", "vector_add", "--python", python.to_str().unwrap()]);
+    f.set_latency(0.05, 0.5);
+    let edit = std::fs::read_to_string(f.path(KERNEL)).unwrap();
+    let out = f
+        .command(&["step", "faster"])
+        .env("CHECKOUT_DURING_RUN", KERNEL)
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("the repository changed while the tests ran"),
+        "{err}"
+    );
+    let tree = err
+        .split("the tested change is saved as tree ")
+        .nth(1)
+        .and_then(|rest| rest.split(':').next())
+        .unwrap_or_else(|| panic!("{err}"));
+    assert_eq!(f.status(), "");
+    f.git(&["restore", &format!("--source={tree}"), "--", "."]);
+    assert_eq!(std::fs::read_to_string(f.path(KERNEL)).unwrap(), edit);
+}
+
+#[test]
+fn a_file_the_tests_write_is_named_with_the_fix() {
+    let f = Fixture::new();
+    let (_dir, python) = editing_python();
+    f.ok(&["start", "vector_add", "--python", python.to_str().unwrap()]);
+    f.set_latency(0.05, 0.5);
+    let written = f.path("tests/ops/output.log");
+    let out = f
+        .command(&["step", "faster"])
+        .env("WRITE_DURING_RUN", &written)
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("tests/ops/output.log"), "{err}");
+    // every later step names it, and the fix
+    let err = f.fails(&["step", "faster"]);
+    assert!(
+        err.contains("tests/ops/output.log")
+            && err.contains("a file your tests write belongs in .git/info/exclude"),
+        "{err}"
+    );
+    f.append(".git/info/exclude", "/tests/ops/output.log\n");
+    assert_eq!(f.step_json(&["faster"])["status"], "keep");
 }
 
 #[test]
@@ -546,4 +666,78 @@ fn start_cleans_up_its_own_half_made_branch() {
     assert!(out.contains("an interrupted `start`"), "{out}");
     assert!(out.contains("is deleted"), "{out}");
     f.ok(&["status"]);
+}
+
+#[test]
+fn start_under_a_hook_appending_a_plain_line_leaves_nothing() {
+    let f = Fixture::new();
+    commit_msg_hook(&f, r#"echo 'Checked by corp-lint' >> "$1""#);
+    let base = f.head();
+    let status = f.status();
+    let err = f.fails(&["start", "vector_add"]);
+    assert!(
+        err.contains("does not carry the trailers the tool wrote"),
+        "{err}"
+    );
+    assert!(err.contains("commit-msg"), "{err}");
+    assert!(!err.contains("could not put the repository back"), "{err}");
+    assert_eq!(f.branch(), "main");
+    assert_eq!(f.head(), base);
+    assert_eq!(f.session_branch(), "");
+    assert_eq!(f.status(), status);
+    assert!(!f.root.join(".git/cutile-perf/journal.json").exists());
+}
+
+const ATTEMPT_LANDED: Phase = Phase {
+    name: "attempt landed",
+    hook: "post-commit",
+    at: 1,
+};
+
+#[test]
+fn an_interrupted_undo_keeps_what_was_edited_meanwhile() {
+    let f = Fixture::new();
+    install_pausing_hooks(&f);
+    f.start();
+    f.set_latency(0.2, 2.0);
+    let edit = std::fs::read_to_string(f.path(KERNEL)).unwrap();
+    let (code, output) =
+        stop_at_after(&f, &["step", "slower"], ATTEMPT_LANDED, Signal::Int, || {
+            f.append("setup.py", "# edited while the step ran\n")
+        });
+    assert_eq!(code, Some(130), "{output}");
+    assert!(
+        std::fs::read_to_string(f.path("setup.py"))
+            .unwrap()
+            .ends_with("# edited while the step ran\n"),
+        "{output}"
+    );
+    assert_eq!(std::fs::read_to_string(f.path(KERNEL)).unwrap(), edit);
+    assert_eq!(f.status(), format!(" M setup.py\n M {KERNEL}\n"));
+}
+
+#[test]
+fn repair_after_a_kill_keeps_the_kernel_as_edited_since() {
+    let f = Fixture::new();
+    install_pausing_hooks(&f);
+    f.start();
+    let base = f.head();
+    f.set_latency(0.2, 2.0);
+    let (code, _) = stop_at(&f, &["step", "slower"], ATTEMPT_LANDED, Signal::Kill);
+    assert_eq!(code, None);
+    // the user goes on editing before running repair
+    f.set_latency(0.07, 0.7);
+    let since = std::fs::read_to_string(f.path(KERNEL)).unwrap();
+    let report: serde_json::Value = serde_json::from_str(&f.ok(&["repair", "--json"])).unwrap();
+    assert_eq!(report["action"], "undone", "{report}");
+    assert!(
+        report["what"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("kept as you left them: {KERNEL}")),
+        "{report}"
+    );
+    assert_eq!(std::fs::read_to_string(f.path(KERNEL)).unwrap(), since);
+    assert_eq!(f.head(), base);
+    assert_eq!(f.status(), format!(" M {KERNEL}\n"));
 }

@@ -141,6 +141,26 @@ fn a_syntax_error_is_refused_with_its_line() {
 }
 
 #[test]
+fn an_expression_nested_beyond_what_python_parses_is_refused() {
+    let depth = 100_000;
+    let text = format!(
+        "import cuda.tile as ct\n\nx = {}1{}\n",
+        "(".repeat(depth),
+        ")".repeat(depth)
+    );
+    let err = module::analyze(&text, "tilegym.ops.cutile", None).unwrap_err();
+    assert_eq!(err.line, 3, "{err}");
+    assert!(
+        err.to_string()
+            .contains("nested more than 1000 levels deep, which Python does not parse"),
+        "{err}"
+    );
+    // as deep as Python allows still reads
+    let text = format!("x = {}1{}\n", "(".repeat(199), ")".repeat(199));
+    module::analyze(&text, "tilegym.ops.cutile", None).unwrap();
+}
+
+#[test]
 fn an_op_that_launches_an_imported_kernel_allows_its_file() {
     let kernel = Kernel {
         name: "split".into(),

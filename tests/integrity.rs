@@ -4,7 +4,7 @@
 mod support;
 
 use git_cutile_perf::history::{Configs, History};
-use support::{Fixture, KERNEL, both, text};
+use support::{Fixture, KERNEL, both, text, with_input};
 
 const NOTES: &str = "--ref=cutile-perf";
 
@@ -347,7 +347,10 @@ fn verify_finds_rewritten_history_undone_attempts_and_paths_outside() {
     f.set_latency(0.08, 1.0);
     f.git(&["add", KERNEL]);
     amend_keeping_the_note(&f, &message);
-    assert_eq!(finding_kinds(&f), ["attempt-not-undone"]);
+    assert_eq!(
+        finding_kinds(&f),
+        ["attempt-not-undone", "unbound-evidence"]
+    );
     f.git(&["reset", "-q", "--hard", &undo]);
     // a path outside the allowed set, committed past the hook
     f.append("setup.py", "# outside\n");
@@ -381,4 +384,263 @@ fn the_harness_baseline_is_read_back_as_the_tools_own() {
         .unwrap();
     assert_eq!(history.session.allowed, [KERNEL, "a b\nc.py"]);
     assert_eq!(history.current_baseline().latency_ms, Some(1.0));
+}
+
+/// A commit git makes of what is staged, with `message` on `parent`, past every hook: `git commit-tree`.
+fn commit_tree(f: &Fixture, message: &str, parent: &str) -> String {
+    let tree = f.git(&["write-tree"]);
+    let out = with_input(
+        f.program("git", &f.root)
+            .args(["commit-tree", tree.trim(), "-p", parent, "-F", "-"]),
+        message,
+    );
+    assert!(out.status.success(), "{}", both(&out));
+    text(&out.stdout).trim().to_string()
+}
+
+#[test]
+fn evidence_is_bound_to_the_commit_it_measured() {
+    let f = Fixture::new();
+    f.start();
+    f.set_latency(0.09, 0.9);
+    f.step_json(&["tile size 256"]);
+    let honest = f.head();
+    let message = f.git(&["log", "-1", "--format=%B"]);
+    // the same message and parent over a 50x slower kernel, the note copied onto it
+    f.set_latency(4.5, 45.0);
+    f.git(&["add", KERNEL]);
+    let forged = commit_tree(&f, &message, &format!("{honest}^"));
+    f.git(&["notes", NOTES, "copy", &honest, &forged]);
+    f.git(&["reset", "-q", "--hard", &forged]);
+    let (ok, report) = verify_json(&f);
+    assert!(!ok, "{report}");
+    assert_eq!(
+        report["findings"][0]["kind"], "unbound-evidence",
+        "{report}"
+    );
+    let detail = report["findings"][0]["detail"].as_str().unwrap();
+    assert!(
+        detail.contains(&format!("it was written for commit {}", &honest[..10]))
+            && detail.contains("it measured tree"),
+        "{detail}"
+    );
+    // the same commit shown through `git replace`: read past, and reported
+    f.git(&["reset", "-q", "--hard", &honest]);
+    assert_eq!(finding_kinds(&f), Vec::<String>::new());
+    f.git(&["replace", &honest, &forged]);
+    let table = f.ok(&["table", "--json"]);
+    assert!(table.contains("0.284605"), "{table}");
+    let (ok, report) = verify_json(&f);
+    assert!(!ok, "{report}");
+    assert_eq!(
+        report["findings"][0]["kind"], "replaced-objects",
+        "{report}"
+    );
+    assert_eq!(report["findings"][0]["commit"], honest.as_str());
+    assert_eq!(report["findings"].as_array().unwrap().len(), 1, "{report}");
+    f.edit_kernel("\n", "\n# next\n");
+    let err = f.fails(&["step", "over a replaced commit"]);
+    assert!(err.contains("replaced-objects"), "{err}");
+}
+
+#[test]
+fn a_session_declared_again_behind_a_deleted_baseline_ref_is_refused() {
+    let f = Fixture::new();
+    f.start();
+    let branch = f.session_branch();
+    let baseline = f.head();
+    let message = f.git(&["log", "-1", "--format=%B"]);
+    f.git(&[
+        "update-ref",
+        "-d",
+        &format!("refs/cutile-perf/baseline/{branch}"),
+    ]);
+    let widened = message.replacen(
+        &format!("Cutile-Perf-Allow: {KERNEL}\n"),
+        &format!("Cutile-Perf-Allow: {KERNEL}\nCutile-Perf-Allow: tests/common.py\n"),
+        1,
+    );
+    let forged = commit_tree(&f, &widened, &baseline);
+    f.git(&["reset", "-q", "--hard", &forged]);
+    f.git(&["notes", NOTES, "copy", &baseline, &forged]);
+    // reading does not write the ref back for the newest block
+    f.ok(&["status"]);
+    let kinds = finding_kinds(&f);
+    assert_eq!(kinds, ["baseline-ref", "unbound-evidence"], "{kinds:?}");
+    f.edit("tests/common.py", "\n", "\n# a harness edit\n");
+    let err = f.fails(&["step", "through the harness"]);
+    assert!(err.contains("the session's record does not hold"), "{err}");
+    assert!(err.contains("is missing"), "{err}");
+    assert_eq!(f.head(), forged, "nothing recorded");
+}
+
+/// `tests/common.py` with every median a tenth, compiled to an unchecked-hash `.pyc` (which Python
+/// never compares with the source) where Python looks for the module's bytecode.
+fn plant_fast_bytecode(f: &Fixture) -> String {
+    let tag = f.run_in(
+        &f.root,
+        "python3",
+        &["-c", "import sys; print(sys.implementation.cache_tag)"],
+    );
+    let pyc = format!("tests/__pycache__/common.{}.pyc", text(&tag.stdout).trim());
+    let variant = f.path("../common_variant.py");
+    let source = std::fs::read_to_string(f.path("tests/common.py")).unwrap();
+    let fast = source.replacen("\"median\": latency_ms,", "\"median\": latency_ms / 10,", 1);
+    assert_ne!(fast, source);
+    std::fs::write(&variant, fast).unwrap();
+    std::fs::create_dir_all(f.path("tests/__pycache__")).unwrap();
+    let out = f.run_in(
+        &f.root,
+        "python3",
+        &[
+            "-c",
+            "import py_compile, sys; py_compile.compile(sys.argv[1], cfile=sys.argv[2], dfile='tests/common.py', \
+             doraise=True, invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)",
+            &variant.to_string_lossy(),
+            &pyc,
+        ],
+    );
+    assert!(out.status.success(), "{}", both(&out));
+    pyc
+}
+
+#[test]
+fn stale_bytecode_is_never_read_and_new_bytecode_is_refused() {
+    let f = Fixture::new();
+    f.append(".git/info/exclude", "__pycache__/\n");
+    // there before the session: Python reads no bytecode from the checkout, so it measures nothing
+    plant_fast_bytecode(&f);
+    f.start();
+    f.append(KERNEL, "# a no-op\n");
+    let r = f.step_json(&["a no-op"]);
+    assert!(r["change_pct"].as_f64().unwrap().abs() < 1.0, "{r}");
+    // planted after `start`: every ignored file the tests can import is fingerprinted
+    std::fs::remove_dir_all(f.path("tests/__pycache__")).unwrap();
+    let f = Fixture::new();
+    f.append(".git/info/exclude", "__pycache__/\n");
+    f.start();
+    let pyc = plant_fast_bytecode(&f);
+    f.append(KERNEL, "# a no-op\n");
+    let err = f.fails(&["step", "a no-op"]);
+    assert!(err.contains(&format!("{pyc} (new or changed)")), "{err}");
+}
+
+#[test]
+fn an_ignored_conftest_is_seen_by_both_sides() {
+    let f = Fixture::new();
+    f.append(".git/info/exclude", "tests/ops/conftest.py\n");
+    f.write(
+        "tests/ops/conftest.py",
+        "import tests.common as common\n\n_measured = common.benchmark_record\n\
+         common.benchmark_record = lambda latency_ms: _measured(latency_ms / 2)\n",
+    );
+    f.start();
+    // the conftest halves what the baseline measures
+    assert_eq!(f.trailer("HEAD", "Cutile-Perf-Baseline-Ms"), "0.158114");
+    f.append(KERNEL, "# a no-op\n");
+    let r = f.step_json(&["a no-op"]);
+    assert!(r["change_pct"].as_f64().unwrap().abs() < 1.0, "{r}");
+    assert_eq!(f.ok(&["verify"]).lines().count(), 1);
+}
+
+#[test]
+fn a_trailer_commit_fast_forwarded_from_another_branch_is_refused() {
+    let f = Fixture::new();
+    f.start();
+    let session = f.session_branch();
+    let message = f.git(&["log", "-1", "--format=%B"]);
+    // iteration 1 written by hand on a side branch, where the session's hooks do not look
+    f.git(&["checkout", "-q", "-b", "side"]);
+    let forged = message
+        .split("\n\n")
+        .next()
+        .unwrap()
+        .replace("baseline", "#1 keep -50.00%: by hand")
+        + "\n\nCutile-Perf-Iteration: 1\nCutile-Perf-Optimization: by hand\nCutile-Perf-Latency-Ms: 0.158114\n\
+           Cutile-Perf-Correctness: PASS\nCutile-Perf-Status: keep\nCutile-Perf-Baseline-Ms: 0.316228\n\
+           Cutile-Perf-Change: -50.00%\nCutile-Perf-Decision: continue\nCutile-Perf-Reason: by hand\n";
+    f.set_latency(0.05, 0.5);
+    f.git(&["commit", "-q", "-a", "--cleanup=verbatim", "-m", &forged]);
+    f.git(&["checkout", "-q", &session]);
+    f.git(&["merge", "-q", "--ff-only", "side"]);
+    assert_eq!(f.trailer("HEAD", "Cutile-Perf-Iteration"), "1");
+    assert_eq!(finding_kinds(&f), ["missing-evidence"]);
+    f.set_latency(0.04, 0.4);
+    let err = f.fails(&["step", "over a hand-made iteration"]);
+    assert!(
+        err.contains("the session's record does not hold")
+            && err.contains("iteration 1 has no evidence note"),
+        "{err}"
+    );
+}
+
+/// An ssh signing key for the fixture's repository (what `user.signingkey` with `gpg.format ssh` is), its
+/// public half trusted for checking.
+fn sign_with_a_key(f: &Fixture) {
+    let key = f.path("../signing-key");
+    let out = f.run_in(
+        &f.root,
+        "ssh-keygen",
+        &[
+            "-q",
+            "-t",
+            "ed25519",
+            "-N",
+            "",
+            "-f",
+            &key.to_string_lossy(),
+        ],
+    );
+    assert!(out.status.success(), "{}", both(&out));
+    let public = std::fs::read_to_string(key.with_extension("pub")).unwrap();
+    let allowed = f.path("../allowed-signers");
+    std::fs::write(&allowed, format!("committer@example.com {public}")).unwrap();
+    f.git(&["config", "gpg.format", "ssh"]);
+    f.git(&[
+        "config",
+        "user.signingkey",
+        &key.with_extension("pub").to_string_lossy(),
+    ]);
+    f.git(&[
+        "config",
+        "gpg.ssh.allowedSignersFile",
+        &allowed.to_string_lossy(),
+    ]);
+}
+
+#[test]
+fn with_a_signing_key_every_commit_is_signed_and_verify_checks_each() {
+    let f = Fixture::new();
+    sign_with_a_key(&f);
+    f.start();
+    f.set_latency(0.09, 0.9);
+    assert_eq!(f.step_json(&["tile size 256"])["status"], "keep");
+    f.set_latency(0.08, 1.0);
+    assert_eq!(f.step_json(&["one config slower"])["status"], "revert");
+    for rev in ["HEAD", "HEAD^", "HEAD~2", "HEAD~3"] {
+        assert_eq!(
+            f.git(&["log", "-1", "--format=%G?", rev]).trim(),
+            "G",
+            "{rev}"
+        );
+    }
+    let (ok, report) = verify_json(&f);
+    assert!(ok, "{report}");
+    assert_eq!(report["signed"], serde_json::json!([0, 1, 2]));
+    assert!(
+        f.ok(&["verify"])
+            .contains("3 with an evidence note, 3 signed")
+    );
+    // the last iteration made again past the tool: unsigned, its note copied over
+    let message = f.git(&["log", "-1", "--format=%B"]);
+    amend_keeping_the_note(&f, &message);
+    let (ok, report) = verify_json(&f);
+    assert!(!ok);
+    assert_eq!(report["signed"], serde_json::json!([0, 1]));
+    assert_eq!(finding_kinds(&f), ["unbound-evidence", "signature"]);
+    let detail = report["findings"][1]["detail"].as_str().unwrap();
+    assert_eq!(
+        detail,
+        "iteration 2's commit is not signed, though the session's baseline is"
+    );
 }

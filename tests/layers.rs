@@ -29,7 +29,15 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "git, processes and the runner",
         &[
-            "git", "gpu", "ncu", "process", "progress", "pytest", "runner", "ui",
+            "git",
+            "gpu",
+            "ncu",
+            "process",
+            "process_identity",
+            "progress",
+            "pytest",
+            "runner",
+            "ui",
         ],
     ),
     (

@@ -3,7 +3,7 @@
 mod support;
 
 use support::hang::Hang;
-use support::{Fixture, KERNEL, text};
+use support::{Fixture, KERNEL, text, with_input};
 
 /// A string field of a `--json` object.
 fn word<'a>(r: &'a serde_json::Value, key: &str) -> &'a str {
@@ -93,17 +93,10 @@ fn baseline_is_an_empty_commit_with_the_session() {
     assert_eq!(f.status(), "");
     // git itself parses the block
     let message = f.git(&["log", "-1", "--format=%B"]);
-    let parsed = std::process::Command::new("git")
-        .args(["interpret-trailers", "--parse"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .and_then(|mut child| {
-            use std::io::Write;
-            child.stdin.take().unwrap().write_all(message.as_bytes())?;
-            child.wait_with_output()
-        })
-        .unwrap();
+    let parsed = with_input(
+        std::process::Command::new("git").args(["interpret-trailers", "--parse"]),
+        &message,
+    );
     assert!(text(&parsed.stdout).contains("Cutile-Perf-Status: keep\n"));
 }
 

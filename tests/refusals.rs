@@ -79,6 +79,26 @@ fn odd_arguments_are_refused() {
         &["--allow", "src/tilegym"],
         "--allow src/tilegym is a directory",
     );
+    start_refused(
+        &f,
+        &["--continue-pct", "1", "--gain-pct", "5"],
+        "--continue-pct 1 is below --gain-pct 5",
+    );
+}
+
+#[test]
+fn an_empty_description_is_refused() {
+    let f = Fixture::new();
+    f.start();
+    let head = f.head();
+    f.set_latency(0.05, 0.5);
+    for description in ["", " \n\t "] {
+        let err = f.fails(&["step", description]);
+        assert!(err.contains("the description is empty"), "{err}");
+        assert!(err.contains("hint:"), "{err}");
+    }
+    assert_eq!(f.head(), head);
+    assert_eq!(f.status(), format!(" M {KERNEL}\n"));
 }
 
 #[test]
@@ -198,4 +218,59 @@ fn a_git_older_than_the_oldest_supported_is_refused() {
         "{err}"
     );
     assert!(err.contains("hint: nothing was changed"), "{err}");
+}
+
+#[test]
+fn a_python_without_pytest_at_step_is_refused_not_recorded() {
+    let f = Fixture::new();
+    f.start();
+    let head = f.head();
+    f.set_latency(0.09, 0.9);
+    // the session's `python3` now one without pytest (a virtual environment left off PATH)
+    let bare = f.path("../bare-python");
+    write_script(
+        &bare.join("python3"),
+        "#!/bin/sh\necho \"$0: No module named pytest\" >&2\nexit 1\n",
+    );
+    let path = format!(
+        "{}:{}:{}",
+        bare.display(),
+        BIN.parent().unwrap().display(),
+        std::env::var("PATH").unwrap()
+    );
+    let out = f
+        .command(&["step", "tile size 256"])
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("the tests cannot start, so nothing was run or recorded")
+            && err.contains("No module named pytest")
+            && err.contains("hint:"),
+        "{err}"
+    );
+    assert_eq!(f.head(), head);
+    assert!(f.status().contains(KERNEL));
+}
+
+#[test]
+fn a_python_path_with_spaces_is_given_quoted() {
+    let f = Fixture::new();
+    let python = f.path("../my env/bin/python3");
+    write_script(&python, "#!/bin/sh\nexec python3 \"$@\"\n");
+    let python = python.display().to_string();
+    start_refused(
+        &f,
+        &["--python", &format!("'{python}")],
+        "has an unclosed quote",
+    );
+    f.ok(&["start", "vector_add", "--python", &format!("'{python}' -B")]);
+    assert_eq!(
+        f.trailer("HEAD", "Cutile-Perf-Python"),
+        format!("'{python}' -B")
+    );
+    f.set_latency(0.05, 0.5);
+    assert_eq!(f.step_json(&["faster"])["status"], "keep");
 }

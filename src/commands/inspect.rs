@@ -62,7 +62,7 @@ fn measure(repo: &Repo, full: &InspectReport, args: &InspectArgs) -> Result<Meas
         "--measure needs Nsight Compute, and ncu is not on PATH\nhint: install Nsight Compute, or drop --measure for the static estimate",
     )?;
     let (test, names) = what_to_profile(full)?;
-    let mut command = perf_case_command(args, test);
+    let mut command = perf_case_command(args, test)?;
     let (log, csv) = ncu_outputs(repo)?;
     // autotune searches that ignore TILEGYM_DISABLE_AUTOTUNE are paused under the profiler, as in
     // `diagnose`: their trial launches carry the kernel's name and fail under ncu
@@ -76,6 +76,8 @@ fn measure(repo: &Repo, full: &InspectReport, args: &InspectArgs) -> Result<Meas
             .filter(|dir| !dir.as_os_str().is_empty())
             .chain([plugin_dir.to_path_buf()]),
     )?;
+    let bytecode = pytest::FreshBytecode::new()?;
+    let [no_write, prefix] = bytecode.env();
     let metrics = ncu::metrics(ncu::query_metrics().as_deref());
     let ncu_args = ncu::args(metrics, &names.join("|"), WARM_UP_LAUNCHES, 1, &csv);
     ui::progress_line(&format!(
@@ -88,7 +90,8 @@ fn measure(repo: &Repo, full: &InspectReport, args: &InspectArgs) -> Result<Meas
         &repo.root,
         &[
             ("TILEGYM_DISABLE_AUTOTUNE", "1"),
-            ("PYTHONDONTWRITEBYTECODE", "1"),
+            (no_write.0, &no_write.1),
+            (prefix.0, &prefix.1),
             ("PYTHONPATH", &python_path.to_string_lossy()),
         ],
         &log,
@@ -129,9 +132,9 @@ fn what_to_profile(full: &InspectReport) -> Result<(&TestMatch, Vec<&str>)> {
 }
 
 /// pytest on the perf cases of `test`, with the session's Python.
-fn perf_case_command(args: &InspectArgs, test: &TestMatch) -> Vec<String> {
+fn perf_case_command(args: &InspectArgs, test: &TestMatch) -> Result<Vec<String>> {
     let python = args.python.clone().unwrap_or_else(pytest::default_python);
-    let mut command: Vec<String> = python.split_whitespace().map(str::to_string).collect();
+    let mut command = pytest::python_words(&python)?;
     command.extend(
         [
             "-m",
@@ -145,7 +148,7 @@ fn perf_case_command(args: &InspectArgs, test: &TestMatch) -> Vec<String> {
         ]
         .map(str::to_string),
     );
-    command
+    Ok(command)
 }
 
 /// Where ncu writes its log and its CSV, in the sandbox (which git ignores); no CSV of an earlier

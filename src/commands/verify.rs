@@ -22,6 +22,8 @@ pub struct VerifyReport {
     pub iterations: usize,
     /// Iterations whose evidence note was found and checked.
     pub with_evidence: usize,
+    /// Iterations whose commit carries a good signature (the tool signs with the user's key).
+    pub signed: Vec<u32>,
     pub findings: Vec<Finding>,
 }
 
@@ -37,6 +39,7 @@ pub fn run(repo: &Repo, args: &JsonArg, out: &mut impl Write) -> Result<()> {
                 baseline: String::new(),
                 iterations: 0,
                 with_evidence: 0,
+                signed: Vec::new(),
                 findings: vec![Finding {
                     kind: Kind::BrokenHistory,
                     commit: repo.head()?,
@@ -54,10 +57,11 @@ pub fn run(repo: &Repo, args: &JsonArg, out: &mut impl Write) -> Result<()> {
         }
         writeln!(
             out,
-            "{} iterations since {}, {} with an evidence note: {}",
+            "{} iterations since {}, {} with an evidence note, {} signed: {}",
             report.iterations,
             crate::session::short(&report.baseline),
             report.with_evidence,
+            report.signed.len(),
             match report.findings.len() {
                 0 => "the record holds".to_string(),
                 n => format!("{n} finding(s)"),
@@ -78,16 +82,62 @@ pub fn run(repo: &Repo, args: &JsonArg, out: &mut impl Write) -> Result<()> {
 /// Every finding on the session's record.
 pub fn audit_history(repo: &Repo, history: &History) -> Result<VerifyReport> {
     let mut findings = audit::foreign_findings(repo, history)?;
+    findings.extend(audit::identity_findings(repo, history)?);
     findings.extend(outside_allowed(repo, history)?);
     findings.extend(undone_attempts(repo, history)?);
     let (with_evidence, evidence_findings) = evidence_findings(repo, history)?;
     findings.extend(evidence_findings);
+    let (signed, signature_findings) = signatures(repo, history)?;
+    findings.extend(signature_findings);
     Ok(VerifyReport {
         baseline: history.baseline_commit.clone(),
         iterations: history.iterations.len().saturating_sub(1),
         with_evidence,
+        signed,
         findings,
     })
+}
+
+/// The iterations whose commit is signed well, and the findings: in a session whose baseline is signed,
+/// each iteration commit and attempt without a good signature; in any session, a bad one. What a
+/// signature is worth is git's judgement (`%G?`, with the user's keyring or `gpg.ssh.allowedSignersFile`).
+fn signatures(repo: &Repo, history: &History) -> Result<(Vec<u32>, Vec<Finding>)> {
+    let range = format!("{}..HEAD", history.baseline_commit);
+    let mut listed = repo.git(&["log", "--first-parent", "--format=%H %G?", &range])?;
+    listed += &repo.git(&["log", "-1", "--format=%H %G?", &history.baseline_commit])?;
+    let state: std::collections::HashMap<&str, &str> =
+        listed.lines().filter_map(|l| l.split_once(' ')).collect();
+    let good = |commit: &str| matches!(state.get(commit), Some(&"G") | Some(&"U"));
+    let signed_session = good(&history.baseline_commit);
+    let mut signed = Vec::new();
+    let mut findings = Vec::new();
+    for (commit, it) in &history.iterations {
+        if good(commit) {
+            signed.push(it.number);
+        }
+        for made in std::iter::once(commit).chain(&it.attempt) {
+            let code = state.get(made.as_str()).copied().unwrap_or("N");
+            let problem = match code {
+                "G" | "U" => None,
+                "N" if !signed_session => None,
+                "N" => Some("is not signed, though the session's baseline is"),
+                "B" => Some("carries a bad signature"),
+                "R" => Some("is signed by a revoked key"),
+                "X" | "Y" => Some("carries an expired signature or one by an expired key"),
+                _ if !signed_session => None,
+                _ => Some(
+                    "carries a signature that cannot be checked here (its key is not in the keyring or gpg.ssh.allowedSignersFile)",
+                ),
+            };
+            let what = if made == commit { "commit" } else { "attempt" };
+            findings.extend(problem.map(|problem| Finding {
+                kind: Kind::Signature,
+                commit: made.clone(),
+                detail: format!("iteration {}'s {what} {problem}", it.number),
+            }));
+        }
+    }
+    Ok((signed, findings))
 }
 
 /// Commit by commit since the baseline, the paths outside the allowed set.
@@ -178,6 +228,10 @@ fn evidence_findings(repo: &Repo, history: &History) -> Result<(usize, Vec<Findi
                             it.number
                         ),
                     ));
+                }
+                // the baseline's binding is part of `identity_findings`
+                if it.number > 0 {
+                    findings.extend(audit::binding_finding(repo, commit, &evidence)?);
                 }
             }
         }

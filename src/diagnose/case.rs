@@ -69,6 +69,8 @@ pub struct Case {
     /// Where cuda-tile dumps what it compiles.
     pub dumps: PathBuf,
     env: Vec<(&'static str, String)>,
+    /// Held for the case's life: its bytecode directory is in `env`.
+    _bytecode: crate::pytest::FreshBytecode,
 }
 
 impl Case {
@@ -82,11 +84,7 @@ impl Case {
         scratch: &str,
     ) -> Result<Case> {
         let node_id = super::node_id(&session.test, config);
-        let mut command: Vec<String> = session
-            .python
-            .split_whitespace()
-            .map(str::to_string)
-            .collect();
+        let mut command = crate::pytest::python_words(&session.python)?;
         command
             .extend(["-m", "pytest", &node_id, "-q", "-p", "no:cacheprovider"].map(str::to_string));
         repo.exclude(&format!("/{}/", crate::guard::SANDBOX))?;
@@ -98,11 +96,12 @@ impl Case {
         let python_path = crate::pytest::sources_first(&root)?
             .map(|path| path.to_string_lossy().into_owned())
             .unwrap_or_else(|| std::env::var("PYTHONPATH").unwrap_or_default());
+        let bytecode = crate::pytest::FreshBytecode::new()?;
         let mut env = vec![
             ("TILEGYM_DISABLE_AUTOTUNE", "1".to_string()),
-            ("PYTHONDONTWRITEBYTECODE", "1".to_string()),
             ("PYTHONPATH", python_path),
         ];
+        env.extend(bytecode.env());
         env.extend(toolchain::dump_env(&dumps));
         Ok(Case {
             root,
@@ -111,6 +110,7 @@ impl Case {
             dir,
             dumps,
             env,
+            _bytecode: bytecode,
         })
     }
 

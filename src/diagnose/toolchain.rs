@@ -66,9 +66,9 @@ pub fn gpu_arch(gpu: Option<&str>) -> Option<String> {
 }
 
 fn tileiras(python: &str, root: &Path) -> Option<PathBuf> {
-    let words: Vec<&str> = python.split_whitespace().collect();
+    let words = crate::pytest::python_words(python).ok()?;
     let (program, args) = words.split_first()?;
-    let mut full = args.to_vec();
+    let mut full: Vec<&str> = args.iter().map(String::as_str).collect();
     full.extend([
         "-c",
         "import os, nvidia.cu13 as m; print(os.path.join(m.__path__[0], 'bin', 'tileiras'))",

@@ -33,6 +33,18 @@ impl Source {
             text: text.to_string(),
             tree,
         };
+        // every reader below walks the tree recursively: a tree deeper than any Python parses is refused
+        // before it can exhaust the stack
+        if let Some(deep) = deeper_than(source.tree.root_node(), MAX_DEPTH) {
+            return Err(SyntaxError {
+                line: deep.start_position().row + 1,
+                column: deep.start_position().column + 1,
+                snippet: format!(
+                    "nested more than {MAX_DEPTH} levels deep, which Python does not parse (it stops at 200 \
+                     nested parentheses)"
+                ),
+            });
+        }
         if let Some(bad) = first_error(source.tree.root_node()) {
             let line_text = text.lines().nth(bad.start_position().row).unwrap_or("");
             return Err(SyntaxError {
@@ -73,6 +85,30 @@ impl Source {
                 Some(format!("{object}.{}", self.text_of(attribute)))
             }
             _ => None,
+        }
+    }
+}
+
+/// Syntax-tree depth past which a file is refused; Python's own parser refuses far less.
+const MAX_DEPTH: usize = 1000;
+
+/// The first node more than `limit` levels below `root`, found without recursion.
+fn deeper_than(root: Node, limit: usize) -> Option<Node> {
+    let mut cursor = root.walk();
+    let mut depth = 0;
+    loop {
+        if depth > limit {
+            return Some(cursor.node());
+        }
+        if cursor.goto_first_child() {
+            depth += 1;
+            continue;
+        }
+        while !cursor.goto_next_sibling() {
+            if !cursor.goto_parent() {
+                return None;
+            }
+            depth -= 1;
         }
     }
 }

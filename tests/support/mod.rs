@@ -366,6 +366,28 @@ pub fn both(out: &Output) -> String {
     format!("{}{}", text(&out.stdout), text(&out.stderr))
 }
 
+/// Writes a shell script at `path` (its directory made) and makes it executable.
+pub fn write_script(path: &Path, contents: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(path, contents).unwrap();
+    fs::set_permissions(path, fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// Runs `command` with `input` on its stdin; returns what it printed.
+pub fn with_input(command: &mut Command, input: &str) -> Output {
+    command
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            child.stdin.take().unwrap().write_all(input.as_bytes())?;
+            child.wait_with_output()
+        })
+        .unwrap()
+}
+
 pub fn copy_dir(from: &Path, to: &Path) {
     fs::create_dir_all(to).unwrap();
     for entry in fs::read_dir(from).unwrap().flatten() {

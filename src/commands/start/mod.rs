@@ -69,6 +69,8 @@ pub fn run(repo: &Repo, args: &StartArgs, out: &mut impl Write) -> Result<StartR
         base: repo.head()?,
         original: Some(original.clone()),
         edit_tree: None,
+        work_tree: None,
+        writer: crate::process_identity::ProcessIdentity::current(),
     };
     journal.save(repo)?;
     let result = (|| {

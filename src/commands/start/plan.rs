@@ -101,6 +101,9 @@ pub fn plan(repo: &Repo, args: &StartArgs) -> Result<Plan> {
     // an option names the class; otherwise ncu may measure it after the baseline
     let measure_class = class.is_none() && intensity.is_none() && gpu_state.is_some();
     let (class, class_source) = class_of(*class, *intensity, estimate);
+    if let Some(why) = thresholds.thresholds().contradiction() {
+        bail!("{why}\nhint: nothing was made; pass a --continue-pct at least the --gain-pct");
+    }
     let session = Session {
         kernel: found.path.clone(),
         test,

@@ -32,7 +32,7 @@ use crate::stats::{Comparison, ConfigChange};
 use crate::ui;
 use crate::{process, recovery};
 use attempt::{Tried, attempt};
-use preflight::{Preflight, gpu_ready, preflight};
+use preflight::{Preflight, gpu_ready, preflight, tests_ready};
 use record::{Recorded, record};
 
 /// What `step` did, as `--json` prints it.
@@ -66,6 +66,12 @@ pub struct StepReport {
 
 /// One iteration as a pipeline: preflight, attempt, judge, record, render.
 pub fn run(repo: &Repo, args: &StepArgs, out: &mut impl Write) -> Result<StepReport> {
+    if crate::trailers::one_line(&args.description).is_empty() {
+        bail!(
+            "the description is empty: the iteration's Cutile-Perf-Optimization would say nothing\nhint: say in \
+             a few words what this change tried, e.g. `git cutile-perf step \"tile size 256\"`"
+        );
+    }
     let _lock = Lock::take(repo, "step")?;
     recovery::refuse_unfinished(repo)?;
     process::record_groups_in(journal::group_file(repo)?);
@@ -75,6 +81,8 @@ pub fn run(repo: &Repo, args: &StepArgs, out: &mut impl Write) -> Result<StepRep
     let place = Runner::acquire(&ready.history.session.runner, &repo.root, &sandbox(repo))?;
     let gpu = gpu_ready(repo, &ready.history.session, &place)?;
     let tested = Tested::take(repo)?;
+    // after the change is taken: what the check runs (the session's Python) is held to it too
+    tests_ready(repo, &ready.history.session, &place)?;
     let signs = census::shortcut_signs(&repo.git(&[
         "diff",
         "-U0",
@@ -90,6 +98,8 @@ pub fn run(repo: &Repo, args: &StepArgs, out: &mut impl Write) -> Result<StepRep
         base: tested.head.clone(),
         original: None,
         edit_tree: Some(tested.tree.clone()),
+        work_tree: None,
+        writer: crate::process_identity::ProcessIdentity::current(),
     };
     journal.save(repo)?;
     let on = Placed { place, gpu };

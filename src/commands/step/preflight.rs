@@ -1,7 +1,7 @@
 //! The checks before any run: a halted loop, an empty change, paths outside the allowed set, a history
 //! that broke the rule or holds commits the tool did not make. Nothing runs and nothing changes here.
 
-use anyhow::{Result, anyhow, bail};
+use anyhow::{Context, Result, anyhow, bail};
 
 use crate::audit;
 use crate::decision::LoopState;
@@ -9,6 +9,7 @@ use crate::git::Repo;
 use crate::gpu::{self, GpuState};
 use crate::guard;
 use crate::history::{Configs, History, require_history};
+use crate::pytest::Pytest;
 use crate::runner::Runner;
 use crate::session::{Session, short};
 use crate::ui;
@@ -40,7 +41,8 @@ pub fn preflight(repo: &Repo, continue_anyway: bool) -> Result<Preflight> {
     if !outside.is_empty() {
         bail!(
             "only the session's allowed paths may change, but these did:\n  {}\nallowed: {}\nhint: undo them \
-             (`git restore <path>`, or move new files away) and run step again",
+             (`git restore <path>`, or move new files away; a file your tests write belongs in \
+             .git/info/exclude) and run step again",
             outside.join("\n  "),
             allowed.join(", ")
         );
@@ -78,6 +80,21 @@ fn refuse_broken_history(repo: &Repo, history: &History) -> Result<()> {
             broken.join("\n  ")
         );
     }
+    let mut record = audit::identity_findings(repo, history)?;
+    record.extend(audit::unnoted_iterations(repo, history)?);
+    if !record.is_empty() {
+        bail!(
+            "the session's record does not hold:\n  {}\nhint: nothing is recorded until it does; a missing \
+             baseline ref is fetched with the notes (`git fetch origin 'refs/cutile-perf/*:refs/cutile-perf/*'`), \
+             a replacement removed with `git replace -d`, an iteration the tool did not record reset away \
+             (`git reset --hard <its parent>`); `git cutile-perf verify` lists every finding",
+            record
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("\n  ")
+        );
+    }
     let foreign = audit::foreign_findings(repo, history)?;
     if !foreign.is_empty() {
         let latest = history
@@ -97,6 +114,22 @@ fn refuse_broken_history(repo: &Repo, history: &History) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// The session's Python can run pytest where the step runs, as `start` checked: an interpreter or
+/// pytest gone since is refused before anything runs, never recorded as the kernel's crash.
+pub fn tests_ready(repo: &Repo, session: &Session, place: &Runner) -> Result<()> {
+    Pytest {
+        python: &session.python,
+        root: &repo.root,
+        test: &session.test,
+        filter: session.filter.as_deref(),
+        sandbox: super::super::sandbox(repo),
+        deadline: std::time::Instant::now(),
+        place,
+    }
+    .check_available()
+    .context("the tests cannot start, so nothing was run or recorded")
 }
 
 /// The GPU this step runs on. Refused when the session had one and it is gone or cannot run cuTile;
