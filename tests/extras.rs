@@ -301,6 +301,20 @@ fn zsh_and_fish_scripts_load() {
     }
 }
 
+/// A report's list of files as (kind, path).
+fn entries(list: &serde_json::Value) -> Vec<(String, PathBuf)> {
+    list.as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["kind"].as_str().unwrap().to_string(),
+                PathBuf::from(f["path"].as_str().unwrap()),
+            )
+        })
+        .collect()
+}
+
 #[test]
 fn install_and_uninstall_extras_in_the_user_directories() {
     let home = tempfile::tempdir().unwrap();
@@ -312,17 +326,7 @@ fn install_and_uninstall_extras_in_the_user_directories() {
 
     let out = run_ok(tool(&["install-extras", "--json"]).env("HOME", home.path()));
     let report = json(&out);
-    let written: Vec<(String, PathBuf)> = report["files"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| {
-            (
-                f["kind"].as_str().unwrap().to_string(),
-                PathBuf::from(f["path"].as_str().unwrap()),
-            )
-        })
-        .collect();
+    let written = entries(&report["files"]);
     let expected = [
         ("man", man1.join("git-cutile-perf.1")),
         ("man", man1.join("git-cutile-perf-step.1")),
@@ -392,17 +396,7 @@ fn install_and_uninstall_extras_in_the_user_directories() {
     std::fs::write(&demo_report, "<!DOCTYPE html>").unwrap();
 
     let out = run_ok(tool(&["uninstall-extras", "--json"]).env("HOME", home.path()));
-    let removed: Vec<(String, PathBuf)> = json(&out)["removed"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| {
-            (
-                f["kind"].as_str().unwrap().to_string(),
-                PathBuf::from(f["path"].as_str().unwrap()),
-            )
-        })
-        .collect();
+    let removed = entries(&json(&out)["removed"]);
     for entry in &written {
         assert!(removed.contains(entry), "{entry:?} not in {removed:?}");
     }
