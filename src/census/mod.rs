@@ -134,7 +134,8 @@ fn side_censuses(runs: &[RunFile], side: &str) -> Result<Vec<(String, Census)>, 
     let mut found = Vec::new();
     for run in runs
         .iter()
-        .filter(|run| run.name.ends_with(&format!("-{side}")))
+        // the benchmark rounds and the confirming rounds; not the correctness runs on unseen inputs
+        .filter(|run| run.name.contains("round-") && run.name.ends_with(&format!("-{side}")))
     {
         let cases = records::parse_junit(&run.junit).map_err(|e| format!("{}: {e:#}", run.name))?;
         for case in &cases {
@@ -303,7 +304,12 @@ fn human_rate(gb_s: f64) -> String {
 /// The attempt paired rounds make once the kernel is held to what it earned: the census gate, then,
 /// for a verdict that still keeps, the correctness runs on unseen inputs. `step` and `verify` alike.
 pub fn judged(decided: Decided, runs: &[RunFile], rules: &Rules) -> Attempt {
-    let decided = gate(decided, runs, rules);
+    with_unseen(gate(decided, runs, rules), runs)
+}
+
+/// A verdict already through [`gate`], held to the unseen-input runs (`step` gates before it decides
+/// whether to make them, and does not gate twice).
+pub fn with_unseen(decided: Decided, runs: &[RunFile]) -> Attempt {
     match unseen_failures(runs) {
         Some((offset, failed)) if decided.tier != Tier::Revert => {
             Attempt::UnseenInputsFailed { failed, offset }

@@ -71,7 +71,7 @@ pub fn attempt(repo: &Repo, history: &History, place: &Runner, deadline: Instant
             if decided.tier != Tier::Revert {
                 unseen_inputs(&rounds, &mut runs)?;
             }
-            census::judged(decided, &runs, &rules)
+            census::with_unseen(decided, &runs)
         }
         Err(why) => Attempt::Crashed {
             correctness: Correctness::Pass,
@@ -115,7 +115,7 @@ fn correctness(
 }
 
 /// Correctness on both sides once more, with every seed the tests set shifted by an offset neither side
-/// has seen: what `census::judged` holds a kept step to.
+/// has seen: what `census::with_unseen` holds a kept step to.
 fn unseen_inputs(rounds: &Rounds, runs: &mut Vec<RunFile>) -> Result<()> {
     use std::hash::{BuildHasher, Hasher};
     let offset = std::collections::hash_map::RandomState::new()
