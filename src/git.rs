@@ -22,8 +22,9 @@ pub fn parse_git_version(line: &str) -> Option<(u32, u32)> {
     Some((parts.next()??, parts.next()??))
 }
 
-/// Refuses a git older than [`MINIMUM_GIT`], once per process.
-fn check_git_version() -> Result<()> {
+/// Refuses a git older than [`MINIMUM_GIT`], once per process. The verbs check it as they open the
+/// repository; the hook does not (it runs on every commit, in a repository `start` already checked).
+pub fn check_git_version() -> Result<()> {
     static CHECKED: std::sync::OnceLock<std::result::Result<(), String>> =
         std::sync::OnceLock::new();
     CHECKED
@@ -52,7 +53,6 @@ pub struct Repo {
 impl Repo {
     /// Finds the repository containing `dir`, honouring GIT_DIR and friends.
     pub fn discover(dir: &Path) -> Result<Repo> {
-        check_git_version()?;
         let mut repo = gix::discover_with_environment_overrides(dir)
             .map_err(|e| anyhow!("{} is not inside a git repository ({e})", dir.display()))?;
         if repo

@@ -30,7 +30,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     }
     process::install_interrupt_handler()?;
     // opened only by the verbs that work on a repository
-    let repo = || git::Repo::discover(&std::env::current_dir()?);
+    let open = || git::Repo::discover(&std::env::current_dir()?);
+    let repo = || git::check_git_version().and_then(|()| open());
     let out = &mut std::io::stdout().lock();
     match &cli.command {
         Command::Start(args) => commands::start::run(&repo()?, args, out).map(drop),
@@ -52,7 +53,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Refs(args) => commands::refs::run(args, out),
         Command::Skill(args) => commands::skill::run(repo().ok().as_ref(), args, out),
         Command::Mcp => unreachable!("served above"),
-        Command::Hook(args) => commands::hook::run(&repo()?, args, out),
+        Command::Hook(args) => commands::hook::run(&open()?, args, out),
         Command::Demo(args) => commands::demo::run(args),
         Command::Man(args) => commands::extras::man(args),
         Command::Completions(args) => commands::extras::completions(args),
