@@ -454,7 +454,7 @@ pub struct RunnerArgs {
         long,
         default_value = "local",
         value_parser = clap::builder::TypedValueParser::map(
-            clap::builder::PossibleValuesParser::new(RunnerKind::NAMES),
+            clap::builder::PossibleValuesParser::new(RunnerKind::names()),
             |name: String| RunnerKind::parse(&name).expect("one of the names")
         )
     )]

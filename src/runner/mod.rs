@@ -5,7 +5,7 @@
 //! process either way (`srun` forwards signals to the node and returns the task's exit code).
 //!
 //! Adding a runner: one file with a type that implements [`Runner`] (and its settings, if it has
-//! any), one [`RunnerKind`] variant, and its arm in [`open`].
+//! any), one [`RunnerKind`] variant, and its row in [`RUNNERS`].
 
 pub mod local;
 pub mod slurm;
@@ -34,23 +34,55 @@ pub enum RunnerKind {
 }
 
 impl RunnerKind {
-    /// Every kind by name, as `--runner` takes them.
-    pub const NAMES: [&'static str; 2] = ["local", "slurm"];
-
+    /// The name `--runner` takes and the baseline records.
     pub fn as_str(self) -> &'static str {
-        match self {
-            RunnerKind::Local => "local",
-            RunnerKind::Slurm => "slurm",
-        }
+        registration(self).name
     }
 
     pub fn parse(text: &str) -> Option<RunnerKind> {
-        match text {
-            "local" => Some(RunnerKind::Local),
-            "slurm" => Some(RunnerKind::Slurm),
-            _ => None,
-        }
+        RUNNERS.iter().find(|r| r.name == text).map(|r| r.kind)
     }
+
+    /// Every kind by name, as `--runner` takes them.
+    pub fn names() -> impl Iterator<Item = &'static str> {
+        RUNNERS.iter().map(|r| r.name)
+    }
+}
+
+/// One runner as [`open`] knows it: its kind, its name, and how it gets ready.
+struct Registration {
+    kind: RunnerKind,
+    name: &'static str,
+    /// The runner for `settings`, whose commands will see the work tree at `root` (`sandbox` is
+    /// where it may leave files to check that).
+    open: fn(settings: &RunnerSettings, root: &Path, sandbox: &Path) -> Result<Box<dyn Runner>>,
+}
+
+/// Every runner: adding one is a file in `src/runner/`, a [`RunnerKind`] variant and a row here.
+const RUNNERS: [Registration; 2] = [
+    Registration {
+        kind: RunnerKind::Local,
+        name: "local",
+        open: |_, _, _| Ok(Box::new(Local)),
+    },
+    Registration {
+        kind: RunnerKind::Slurm,
+        name: "slurm",
+        open: |settings, root, sandbox| {
+            Ok(Box::new(slurm::Allocation::request(
+                &settings.slurm,
+                root,
+                sandbox,
+            )?))
+        },
+    },
+];
+
+fn registration(kind: RunnerKind) -> &'static Registration {
+    RUNNERS
+        .iter()
+        .find(|r| r.kind == kind)
+        .expect("every kind has its row in RUNNERS")
 }
 
 /// How a session's runner is set up: the kind and what that kind asks for (a Slurm allocation's
@@ -202,15 +234,12 @@ thread_local! {
 }
 
 /// The session's runner, ready: nothing to do locally; a Slurm allocation (waiting in the queue, not
-/// counted in the budget) whose node is checked to see `root`. The one registration of every kind.
+/// counted in the budget) whose node is checked to see `root`; whatever [`RUNNERS`] says for the kind.
 pub fn open(settings: &RunnerSettings, root: &Path, sandbox: &Path) -> Result<Box<dyn Runner>> {
     if let Some(stand_in) = STAND_IN.with(|slot| slot.borrow().clone()) {
         return stand_in(settings, root);
     }
-    Ok(match settings.kind {
-        RunnerKind::Local => Box::new(Local),
-        RunnerKind::Slurm => Box::new(slurm::Allocation::request(&settings.slurm, root, sandbox)?),
-    })
+    (registration(settings.kind).open)(settings, root, sandbox)
 }
 
 /// Runs `body` with every runner it opens on this thread made by `make` (given the session's
@@ -229,6 +258,16 @@ pub fn with_stand_in<T>(
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    #[test]
+    fn every_kind_has_one_row_and_its_name_reads_back() {
+        for kind in [RunnerKind::Local, RunnerKind::Slurm] {
+            assert_eq!(RUNNERS.iter().filter(|r| r.kind == kind).count(), 1);
+            assert_eq!(RunnerKind::parse(kind.as_str()), Some(kind));
+        }
+        assert_eq!(RunnerKind::names().collect::<Vec<_>>(), ["local", "slurm"]);
+        assert_eq!(RunnerKind::parse("kubernetes"), None);
+    }
 
     #[test]
     fn local_sessions_write_no_runner_trailers_and_read_back_local() {
