@@ -17,7 +17,8 @@ use crate::diagnose::cache::{NOTES_REF, remember};
 use crate::diagnose::case::Source;
 use crate::diagnose::profile::{heaviest, profile};
 use crate::git::Repo;
-use crate::history::{Configs, History, code_commit, iteration, require_history};
+use crate::history::{Configs, History, code_commit, iteration, require_history, sandbox};
+use crate::runner::{self, Runner};
 use crate::session::{Iteration, short};
 use crate::ui;
 
@@ -52,7 +53,9 @@ pub fn run(repo: &Repo, args: &DiagnoseArgs, out: &mut impl Write) -> Result<Dia
             .or_else(|| heaviest(&history.current_baseline().configs))
             .context("the iteration records no config to profile\nhint: pass --config TEST_ID")?,
     };
-    require_ncu()?;
+    // the session's GPU: on Slurm, the profile runs on a node allocated for it
+    let place = runner::open(&history.session.runner, &repo.root, &sandbox(repo))?;
+    require_ncu(&*place, &repo.root)?;
     let saved_report = match &args.save {
         Some(dir) => Some(report_path(dir, iteration.number, &config)?),
         None => None,
@@ -60,6 +63,7 @@ pub fn run(repo: &Repo, args: &DiagnoseArgs, out: &mut impl Write) -> Result<Dia
     let source = Source::of(repo, &commit)?;
     let profiled = profile(
         repo,
+        &*place,
         &history,
         source.path(repo),
         &config,
@@ -67,6 +71,7 @@ pub fn run(repo: &Repo, args: &DiagnoseArgs, out: &mut impl Write) -> Result<Dia
         Instant::now() + args.budget,
     )?;
     drop(source);
+    place.release();
     remember(repo, &commit, &profiled)?;
     let report = DiagnoseReport {
         iteration: iteration.number,
@@ -104,8 +109,8 @@ fn report_path(dir: &Path, number: u32, config: &str) -> Result<PathBuf> {
     Ok(std::path::absolute(dir)?.join(name))
 }
 
-fn require_ncu() -> Result<()> {
-    which::which("ncu").map(drop).context(
+fn require_ncu(place: &dyn Runner, root: &Path) -> Result<()> {
+    place.find("ncu", root).map(drop).context(
         "diagnose needs Nsight Compute, and ncu is not on PATH\nhint: install Nsight Compute (it comes with the \
          CUDA toolkit, e.g. /usr/local/cuda/bin/ncu) and put it on PATH",
     )

@@ -13,6 +13,7 @@ use serde::Serialize;
 use crate::agent::next_action::{NextAction, Situation, next_action};
 use crate::cli::StartArgs;
 use crate::decision::{self, Thresholds};
+use crate::diagnose::facts::Place;
 use crate::evidence::Evidence;
 use crate::git::Repo;
 use crate::gpu::GpuState;
@@ -84,6 +85,7 @@ pub fn run(repo: &Repo, args: &StartArgs, out: &mut impl Write) -> Result<StartR
         if plan.measure_class
             && let Some((class, source)) = measure::measured_class(
                 repo,
+                &*plan.place,
                 &plan.session,
                 &baseline.iteration.configs,
                 plan.deadline,
@@ -106,8 +108,6 @@ fn commit(
     mut plan: Plan,
     baseline: Baseline,
 ) -> Result<StartReport> {
-    // recording needs no node: give it back first
-    plan.place.release();
     let Baseline {
         iteration: baseline,
         tests,
@@ -132,15 +132,21 @@ fn commit(
     journal.enter(repo, Phase::WritingTable)?;
     repo.remember_baseline(&plan.branch, &commit)?;
     // the baseline's compile facts, so that `compare 0 N` reads both sides from evidence
+    let place = Place {
+        runner: &*plan.place,
+        gpu: plan.gpu_state.as_ref(),
+    };
     let compile = crate::diagnose::facts::for_iteration(
         repo,
+        place,
         &plan.session,
         &baseline.configs,
         &commit,
-        plan.gpu_state.as_ref(),
         None,
         plan.deadline,
     );
+    // the node did the baseline's last GPU work: give it back
+    plan.place.release();
     if compile.is_some() {
         evidence.with_compile(compile).attach(repo, &commit)?;
     }
