@@ -1,7 +1,7 @@
 //! The pre-commit hook with real git: one test per case of the rule, each in a fresh repository built
 //! from `fixtures/tilegym/`, with git's configuration sealed off from the machine's.
 
-mod support;
+use crate::support;
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
