@@ -53,6 +53,7 @@ pub mod table;
 pub mod trailers;
 pub mod ui;
 pub mod units;
+pub mod user_cache;
 pub mod verdict;
 
 /// The version `--version` prints: the crate's, and the commit it was built from.
