@@ -7,14 +7,22 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-use crate::{process, ui, user_cache};
+use crate::{process, ui};
 
 /// Where the environment lives, under the cache directory.
 const VENV: &str = "git-cutile-perf/venv";
 
+/// `$XDG_CACHE_HOME`, or `~/.cache` (an unset, empty or relative XDG value is ignored, as the spec says).
+pub fn cache_dir() -> Option<PathBuf> {
+    std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .filter(|dir| dir.is_absolute())
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))
+}
+
 /// Where the demo's environment is (or would be made).
 pub fn environment_dir() -> Option<PathBuf> {
-    user_cache::dir().map(|dir| dir.join(VENV))
+    cache_dir().map(|dir| dir.join(VENV))
 }
 
 /// Where a demo whose repository is removed at its end keeps the session's report.
@@ -22,7 +30,7 @@ const KEPT_REPORT: &str = "git-cutile-perf/demo/perf_results.html";
 
 /// Where the demo keeps its report (or would): in the cache directory, else the temporary one.
 pub fn kept_report() -> PathBuf {
-    user_cache::dir()
+    cache_dir()
         .unwrap_or_else(std::env::temp_dir)
         .join(KEPT_REPORT)
 }

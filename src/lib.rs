@@ -53,7 +53,6 @@ pub mod table;
 pub mod trailers;
 pub mod ui;
 pub mod units;
-pub mod user_cache;
 pub mod verdict;
 
 /// The version `--version` prints: the crate's, and the commit it was built from.

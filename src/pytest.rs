@@ -13,7 +13,7 @@ use crate::process::{self, Ending};
 use crate::progress;
 use crate::records::{self, CaseOutcome, CaseReport, Measurement, Statistic};
 use crate::runner::Runner;
-use crate::{ui, user_cache};
+use crate::ui;
 
 pub const CORRECTNESS_SELECTION: &str = "test_ and cutile and not test_perf";
 pub const BENCHMARK_SELECTION: &str = "test_perf and cutile";
@@ -369,12 +369,11 @@ pub fn python_words(python: &str) -> Result<Vec<String>> {
     })
 }
 
-/// Python's bytecode kept out of the checkout for a test process: read and written only in a fresh
-/// directory (`PYTHONPYCACHEPREFIX`, removed with the value), never in the checkout's `__pycache__`
-/// (which would be an untracked change where it is not ignored), so a stale or planted `.pyc`, ignored
-/// by git, cannot stand in for the source the tests import. The directory starts with the bytecode of
-/// the interpreter's own files that earlier runs compiled, and gives back what this run adds to it
-/// (`user_cache`).
+/// Python's bytecode kept out of the checkout for a test process: none written
+/// (`PYTHONDONTWRITEBYTECODE`: `__pycache__` next to the kernel would be an untracked change where it is
+/// not ignored) and none read from the checkout's `__pycache__` (`PYTHONPYCACHEPREFIX` at a fresh empty
+/// directory, removed with the value), so a stale or planted `.pyc`, ignored by git, cannot stand in for
+/// the source the tests import.
 pub struct FreshBytecode {
     prefix: tempfile::TempDir,
 }
@@ -384,23 +383,19 @@ impl FreshBytecode {
         let prefix = tempfile::Builder::new()
             .prefix("cutile-perf-pycache-")
             .tempdir()
-            .context("cannot create a bytecode directory for the tests")?;
-        user_cache::seed(prefix.path());
+            .context("cannot create an empty bytecode directory for the tests")?;
         Ok(FreshBytecode { prefix })
     }
 
     /// The environment of a test process that keeps to it.
-    pub fn env(&self) -> [(&'static str, String); 1] {
-        [(
-            "PYTHONPYCACHEPREFIX",
-            self.prefix.path().to_string_lossy().into_owned(),
-        )]
-    }
-}
-
-impl Drop for FreshBytecode {
-    fn drop(&mut self) {
-        user_cache::keep(self.prefix.path());
+    pub fn env(&self) -> [(&'static str, String); 2] {
+        [
+            ("PYTHONDONTWRITEBYTECODE", "1".to_string()),
+            (
+                "PYTHONPYCACHEPREFIX",
+                self.prefix.path().to_string_lossy().into_owned(),
+            ),
+        ]
     }
 }
 

@@ -38,7 +38,6 @@ const LAYERS: &[(&str, &[&str])] = &[
             "pytest",
             "runner",
             "ui",
-            "user_cache",
         ],
     ),
     (

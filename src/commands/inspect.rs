@@ -77,7 +77,7 @@ fn measure(repo: &Repo, full: &InspectReport, args: &InspectArgs) -> Result<Meas
             .chain([plugin_dir.to_path_buf()]),
     )?;
     let bytecode = pytest::FreshBytecode::new()?;
-    let [prefix] = bytecode.env();
+    let [no_write, prefix] = bytecode.env();
     let metrics = ncu::metrics(ncu::query_metrics().as_deref());
     let ncu_args = ncu::args(metrics, &names.join("|"), WARM_UP_LAUNCHES, 1, &csv);
     ui::progress_line(&format!(
@@ -90,6 +90,7 @@ fn measure(repo: &Repo, full: &InspectReport, args: &InspectArgs) -> Result<Meas
         &repo.root,
         &[
             ("TILEGYM_DISABLE_AUTOTUNE", "1"),
+            (no_write.0, &no_write.1),
             (prefix.0, &prefix.1),
             ("PYTHONPATH", &python_path.to_string_lossy()),
         ],

@@ -51,7 +51,7 @@ fn python_with_pytest() -> Option<PathBuf> {
     if git_cutile_perf::demo_python::has_pytest(&["python3"]) {
         return None;
     }
-    let cache = git_cutile_perf::user_cache::dir().expect("HOME or XDG_CACHE_HOME is set");
+    let cache = git_cutile_perf::demo_python::cache_dir().expect("HOME or XDG_CACHE_HOME is set");
     fs::create_dir_all(cache.join("git-cutile-perf")).unwrap();
     let lock = fs::File::create(cache.join("git-cutile-perf/venv.lock")).unwrap();
     lock.lock().unwrap();
@@ -166,9 +166,6 @@ impl Fixture {
             .env_clear()
             .env("PATH", &self.search_path)
             .env("HOME", &self.home)
-            // one cache for every test (the tool keeps Python's bytecode of pytest and the standard
-            // library there), so that each test's runs do not compile them again
-            .env("XDG_CACHE_HOME", shared_cache())
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .env("GIT_CONFIG_GLOBAL", self.home.join(".gitconfig"))
             .env("GIT_AUTHOR_NAME", "Test Author")
@@ -385,11 +382,6 @@ impl Fixture {
         .trim_end()
         .to_string()
     }
-}
-
-/// The cache directory every fixture shares, beside cargo's build (it outlives a test run).
-pub fn shared_cache() -> PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR")).join("cache")
 }
 
 /// Whether process `pid` runs; a zombie is dead for our purposes (/proc/<pid>/stat's state field is Z).
