@@ -1,10 +1,10 @@
 //! `diagnose::facts::for_iteration`, what `step` calls once its verdict is known to keep the iteration's
 //! compile facts in its evidence note, and `compare` reading them from there. Machines without a GPU have
 //! no toolkit: `tests/data/toolkit/` stands in for the Tile IR assembler and cuobjdump, and the fixture's
-//! `cuda.tile` stand-in writes the dumps. Its own test binary, because it sets this process's PATH, which
-//! no other test may see.
+//! `cuda.tile` stand-in writes the dumps. The in-process test sets this process's PATH, holding it
+//! ([`ProcessPath`]) so that no other test sees it.
 
-mod support;
+use crate::support;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -24,12 +24,11 @@ use support::*;
 const H200: &str = "NVIDIA H200, 9.0, 580.159.04, 1980, 1980, 612, 143771, 41";
 
 /// PATH with `first` (if any) in front, less every directory that holds a real GPU tool.
-fn set_path(first: Option<&PathBuf>) {
+fn set_path(path: &ProcessPath, first: Option<&PathBuf>) {
     let real = |d: &PathBuf| ["tileiras", "cuobjdump"].iter().any(|t| d.join(t).exists());
     let mut dirs: Vec<PathBuf> = first.into_iter().cloned().collect();
     dirs.extend(std::env::split_paths(&*SEARCH_PATH).filter(|d| !real(d)));
-    // SAFETY: the only test in this binary, so no other thread reads the environment
-    unsafe { std::env::set_var("PATH", std::env::join_paths(dirs).unwrap()) };
+    path.set(dirs);
 }
 
 #[test]
@@ -70,7 +69,8 @@ fn an_iterations_compile_facts_go_into_its_evidence_and_compare_reads_them() {
     };
     let later = Instant::now() + Duration::from_secs(300);
 
-    set_path(None);
+    let path = ProcessPath::hold();
+    set_path(&path, None);
     let configs = &history.current_baseline().configs;
     assert_eq!(
         for_iteration(
@@ -100,7 +100,7 @@ fn an_iterations_compile_facts_go_into_its_evidence_and_compare_reads_them() {
         &PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/toolkit"),
         &toolkit,
     );
-    set_path(Some(&toolkit));
+    set_path(&path, Some(&toolkit));
     let soon = Instant::now() + Duration::from_secs(10);
     assert_eq!(for_step(&kept, None, soon), None, "too little budget left");
 

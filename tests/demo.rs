@@ -1,7 +1,7 @@
 //! `demo` on a machine whose Python lacks pytest: it makes a private virtual environment in the cache
 //! directory, installs pytest there (this needs PyPI), runs the session with it, and reuses it next time.
 
-mod support;
+use crate::support;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;

@@ -2,7 +2,7 @@
 //! have no Nsight Compute: `tests/data/diagnose/ncu` stands in for it (it runs the profiled pytest case
 //! as ncu would, then writes canned CSV matching the kernel it ran).
 
-mod support;
+use crate::support;
 
 use std::path::PathBuf;
 

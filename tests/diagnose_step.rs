@@ -1,8 +1,8 @@
 //! `diagnose::cause_for`, what `step` calls after its verdict: it profiles the change as the work tree
-//! holds it. Its own test binary, because it sets this process's PATH (to the stand-in ncu of
-//! `tests/data/diagnose/`), which no other test may see.
+//! holds it. It sets this process's PATH (to the stand-in ncu of `tests/data/diagnose/`), holding it
+//! ([`ProcessPath`]) so that no other test sees it.
 
-mod support;
+use crate::support;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -26,8 +26,8 @@ fn the_uncommitted_change_is_what_gets_diagnosed() {
     let no_ncu: Vec<PathBuf> = std::env::split_paths(&*SEARCH_PATH)
         .filter(|d| !d.join("ncu").exists())
         .collect();
-    // SAFETY: the only test in this binary, so no other thread reads the environment
-    unsafe { std::env::set_var("PATH", std::env::join_paths(&no_ncu).unwrap()) };
+    let path = ProcessPath::hold();
+    path.set(no_ncu.clone());
     let later = Instant::now() + Duration::from_secs(300);
     assert!(
         cause_for(&repo, &Local, &history, later).unwrap().is_none(),
@@ -41,7 +41,7 @@ fn the_uncommitted_change_is_what_gets_diagnosed() {
     );
     let mut with = vec![ncu];
     with.extend(no_ncu);
-    unsafe { std::env::set_var("PATH", std::env::join_paths(&with).unwrap()) };
+    path.set(with);
     assert!(
         cause_for(
             &repo,

@@ -2,7 +2,7 @@
 //! step must pass. The fixture's stand-in cuTile runtime logs its launches as GPU work; `fastlib` stands
 //! in for a vendor library. Each shortcut below would be kept on latency alone.
 
-mod support;
+use crate::support;
 
 use support::*;
 

@@ -1,7 +1,7 @@
 //! Errors under `--json`: one object on stdout with the error, its hint and the exit code, which is
 //! also the process's; without `--json` they stay text on stderr.
 
-mod support;
+use crate::support;
 
 use support::Fixture;
 

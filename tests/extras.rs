@@ -2,14 +2,14 @@
 //! completion), install-extras/uninstall-extras, `--version`, and plain output off a terminal.
 //!
 //! Every test runs the real binary. Regenerate the committed `man/` and `completions/` with
-//! `UPDATE_GENERATED=1 cargo test --test extras` after changing the command line.
+//! `UPDATE_GENERATED=1 cargo test --test tests extras::` after changing the command line.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 const EXE: &str = env!("CARGO_BIN_EXE_git-cutile-perf");
-const REGENERATE: &str = "UPDATE_GENERATED=1 cargo test --test extras";
+const REGENERATE: &str = "UPDATE_GENERATED=1 cargo test --test tests extras::";
 
 fn repo_root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -3,7 +3,7 @@
 //! record names, `repair` and the next command work, no process is left. Also the lock, a change made
 //! while the tests run, messages too long for argv, and hooks that add to or rewrite messages.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};

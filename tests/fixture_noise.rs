@@ -1,7 +1,7 @@
 //! The fixture's noise knob: `CUTILE_PERF_FIXTURE_NOISE` makes two runs of the same code differ, per config,
 //! by about the given relative spread; unset, every run reads the kernel file's constants.
 
-mod support;
+use crate::support;
 
 use git_cutile_perf::records::{self, Statistic};
 use support::{Fixture, TEST};

@@ -1,7 +1,7 @@
 //! The GPU check at `start` and `step`, and the GPU watched around each benchmark run, through an
 //! `nvidia-smi` on PATH that reports what each test needs (the machine running the tests has no GPU).
 
-mod support;
+use crate::support;
 
 use support::*;
 

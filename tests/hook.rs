@@ -1,7 +1,9 @@
 //! The pre-commit hook with real git: one test per case of the rule, each in a fresh repository built
-//! from `fixtures/tilegym/`, with git's configuration sealed off from the machine's.
+//! from `fixtures/tilegym/`, with git's configuration sealed off from the machine's. The session is the
+//! one `start` writes, made without running the tests (`Fixture::session`), except where a test needs
+//! `start` or `step` themselves.
 
-mod support;
+use crate::support;
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -57,7 +59,7 @@ const RM: &str = "git rm -q --cached";
 #[test]
 fn editing_the_kernel_is_allowed() {
     let repo = Fixture::new();
-    repo.start();
+    repo.session(BRANCH, &[KERNEL]);
     repo.append(KERNEL, "# faster\n");
     repo.git(&["add", KERNEL]);
     assert_passes(&repo.commit());
@@ -66,7 +68,7 @@ fn editing_the_kernel_is_allowed() {
 #[test]
 fn editing_a_test_file_is_rejected() {
     let repo = Fixture::new();
-    repo.start();
+    repo.session(BRANCH, &[KERNEL]);
     let before = repo.head();
     repo.append(TEST, "# weaker test\n");
     repo.append(KERNEL, "# faster\n");
@@ -78,7 +80,7 @@ fn editing_a_test_file_is_rejected() {
 #[test]
 fn editing_the_benchmark_harness_or_setup_py_is_rejected() {
     let repo = Fixture::new();
-    repo.start();
+    repo.session(BRANCH, &[KERNEL]);
     for (path, line) in [
         ("tests/common.py", "# report less\n"),
         ("setup.py", "# other flags\n"),
@@ -93,7 +95,7 @@ fn editing_the_benchmark_harness_or_setup_py_is_rejected() {
 #[test]
 fn a_new_file_next_to_the_kernel_is_rejected() {
     let repo = Fixture::new();
-    repo.start();
+    repo.session(BRANCH, &[KERNEL]);
     repo.write("src/tilegym/ops/cutile/vector_add_fast.py", "x = 1\n");
     repo.git(&["add", "-A"]);
     assert_rejects(
@@ -120,7 +122,7 @@ fn renames_are_checked_on_both_sides() {
 #[test]
 fn deleting_a_test_is_rejected() {
     let repo = Fixture::new();
-    repo.start();
+    repo.session(BRANCH, &[KERNEL]);
     repo.git(&["rm", "-q", TEST]);
     assert_rejects(&repo.commit(), &[(TEST, RESTORE)]);
 }
@@ -178,7 +180,7 @@ fn paths_with_spaces_newlines_and_non_ascii_are_compared_exactly() {
 #[test]
 fn a_mode_change_is_a_change() {
     let repo = Fixture::new();
-    repo.start();
+    repo.session(BRANCH, &[KERNEL]);
     let harness = repo.root.join("tests/common.py");
     fs::set_permissions(&harness, fs::Permissions::from_mode(0o755)).unwrap();
     repo.git(&["add", "-A"]);
@@ -193,7 +195,7 @@ fn a_mode_change_is_a_change() {
 #[test]
 fn a_symlink_is_judged_by_its_own_path() {
     let repo = Fixture::new();
-    repo.start();
+    repo.session(BRANCH, &[KERNEL]);
     // at the allowed path, pointing at the tests: only the kernel's path changes
     let kernel = repo.root.join(KERNEL);
     fs::remove_file(&kernel).unwrap();
@@ -262,7 +264,7 @@ fn a_submodule_pointer_change_is_rejected_even_when_config_ignores_submodules() 
 #[test]
 fn a_linked_worktree_is_checked_with_its_own_branch_and_index() {
     let repo = Fixture::new();
-    repo.start();
+    repo.session(BRANCH, &[KERNEL]);
     repo.git(&["checkout", "-q", "main"]);
     let wt = repo.root.parent().unwrap().join("linked wt");
     repo.git(&[
@@ -296,7 +298,7 @@ fn core_hooks_path_is_honoured() {
 #[test]
 fn commits_from_a_subdirectory_are_checked_with_repository_paths() {
     let repo = Fixture::new();
-    repo.start();
+    repo.session(BRANCH, &[KERNEL]);
     let dir = repo.root.join("src/tilegym");
     repo.append(TEST, "# weaker\n");
     repo.git(&["add", "-A"]);
@@ -310,7 +312,7 @@ fn commits_from_a_subdirectory_are_checked_with_repository_paths() {
 #[test]
 fn commit_all_and_commit_with_paths_use_the_index_git_prepares() {
     let repo = Fixture::new();
-    repo.start();
+    repo.session(BRANCH, &[KERNEL]);
     repo.append(TEST, "# weaker\n");
     repo.append(KERNEL, "# faster\n");
     // nothing staged: `-a` and `-- path` stage into a temporary index that the hook must read
@@ -325,7 +327,7 @@ fn commit_all_and_commit_with_paths_use_the_index_git_prepares() {
 #[test]
 fn off_a_session_branch_the_hook_lets_everything_through() {
     let repo = Fixture::new();
-    repo.start();
+    repo.session(BRANCH, &[KERNEL]);
     repo.git(&["checkout", "-q", "main"]);
     repo.append(TEST, "# weaker\n");
     repo.write("sandbox/x", "x\n");
@@ -347,7 +349,7 @@ fn a_session_branch_without_a_baseline_allows_nothing() {
 #[test]
 fn without_the_binary_the_hook_refuses_only_on_a_session_branch() {
     let mut repo = Fixture::new();
-    repo.start();
+    repo.session(BRANCH, &[KERNEL]);
     repo.hide_tool();
     repo.append(KERNEL, "# faster\n");
     repo.git(&["add", "-A"]);
@@ -459,7 +461,7 @@ fn the_pre_commit_frameworks_hook_is_chained_and_restored_byte_for_byte() {
     let hooks = repo.hooks();
     framework_install(&hooks);
     let before = fs::read(hooks.join("pre-commit")).unwrap();
-    repo.start();
+    repo.session(BRANCH, &[KERNEL]);
     assert!(
         repo.ok_all(&["hook", "install"])
             .contains("already installed")
@@ -498,7 +500,7 @@ fn pre_commit_install_after_ours_runs_us_in_legacy_mode_without_recursion() {
     let hooks = repo.hooks();
     framework_install(&hooks);
     let original = fs::read(hooks.join("pre-commit")).unwrap();
-    repo.start();
+    repo.session(BRANCH, &[KERNEL]);
     // the user runs `pre-commit install` again: ours becomes pre-commit.legacy
     framework_install(&hooks);
     assert!(
@@ -533,7 +535,7 @@ fn a_plain_existing_hook_keeps_its_bytes_mode_and_exit_status() {
     let script = "#!/bin/sh\necho \"own hook: $*\" >> \"$(dirname \"$0\")/own.log\"\n[ ! -e \"$(dirname \"$0\")/own-fails\" ]";
     fs::write(&hook, script).unwrap();
     fs::set_permissions(&hook, fs::Permissions::from_mode(0o700)).unwrap();
-    repo.start();
+    repo.session(BRANCH, &[KERNEL]);
     repo.append(KERNEL, "# faster\n");
     repo.git(&["add", "-A"]);
     fs::write(repo.hooks().join("own-fails"), "").unwrap();
@@ -607,7 +609,7 @@ fn a_symlinked_existing_hook_is_chained_and_restored_as_the_same_link() {
     fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).unwrap();
     let hook = repo.hooks().join("pre-commit");
     std::os::unix::fs::symlink("../../scripts/check.sh", &hook).unwrap();
-    repo.start();
+    repo.session(BRANCH, &[KERNEL]);
     repo.append(KERNEL, "# faster\n");
     repo.git(&["add", KERNEL]);
     let out = repo.commit();
@@ -650,7 +652,7 @@ fn a_husky_hook_still_finds_its_script_when_chained() {
     repo.git(&["add", "-A"]);
     repo.git(&["commit", "-q", "-m", "husky"]);
     repo.git(&["config", "core.hooksPath", ".husky/_"]);
-    repo.start();
+    repo.session(BRANCH, &[KERNEL]);
     repo.append(KERNEL, "# faster\n");
     repo.git(&["add", KERNEL]);
     repo.write(".husky/fail", "");
@@ -677,7 +679,7 @@ fn pre_commit_install_overwriting_ours_leaves_nothing_stuck() {
     let repo = Fixture::new();
     let hooks = repo.hooks();
     framework_install(&hooks);
-    repo.start();
+    repo.session(BRANCH, &[KERNEL]);
     // `pre-commit install -f` from another environment: a newer framework script replaces ours
     let newer = FRAMEWORK.replace("# ID:", "INSTALL_PYTHON=/venv-b/bin/python3\n# ID:");
     framework_install_overwriting(&hooks, &newer);
@@ -722,7 +724,7 @@ fn uninstall_in_legacy_mode_keeps_the_newer_framework_script() {
     let repo = Fixture::new();
     let hooks = repo.hooks();
     framework_install(&hooks);
-    repo.start();
+    repo.session(BRANCH, &[KERNEL]);
     // `pre-commit install` again, from another environment: ours becomes pre-commit.legacy
     fs::rename(hooks.join("pre-commit"), hooks.join("pre-commit.legacy")).unwrap();
     let newer = FRAMEWORK.replace("# ID:", "INSTALL_PYTHON=/venv-b/bin/python3\n# ID:");
@@ -736,7 +738,7 @@ fn uninstall_in_legacy_mode_keeps_the_newer_framework_script() {
 #[test]
 fn commit_all_is_told_that_unstaging_does_not_help() {
     let repo = Fixture::new();
-    repo.start();
+    repo.session(BRANCH, &[KERNEL]);
     repo.append(TEST, "# weaker\n");
     let out = repo.commit_in(&repo.root, &["-a"]);
     assert!(

@@ -1,6 +1,6 @@
 //! The inspector on a corpus written for it (`tests/data/inspect/`), and `inspect --json` on the fixture.
 
-mod support;
+use crate::support;
 
 use git_cutile_perf::inspect::{self, module};
 use git_cutile_perf::locate::Kernel;

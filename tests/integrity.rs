@@ -1,7 +1,7 @@
 //! A record nothing can bend: evidence notes, `verify`, forgeries through ordinary commits, and values
 //! no GPU produces. The real binary, real git and real pytest on the fixture repository.
 
-mod support;
+use crate::support;
 
 use git_cutile_perf::history::{Configs, History};
 use support::{Fixture, KERNEL, both, text, with_input};

@@ -1,6 +1,6 @@
 //! The loop end to end: the real binary, real git and real pytest on the fixture repository.
 
-mod support;
+use crate::support;
 
 use support::hang::Hang;
 use support::{Fixture, KERNEL, text, with_input};

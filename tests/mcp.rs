@@ -2,7 +2,7 @@
 //! client would: initialize, tools/list, start, steps that keep, revert and crash, a cancelled step,
 //! and status with its next action after each.
 
-mod support;
+use crate::support;
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Stdio};

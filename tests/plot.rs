@@ -1,7 +1,7 @@
 //! `plot` through the real binary on the fixture: a session with a keep, a revert and a crash gives an
 //! SVG with one mark per attempt, the same bytes each time, and `table --write` writes it too.
 
-mod support;
+use crate::support;
 
 use support::Fixture;
 

@@ -1,7 +1,7 @@
 //! The live progress line while pytest runs: drawn on a terminal (a pseudo-terminal made by
 //! util-linux's `script`), never off one, under `--json` or with CUTILE_PERF_NO_PROGRESS set.
 
-mod support;
+use crate::support;
 
 use std::process::Command;
 

@@ -115,7 +115,7 @@ fn assert_committed(path: &Path, generated: &str) {
     let committed = std::fs::read_to_string(path).unwrap_or_default();
     assert!(
         committed == generated,
-        "{} is not what the trailers render to; regenerate with UPDATE_GENERATED=1 cargo test --test real_sessions",
+        "{} is not what the trailers render to; regenerate with UPDATE_GENERATED=1 cargo test --test tests real_sessions::",
         path.display()
     );
 }

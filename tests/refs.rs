@@ -1,6 +1,6 @@
 //! `refs` and `next` through the real binary.
 
-mod support;
+use crate::support;
 
 use support::Fixture;
 

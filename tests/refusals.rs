@@ -1,7 +1,7 @@
 //! What the guard cannot see is refused before anything is created: ignored files pytest loads, odd
 //! repositories, arguments that would never match, links out of the repository.
 
-mod support;
+use crate::support;
 
 use std::os::unix::fs::symlink;
 use std::path::Path;

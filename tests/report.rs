@@ -6,7 +6,7 @@
 //! Without Chromium the browser test skips loudly, unless `CUTILE_PERF_REQUIRE_CHROMIUM` is set (CI,
 //! after installing Debian's `chromium`).
 
-mod support;
+use crate::support;
 
 use std::io::Read;
 use std::path::Path;

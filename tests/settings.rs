@@ -2,7 +2,7 @@
 //! repository's config, then the global one), and a session's recorded thresholds outliving a changed
 //! setting. The real binary, real git and real pytest on the fixture repository.
 
-mod support;
+use crate::support;
 
 use support::{Fixture, both};
 

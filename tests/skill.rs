@@ -2,7 +2,7 @@
 //! checked against the command line's own definition, and installing it into a session's checkout
 //! without disturbing the session.
 
-mod support;
+use crate::support;
 
 use clap::CommandFactory;
 use git_cutile_perf::agent::skill::{FILES, NAME};

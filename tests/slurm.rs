@@ -2,7 +2,7 @@
 //! iteration gets its own job, the job is gone afterwards, and the record says where it ran.
 //! Without a reachable Slurm these tests skip loudly, unless CUTILE_PERF_REQUIRE_SLURM is set (CI).
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::{Command, Stdio};

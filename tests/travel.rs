@@ -1,7 +1,7 @@
 //! A record that travels: `push`, `fetch` and `setup-remote` between two clones and a bare remote, with
 //! real git, the real binary and real pytest; `verify` holds in the clone that fetched.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 

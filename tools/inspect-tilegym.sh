@@ -5,4 +5,4 @@
 set -euo pipefail
 [ $# -eq 1 ] || { echo "usage: $0 /path/to/TileGym" >&2; exit 2; }
 cd "$(dirname "$0")/.."
-TILEGYM="$(cd "$1" && pwd)" cargo test --quiet --test inspect_tilegym -- --ignored --nocapture
+TILEGYM="$(cd "$1" && pwd)" cargo test --quiet --test tests inspect_tilegym:: -- --ignored --nocapture

@@ -4,16 +4,17 @@
 //! and a sealed environment (no inherited variables, no system or user git config, a fixed identity
 //! and date) so the developer's own setup cannot change the results.
 
-// each test binary and benchmark uses a part of the harness
+// the tests and each benchmark use a part of the harness
 #![allow(dead_code)]
 
 pub mod hang;
 pub mod standin;
 
+use std::ffi::OsString;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::LazyLock;
+use std::sync::{LazyLock, Mutex, MutexGuard, PoisonError};
 
 use git_cutile_perf::decision::{Correctness, Decision, Status, Thresholds};
 use git_cutile_perf::records::{Measurement, Statistic};
@@ -57,6 +58,42 @@ fn python_with_pytest() -> Option<PathBuf> {
     lock.lock().unwrap();
     git_cutile_perf::demo_python::for_demo("python3")
         .unwrap_or_else(|err| panic!("the tests need pytest: {err:#}"))
+}
+
+/// This process's PATH, for a test that runs the library in-process with stand-in tools on it (ncu, the
+/// toolkit): held by one such test at a time and put back when it ends. The tool's runs get their PATH
+/// from [`Fixture::program`], never from this process, so the other tests do not see it.
+pub struct ProcessPath {
+    saved: Option<OsString>,
+    _held: MutexGuard<'static, ()>,
+}
+
+impl ProcessPath {
+    pub fn hold() -> ProcessPath {
+        static HELD: Mutex<()> = Mutex::new(());
+        let held = HELD.lock().unwrap_or_else(PoisonError::into_inner);
+        ProcessPath {
+            saved: std::env::var_os("PATH"),
+            _held: held,
+        }
+    }
+
+    pub fn set(&self, dirs: impl IntoIterator<Item = PathBuf>) {
+        let path = std::env::join_paths(dirs).unwrap();
+        // SAFETY: this binary reads its environment only through std (Command, gix, tempfile), which
+        // locks it; nothing here calls the C library's getenv
+        unsafe { std::env::set_var("PATH", path) };
+    }
+}
+
+impl Drop for ProcessPath {
+    fn drop(&mut self) {
+        // SAFETY: as in `set`
+        match &self.saved {
+            Some(path) => unsafe { std::env::set_var("PATH", path) },
+            None => unsafe { std::env::remove_var("PATH") },
+        }
+    }
 }
 
 pub struct Fixture {

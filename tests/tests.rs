@@ -1,0 +1,34 @@
+//! The integration tests, as one test binary: each file beside this one is a module, so that cargo
+//! links one binary instead of one per file and the harness (`support`) is built once.
+//! A new file here gets a `mod` line below.
+
+mod support;
+
+mod compile_facts;
+mod demo;
+mod diagnose;
+mod diagnose_step;
+mod earned;
+mod errors;
+mod extras;
+mod faults;
+mod fixture_noise;
+mod gpu;
+mod hook;
+mod inspect;
+mod inspect_tilegym;
+mod integrity;
+mod layers;
+#[path = "loop.rs"]
+mod loop_;
+mod mcp;
+mod plot;
+mod progress;
+mod real_sessions;
+mod refs;
+mod refusals;
+mod report;
+mod settings;
+mod skill;
+mod slurm;
+mod travel;
