@@ -4,7 +4,7 @@
 //! H200, a failing correctness file decides FAIL, and a run killed at the budget a crash. No pytest
 //! process runs; git, the hook and the record are real.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard, PoisonError};
