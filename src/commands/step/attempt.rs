@@ -17,6 +17,7 @@ use crate::pytest::{CorrectnessRun, Pytest};
 use crate::runner::Runner;
 use crate::ui;
 use crate::verdict::{self, NoiseFloor};
+use crate::workers::Side;
 
 /// What the attempt stage produced: the attempt, the JUnit files of its runs (for the evidence note),
 /// and a remark for the reason when a suspicious gain was confirmed.
@@ -43,6 +44,20 @@ pub fn attempt(repo: &Repo, history: &History, place: &Runner, deadline: Instant
         deadline,
         place,
     };
+    // the baseline's code and both workers first: their start-up overlaps correctness and each other
+    let tree = BaselineTree::add(repo, history.current_baseline_commit())?;
+    let baseline = Pytest {
+        root: &tree.path,
+        sandbox: sandbox(repo).join("baseline"),
+        ..candidate.clone()
+    };
+    let mut rounds = Rounds {
+        candidate: side(repo, &candidate, "candidate")?,
+        baseline: side(repo, &baseline, "baseline")?,
+        session,
+        floor: NoiseFloor::from_spreads(&session.spread),
+        deadline,
+    };
     let mut runs = Vec::new();
     if let Some(failed) = correctness(repo, history, &candidate, &mut runs)? {
         return Ok(Tried {
@@ -51,19 +66,7 @@ pub fn attempt(repo: &Repo, history: &History, place: &Runner, deadline: Instant
             remark: None,
         });
     }
-    let tree = BaselineTree::add(repo, history.current_baseline_commit())?;
-    let rounds = Rounds {
-        candidate: &candidate,
-        baseline: &Pytest {
-            root: &tree.path,
-            sandbox: sandbox(repo).join("baseline"),
-            ..candidate.clone()
-        },
-        session,
-        floor: NoiseFloor::from_spreads(&session.spread),
-        deadline,
-    };
-    let (measured, remark) = confirmed(&rounds, &mut runs)?;
+    let (measured, remark) = confirmed(&mut rounds, &mut runs)?;
     let attempt = match measured {
         Ok(decided) => {
             let rules = census::Rules::of(session);
@@ -83,6 +86,19 @@ pub fn attempt(repo: &Repo, history: &History, place: &Runner, deadline: Instant
         runs,
         remark,
     })
+}
+
+/// A side of the rounds with its warm worker started, its channel in the git dir; on a Slurm node, a
+/// process per run (the workers would need a step of their own in the allocation).
+fn side<'a>(repo: &Repo, runner: &'a Pytest<'a>, name: &'static str) -> Result<Side<'a>> {
+    if !runner.place.is_local() {
+        return Ok(Side::cold(runner));
+    }
+    let channel = repo.git_path(&format!(
+        "cutile-perf/workers/{name}-{}",
+        std::process::id()
+    ))?;
+    Ok(Side::warm(runner, name, &channel))
 }
 
 /// The correctness run, held to the cases that passed at the baseline; `Some` is an attempt that ends
@@ -126,8 +142,8 @@ fn unseen_inputs(rounds: &Rounds, runs: &mut Vec<RunFile>) -> Result<()> {
         "the rounds keep it: correctness on inputs neither side has seen (seeds shifted by {offset})"
     ));
     for (side, runner) in [
-        ("candidate", rounds.candidate),
-        ("baseline", rounds.baseline),
+        ("candidate", rounds.candidate.runner),
+        ("baseline", rounds.baseline.runner),
     ] {
         if let CorrectnessRun::Interrupted = runner.unseen_correctness("unseen", offset)? {
             return Err(interrupted());
@@ -142,7 +158,7 @@ fn unseen_inputs(rounds: &Rounds, runs: &mut Vec<RunFile>) -> Result<()> {
 
 /// Rounds until decided; `Err(why)` inside is a crash of the attempt, outside an interruption.
 fn decided(
-    rounds: &Rounds,
+    rounds: &mut Rounds,
     prefix: &str,
     runs: &mut Vec<RunFile>,
 ) -> Result<Result<Decided, String>> {
@@ -156,7 +172,7 @@ fn decided(
 /// The rounds' verdict; a config more than ten times faster is measured again, and the second set
 /// decides if it confirms the first (with a remark for the reason): `verdict::confirmed`.
 fn confirmed(
-    rounds: &Rounds,
+    rounds: &mut Rounds,
     runs: &mut Vec<RunFile>,
 ) -> Result<(Result<Decided, String>, Option<String>)> {
     let first = decided(rounds, "round", runs)?;

@@ -1,0 +1,140 @@
+"""A pytest plugin that `git cutile-perf` loads (`-p`) into a warm worker: one pytest session that collects
+the perf selection once, then runs it again each time the tool asks, one repetition per command.
+
+The tool owns the channel, a directory given as `--cutile-perf-worker=DIR`:
+
+- the worker writes `ready` (JSON: its pid and the cases it collected) when collection is over, or
+  `cold` (JSON: why) when the suite cannot be kept warm (then it runs nothing and ends);
+- the tool writes `run-N` (JSON: the JUnit path of repetition N, and the case ids to run, all if empty);
+- the worker runs them and writes `done-N` (JSON: how many failed) once the JUnit file is complete;
+- `stop` ends the worker, as does a parent gone or no command for `--cutile-perf-worker-idle` seconds.
+
+Each file appears whole (written beside, then renamed), so neither side reads half a message. Files rather
+than a FIFO: a dead peer never blocks an open, and they work where the tests run on a Slurm node that
+shares the file system.
+
+Between repetitions the per-case state is reset (`record_property` values, captured output sections),
+and the JUnit writer is a fresh one per repetition; session-scoped fixtures, imported modules and the
+kernels' compile and tuning caches are kept, which is the point.
+"""
+
+import json
+import os
+import time
+
+import pytest
+
+POLL_S = 0.02
+
+
+def pytest_addoption(parser):
+    parser.addoption("--cutile-perf-worker", default=None, help="git cutile-perf's channel directory")
+    parser.addoption(
+        "--cutile-perf-worker-idle",
+        type=float,
+        default=900.0,
+        help="seconds without a command before the worker ends",
+    )
+
+
+def _write(channel, name, value):
+    path = os.path.join(channel, name)
+    with open(path + ".part", "w") as f:
+        json.dump(value, f)
+    os.replace(path + ".part", path)
+
+
+def _cannot_stay_warm(config):
+    """Why this suite cannot be kept warm in one process, or None."""
+    if getattr(config.option, "numprocesses", None) or getattr(config.option, "dist", "no") != "no":
+        return "pytest-xdist runs the tests in other processes"
+    try:
+        from _pytest import junitxml
+
+        if config.stash.get(junitxml.xml_key, None) is None:
+            return "pytest's JUnit writer is not active"
+    except Exception as e:  # an older or newer pytest without the writer's stash key
+        return f"this pytest's JUnit writer cannot be renewed ({e})"
+    return None
+
+
+def _fresh_junit(config, path):
+    """Replaces the JUnit writer with one that writes `path`, keeping the options the tool gave."""
+    from _pytest import junitxml
+
+    old = config.stash[junitxml.xml_key]
+    new = junitxml.LogXML(
+        path,
+        old.prefix,
+        old.suite_name,
+        old.logging,
+        old.report_duration,
+        old.family,
+        old.log_passing_tests,
+    )
+    config.pluginmanager.unregister(old)
+    config.stash[junitxml.xml_key] = new
+    config.pluginmanager.register(new)
+    return new
+
+
+def _command(channel, number, idle_s):
+    """The next command: ("run", payload), ("stop", None), or ("stop", None) on idleness or orphaning."""
+    run = os.path.join(channel, f"run-{number}")
+    stop = os.path.join(channel, "stop")
+    parent = os.getppid()
+    waited = 0.0
+    while waited < idle_s:
+        if os.path.exists(run):
+            with open(run) as f:
+                return "run", json.load(f)
+        if os.path.exists(stop) or os.getppid() != parent:
+            return "stop", None
+        time.sleep(POLL_S)
+        waited += POLL_S
+    return "stop", None
+
+
+def _repetition(session, items, junit_path):
+    """Runs `items` once more, their records into a fresh JUnit file; returns how many failed."""
+    writer = _fresh_junit(session.config, junit_path)
+    writer.pytest_sessionstart()
+    failed_before = session.testsfailed
+    for i, item in enumerate(items):
+        item.user_properties.clear()
+        item._report_sections = []
+        # the next case, or the first one again after the last: session- and module-scoped fixtures
+        # stay set up between repetitions (None would tear them all down)
+        nextitem = items[i + 1] if i + 1 < len(items) else items[0]
+        item.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
+        if session.shouldstop or session.shouldfail:
+            break
+    writer.pytest_sessionfinish()
+    return session.testsfailed - failed_before
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session):
+    config = session.config
+    channel = config.getoption("--cutile-perf-worker")
+    if not channel:
+        return None
+    why = _cannot_stay_warm(config)
+    if why is None and session.testsfailed:
+        why = f"{session.testsfailed} errors during collection"
+    if why is not None:
+        _write(channel, "cold", {"why": why})
+        return True
+    items = list(session.items)
+    _write(channel, "ready", {"pid": os.getpid(), "cases": [item.nodeid for item in items]})
+    number = 1
+    while True:
+        what, payload = _command(channel, number, config.getoption("--cutile-perf-worker-idle"))
+        if what == "stop":
+            break
+        wanted = set(payload.get("cases") or [])
+        chosen = [item for item in items if not wanted or item.nodeid in wanted]
+        failed = _repetition(session, chosen, payload["junit"]) if chosen else 0
+        _write(channel, f"done-{number}", {"failed": failed, "ran": len(chosen)})
+        number += 1
+    return True

@@ -1,0 +1,279 @@
+//! Warm workers: one pytest process per side of a step that collects the perf selection once and runs it
+//! again on the tool's command, so that a paired round pays for the cases, not for start-up (imports,
+//! collection, the CUDA context, the kernels' compile and tuning, paid once per worker).
+//!
+//! The worker is pytest with the plugin `cutile_perf_worker.py`; the channel is a directory in the git dir
+//! (the plugin's docstring describes it). Each repetition writes the same JUnit file, with the same
+//! records and census, that a run of its own would write, and is read the same way
+//! ([`Pytest::benchmark_of`]). Where a suite cannot be kept warm (pytest-xdist, a test that exits the
+//! process, a repetition that breaks where the first one worked), the side falls back to one process per
+//! run, and the step says so once.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use serde::Deserialize;
+
+use crate::process::{self, Background, Ending};
+use crate::pytest::{
+    self, BENCHMARK_RECORD, BENCHMARK_SELECTION, BenchmarkRun, CENSUS_PLUGIN, Prepared, Pytest,
+};
+use crate::records::Statistic;
+use crate::ui;
+
+/// The pytest plugin a worker loads: the repetition loop and its channel.
+pub const WORKER_PLUGIN: (&str, &str) =
+    ("cutile_perf_worker", include_str!("cutile_perf_worker.py"));
+
+/// How often the tool looks for the worker's answer (a repetition takes seconds).
+const POLL: Duration = Duration::from_millis(20);
+
+/// One warm pytest process holding one side's code.
+pub struct Worker {
+    /// `candidate` or `baseline`.
+    pub side: &'static str,
+    channel: PathBuf,
+    /// Declared before `prepared`: the process ends before its bytecode directory is removed.
+    process: Background,
+    prepared: Prepared,
+    /// Repetitions commanded so far.
+    repetitions: u32,
+    /// Whether a repetition has been measured: a crash after one is the worker's, not the code's.
+    measured: bool,
+}
+
+/// What the worker wrote when a repetition was over.
+#[derive(Deserialize)]
+struct Done {
+    failed: u32,
+}
+
+/// What a repetition commanded from a worker gave.
+pub enum Repetition {
+    Ran(BenchmarkRun),
+    /// The worker cannot serve (why): the run is to be made in a process of its own.
+    Cold(String),
+}
+
+impl Worker {
+    /// Starts `runner`'s side as a worker with its channel at `channel` (emptied first); it collects while
+    /// the caller goes on.
+    pub fn start(runner: &Pytest, side: &'static str, channel: &Path) -> Result<Worker> {
+        if channel.exists() {
+            std::fs::remove_dir_all(channel)
+                .with_context(|| format!("cannot empty {}", channel.display()))?;
+        }
+        std::fs::create_dir_all(channel)
+            .with_context(|| format!("cannot create {}", channel.display()))?;
+        let plugins = runner.plugin_dir()?;
+        let [p, census] = pytest::write_plugin(&plugins, CENSUS_PLUGIN)?;
+        let [q, worker] = pytest::write_plugin(&plugins, WORKER_PLUGIN)?;
+        let channel_arg = format!("--cutile-perf-worker={}", channel.display());
+        let prepared = runner.prepare(
+            "worker",
+            BENCHMARK_SELECTION,
+            &[BENCHMARK_RECORD, &p, &census, &q, &worker, &channel_arg],
+            Some(&plugins),
+        )?;
+        let process = Background::start(prepared.expression.clone(), &prepared.log)?;
+        Ok(Worker {
+            side,
+            channel: channel.to_path_buf(),
+            process,
+            prepared,
+            repetitions: 0,
+            measured: false,
+        })
+    }
+
+    /// The worker's pid, also its process group's number.
+    pub fn pid(&self) -> u32 {
+        self.process.pid()
+    }
+
+    /// One more repetition of the perf selection into `runner`'s `benchmark.xml`, its progress shown as
+    /// `label`.
+    pub fn repeat(
+        &mut self,
+        runner: &Pytest,
+        statistic: Statistic,
+        label: &str,
+    ) -> Result<Repetition> {
+        let started = Instant::now();
+        let junit = runner.sandbox.join("benchmark.xml");
+        match std::fs::remove_file(&junit) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(e).with_context(|| format!("cannot remove {}", junit.display()));
+            }
+            _ => {}
+        }
+        match self.wait_for(runner.deadline, "ready")? {
+            Answer::Arrived(_) => {}
+            Answer::Cold(why) => return Ok(Repetition::Cold(why)),
+            Answer::Ended(ending) => return Ok(self.ended_or_cold(runner, statistic, ending)),
+        }
+        self.repetitions += 1;
+        let number = self.repetitions;
+        let command = serde_json::json!({ "junit": junit, "cases": [] });
+        write_whole(&self.channel.join(format!("run-{number}")), &command)?;
+        let done: Done = match self.wait_for(runner.deadline, &format!("done-{number}"))? {
+            Answer::Arrived(text) => serde_json::from_str(&text)
+                .with_context(|| format!("the {} worker's answer {text:?}", self.side))?,
+            Answer::Cold(why) => return Ok(Repetition::Cold(why)),
+            Answer::Ended(ending) => return Ok(self.ended_or_cold(runner, statistic, ending)),
+        };
+        let ending = Ending::Exited(if done.failed > 0 { 1 } else { 0 });
+        let run = runner.benchmark_of(
+            statistic,
+            ending,
+            pytest::read_cases(&junit),
+            &self.prepared.log,
+        );
+        ui::progress_line(&format!(
+            "{label}: warm repetition {number} of the {} worker, {} failed, in {:.1}s",
+            self.side,
+            done.failed,
+            started.elapsed().as_secs_f64()
+        ));
+        Ok(match run {
+            BenchmarkRun::Crash(why) if self.measured => Repetition::Cold(format!(
+                "repetition {number} broke where the first one worked: {why}"
+            )),
+            BenchmarkRun::Measured(configs) => {
+                self.measured = true;
+                Repetition::Ran(BenchmarkRun::Measured(configs))
+            }
+            other => Repetition::Ran(other),
+        })
+    }
+
+    /// A deadline or an interrupt is the run's ending as for any run; the worker's own end (a test that
+    /// exits the process, a crash of the interpreter) makes the side cold, so that a process of its own
+    /// shows what the code does.
+    fn ended_or_cold(&self, runner: &Pytest, statistic: Statistic, ending: Ending) -> Repetition {
+        match ending {
+            Ending::TimedOut | Ending::Interrupted => {
+                Repetition::Ran(runner.benchmark_of(statistic, ending, None, &self.prepared.log))
+            }
+            Ending::Exited(code) => Repetition::Cold(format!(
+                "the worker exited with code {code} (log: {})",
+                self.prepared.log.display()
+            )),
+            Ending::Signaled(signal) => Repetition::Cold(format!(
+                "the worker was killed by signal {signal} (log: {})",
+                self.prepared.log.display()
+            )),
+        }
+    }
+
+    /// Waits for the file `name` in the channel; the worker's end, `cold`, the deadline or an interrupt
+    /// end the wait first.
+    fn wait_for(&self, deadline: Instant, name: &str) -> Result<Answer> {
+        let path = self.channel.join(name);
+        let cold = self.channel.join("cold");
+        loop {
+            if let Ok(text) = std::fs::read_to_string(&path) {
+                return Ok(Answer::Arrived(text));
+            }
+            if let Ok(text) = std::fs::read_to_string(&cold) {
+                let why: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+                return Ok(Answer::Cold(
+                    why["why"].as_str().unwrap_or(&text).to_string(),
+                ));
+            }
+            if let Some(ending) = self.process.ended() {
+                // an answer written just before the end still counts
+                if let Ok(text) = std::fs::read_to_string(&path) {
+                    return Ok(Answer::Arrived(text));
+                }
+                return Ok(Answer::Ended(ending));
+            }
+            if process::interrupted() {
+                return Ok(Answer::Ended(Ending::Interrupted));
+            }
+            if Instant::now() >= deadline {
+                return Ok(Answer::Ended(Ending::TimedOut));
+            }
+            std::thread::sleep(POLL);
+        }
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        // the process group goes with `process`; the channel is ours alone
+        let _ = std::fs::remove_dir_all(&self.channel);
+    }
+}
+
+enum Answer {
+    Arrived(String),
+    Cold(String),
+    Ended(Ending),
+}
+
+/// Writes `value` as JSON into `path` whole: beside it first, then renamed.
+fn write_whole(path: &Path, value: &serde_json::Value) -> Result<()> {
+    let part = path.with_extension("part");
+    std::fs::write(&part, value.to_string())
+        .with_context(|| format!("cannot write {}", part.display()))?;
+    std::fs::rename(&part, path).with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// One side's way of running the benchmark in a step: its warm worker, or a process per run.
+pub struct Side<'a> {
+    pub runner: &'a Pytest<'a>,
+    worker: Option<Worker>,
+}
+
+impl<'a> Side<'a> {
+    /// A side that runs a process per benchmark run.
+    pub fn cold(runner: &'a Pytest<'a>) -> Side<'a> {
+        Side {
+            runner,
+            worker: None,
+        }
+    }
+
+    /// A side whose worker is started now (into `channel`); where it cannot be, a cold side, said once.
+    pub fn warm(runner: &'a Pytest<'a>, side: &'static str, channel: &Path) -> Side<'a> {
+        match Worker::start(runner, side, channel) {
+            Ok(worker) => Side {
+                runner,
+                worker: Some(worker),
+            },
+            Err(e) => {
+                say_cold(side, &format!("{e:#}"));
+                Side::cold(runner)
+            }
+        }
+    }
+
+    /// The worker's pid, while the side is warm.
+    pub fn worker_pid(&self) -> Option<u32> {
+        self.worker.as_ref().map(Worker::pid)
+    }
+
+    /// One benchmark run of this side, `label` on the terminal: a warm repetition, or a process of its
+    /// own when the side is cold or turns cold now (said once, with why).
+    pub fn benchmark(&mut self, statistic: Statistic, label: &str) -> Result<BenchmarkRun> {
+        let Some(worker) = self.worker.as_mut() else {
+            return self.runner.benchmark(statistic, label);
+        };
+        match worker.repeat(self.runner, statistic, label)? {
+            Repetition::Ran(run) => Ok(run),
+            Repetition::Cold(why) => {
+                say_cold(worker.side, &why);
+                self.worker = None;
+                self.runner.benchmark(statistic, label)
+            }
+        }
+    }
+}
+
+fn say_cold(side: &str, why: &str) {
+    ui::progress_line(&format!(
+        "the {side} side cannot be kept warm ({why}): one pytest process per run from now on"
+    ));
+}
