@@ -1,0 +1,101 @@
+//! Warm workers: a step starts one pytest process per side for its benchmark, whatever the number of
+//! rounds, and falls back to a process per run, said once, where the suite cannot run twice in one
+//! process. Counted with the fixture's knobs: each pytest start appends a line to
+//! `CUTILE_PERF_FIXTURE_STARTS`, each timed case one to `CUTILE_PERF_FIXTURE_CASES`.
+
+mod support;
+
+use support::{Fixture, alive, text};
+
+/// What a step with more than one round per side left: its report, its stderr, and the pytest starts
+/// and timed cases it counted.
+struct Counted {
+    report: serde_json::Value,
+    stderr: String,
+    starts: Vec<String>,
+    cases: usize,
+}
+
+/// A step whose candidate is more than 10x faster (so it is measured again: two rounds per side at
+/// least), with `env` set for the tool and its tests.
+fn counted_step(f: &Fixture, env: &[(&str, &str)]) -> Counted {
+    f.set_latency(0.005, 0.05);
+    let starts = f.root.join("../starts.txt");
+    let cases = f.root.join("../cases.txt");
+    let mut command = f.command(&["step", "--json", "tile size 256"]);
+    command
+        .env("CUTILE_PERF_FIXTURE_STARTS", &starts)
+        .env("CUTILE_PERF_FIXTURE_CASES", &cases);
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let out = command.output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let read = |path| std::fs::read_to_string(path).unwrap_or_default();
+    Counted {
+        report: serde_json::from_slice(&out.stdout).unwrap(),
+        stderr: text(&out.stderr),
+        starts: read(&starts).lines().map(str::to_string).collect(),
+        cases: read(&cases).lines().count(),
+    }
+}
+
+/// The benchmark's pytest starts among `starts` (correctness runs are not counted).
+fn benchmark_starts(starts: &[String]) -> Vec<&String> {
+    starts
+        .iter()
+        .filter(|line| line.contains("test_perf and cutile"))
+        .collect()
+}
+
+#[test]
+fn one_pytest_start_per_side_whatever_the_rounds() {
+    let f = Fixture::new();
+    f.start();
+    let step = counted_step(&f, &[]);
+    assert!(
+        step.stderr
+            .contains("more than 10x faster than its baseline: measuring again"),
+        "{}",
+        step.stderr
+    );
+    let starts = benchmark_starts(&step.starts);
+    assert_eq!(starts.len(), 2, "{:#?}", step.starts);
+    assert!(
+        starts.iter().all(|s| s.contains("--cutile-perf-worker=")),
+        "{starts:#?}"
+    );
+    // two sides, two configs, at least two rounds per side: every case measured in the two workers
+    assert!(step.cases >= 8 && step.cases % 4 == 0, "{}", step.cases);
+    assert!(
+        step.stderr.contains("warm repetition 2 of the candidate worker"),
+        "{}",
+        step.stderr
+    );
+    assert!(!step.stderr.contains("cannot be kept warm"), "{}", step.stderr);
+    assert_eq!(step.report["status"], "keep", "{}", step.report);
+    for line in starts {
+        let pid: i32 = line.split_whitespace().next().unwrap().parse().unwrap();
+        assert!(!alive(pid), "worker {pid} outlived the step");
+    }
+}
+
+#[test]
+fn a_suite_that_cannot_run_twice_in_one_process_falls_back_said_once_per_side() {
+    let f = Fixture::new();
+    f.start();
+    let step = counted_step(&f, &[("CUTILE_PERF_FIXTURE_EXIT_ON_REPEAT", "1")]);
+    for side in ["candidate", "baseline"] {
+        let said = format!("the {side} side cannot be kept warm (the worker exited with code 3");
+        assert_eq!(step.stderr.matches(&said).count(), 1, "{}", step.stderr);
+    }
+    // each side's worker, then a process per run from its second run on
+    let starts = benchmark_starts(&step.starts);
+    let warm = starts
+        .iter()
+        .filter(|s| s.contains("--cutile-perf-worker="))
+        .count();
+    assert_eq!(warm, 2, "{starts:#?}");
+    assert!(starts.len() >= 4, "{starts:#?}");
+    assert_eq!(step.report["status"], "keep", "{}", step.report);
+}
