@@ -260,7 +260,7 @@ impl Pytest<'_> {
             &[],
             None,
         )?;
-        Ok(self.correctness_of(run))
+        Ok(self.correctness_of(run.ending, run.cases, &run.log))
     }
 
     /// The correctness selection with every seed the tests set shifted by `offset` (run `name`).
@@ -275,7 +275,7 @@ impl Pytest<'_> {
             &[&p, &seeds, &offset_arg],
             Some(&plugins),
         )?;
-        Ok(self.correctness_of(run))
+        Ok(self.correctness_of(run.ending, run.cases, &run.log))
     }
 
     /// Where the tool's own pytest plugins are written, made if need be.
@@ -286,8 +286,14 @@ impl Pytest<'_> {
         Ok(plugins)
     }
 
-    fn correctness_of(&self, run: Run) -> CorrectnessRun {
-        match (run.ending, run.cases) {
+    /// What a correctness run found, from how it ended and its JUnit cases (`log` for the reasons).
+    pub fn correctness_of(
+        &self,
+        ending: Ending,
+        cases: Option<Result<Vec<CaseReport>>>,
+        log: &Path,
+    ) -> CorrectnessRun {
+        match (ending, cases) {
             (Ending::Interrupted, _) => CorrectnessRun::Interrupted,
             (Ending::Exited(0), Some(Ok(cases))) => CorrectnessRun::passed(cases),
             (Ending::Exited(1), Some(Ok(cases))) => CorrectnessRun::Fail {
@@ -302,7 +308,7 @@ impl Pytest<'_> {
                 self.narrowed(CORRECTNESS_SELECTION),
                 self.test
             )),
-            (ending, cases) => CorrectnessRun::Crash(self.crash_reason(ending, cases, &run.log)),
+            (ending, cases) => CorrectnessRun::Crash(self.crash_reason(ending, cases, log)),
         }
     }
 

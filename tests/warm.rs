@@ -40,7 +40,7 @@ fn counted_step(f: &Fixture, env: &[(&str, &str)]) -> Counted {
     }
 }
 
-/// The benchmark's pytest starts among `starts` (correctness runs are not counted).
+/// The benchmark's pytest starts among `starts` (a cold correctness run is not one).
 fn benchmark_starts(starts: &[String]) -> Vec<&String> {
     starts
         .iter()
@@ -67,11 +67,22 @@ fn one_pytest_start_per_side_whatever_the_rounds() {
     );
     // two sides, two configs, at least two rounds per side: every case measured in the two workers
     assert!(step.cases >= 8 && step.cases % 4 == 0, "{}", step.cases);
+    for side in ["candidate", "baseline"] {
+        let repetitions = format!("in the warm {side} worker, 2 cases, 0 failed");
+        assert!(step.stderr.matches(&repetitions).count() >= 2, "{}", step.stderr);
+    }
+    // correctness and the unseen-input check run in the workers too: no start-up of their own
     assert!(
-        step.stderr.contains("warm repetition 2 of the candidate worker"),
+        step.stderr
+            .contains("correctness: in the warm candidate worker, 6 cases, 0 failed"),
         "{}",
         step.stderr
     );
+    for side in ["candidate", "baseline"] {
+        let unseen = format!("unseen inputs: in the warm {side} worker, 6 cases, 0 failed");
+        assert!(step.stderr.contains(&unseen), "{}", step.stderr);
+    }
+    assert_eq!(step.starts.len(), 2, "no other pytest: {:#?}", step.starts);
     assert!(!step.stderr.contains("cannot be kept warm"), "{}", step.stderr);
     assert_eq!(step.report["status"], "keep", "{}", step.report);
     for line in starts {

@@ -5,8 +5,9 @@ The tool owns the channel, a directory given as `--cutile-perf-worker=DIR`:
 
 - the worker writes `ready` (JSON: its pid and the cases it collected) when collection is over, or
   `cold` (JSON: why) when the suite cannot be kept warm (then it runs nothing and ends);
-- the tool writes `run-N` (JSON: the JUnit path of repetition N, and the case ids to run, all if empty);
-- the worker runs them and writes `done-N` (JSON: how many failed) once the JUnit file is complete;
+- the tool writes `run-N` (JSON: the JUnit path of command N, the `-k` expression that picks its cases
+  among those collected, and the seed offset of the unseen-input check, 0 for none);
+- the worker runs them and writes `done-N` (JSON: how many ran and failed) once the JUnit file is complete;
 - `stop` ends the worker, as does a parent gone or no command for `--cutile-perf-worker-idle` seconds.
 
 Each file appears whole (written beside, then renamed), so neither side reads half a message. Files rather
@@ -95,6 +96,15 @@ def _command(channel, number, idle_s):
     return "stop", None
 
 
+def _chosen(items, expression):
+    """The collected cases that the `-k` expression picks, by pytest's own keyword matching."""
+    from _pytest.mark import KeywordMatcher
+    from _pytest.mark.expression import Expression
+
+    compiled = Expression.compile(expression)
+    return [item for item in items if compiled.evaluate(KeywordMatcher.from_item(item))]
+
+
 def _repetition(session, items, junit_path):
     """Runs `items` once more, their records into a fresh JUnit file; returns how many failed."""
     writer = _fresh_junit(session.config, junit_path)
@@ -122,6 +132,12 @@ def pytest_runtestloop(session):
     why = _cannot_stay_warm(config)
     if why is None and session.testsfailed:
         why = f"{session.testsfailed} errors during collection"
+    if why is None:
+        try:
+            _chosen(session.items, "not cutile_perf_probe")
+        except Exception as e:
+            why = f"this pytest's -k matching cannot be reused ({e})"
+    seeds = config.pluginmanager.get_plugin("cutile_perf_seeds")
     if why is not None:
         _write(channel, "cold", {"why": why})
         return True
@@ -132,9 +148,15 @@ def pytest_runtestloop(session):
         what, payload = _command(channel, number, config.getoption("--cutile-perf-worker-idle"))
         if what == "stop":
             break
-        wanted = set(payload.get("cases") or [])
-        chosen = [item for item in items if not wanted or item.nodeid in wanted]
-        failed = _repetition(session, chosen, payload["junit"]) if chosen else 0
+        chosen = _chosen(items, payload["select"])
+        offset = payload.get("seed_offset") or 0
+        if offset:
+            seeds.shift_seeds(offset)
+        try:
+            failed = _repetition(session, chosen, payload["junit"]) if chosen else 0
+        finally:
+            if offset:
+                seeds.shift_seeds(0)
         _write(channel, f"done-{number}", {"failed": failed, "ran": len(chosen)})
         number += 1
     return True

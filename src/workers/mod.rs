@@ -1,11 +1,12 @@
-//! Warm workers: one pytest process per side of a step that collects the perf selection once and runs it
-//! again on the tool's command, so that a paired round pays for the cases, not for start-up (imports,
-//! collection, the CUDA context, the kernels' compile and tuning, paid once per worker).
+//! Warm workers: one pytest process per side of a step that collects the correctness and perf selections
+//! once and runs them again on the tool's command, so that a paired round pays for the cases, not for
+//! start-up (imports, collection, the CUDA context, the kernels' compile and tuning, paid once per
+//! worker); the candidate's correctness and both sides' unseen-input checks run there too.
 //!
 //! The worker is pytest with the plugin `cutile_perf_worker.py`; the channel is a directory in the git dir
-//! (the plugin's docstring describes it). Each repetition writes the same JUnit file, with the same
-//! records and census, that a run of its own would write, and is read the same way
-//! ([`Pytest::benchmark_of`]). Where a suite cannot be kept warm (pytest-xdist, a test that exits the
+//! (the plugin's docstring describes it). Each command writes the same JUnit file, with the same records
+//! and census, that a run of its own would write, and is read the same way ([`Pytest::benchmark_of`],
+//! [`Pytest::correctness_of`]). Where a suite cannot be kept warm (pytest-xdist, a test that exits the
 //! process, a repetition that breaks where the first one worked), the side falls back to one process per
 //! run, and the step says so once.
 
@@ -17,7 +18,8 @@ use serde::Deserialize;
 
 use crate::process::{self, Background, Ending};
 use crate::pytest::{
-    self, BENCHMARK_RECORD, BENCHMARK_SELECTION, BenchmarkRun, CENSUS_PLUGIN, Prepared, Pytest,
+    self, BENCHMARK_RECORD, BENCHMARK_SELECTION, BenchmarkRun, CENSUS_PLUGIN, CORRECTNESS_SELECTION,
+    CorrectnessRun, Prepared, Pytest, SEEDS_PLUGIN,
 };
 use crate::records::Statistic;
 use crate::ui;
@@ -37,23 +39,30 @@ pub struct Worker {
     /// Declared before `prepared`: the process ends before its bytecode directory is removed.
     process: Background,
     prepared: Prepared,
-    /// Repetitions commanded so far.
-    repetitions: u32,
+    /// Commands given so far.
+    commands: u32,
     /// Whether a repetition has been measured: a crash after one is the worker's, not the code's.
     measured: bool,
 }
 
-/// What the worker wrote when a repetition was over.
+/// What the worker wrote when a command was over.
 #[derive(Deserialize)]
 struct Done {
     failed: u32,
+    ran: u32,
 }
 
-/// What a repetition commanded from a worker gave.
-pub enum Repetition {
-    Ran(BenchmarkRun),
-    /// The worker cannot serve (why): the run is to be made in a process of its own.
+/// What a command to a worker gave: a run read as a process's would be, or why the worker cannot serve
+/// (then the run is made in a process of its own).
+pub enum Served<T> {
+    Ran(T),
     Cold(String),
+}
+
+/// A finished command, as a finished process is read: its ending and its JUnit cases.
+struct Finished {
+    ending: Ending,
+    cases: Option<Result<Vec<crate::records::CaseReport>>>,
 }
 
 impl Worker {
@@ -68,12 +77,22 @@ impl Worker {
             .with_context(|| format!("cannot create {}", channel.display()))?;
         let plugins = runner.plugin_dir()?;
         let [p, census] = pytest::write_plugin(&plugins, CENSUS_PLUGIN)?;
-        let [q, worker] = pytest::write_plugin(&plugins, WORKER_PLUGIN)?;
+        let [q, seeds] = pytest::write_plugin(&plugins, SEEDS_PLUGIN)?;
+        let [r, worker] = pytest::write_plugin(&plugins, WORKER_PLUGIN)?;
         let channel_arg = format!("--cutile-perf-worker={}", channel.display());
         let prepared = runner.prepare(
             "worker",
-            BENCHMARK_SELECTION,
-            &[BENCHMARK_RECORD, &p, &census, &q, &worker, &channel_arg],
+            &format!("({CORRECTNESS_SELECTION}) or ({BENCHMARK_SELECTION})"),
+            &[
+                BENCHMARK_RECORD,
+                &p,
+                &census,
+                &q,
+                &seeds,
+                &r,
+                &worker,
+                &channel_arg,
+            ],
             Some(&plugins),
         )?;
         let process = Background::start(prepared.expression.clone(), &prepared.log)?;
@@ -82,7 +101,7 @@ impl Worker {
             channel: channel.to_path_buf(),
             process,
             prepared,
-            repetitions: 0,
+            commands: 0,
             measured: false,
         })
     }
@@ -99,9 +118,56 @@ impl Worker {
         runner: &Pytest,
         statistic: Statistic,
         label: &str,
-    ) -> Result<Repetition> {
+    ) -> Result<Served<BenchmarkRun>> {
+        let finished = match self.command(runner, "benchmark", label, BENCHMARK_SELECTION, 0)? {
+            Served::Ran(finished) => finished,
+            Served::Cold(why) => return Ok(Served::Cold(why)),
+        };
+        let run = runner.benchmark_of(statistic, finished.ending, finished.cases, &self.prepared.log);
+        Ok(match run {
+            BenchmarkRun::Crash(why) if self.measured => Served::Cold(format!(
+                "a repetition broke where the first one worked: {why}"
+            )),
+            BenchmarkRun::Measured(configs) => {
+                self.measured = true;
+                Served::Ran(BenchmarkRun::Measured(configs))
+            }
+            other => Served::Ran(other),
+        })
+    }
+
+    /// The correctness selection into `runner`'s `<name>.xml`, with every seed the tests set shifted by
+    /// `seed_offset` (0: none).
+    pub fn correctness(
+        &mut self,
+        runner: &Pytest,
+        name: &str,
+        label: &str,
+        seed_offset: u32,
+    ) -> Result<Served<CorrectnessRun>> {
+        Ok(
+            match self.command(runner, name, label, CORRECTNESS_SELECTION, seed_offset)? {
+                Served::Ran(finished) => Served::Ran(runner.correctness_of(
+                    finished.ending,
+                    finished.cases,
+                    &self.prepared.log,
+                )),
+                Served::Cold(why) => Served::Cold(why),
+            },
+        )
+    }
+
+    /// Runs the collected cases that `selection` picks into `runner`'s `<name>.xml`.
+    fn command(
+        &mut self,
+        runner: &Pytest,
+        name: &str,
+        label: &str,
+        selection: &str,
+        seed_offset: u32,
+    ) -> Result<Served<Finished>> {
         let started = Instant::now();
-        let junit = runner.sandbox.join("benchmark.xml");
+        let junit = runner.sandbox.join(format!("{name}.xml"));
         match std::fs::remove_file(&junit) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                 return Err(e).with_context(|| format!("cannot remove {}", junit.display()));
@@ -110,59 +176,57 @@ impl Worker {
         }
         match self.wait_for(runner.deadline, "ready")? {
             Answer::Arrived(_) => {}
-            Answer::Cold(why) => return Ok(Repetition::Cold(why)),
-            Answer::Ended(ending) => return Ok(self.ended_or_cold(runner, statistic, ending)),
+            Answer::Cold(why) => return Ok(Served::Cold(why)),
+            Answer::Ended(ending) => return Ok(self.ended(ending)),
         }
-        self.repetitions += 1;
-        let number = self.repetitions;
-        let command = serde_json::json!({ "junit": junit, "cases": [] });
+        self.commands += 1;
+        let number = self.commands;
+        let command = serde_json::json!({
+            "junit": junit,
+            "select": selection,
+            "seed_offset": seed_offset,
+        });
         write_whole(&self.channel.join(format!("run-{number}")), &command)?;
         let done: Done = match self.wait_for(runner.deadline, &format!("done-{number}"))? {
             Answer::Arrived(text) => serde_json::from_str(&text)
                 .with_context(|| format!("the {} worker's answer {text:?}", self.side))?,
-            Answer::Cold(why) => return Ok(Repetition::Cold(why)),
-            Answer::Ended(ending) => return Ok(self.ended_or_cold(runner, statistic, ending)),
+            Answer::Cold(why) => return Ok(Served::Cold(why)),
+            Answer::Ended(ending) => return Ok(self.ended(ending)),
         };
-        let ending = Ending::Exited(if done.failed > 0 { 1 } else { 0 });
-        let run = runner.benchmark_of(
-            statistic,
-            ending,
-            pytest::read_cases(&junit),
-            &self.prepared.log,
-        );
         ui::progress_line(&format!(
-            "{label}: warm repetition {number} of the {} worker, {} failed, in {:.1}s",
+            "{label}: in the warm {} worker, {} cases, {} failed, in {:.1}s",
             self.side,
+            done.ran,
             done.failed,
             started.elapsed().as_secs_f64()
         ));
-        Ok(match run {
-            BenchmarkRun::Crash(why) if self.measured => Repetition::Cold(format!(
-                "repetition {number} broke where the first one worked: {why}"
-            )),
-            BenchmarkRun::Measured(configs) => {
-                self.measured = true;
-                Repetition::Ran(BenchmarkRun::Measured(configs))
-            }
-            other => Repetition::Ran(other),
-        })
+        // pytest's own exit codes: 5 when nothing was selected, 1 when a case failed
+        let ending = Ending::Exited(match (done.ran, done.failed) {
+            (0, _) => 5,
+            (_, 0) => 0,
+            _ => 1,
+        });
+        Ok(Served::Ran(Finished {
+            ending,
+            cases: pytest::read_cases(&junit),
+        }))
     }
 
     /// A deadline or an interrupt is the run's ending as for any run; the worker's own end (a test that
     /// exits the process, a crash of the interpreter) makes the side cold, so that a process of its own
     /// shows what the code does.
-    fn ended_or_cold(&self, runner: &Pytest, statistic: Statistic, ending: Ending) -> Repetition {
+    fn ended(&self, ending: Ending) -> Served<Finished> {
+        let log = self.prepared.log.display();
         match ending {
-            Ending::TimedOut | Ending::Interrupted => {
-                Repetition::Ran(runner.benchmark_of(statistic, ending, None, &self.prepared.log))
+            Ending::TimedOut | Ending::Interrupted => Served::Ran(Finished {
+                ending,
+                cases: None,
+            }),
+            Ending::Exited(code) => {
+                Served::Cold(format!("the worker exited with code {code} (log: {log})"))
             }
-            Ending::Exited(code) => Repetition::Cold(format!(
-                "the worker exited with code {code} (log: {})",
-                self.prepared.log.display()
-            )),
-            Ending::Signaled(signal) => Repetition::Cold(format!(
-                "the worker was killed by signal {signal} (log: {})",
-                self.prepared.log.display()
+            Ending::Signaled(signal) => Served::Cold(format!(
+                "the worker was killed by signal {signal} (log: {log})"
             )),
         }
     }
@@ -258,15 +322,51 @@ impl<'a> Side<'a> {
     /// One benchmark run of this side, `label` on the terminal: a warm repetition, or a process of its
     /// own when the side is cold or turns cold now (said once, with why).
     pub fn benchmark(&mut self, statistic: Statistic, label: &str) -> Result<BenchmarkRun> {
-        let Some(worker) = self.worker.as_mut() else {
-            return self.runner.benchmark(statistic, label);
+        let served = match self.worker.as_mut() {
+            Some(worker) => worker.repeat(self.runner, statistic, label)?,
+            None => Served::Cold(String::new()),
         };
-        match worker.repeat(self.runner, statistic, label)? {
-            Repetition::Ran(run) => Ok(run),
-            Repetition::Cold(why) => {
-                say_cold(worker.side, &why);
-                self.worker = None;
-                self.runner.benchmark(statistic, label)
+        match self.served(served) {
+            Some(run) => Ok(run),
+            None => self.runner.benchmark(statistic, label),
+        }
+    }
+
+    /// The correctness selection of this side (the usual inputs), in its worker where it is warm.
+    pub fn correctness(&mut self) -> Result<CorrectnessRun> {
+        let served = match self.worker.as_mut() {
+            Some(worker) => worker.correctness(self.runner, "correctness", "correctness", 0)?,
+            None => Served::Cold(String::new()),
+        };
+        match self.served(served) {
+            Some(run) => Ok(run),
+            None => self.runner.correctness(),
+        }
+    }
+
+    /// The correctness selection with every seed shifted by `offset`, into run `name`, in this side's
+    /// worker where it is warm.
+    pub fn unseen_correctness(&mut self, name: &str, offset: u32) -> Result<CorrectnessRun> {
+        let served = match self.worker.as_mut() {
+            Some(worker) => worker.correctness(self.runner, name, "unseen inputs", offset)?,
+            None => Served::Cold(String::new()),
+        };
+        match self.served(served) {
+            Some(run) => Ok(run),
+            None => self.runner.unseen_correctness(name, offset),
+        }
+    }
+
+    /// What the worker served; `None` when the run is to be made in a process of its own (the worker
+    /// turning cold now is said, and it is gone).
+    fn served<T>(&mut self, served: Served<T>) -> Option<T> {
+        match served {
+            Served::Ran(run) => Some(run),
+            Served::Cold(why) => {
+                if let Some(worker) = self.worker.take() {
+                    say_cold(worker.side, &why);
+                }
+                None
             }
         }
     }

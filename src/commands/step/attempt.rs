@@ -59,7 +59,7 @@ pub fn attempt(repo: &Repo, history: &History, place: &Runner, deadline: Instant
         deadline,
     };
     let mut runs = Vec::new();
-    if let Some(failed) = correctness(repo, history, &candidate, &mut runs)? {
+    if let Some(failed) = correctness(repo, history, &mut rounds.candidate, &mut runs)? {
         return Ok(Tried {
             attempt: failed,
             runs,
@@ -72,7 +72,7 @@ pub fn attempt(repo: &Repo, history: &History, place: &Runner, deadline: Instant
             let rules = census::Rules::of(session);
             let decided = census::gate(decided, &runs, &rules);
             if decided.tier != Tier::Revert {
-                unseen_inputs(&rounds, &mut runs)?;
+                unseen_inputs(&mut rounds, &mut runs)?;
             }
             census::with_unseen(decided, &runs)
         }
@@ -106,7 +106,7 @@ fn side<'a>(repo: &Repo, runner: &'a Pytest<'a>, name: &'static str) -> Result<S
 fn correctness(
     repo: &Repo,
     history: &History,
-    runner: &Pytest,
+    candidate: &mut Side,
     runs: &mut Vec<RunFile>,
 ) -> Result<Option<Attempt>> {
     // older sessions have no evidence note on their baseline: then no case list to hold them to
@@ -114,8 +114,8 @@ fn correctness(
         Some(evidence) => evidence.passed_cases()?,
         None => Vec::new(),
     };
-    let correctness = runner.correctness()?;
-    runs.extend(RunFile::read(&runner.sandbox, "correctness"));
+    let correctness = candidate.correctness()?;
+    runs.extend(RunFile::read(&candidate.runner.sandbox, "correctness"));
     Ok(match correctness.against_baseline(&baseline_passed) {
         CorrectnessRun::Interrupted => return Err(interrupted()),
         CorrectnessRun::Fail { failed } => {
@@ -132,7 +132,7 @@ fn correctness(
 
 /// Correctness on both sides once more, with every seed the tests set shifted by an offset neither side
 /// has seen: what `census::with_unseen` holds a kept step to.
-fn unseen_inputs(rounds: &Rounds, runs: &mut Vec<RunFile>) -> Result<()> {
+fn unseen_inputs(rounds: &mut Rounds, runs: &mut Vec<RunFile>) -> Result<()> {
     use std::hash::{BuildHasher, Hasher};
     let offset = std::collections::hash_map::RandomState::new()
         .build_hasher()
@@ -142,13 +142,13 @@ fn unseen_inputs(rounds: &Rounds, runs: &mut Vec<RunFile>) -> Result<()> {
         "the rounds keep it: correctness on inputs neither side has seen (seeds shifted by {offset})"
     ));
     for (side, runner) in [
-        ("candidate", rounds.candidate.runner),
-        ("baseline", rounds.baseline.runner),
+        ("candidate", &mut rounds.candidate),
+        ("baseline", &mut rounds.baseline),
     ] {
         if let CorrectnessRun::Interrupted = runner.unseen_correctness("unseen", offset)? {
             return Err(interrupted());
         }
-        runs.extend(RunFile::read(&runner.sandbox, "unseen").map(|run| RunFile {
+        runs.extend(RunFile::read(&runner.runner.sandbox, "unseen").map(|run| RunFile {
             name: census::unseen_run_name(offset, side),
             ..run
         }));
