@@ -69,7 +69,11 @@ fn one_pytest_start_per_side_whatever_the_rounds() {
     assert!(step.cases >= 8 && step.cases % 4 == 0, "{}", step.cases);
     for side in ["candidate", "baseline"] {
         let repetitions = format!("in the warm {side} worker, 2 cases, 0 failed");
-        assert!(step.stderr.matches(&repetitions).count() >= 2, "{}", step.stderr);
+        assert!(
+            step.stderr.matches(&repetitions).count() >= 2,
+            "{}",
+            step.stderr
+        );
     }
     // correctness and the unseen-input check run in the workers too: no start-up of their own
     assert!(
@@ -83,7 +87,11 @@ fn one_pytest_start_per_side_whatever_the_rounds() {
         assert!(step.stderr.contains(&unseen), "{}", step.stderr);
     }
     assert_eq!(step.starts.len(), 2, "no other pytest: {:#?}", step.starts);
-    assert!(!step.stderr.contains("cannot be kept warm"), "{}", step.stderr);
+    assert!(
+        !step.stderr.contains("cannot be kept warm"),
+        "{}",
+        step.stderr
+    );
     assert_eq!(step.report["status"], "keep", "{}", step.report);
     for line in starts {
         let pid: i32 = line.split_whitespace().next().unwrap().parse().unwrap();
@@ -109,4 +117,27 @@ fn a_suite_that_cannot_run_twice_in_one_process_falls_back_said_once_per_side() 
     assert_eq!(warm, 2, "{starts:#?}");
     assert!(starts.len() >= 4, "{starts:#?}");
     assert_eq!(step.report["status"], "keep", "{}", step.report);
+}
+
+#[test]
+fn the_session_filter_narrows_what_the_workers_run() {
+    let f = Fixture::new();
+    f.ok(&["start", "vector_add", "--filter", "large or 1000"]);
+    f.set_latency(0.2, 0.5);
+    let out = f
+        .command(&["step", "--json", "only the large config counts"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    for (what, cases) in [
+        ("correctness: in the warm candidate worker", 1),
+        ("round 1 candidate: in the warm candidate worker", 1),
+        ("round 1 baseline: in the warm baseline worker", 1),
+    ] {
+        assert!(
+            stderr.contains(&format!("{what}, {cases} cases")),
+            "{stderr}"
+        );
+    }
 }

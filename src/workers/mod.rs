@@ -18,8 +18,8 @@ use serde::Deserialize;
 
 use crate::process::{self, Background, Ending};
 use crate::pytest::{
-    self, BENCHMARK_RECORD, BENCHMARK_SELECTION, BenchmarkRun, CENSUS_PLUGIN, CORRECTNESS_SELECTION,
-    CorrectnessRun, Prepared, Pytest, SEEDS_PLUGIN,
+    self, BENCHMARK_RECORD, BENCHMARK_SELECTION, BenchmarkRun, CENSUS_PLUGIN,
+    CORRECTNESS_SELECTION, CorrectnessRun, Prepared, Pytest, SEEDS_PLUGIN,
 };
 use crate::records::Statistic;
 use crate::ui;
@@ -82,7 +82,8 @@ impl Worker {
         let channel_arg = format!("--cutile-perf-worker={}", channel.display());
         let prepared = runner.prepare(
             "worker",
-            &format!("({CORRECTNESS_SELECTION}) or ({BENCHMARK_SELECTION})"),
+            // in parentheses: the session's filter is added with `and`, which binds tighter than `or`
+            &format!("(({CORRECTNESS_SELECTION}) or ({BENCHMARK_SELECTION}))"),
             &[
                 BENCHMARK_RECORD,
                 &p,
@@ -123,7 +124,12 @@ impl Worker {
             Served::Ran(finished) => finished,
             Served::Cold(why) => return Ok(Served::Cold(why)),
         };
-        let run = runner.benchmark_of(statistic, finished.ending, finished.cases, &self.prepared.log);
+        let run = runner.benchmark_of(
+            statistic,
+            finished.ending,
+            finished.cases,
+            &self.prepared.log,
+        );
         Ok(match run {
             BenchmarkRun::Crash(why) if self.measured => Served::Cold(format!(
                 "a repetition broke where the first one worked: {why}"
