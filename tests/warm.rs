@@ -66,7 +66,11 @@ fn one_pytest_start_per_side_whatever_the_rounds() {
         "{starts:#?}"
     );
     // two sides, two configs, at least two rounds per side: every case measured in the two workers
-    assert!(step.cases >= 8 && step.cases % 4 == 0, "{}", step.cases);
+    assert!(
+        step.cases >= 8 && step.cases.is_multiple_of(4),
+        "{}",
+        step.cases
+    );
     for side in ["candidate", "baseline"] {
         let repetitions = format!("in the warm {side} worker, 2 cases, 0 failed");
         assert!(

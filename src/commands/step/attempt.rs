@@ -141,17 +141,19 @@ fn unseen_inputs(rounds: &mut Rounds, runs: &mut Vec<RunFile>) -> Result<()> {
     ui::progress_line(&format!(
         "the rounds keep it: correctness on inputs neither side has seen (seeds shifted by {offset})"
     ));
-    for (side, runner) in [
+    for (name, side) in [
         ("candidate", &mut rounds.candidate),
         ("baseline", &mut rounds.baseline),
     ] {
-        if let CorrectnessRun::Interrupted = runner.unseen_correctness("unseen", offset)? {
+        if let CorrectnessRun::Interrupted = side.unseen_correctness("unseen", offset)? {
             return Err(interrupted());
         }
-        runs.extend(RunFile::read(&runner.runner.sandbox, "unseen").map(|run| RunFile {
-            name: census::unseen_run_name(offset, side),
-            ..run
-        }));
+        runs.extend(
+            RunFile::read(&side.runner.sandbox, "unseen").map(|run| RunFile {
+                name: census::unseen_run_name(offset, name),
+                ..run
+            }),
+        );
     }
     Ok(())
 }
