@@ -145,3 +145,46 @@ fn the_session_filter_narrows_what_the_workers_run() {
         );
     }
 }
+
+/// The worker pids among the pytest starts.
+fn worker_pids(starts: &std::path::Path) -> Vec<i32> {
+    std::fs::read_to_string(starts)
+        .unwrap_or_default()
+        .lines()
+        .filter(|line| line.contains("--cutile-perf-worker="))
+        .map(|line| line.split_whitespace().next().unwrap().parse().unwrap())
+        .collect()
+}
+
+#[test]
+fn workers_end_themselves_when_the_tool_is_killed() {
+    let f = Fixture::new();
+    f.start();
+    f.set_latency(0.09, 0.9);
+    let starts = f.root.join("../starts.txt");
+    // slow cases: the tool is still in the rounds when it is killed
+    let mut tool = f
+        .command(&["step", "tile size 256"])
+        .env("CUTILE_PERF_FIXTURE_STARTS", &starts)
+        .env("CUTILE_PERF_FIXTURE_CASE_S", "30")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while worker_pids(&starts).len() < 2 && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let workers = worker_pids(&starts);
+    assert_eq!(workers.len(), 2, "the workers did not start");
+    // SIGKILL: no cleanup of the tool's own runs; the workers see their parent gone
+    tool.kill().unwrap();
+    tool.wait().unwrap();
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while workers.iter().any(|&pid| alive(pid)) && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    for pid in workers {
+        assert!(!alive(pid), "worker {pid} outlived the killed tool");
+    }
+}

@@ -8,7 +8,8 @@ The tool owns the channel, a directory given as `--cutile-perf-worker=DIR`:
 - the tool writes `run-N` (JSON: the JUnit path of command N, the `-k` expression that picks its cases
   among those collected, and the seed offset of the unseen-input check, 0 for none);
 - the worker runs them and writes `done-N` (JSON: how many ran and failed) once the JUnit file is complete;
-- `stop` ends the worker, as does a parent gone or no command for `--cutile-perf-worker-idle` seconds.
+- `stop` ends the worker, as does no command for `--cutile-perf-worker-idle` seconds; a parent gone (the
+  tool killed) ends its whole process group at once, mid-case too.
 
 Each file appears whole (written beside, then renamed), so neither side reads half a message. Files rather
 than a FIFO: a dead peer never blocks an open, and they work where the tests run on a Slurm node that
@@ -21,11 +22,15 @@ kernels' compile and tuning caches are kept, which is the point.
 
 import json
 import os
+import signal
+import threading
 import time
 
 import pytest
 
 POLL_S = 0.02
+# the tool that started this worker, read as early as the plugin loads (`-p`), before collection
+PARENT = os.getppid()
 
 
 def pytest_addoption(parser):
@@ -79,17 +84,32 @@ def _fresh_junit(config, path):
     return new
 
 
+def _end_with_parent():
+    """Ends this worker's process group (it leads it) as soon as the tool that started it is gone."""
+
+    def watch():
+        while os.getppid() == PARENT:
+            time.sleep(0.2)
+        os.killpg(os.getpgrp(), signal.SIGKILL)
+
+    threading.Thread(target=watch, name="cutile-perf-parent-watch", daemon=True).start()
+
+
+def pytest_configure(config):
+    if config.getoption("--cutile-perf-worker"):
+        _end_with_parent()
+
+
 def _command(channel, number, idle_s):
-    """The next command: ("run", payload), ("stop", None), or ("stop", None) on idleness or orphaning."""
+    """The next command: ("run", payload), or ("stop", None) when told or idle too long."""
     run = os.path.join(channel, f"run-{number}")
     stop = os.path.join(channel, "stop")
-    parent = os.getppid()
     waited = 0.0
     while waited < idle_s:
         if os.path.exists(run):
             with open(run) as f:
                 return "run", json.load(f)
-        if os.path.exists(stop) or os.getppid() != parent:
+        if os.path.exists(stop):
             return "stop", None
         time.sleep(POLL_S)
         waited += POLL_S
