@@ -134,6 +134,9 @@ fn the_session_filter_narrows_what_the_workers_run() {
         .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
     let stderr = text(&out.stderr);
+    // one case a command: the worker tears each down before the next command's
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["status"], "keep", "{r}");
     for (what, cases) in [
         ("correctness: in the warm candidate worker", 1),
         ("round 1 candidate: in the warm candidate worker", 1),

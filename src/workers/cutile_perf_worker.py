@@ -125,17 +125,29 @@ def _chosen(items, expression):
     return [item for item in items if compiled.evaluate(KeywordMatcher.from_item(item))]
 
 
+def _after_last(item, chosen, collected):
+    """Where pytest tears the last case down to: another case (the next command's first, likely), never the
+    case itself, whose own fixtures must go; None (all torn down) only for a lone collected case."""
+    for other in (chosen[0], *collected):
+        if other is not item:
+            return other
+    return None
+
+
 def _repetition(session, items, junit_path):
     """Runs `items` once more, their records into a fresh JUnit file; returns how many failed."""
     writer = _fresh_junit(session.config, junit_path)
     writer.pytest_sessionstart()
+    # what the last command left set up and this one's first case does not share (another module's
+    # fixtures) goes first, as pytest does between consecutive cases
+    session._setupstate.teardown_exact(items[0])
     failed_before = session.testsfailed
     for i, item in enumerate(items):
         item.user_properties.clear()
         item._report_sections = []
-        # the next case, or the first one again after the last: session- and module-scoped fixtures
-        # stay set up between repetitions (None would tear them all down)
-        nextitem = items[i + 1] if i + 1 < len(items) else items[0]
+        # the next case, or another one after the last: session- and module-scoped fixtures stay set up
+        # between commands (None would tear them all down)
+        nextitem = items[i + 1] if i + 1 < len(items) else _after_last(item, items, session.items)
         item.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
         if session.shouldstop or session.shouldfail:
             break
