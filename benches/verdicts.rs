@@ -9,6 +9,10 @@
 //! baseline run measured earlier; the paired rule measures both sides in rounds until `verdict::decide`
 //! decides (at most `MAX_ROUNDS`). A fixed seed makes the table reproducible. A 3% regression hits one
 //! config, a different one each trial.
+//!
+//! A second table prices each paired step in GPU seconds, from the H200 costs of rope and rms_norm
+//! (`../shared/data/h200-step-costs/`, [`COSTS`]): one pytest process per run, as before warm workers, and
+//! one warm worker per side (`src/workers/`), against the reference of correctness plus one cold run.
 
 use std::collections::HashMap;
 
@@ -187,6 +191,64 @@ fn paired(rng: &mut Rng, grid: &Grid, effects: &[f64], limits: &Thresholds) -> (
     }
 }
 
+/// One grid's costs on the H200, in seconds (../shared/data/h200-step-costs/run-cost-times.txt).
+struct Costs {
+    name: &'static str,
+    /// A benchmark run in a process of its own: start-up, collection, compile, the cases.
+    cold_run: f64,
+    /// The first run inside a process that has imported torch, cuda.tile and tilegym: collection,
+    /// compile, the cases.
+    first_repetition: f64,
+    /// Each later run in the same process: the cases.
+    repetition: f64,
+}
+
+const COSTS: [Costs; 2] = [
+    Costs {
+        name: "rope",
+        cold_run: 49.8,
+        first_repetition: 43.3,
+        repetition: 26.5,
+    },
+    Costs {
+        name: "rms_norm",
+        cold_run: 37.4,
+        first_repetition: 27.9,
+        repetition: 12.5,
+    },
+];
+/// The correctness selection in a process of its own (rms_norm's, measured in a kept step).
+const CORRECTNESS_S: f64 = 27.0;
+/// What any pytest process pays before its first case: `import torch, cuda.tile, tilegym` and the first
+/// CUDA call.
+const STARTUP_S: f64 = 9.3 + 5.6;
+
+impl Costs {
+    /// A step of `rounds` paired rounds, one process per run; a kept step runs correctness on unseen
+    /// inputs on both sides.
+    fn per_process(&self, rounds: usize, kept: bool) -> f64 {
+        let unseen = if kept { 2.0 * CORRECTNESS_S } else { 0.0 };
+        CORRECTNESS_S + 2.0 * rounds as f64 * self.cold_run + unseen
+    }
+
+    /// The same step with a warm worker per side: their start-ups overlap, correctness and the unseen
+    /// check run in them without a start-up of their own, and only the first repetition compiles.
+    fn warm(&self, rounds: usize, kept: bool) -> f64 {
+        let correctness = CORRECTNESS_S - STARTUP_S;
+        let unseen = if kept { 2.0 * correctness } else { 0.0 };
+        STARTUP_S
+            + correctness
+            + 2.0 * self.first_repetition
+            + 2.0 * (rounds - 1) as f64 * self.repetition
+            + unseen
+    }
+
+    /// The iteration the workflow describes without paired rounds: correctness and one cold run.
+    fn reference(&self) -> f64 {
+        CORRECTNESS_S + self.cold_run
+    }
+}
+
 struct Scenario {
     name: &'static str,
     target: &'static str,
@@ -236,11 +298,14 @@ fn main() {
         "|{:-<10}|{:-<36}|{:->8}|{:->12}|{:->9}|{:->18}|{:->10}|",
         "", "", "", "", "", "", ""
     );
+    // per noise and scenario: (per-process seconds, warm seconds) summed over trials, per cost grid
+    let mut priced: Vec<(&str, &str, Vec<(f64, f64)>)> = Vec::new();
     for (noise, grid) in &grids {
         let n = grid.latency_ms.len();
         for s in &scenarios {
             let mut rng = Rng(SEED);
             let (mut single_hits, mut paired_hits, mut runs, mut forced) = (0, 0, 0, 0);
+            let mut seconds = vec![(0.0, 0.0); COSTS.len()];
             for t in 0..TRIALS {
                 let effects: Vec<f64> = (0..n).map(|i| (s.effect)(i, n, t)).collect();
                 single_hits +=
@@ -249,6 +314,11 @@ fn main() {
                 paired_hits += usize::from(kept == s.right);
                 runs += 2 * rounds;
                 forced += usize::from(on_means);
+                let kept = kept != Kept::Reverted;
+                for (sum, costs) in seconds.iter_mut().zip(&COSTS) {
+                    sum.0 += costs.per_process(rounds, kept);
+                    sum.1 += costs.warm(rounds, kept);
+                }
             }
             let pct = |n: usize| 100.0 * n as f64 / TRIALS as f64;
             println!(
@@ -261,7 +331,44 @@ fn main() {
                 runs as f64 / TRIALS as f64,
                 pct(forced)
             );
+            priced.push((noise, s.name, seconds));
         }
+    }
+    println!();
+    println!(
+        "mean GPU seconds per paired step (x: over correctness + one cold run: {})",
+        COSTS
+            .iter()
+            .map(|c| format!("{} {:.1} s", c.name, c.reference()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    print!("| {:<8} | {:<34} |", "noise", "scenario");
+    for costs in &COSTS {
+        print!(
+            " {:>20} | {:>20} |",
+            format!("{} per run", costs.name),
+            format!("{} warm", costs.name)
+        );
+    }
+    println!();
+    print!("|{:-<10}|{:-<36}|", "", "");
+    for _ in &COSTS {
+        print!("{:->22}|{:->22}|", "", "");
+    }
+    println!();
+    for (noise, scenario, seconds) in &priced {
+        print!("| {noise:<8} | {scenario:<34} |");
+        for ((per_process, warm), costs) in seconds.iter().zip(&COSTS) {
+            let (per_process, warm) = (per_process / TRIALS as f64, warm / TRIALS as f64);
+            let x = |s: f64| s / costs.reference();
+            print!(
+                " {:>20} | {:>20} |",
+                format!("{per_process:.0} s ({:.2}x)", x(per_process)),
+                format!("{warm:.0} s ({:.2}x)", x(warm))
+            );
+        }
+        println!();
     }
     println!(
         "single-run: 1 benchmark run per step against a stored baseline; paired: 2 runs per round (baseline and \

@@ -1,27 +1,36 @@
 //! One benchmark run as the evidence keeps it: the JUnit file pytest wrote, and the GPU's state just
 //! before and just after the run (clocks, temperature, other processes), with a warning when another
-//! process held the GPU. The run's own process is not there at either moment, so every process listed
-//! is someone else's.
+//! process held the GPU. The run's own process is not there at either moment, and the step's warm workers
+//! (ours, idle while another measures) are left out, so every process listed is someone else's.
 
 use anyhow::Result;
 
 use crate::evidence::{GpuWatch, RunFile};
-use crate::pytest::{BenchmarkRun, Pytest};
+use crate::gpu::GpuState;
+use crate::pytest::BenchmarkRun;
 use crate::records::Statistic;
 use crate::ui;
+use crate::workers::Side;
 
-/// Runs `runner`'s benchmark as run `name` (`label` on the terminal); `watch_gpu` reads the GPU around
-/// it (a session without a GPU skips that).
+/// Runs `side`'s benchmark as run `name` (`label` on the terminal); `watch_gpu` reads the GPU around
+/// it (a session without a GPU skips that), leaving out the process groups `ours` (the workers).
 pub fn benchmark(
-    runner: &Pytest,
+    side: &mut Side,
     statistic: Statistic,
     name: &str,
     label: &str,
     watch_gpu: bool,
+    ours: &[u32],
 ) -> Result<(BenchmarkRun, Option<RunFile>)> {
-    let read_gpu = || watch_gpu.then(|| runner.place.gpu(runner.root)).flatten();
+    let runner = side.runner;
+    let read_gpu = || {
+        watch_gpu
+            .then(|| runner.place.gpu(runner.root))
+            .flatten()
+            .map(|state| without(state, ours))
+    };
     let before = read_gpu();
-    let measured = runner.benchmark(statistic, label)?;
+    let measured = side.benchmark(statistic, label)?;
     let watch = watch_gpu.then(|| GpuWatch {
         before,
         after: read_gpu(),
@@ -41,4 +50,13 @@ pub fn benchmark(
         ..run
     });
     Ok((measured, file))
+}
+
+/// `state` without the processes of the groups `ours`.
+fn without(mut state: GpuState, ours: &[u32]) -> GpuState {
+    state.processes.retain(|p| {
+        let group = unsafe { libc::getpgid(p.pid as libc::pid_t) };
+        !ours.iter().any(|&g| g as libc::pid_t == group)
+    });
+    state
 }

@@ -54,6 +54,7 @@ pub mod trailers;
 pub mod ui;
 pub mod units;
 pub mod verdict;
+pub mod workers;
 
 /// The version `--version` prints: the crate's, and the commit it was built from.
 pub const VERSION: &str = concat!(

@@ -12,10 +12,11 @@ use crate::benchmark_run;
 use crate::decision::Decided;
 use crate::evidence::RunFile;
 use crate::git::Repo;
-use crate::pytest::{BenchmarkRun, Pytest};
+use crate::pytest::BenchmarkRun;
 use crate::session::Session;
 use crate::ui;
 use crate::verdict::{self, NoiseFloor, Round, Verdict};
+use crate::workers::Side;
 
 /// A detached worktree of a commit, removed when dropped.
 pub struct BaselineTree<'a> {
@@ -70,8 +71,8 @@ pub enum Paired {
 
 /// Both sides of one step's paired rounds, and what decides between them.
 pub struct Rounds<'a> {
-    pub candidate: &'a Pytest<'a>,
-    pub baseline: &'a Pytest<'a>,
+    pub candidate: Side<'a>,
+    pub baseline: Side<'a>,
     pub session: &'a Session,
     pub floor: NoiseFloor,
     pub deadline: Instant,
@@ -80,7 +81,7 @@ pub struct Rounds<'a> {
 /// Runs rounds of the baseline and the candidate until the verdict is decided; when the next round would
 /// not fit before the deadline, decides on what there is and says so. Each run's JUnit file is added to
 /// `evidence`, named `<prefix>-<round>-<side>`.
-pub fn measure(sides: &Rounds, prefix: &str, evidence: &mut Vec<RunFile>) -> Result<Paired> {
+pub fn measure(sides: &mut Rounds, prefix: &str, evidence: &mut Vec<RunFile>) -> Result<Paired> {
     let limits = &sides.session.thresholds;
     let floor = &sides.floor;
     let mut rounds: Vec<Round> = Vec::new();
@@ -92,11 +93,15 @@ pub fn measure(sides: &Rounds, prefix: &str, evidence: &mut Vec<RunFile>) -> Res
             baseline: Vec::new(),
             candidate: Vec::new(),
         };
+        let ours: Vec<u32> = [&sides.candidate, &sides.baseline]
+            .iter()
+            .filter_map(|side| side.worker_pid())
+            .collect();
         for run_candidate in [candidate_first, !candidate_first] {
             let (runner, side, into) = if run_candidate {
-                (sides.candidate, "candidate", &mut round.candidate)
+                (&mut sides.candidate, "candidate", &mut round.candidate)
             } else {
-                (sides.baseline, "baseline", &mut round.baseline)
+                (&mut sides.baseline, "baseline", &mut round.baseline)
             };
             let (measured, file) = benchmark_run::benchmark(
                 runner,
@@ -104,6 +109,7 @@ pub fn measure(sides: &Rounds, prefix: &str, evidence: &mut Vec<RunFile>) -> Res
                 &format!("{prefix}-{}-{side}", rounds.len() + 1),
                 &format!("round {} {side}", rounds.len() + 1),
                 sides.session.gpu.is_some(),
+                &ours,
             )?;
             evidence.extend(file);
             match measured {

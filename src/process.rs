@@ -234,12 +234,7 @@ fn wait(
             .wait_deadline(wake)
             .context("cannot wait for the child process")?
         {
-            let status = output.status;
-            break match (status.code(), status.signal()) {
-                (Some(code), _) => Ending::Exited(code),
-                (None, Some(signal)) => Ending::Signaled(signal),
-                (None, None) => Ending::Signaled(0),
-            };
+            break ending_of(output.status);
         }
         if interrupt_pending() || Instant::now() >= deadline {
             let ending = if interrupt_pending() {
@@ -260,6 +255,57 @@ fn wait(
         let _ = std::fs::remove_file(path);
     }
     Ok((ending, handle.into_output().ok()))
+}
+
+/// A long-lived child (a warm worker) in its own process group, both output streams to a log; its whole
+/// group is ended (SIGTERM, then SIGKILL after [`GRACE`]) when it is dropped: on the step's end, an
+/// error, the budget or Ctrl-C alike.
+pub struct Background {
+    handle: duct::Handle,
+    group: libc::pid_t,
+}
+
+impl Background {
+    pub fn start(expression: duct::Expression, log: &Path) -> Result<Background> {
+        let file = std::fs::File::create(log)
+            .with_context(|| format!("cannot create {}", log.display()))?;
+        let handle = expression
+            .stderr_file(file.try_clone().context("cannot share the log file")?)
+            .stdout_file(file)
+            .unchecked()
+            .start()
+            .context("cannot start a background process")?;
+        let group = handle.pids()[0] as libc::pid_t;
+        Ok(Background { handle, group })
+    }
+
+    /// The leader's pid, which is also the group's number.
+    pub fn pid(&self) -> u32 {
+        self.group as u32
+    }
+
+    /// How it ended, if it has.
+    pub fn ended(&self) -> Option<Ending> {
+        let output = self.handle.try_wait().ok().flatten()?;
+        Some(ending_of(output.status))
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        kill_group(self.group, libc::SIGTERM);
+        let _ = self.handle.wait_deadline(Instant::now() + GRACE);
+        kill_group(self.group, libc::SIGKILL);
+        let _ = self.handle.wait();
+    }
+}
+
+fn ending_of(status: std::process::ExitStatus) -> Ending {
+    match (status.code(), status.signal()) {
+        (Some(code), _) => Ending::Exited(code),
+        (None, Some(signal)) => Ending::Signaled(signal),
+        (None, None) => Ending::Signaled(0),
+    }
 }
 
 fn kill_group(group: libc::pid_t, signal: libc::c_int) {

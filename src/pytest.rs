@@ -84,6 +84,47 @@ pub enum BenchmarkRun {
     Interrupted,
 }
 
+/// The flag of TileGym's perf tests that prints each case's record (a fork may only print it).
+pub const BENCHMARK_RECORD: &str = "--print-record";
+
+/// A pytest command ready to start, and the fresh bytecode directory it keeps to while it runs.
+pub struct Prepared {
+    run: PytestRun,
+    program: String,
+    args: Vec<String>,
+    dir: PathBuf,
+    env: Vec<(&'static str, std::ffi::OsString)>,
+    pub junit: PathBuf,
+    pub log: PathBuf,
+    /// The `-k` expression, narrowed by the session's filter.
+    pub selection: String,
+    _bytecode: FreshBytecode,
+}
+
+impl Prepared {
+    /// Runs `body` with the command as the runner gets it.
+    pub fn with_call<T>(&self, body: impl FnOnce(&PytestCall) -> T) -> T {
+        let args: Vec<&str> = self.args.iter().map(String::as_str).collect();
+        body(&PytestCall {
+            run: self.run,
+            program: &self.program,
+            args: &args,
+            dir: &self.dir,
+            env: &self.env,
+            junit: &self.junit,
+        })
+    }
+}
+
+/// The cases of a JUnit file, if the run wrote one.
+pub fn read_cases(junit: &Path) -> Option<Result<Vec<CaseReport>>> {
+    junit.exists().then(|| {
+        std::fs::read_to_string(junit)
+            .with_context(|| format!("cannot read {}", junit.display()))
+            .and_then(|xml| records::parse_junit(&xml))
+    })
+}
+
 /// A finished run: how it ended and the cases of its JUnit file.
 struct Run {
     ending: Ending,
@@ -136,18 +177,17 @@ impl Pytest<'_> {
         }
     }
 
-    /// Runs one selection; `name` names its log and JUnit file, `label` its progress lines; `plugins`
-    /// is a directory of the tool's own pytest plugins to put on `PYTHONPATH`.
-    fn run(
+    /// The pytest command of one selection, not started; `name` names its log and JUnit file; `plugins` is
+    /// a directory of the tool's own pytest plugins to put on `PYTHONPATH`.
+    pub fn prepare(
         &self,
         kind: PytestRun,
         name: &str,
-        label: &str,
         selection: &str,
         extra: &[&str],
         plugins: Option<&Path>,
-    ) -> Result<Run> {
-        let selection = &self.narrowed(selection);
+    ) -> Result<Prepared> {
+        let selection = self.narrowed(selection);
         std::fs::create_dir_all(&self.sandbox)
             .with_context(|| format!("cannot create {}", self.sandbox.display()))?;
         let junit = self.sandbox.join(format!("{name}.xml"));
@@ -164,7 +204,7 @@ impl Pytest<'_> {
             "pytest",
             self.test,
             "-k",
-            selection,
+            &selection,
             "-v",
             "-p",
             "no:cacheprovider",
@@ -190,30 +230,45 @@ impl Pytest<'_> {
         if !python_path.is_empty() {
             env.push(("PYTHONPATH", std::env::join_paths(python_path)?));
         }
-        let call = PytestCall {
+        Ok(Prepared {
             run: kind,
-            program,
-            args: &args,
-            dir: self.root,
-            env: &env,
-            junit: &junit,
-        };
-        let plain = format!("{label}: {} -k \"{selection}\"", self.test);
+            program: program.clone(),
+            args: args.iter().map(|arg| arg.to_string()).collect(),
+            dir: self.root.to_path_buf(),
+            env,
+            junit,
+            log,
+            selection,
+            _bytecode: bytecode,
+        })
+    }
+
+    /// Runs one selection to its end; `label` names its progress lines.
+    fn run(
+        &self,
+        kind: PytestRun,
+        name: &str,
+        label: &str,
+        selection: &str,
+        extra: &[&str],
+        plugins: Option<&Path>,
+    ) -> Result<Run> {
+        let prepared = self.prepare(kind, name, selection, extra, plugins)?;
+        let plain = format!("{label}: {} -k \"{}\"", self.test, prepared.selection);
         let started = Instant::now();
-        let ending = progress::follow(&log, label, &plain, self.deadline, || {
-            self.place.pytest(&call, &log, self.deadline)
+        let ending = progress::follow(&prepared.log, label, &plain, self.deadline, || {
+            prepared.with_call(|call| self.place.pytest(call, &prepared.log, self.deadline))
         })?;
         ui::progress_line(&format!(
             "{label}: {} in {:.1}s",
             describe(ending),
             started.elapsed().as_secs_f64()
         ));
-        let cases = junit.exists().then(|| {
-            std::fs::read_to_string(&junit)
-                .with_context(|| format!("cannot read {}", junit.display()))
-                .and_then(|xml| records::parse_junit(&xml))
-        });
-        Ok(Run { ending, cases, log })
+        Ok(Run {
+            ending,
+            cases: read_cases(&prepared.junit),
+            log: prepared.log,
+        })
     }
 
     pub fn correctness(&self) -> Result<CorrectnessRun> {
@@ -225,7 +280,7 @@ impl Pytest<'_> {
             &[],
             None,
         )?;
-        Ok(self.correctness_of(run))
+        Ok(self.correctness_of(run.ending, run.cases, &run.log))
     }
 
     /// The correctness selection with every seed the tests set shifted by `offset` (run `name`).
@@ -241,19 +296,25 @@ impl Pytest<'_> {
             &[&p, &seeds, &offset_arg],
             Some(&plugins),
         )?;
-        Ok(self.correctness_of(run))
+        Ok(self.correctness_of(run.ending, run.cases, &run.log))
     }
 
     /// Where the tool's own pytest plugins are written, made if need be.
-    fn plugin_dir(&self) -> Result<PathBuf> {
+    pub fn plugin_dir(&self) -> Result<PathBuf> {
         let plugins = self.sandbox.join("plugins");
         std::fs::create_dir_all(&plugins)
             .with_context(|| format!("cannot create {}", plugins.display()))?;
         Ok(plugins)
     }
 
-    fn correctness_of(&self, run: Run) -> CorrectnessRun {
-        match (run.ending, run.cases) {
+    /// What a correctness run found, from how it ended and its JUnit cases (`log` for the reasons).
+    pub fn correctness_of(
+        &self,
+        ending: Ending,
+        cases: Option<Result<Vec<CaseReport>>>,
+        log: &Path,
+    ) -> CorrectnessRun {
+        match (ending, cases) {
             (Ending::Interrupted, _) => CorrectnessRun::Interrupted,
             (Ending::Exited(0), Some(Ok(cases))) => CorrectnessRun::passed(cases),
             (Ending::Exited(1), Some(Ok(cases))) => CorrectnessRun::Fail {
@@ -268,7 +329,7 @@ impl Pytest<'_> {
                 self.narrowed(CORRECTNESS_SELECTION),
                 self.test
             )),
-            (ending, cases) => CorrectnessRun::Crash(self.crash_reason(ending, cases, &run.log)),
+            (ending, cases) => CorrectnessRun::Crash(self.crash_reason(ending, cases, log)),
         }
     }
 
@@ -281,10 +342,21 @@ impl Pytest<'_> {
             "benchmark",
             label,
             BENCHMARK_SELECTION,
-            &["--print-record", &p, &census],
+            &[BENCHMARK_RECORD, &p, &census],
             Some(&plugins),
         )?;
-        Ok(match (run.ending, run.cases) {
+        Ok(self.benchmark_of(statistic, run.ending, run.cases, &run.log))
+    }
+
+    /// What a benchmark run measured, from how it ended and its JUnit cases (`log` for the reasons).
+    pub fn benchmark_of(
+        &self,
+        statistic: Statistic,
+        ending: Ending,
+        cases: Option<Result<Vec<CaseReport>>>,
+        log: &Path,
+    ) -> BenchmarkRun {
+        match (ending, cases) {
             (Ending::Interrupted, _) => BenchmarkRun::Interrupted,
             (Ending::Exited(5), _) => BenchmarkRun::Crash(format!(
                 "the benchmark selection is empty: no test matched -k \"{}\" in {} \
@@ -298,11 +370,11 @@ impl Pytest<'_> {
                         "every perf case was skipped: no latency to compare".into(),
                     ),
                     Ok(m) => BenchmarkRun::Measured(m),
-                    Err(e) => BenchmarkRun::Crash(format!("{e:#} (log: {})", self.shown(&run.log))),
+                    Err(e) => BenchmarkRun::Crash(format!("{e:#} (log: {})", self.shown(log))),
                 }
             }
-            (ending, cases) => BenchmarkRun::Crash(self.crash_reason(ending, cases, &run.log)),
-        })
+            (ending, cases) => BenchmarkRun::Crash(self.crash_reason(ending, cases, log)),
+        }
     }
 
     /// A lost node or job explains a broken run better than the exit srun passed on.

@@ -38,6 +38,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "pytest",
             "runner",
             "ui",
+            "workers",
         ],
     ),
     (

@@ -37,18 +37,20 @@ def _shift(module, name):
         setattr(module, name, _shifting(seed))
 
 
-def pytest_configure(config):
+def shift_seeds(offset):
+    """Shifts every seed the tests set by `offset` from now on (0: no shift), and seeds the generators with
+    it. A warm worker calls it around the one repetition that runs on unseen inputs."""
     global _offset
-    _offset = config.getoption("--cutile-perf-seed-offset")
-    if not _offset:
+    _offset = offset
+    if not offset:
         return
     _shift(random, "seed")
-    random.seed(_offset)
+    random.seed(offset)
     try:
         import numpy
 
         _shift(numpy.random, "seed")
-        numpy.random.seed(_offset % (2**32))
+        numpy.random.seed(offset % (2**32))
     except Exception:
         pass
     try:
@@ -56,6 +58,10 @@ def pytest_configure(config):
 
         for module, name in ((torch, "manual_seed"), (torch.cuda, "manual_seed"), (torch.cuda, "manual_seed_all")):
             _shift(module, name)
-        torch.manual_seed(_offset)
+        torch.manual_seed(offset)
     except Exception:
         pass
+
+
+def pytest_configure(config):
+    shift_seeds(config.getoption("--cutile-perf-seed-offset"))

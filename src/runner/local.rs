@@ -13,6 +13,10 @@ impl Runner for Local {
         process::command(program, args).dir(dir)
     }
 
+    fn keeps_workers(&self) -> bool {
+        true
+    }
+
     fn find(&self, program: &str, dir: &Path) -> Option<PathBuf> {
         which::which_in(program, std::env::var_os("PATH"), dir).ok()
     }

@@ -175,6 +175,8 @@ pub enum PytestRun {
     /// The correctness selection with the seeds shifted (inputs neither side has seen).
     Unseen,
     Benchmark,
+    /// A warm worker: correctness and benchmark repetitions on command.
+    Worker,
 }
 
 /// One pytest run as the runner gets it: `program args` in `dir` with `env`, writing its JUnit file
@@ -196,13 +198,24 @@ pub trait Runner {
     /// Where `program` is found there (a bare name on its PATH, or a path from `dir`).
     fn find(&self, program: &str, dir: &Path) -> Option<PathBuf>;
 
-    /// One pytest run, its output into `log`, killed at `deadline`.
-    fn pytest(&self, call: &PytestCall, log: &Path, deadline: Instant) -> Result<Ending> {
+    /// A pytest command with its environment, not started.
+    fn pytest_command(&self, call: &PytestCall) -> duct::Expression {
         let mut expression = self.command(call.program, call.args, call.dir);
         for (name, value) in call.env {
             expression = expression.env(name, value);
         }
-        process::supervise(expression, log, deadline)
+        expression
+    }
+
+    /// One pytest run, its output into `log`, killed at `deadline`.
+    fn pytest(&self, call: &PytestCall, log: &Path, deadline: Instant) -> Result<Ending> {
+        process::supervise(self.pytest_command(call), log, deadline)
+    }
+
+    /// Whether a warm pytest worker may outlive one command here (`pytest_command` started in the
+    /// background); where not, every run is a process of its own.
+    fn keeps_workers(&self) -> bool {
+        false
     }
 
     /// The GPU where the commands run, and who else uses it.

@@ -33,13 +33,16 @@ pub fn baseline(repo: &Repo, plan: &Plan, original: &str) -> Result<Baseline> {
         .collect();
     let tests = correctness_words(correctness, original)?;
     let mut runs = Vec::new();
+    // a process per run: the spread between them is what later steps' noise floor stands on
+    let mut side = crate::workers::Side::cold(&runner);
     for number in 1..=BASELINE_RUNS {
         let (measured, file) = crate::benchmark_run::benchmark(
-            &runner,
+            &mut side,
             plan.session.statistic,
             &format!("benchmark-{number}"),
             &format!("baseline {number}/{BASELINE_RUNS}"),
             plan.gpu_state.is_some(),
+            &[],
         )?;
         junit.extend(file);
         match measured {

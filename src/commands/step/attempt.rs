@@ -17,6 +17,7 @@ use crate::pytest::{CorrectnessRun, Pytest};
 use crate::runner::Runner;
 use crate::ui;
 use crate::verdict::{self, NoiseFloor};
+use crate::workers::Side;
 
 /// What the attempt stage produced: the attempt, the JUnit files of its runs (for the evidence note),
 /// and a remark for the reason when a suspicious gain was confirmed.
@@ -48,33 +49,35 @@ pub fn attempt(
         deadline,
         place,
     };
+    // the baseline's code and both workers first: their start-up overlaps correctness and each other
+    let tree = BaselineTree::add(repo, history.current_baseline_commit())?;
+    let baseline = Pytest {
+        root: &tree.path,
+        sandbox: sandbox(repo).join("baseline"),
+        ..candidate.clone()
+    };
+    let mut rounds = Rounds {
+        candidate: side(repo, &candidate, "candidate")?,
+        baseline: side(repo, &baseline, "baseline")?,
+        session,
+        floor: NoiseFloor::from_spreads(&session.spread),
+        deadline,
+    };
     let mut runs = Vec::new();
-    if let Some(failed) = correctness(repo, history, &candidate, &mut runs)? {
+    if let Some(failed) = correctness(repo, history, &mut rounds.candidate, &mut runs)? {
         return Ok(Tried {
             attempt: failed,
             runs,
             remark: None,
         });
     }
-    let tree = BaselineTree::add(repo, history.current_baseline_commit())?;
-    let rounds = Rounds {
-        candidate: &candidate,
-        baseline: &Pytest {
-            root: &tree.path,
-            sandbox: sandbox(repo).join("baseline"),
-            ..candidate.clone()
-        },
-        session,
-        floor: NoiseFloor::from_spreads(&session.spread),
-        deadline,
-    };
-    let (measured, remark) = confirmed(&rounds, &mut runs)?;
+    let (measured, remark) = confirmed(&mut rounds, &mut runs)?;
     let attempt = match measured {
         Ok(decided) => {
             let rules = census::Rules::of(session);
             let decided = census::gate(decided, &runs, &rules);
             if decided.tier != Tier::Revert {
-                unseen_inputs(&rounds, &mut runs)?;
+                unseen_inputs(&mut rounds, &mut runs)?;
             }
             census::with_unseen(decided, &runs)
         }
@@ -90,12 +93,25 @@ pub fn attempt(
     })
 }
 
+/// A side of the rounds with its warm worker started, its channel in the git dir; on a Slurm node, a
+/// process per run where the runner keeps none (on a Slurm node they would need a job step of their own).
+fn side<'a>(repo: &Repo, runner: &'a Pytest<'a>, name: &'static str) -> Result<Side<'a>> {
+    if !runner.place.keeps_workers() {
+        return Ok(Side::cold(runner));
+    }
+    let channel = repo.git_path(&format!(
+        "cutile-perf/workers/{name}-{}",
+        std::process::id()
+    ))?;
+    Ok(Side::warm(runner, name, &channel))
+}
+
 /// The correctness run, held to the cases that passed at the baseline; `Some` is an attempt that ends
 /// here (failed or crashed).
 fn correctness(
     repo: &Repo,
     history: &History,
-    runner: &Pytest,
+    candidate: &mut Side,
     runs: &mut Vec<RunFile>,
 ) -> Result<Option<Attempt>> {
     // older sessions have no evidence note on their baseline: then no case list to hold them to
@@ -103,8 +119,8 @@ fn correctness(
         Some(evidence) => evidence.passed_cases()?,
         None => Vec::new(),
     };
-    let correctness = runner.correctness()?;
-    runs.extend(RunFile::read(&runner.sandbox, "correctness"));
+    let correctness = candidate.correctness()?;
+    runs.extend(RunFile::read(&candidate.runner.sandbox, "correctness"));
     Ok(match correctness.against_baseline(&baseline_passed) {
         CorrectnessRun::Interrupted => return Err(interrupted()),
         CorrectnessRun::Fail { failed } => {
@@ -121,7 +137,7 @@ fn correctness(
 
 /// Correctness on both sides once more, with every seed the tests set shifted by an offset neither side
 /// has seen: what `census::with_unseen` holds a kept step to.
-fn unseen_inputs(rounds: &Rounds, runs: &mut Vec<RunFile>) -> Result<()> {
+fn unseen_inputs(rounds: &mut Rounds, runs: &mut Vec<RunFile>) -> Result<()> {
     use std::hash::{BuildHasher, Hasher};
     let offset = std::collections::hash_map::RandomState::new()
         .build_hasher()
@@ -130,24 +146,26 @@ fn unseen_inputs(rounds: &Rounds, runs: &mut Vec<RunFile>) -> Result<()> {
     ui::progress_line(&format!(
         "the rounds keep it: correctness on inputs neither side has seen (seeds shifted by {offset})"
     ));
-    for (side, runner) in [
-        ("candidate", rounds.candidate),
-        ("baseline", rounds.baseline),
+    for (name, side) in [
+        ("candidate", &mut rounds.candidate),
+        ("baseline", &mut rounds.baseline),
     ] {
-        if let CorrectnessRun::Interrupted = runner.unseen_correctness("unseen", offset)? {
+        if let CorrectnessRun::Interrupted = side.unseen_correctness("unseen", offset)? {
             return Err(interrupted());
         }
-        runs.extend(RunFile::read(&runner.sandbox, "unseen").map(|run| RunFile {
-            name: census::unseen_run_name(offset, side),
-            ..run
-        }));
+        runs.extend(
+            RunFile::read(&side.runner.sandbox, "unseen").map(|run| RunFile {
+                name: census::unseen_run_name(offset, name),
+                ..run
+            }),
+        );
     }
     Ok(())
 }
 
 /// Rounds until decided; `Err(why)` inside is a crash of the attempt, outside an interruption.
 fn decided(
-    rounds: &Rounds,
+    rounds: &mut Rounds,
     prefix: &str,
     runs: &mut Vec<RunFile>,
 ) -> Result<Result<Decided, String>> {
@@ -161,7 +179,7 @@ fn decided(
 /// The rounds' verdict; a config more than ten times faster is measured again, and the second set
 /// decides if it confirms the first (with a remark for the reason): `verdict::confirmed`.
 fn confirmed(
-    rounds: &Rounds,
+    rounds: &mut Rounds,
     runs: &mut Vec<RunFile>,
 ) -> Result<(Result<Decided, String>, Option<String>)> {
     let first = decided(rounds, "round", runs)?;

@@ -1,0 +1,194 @@
+"""A pytest plugin that `git cutile-perf` loads (`-p`) into a warm worker: one pytest session that collects
+the perf selection once, then runs it again each time the tool asks, one repetition per command.
+
+The tool owns the channel, a directory given as `--cutile-perf-worker=DIR`:
+
+- the worker writes `ready` (JSON: its pid and the cases it collected) when collection is over, or
+  `cold` (JSON: why) when the suite cannot be kept warm (then it runs nothing and ends);
+- the tool writes `run-N` (JSON: the JUnit path of command N, the `-k` expression that picks its cases
+  among those collected, and the seed offset of the unseen-input check, 0 for none);
+- the worker runs them and writes `done-N` (JSON: how many ran and failed) once the JUnit file is complete;
+- `stop` ends the worker, as does no command for `--cutile-perf-worker-idle` seconds; a parent gone (the
+  tool killed) ends its whole process group at once, mid-case too.
+
+Each file appears whole (written beside, then renamed), so neither side reads half a message. Files rather
+than a FIFO: a dead peer never blocks an open, and they work where the tests run on a Slurm node that
+shares the file system.
+
+Between repetitions the per-case state is reset (`record_property` values, captured output sections),
+and the JUnit writer is a fresh one per repetition; session-scoped fixtures, imported modules and the
+kernels' compile and tuning caches are kept, which is the point.
+"""
+
+import json
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+POLL_S = 0.02
+# the tool that started this worker, read as early as the plugin loads (`-p`), before collection
+PARENT = os.getppid()
+
+
+def pytest_addoption(parser):
+    parser.addoption("--cutile-perf-worker", default=None, help="git cutile-perf's channel directory")
+    parser.addoption(
+        "--cutile-perf-worker-idle",
+        type=float,
+        default=900.0,
+        help="seconds without a command before the worker ends",
+    )
+
+
+def _write(channel, name, value):
+    path = os.path.join(channel, name)
+    with open(path + ".part", "w") as f:
+        json.dump(value, f)
+    os.replace(path + ".part", path)
+
+
+def _cannot_stay_warm(config):
+    """Why this suite cannot be kept warm in one process, or None."""
+    if getattr(config.option, "numprocesses", None) or getattr(config.option, "dist", "no") != "no":
+        return "pytest-xdist runs the tests in other processes"
+    try:
+        from _pytest import junitxml
+
+        if config.stash.get(junitxml.xml_key, None) is None:
+            return "pytest's JUnit writer is not active"
+    except Exception as e:  # an older or newer pytest without the writer's stash key
+        return f"this pytest's JUnit writer cannot be renewed ({e})"
+    return None
+
+
+def _fresh_junit(config, path):
+    """Replaces the JUnit writer with one that writes `path`, keeping the options the tool gave."""
+    from _pytest import junitxml
+
+    old = config.stash[junitxml.xml_key]
+    new = junitxml.LogXML(
+        path,
+        old.prefix,
+        old.suite_name,
+        old.logging,
+        old.report_duration,
+        old.family,
+        old.log_passing_tests,
+    )
+    config.pluginmanager.unregister(old)
+    config.stash[junitxml.xml_key] = new
+    config.pluginmanager.register(new)
+    return new
+
+
+def _end_with_parent():
+    """Ends this worker's process group (it leads it) as soon as the tool that started it is gone."""
+
+    def watch():
+        while os.getppid() == PARENT:
+            time.sleep(0.2)
+        os.killpg(os.getpgrp(), signal.SIGKILL)
+
+    threading.Thread(target=watch, name="cutile-perf-parent-watch", daemon=True).start()
+
+
+def pytest_configure(config):
+    if config.getoption("--cutile-perf-worker"):
+        _end_with_parent()
+
+
+def _command(channel, number, idle_s):
+    """The next command: ("run", payload), or ("stop", None) when told or idle too long."""
+    run = os.path.join(channel, f"run-{number}")
+    stop = os.path.join(channel, "stop")
+    waited = 0.0
+    while waited < idle_s:
+        if os.path.exists(run):
+            with open(run) as f:
+                return "run", json.load(f)
+        if os.path.exists(stop):
+            return "stop", None
+        time.sleep(POLL_S)
+        waited += POLL_S
+    return "stop", None
+
+
+def _chosen(items, expression):
+    """The collected cases that the `-k` expression picks, by pytest's own keyword matching."""
+    from _pytest.mark import KeywordMatcher
+    from _pytest.mark.expression import Expression
+
+    compiled = Expression.compile(expression)
+    return [item for item in items if compiled.evaluate(KeywordMatcher.from_item(item))]
+
+
+def _after_last(item, chosen, collected):
+    """Where pytest tears the last case down to: another case (the next command's first, likely), never the
+    case itself, whose own fixtures must go; None (all torn down) only for a lone collected case."""
+    for other in (chosen[0], *collected):
+        if other is not item:
+            return other
+    return None
+
+
+def _repetition(session, items, junit_path):
+    """Runs `items` once more, their records into a fresh JUnit file; returns how many failed."""
+    writer = _fresh_junit(session.config, junit_path)
+    writer.pytest_sessionstart()
+    # what the last command left set up and this one's first case does not share (another module's
+    # fixtures) goes first, as pytest does between consecutive cases
+    session._setupstate.teardown_exact(items[0])
+    failed_before = session.testsfailed
+    for i, item in enumerate(items):
+        item.user_properties.clear()
+        item._report_sections = []
+        # the next case, or another one after the last: session- and module-scoped fixtures stay set up
+        # between commands (None would tear them all down)
+        nextitem = items[i + 1] if i + 1 < len(items) else _after_last(item, items, session.items)
+        item.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
+        if session.shouldstop or session.shouldfail:
+            break
+    writer.pytest_sessionfinish()
+    return session.testsfailed - failed_before
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session):
+    config = session.config
+    channel = config.getoption("--cutile-perf-worker")
+    if not channel:
+        return None
+    why = _cannot_stay_warm(config)
+    if why is None and session.testsfailed:
+        why = f"{session.testsfailed} errors during collection"
+    if why is None:
+        try:
+            _chosen(session.items, "not cutile_perf_probe")
+        except Exception as e:
+            why = f"this pytest's -k matching cannot be reused ({e})"
+    seeds = config.pluginmanager.get_plugin("cutile_perf_seeds")
+    if why is not None:
+        _write(channel, "cold", {"why": why})
+        return True
+    items = list(session.items)
+    _write(channel, "ready", {"pid": os.getpid(), "cases": [item.nodeid for item in items]})
+    number = 1
+    while True:
+        what, payload = _command(channel, number, config.getoption("--cutile-perf-worker-idle"))
+        if what == "stop":
+            break
+        chosen = _chosen(items, payload["select"])
+        offset = payload.get("seed_offset") or 0
+        if offset:
+            seeds.shift_seeds(offset)
+        try:
+            failed = _repetition(session, chosen, payload["junit"]) if chosen else 0
+        finally:
+            if offset:
+                seeds.shift_seeds(0)
+        _write(channel, f"done-{number}", {"failed": failed, "ran": len(chosen)})
+        number += 1
+    return True

@@ -1,0 +1,388 @@
+//! Warm workers: one pytest process per side of a step that collects the correctness and perf selections
+//! once and runs them again on the tool's command, so that a paired round pays for the cases, not for
+//! start-up (imports, collection, the CUDA context, the kernels' compile and tuning, paid once per
+//! worker); the candidate's correctness and both sides' unseen-input checks run there too.
+//!
+//! The worker is pytest with the plugin `cutile_perf_worker.py`; the channel is a directory in the git dir
+//! (the plugin's docstring describes it). Each command writes the same JUnit file, with the same records
+//! and census, that a run of its own would write, and is read the same way ([`Pytest::benchmark_of`],
+//! [`Pytest::correctness_of`]). Where a suite cannot be kept warm (pytest-xdist, a test that exits the
+//! process, a repetition that breaks where the first one worked), the side falls back to one process per
+//! run, and the step says so once.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use serde::Deserialize;
+
+use crate::process::{self, Background, Ending};
+use crate::pytest::{
+    self, BENCHMARK_RECORD, BENCHMARK_SELECTION, BenchmarkRun, CENSUS_PLUGIN,
+    CORRECTNESS_SELECTION, CorrectnessRun, Prepared, Pytest, SEEDS_PLUGIN,
+};
+use crate::records::Statistic;
+use crate::runner::PytestRun;
+use crate::ui;
+
+/// The pytest plugin a worker loads: the repetition loop and its channel.
+pub const WORKER_PLUGIN: (&str, &str) =
+    ("cutile_perf_worker", include_str!("cutile_perf_worker.py"));
+
+/// How often the tool looks for the worker's answer (a repetition takes seconds).
+const POLL: Duration = Duration::from_millis(20);
+
+/// One warm pytest process holding one side's code.
+pub struct Worker {
+    /// `candidate` or `baseline`.
+    pub side: &'static str,
+    channel: PathBuf,
+    /// Declared before `prepared`: the process ends before its bytecode directory is removed.
+    process: Background,
+    prepared: Prepared,
+    /// Commands given so far.
+    commands: u32,
+    /// Whether a repetition has been measured: a crash after one is the worker's, not the code's.
+    measured: bool,
+}
+
+/// What the worker wrote when a command was over.
+#[derive(Deserialize)]
+struct Done {
+    failed: u32,
+    ran: u32,
+}
+
+/// What a command to a worker gave: a run read as a process's would be, or why the worker cannot serve
+/// (then the run is made in a process of its own).
+pub enum Served<T> {
+    Ran(T),
+    Cold(String),
+}
+
+/// A finished command, as a finished process is read: its ending and its JUnit cases.
+struct Finished {
+    ending: Ending,
+    cases: Option<Result<Vec<crate::records::CaseReport>>>,
+}
+
+impl Worker {
+    /// Starts `runner`'s side as a worker with its channel at `channel` (emptied first); it collects while
+    /// the caller goes on.
+    pub fn start(runner: &Pytest, side: &'static str, channel: &Path) -> Result<Worker> {
+        if channel.exists() {
+            std::fs::remove_dir_all(channel)
+                .with_context(|| format!("cannot empty {}", channel.display()))?;
+        }
+        std::fs::create_dir_all(channel)
+            .with_context(|| format!("cannot create {}", channel.display()))?;
+        let plugins = runner.plugin_dir()?;
+        let [p, census] = pytest::write_plugin(&plugins, CENSUS_PLUGIN)?;
+        let [q, seeds] = pytest::write_plugin(&plugins, SEEDS_PLUGIN)?;
+        let [r, worker] = pytest::write_plugin(&plugins, WORKER_PLUGIN)?;
+        let channel_arg = format!("--cutile-perf-worker={}", channel.display());
+        let prepared = runner.prepare(
+            PytestRun::Worker,
+            "worker",
+            // in parentheses: the session's filter is added with `and`, which binds tighter than `or`
+            &format!("(({CORRECTNESS_SELECTION}) or ({BENCHMARK_SELECTION}))"),
+            &[
+                BENCHMARK_RECORD,
+                &p,
+                &census,
+                &q,
+                &seeds,
+                &r,
+                &worker,
+                &channel_arg,
+            ],
+            Some(&plugins),
+        )?;
+        let expression = prepared.with_call(|call| runner.place.pytest_command(call));
+        let process = Background::start(expression, &prepared.log)?;
+        Ok(Worker {
+            side,
+            channel: channel.to_path_buf(),
+            process,
+            prepared,
+            commands: 0,
+            measured: false,
+        })
+    }
+
+    /// The worker's pid, also its process group's number.
+    pub fn pid(&self) -> u32 {
+        self.process.pid()
+    }
+
+    /// One more repetition of the perf selection into `runner`'s `benchmark.xml`, its progress shown as
+    /// `label`.
+    pub fn repeat(
+        &mut self,
+        runner: &Pytest,
+        statistic: Statistic,
+        label: &str,
+    ) -> Result<Served<BenchmarkRun>> {
+        let finished = match self.command(runner, "benchmark", label, BENCHMARK_SELECTION, 0)? {
+            Served::Ran(finished) => finished,
+            Served::Cold(why) => return Ok(Served::Cold(why)),
+        };
+        let run = runner.benchmark_of(
+            statistic,
+            finished.ending,
+            finished.cases,
+            &self.prepared.log,
+        );
+        Ok(match run {
+            BenchmarkRun::Crash(why) if self.measured => Served::Cold(format!(
+                "a repetition broke where the first one worked: {why}"
+            )),
+            BenchmarkRun::Measured(configs) => {
+                self.measured = true;
+                Served::Ran(BenchmarkRun::Measured(configs))
+            }
+            other => Served::Ran(other),
+        })
+    }
+
+    /// The correctness selection into `runner`'s `<name>.xml`, with every seed the tests set shifted by
+    /// `seed_offset` (0: none).
+    pub fn correctness(
+        &mut self,
+        runner: &Pytest,
+        name: &str,
+        label: &str,
+        seed_offset: u32,
+    ) -> Result<Served<CorrectnessRun>> {
+        Ok(
+            match self.command(runner, name, label, CORRECTNESS_SELECTION, seed_offset)? {
+                Served::Ran(finished) => Served::Ran(runner.correctness_of(
+                    finished.ending,
+                    finished.cases,
+                    &self.prepared.log,
+                )),
+                Served::Cold(why) => Served::Cold(why),
+            },
+        )
+    }
+
+    /// Runs the collected cases that `selection` picks into `runner`'s `<name>.xml`.
+    fn command(
+        &mut self,
+        runner: &Pytest,
+        name: &str,
+        label: &str,
+        selection: &str,
+        seed_offset: u32,
+    ) -> Result<Served<Finished>> {
+        let started = Instant::now();
+        let junit = runner.sandbox.join(format!("{name}.xml"));
+        match std::fs::remove_file(&junit) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(e).with_context(|| format!("cannot remove {}", junit.display()));
+            }
+            _ => {}
+        }
+        match self.wait_for(runner.deadline, "ready")? {
+            Answer::Arrived(_) => {}
+            Answer::Cold(why) => return Ok(Served::Cold(why)),
+            Answer::Ended(ending) => return Ok(self.ended(ending)),
+        }
+        self.commands += 1;
+        let number = self.commands;
+        let command = serde_json::json!({
+            "junit": junit,
+            "select": selection,
+            "seed_offset": seed_offset,
+        });
+        write_whole(&self.channel.join(format!("run-{number}")), &command)?;
+        let done: Done = match self.wait_for(runner.deadline, &format!("done-{number}"))? {
+            Answer::Arrived(text) => serde_json::from_str(&text)
+                .with_context(|| format!("the {} worker's answer {text:?}", self.side))?,
+            Answer::Cold(why) => return Ok(Served::Cold(why)),
+            Answer::Ended(ending) => return Ok(self.ended(ending)),
+        };
+        ui::progress_line(&format!(
+            "{label}: in the warm {} worker, {} cases, {} failed, in {:.1}s",
+            self.side,
+            done.ran,
+            done.failed,
+            started.elapsed().as_secs_f64()
+        ));
+        // pytest's own exit codes: 5 when nothing was selected, 1 when a case failed
+        let ending = Ending::Exited(match (done.ran, done.failed) {
+            (0, _) => 5,
+            (_, 0) => 0,
+            _ => 1,
+        });
+        Ok(Served::Ran(Finished {
+            ending,
+            cases: pytest::read_cases(&junit),
+        }))
+    }
+
+    /// A deadline or an interrupt is the run's ending as for any run; the worker's own end (a test that
+    /// exits the process, a crash of the interpreter) makes the side cold, so that a process of its own
+    /// shows what the code does.
+    fn ended(&self, ending: Ending) -> Served<Finished> {
+        let log = self.prepared.log.display();
+        match ending {
+            Ending::TimedOut | Ending::Interrupted => Served::Ran(Finished {
+                ending,
+                cases: None,
+            }),
+            Ending::Exited(code) => {
+                Served::Cold(format!("the worker exited with code {code} (log: {log})"))
+            }
+            Ending::Signaled(signal) => Served::Cold(format!(
+                "the worker was killed by signal {signal} (log: {log})"
+            )),
+        }
+    }
+
+    /// Waits for the file `name` in the channel; the worker's end, `cold`, the deadline or an interrupt
+    /// end the wait first.
+    fn wait_for(&self, deadline: Instant, name: &str) -> Result<Answer> {
+        let path = self.channel.join(name);
+        let cold = self.channel.join("cold");
+        loop {
+            if let Ok(text) = std::fs::read_to_string(&path) {
+                return Ok(Answer::Arrived(text));
+            }
+            if let Ok(text) = std::fs::read_to_string(&cold) {
+                let why: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+                return Ok(Answer::Cold(
+                    why["why"].as_str().unwrap_or(&text).to_string(),
+                ));
+            }
+            if let Some(ending) = self.process.ended() {
+                // an answer written just before the end still counts
+                if let Ok(text) = std::fs::read_to_string(&path) {
+                    return Ok(Answer::Arrived(text));
+                }
+                return Ok(Answer::Ended(ending));
+            }
+            if process::interrupted() {
+                return Ok(Answer::Ended(Ending::Interrupted));
+            }
+            if Instant::now() >= deadline {
+                return Ok(Answer::Ended(Ending::TimedOut));
+            }
+            std::thread::sleep(POLL);
+        }
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        // the process group goes with `process`; the channel is ours alone
+        let _ = std::fs::remove_dir_all(&self.channel);
+    }
+}
+
+enum Answer {
+    Arrived(String),
+    Cold(String),
+    Ended(Ending),
+}
+
+/// Writes `value` as JSON into `path` whole: beside it first, then renamed.
+fn write_whole(path: &Path, value: &serde_json::Value) -> Result<()> {
+    let part = path.with_extension("part");
+    std::fs::write(&part, value.to_string())
+        .with_context(|| format!("cannot write {}", part.display()))?;
+    std::fs::rename(&part, path).with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// One side's way of running the benchmark in a step: its warm worker, or a process per run.
+pub struct Side<'a> {
+    pub runner: &'a Pytest<'a>,
+    worker: Option<Worker>,
+}
+
+impl<'a> Side<'a> {
+    /// A side that runs a process per benchmark run.
+    pub fn cold(runner: &'a Pytest<'a>) -> Side<'a> {
+        Side {
+            runner,
+            worker: None,
+        }
+    }
+
+    /// A side whose worker is started now (into `channel`); where it cannot be, a cold side, said once.
+    pub fn warm(runner: &'a Pytest<'a>, side: &'static str, channel: &Path) -> Side<'a> {
+        match Worker::start(runner, side, channel) {
+            Ok(worker) => Side {
+                runner,
+                worker: Some(worker),
+            },
+            Err(e) => {
+                say_cold(side, &format!("{e:#}"));
+                Side::cold(runner)
+            }
+        }
+    }
+
+    /// The worker's pid, while the side is warm.
+    pub fn worker_pid(&self) -> Option<u32> {
+        self.worker.as_ref().map(Worker::pid)
+    }
+
+    /// One benchmark run of this side, `label` on the terminal: a warm repetition, or a process of its
+    /// own when the side is cold or turns cold now (said once, with why).
+    pub fn benchmark(&mut self, statistic: Statistic, label: &str) -> Result<BenchmarkRun> {
+        let served = match self.worker.as_mut() {
+            Some(worker) => worker.repeat(self.runner, statistic, label)?,
+            None => Served::Cold(String::new()),
+        };
+        match self.served(served) {
+            Some(run) => Ok(run),
+            None => self.runner.benchmark(statistic, label),
+        }
+    }
+
+    /// The correctness selection of this side (the usual inputs), in its worker where it is warm.
+    pub fn correctness(&mut self) -> Result<CorrectnessRun> {
+        let served = match self.worker.as_mut() {
+            Some(worker) => worker.correctness(self.runner, "correctness", "correctness", 0)?,
+            None => Served::Cold(String::new()),
+        };
+        match self.served(served) {
+            Some(run) => Ok(run),
+            None => self.runner.correctness(),
+        }
+    }
+
+    /// The correctness selection with every seed shifted by `offset`, into run `name`, in this side's
+    /// worker where it is warm.
+    pub fn unseen_correctness(&mut self, name: &str, offset: u32) -> Result<CorrectnessRun> {
+        let served = match self.worker.as_mut() {
+            Some(worker) => worker.correctness(self.runner, name, "unseen inputs", offset)?,
+            None => Served::Cold(String::new()),
+        };
+        match self.served(served) {
+            Some(run) => Ok(run),
+            None => self.runner.unseen_correctness(name, offset),
+        }
+    }
+
+    /// What the worker served; `None` when the run is to be made in a process of its own (the worker
+    /// turning cold now is said, and it is gone).
+    fn served<T>(&mut self, served: Served<T>) -> Option<T> {
+        match served {
+            Served::Ran(run) => Some(run),
+            Served::Cold(why) => {
+                if let Some(worker) = self.worker.take() {
+                    say_cold(worker.side, &why);
+                }
+                None
+            }
+        }
+    }
+}
+
+fn say_cold(side: &str, why: &str) {
+    ui::progress_line(&format!(
+        "the {side} side cannot be kept warm ({why}): one pytest process per run from now on"
+    ));
+}

@@ -1,0 +1,193 @@
+//! Warm workers: a step starts one pytest process per side for its benchmark, whatever the number of
+//! rounds, and falls back to a process per run, said once, where the suite cannot run twice in one
+//! process. Counted with the fixture's knobs: each pytest start appends a line to
+//! `CUTILE_PERF_FIXTURE_STARTS`, each timed case one to `CUTILE_PERF_FIXTURE_CASES`.
+
+mod support;
+
+use support::{Fixture, alive, text};
+
+/// What a step with more than one round per side left: its report, its stderr, and the pytest starts
+/// and timed cases it counted.
+struct Counted {
+    report: serde_json::Value,
+    stderr: String,
+    starts: Vec<String>,
+    cases: usize,
+}
+
+/// A step whose candidate is more than 10x faster (so it is measured again: two rounds per side at
+/// least), with `env` set for the tool and its tests.
+fn counted_step(f: &Fixture, env: &[(&str, &str)]) -> Counted {
+    f.set_latency(0.005, 0.05);
+    let starts = f.root.join("../starts.txt");
+    let cases = f.root.join("../cases.txt");
+    let mut command = f.command(&["step", "--json", "tile size 256"]);
+    command
+        .env("CUTILE_PERF_FIXTURE_STARTS", &starts)
+        .env("CUTILE_PERF_FIXTURE_CASES", &cases);
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let out = command.output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let read = |path| std::fs::read_to_string(path).unwrap_or_default();
+    Counted {
+        report: serde_json::from_slice(&out.stdout).unwrap(),
+        stderr: text(&out.stderr),
+        starts: read(&starts).lines().map(str::to_string).collect(),
+        cases: read(&cases).lines().count(),
+    }
+}
+
+/// The benchmark's pytest starts among `starts` (a cold correctness run is not one).
+fn benchmark_starts(starts: &[String]) -> Vec<&String> {
+    starts
+        .iter()
+        .filter(|line| line.contains("test_perf and cutile"))
+        .collect()
+}
+
+#[test]
+fn one_pytest_start_per_side_whatever_the_rounds() {
+    let f = Fixture::new();
+    f.start();
+    let step = counted_step(&f, &[]);
+    assert!(
+        step.stderr
+            .contains("more than 10x faster than its baseline: measuring again"),
+        "{}",
+        step.stderr
+    );
+    let starts = benchmark_starts(&step.starts);
+    assert_eq!(starts.len(), 2, "{:#?}", step.starts);
+    assert!(
+        starts.iter().all(|s| s.contains("--cutile-perf-worker=")),
+        "{starts:#?}"
+    );
+    // two sides, two configs, at least two rounds per side: every case measured in the two workers
+    assert!(
+        step.cases >= 8 && step.cases.is_multiple_of(4),
+        "{}",
+        step.cases
+    );
+    for side in ["candidate", "baseline"] {
+        let repetitions = format!("in the warm {side} worker, 2 cases, 0 failed");
+        assert!(
+            step.stderr.matches(&repetitions).count() >= 2,
+            "{}",
+            step.stderr
+        );
+    }
+    // correctness and the unseen-input check run in the workers too: no start-up of their own
+    assert!(
+        step.stderr
+            .contains("correctness: in the warm candidate worker, 6 cases, 0 failed"),
+        "{}",
+        step.stderr
+    );
+    for side in ["candidate", "baseline"] {
+        let unseen = format!("unseen inputs: in the warm {side} worker, 6 cases, 0 failed");
+        assert!(step.stderr.contains(&unseen), "{}", step.stderr);
+    }
+    assert_eq!(step.starts.len(), 2, "no other pytest: {:#?}", step.starts);
+    assert!(
+        !step.stderr.contains("cannot be kept warm"),
+        "{}",
+        step.stderr
+    );
+    assert_eq!(step.report["status"], "keep", "{}", step.report);
+    for line in starts {
+        let pid: i32 = line.split_whitespace().next().unwrap().parse().unwrap();
+        assert!(!alive(pid), "worker {pid} outlived the step");
+    }
+}
+
+#[test]
+fn a_suite_that_cannot_run_twice_in_one_process_falls_back_said_once_per_side() {
+    let f = Fixture::new();
+    f.start();
+    let step = counted_step(&f, &[("CUTILE_PERF_FIXTURE_EXIT_ON_REPEAT", "1")]);
+    for side in ["candidate", "baseline"] {
+        let said = format!("the {side} side cannot be kept warm (the worker exited with code 3");
+        assert_eq!(step.stderr.matches(&said).count(), 1, "{}", step.stderr);
+    }
+    // each side's worker, then a process per run from its second run on
+    let starts = benchmark_starts(&step.starts);
+    let warm = starts
+        .iter()
+        .filter(|s| s.contains("--cutile-perf-worker="))
+        .count();
+    assert_eq!(warm, 2, "{starts:#?}");
+    assert!(starts.len() >= 4, "{starts:#?}");
+    assert_eq!(step.report["status"], "keep", "{}", step.report);
+}
+
+#[test]
+fn the_session_filter_narrows_what_the_workers_run() {
+    let f = Fixture::new();
+    f.ok(&["start", "vector_add", "--filter", "large or 1000"]);
+    f.set_latency(0.2, 0.5);
+    let out = f
+        .command(&["step", "--json", "only the large config counts"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    // one case a command: the worker tears each down before the next command's
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["status"], "keep", "{r}");
+    for (what, cases) in [
+        ("correctness: in the warm candidate worker", 1),
+        ("round 1 candidate: in the warm candidate worker", 1),
+        ("round 1 baseline: in the warm baseline worker", 1),
+    ] {
+        assert!(
+            stderr.contains(&format!("{what}, {cases} cases")),
+            "{stderr}"
+        );
+    }
+}
+
+/// The worker pids among the pytest starts.
+fn worker_pids(starts: &std::path::Path) -> Vec<i32> {
+    std::fs::read_to_string(starts)
+        .unwrap_or_default()
+        .lines()
+        .filter(|line| line.contains("--cutile-perf-worker="))
+        .map(|line| line.split_whitespace().next().unwrap().parse().unwrap())
+        .collect()
+}
+
+#[test]
+fn workers_end_themselves_when_the_tool_is_killed() {
+    let f = Fixture::new();
+    f.start();
+    f.set_latency(0.09, 0.9);
+    let starts = f.root.join("../starts.txt");
+    // slow cases: the tool is still in the rounds when it is killed
+    let mut tool = f
+        .command(&["step", "tile size 256"])
+        .env("CUTILE_PERF_FIXTURE_STARTS", &starts)
+        .env("CUTILE_PERF_FIXTURE_CASE_S", "30")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while worker_pids(&starts).len() < 2 && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let workers = worker_pids(&starts);
+    assert_eq!(workers.len(), 2, "the workers did not start");
+    // SIGKILL: no cleanup of the tool's own runs; the workers see their parent gone
+    tool.kill().unwrap();
+    tool.wait().unwrap();
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while workers.iter().any(|&pid| alive(pid)) && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    for pid in workers {
+        assert!(!alive(pid), "worker {pid} outlived the killed tool");
+    }
+}

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# H200 evidence for warm workers (issue 27): steps whose paired rounds, correctness and unseen-input check
+# run in one warm pytest worker per side, timed beside the cold costs they replace. Run on the GPU machine
+# after `source .gpu/device-setup.sh` (../shared/gpu/README.md):
+#
+#   tools/gpu-warm.sh /path/to/TileGym OUT_DIR PART...
+#
+#   rms_norm  start from the de-optimized baseline (TMA on the static persistent store), the step that
+#             restores it (keep), then a step that writes the gather kernel's output twice (revert)
+#   rope      start on rope's microsecond configs (--filter "not 65536"), then 3 null edits
+#
+# Each command's stdout, stderr, exit code and wall time go to OUT_DIR (timings.txt); the progress lines in
+# the .err files give each run's own time (correctness, each cold baseline run, each warm command).
+set -uo pipefail
+source "$(dirname "$0")/gpu-common.sh"
+[ $# -ge 3 ] || { echo "usage: $0 /path/to/TileGym OUT_DIR rms_norm|rope..." >&2; exit 2; }
+setup warm "$1" "$2"
+shift 2
+export CUTILE_PERF_NO_PROGRESS=1
+
+# edit FILE OLD NEW: replace the first OLD (a literal) in FILE, or fail loudly
+edit() {
+    python3 -c 'import sys; p, o, n = sys.argv[1:4]; t = open(p).read(); o in t or sys.exit(f"{o!r} not in {p}"); open(p, "w").write(t.replace(o, n, 1))' "$@" || exit 1
+}
+
+for part in "$@"; do
+    cd "$(fresh "$part")" || exit 1
+    use_sources
+    case $part in
+    rms_norm)
+        kernel=src/tilegym/ops/cutile/rms_norm.py
+        cp "$kernel" "$work/rms_norm.upstream.py"
+        edit "$kernel" "            allow_tma=False,  # +30% perf
+" ""
+        git commit -qam "de-optimized baseline: TMA on the static persistent store" --no-verify
+        run rms_norm-start start rms_norm --suite ops --class memory --filter "static_persistent or multi_wave_reload" --json
+        cp "$work/rms_norm.upstream.py" "$kernel"
+        run rms_norm-keep step --json --opt F --cause memory "no TMA on the static persistent kernel's output store"
+        scatter="        ct.scatter(out, (row, offs), yj, latency=1)
+"
+        edit "$kernel" "$scatter" "$scatter$scatter"
+        run rms_norm-revert step --json --cause memory "write the gather kernel's output twice"
+        ;;
+    rope)
+        run rope-start start rope --suite ops --class memory --filter "not 65536" --json
+        for n in 1 2 3; do
+            echo "# null edit $n" >> src/tilegym/ops/cutile/rope.py
+            run "rope-null-$n" step --json --continue --cause memory "null edit $n (a comment)"
+        done
+        ;;
+    *)
+        echo "unknown part $part" >&2
+        exit 2
+        ;;
+    esac
+    git log --format='%H%n%B' > "$out/$part-git-log.txt"
+    run "$part-verify" verify --json
+done
