@@ -34,3 +34,4 @@ mod settings;
 mod skill;
 mod slurm;
 mod travel;
+mod warm;

@@ -3,7 +3,7 @@
 //! process. Counted with the fixture's knobs: each pytest start appends a line to
 //! `CUTILE_PERF_FIXTURE_STARTS`, each timed case one to `CUTILE_PERF_FIXTURE_CASES`.
 
-mod support;
+use crate::support;
 
 use support::{Fixture, alive, text};
 

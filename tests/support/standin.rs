@@ -84,6 +84,7 @@ impl Runner for StandIn {
             (PytestRun::Correctness | PytestRun::Unseen, _) => ("correctness", &self.correctness),
             (PytestRun::Benchmark, "candidate") => ("benchmark", &self.benchmark),
             (PytestRun::Benchmark, _) => ("benchmark", &self.baseline_benchmark),
+            (PytestRun::Worker, _) => unreachable!("the stand-in keeps no workers"),
         };
         self.runs.borrow_mut().push(format!("{name} {side}"));
         std::fs::write(
