@@ -177,6 +177,38 @@ fn instruction(line: &str) -> Option<&str> {
         .then_some(opcode)
 }
 
+/// One kernel module as cuda-tile compiled it, for telling a recompile of the same code from a change:
+/// the git blob id of its dumped Tile IR (the tree the run ran in replaced by `<tree>`, since the
+/// baseline's code runs from another directory) and the kernels it defines (`entry @NAME`).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct CompiledKernel {
+    pub blob: String,
+    pub entries: Vec<String>,
+}
+
+impl CompiledKernel {
+    /// The Tile IR text `ir`, dumped by a run from the tree at `root`.
+    pub fn of(ir: &str, root: &str) -> CompiledKernel {
+        let text = match root.is_empty() {
+            true => ir.to_string(),
+            false => ir.replace(root, "<tree>"),
+        };
+        let blob = gix::objs::compute_hash(
+            gix::hash::Kind::Sha1,
+            gix::objs::Kind::Blob,
+            text.as_bytes(),
+        )
+        .map_or_else(|e| format!("unhashed: {e}"), |id| id.to_string());
+        let entries = text
+            .lines()
+            .filter_map(|line| line.trim_start().strip_prefix("entry @"))
+            .filter_map(|rest| rest.split(|c: char| c == '(' || c.is_whitespace()).next())
+            .map(str::to_string)
+            .collect();
+        CompiledKernel { blob, entries }
+    }
+}
+
 /// Everything known about one iteration's compiled kernels.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CompileFacts {
@@ -255,6 +287,23 @@ mod tests {
   }
 }
 "#;
+
+    #[test]
+    fn a_compiled_kernel_is_its_tile_ir_less_the_tree_it_was_built_in() {
+        let here = CompiledKernel::of(TILE_IR, "");
+        assert_eq!(here.entries, ["rms_kernel"]);
+        // git's blob id of the text: `git hash-object` gives the same
+        assert_eq!(
+            CompiledKernel::of("x\n", "").blob,
+            "587be6b4c3f93f93c489c0111bba5596147a26cb"
+        );
+        let at = |root: &str| CompiledKernel::of(&format!("loc(\"{root}/k.py\":3:1)\n"), root);
+        assert_eq!(at("/repo"), at("/repo/sandbox/baseline"));
+        assert_ne!(
+            at("/repo").blob,
+            CompiledKernel::of("loc(\"/elsewhere/k.py\":3:1)\n", "/repo").blob
+        );
+    }
 
     #[test]
     fn tile_ir_operations_by_kind() {

@@ -138,7 +138,7 @@ impl Pytest<'_> {
     }
 
     /// Runs one selection; `name` names its log and JUnit file, `label` its progress lines; `plugins`
-    /// is a directory of the tool's own pytest plugins to put on `PYTHONPATH`.
+    /// is a directory of the tool's own pytest plugins to put on `PYTHONPATH`; `env` is set for it.
     fn run(
         &self,
         name: &str,
@@ -146,6 +146,7 @@ impl Pytest<'_> {
         selection: &str,
         extra: &[&str],
         plugins: Option<&Path>,
+        env: &[(&str, String)],
     ) -> Result<Run> {
         let selection = &self.narrowed(selection);
         std::fs::create_dir_all(&self.sandbox)
@@ -182,7 +183,7 @@ impl Pytest<'_> {
             .place
             .command(program, &args, self.root)
             .env("PYTHONUNBUFFERED", "1");
-        for (name, value) in bytecode.env() {
+        for (name, value) in bytecode.env().iter().chain(env) {
             expression = expression.env(name, value);
         }
         let mut python_path: Vec<PathBuf> = plugins.into_iter().map(Path::to_path_buf).collect();
@@ -220,6 +221,7 @@ impl Pytest<'_> {
             CORRECTNESS_SELECTION,
             &[],
             None,
+            &[],
         )?;
         Ok(self.correctness_of(run))
     }
@@ -235,6 +237,7 @@ impl Pytest<'_> {
             CORRECTNESS_SELECTION,
             &[&p, &seeds, &offset_arg],
             Some(&plugins),
+            &[],
         )?;
         Ok(self.correctness_of(run))
     }
@@ -269,14 +272,31 @@ impl Pytest<'_> {
 
     /// The benchmark selection, its progress shown as `label` (e.g. `round 2 baseline`).
     pub fn benchmark(&self, statistic: Statistic, label: &str) -> Result<BenchmarkRun> {
+        self.benchmark_run("benchmark", label, statistic, &[])
+    }
+
+    /// The benchmark selection as a compile run (`compile.xml`): `env` makes cuda-tile dump what it
+    /// compiles; the census records what each case launched. Its timings decide nothing.
+    pub fn compile(&self, statistic: Statistic, env: &[(&str, String)]) -> Result<BenchmarkRun> {
+        self.benchmark_run("compile", "compile", statistic, env)
+    }
+
+    fn benchmark_run(
+        &self,
+        name: &str,
+        label: &str,
+        statistic: Statistic,
+        env: &[(&str, String)],
+    ) -> Result<BenchmarkRun> {
         let plugins = self.plugin_dir()?;
         let [p, census] = write_plugin(&plugins, CENSUS_PLUGIN)?;
         let run = self.run(
-            "benchmark",
+            name,
             label,
             BENCHMARK_SELECTION,
             &["--print-record", &p, &census],
             Some(&plugins),
+            env,
         )?;
         Ok(match (run.ending, run.cases) {
             (Ending::Interrupted, _) => BenchmarkRun::Interrupted,

@@ -174,3 +174,65 @@ fn a_kernel_right_only_on_the_inputs_its_tests_draw_fails_on_unseen_ones() {
     let verify = f.run(&["verify"]);
     assert!(verify.status.success(), "{}", both(&verify));
 }
+
+/// The names of the runs in the evidence of the iteration at HEAD.
+fn evidence_runs(f: &Fixture) -> Vec<git_cutile_perf::evidence::RunFile> {
+    let repo = git_cutile_perf::git::Repo::discover(&f.root).unwrap();
+    git_cutile_perf::evidence::Evidence::of(&repo, &f.head())
+        .unwrap()
+        .unwrap()
+        .runs
+}
+
+#[test]
+fn a_recompile_of_the_same_code_is_no_change_without_a_benchmark() {
+    let f = Fixture::new();
+    f.start();
+    f.append(KERNEL, "\n# the same kernel, said again\n");
+    let report = f.step_json(&["a comment"]);
+    assert_eq!(report["status"], "revert", "{report}");
+    assert_eq!(report["correctness"], "PASS", "{report}");
+    assert_eq!(
+        report["reason"],
+        git_cutile_perf::decision::NO_CHANGE,
+        "{report}"
+    );
+    assert_eq!(report["rounds"], serde_json::Value::Null, "{report}");
+    assert_eq!(report["change_pct"], serde_json::Value::Null, "{report}");
+    let runs = evidence_runs(&f);
+    let names: Vec<&str> = runs.iter().map(|run| run.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["correctness", "compile-candidate", "compile-baseline"],
+        "no benchmark round"
+    );
+    assert!(runs[1].compiled.as_ref().is_some_and(|k| !k.is_empty()));
+    assert_eq!(runs[1].compiled, runs[2].compiled);
+    let verify = f.run(&["verify"]);
+    assert!(verify.status.success(), "{}", both(&verify));
+}
+
+#[test]
+fn a_real_change_is_still_benchmarked() {
+    let f = Fixture::new();
+    f.start();
+    // a new kernel at the same simulated latency
+    f.edit_kernel("TILE_SIZE = 128", "TILE_SIZE = 256");
+    let report = f.step_json(&["bigger tiles"]);
+    assert_ne!(
+        report["reason"],
+        git_cutile_perf::decision::NO_CHANGE,
+        "{report}"
+    );
+    assert!(report["rounds"].as_u64().unwrap() >= 1, "{report}");
+    let runs = evidence_runs(&f);
+    let compiled = |side: &str| {
+        let name = format!("compile-{side}");
+        let run = runs.iter().find(|run| run.name == name).unwrap();
+        run.compiled.clone().unwrap()
+    };
+    assert_ne!(compiled("candidate"), compiled("baseline"));
+    assert!(runs.iter().any(|run| run.name == "round-1-candidate"));
+    let verify = f.run(&["verify"]);
+    assert!(verify.status.success(), "{}", both(&verify));
+}

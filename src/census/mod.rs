@@ -361,6 +361,68 @@ pub fn unseen_failures(runs: &[RunFile]) -> Option<(u32, Vec<String>)> {
     (!failed.is_empty()).then_some((offset, failed))
 }
 
+/// The compile run of one side (`candidate` or `baseline`) in a step's evidence.
+pub fn compile_run_name(side: &str) -> String {
+    format!("compile-{side}")
+}
+
+/// No re-roll: whether the candidate's compile run shows the baseline's code as far as the GPU can
+/// tell, so that measuring it again could only draw another sample of the same work. Both compile runs
+/// must have dumped every cuTile kernel their perf cases launched, the same dumps, and every perf case
+/// the same cuTile launches (kernel, file, grids, count) and the same other GPU kernels. Anything
+/// missing (a run that failed, a case without a census or device times, a launched kernel without a
+/// dump, as when a compile cache skipped the compile) is not the same: the candidate is benchmarked.
+pub fn unchanged(runs: &[RunFile]) -> bool {
+    let side = |side: &str| {
+        let run = runs.iter().find(|run| run.name == compile_run_name(side))?;
+        gpu_work(run)
+    };
+    matches!((side("candidate"), side("baseline")), (Some(ours), Some(theirs)) if ours == theirs)
+}
+
+/// What one compile run's GPU did: the dumped kernels, and per perf case its cuTile launches and the
+/// names of every GPU kernel it ran; none when any of it is missing.
+#[derive(Debug, PartialEq)]
+struct GpuWork {
+    compiled: Vec<String>,
+    cases: Vec<(String, Vec<Launch>, Vec<String>)>,
+}
+
+fn gpu_work(run: &RunFile) -> Option<GpuWork> {
+    let compiled = run
+        .compiled
+        .as_ref()
+        .filter(|kernels| !kernels.is_empty())?;
+    let dumped = |kernel: &str| {
+        compiled
+            .iter()
+            .any(|k| k.entries.iter().any(|e| e == kernel))
+    };
+    let mut cases = Vec::new();
+    for case in records::parse_junit(&run.junit).ok()? {
+        let census = match Census::of(&case).ok()? {
+            Some(census) if census.taken && case.outcome == records::CaseOutcome::Passed => census,
+            Some(_) => return None,
+            None => continue, // not a perf case the plugin saw (a skip)
+        };
+        let mut launches = census.launches;
+        if launches.is_empty() || !launches.iter().all(|launch| dumped(&launch.kernel)) {
+            return None;
+        }
+        launches.sort_by(|a, b| (&a.kernel, &a.file).cmp(&(&b.kernel, &b.file)));
+        let mut ran: Vec<String> = census.device?.into_iter().map(|d| d.name).collect();
+        ran.sort();
+        cases.push((case.id, launches, ran));
+    }
+    cases.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut blobs: Vec<String> = compiled.iter().map(|k| k.blob.clone()).collect();
+    blobs.sort();
+    (!cases.is_empty()).then_some(GpuWork {
+        compiled: blobs,
+        cases,
+    })
+}
+
 /// What a change adds that often signals a shortcut rather than a faster kernel: calls into libraries
 /// that do the work themselves, and caches that remember results. A note for the step's report, not a
 /// gate: an honest change may have a reason for each. `diff` is a unified diff of the change.
@@ -423,6 +485,7 @@ pub fn shortcut_signs(diff: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::compile::CompiledKernel;
 
     fn census(launches: &[(&str, &str)], device: &[(&str, f64)], bytes: u64) -> Census {
         Census {
@@ -523,6 +586,95 @@ mod tests {
             ]
         );
         assert!(shortcut_signs("+    TILE_SIZE = 256\n").is_empty());
+    }
+
+    /// A compile run whose one perf case launched `kernel` on `grid` and ran `device`, with `dumped`
+    /// kernel modules (blob, entry).
+    fn compile_run(
+        side: &str,
+        kernel: &str,
+        grid: u64,
+        device: Option<&str>,
+        dumped: &[(&str, &str)],
+    ) -> RunFile {
+        let mut census = census(&[(kernel, KERNEL)], &[], 100);
+        census.launches[0].grids = vec![vec![grid]];
+        census.device = device.map(|name| {
+            vec![DeviceTime {
+                name: name.into(),
+                us: 1.0,
+            }]
+        });
+        let json = serde_json::to_string(&census)
+            .unwrap()
+            .replace('"', "&quot;");
+        RunFile {
+            name: compile_run_name(side),
+            junit: format!(
+                r#"<testsuite><testcase classname="t" name="test_perf[cutile]"><properties><property name="cutile_perf_census" value="{json}"/></properties></testcase></testsuite>"#
+            ),
+            gpu: None,
+            compiled: Some(
+                dumped
+                    .iter()
+                    .map(|(blob, entry)| CompiledKernel {
+                        blob: blob.to_string(),
+                        entries: vec![entry.to_string()],
+                    })
+                    .collect(),
+            ),
+        }
+    }
+
+    #[test]
+    fn no_change_needs_the_same_dumps_launches_and_gpu_kernels_on_both_sides() {
+        let same = |side| compile_run(side, "k", 8, Some("k_0x1"), &[("b1", "k")]);
+        assert!(unchanged(&[same("candidate"), same("baseline")]));
+        let differs = |candidate: RunFile| !unchanged(&[candidate, same("baseline")]);
+        assert!(differs(compile_run(
+            "candidate",
+            "k",
+            8,
+            Some("k_0x1"),
+            &[("b2", "k")]
+        )));
+        assert!(differs(compile_run(
+            "candidate",
+            "k",
+            16,
+            Some("k_0x1"),
+            &[("b1", "k")]
+        )));
+        assert!(differs(compile_run(
+            "candidate",
+            "k",
+            8,
+            Some("elementwise"),
+            &[("b1", "k")]
+        )));
+        // the baseline's run alone, or a compile run that is not one
+        assert!(!unchanged(&[same("baseline")]));
+        assert!(!unchanged(&[
+            RunFile {
+                compiled: None,
+                ..same("candidate")
+            },
+            same("baseline")
+        ]));
+    }
+
+    #[test]
+    fn what_is_missing_is_never_the_same() {
+        // a compile cache skipped the compile on both sides: no dump of the launched kernel
+        let undumped = |side| compile_run(side, "k", 8, Some("k_0x1"), &[("b1", "other")]);
+        assert!(!unchanged(&[undumped("candidate"), undumped("baseline")]));
+        let blind = |side| compile_run(side, "k", 8, None, &[("b1", "k")]);
+        assert!(!unchanged(&[blind("candidate"), blind("baseline")]));
+        let nothing = |side| RunFile {
+            compiled: Some(Vec::new()),
+            ..blind(side)
+        };
+        assert!(!unchanged(&[nothing("candidate"), nothing("baseline")]));
     }
 
     #[test]
