@@ -236,3 +236,34 @@ fn a_real_change_is_still_benchmarked() {
     let verify = f.run(&["verify"]);
     assert!(verify.status.success(), "{}", both(&verify));
 }
+
+#[test]
+fn a_latency_beyond_the_gpus_math_peak_is_reverted() {
+    const GPU: &str = "NVIDIA STAND-IN GPU, 9.0, 580.159.04, 1980, 1980, 612, 143771, 41";
+    // bandwidth to spare, and 10 MFLOP/s of math: the large config's 4096 adds cannot take 0.001 ms
+    const PEAK: &str = "STAND-IN GPU, 1000000, 0.00001, 1000";
+    let mut f = Fixture::new();
+    f.fake_gpu(Some(GPU));
+    let run = |args: &[&str]| {
+        f.command(args)
+            .env("CUTILE_PERF_GPU_PEAK", PEAK)
+            .output()
+            .unwrap()
+    };
+    let out = run(&["start", "vector_add", "--class", "memory"]);
+    assert!(out.status.success(), "{}", both(&out));
+    f.edit_kernel("TILE_SIZE = 128", "TILE_SIZE = 256");
+    f.set_latency(0.1, 0.001);
+    let out = run(&["step", "--json", "too fast"]);
+    assert!(out.status.success(), "{}", both(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["status"], "revert", "{report}");
+    assert!(
+        report["reason"].as_str().unwrap().contains(
+            "test_perf[cutile-large]: 0.001000 ms for 4.10 kFLOP implies 4.10 GFLOP/s, beyond the STAND-IN GPU's 10.00 MFLOP/s for float64 (x1.2 margin): faster than the hardware allows"
+        ),
+        "{report}"
+    );
+    let verify = run(&["verify"]);
+    assert!(verify.status.success(), "{}", both(&verify));
+}

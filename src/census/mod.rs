@@ -5,7 +5,7 @@
 //!
 //! - in every config the candidate must launch a cuTile kernel defined in the session's allowed paths;
 //! - those kernels must do at least the baseline's share of the GPU time, less [`SHARE_SLACK`];
-//! - the latency must not imply more memory bandwidth than the session's GPU has ([`physics`]).
+//! - the latency must not imply more memory bandwidth or math than the session's GPU has ([`physics`]).
 //!
 //! A candidate that fails any of them is reverted, with the config and what ran instead as the reason.
 
@@ -17,14 +17,11 @@ use crate::peaks::Peak;
 use crate::records::{self, CaseReport};
 use crate::session::Session;
 
+pub mod physics;
+
 /// How far below the baseline's share of GPU time the allowed cuTile kernels may fall (a fraction):
 /// an honest change moves a small copy or fill in or out of the kernel, not a tenth of the work.
 pub const SHARE_SLACK: f64 = 0.10;
-
-/// Above the GPU's peak DRAM bandwidth, how far an implied bandwidth may go before it is refused: data
-/// that stays in L2 between repetitions (a working set within the L2) is read faster than DRAM allows.
-pub const DRAM_MARGIN: f64 = 1.5;
-pub const L2_MARGIN: f64 = 5.0;
 
 /// One case's census, as the plugin writes it.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -38,6 +35,9 @@ pub struct Census {
     /// Bytes of the distinct arrays the call's cuTile launches were given.
     #[serde(default)]
     pub bytes: u64,
+    /// Those arrays, in the order they were first passed (none in censuses older than it).
+    #[serde(default)]
+    pub arrays: Vec<Array>,
     /// GPU time per kernel name; none where no profiler could be had.
     #[serde(default)]
     pub device: Option<Vec<DeviceTime>>,
@@ -50,6 +50,19 @@ pub struct Launch {
     pub file: Option<String>,
     pub grids: Vec<Vec<u64>>,
     pub count: u32,
+}
+
+/// An array a cuTile launch was given: its shape and its dtype (`float16`, as torch names it).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+pub struct Array {
+    pub shape: Vec<u64>,
+    pub dtype: String,
+}
+
+impl Array {
+    pub fn elements(&self) -> u64 {
+        self.shape.iter().product()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -152,6 +165,8 @@ pub struct Rules<'a> {
     pub allowed: &'a [String],
     /// The session GPU's peaks, when it is one the table knows.
     pub peak: Option<&'a Peak>,
+    /// What the kernel computes, when its FLOPs can be told from its tensors' shapes.
+    pub op: Option<physics::Op>,
 }
 
 impl Rules<'_> {
@@ -159,6 +174,7 @@ impl Rules<'_> {
         Rules {
             allowed: &session.allowed,
             peak: session.gpu.as_deref().and_then(crate::peaks::lookup),
+            op: physics::Op::of(&session.kernel),
         }
     }
 }
@@ -217,10 +233,15 @@ fn refusal(decided: &Decided, runs: &[RunFile], rules: &Rules) -> Option<String>
         {
             return Some(format!("{test}: {why}"));
         }
-        if let Some(why) = rules
-            .peak
-            .and_then(|peak| physics(config.baseline_ms, config.candidate_ms, &theirs, peak))
-        {
+        if let Some(why) = rules.peak.and_then(|peak| {
+            physics::beyond(
+                config.baseline_ms,
+                config.candidate_ms,
+                &theirs,
+                peak,
+                rules.op,
+            )
+        }) {
             return Some(format!("{test}: {why}"));
         }
     }
@@ -254,51 +275,6 @@ fn share_refusal(census: &Census, baseline: &[Census], allowed: &[String]) -> Op
             instead(other)
         )
     })
-}
-
-/// Whether `candidate_ms` for the bytes the baseline's launches were given implies more bandwidth than
-/// `peak` allows. The baseline calibrates the estimate: where its own latency already implies more
-/// (its arrays are larger than what it reads), the config is not judged.
-pub fn physics(
-    baseline_ms: f64,
-    candidate_ms: f64,
-    baseline: &[Census],
-    peak: &Peak,
-) -> Option<String> {
-    let bytes = baseline.iter().map(|census| census.bytes).max()? as f64;
-    let margin = match bytes <= peak.l2_mb * 1e6 {
-        true => L2_MARGIN,
-        false => DRAM_MARGIN,
-    };
-    let limit_gb_s = peak.dram_gb_s * margin;
-    let implied_gb_s = |ms: f64| bytes / (ms * 1e-3) / 1e9;
-    if bytes <= 0.0 || implied_gb_s(baseline_ms) > limit_gb_s {
-        return None;
-    }
-    (implied_gb_s(candidate_ms) > limit_gb_s).then(|| {
-        format!(
-            "{candidate_ms:.6} ms for {} implies {}, beyond the {}'s {} (x{margin} margin): faster than the hardware allows",
-            human_bytes(bytes),
-            human_rate(implied_gb_s(candidate_ms)),
-            peak.name,
-            human_rate(peak.dram_gb_s)
-        )
-    })
-}
-
-fn human_bytes(bytes: f64) -> String {
-    match bytes {
-        b if b >= 1e9 => format!("{:.2} GB", b / 1e9),
-        b if b >= 1e6 => format!("{:.2} MB", b / 1e6),
-        b => format!("{:.1} kB", b / 1e3),
-    }
-}
-
-fn human_rate(gb_s: f64) -> String {
-    match gb_s >= 1000.0 {
-        true => format!("{:.1} TB/s", gb_s / 1000.0),
-        false => format!("{gb_s:.0} GB/s"),
-    }
 }
 
 /// The attempt paired rounds make once the kernel is held to what it earned: the census gate, then,
@@ -501,6 +477,7 @@ mod tests {
                 })
                 .collect(),
             bytes,
+            arrays: Vec::new(),
             device: Some(
                 device
                     .iter()
@@ -557,20 +534,6 @@ mod tests {
         );
         let honest = census(&[("k", KERNEL)], &[("k", 88.0), ("memset", 12.0)], 0);
         assert_eq!(share_refusal(&honest, &baseline, &allowed()), None);
-    }
-
-    #[test]
-    fn physics_refuses_beyond_the_peak_and_trusts_the_baseline_s_calibration() {
-        let h200 = crate::peaks::lookup("NVIDIA H200").unwrap();
-        // 262144 x 4096 fp16 read and written: 4.29 GB
-        let baseline = [census(&[("k", KERNEL)], &[], 4_294_967_296)];
-        assert_eq!(
-            physics(1.2, 0.0011, &baseline, h200).unwrap(),
-            "0.001100 ms for 4.29 GB implies 3904.5 TB/s, beyond the H200's 4.8 TB/s (x1.5 margin): faster than the hardware allows"
-        );
-        assert_eq!(physics(1.2, 0.95, &baseline, h200), None);
-        // the baseline itself "beyond the peak": the bytes overstate what is read; not judged
-        assert_eq!(physics(0.1, 0.0011, &baseline, h200), None);
     }
 
     #[test]
