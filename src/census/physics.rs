@@ -88,20 +88,19 @@ pub fn bandwidth(
         true => L2_MARGIN,
         false => DRAM_MARGIN,
     };
-    let limit_gb_s = peak.dram_gb_s * margin;
-    let implied_gb_s = |ms: f64| bytes / (ms * 1e-3) / 1e9;
-    if bytes <= 0.0 || implied_gb_s(baseline_ms) > limit_gb_s {
-        return None;
-    }
-    (implied_gb_s(candidate_ms) > limit_gb_s).then(|| {
-        format!(
-            "{candidate_ms:.6} ms for {} implies {}, beyond the {}'s {} (x{margin} margin): faster than the hardware allows",
-            human_bytes(bytes),
-            human_rate(implied_gb_s(candidate_ms)),
-            peak.name,
-            human_rate(peak.dram_gb_s)
-        )
-    })
+    let implied = beyond_limit(
+        bytes,
+        baseline_ms,
+        candidate_ms,
+        peak.dram_gb_s * 1e9 * margin,
+    )?;
+    Some(format!(
+        "{candidate_ms:.6} ms for {} implies {}, beyond the {}'s {} (x{margin} margin): faster than the hardware allows",
+        human_bytes(bytes),
+        human_rate(implied / 1e9),
+        peak.name,
+        human_rate(peak.dram_gb_s)
+    ))
 }
 
 /// Whether `candidate_ms` for the FLOPs `op` needs on the baseline's tensors implies more math than
@@ -118,20 +117,22 @@ pub fn math(
         .filter_map(|census| op.flops(&census.arrays))
         .max_by(|a, b| a.0.total_cmp(&b.0))?;
     let peak_flop_s = peak.dense_tflop_s(&dtype) * 1e12;
-    let limit = peak_flop_s * MATH_MARGIN;
-    let implied = |ms: f64| flops / (ms * 1e-3);
-    if flops <= 0.0 || implied(baseline_ms) > limit {
-        return None;
-    }
-    (implied(candidate_ms) > limit).then(|| {
-        format!(
-            "{candidate_ms:.6} ms for {}FLOP implies {}FLOP/s, beyond the {}'s {}FLOP/s for {dtype} (x{MATH_MARGIN} margin): faster than the hardware allows",
-            si(flops),
-            si(implied(candidate_ms)),
-            peak.name,
-            si(peak_flop_s)
-        )
-    })
+    let implied = beyond_limit(flops, baseline_ms, candidate_ms, peak_flop_s * MATH_MARGIN)?;
+    Some(format!(
+        "{candidate_ms:.6} ms for {}FLOP implies {}FLOP/s, beyond the {}'s {}FLOP/s for {dtype} (x{MATH_MARGIN} margin): faster than the hardware allows",
+        si(flops),
+        si(implied),
+        peak.name,
+        si(peak_flop_s)
+    ))
+}
+
+/// The rate `work` in `candidate_ms` implies, when it is beyond `limit` (per second) while the
+/// baseline's `baseline_ms` is not: the baseline calibrates the estimate of the work.
+fn beyond_limit(work: f64, baseline_ms: f64, candidate_ms: f64, limit: f64) -> Option<f64> {
+    let implied = |ms: f64| work / (ms * 1e-3);
+    (work > 0.0 && implied(baseline_ms) <= limit && implied(candidate_ms) > limit)
+        .then(|| implied(candidate_ms))
 }
 
 fn human_bytes(bytes: f64) -> String {
