@@ -154,6 +154,9 @@ pub fn attempt_of(evidence: &Evidence, session: &Session, baseline_passed: &[Str
         Ok(CorrectnessRun::Fail { failed }) => return Attempt::CorrectnessFailed { failed },
         Ok(_) => {}
     }
+    if census::unchanged(&evidence.runs) {
+        return Attempt::Unchanged;
+    }
     let Ok((result, _remark)) = verdict::confirmed(decided(evidence, "round", session), || {
         Ok::<_, Infallible>(decided(evidence, "confirm-round", session))
     });

@@ -177,6 +177,79 @@ fn instruction(line: &str) -> Option<&str> {
         .then_some(opcode)
 }
 
+/// One kernel module as cuda-tile compiled it, for telling a recompile of the same code from a change:
+/// the git blob id of its dumped Tile IR, less its source locations (`loc(...)`: a comment that moves
+/// the code down a line compiles to the same kernel) and with the tree the run ran in replaced by
+/// `<tree>` (the baseline's code runs from another directory), and the kernels it defines (`entry @NAME`).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct CompiledKernel {
+    pub blob: String,
+    pub entries: Vec<String>,
+}
+
+impl CompiledKernel {
+    /// The Tile IR text `ir`, dumped by a run from the tree at `root`.
+    pub fn of(ir: &str, root: &str) -> CompiledKernel {
+        let text = without_locations(ir);
+        let text = match root.is_empty() {
+            true => text,
+            false => text.replace(root, "<tree>"),
+        };
+        let blob = gix::objs::compute_hash(
+            gix::hash::Kind::Sha1,
+            gix::objs::Kind::Blob,
+            text.as_bytes(),
+        )
+        .map_or_else(|e| format!("unhashed: {e}"), |id| id.to_string());
+        let entries = text
+            .lines()
+            .filter_map(|line| line.trim_start().strip_prefix("entry @"))
+            .filter_map(|rest| rest.split(|c: char| c == '(' || c.is_whitespace()).next())
+            .map(str::to_string)
+            .collect();
+        CompiledKernel { blob, entries }
+    }
+}
+
+/// `text` less every MLIR location `loc(...)` (nested parentheses and quoted strings included).
+fn without_locations(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("loc(") {
+        let starts_a_word = !rest[..at]
+            .chars()
+            .next_back()
+            .is_some_and(|c| c.is_alphanumeric() || c == '_');
+        out.push_str(&rest[..at]);
+        if !starts_a_word {
+            out.push_str("loc(");
+            rest = &rest[at + 4..];
+            continue;
+        }
+        let (mut depth, mut quoted, mut escaped) = (0u32, false, false);
+        let mut end = rest.len();
+        for (i, c) in rest[at..].char_indices() {
+            match c {
+                _ if escaped => escaped = false,
+                '\\' if quoted => escaped = true,
+                '"' => quoted = !quoted,
+                '(' if !quoted => depth += 1,
+                ')' if !quoted => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = at + i + 1;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// Everything known about one iteration's compiled kernels.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CompileFacts {
@@ -255,6 +328,30 @@ mod tests {
   }
 }
 "#;
+
+    #[test]
+    fn a_compiled_kernel_is_its_tile_ir_less_the_tree_it_was_built_in() {
+        let here = CompiledKernel::of(TILE_IR, "");
+        assert_eq!(here.entries, ["rms_kernel"]);
+        // git's blob id of the text: `git hash-object` gives the same
+        assert_eq!(
+            CompiledKernel::of("x\n", "").blob,
+            "587be6b4c3f93f93c489c0111bba5596147a26cb"
+        );
+        let at = |root: &str| CompiledKernel::of(&format!("x = \"{root}/k.py\"\n"), root);
+        assert_eq!(at("/repo"), at("/repo/sandbox/baseline"));
+        // a location moves with a comment; the code does not
+        assert_eq!(
+            without_locations(
+                "%0 = addf %a, %b loc(#loc3)\n#loc3 = loc(fused[loc(\"/r/k (1).py\":7:2), loc(\"x\")])\nallocloc(1)\n"
+            ),
+            "%0 = addf %a, %b \n#loc3 = \nallocloc(1)\n"
+        );
+        assert_ne!(
+            at("/repo").blob,
+            CompiledKernel::of("x = \"/elsewhere/k.py\"\n", "/repo").blob
+        );
+    }
 
     #[test]
     fn tile_ir_operations_by_kind() {

@@ -4,6 +4,7 @@
 //! |------------------------------------------------|--------|----------------|
 //! | correctness FAIL                               | revert | try-next       |
 //! | crash (died, timed out, errored, no record)    | crash  | try-next       |
+//! | no change: the baseline's kernels and launches | revert | try-next       |
 //! | any config slower than baseline by > regression | revert | try-next      |
 //! | improvement >= continue threshold              | keep   | continue       |
 //! | gain threshold <= improvement < continue       | keep   | lower-priority |
@@ -15,6 +16,10 @@ use std::fmt;
 
 use crate::records::Measurement;
 use crate::stats::{Comparison, ConfigChange};
+
+/// The reason of an [`Attempt::Unchanged`].
+pub const NO_CHANGE: &str =
+    "no change: compiled kernels and launches identical to the baseline; not benchmarked";
 
 /// The limits a session runs under; set at `start` and recorded in the baseline commit.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -245,6 +250,10 @@ pub enum Attempt {
     /// The rounds would keep it, but with every seed the tests set shifted by `offset`, these cases
     /// failed where the baseline's code passes them.
     UnseenInputsFailed { failed: Vec<String>, offset: u32 },
+    /// Correctness passed, and the candidate compiles to the baseline's kernels and launches them as
+    /// the baseline does (`census::unchanged`): not benchmarked, since measuring the same work again
+    /// could only draw a luckier sample.
+    Unchanged,
     /// A run died, timed out or gave no usable record.
     Crashed {
         correctness: Correctness,
@@ -266,7 +275,7 @@ impl Attempt {
                 Correctness::Fail
             }
             Attempt::Crashed { correctness, .. } => *correctness,
-            Attempt::Measured { .. } => Correctness::Pass,
+            Attempt::Measured { .. } | Attempt::Unchanged => Correctness::Pass,
         }
     }
 
@@ -328,6 +337,7 @@ pub fn decide(
                 failed.join(", ")
             ),
         ),
+        Attempt::Unchanged => (Status::Revert, Decision::TryNext, NO_CHANGE.to_string()),
         Attempt::Crashed { why, .. } => (Status::Crash, Decision::TryNext, format!("crash: {why}")),
         Attempt::Measured {
             paired: Some(paired),

@@ -14,7 +14,7 @@ use anyhow::{Context, Result, bail};
 use base64::Engine;
 use serde::{Deserialize, Serialize};
 
-use crate::compile::CompileFacts;
+use crate::compile::{CompileFacts, CompiledKernel};
 use crate::decision::Thresholds;
 use crate::git::Repo;
 use crate::gpu::{GpuProcess, GpuState};
@@ -38,6 +38,10 @@ pub struct RunFile {
     /// The GPU just before and just after a benchmark run (none in older notes, or without a GPU).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu: Option<GpuWatch>,
+    /// For a compile run (`compile-candidate`, `compile-baseline`): the kernels cuda-tile compiled in it,
+    /// as it dumped them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compiled: Option<Vec<CompiledKernel>>,
 }
 
 /// The GPU's state around one run: clocks and temperature as it started and ended, and who else used
@@ -90,6 +94,7 @@ impl RunFile {
             name: name.to_string(),
             junit,
             gpu: None,
+            compiled: None,
         })
     }
 
@@ -415,6 +420,7 @@ mod tests {
                     name: "correctness".into(),
                     junit: r#"<testsuite><testcase classname="t" name="a"/><testcase classname="t" name="b"><skipped/></testcase></testsuite>"#.into(),
                     gpu: None,
+                    compiled: None,
                 },
                 RunFile {
                     name: "benchmark".into(),
@@ -423,6 +429,7 @@ mod tests {
                         before: Some(h200("")),
                         after: Some(h200("7, a.out, 512\n")),
                     }),
+                    compiled: None,
                 },
             ],
             compile: None,

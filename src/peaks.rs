@@ -15,6 +15,20 @@ pub struct Peak {
     pub l2_mb: f64,
 }
 
+impl Peak {
+    /// The dense tensor-core peak (TFLOP/s) for inputs of `dtype` (as torch names it), from the BF16
+    /// figure: FP8 and INT8 run at twice it, FP16 at it, FP32 at most on TF32 tensor cores at half it.
+    /// Any other dtype is held to the BF16 figure, the highest it could reach.
+    pub fn dense_tflop_s(&self, dtype: &str) -> f64 {
+        let factor = match dtype {
+            d if d.starts_with("float8") || d == "int8" || d == "uint8" => 2.0,
+            "float32" | "float" => 0.5,
+            _ => 1.0,
+        };
+        self.bf16_dense_tflop_s * factor
+    }
+}
+
 /// Most specific names first: "H100 NVL" must match before "H100".
 const PEAKS: &[Peak] = &[
     // B200 datasheet (HGX B200): 8 TB/s HBM3e, 4.5 PFLOPS BF16 sparse per GPU
@@ -124,6 +138,16 @@ mod tests {
         assert_eq!(lookup("NVIDIA L40S").unwrap().name, "L40S");
         assert!(lookup("NVIDIA GeForce GTX 1080").is_none());
         assert_eq!(lookup("NVIDIA H200").unwrap().l2_mb, 50.0);
+    }
+
+    #[test]
+    fn the_math_peak_follows_the_dtype() {
+        let h200 = lookup("NVIDIA H200").unwrap();
+        assert_eq!(h200.dense_tflop_s("bfloat16"), 989.5);
+        assert_eq!(h200.dense_tflop_s("float16"), 989.5);
+        assert_eq!(h200.dense_tflop_s("float8_e4m3fn"), 1979.0);
+        assert_eq!(h200.dense_tflop_s("float32"), 494.75);
+        assert_eq!(h200.dense_tflop_s("float64"), 989.5);
     }
 
     #[test]

@@ -178,7 +178,7 @@ impl Pytest<'_> {
     }
 
     /// The pytest command of one selection, not started; `name` names its log and JUnit file; `plugins` is
-    /// a directory of the tool's own pytest plugins to put on `PYTHONPATH`.
+    /// a directory of the tool's own pytest plugins to put on `PYTHONPATH`; `variables` are set for it.
     pub fn prepare(
         &self,
         kind: PytestRun,
@@ -186,6 +186,7 @@ impl Pytest<'_> {
         selection: &str,
         extra: &[&str],
         plugins: Option<&Path>,
+        variables: &[(&'static str, String)],
     ) -> Result<Prepared> {
         let selection = self.narrowed(selection);
         std::fs::create_dir_all(&self.sandbox)
@@ -221,6 +222,7 @@ impl Pytest<'_> {
         let mut env: Vec<(&'static str, std::ffi::OsString)> =
             vec![("PYTHONUNBUFFERED", "1".into())];
         env.extend(bytecode.env().map(|(name, value)| (name, value.into())));
+        env.extend(variables.iter().map(|(name, value)| (*name, value.into())));
         let mut python_path: Vec<PathBuf> = plugins.into_iter().map(Path::to_path_buf).collect();
         python_path.extend(
             sources_first(self.root)?
@@ -252,8 +254,9 @@ impl Pytest<'_> {
         selection: &str,
         extra: &[&str],
         plugins: Option<&Path>,
+        variables: &[(&'static str, String)],
     ) -> Result<Run> {
-        let prepared = self.prepare(kind, name, selection, extra, plugins)?;
+        let prepared = self.prepare(kind, name, selection, extra, plugins, variables)?;
         let plain = format!("{label}: {} -k \"{}\"", self.test, prepared.selection);
         let started = Instant::now();
         let ending = progress::follow(&prepared.log, label, &plain, self.deadline, || {
@@ -279,6 +282,7 @@ impl Pytest<'_> {
             CORRECTNESS_SELECTION,
             &[],
             None,
+            &[],
         )?;
         Ok(self.correctness_of(run.ending, run.cases, &run.log))
     }
@@ -295,6 +299,7 @@ impl Pytest<'_> {
             CORRECTNESS_SELECTION,
             &[&p, &seeds, &offset_arg],
             Some(&plugins),
+            &[],
         )?;
         Ok(self.correctness_of(run.ending, run.cases, &run.log))
     }
@@ -335,15 +340,32 @@ impl Pytest<'_> {
 
     /// The benchmark selection, its progress shown as `label` (e.g. `round 2 baseline`).
     pub fn benchmark(&self, statistic: Statistic, label: &str) -> Result<BenchmarkRun> {
+        self.benchmark_run("benchmark", label, statistic, &[])
+    }
+
+    /// The benchmark selection as a compile run (`compile.xml`): `env` makes cuda-tile dump what it
+    /// compiles; the census records what each case launched. Its timings decide nothing.
+    pub fn compile(&self, statistic: Statistic, env: &[(&'static str, String)]) -> Result<BenchmarkRun> {
+        self.benchmark_run("compile", "compile", statistic, env)
+    }
+
+    fn benchmark_run(
+        &self,
+        name: &str,
+        label: &str,
+        statistic: Statistic,
+        env: &[(&'static str, String)],
+    ) -> Result<BenchmarkRun> {
         let plugins = self.plugin_dir()?;
         let [p, census] = write_plugin(&plugins, CENSUS_PLUGIN)?;
         let run = self.run(
             PytestRun::Benchmark,
-            "benchmark",
+            name,
             label,
             BENCHMARK_SELECTION,
             &[BENCHMARK_RECORD, &p, &census],
             Some(&plugins),
+            env,
         )?;
         Ok(self.benchmark_of(statistic, run.ending, run.cases, &run.log))
     }

@@ -121,16 +121,15 @@ fn an_honest_gain_is_kept_and_its_census_is_in_the_evidence() {
     assert!(verify.status.success(), "{}", both(&verify));
 }
 
-#[test]
-fn a_latency_beyond_the_gpus_peak_is_reverted() {
+/// A session on a stand-in GPU with the peaks `peak` (`CUTILE_PERF_GPU_PEAK`): a new kernel whose large
+/// config takes 0.001 ms is reverted, and `verify` agrees; the step's reason.
+fn too_fast_for(peak: &str) -> String {
     const GPU: &str = "NVIDIA STAND-IN GPU, 9.0, 580.159.04, 1980, 1980, 612, 143771, 41";
-    // 1 GB/s of DRAM and a 1 kB L2: the fixture's 98 kB large config cannot take 0.001 ms
-    const PEAK: &str = "STAND-IN GPU, 1, 1, 0.001";
     let mut f = Fixture::new();
     f.fake_gpu(Some(GPU));
     let run = |args: &[&str]| {
         f.command(args)
-            .env("CUTILE_PERF_GPU_PEAK", PEAK)
+            .env("CUTILE_PERF_GPU_PEAK", peak)
             .output()
             .unwrap()
     };
@@ -142,14 +141,33 @@ fn a_latency_beyond_the_gpus_peak_is_reverted() {
     assert!(out.status.success(), "{}", both(&out));
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["status"], "revert", "{report}");
-    assert!(
-        report["reason"].as_str().unwrap().contains(
-            "test_perf[cutile-large]: 0.001000 ms for 98.3 kB implies 98 GB/s, beyond the STAND-IN GPU's 1 GB/s (x1.5 margin): faster than the hardware allows"
-        ),
-        "{report}"
-    );
     let verify = run(&["verify"]);
     assert!(verify.status.success(), "{}", both(&verify));
+    report["reason"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn a_latency_beyond_the_gpus_peak_is_reverted() {
+    // 1 GB/s of DRAM and a 1 kB L2: the fixture's 98 kB large config cannot take 0.001 ms
+    let reason = too_fast_for("STAND-IN GPU, 1, 1, 0.001");
+    assert!(
+        reason.contains(
+            "test_perf[cutile-large]: 0.001000 ms for 98.3 kB implies 98 GB/s, beyond the STAND-IN GPU's 1 GB/s (x1.5 margin): faster than the hardware allows"
+        ),
+        "{reason}"
+    );
+}
+
+#[test]
+fn a_latency_beyond_the_gpus_math_peak_is_reverted() {
+    // bandwidth to spare, and 10 MFLOP/s of math: the large config's 4096 adds cannot take 0.001 ms
+    let reason = too_fast_for("STAND-IN GPU, 1000000, 0.00001, 1000");
+    assert!(
+        reason.contains(
+            "test_perf[cutile-large]: 0.001000 ms for 4.10 kFLOP implies 4.10 GFLOP/s, beyond the STAND-IN GPU's 10.00 MFLOP/s for float64 (x1.2 margin): faster than the hardware allows"
+        ),
+        "{reason}"
+    );
 }
 
 #[test]
@@ -171,6 +189,68 @@ fn a_kernel_right_only_on_the_inputs_its_tests_draw_fails_on_unseen_ones() {
             && reason.ends_with("), where the baseline's code passes: tests.ops.test_vector_add::test_op_seeded[cutile]"),
         "{reason}"
     );
+    let verify = f.run(&["verify"]);
+    assert!(verify.status.success(), "{}", both(&verify));
+}
+
+/// The runs in the evidence of the iteration at HEAD.
+fn evidence_runs(f: &Fixture) -> Vec<git_cutile_perf::evidence::RunFile> {
+    let repo = git_cutile_perf::git::Repo::discover(&f.root).unwrap();
+    git_cutile_perf::evidence::Evidence::of(&repo, &f.head())
+        .unwrap()
+        .unwrap()
+        .runs
+}
+
+#[test]
+fn a_recompile_of_the_same_code_is_no_change_without_a_benchmark() {
+    let f = Fixture::new();
+    f.start();
+    f.append(KERNEL, "\n# the same kernel, said again\n");
+    let report = f.step_json(&["a comment"]);
+    assert_eq!(report["status"], "revert", "{report}");
+    assert_eq!(report["correctness"], "PASS", "{report}");
+    assert_eq!(
+        report["reason"],
+        git_cutile_perf::decision::NO_CHANGE,
+        "{report}"
+    );
+    assert_eq!(report["rounds"], serde_json::Value::Null, "{report}");
+    assert_eq!(report["change_pct"], serde_json::Value::Null, "{report}");
+    let runs = evidence_runs(&f);
+    let names: Vec<&str> = runs.iter().map(|run| run.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["correctness", "compile-candidate", "compile-baseline"],
+        "no benchmark round"
+    );
+    assert!(runs[1].compiled.as_ref().is_some_and(|k| !k.is_empty()));
+    assert_eq!(runs[1].compiled, runs[2].compiled);
+    let verify = f.run(&["verify"]);
+    assert!(verify.status.success(), "{}", both(&verify));
+}
+
+#[test]
+fn a_real_change_is_still_benchmarked() {
+    let f = Fixture::new();
+    f.start();
+    // a new kernel at the same simulated latency
+    f.edit_kernel("TILE_SIZE = 128", "TILE_SIZE = 256");
+    let report = f.step_json(&["bigger tiles"]);
+    assert_ne!(
+        report["reason"],
+        git_cutile_perf::decision::NO_CHANGE,
+        "{report}"
+    );
+    assert!(report["rounds"].as_u64().unwrap() >= 1, "{report}");
+    let runs = evidence_runs(&f);
+    let compiled = |side: &str| {
+        let name = format!("compile-{side}");
+        let run = runs.iter().find(|run| run.name == name).unwrap();
+        run.compiled.clone().unwrap()
+    };
+    assert_ne!(compiled("candidate"), compiled("baseline"));
+    assert!(runs.iter().any(|run| run.name == "round-1-candidate"));
     let verify = f.run(&["verify"]);
     assert!(verify.status.success(), "{}", both(&verify));
 }

@@ -21,8 +21,7 @@ fn json_error(f: &Fixture, args: &[&str]) -> (serde_json::Value, i32, String) {
 fn a_failing_verb_under_json_prints_its_error_as_json() {
     let f = Fixture::new();
     for args in [
-        &["status", "--json"][..],
-        &["table", "--json"],
+        &["table", "--json"][..],
         &["plot", "--json"],
         &["step", "x", "--json"],
     ] {
@@ -48,6 +47,23 @@ fn a_failing_verb_under_json_prints_its_error_as_json() {
 }
 
 #[test]
+fn status_outside_a_session_says_how_to_start_one() {
+    let f = Fixture::new();
+    let report: serde_json::Value = serde_json::from_str(&f.ok(&["status", "--json"])).unwrap();
+    assert_eq!(report["next_action"]["kind"], "start", "{report}");
+    assert_eq!(report["branch"], "main", "{report}");
+    assert_eq!(report.get("session"), None, "{report}");
+    let sentence = report["next_action"]["sentence"].as_str().unwrap();
+    assert!(
+        sentence.contains("`git cutile-perf inspect <kernel> --json`")
+            && sentence.ends_with("then `git cutile-perf start <kernel> --json`."),
+        "{sentence}"
+    );
+    let text = f.ok(&["status"]);
+    assert_eq!(text, format!("no session on main\nnext: {sentence}\n"));
+}
+
+#[test]
 fn usage_errors_under_json_are_json_with_clap_exit_code() {
     let f = Fixture::new();
     let (report, code, _) = json_error(&f, &["table", "--json", "--no-such-flag"]);
@@ -66,7 +82,7 @@ fn usage_errors_under_json_are_json_with_clap_exit_code() {
 #[test]
 fn without_json_errors_stay_text_on_stderr() {
     let f = Fixture::new();
-    let out = f.run(&["status"]);
+    let out = f.run(&["table"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(out.stdout.is_empty());
     let stderr = String::from_utf8(out.stderr).unwrap();

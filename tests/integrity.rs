@@ -511,8 +511,9 @@ fn stale_bytecode_is_never_read_and_new_bytecode_is_refused() {
     // there before the session: Python reads no bytecode from the checkout, so it measures nothing
     plant_fast_bytecode(&f);
     f.start();
-    f.append(KERNEL, "# a no-op\n");
-    let r = f.step_json(&["a no-op"]);
+    // a new kernel at the same simulated latency (a comment alone would not be benchmarked)
+    f.edit_kernel("TILE_SIZE = 128", "TILE_SIZE = 256");
+    let r = f.step_json(&["same latency"]);
     assert!(r["change_pct"].as_f64().unwrap().abs() < 1.0, "{r}");
     // planted after `start`: every ignored file the tests can import is fingerprinted
     std::fs::remove_dir_all(f.path("tests/__pycache__")).unwrap();
@@ -537,8 +538,8 @@ fn an_ignored_conftest_is_seen_by_both_sides() {
     f.start();
     // the conftest halves what the baseline measures
     assert_eq!(f.trailer("HEAD", "Cutile-Perf-Baseline-Ms"), "0.158114");
-    f.append(KERNEL, "# a no-op\n");
-    let r = f.step_json(&["a no-op"]);
+    f.edit_kernel("TILE_SIZE = 128", "TILE_SIZE = 256");
+    let r = f.step_json(&["same latency"]);
     assert!(r["change_pct"].as_f64().unwrap().abs() < 1.0, "{r}");
     assert_eq!(f.ok(&["verify"]).lines().count(), 1);
 }

@@ -577,7 +577,7 @@ fn ctrl_c_during_the_baseline_leaves_nothing_behind() {
     hang.assert_child_gone();
 }
 
-/// Paired rounds under noise: edits that change nothing, with 1% run-to-run noise on every config, are
+/// Paired rounds under noise: edits that change no latency, with 1% run-to-run noise on every config, are
 /// not reverted (the single-run rule reverted such edits often; `cargo bench --bench verdicts` measures
 /// how often).
 #[test]
@@ -592,7 +592,11 @@ fn null_edits_under_noise_are_kept() {
     assert!(start.status.success(), "{}", text(&start.stderr));
     let mut reverted = Vec::new();
     for n in 0..20 {
-        f.append(KERNEL, &format!("# null edit {n}\n"));
+        // a new kernel at the same simulated latency (a comment alone would not be benchmarked)
+        f.edit_kernel(
+            "CRASH = \"\"",
+            &format!("CRASH = \"\"\nNULL_EDIT_{n} = {n}"),
+        );
         let out = f
             .command(&["step", "--json", "--continue", &format!("null edit {n}")])
             .env("CUTILE_PERF_FIXTURE_NOISE", "0.01")

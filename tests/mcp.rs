@@ -193,8 +193,10 @@ fn a_whole_session_through_the_server() {
     let hang = Hang::new();
     let mut client = initialized(&hang, &f);
 
-    // before the session: a tool error that carries the hint
-    let err = client.call_error("status", json!({}));
+    // before the session: status says how to start one; a verb that needs a session is a tool error
+    // that carries the hint
+    assert_eq!(client.next_action()["kind"], "start");
+    let err = client.call_error("table", json!({}));
     assert!(err.contains("not on a cutile-perf session branch"), "{err}");
     assert!(
         err.contains("\"hint\":\"start one with `git cutile-perf start <kernel>`"),

@@ -9,10 +9,12 @@
 #   rms_norm  start from a de-optimized baseline, then the step that restores TMA-less stores (keep)
 #   memo      in that session: a memoized output with a one-element torch op (refused)
 #   matmul    start; the registered wrapper returns a @ b for float inputs (refused)
+#   reroll    in the rms_norm session: the same kernel with a comment added mid-file (no change, not
+#             benchmarked)
 #
 # $TILEGYM is the TileGym checkout device-setup.sh made; OUT_DIR gets each command's output and timings.
 set -uo pipefail
-usage="usage: tools/gpu-integrity.sh OUT_DIR probe|rms_norm|memo|matmul..."
+usage="usage: tools/gpu-integrity.sh OUT_DIR probe|rms_norm|memo|matmul|reroll..."
 mkdir -p "${1:?$usage}"
 out=$(cd "$1" && pwd)
 shift
@@ -50,6 +52,16 @@ if old not in text:
     sys.exit(f"patch: {old!r} not in {path}")
 open(path, "w").write(text.replace(old, new, 1))
 EOF
+}
+
+# the session part rms_norm made, when this machine ran it; else (a machine of its own) one on upstream's code
+rms_norm_session() {
+    if [ -d /tmp/integrity-rms_norm ]; then
+        cd /tmp/integrity-rms_norm && export PYTHONPATH="$PWD/src:${PYTHONPATH#*:}"
+    else
+        fresh rms_norm
+        run start start rms_norm --suite ops --class memory --filter "static_persistent or multi_wave_reload" --json
+    fi
 }
 
 keep_record() {
@@ -92,12 +104,7 @@ rms_norm)
     ;;
 memo)
     kernel=src/tilegym/ops/cutile/rms_norm.py
-    if [ -d /tmp/integrity-rms_norm ]; then
-        cd /tmp/integrity-rms_norm && export PYTHONPATH="$PWD/src:${PYTHONPATH#*:}"
-    else # a machine of its own: a session on upstream's code
-        fresh rms_norm
-        run start start rms_norm --suite ops --class memory --filter "static_persistent or multi_wave_reload" --json
-    fi
+    rms_norm_session
     # the shortcut: the registered wrapper remembers its output per input tensor (holding the tensors, so
     # that no other input can take their place) and launches one element of torch work so that the
     # harness sees a kernel
@@ -130,6 +137,15 @@ matmul)
 '
     run step-1 step --json --budget 9m --cause compute "let cuBLAS do the float cases"
     keep_record matmul
+    ;;
+reroll)
+    kernel=src/tilegym/ops/cutile/rms_norm.py
+    rms_norm_session
+    # no re-roll: a comment mid-file moves the code down a line and changes nothing the GPU runs
+    patch "$kernel" '@register_impl("rms_norm", backend="cutile")' '# the same kernel, stepped again
+@register_impl("rms_norm", backend="cutile")'
+    run step-reroll step --json --cause memory "the same kernel with a comment added"
+    keep_record reroll
     ;;
 *)
     echo "$usage" >&2

@@ -68,8 +68,9 @@ pub fn next_action(situation: Situation) -> NextAction {
     match situation {
         Situation::NoSession => NextAction {
             expect: Expect::Start,
-            sentence: "No session is checked out: ask the user which kernel to optimize, then run \
-                       `git cutile-perf start <kernel> --json`."
+            sentence: "No session is checked out: ask the user which kernel to optimize, run \
+                       `git cutile-perf inspect <kernel> --json` to see what a session of it would allow and \
+                       run, then `git cutile-perf start <kernel> --json`."
                 .to_string(),
         },
         Situation::Unfinished { running: true, what } => NextAction {

@@ -4,7 +4,7 @@ For each perf case, right after the test's benchmark harness has timed its funct
 called once more, untimed, and two things are recorded about that call:
 
 - every cuTile launch (`cuda.tile.launch`): the kernel's Python name, the file that defines it (relative
-  to pytest's root), the grid, and the bytes of the distinct arrays passed to it;
+  to pytest's root), the grid, and the bytes, shapes and dtypes of the distinct arrays passed to it;
 - the GPU time of every kernel that ran, by name (torch's profiler over CUPTI; a conftest may supply
   its own source through the `pytest_cutile_perf_device_times` hook, as the project's test fixture does).
 
@@ -52,21 +52,30 @@ def _function_of(kernel):
     return kernel if hasattr(kernel, "__code__") else None
 
 
-def _bytes_of(value, seen):
-    """The bytes of an array argument not counted yet (by its data pointer, else its identity)."""
+# array.array's type codes for the dtypes torch would name (the project's test fixture passes these)
+_TYPECODES = {"d": "float64", "f": "float32", "q": "int64", "i": "int32", "h": "int16", "b": "int8"}
+
+
+def _new_array(value, seen):
+    """`(bytes, {"shape", "dtype"})` of an array argument not counted yet (by its data pointer, else its
+    identity); None for anything else, or an array already counted."""
     nbytes = getattr(value, "nbytes", None)
     if nbytes is None and hasattr(value, "itemsize") and hasattr(value, "__len__"):
         nbytes = value.itemsize * len(value)
     if not isinstance(nbytes, int):
-        return 0
+        return None
     try:
         key = value.data_ptr()
     except Exception:
         key = id(value)
     if key in seen:
-        return 0
+        return None
     seen.add(key)
-    return nbytes
+    shape = getattr(value, "shape", None)
+    shape = [int(extent) for extent in shape] if shape is not None else [len(value)]
+    dtype = getattr(value, "dtype", None)
+    dtype = str(dtype).replace("torch.", "") if dtype is not None else _TYPECODES.get(getattr(value, "typecode", ""), "unknown")
+    return nbytes, {"shape": shape, "dtype": dtype}
 
 
 def _recording(launch):
@@ -74,12 +83,14 @@ def _recording(launch):
     def recorded(stream, grid, kernel, args, *rest):
         if _launches is not None:
             function = _function_of(kernel)
+            arrays = [found for found in (_new_array(a, _seen_arrays) for a in args) if found]
             _launches.append(
                 {
                     "kernel": getattr(function, "__name__", None) or type(kernel).__name__,
                     "file": getattr(getattr(function, "__code__", None), "co_filename", None),
                     "grid": [int(g) for g in grid] if isinstance(grid, (tuple, list)) else [int(grid)],
-                    "bytes": sum(_bytes_of(a, _seen_arrays) for a in args),
+                    "bytes": sum(nbytes for nbytes, _ in arrays),
+                    "arrays": [array for _, array in arrays],
                 }
             )
         return launch(stream, grid, kernel, args, *rest)
@@ -148,6 +159,7 @@ def _take_census(config, fn):
         "taken": True,
         "launches": list(kernels.values()),
         "bytes": sum(launch["bytes"] for launch in launches),
+        "arrays": [array for launch in launches for array in launch["arrays"]],
         "device": None if times is None else [{"name": n, "us": round(us, 3)} for n, us in times],
         "device_source": source,
         "seconds": round(time.perf_counter() - started, 4),

@@ -5,7 +5,7 @@
 //!
 //! - in every config the candidate must launch a cuTile kernel defined in the session's allowed paths;
 //! - those kernels must do at least the baseline's share of the GPU time, less [`SHARE_SLACK`];
-//! - the latency must not imply more memory bandwidth than the session's GPU has ([`physics`]).
+//! - the latency must not imply more memory bandwidth or math than the session's GPU has ([`physics`]).
 //!
 //! A candidate that fails any of them is reverted, with the config and what ran instead as the reason.
 
@@ -17,14 +17,11 @@ use crate::peaks::Peak;
 use crate::records::{self, CaseReport};
 use crate::session::Session;
 
+pub mod physics;
+
 /// How far below the baseline's share of GPU time the allowed cuTile kernels may fall (a fraction):
 /// an honest change moves a small copy or fill in or out of the kernel, not a tenth of the work.
 pub const SHARE_SLACK: f64 = 0.10;
-
-/// Above the GPU's peak DRAM bandwidth, how far an implied bandwidth may go before it is refused: data
-/// that stays in L2 between repetitions (a working set within the L2) is read faster than DRAM allows.
-pub const DRAM_MARGIN: f64 = 1.5;
-pub const L2_MARGIN: f64 = 5.0;
 
 /// One case's census, as the plugin writes it.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -38,6 +35,9 @@ pub struct Census {
     /// Bytes of the distinct arrays the call's cuTile launches were given.
     #[serde(default)]
     pub bytes: u64,
+    /// Those arrays, in the order they were first passed (none in censuses older than it).
+    #[serde(default)]
+    pub arrays: Vec<Array>,
     /// GPU time per kernel name; none where no profiler could be had.
     #[serde(default)]
     pub device: Option<Vec<DeviceTime>>,
@@ -50,6 +50,19 @@ pub struct Launch {
     pub file: Option<String>,
     pub grids: Vec<Vec<u64>>,
     pub count: u32,
+}
+
+/// An array a cuTile launch was given: its shape and its dtype (`float16`, as torch names it).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+pub struct Array {
+    pub shape: Vec<u64>,
+    pub dtype: String,
+}
+
+impl Array {
+    pub fn elements(&self) -> u64 {
+        self.shape.iter().product()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -152,6 +165,8 @@ pub struct Rules<'a> {
     pub allowed: &'a [String],
     /// The session GPU's peaks, when it is one the table knows.
     pub peak: Option<&'a Peak>,
+    /// What the kernel computes, when its FLOPs can be told from its tensors' shapes.
+    pub op: Option<physics::Op>,
 }
 
 impl Rules<'_> {
@@ -159,6 +174,7 @@ impl Rules<'_> {
         Rules {
             allowed: &session.allowed,
             peak: session.gpu.as_deref().and_then(crate::peaks::lookup),
+            op: physics::Op::of(&session.kernel),
         }
     }
 }
@@ -217,10 +233,15 @@ fn refusal(decided: &Decided, runs: &[RunFile], rules: &Rules) -> Option<String>
         {
             return Some(format!("{test}: {why}"));
         }
-        if let Some(why) = rules
-            .peak
-            .and_then(|peak| physics(config.baseline_ms, config.candidate_ms, &theirs, peak))
-        {
+        if let Some(why) = rules.peak.and_then(|peak| {
+            physics::beyond(
+                config.baseline_ms,
+                config.candidate_ms,
+                &theirs,
+                peak,
+                rules.op,
+            )
+        }) {
             return Some(format!("{test}: {why}"));
         }
     }
@@ -254,51 +275,6 @@ fn share_refusal(census: &Census, baseline: &[Census], allowed: &[String]) -> Op
             instead(other)
         )
     })
-}
-
-/// Whether `candidate_ms` for the bytes the baseline's launches were given implies more bandwidth than
-/// `peak` allows. The baseline calibrates the estimate: where its own latency already implies more
-/// (its arrays are larger than what it reads), the config is not judged.
-pub fn physics(
-    baseline_ms: f64,
-    candidate_ms: f64,
-    baseline: &[Census],
-    peak: &Peak,
-) -> Option<String> {
-    let bytes = baseline.iter().map(|census| census.bytes).max()? as f64;
-    let margin = match bytes <= peak.l2_mb * 1e6 {
-        true => L2_MARGIN,
-        false => DRAM_MARGIN,
-    };
-    let limit_gb_s = peak.dram_gb_s * margin;
-    let implied_gb_s = |ms: f64| bytes / (ms * 1e-3) / 1e9;
-    if bytes <= 0.0 || implied_gb_s(baseline_ms) > limit_gb_s {
-        return None;
-    }
-    (implied_gb_s(candidate_ms) > limit_gb_s).then(|| {
-        format!(
-            "{candidate_ms:.6} ms for {} implies {}, beyond the {}'s {} (x{margin} margin): faster than the hardware allows",
-            human_bytes(bytes),
-            human_rate(implied_gb_s(candidate_ms)),
-            peak.name,
-            human_rate(peak.dram_gb_s)
-        )
-    })
-}
-
-fn human_bytes(bytes: f64) -> String {
-    match bytes {
-        b if b >= 1e9 => format!("{:.2} GB", b / 1e9),
-        b if b >= 1e6 => format!("{:.2} MB", b / 1e6),
-        b => format!("{:.1} kB", b / 1e3),
-    }
-}
-
-fn human_rate(gb_s: f64) -> String {
-    match gb_s >= 1000.0 {
-        true => format!("{:.1} TB/s", gb_s / 1000.0),
-        false => format!("{gb_s:.0} GB/s"),
-    }
 }
 
 /// The attempt paired rounds make once the kernel is held to what it earned: the census gate, then,
@@ -359,6 +335,68 @@ pub fn unseen_failures(runs: &[RunFile]) -> Option<(u32, Vec<String>)> {
         Err(e) => vec![format!("its JUnit file is unreadable ({e:#})")],
     };
     (!failed.is_empty()).then_some((offset, failed))
+}
+
+/// The compile run of one side (`candidate` or `baseline`) in a step's evidence.
+pub fn compile_run_name(side: &str) -> String {
+    format!("compile-{side}")
+}
+
+/// No re-roll: whether the candidate's compile run shows the baseline's code as far as the GPU can
+/// tell, so that measuring it again could only draw another sample of the same work. Both compile runs
+/// must have dumped every cuTile kernel their perf cases launched, the same dumps, and every perf case
+/// the same cuTile launches (kernel, file, grids, count) and the same other GPU kernels. Anything
+/// missing (a run that failed, a case without a census or device times, a launched kernel without a
+/// dump, as when a compile cache skipped the compile) is not the same: the candidate is benchmarked.
+pub fn unchanged(runs: &[RunFile]) -> bool {
+    let side = |side: &str| {
+        let run = runs.iter().find(|run| run.name == compile_run_name(side))?;
+        gpu_work(run)
+    };
+    matches!((side("candidate"), side("baseline")), (Some(ours), Some(theirs)) if ours == theirs)
+}
+
+/// What one compile run's GPU did: the dumped kernels, and per perf case its cuTile launches and the
+/// names of every GPU kernel it ran; none when any of it is missing.
+#[derive(Debug, PartialEq)]
+struct GpuWork {
+    compiled: Vec<String>,
+    cases: Vec<(String, Vec<Launch>, Vec<String>)>,
+}
+
+fn gpu_work(run: &RunFile) -> Option<GpuWork> {
+    let compiled = run
+        .compiled
+        .as_ref()
+        .filter(|kernels| !kernels.is_empty())?;
+    let dumped = |kernel: &str| {
+        compiled
+            .iter()
+            .any(|k| k.entries.iter().any(|e| e == kernel))
+    };
+    let mut cases = Vec::new();
+    for case in records::parse_junit(&run.junit).ok()? {
+        let census = match Census::of(&case).ok()? {
+            Some(census) if census.taken && case.outcome == records::CaseOutcome::Passed => census,
+            Some(_) => return None,
+            None => continue, // not a perf case the plugin saw (a skip)
+        };
+        let mut launches = census.launches;
+        if launches.is_empty() || !launches.iter().all(|launch| dumped(&launch.kernel)) {
+            return None;
+        }
+        launches.sort_by(|a, b| (&a.kernel, &a.file).cmp(&(&b.kernel, &b.file)));
+        let mut ran: Vec<String> = census.device?.into_iter().map(|d| d.name).collect();
+        ran.sort();
+        cases.push((case.id, launches, ran));
+    }
+    cases.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut blobs: Vec<String> = compiled.iter().map(|k| k.blob.clone()).collect();
+    blobs.sort();
+    (!cases.is_empty()).then_some(GpuWork {
+        compiled: blobs,
+        cases,
+    })
 }
 
 /// What a change adds that often signals a shortcut rather than a faster kernel: calls into libraries
@@ -423,6 +461,7 @@ pub fn shortcut_signs(diff: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::compile::CompiledKernel;
 
     fn census(launches: &[(&str, &str)], device: &[(&str, f64)], bytes: u64) -> Census {
         Census {
@@ -438,6 +477,7 @@ mod tests {
                 })
                 .collect(),
             bytes,
+            arrays: Vec::new(),
             device: Some(
                 device
                     .iter()
@@ -497,20 +537,6 @@ mod tests {
     }
 
     #[test]
-    fn physics_refuses_beyond_the_peak_and_trusts_the_baseline_s_calibration() {
-        let h200 = crate::peaks::lookup("NVIDIA H200").unwrap();
-        // 262144 x 4096 fp16 read and written: 4.29 GB
-        let baseline = [census(&[("k", KERNEL)], &[], 4_294_967_296)];
-        assert_eq!(
-            physics(1.2, 0.0011, &baseline, h200).unwrap(),
-            "0.001100 ms for 4.29 GB implies 3904.5 TB/s, beyond the H200's 4.8 TB/s (x1.5 margin): faster than the hardware allows"
-        );
-        assert_eq!(physics(1.2, 0.95, &baseline, h200), None);
-        // the baseline itself "beyond the peak": the bytes overstate what is read; not judged
-        assert_eq!(physics(0.1, 0.0011, &baseline, h200), None);
-    }
-
-    #[test]
     fn shortcut_signs_name_what_the_change_adds() {
         let diff = "+++ b/src/k.py\n+_MEMO = {}\n+    key = (x.data_ptr(), mode)\n-    y = a @ b\n+    return a @ b  # fast\n+    z = torch.matmul(a, b)\n+@ct.kernel\n+    # torch.mm( in a comment\n";
         assert_eq!(
@@ -523,6 +549,95 @@ mod tests {
             ]
         );
         assert!(shortcut_signs("+    TILE_SIZE = 256\n").is_empty());
+    }
+
+    /// A compile run whose one perf case launched `kernel` on `grid` and ran `device`, with `dumped`
+    /// kernel modules (blob, entry).
+    fn compile_run(
+        side: &str,
+        kernel: &str,
+        grid: u64,
+        device: Option<&str>,
+        dumped: &[(&str, &str)],
+    ) -> RunFile {
+        let mut census = census(&[(kernel, KERNEL)], &[], 100);
+        census.launches[0].grids = vec![vec![grid]];
+        census.device = device.map(|name| {
+            vec![DeviceTime {
+                name: name.into(),
+                us: 1.0,
+            }]
+        });
+        let json = serde_json::to_string(&census)
+            .unwrap()
+            .replace('"', "&quot;");
+        RunFile {
+            name: compile_run_name(side),
+            junit: format!(
+                r#"<testsuite><testcase classname="t" name="test_perf[cutile]"><properties><property name="cutile_perf_census" value="{json}"/></properties></testcase></testsuite>"#
+            ),
+            gpu: None,
+            compiled: Some(
+                dumped
+                    .iter()
+                    .map(|(blob, entry)| CompiledKernel {
+                        blob: blob.to_string(),
+                        entries: vec![entry.to_string()],
+                    })
+                    .collect(),
+            ),
+        }
+    }
+
+    #[test]
+    fn no_change_needs_the_same_dumps_launches_and_gpu_kernels_on_both_sides() {
+        let same = |side| compile_run(side, "k", 8, Some("k_0x1"), &[("b1", "k")]);
+        assert!(unchanged(&[same("candidate"), same("baseline")]));
+        let differs = |candidate: RunFile| !unchanged(&[candidate, same("baseline")]);
+        assert!(differs(compile_run(
+            "candidate",
+            "k",
+            8,
+            Some("k_0x1"),
+            &[("b2", "k")]
+        )));
+        assert!(differs(compile_run(
+            "candidate",
+            "k",
+            16,
+            Some("k_0x1"),
+            &[("b1", "k")]
+        )));
+        assert!(differs(compile_run(
+            "candidate",
+            "k",
+            8,
+            Some("elementwise"),
+            &[("b1", "k")]
+        )));
+        // the baseline's run alone, or a compile run that is not one
+        assert!(!unchanged(&[same("baseline")]));
+        assert!(!unchanged(&[
+            RunFile {
+                compiled: None,
+                ..same("candidate")
+            },
+            same("baseline")
+        ]));
+    }
+
+    #[test]
+    fn what_is_missing_is_never_the_same() {
+        // a compile cache skipped the compile on both sides: no dump of the launched kernel
+        let undumped = |side| compile_run(side, "k", 8, Some("k_0x1"), &[("b1", "other")]);
+        assert!(!unchanged(&[undumped("candidate"), undumped("baseline")]));
+        let blind = |side| compile_run(side, "k", 8, None, &[("b1", "k")]);
+        assert!(!unchanged(&[blind("candidate"), blind("baseline")]));
+        let nothing = |side| RunFile {
+            compiled: Some(Vec::new()),
+            ..blind(side)
+        };
+        assert!(!unchanged(&[nothing("candidate"), nothing("baseline")]));
     }
 
     #[test]

@@ -9,7 +9,7 @@ use crate::agent::next_action::{NextAction, Situation, next_action};
 use crate::cli::JsonArg;
 use crate::decision::LoopState;
 use crate::git::Repo;
-use crate::history::{Configs, History, require_history};
+use crate::history::{self, Configs, History};
 use crate::journal::Journal;
 use crate::recovery;
 use crate::runner::Placement;
@@ -36,6 +36,18 @@ impl From<&Iteration> for Point {
 #[derive(Debug, Serialize)]
 pub struct StatusReport<'a> {
     pub branch: Option<String>,
+    /// None outside a session: then `next_action` says how to start one.
+    #[serde(flatten)]
+    pub progress: Option<Progress<'a>>,
+    /// An iteration a killed command left unfinished (`repair` finishes or undoes it).
+    pub unfinished: Option<String>,
+    /// What the loop expects now, with one sentence for an agent.
+    pub next_action: NextAction,
+}
+
+/// Where a session stands.
+#[derive(Debug, Serialize)]
+pub struct Progress<'a> {
     pub session: &'a Session,
     pub baseline: Point,
     pub best: Point,
@@ -47,17 +59,12 @@ pub struct StatusReport<'a> {
     pub tried: Vec<String>,
     /// Where the latest iteration ran, for a Slurm session.
     pub last_placement: Option<&'a Placement>,
-    /// An iteration a killed command left unfinished (`repair` finishes or undoes it).
-    pub unfinished: Option<String>,
-    /// What the loop expects now, with one sentence for an agent.
-    pub next_action: NextAction,
 }
 
-impl<'a> StatusReport<'a> {
-    fn new(history: &'a History, branch: Option<String>) -> StatusReport<'a> {
+impl<'a> Progress<'a> {
+    fn new(history: &'a History) -> Progress<'a> {
         let (state, halted) = history.loop_state();
-        StatusReport {
-            branch,
+        Progress {
             session: &history.session,
             baseline: history.current_baseline().into(),
             best: history.best().into(),
@@ -71,8 +78,6 @@ impl<'a> StatusReport<'a> {
                 .iterations()
                 .last()
                 .and_then(|it| it.placement.as_ref()),
-            unfinished: None,
-            next_action: next_action(Situation::Session(history)),
         }
     }
 }
@@ -85,22 +90,48 @@ pub fn run(repo: &Repo, args: &JsonArg, out: &mut impl Write) -> Result<()> {
     if let Some(line) = &unfinished {
         ui::progress_line(&format!("warning: {line}"));
     }
-    let history = require_history(repo, Configs::CurrentBaseline)?;
-    let mut report = StatusReport::new(&history, repo.branch()?);
-    if let Some(what) = &unfinished {
-        let running = Journal::load(repo)?.is_some_and(|journal| journal.writer_alive());
-        report.next_action = next_action(Situation::Unfinished { running, what });
-    }
-    report.unfinished = unfinished;
+    // outside a session there is nothing to report but how to start one: not an error
+    let history = history::read(repo, Configs::CurrentBaseline)?;
+    let next_action = match (&unfinished, &history) {
+        (Some(what), _) => {
+            let running = Journal::load(repo)?.is_some_and(|journal| journal.writer_alive());
+            next_action(Situation::Unfinished { running, what })
+        }
+        (None, Some(history)) => next_action(Situation::Session(history)),
+        (None, None) => next_action(Situation::NoSession),
+    };
+    let report = StatusReport {
+        branch: repo.branch()?,
+        progress: history.as_ref().map(Progress::new),
+        unfinished,
+        next_action,
+    };
     if args.json {
         return ui::write_json(out, &report);
     }
-    render(&report, &history, out)
+    match (&report.progress, &history) {
+        (Some(progress), Some(history)) => render(&report, progress, history, out),
+        _ => {
+            writeln!(
+                out,
+                "{} on {}",
+                ui::bold("no session"),
+                report.branch.as_deref().unwrap_or("a detached HEAD")
+            )?;
+            writeln!(out, "next: {}", report.next_action.sentence)?;
+            Ok(())
+        }
+    }
 }
 
-fn render(report: &StatusReport, history: &History, out: &mut impl Write) -> Result<()> {
-    let session = report.session;
-    let total = match (report.initial_ms, report.best.latency_ms) {
+fn render(
+    report: &StatusReport,
+    progress: &Progress,
+    history: &History,
+    out: &mut impl Write,
+) -> Result<()> {
+    let session = progress.session;
+    let total = match (progress.initial_ms, progress.best.latency_ms) {
         (Some(first), Some(best)) => format!(
             " ({:+.2}% since iteration 0)",
             (best - first) / first * 100.0
@@ -126,30 +157,30 @@ fn render(report: &StatusReport, history: &History, out: &mut impl Write) -> Res
         session.gpu.as_deref().unwrap_or("none recorded")
     )?;
     writeln!(out, "  runner      {}", session.runner.describe())?;
-    if let Some(on) = report.last_placement {
+    if let Some(on) = progress.last_placement {
         writeln!(out, "  last run    {}", on.describe())?;
     }
     writeln!(
         out,
         "  baseline    iteration {} {} ms",
-        report.baseline.iteration,
-        fmt_ms(report.baseline.latency_ms)
+        progress.baseline.iteration,
+        fmt_ms(progress.baseline.latency_ms)
     )?;
     writeln!(
         out,
         "  best        iteration {} {} ms{total}",
-        report.best.iteration,
-        fmt_ms(report.best.latency_ms)
+        progress.best.iteration,
+        fmt_ms(progress.best.latency_ms)
     )?;
     writeln!(
         out,
         "  iterations  {} of {}",
-        report.iterations, session.thresholds.max_iterations
+        progress.iterations, session.thresholds.max_iterations
     )?;
     writeln!(
         out,
         "  no gain     {} in a row (stops at {})",
-        report.no_gain, session.thresholds.max_no_gain
+        progress.no_gain, session.thresholds.max_no_gain
     )?;
     match history.loop_state() {
         (state, Some(it)) => writeln!(

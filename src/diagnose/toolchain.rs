@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::compile::{self, CompileFacts};
+use crate::compile::{self, CompileFacts, CompiledKernel};
 use crate::process::{self, Ending};
 use crate::runner::Runner;
 
@@ -142,6 +142,19 @@ pub fn gather(
         }
     }
     facts
+}
+
+/// Every kernel module dumped into `dumps` by a run from the tree at `root`, in a stable order.
+pub fn compiled_kernels(dumps: &Path, root: &Path) -> Vec<CompiledKernel> {
+    let root = root.display().to_string();
+    let mut kernels: Vec<CompiledKernel> = files_in(dumps)
+        .into_iter()
+        .filter(|f| has_extension(f, "tileir"))
+        .filter_map(|f| std::fs::read_to_string(f).ok())
+        .map(|text| CompiledKernel::of(&text, &root))
+        .collect();
+    kernels.sort();
+    kernels
 }
 
 /// What is left before `deadline`, at most [`TOOL_TIMEOUT`].

@@ -4,16 +4,17 @@
 
 use std::time::Instant;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 use crate::census;
-use crate::decision::{Attempt, Correctness, Decided, Tier};
+use crate::decision::{self, Attempt, Correctness, Decided, Tier};
+use crate::diagnose::toolchain;
 use crate::evidence::{Evidence, RunFile};
 use crate::git::Repo;
 use crate::history::{History, sandbox};
 use crate::paired::{self, BaselineTree, Paired, Rounds};
 use crate::process::Interrupted;
-use crate::pytest::{CorrectnessRun, Pytest};
+use crate::pytest::{BenchmarkRun, CorrectnessRun, Pytest};
 use crate::runner::Runner;
 use crate::ui;
 use crate::verdict::{self, NoiseFloor};
@@ -67,6 +68,14 @@ pub fn attempt(
     if let Some(failed) = correctness(repo, history, &mut rounds.candidate, &mut runs)? {
         return Ok(Tried {
             attempt: failed,
+            runs,
+            remark: None,
+        });
+    }
+    if compiled_alike(&rounds, &mut runs)? {
+        ui::progress_line(decision::NO_CHANGE);
+        return Ok(Tried {
+            attempt: Attempt::Unchanged,
             runs,
             remark: None,
         });
@@ -133,6 +142,36 @@ fn correctness(
         }),
         CorrectnessRun::Pass { .. } => None,
     })
+}
+
+/// No re-roll: a compile run of each side, cuda-tile dumping what it compiles, for `census::unchanged`
+/// to compare. A candidate whose compile run fails is left to the rounds, which record how it fails.
+fn compiled_alike(rounds: &Rounds, runs: &mut Vec<RunFile>) -> Result<bool> {
+    for (side, runner) in [
+        ("candidate", rounds.candidate.runner),
+        ("baseline", rounds.baseline.runner),
+    ] {
+        let dumps = runner.sandbox.join("compiled");
+        // dumps of an earlier step must not count as this one's
+        let _ = std::fs::remove_dir_all(&dumps);
+        std::fs::create_dir_all(&dumps)
+            .with_context(|| format!("cannot create {}", dumps.display()))?;
+        let ran = runner.compile(rounds.session.statistic, &toolchain::dump_env(&dumps))?;
+        if let BenchmarkRun::Interrupted = ran {
+            return Err(interrupted());
+        }
+        runs.extend(
+            RunFile::read(&runner.sandbox, "compile").map(|run| RunFile {
+                name: census::compile_run_name(side),
+                compiled: Some(toolchain::compiled_kernels(&dumps, runner.root)),
+                ..run
+            }),
+        );
+        if let BenchmarkRun::Crash(_) = ran {
+            return Ok(false);
+        }
+    }
+    Ok(census::unchanged(runs))
 }
 
 /// Correctness on both sides once more, with every seed the tests set shifted by an offset neither side
