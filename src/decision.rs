@@ -18,8 +18,7 @@ use crate::records::Measurement;
 use crate::stats::{Comparison, ConfigChange};
 
 /// The reason of an [`Attempt::Unchanged`].
-pub const NO_CHANGE: &str =
-    "no change: compiled kernels and launches identical to the baseline; not benchmarked";
+pub const NO_CHANGE: &str = "no change: compiled kernels and launches identical to the baseline; its numbers are not a gain";
 
 /// The limits a session runs under; set at `start` and recorded in the baseline commit.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -250,9 +249,9 @@ pub enum Attempt {
     /// The rounds would keep it, but with every seed the tests set shifted by `offset`, these cases
     /// failed where the baseline's code passes them.
     UnseenInputsFailed { failed: Vec<String>, offset: u32 },
-    /// Correctness passed, and the candidate compiles to the baseline's kernels and launches them as
-    /// the baseline does (`census::unchanged`): not benchmarked, since measuring the same work again
-    /// could only draw a luckier sample.
+    /// The rounds would keep it, but the candidate compiles to the baseline's kernels and launches them
+    /// as the baseline does (`census::unchanged`): measuring the same work again could only have drawn a
+    /// luckier sample, so its numbers are not a gain.
     Unchanged,
     /// A run died, timed out or gave no usable record.
     Crashed {

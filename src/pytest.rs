@@ -345,7 +345,11 @@ impl Pytest<'_> {
 
     /// The benchmark selection as a compile run (`compile.xml`): `env` makes cuda-tile dump what it
     /// compiles; the census records what each case launched. Its timings decide nothing.
-    pub fn compile(&self, statistic: Statistic, env: &[(&'static str, String)]) -> Result<BenchmarkRun> {
+    pub fn compile(
+        &self,
+        statistic: Statistic,
+        env: &[(&'static str, String)],
+    ) -> Result<BenchmarkRun> {
         self.benchmark_run("compile", "compile", statistic, env)
     }
 

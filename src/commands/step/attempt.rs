@@ -72,23 +72,22 @@ pub fn attempt(
             remark: None,
         });
     }
-    if compiled_alike(&rounds, &mut runs)? {
-        ui::progress_line(decision::NO_CHANGE);
-        return Ok(Tried {
-            attempt: Attempt::Unchanged,
-            runs,
-            remark: None,
-        });
-    }
     let (measured, remark) = confirmed(&mut rounds, &mut runs)?;
     let attempt = match measured {
         Ok(decided) => {
             let rules = census::Rules::of(session);
             let decided = census::gate(decided, &runs, &rules);
-            if decided.tier != Tier::Revert {
+            // only a step the rounds would keep can profit from a luckier sample of the same code, so
+            // only it pays for the compile runs
+            if decided.tier == Tier::Revert {
+                census::with_unseen(decided, &runs)
+            } else if compiled_alike(&rounds, &mut runs)? {
+                ui::progress_line(decision::NO_CHANGE);
+                Attempt::Unchanged
+            } else {
                 unseen_inputs(&mut rounds, &mut runs)?;
+                census::with_unseen(decided, &runs)
             }
-            census::with_unseen(decided, &runs)
         }
         Err(why) => Attempt::Crashed {
             correctness: Correctness::Pass,
