@@ -9,7 +9,7 @@ use clap::{ArgMatches, CommandFactory, FromArgMatches};
 use crate::cli::Cli;
 use crate::process::Interrupted;
 use crate::settings::{self, SETTINGS};
-use crate::ui;
+use crate::ui::{self, Ui};
 
 /// Exit code of an interrupted `start` or `step` (128 + SIGINT, as shells report it).
 const INTERRUPTED: u8 = 130;
@@ -52,7 +52,7 @@ pub fn parse_command_line() -> Result<(Cli, bool), ExitCode> {
         let code = err.exit_code() as u8;
         let text = err.render().to_string();
         let text = text.strip_prefix("error: ").unwrap_or(&text);
-        print(&usage_report(text, code))
+        print(&mut std::io::stdout().lock(), &usage_report(text, code))
     })
 }
 
@@ -122,8 +122,9 @@ fn wants_json(matches: &ArgMatches) -> bool {
 #[error("{0}")]
 pub struct Reported(pub String);
 
-/// Reports a failed verb and returns its exit code.
-pub fn report(err: &anyhow::Error, json: bool) -> ExitCode {
+/// Reports a failed verb through its [`Ui`] and returns its exit code.
+pub fn report(ui: &mut Ui, err: &anyhow::Error) -> ExitCode {
+    let json = ui.json();
     if json && err.downcast_ref::<Reported>().is_some() {
         return ExitCode::from(1);
     }
@@ -131,22 +132,22 @@ pub fn report(err: &anyhow::Error, json: bool) -> ExitCode {
 
     let code = if interrupted { INTERRUPTED } else { 1 };
     if json {
-        return print(&ErrorReport::new(&format!("{err:#}"), code));
+        return print(ui.out(), &ErrorReport::new(&format!("{err:#}"), code));
     }
     if interrupted {
-        eprintln!("{err}");
+        ui.progress(&err.to_string());
     } else {
-        eprintln!(
+        ui.progress(&format!(
             "{} {err:#}",
             console::style("error:").for_stderr().red().bold()
-        );
+        ));
     }
     ExitCode::from(code)
 }
 
-fn print(report: &ErrorReport) -> ExitCode {
+fn print(out: &mut dyn std::io::Write, report: &ErrorReport) -> ExitCode {
     // stdout may be closed already; the exit code still tells
-    let _ = ui::print_json(report);
+    let _ = ui::write_json(out, report);
     ExitCode::from(report.exit_code)
 }
 

@@ -3,14 +3,12 @@
 //! the git dir when it is not what the work tree holds; the result is cached as a git note on the
 //! code's commit (`refs/notes/cutile-perf-diagnose`), where `compare` reads it.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use crate::cli::DiagnoseArgs;
 use crate::compile::CompileFacts;
 use crate::diagnose::Diagnosis;
 use crate::diagnose::cache::{NOTES_REF, remember};
@@ -19,7 +17,7 @@ use crate::diagnose::profile::{heaviest, profile};
 use crate::git::Repo;
 use crate::history::{Configs, History, code_commit, iteration, require_history};
 use crate::session::{Iteration, short};
-use crate::ui;
+use crate::ui::{self, Render, Ui};
 
 /// What `diagnose` found, as `--json` prints it.
 #[derive(Debug, Serialize)]
@@ -37,7 +35,20 @@ pub struct DiagnoseReport {
     pub saved_report: Option<PathBuf>,
 }
 
-pub fn run(repo: &Repo, args: &DiagnoseArgs, out: &mut impl Write) -> Result<DiagnoseReport> {
+/// Which iteration and config to profile, and how.
+#[derive(Debug)]
+pub struct DiagnoseOptions {
+    /// Default: the current baseline.
+    pub iteration: Option<u32>,
+    /// The config's test id; default: the iteration's slowest config.
+    pub config: Option<String>,
+    /// Time limit for the profiled run.
+    pub budget: Duration,
+    /// Keep Nsight Compute's report in this folder.
+    pub save: Option<PathBuf>,
+}
+
+pub fn run(repo: &Repo, args: &DiagnoseOptions) -> Result<DiagnoseReport> {
     let history = require_history(repo, Configs::All)?;
     let (commit, iteration) = match args.iteration {
         Some(number) => find(&history, number)?,
@@ -68,7 +79,7 @@ pub fn run(repo: &Repo, args: &DiagnoseArgs, out: &mut impl Write) -> Result<Dia
     )?;
     drop(source);
     remember(repo, &commit, &profiled)?;
-    let report = DiagnoseReport {
+    Ok(DiagnoseReport {
         iteration: iteration.number,
         commit,
         config,
@@ -77,13 +88,14 @@ pub fn run(repo: &Repo, args: &DiagnoseArgs, out: &mut impl Write) -> Result<Dia
         diagnosis: profiled.diagnosis,
         compile: profiled.compile,
         saved_report,
-    };
-    if args.output.json {
-        ui::write_json(out, &report)?;
-    } else {
-        write!(out, "{}", render(&report))?;
+    })
+}
+
+impl Render for DiagnoseReport {
+    fn render(&self, ui: &mut Ui) -> Result<()> {
+        write!(ui.out(), "{}", render(self))?;
+        Ok(())
     }
-    Ok(report)
 }
 
 /// The iteration numbered `number` and the commit holding its code.

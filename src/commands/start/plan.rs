@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 
-use crate::cli::StartArgs;
+use super::StartOptions;
 use crate::git::Repo;
 use crate::gpu::{self, GpuState};
 use crate::history::sandbox;
@@ -59,8 +59,8 @@ pub struct Plan {
     pub gpu_state: Option<GpuState>,
 }
 
-pub fn plan(repo: &Repo, args: &StartArgs) -> Result<Plan> {
-    let StartArgs {
+pub fn plan(repo: &Repo, args: &StartOptions) -> Result<Plan> {
+    let StartOptions {
         python,
         filter,
         stat,
@@ -101,7 +101,7 @@ pub fn plan(repo: &Repo, args: &StartArgs) -> Result<Plan> {
     // an option names the class; otherwise ncu may measure it after the baseline
     let measure_class = class.is_none() && intensity.is_none() && gpu_state.is_some();
     let (class, class_source) = class_of(*class, *intensity, estimate);
-    if let Some(why) = thresholds.thresholds().contradiction() {
+    if let Some(why) = thresholds.contradiction() {
         bail!("{why}\nhint: nothing was made; pass a --continue-pct at least the --gain-pct");
     }
     let session = Session {
@@ -109,7 +109,7 @@ pub fn plan(repo: &Repo, args: &StartArgs) -> Result<Plan> {
         test,
         allowed,
         statistic: *stat,
-        thresholds: thresholds.thresholds(),
+        thresholds: *thresholds,
         python: python.clone().unwrap_or_else(default_python),
         filter: filter.clone(),
         class,
@@ -146,7 +146,7 @@ struct Scope {
 
 /// Refuses a dirty work tree, finds the kernel and inspects it; the test and allowed paths come from
 /// the inspection unless the options say otherwise.
-fn scope(repo: &Repo, args: &StartArgs) -> Result<Scope> {
+fn scope(repo: &Repo, args: &StartOptions) -> Result<Scope> {
     locate::check_tilegym(&repo.root)?;
     let dirty = repo.tracked_changes()?;
     if !dirty.is_empty() {
