@@ -22,6 +22,7 @@ pub mod generate;
 pub mod git;
 pub mod gpu;
 pub mod guard;
+pub mod hint;
 pub mod history;
 pub mod hook;
 pub mod ignored;

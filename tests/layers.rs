@@ -14,6 +14,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "compile",
             "decision",
             "guard",
+            "hint",
             "kernel_class",
             "noise",
             "peaks",

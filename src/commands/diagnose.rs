@@ -15,6 +15,7 @@ use crate::diagnose::cache::{NOTES_REF, remember};
 use crate::diagnose::case::Source;
 use crate::diagnose::profile::{heaviest, profile};
 use crate::git::Repo;
+use crate::hint::{Hinted, hinted};
 use crate::history::{Configs, History, code_commit, iteration, require_history};
 use crate::session::{Iteration, short};
 use crate::ui::{self, Render, Ui};
@@ -61,7 +62,12 @@ pub fn run(repo: &Repo, args: &DiagnoseOptions) -> Result<DiagnoseReport> {
         Some(config) => config.clone(),
         None => heaviest(&iteration.configs)
             .or_else(|| heaviest(&history.current_baseline().configs))
-            .context("the iteration records no config to profile\nhint: pass --config TEST_ID")?,
+            .ok_or_else(|| {
+                hinted(
+                    "the iteration records no config to profile",
+                    "pass --config TEST_ID",
+                )
+            })?,
     };
     require_ncu()?;
     let saved_report = match &args.save {
@@ -117,10 +123,11 @@ fn report_path(dir: &Path, number: u32, config: &str) -> Result<PathBuf> {
 }
 
 fn require_ncu() -> Result<()> {
-    which::which("ncu").map(drop).context(
-        "diagnose needs Nsight Compute, and ncu is not on PATH\nhint: install Nsight Compute (it comes with the \
-         CUDA toolkit, e.g. /usr/local/cuda/bin/ncu) and put it on PATH",
-    )
+    which::which("ncu").map(drop).context(Hinted::new(
+        "diagnose needs Nsight Compute, and ncu is not on PATH",
+        "install Nsight Compute (it comes with the CUDA toolkit, e.g. /usr/local/cuda/bin/ncu) and put it \
+         on PATH",
+    ))
 }
 
 fn render(report: &DiagnoseReport) -> String {

@@ -5,12 +5,13 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use serde::Serialize;
 
 use crate::cli::Shell;
 use crate::demo_python;
 use crate::generate::{self, Generated};
+use crate::hint::hinted;
 use crate::ui::{Render, Ui};
 
 /// A file written or removed, as `--json` reports it.
@@ -81,10 +82,10 @@ fn shell_kind(shell: Shell) -> &'static str {
 pub fn man(options: &GenerateOptions<String>) -> Result<GeneratedReport> {
     let GenerateOptions { which: verb, dir } = options;
     let Some(dir) = dir else {
-        let page = generate::man_page(verb.as_deref()).with_context(|| {
-            format!(
-                "no verb {:?}\nhint: `git cutile-perf --help` lists the verbs",
-                verb.as_deref().unwrap_or_default()
+        let page = generate::man_page(verb.as_deref()).ok_or_else(|| {
+            hinted(
+                format!("no verb {:?}", verb.as_deref().unwrap_or_default()),
+                "`git cutile-perf --help` lists the verbs",
             )
         })?;
         return Ok(GeneratedReport::Printed(page.contents));
@@ -300,7 +301,10 @@ impl Layout {
         let home = || -> Result<PathBuf> {
             match absolute("HOME") {
                 Some(home) => Ok(home),
-                None => bail!("HOME is not set to an absolute path\nhint: pass --prefix DIR"),
+                None => Err(hinted(
+                    "HOME is not set to an absolute path",
+                    "pass --prefix DIR",
+                )),
             }
         };
         let data = match absolute("XDG_DATA_HOME") {

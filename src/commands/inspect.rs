@@ -9,6 +9,7 @@ use anyhow::{Context, Result, bail};
 use crate::diagnose::case;
 use crate::git::Repo;
 use crate::gpu::{capability_of, parse_capability};
+use crate::hint::{Hinted, hinted};
 use crate::inspect::ClassEstimate;
 use crate::inspect::report::{InspectReport, Measurement, inspect_with_test, render};
 use crate::locate::{self, TestMatch};
@@ -81,9 +82,10 @@ fn measure(
     args: &InspectOptions,
 ) -> Result<Measurement> {
     const WARM_UP_LAUNCHES: u32 = 3;
-    which::which("ncu").context(
-        "--measure needs Nsight Compute, and ncu is not on PATH\nhint: install Nsight Compute, or drop --measure for the static estimate",
-    )?;
+    which::which("ncu").context(Hinted::new(
+        "--measure needs Nsight Compute, and ncu is not on PATH",
+        "install Nsight Compute, or drop --measure for the static estimate",
+    ))?;
     let (test, names) = what_to_profile(full)?;
     let mut command = perf_case_command(args, test)?;
     let (log, csv) = ncu_outputs(repo)?;
@@ -137,10 +139,10 @@ fn measure(
 /// The kernel's test, and the names of the kernels to profile in it.
 fn what_to_profile(full: &InspectReport) -> Result<(&TestMatch, Vec<&str>)> {
     let Some(test) = &full.test else {
-        bail!(
-            "--measure needs the kernel's test, and none was found\nhint: {}",
-            full.test_error.as_deref().unwrap_or_default()
-        );
+        return Err(hinted(
+            "--measure needs the kernel's test, and none was found",
+            full.test_error.as_deref().unwrap_or_default(),
+        ));
     };
     let names: Vec<&str> = full
         .report

@@ -1,9 +1,10 @@
 //! `next`: the optimizations to try next for the session's kernel class, in the catalog's order.
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use serde::Serialize;
 
 use crate::git::Repo;
+use crate::hint::hinted;
 use crate::history::{Configs, require_history};
 use crate::kernel_class::KernelClass;
 use crate::references::{self, Suggestion};
@@ -30,10 +31,13 @@ pub fn run(repo: &Repo, options: &NextOptions) -> Result<NextReport> {
     let class = match (class, &history.session.class) {
         (Some(class), _) => *class,
         (None, Some(recorded)) => *recorded,
-        (None, None) => bail!(
-            "the session has no kernel class\nhint: pass --class memory|balanced|compute (start a session with \
-             --class or --intensity to record it)"
-        ),
+        (None, None) => {
+            return Err(hinted(
+                "the session has no kernel class",
+                "pass --class memory|balanced|compute (start a session with --class or --intensity to \
+                 record it)",
+            ));
+        }
     };
     let tried = history.tried_letters();
     let suggestions = references::next_optimizations(class, &tried);

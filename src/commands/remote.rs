@@ -7,10 +7,12 @@
 //! drops the other's evidence. So a notes ref only ever fast-forwards unless `--force` says which side
 //! wins (after `fetch --force` ours stay in the reflog; after `push --force` the remote's are replaced).
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use serde::Serialize;
 
+use crate::errors::Reported;
 use crate::git::Repo;
+use crate::hint::{Hinted, hinted};
 use crate::history;
 use crate::session::BRANCH_PREFIX;
 use crate::ui::{Render, Ui};
@@ -96,9 +98,10 @@ pub struct TravelOptions {
 pub fn push(repo: &Repo, options: &TravelOptions) -> Result<PushReport> {
     let TravelOptions { remote, force } = options;
     let Some(branch) = history::session_branch(repo)? else {
-        bail!(
-            "not on a cutile-perf session branch\nhint: check out the {BRANCH_PREFIX}* branch to push"
-        );
+        return Err(hinted(
+            "not on a cutile-perf session branch",
+            format!("check out the {BRANCH_PREFIX}* branch to push"),
+        ));
     };
     let remote = resolve_remote(repo, remote.as_deref())?;
     let head = format!("refs/heads/{branch}:refs/heads/{branch}");
@@ -116,10 +119,15 @@ pub fn push(repo: &Repo, options: &TravelOptions) -> Result<PushReport> {
     ]);
     let lines = match pushed {
         Ok(lines) => lines,
-        Err(err) => bail!(
-            "{err:#}\nhint: a rejected notes ref means the remote's evidence has notes yours lack: \
-             `git cutile-perf fetch {remote}` first; `push --force` replaces the remote's notes with yours"
-        ),
+        Err(err) => {
+            return Err(hinted(
+                format!("{err:#}"),
+                format!(
+                    "a rejected notes ref means the remote's evidence has notes yours lack: `git cutile-perf \
+                     fetch {remote}` first; `push --force` replaces the remote's notes with yours"
+                ),
+            ));
+        }
     };
     Ok(PushReport {
         remote,
@@ -208,13 +216,17 @@ impl FetchReport {
         if refused.is_empty() {
             return Ok(());
         }
-        Err(crate::errors::Reported(format!(
-            "{} diverged from {}'s and was left as it was\nhint: both sides recorded evidence the other \
-             lacks; `fetch --force` takes {}'s (yours stays in the reflog: `git reflog {}`)",
-            refused.join(", "),
-            self.remote,
-            self.remote,
-            refused[0]
+        Err(Reported(Hinted::new(
+            format!(
+                "{} diverged from {}'s and was left as it was",
+                refused.join(", "),
+                self.remote
+            ),
+            format!(
+                "both sides recorded evidence the other lacks; `fetch --force` takes {}'s (yours stays in \
+                 the reflog: `git reflog {}`)",
+                self.remote, refused[0]
+            ),
         ))
         .into())
     }
@@ -310,10 +322,13 @@ fn resolve_remote(repo: &Repo, remote: Option<&str>) -> Result<String> {
     };
     let known = repo.git(&["remote"])?;
     if !known.lines().any(|line| line == name) {
-        bail!(
-            "no remote named {name:?}\nhint: add it with `git remote add {name} URL`, or name one of: {}",
-            known.lines().collect::<Vec<_>>().join(", ")
-        );
+        return Err(hinted(
+            format!("no remote named {name:?}"),
+            format!(
+                "add it with `git remote add {name} URL`, or name one of: {}",
+                known.lines().collect::<Vec<_>>().join(", ")
+            ),
+        ));
     }
     Ok(name)
 }

@@ -5,9 +5,11 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::audit::{self, Finding, Kind};
+use crate::errors::Reported;
 use crate::evidence::Evidence;
 use crate::git::Repo;
 use crate::guard;
+use crate::hint::Hinted;
 use crate::history::{Configs, History, require_history};
 use crate::session::Iteration;
 use crate::ui::{Render, Ui};
@@ -78,10 +80,13 @@ impl VerifyReport {
         if self.findings.is_empty() {
             return Ok(());
         }
-        Err(crate::errors::Reported(format!(
-            "verify found {} departure(s) from the session's record\nhint: each line names the commit and \
-             what differs; a commit the tool did not make is reverted or recorded with `step`",
-            self.findings.len()
+        Err(Reported(Hinted::new(
+            format!(
+                "verify found {} departure(s) from the session's record",
+                self.findings.len()
+            ),
+            "each line names the commit and what differs; a commit the tool did not make is reverted or \
+             recorded with `step`",
         ))
         .into())
     }

@@ -11,7 +11,7 @@ mod record;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use serde::Serialize;
 
 use crate::agent::next_action::{NextAction, Situation, next_action};
@@ -21,6 +21,7 @@ use crate::diagnose::{Diagnosis, cache, profile};
 use crate::evidence::Evidence;
 use crate::git::Repo;
 use crate::gpu::GpuState;
+use crate::hint::hinted;
 use crate::history::{History, sandbox, write_table};
 use crate::journal::{self, Journal, Lock, Phase, Verb};
 use crate::runner::{Placement, Runner};
@@ -82,10 +83,10 @@ pub struct StepOptions {
 /// One iteration as a pipeline: preflight, attempt, judge, record.
 pub fn run(repo: &Repo, args: &StepOptions) -> Result<StepReport> {
     if crate::trailers::one_line(&args.description).is_empty() {
-        bail!(
-            "the description is empty: the iteration's Cutile-Perf-Optimization would say nothing\nhint: say in \
-             a few words what this change tried, e.g. `git cutile-perf step \"tile size 256\"`"
-        );
+        return Err(hinted(
+            "the description is empty: the iteration's Cutile-Perf-Optimization would say nothing",
+            "say in a few words what this change tried, e.g. `git cutile-perf step \"tile size 256\"`",
+        ));
     }
     let _lock = Lock::take(repo, "step")?;
     recovery::refuse_unfinished(repo)?;
@@ -368,8 +369,11 @@ fn playbook_letter(opt: &str) -> Result<String> {
         return Ok(letter);
     }
     let letters: Vec<_> = entries.iter().map(|(l, _)| *l).collect();
-    bail!(
-        "--opt {opt:?} is not a playbook letter ({})\nhint: `git cutile-perf refs playbook` lists them",
-        letters.join(", ")
-    )
+    Err(hinted(
+        format!(
+            "--opt {opt:?} is not a playbook letter ({})",
+            letters.join(", ")
+        ),
+        "`git cutile-perf refs playbook` lists them",
+    ))
 }
