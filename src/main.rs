@@ -123,94 +123,52 @@ fn run(ui: &mut Ui, cli: Cli) -> Result<()> {
 }
 
 fn start_options(args: cli::StartArgs) -> start::StartOptions {
-    let cli::StartArgs {
-        kernel,
-        suite,
-        test,
-        allow,
-        deny,
-        python,
-        filter,
-        stat,
-        class,
-        intensity,
-        runner,
-        no_gpu,
-        budget,
-        thresholds,
-        output: _,
-    } = args;
     start::StartOptions {
-        kernel,
-        suite,
-        test,
-        allow,
-        deny,
-        python,
-        filter,
-        stat,
-        class,
-        intensity,
-        runner,
-        no_gpu,
-        budget,
-        thresholds: thresholds.thresholds(),
+        kernel: args.kernel,
+        suite: args.suite,
+        test: args.test,
+        allow: args.allow,
+        deny: args.deny,
+        python: args.python,
+        filter: args.filter,
+        stat: args.stat,
+        class: args.class,
+        intensity: args.intensity,
+        runner: args.runner,
+        no_gpu: args.no_gpu,
+        budget: args.budget,
+        thresholds: args.thresholds.thresholds(),
     }
 }
 
 fn inspect_options(args: cli::InspectArgs) -> inspect::InspectOptions {
-    let cli::InspectArgs {
-        kernel,
-        suite,
-        capability,
-        measure,
-        python,
-        budget,
-        output: _,
-    } = args;
     inspect::InspectOptions {
-        kernel,
-        suite,
-        capability,
-        measure,
-        python,
-        budget,
+        kernel: args.kernel,
+        suite: args.suite,
+        capability: args.capability,
+        measure: args.measure,
+        python: args.python,
+        budget: args.budget,
     }
 }
 
 fn step_options(args: cli::StepArgs) -> step::StepOptions {
-    let cli::StepArgs {
-        description,
-        notes,
-        budget,
-        continue_anyway,
-        cause,
-        opt,
-        output: _,
-    } = args;
     step::StepOptions {
-        description,
-        notes,
-        budget,
-        continue_anyway,
-        cause,
-        opt,
+        description: args.description,
+        notes: args.notes,
+        budget: args.budget,
+        continue_anyway: args.continue_anyway,
+        cause: args.cause,
+        opt: args.opt,
     }
 }
 
 fn diagnose_options(args: cli::DiagnoseArgs) -> diagnose::DiagnoseOptions {
-    let cli::DiagnoseArgs {
-        iteration,
-        config,
-        budget,
-        save,
-        output: _,
-    } = args;
     diagnose::DiagnoseOptions {
-        iteration,
-        config,
-        budget,
-        save,
+        iteration: args.iteration,
+        config: args.config,
+        budget: args.budget,
+        save: args.save,
     }
 }
 
