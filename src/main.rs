@@ -24,6 +24,17 @@ fn main() -> ExitCode {
         Ok(parsed) => parsed,
         Err(code) => return code,
     };
+    // the MCP server writes stdout from its own threads (so no Ui may hold it locked), and ends when its
+    // client stops it (the verbs it runs catch Ctrl-C themselves)
+    if let Command::Mcp = cli.command {
+        return match mcp::run() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(err) => errors::report(
+                &mut Ui::terminal(&mut std::io::stdout(), &mut std::io::stderr(), json),
+                &err,
+            ),
+        };
+    }
     let (mut stdout, mut stderr) = (std::io::stdout().lock(), std::io::stderr());
     let mut ui = Ui::terminal(&mut stdout, &mut stderr, json);
     match run(&mut ui, cli) {
@@ -39,11 +50,6 @@ fn show<R: Render>(ui: &mut Ui, verb: impl FnOnce(&mut Ui) -> Result<R>) -> Resu
 }
 
 fn run(ui: &mut Ui, cli: Cli) -> Result<()> {
-    // the MCP server writes stdout from its own threads, and ends when its client stops it (the verbs it
-    // runs catch Ctrl-C themselves)
-    if let Command::Mcp = cli.command {
-        return mcp::run();
-    }
     process::install_interrupt_handler()?;
     // opened only by the verbs that work on a repository
     let open = || git::Repo::discover(&std::env::current_dir()?);
@@ -92,7 +98,7 @@ fn run(ui: &mut Ui, cli: Cli) -> Result<()> {
         Command::Skill(args) => show(ui, |_| {
             skill::run(repo().ok().as_ref(), &skill_options(args))
         }),
-        Command::Mcp => unreachable!("served above"),
+        Command::Mcp => unreachable!("served in main"),
         Command::Hook(args) => show(ui, |_| hook::run(&open()?, &hook_options(args.action))),
         Command::Demo(args) => show(ui, |_| demo::run(args.dir.as_deref())),
         Command::Man(args) => show(ui, |_| {

@@ -129,7 +129,9 @@ fn a_refusal_keeps_its_hint_as_data() {
     let failure = status::run(&mut Ui::plain(&mut out, &mut err, false), &repo).unwrap_err();
     let report = ErrorReport::of(&failure, 1);
     assert!(
-        report.error.starts_with("not on a cutile-perf session branch"),
+        report
+            .error
+            .starts_with("not on a cutile-perf session branch"),
         "{}",
         report.error
     );
