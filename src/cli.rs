@@ -8,6 +8,7 @@ use clap::{Args, Parser, Subcommand};
 use crate::decision::{Cause, Thresholds};
 use crate::kernel_class::KernelClass;
 use crate::records::Statistic;
+use crate::runner::{RunnerKind, RunnerSettings, slurm};
 use crate::units::{parse_duration, parse_pct};
 
 /// The time limit of a verb that runs the tests (`start`, `step`, `diagnose`, `inspect --measure`)
@@ -166,7 +167,7 @@ pub struct StartArgs {
     #[arg(long, value_name = "FLOP_PER_BYTE", conflicts_with = "class")]
     pub intensity: Option<f64>,
     #[command(flatten)]
-    pub runner: crate::runner::RunnerArgs,
+    pub runner: RunnerArgs,
     /// Start without a GPU (for tests that run on the CPU); recorded in the session, and steps do not
     /// look for one either
     #[arg(long)]
@@ -447,6 +448,48 @@ pub struct UninstallArgs {
     /// Keep the Python environment the demo made in the cache directory (it is remade on demand)
     #[arg(long)]
     pub keep_demo_env: bool,
+}
+
+/// `start`'s options that choose the runner.
+#[derive(Args, Debug, Clone)]
+pub struct RunnerArgs {
+    /// Where every iteration's tests run: here, or on a node Slurm allocates per iteration
+    #[arg(
+        long,
+        default_value = "local",
+        value_parser = clap::builder::TypedValueParser::map(
+            clap::builder::PossibleValuesParser::new(RunnerKind::names()),
+            |name: String| RunnerKind::parse(&name).expect("one of the names")
+        )
+    )]
+    pub runner: RunnerKind,
+    /// sbatch options for each iteration's allocation, split as a shell would (e.g. "-p gpu --gres=gpu:1 -t 15")
+    #[arg(long, value_name = "ARGS", allow_hyphen_values = true)]
+    pub slurm_args: Option<String>,
+    /// How long an iteration may wait in the Slurm queue (not counted in --budget; default 30m)
+    #[arg(long, value_name = "DUR", value_parser = parse_duration)]
+    pub queue_timeout: Option<Duration>,
+}
+
+impl RunnerArgs {
+    pub fn settings(&self) -> anyhow::Result<RunnerSettings> {
+        if self.runner == RunnerKind::Local
+            && (self.slurm_args.is_some() || self.queue_timeout.is_some())
+        {
+            anyhow::bail!(
+                "--slurm-args and --queue-timeout apply to the Slurm runner only\nhint: add --runner slurm"
+            );
+        }
+        let args = self.slurm_args.clone().unwrap_or_default();
+        slurm::split_args(&args)?;
+        Ok(RunnerSettings {
+            kind: self.runner,
+            slurm: slurm::SlurmSettings {
+                args,
+                queue_timeout: self.queue_timeout,
+            },
+        })
+    }
 }
 
 #[cfg(test)]

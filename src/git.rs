@@ -50,6 +50,10 @@ pub struct Repo {
     pub root: PathBuf,
 }
 
+/// The binary the hook runs on the tool's own commits when this process is not it: a test that runs
+/// the verbs in-process names the tool's binary here, once.
+pub static TOOL_BINARY: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
 impl Repo {
     /// Finds the repository containing `dir`, honouring GIT_DIR and friends.
     pub fn discover(dir: &Path) -> Result<Repo> {
@@ -102,7 +106,10 @@ impl Repo {
         input: Option<&[u8]>,
     ) -> Result<Vec<u8>> {
         // Our pre-commit hook runs this very binary on the tool's own commits, on PATH or not.
-        let exe = std::env::current_exe().unwrap_or_else(|_| "git-cutile-perf".into());
+        let exe = match TOOL_BINARY.get() {
+            Some(tool) => tool.clone(),
+            None => std::env::current_exe().unwrap_or_else(|_| "git-cutile-perf".into()),
+        };
         let mut all = vec![("GIT_CUTILE_PERF", exe.as_os_str())];
         all.extend_from_slice(env);
         process::git_bytes(&self.root, args, &all, input)

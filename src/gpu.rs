@@ -203,11 +203,6 @@ pub fn probe(nvidia_smi: impl Fn(&[&str]) -> duct::Expression) -> Option<GpuStat
     Some(GpuState { gpu, processes })
 }
 
-/// This machine's GPU.
-pub fn detect() -> Option<GpuState> {
-    probe(|args| process::command("nvidia-smi", args))
-}
-
 fn query(command: duct::Expression) -> Option<String> {
     let output = process::capture(command, TIMEOUT).ok()?;
     output

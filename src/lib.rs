@@ -16,6 +16,7 @@ pub mod compile;
 pub mod decision;
 pub mod demo_python;
 pub mod diagnose;
+pub mod edge;
 pub mod errors;
 pub mod evidence;
 pub mod generate;

@@ -1,12 +1,12 @@
 //! `git-cutile-perf`: a git subcommand that runs the cuTile kernel-optimization loop.
 //!
-//! The edge: clap's arguments become each verb's options here, the verb runs on the repository of the
-//! current directory, and its report is shown through the one [`Ui`] (JSON or text).
+//! The edge: clap's arguments become each verb's options (`edge.rs`), the verb runs on the repository
+//! of the current directory, and its report is shown through the one [`Ui`] (JSON or text).
 
 use std::process::ExitCode;
 
 use anyhow::Result;
-use git_cutile_perf::cli::{self, Cli, Command, HookAction};
+use git_cutile_perf::cli::{Cli, Command};
 use git_cutile_perf::commands::{
     compare, config, demo, diagnose, extras, hook, inspect, mcp, next, plot, refs, remote, repair,
     report, skill, start, status, step, table, verify,
@@ -55,10 +55,10 @@ fn run(ui: &mut Ui, cli: Cli) -> Result<()> {
     let open = || git::Repo::discover(&std::env::current_dir()?);
     let repo = || git::check_git_version().and_then(|()| open());
     match cli.command {
-        Command::Start(args) => show(ui, |ui| start::run(ui, &repo()?, &start_options(args))),
-        Command::Inspect(args) => show(ui, |ui| inspect::run(ui, &repo()?, &inspect_options(args))),
-        Command::Step(args) => show(ui, |_| step::run(&repo()?, &step_options(args))),
-        Command::Diagnose(args) => show(ui, |_| diagnose::run(&repo()?, &diagnose_options(args))),
+        Command::Start(args) => show(ui, |ui| start::run(ui, &repo()?, &args.try_into()?)),
+        Command::Inspect(args) => show(ui, |ui| inspect::run(ui, &repo()?, &args.into())),
+        Command::Step(args) => show(ui, |_| step::run(&repo()?, &args.into())),
+        Command::Diagnose(args) => show(ui, |_| diagnose::run(&repo()?, &args.into())),
         Command::Compare(args) => show(ui, |_| compare::run(&repo()?, args.a, args.b)),
         Command::Table(args) => show(ui, |_| {
             table::run(&repo()?, &table::TableOptions { write: args.write })
@@ -75,9 +75,9 @@ fn run(ui: &mut Ui, cli: Cli) -> Result<()> {
             ui.show(&report)?;
             report.verdict()
         }
-        Command::Push(args) => show(ui, |_| remote::push(&repo()?, &travel_options(args))),
+        Command::Push(args) => show(ui, |_| remote::push(&repo()?, &args.into())),
         Command::Fetch(args) => {
-            let report = remote::fetch(&repo()?, &travel_options(args))?;
+            let report = remote::fetch(&repo()?, &args.into())?;
             ui.show(&report)?;
             report.verdict()
         }
@@ -95,11 +95,9 @@ fn run(ui: &mut Ui, cli: Cli) -> Result<()> {
                 section: args.section,
             })
         }),
-        Command::Skill(args) => show(ui, |_| {
-            skill::run(repo().ok().as_ref(), &skill_options(args))
-        }),
+        Command::Skill(args) => show(ui, |_| skill::run(repo().ok().as_ref(), &args.into())),
         Command::Mcp => unreachable!("served in main"),
-        Command::Hook(args) => show(ui, |_| hook::run(&open()?, &hook_options(args.action))),
+        Command::Hook(args) => show(ui, |_| hook::run(&open()?, &args.action.into())),
         Command::Demo(args) => show(ui, |_| demo::run(args.dir.as_deref())),
         Command::Man(args) => show(ui, |_| {
             extras::man(&extras::GenerateOptions {
@@ -125,80 +123,5 @@ fn run(ui: &mut Ui, cli: Cli) -> Result<()> {
                 keep_demo_env: args.keep_demo_env,
             })
         }),
-    }
-}
-
-fn start_options(args: cli::StartArgs) -> start::StartOptions {
-    start::StartOptions {
-        kernel: args.kernel,
-        suite: args.suite,
-        test: args.test,
-        allow: args.allow,
-        deny: args.deny,
-        python: args.python,
-        filter: args.filter,
-        stat: args.stat,
-        class: args.class,
-        intensity: args.intensity,
-        runner: args.runner,
-        no_gpu: args.no_gpu,
-        budget: args.budget,
-        thresholds: args.thresholds.thresholds(),
-    }
-}
-
-fn inspect_options(args: cli::InspectArgs) -> inspect::InspectOptions {
-    inspect::InspectOptions {
-        kernel: args.kernel,
-        suite: args.suite,
-        capability: args.capability,
-        measure: args.measure,
-        python: args.python,
-        budget: args.budget,
-    }
-}
-
-fn step_options(args: cli::StepArgs) -> step::StepOptions {
-    step::StepOptions {
-        description: args.description,
-        notes: args.notes,
-        budget: args.budget,
-        continue_anyway: args.continue_anyway,
-        cause: args.cause,
-        opt: args.opt,
-    }
-}
-
-fn diagnose_options(args: cli::DiagnoseArgs) -> diagnose::DiagnoseOptions {
-    diagnose::DiagnoseOptions {
-        iteration: args.iteration,
-        config: args.config,
-        budget: args.budget,
-        save: args.save,
-    }
-}
-
-fn travel_options(args: cli::TravelArgs) -> remote::TravelOptions {
-    remote::TravelOptions {
-        remote: args.remote,
-        force: args.force,
-    }
-}
-
-fn skill_options(args: cli::SkillArgs) -> skill::SkillOptions {
-    skill::SkillOptions {
-        install: args.install,
-        dir: args.dir,
-        user: args.user,
-    }
-}
-
-fn hook_options(action: HookAction) -> hook::HookOptions {
-    match action {
-        HookAction::Install => hook::HookOptions::Install,
-        HookAction::Uninstall => hook::HookOptions::Uninstall,
-        HookAction::Status(_) => hook::HookOptions::Status,
-        HookAction::PreCommit => hook::HookOptions::PreCommit,
-        HookAction::CommitMsg { message } => hook::HookOptions::CommitMsg(message),
     }
 }

@@ -8,6 +8,7 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 
 use crate::process::{self, Ending};
+use crate::runner::Runner;
 
 const DRAM_BYTES: &str = "dram__bytes.sum";
 const DURATION: &str = "gpu__time_duration.sum";
@@ -71,9 +72,10 @@ fn available(query: Option<&str>, metric: &str) -> bool {
     })
 }
 
-/// `ncu --query-metrics`: the metrics this GPU has, or `None` when ncu cannot say.
-pub fn query_metrics() -> Option<String> {
-    let output = process::command("ncu", &["--query-metrics"])
+/// `ncu --query-metrics`: the metrics the runner's GPU has, or `None` when ncu cannot say.
+pub fn query_metrics(runner: &dyn Runner, dir: &Path) -> Option<String> {
+    let output = runner
+        .command("ncu", &["--query-metrics"], dir)
         .stdout_capture()
         .stderr_null()
         .unchecked()
@@ -216,42 +218,48 @@ pub fn parse_csv(text: &str) -> Result<Vec<Launch>> {
     Ok(launches.into_iter().map(|(_, l)| l).collect())
 }
 
-/// Runs `command` (the words of a program and its arguments) under ncu with `ncu_args`, its output in
-/// `log`, until it ends or `deadline`; then reads the launches ncu wrote to `csv`.
+/// What ncu profiles: `command` (the words of a program and its arguments) in `root` with `env`, run
+/// by `runner` where the session's GPU is.
+pub struct Target<'a> {
+    pub runner: &'a dyn Runner,
+    pub command: &'a [String],
+    pub root: &'a Path,
+    pub env: &'a [(&'a str, &'a str)],
+}
+
+/// Runs `target` under ncu with `ncu_args`, its output in `log`, until it ends or `deadline`; then
+/// reads the launches ncu wrote to `csv`.
 pub fn run(
-    command: &[String],
+    target: &Target,
     ncu_args: &[String],
-    root: &Path,
-    env: &[(&str, &str)],
     log: &Path,
     csv: &Path,
     deadline: Instant,
 ) -> Result<Vec<Launch>> {
-    launch(command, ncu_args, root, env, log, deadline)?;
+    launch(target, ncu_args, log, deadline)?;
     read(csv, log)
 }
 
 /// [`run`] without reading a CSV: for a run that exports a report (`--export`), where ncu writes the
 /// report instead of printing its table.
-pub fn launch(
-    command: &[String],
-    ncu_args: &[String],
-    root: &Path,
-    env: &[(&str, &str)],
-    log: &Path,
-    deadline: Instant,
-) -> Result<()> {
+pub fn launch(target: &Target, ncu_args: &[String], log: &Path, deadline: Instant) -> Result<()> {
     let mut args: Vec<&str> = ncu_args.iter().map(String::as_str).collect();
-    args.extend(command.iter().map(String::as_str));
-    let mut expression = process::command("ncu", &args).dir(root);
-    for (key, value) in env {
+    args.extend(target.command.iter().map(String::as_str));
+    let mut expression = target.runner.command("ncu", &args, target.root);
+    for (key, value) in target.env {
         expression = expression.env(key, value);
     }
     supervise(expression, log, deadline)
 }
 
 /// The launches of a report ncu saved (`--export`), printed as [`run`] reads them into `csv`.
-pub fn import(report: &Path, log: &Path, csv: &Path, deadline: Instant) -> Result<Vec<Launch>> {
+pub fn import(
+    runner: &dyn Runner,
+    report: &Path,
+    log: &Path,
+    csv: &Path,
+    deadline: Instant,
+) -> Result<Vec<Launch>> {
     let (report_arg, csv_arg) = (report.display().to_string(), csv.display().to_string());
     let args = [
         "--import",
@@ -262,7 +270,8 @@ pub fn import(report: &Path, log: &Path, csv: &Path, deadline: Instant) -> Resul
         "--log-file",
         &csv_arg,
     ];
-    supervise(process::command("ncu", &args), log, deadline)?;
+    let dir = report.parent().unwrap_or(Path::new("/"));
+    supervise(runner.command("ncu", &args, dir), log, deadline)?;
     read(csv, log)
 }
 

@@ -12,7 +12,7 @@ use anyhow::{Context, Result};
 use crate::process::{self, Ending};
 use crate::progress;
 use crate::records::{self, CaseOutcome, CaseReport, Measurement, Statistic};
-use crate::runner::Runner;
+use crate::runner::{PytestCall, PytestRun, Runner};
 use crate::ui;
 
 pub const CORRECTNESS_SELECTION: &str = "test_ and cutile and not test_perf";
@@ -36,9 +36,9 @@ pub const SEEDS_PLUGIN: (&str, &str) = (
 /// `python -m pytest --version` takes a second or two; an interpreter that hangs must not hang `start`.
 const AVAILABILITY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
-/// The Python that runs pytest when none is given.
-pub fn default_python() -> String {
-    if which::which("python3").is_ok() {
+/// The Python that runs pytest when none is given: `python3` where `place` runs commands has it.
+pub fn default_python(place: &dyn Runner, dir: &Path) -> String {
+    if place.find("python3", dir).is_some() {
         "python3"
     } else {
         "python"
@@ -58,7 +58,7 @@ pub struct Pytest<'a> {
     pub sandbox: PathBuf,
     pub deadline: Instant,
     /// Where the commands run: here, or on the iteration's Slurm node.
-    pub place: &'a Runner,
+    pub place: &'a dyn Runner,
 }
 
 /// The result of the correctness selection.
@@ -105,10 +105,9 @@ impl Pytest<'_> {
         let words = python_words(self.python)?;
         let (program, args) = words.split_first().context("--python is empty")?;
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        if self.place.is_local() {
-            which::which(program)
-                .with_context(|| format!("{program} not found on PATH; pass --python CMD"))?;
-        }
+        self.place
+            .find(program, self.root)
+            .with_context(|| format!("{program} not found on PATH; pass --python CMD"))?;
         let mut full = args;
         full.extend(["-m", "pytest", "--version"]);
         let output = process::capture(
@@ -141,6 +140,7 @@ impl Pytest<'_> {
     /// is a directory of the tool's own pytest plugins to put on `PYTHONPATH`.
     fn run(
         &self,
+        kind: PytestRun,
         name: &str,
         label: &str,
         selection: &str,
@@ -178,27 +178,30 @@ impl Pytest<'_> {
         ]);
         args.extend_from_slice(extra);
         let bytecode = FreshBytecode::new()?;
-        let mut expression = self
-            .place
-            .command(program, &args, self.root)
-            .env("PYTHONUNBUFFERED", "1");
-        for (name, value) in bytecode.env() {
-            expression = expression.env(name, value);
-        }
+        let mut env: Vec<(&'static str, std::ffi::OsString)> =
+            vec![("PYTHONUNBUFFERED", "1".into())];
+        env.extend(bytecode.env().map(|(name, value)| (name, value.into())));
         let mut python_path: Vec<PathBuf> = plugins.into_iter().map(Path::to_path_buf).collect();
         python_path.extend(
             sources_first(self.root)?
                 .iter()
                 .flat_map(std::env::split_paths),
         );
-        let expression = match python_path.is_empty() {
-            true => expression,
-            false => expression.env("PYTHONPATH", std::env::join_paths(python_path)?),
+        if !python_path.is_empty() {
+            env.push(("PYTHONPATH", std::env::join_paths(python_path)?));
+        }
+        let call = PytestCall {
+            run: kind,
+            program,
+            args: &args,
+            dir: self.root,
+            env: &env,
+            junit: &junit,
         };
         let plain = format!("{label}: {} -k \"{selection}\"", self.test);
         let started = Instant::now();
         let ending = progress::follow(&log, label, &plain, self.deadline, || {
-            process::supervise(expression, &log, self.deadline)
+            self.place.pytest(&call, &log, self.deadline)
         })?;
         ui::progress_line(&format!(
             "{label}: {} in {:.1}s",
@@ -215,6 +218,7 @@ impl Pytest<'_> {
 
     pub fn correctness(&self) -> Result<CorrectnessRun> {
         let run = self.run(
+            PytestRun::Correctness,
             "correctness",
             "correctness",
             CORRECTNESS_SELECTION,
@@ -230,6 +234,7 @@ impl Pytest<'_> {
         let [p, seeds] = write_plugin(&plugins, SEEDS_PLUGIN)?;
         let offset_arg = format!("--cutile-perf-seed-offset={offset}");
         let run = self.run(
+            PytestRun::Unseen,
             name,
             "unseen inputs",
             CORRECTNESS_SELECTION,
@@ -272,6 +277,7 @@ impl Pytest<'_> {
         let plugins = self.plugin_dir()?;
         let [p, census] = write_plugin(&plugins, CENSUS_PLUGIN)?;
         let run = self.run(
+            PytestRun::Benchmark,
             "benchmark",
             label,
             BENCHMARK_SELECTION,

@@ -10,13 +10,14 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use git_cutile_perf::compile::CompileFacts;
-use git_cutile_perf::diagnose::facts::for_iteration;
+use git_cutile_perf::diagnose::facts::{Place, for_iteration};
 use git_cutile_perf::diagnose::profile::Profiled;
 use git_cutile_perf::diagnose::{Profile, diagnose};
 use git_cutile_perf::evidence::Evidence;
 use git_cutile_perf::git::Repo;
 use git_cutile_perf::gpu::{Gpu, GpuState};
 use git_cutile_perf::history::{self, Configs};
+use git_cutile_perf::runner::Local;
 use support::*;
 
 /// What nvidia-smi says of the H200 the tests pretend to have.
@@ -53,13 +54,16 @@ fn an_iterations_compile_facts_go_into_its_evidence_and_compare_reads_them() {
     };
     let for_step = |code: &str, diagnosed: Option<&Profiled>, deadline: Instant| {
         let configs = &history.current_baseline().configs;
-        let gpu = Some(&h200);
+        let place = Place {
+            runner: &Local,
+            gpu: Some(&h200),
+        };
         for_iteration(
             &repo,
+            place,
             &history.session,
             configs,
             code,
-            gpu,
             diagnosed,
             deadline,
         )
@@ -69,7 +73,18 @@ fn an_iterations_compile_facts_go_into_its_evidence_and_compare_reads_them() {
     set_path(None);
     let configs = &history.current_baseline().configs;
     assert_eq!(
-        for_iteration(&repo, &history.session, configs, &kept, None, None, later),
+        for_iteration(
+            &repo,
+            Place {
+                runner: &Local,
+                gpu: None
+            },
+            &history.session,
+            configs,
+            &kept,
+            None,
+            later
+        ),
         None,
         "no GPU (the CPU fixture): no compile facts"
     );

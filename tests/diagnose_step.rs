@@ -11,6 +11,7 @@ use git_cutile_perf::decision::Cause;
 use git_cutile_perf::diagnose::profile::cause_for;
 use git_cutile_perf::git::Repo;
 use git_cutile_perf::history::{self, Configs};
+use git_cutile_perf::runner::Local;
 use support::*;
 
 #[test]
@@ -29,7 +30,7 @@ fn the_uncommitted_change_is_what_gets_diagnosed() {
     unsafe { std::env::set_var("PATH", std::env::join_paths(&no_ncu).unwrap()) };
     let later = Instant::now() + Duration::from_secs(300);
     assert!(
-        cause_for(&repo, &history, later).unwrap().is_none(),
+        cause_for(&repo, &Local, &history, later).unwrap().is_none(),
         "no ncu, no diagnosis"
     );
 
@@ -42,14 +43,19 @@ fn the_uncommitted_change_is_what_gets_diagnosed() {
     with.extend(no_ncu);
     unsafe { std::env::set_var("PATH", std::env::join_paths(&with).unwrap()) };
     assert!(
-        cause_for(&repo, &history, Instant::now() + Duration::from_secs(10))
-            .unwrap()
-            .is_none(),
+        cause_for(
+            &repo,
+            &Local,
+            &history,
+            Instant::now() + Duration::from_secs(10)
+        )
+        .unwrap()
+        .is_none(),
         "too little budget left"
     );
 
     fixture.edit_kernel("TILE_SIZE = 128", "TILE_SIZE = 256");
-    let profiled = cause_for(&repo, &history, later).unwrap().unwrap();
+    let profiled = cause_for(&repo, &Local, &history, later).unwrap().unwrap();
     assert_eq!(profiled.diagnosis.cause, Cause::Memory);
     // the stand-in's numbers for the edited kernel
     assert_eq!(profiled.diagnosis.profile.dram_pct, Some(86.0));

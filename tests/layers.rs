@@ -76,7 +76,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         "verbs",
         &["agent", "cli", "commands", "errors", "generate", "settings"],
     ),
-    ("main", &["main"]),
+    ("main", &["edge", "main"]),
 ];
 
 /// One source file: its path under `src/` and its text.

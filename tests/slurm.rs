@@ -8,6 +8,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use git_cutile_perf::evidence::Evidence;
+use git_cutile_perf::git::Repo;
 use support::hang::Hang;
 use support::{Fixture, text};
 
@@ -345,4 +347,57 @@ fn a_work_tree_the_node_cannot_see_is_a_clear_error() {
         !f.path("sandbox").exists(),
         "no sandbox/ left in the work tree"
     );
+}
+
+/// What nvidia-smi says of the H200 the test pretends the node has.
+const H200: &str = "NVIDIA H200, 9.0, 580.159.04, 1980, 1980, 612, 143771, 41";
+
+#[test]
+fn the_profile_and_the_compile_facts_run_inside_the_iterations_job() {
+    let test = "the_profile_and_the_compile_facts_run_inside_the_iterations_job";
+    let Some(mut f) = slurm_fixture(test) else {
+        return;
+    };
+    // stand-in tools that log the Slurm job they ran in (the assembler and cuobjdump of the
+    // compile-facts tests, and an ncu that then fails: the iteration goes on without a profile)
+    let tools = f.root.parent().unwrap().join("toolkit");
+    support::copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/toolkit"),
+        &tools,
+    );
+    support::write_script(
+        &tools.join("ncu"),
+        "#!/bin/sh\nprintf 'ncu in Slurm job %s\\n' \"${SLURM_JOB_ID:-none}\" >> \"$(dirname \"$0\")/jobs\"\nexit 1\n",
+    );
+    f.first_on_path(&tools);
+    f.fake_gpu(Some(H200));
+    let repo = Repo::discover(&f.root).unwrap();
+    let ran_in = |job: &str| {
+        let jobs = std::fs::read_to_string(tools.join("jobs")).unwrap_or_default();
+        std::fs::remove_file(tools.join("jobs")).ok();
+        for tool in ["ncu", "tileiras", "cuobjdump"] {
+            assert!(jobs.contains(&format!("{tool} in ")), "{tool} ran: {jobs}");
+        }
+        let elsewhere: Vec<&str> = jobs
+            .lines()
+            .filter(|line| !line.ends_with(&format!(" in Slurm job {job}")))
+            .collect();
+        assert!(elsewhere.is_empty(), "outside job {job}: {elsewhere:?}");
+    };
+    let compile_facts = |commit: &str| Evidence::of(&repo, commit).unwrap().unwrap().compile;
+
+    start_slurm(&f, "-t 5");
+    let baseline_job = f.trailer("HEAD", "Cutile-Perf-Slurm-Job");
+    ran_in(&baseline_job);
+    assert!(compile_facts(&f.head()).is_some(), "the baseline's facts");
+    assert_job_ended_cancelled(&baseline_job);
+
+    f.set_latency(0.09, 0.9);
+    let r = f.step_json(&["tile size 256"]);
+    assert_ne!(r["status"], "crash", "{r}");
+    let step_job = f.trailer("HEAD", "Cutile-Perf-Slurm-Job");
+    assert_ne!(step_job, baseline_job);
+    ran_in(&step_job);
+    assert!(compile_facts(&f.head()).is_some(), "the step's facts: {r}");
+    assert_job_ended_cancelled(&step_job);
 }

@@ -164,7 +164,8 @@ impl<'a> Demo<'a> {
     /// The fixture committed in a new repository at `root`, and the Python to run its tests with.
     fn set_up(root: &'a Path) -> Result<Demo<'a>> {
         write_fixture(root)?;
-        let python_bin = demo_python::for_demo(&crate::pytest::default_python())?;
+        let system = crate::pytest::default_python(&crate::runner::Local, root);
+        let python_bin = demo_python::for_demo(&system)?;
         let demo = Demo {
             root,
             exe: std::env::current_exe().context("cannot find this program's path")?,

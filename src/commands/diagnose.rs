@@ -16,7 +16,8 @@ use crate::diagnose::case::Source;
 use crate::diagnose::profile::{heaviest, profile};
 use crate::git::Repo;
 use crate::hint::{Hinted, hinted};
-use crate::history::{Configs, History, code_commit, iteration, require_history};
+use crate::history::{Configs, History, code_commit, iteration, require_history, sandbox};
+use crate::runner::{self, Runner};
 use crate::session::{Iteration, short};
 use crate::ui::{self, Render, Ui};
 
@@ -69,7 +70,9 @@ pub fn run(repo: &Repo, args: &DiagnoseOptions) -> Result<DiagnoseReport> {
                 )
             })?,
     };
-    require_ncu()?;
+    // the session's GPU: on Slurm, the profile runs on a node allocated for it
+    let place = runner::open(&history.session.runner, &repo.root, &sandbox(repo))?;
+    require_ncu(&*place, &repo.root)?;
     let saved_report = match &args.save {
         Some(dir) => Some(report_path(dir, iteration.number, &config)?),
         None => None,
@@ -77,6 +80,7 @@ pub fn run(repo: &Repo, args: &DiagnoseOptions) -> Result<DiagnoseReport> {
     let source = Source::of(repo, &commit)?;
     let profiled = profile(
         repo,
+        &*place,
         &history,
         source.path(repo),
         &config,
@@ -84,6 +88,7 @@ pub fn run(repo: &Repo, args: &DiagnoseOptions) -> Result<DiagnoseReport> {
         Instant::now() + args.budget,
     )?;
     drop(source);
+    place.release();
     remember(repo, &commit, &profiled)?;
     Ok(DiagnoseReport {
         iteration: iteration.number,
@@ -122,8 +127,8 @@ fn report_path(dir: &Path, number: u32, config: &str) -> Result<PathBuf> {
     Ok(std::path::absolute(dir)?.join(name))
 }
 
-fn require_ncu() -> Result<()> {
-    which::which("ncu").map(drop).context(Hinted::new(
+fn require_ncu(place: &dyn Runner, root: &Path) -> Result<()> {
+    place.find("ncu", root).map(drop).context(Hinted::new(
         "diagnose needs Nsight Compute, and ncu is not on PATH",
         "install Nsight Compute (it comes with the CUDA toolkit, e.g. /usr/local/cuda/bin/ncu) and put it \
          on PATH",

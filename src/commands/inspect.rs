@@ -15,8 +15,9 @@ use crate::inspect::report::{InspectReport, Measurement, inspect_with_test, rend
 use crate::locate::{self, TestMatch};
 use crate::ncu::{self, Measured};
 use crate::peaks;
+use crate::runner::{Local, Runner};
 use crate::ui::{Render, Ui};
-use crate::{gpu, kernel_class, pytest};
+use crate::{kernel_class, pytest};
 
 /// Which kernel to inspect, and whether to measure its class.
 #[derive(Debug)]
@@ -39,7 +40,7 @@ pub fn run(ui: &mut Ui, repo: &Repo, args: &InspectOptions) -> Result<InspectRep
     let kernel = locate::kernel(&repo.root, &args.kernel, args.suite.as_deref())?;
     let capability = match &args.capability {
         Some(text) => Some(parse_capability(text)?),
-        None => gpu::detect().as_ref().and_then(capability_of),
+        None => Local.gpu(&repo.root).as_ref().and_then(capability_of),
     };
     let mut full = inspect_with_test(&repo.root, &kernel, capability)?;
     if args.measure {
@@ -82,7 +83,7 @@ fn measure(
     args: &InspectOptions,
 ) -> Result<Measurement> {
     const WARM_UP_LAUNCHES: u32 = 3;
-    which::which("ncu").context(Hinted::new(
+    Local.find("ncu", &repo.root).context(Hinted::new(
         "--measure needs Nsight Compute, and ncu is not on PATH",
         "install Nsight Compute, or drop --measure for the static estimate",
     ))?;
@@ -103,26 +104,25 @@ fn measure(
     )?;
     let bytecode = pytest::FreshBytecode::new()?;
     let [no_write, prefix] = bytecode.env();
-    let metrics = ncu::metrics(ncu::query_metrics().as_deref());
+    let metrics = ncu::metrics(ncu::query_metrics(&Local, &repo.root).as_deref());
     let ncu_args = ncu::args(metrics, &names.join("|"), WARM_UP_LAUNCHES, 1, &csv);
     ui.progress(&format!(
         "profiling one launch of {} with ncu ...",
         names.join(", ")
     ));
-    let launches = ncu::run(
-        &command,
-        &ncu_args,
-        &repo.root,
-        &[
+    let python_path = python_path.to_string_lossy();
+    let target = ncu::Target {
+        runner: &Local,
+        command: &command,
+        root: &repo.root,
+        env: &[
             ("TILEGYM_DISABLE_AUTOTUNE", "1"),
             (no_write.0, &no_write.1),
             (prefix.0, &prefix.1),
-            ("PYTHONPATH", &python_path.to_string_lossy()),
+            ("PYTHONPATH", &python_path),
         ],
-        &log,
-        &csv,
-        Instant::now() + args.budget,
-    )?;
+    };
+    let launches = ncu::run(&target, &ncu_args, &log, &csv, Instant::now() + args.budget)?;
     let launch = launches
         .first()
         .with_context(|| {
@@ -133,7 +133,7 @@ fn measure(
             )
         })?
         .measured()?;
-    Ok(against_peaks(launch))
+    Ok(against_peaks(launch, &repo.root))
 }
 
 /// The kernel's test, and the names of the kernels to profile in it.
@@ -158,7 +158,10 @@ fn what_to_profile(full: &InspectReport) -> Result<(&TestMatch, Vec<&str>)> {
 
 /// pytest on the perf cases of `test`, with the session's Python.
 fn perf_case_command(args: &InspectOptions, test: &TestMatch) -> Result<Vec<String>> {
-    let python = args.python.clone().unwrap_or_else(pytest::default_python);
+    let python = args
+        .python
+        .clone()
+        .unwrap_or_else(|| pytest::default_python(&Local, std::path::Path::new(".")));
     let mut command = pytest::python_words(&python)?;
     command.extend(
         [
@@ -190,8 +193,8 @@ fn ncu_outputs(repo: &Repo) -> Result<(PathBuf, PathBuf)> {
 }
 
 /// The launch against this GPU's peaks, when the table knows the GPU.
-fn against_peaks(launch: Measured) -> Measurement {
-    let gpu = gpu::detect().map(|state| state.gpu.identity());
+fn against_peaks(launch: Measured, root: &std::path::Path) -> Measurement {
+    let gpu = Local.gpu(root).map(|state| state.gpu.identity());
     let peak = gpu.as_deref().and_then(peaks::lookup);
     Measurement {
         dram_pct_of_peak: peak.map(|p| launch.dram_gb_s / p.dram_gb_s * 100.0),

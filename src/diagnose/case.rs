@@ -17,6 +17,7 @@ pub const PAUSE_TUNING: (&str, &str) =
 use crate::git::Repo;
 use crate::inspect::module;
 use crate::paired::BaselineTree;
+use crate::runner::Runner;
 use crate::session::Session;
 
 /// Where an iteration's code is: the work tree, or a temporary detached worktree removed on drop.
@@ -137,11 +138,11 @@ impl Case {
         self.env.iter().map(|(k, v)| (*k, v.as_str())).collect()
     }
 
-    /// The command run directly (not under a profiler), in `root`, with [`Case::env`].
-    pub fn expression(&self) -> Option<duct::Expression> {
+    /// The command run directly (not under a profiler) by `runner`, in `root`, with [`Case::env`].
+    pub fn expression(&self, runner: &dyn Runner) -> Option<duct::Expression> {
         let (program, args) = self.command.split_first()?;
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let mut expression = crate::process::command(program, &args).dir(&self.root);
+        let mut expression = runner.command(program, &args, &self.root);
         for (key, value) in self.env() {
             expression = expression.env(key, value);
         }

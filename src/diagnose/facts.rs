@@ -16,6 +16,7 @@ use crate::git::Repo;
 use crate::gpu::GpuState;
 use crate::process::{self, Ending};
 use crate::records::Measurement;
+use crate::runner::Runner;
 use crate::session::Session;
 use crate::ui;
 
@@ -25,31 +26,37 @@ pub const MIN_STEP_FACTS: Duration = Duration::from_secs(30);
 /// The scratch directory under `sandbox/`.
 const SCRATCH: &str = "compile-facts";
 
+/// Where compile facts are gathered: the session's runner, and the GPU the step or start checked there.
+pub struct Place<'a> {
+    pub runner: &'a dyn Runner,
+    pub gpu: Option<&'a GpuState>,
+}
+
 /// The compile facts of the code at `code_commit` (the iteration commit, or its attempt when it was
 /// undone), for its evidence, from the case of the heaviest of `configs` (`step`: the current
-/// baseline's; `start`: the baseline's own), compiled for `gpu` (the GPU the step or start checked;
-/// the case runs here): `diagnosed`'s when it has them; otherwise `None` (with a line on stderr saying
+/// baseline's; `start`: the baseline's own), compiled for the GPU of `place`, where the case and the
+/// tools run (on Slurm, the iteration's node): `diagnosed`'s when it has them; otherwise `None` (with a line on stderr saying
 /// why, when something was tried) without a GPU, without a config, with less than [`MIN_STEP_FACTS`]
 /// left before `deadline`, or when the run dumped nothing (no cuda-tile).
 pub fn for_iteration(
     repo: &Repo,
+    place: Place,
     session: &Session,
     configs: &[Measurement],
     code_commit: &str,
-    gpu: Option<&GpuState>,
     diagnosed: Option<&Profiled>,
     deadline: Instant,
 ) -> Option<CompileFacts> {
     if let Some(facts) = diagnosed.and_then(|found| found.compile.clone()) {
         return Some(facts);
     }
-    let gpu = gpu?.gpu.identity();
+    let (runner, gpu) = (place.runner, place.gpu?.gpu.identity());
     let config = heaviest(configs)?;
     if deadline.saturating_duration_since(Instant::now()) < MIN_STEP_FACTS {
         ui::progress_line("no compile facts: the step's budget is nearly spent");
         return None;
     }
-    match dumped(repo, session, code_commit, &config, &gpu, deadline) {
+    match dumped(repo, runner, session, code_commit, &config, &gpu, deadline) {
         Ok(facts) => (!facts.is_empty()).then_some(facts),
         Err(err) => {
             ui::progress_line(&format!("warning: no compile facts: {err:#}"));
@@ -61,6 +68,7 @@ pub fn for_iteration(
 /// Runs `config`'s case from the code of `code_commit` with the dump environment, and reads the dumps.
 fn dumped(
     repo: &Repo,
+    runner: &dyn Runner,
     session: &Session,
     code_commit: &str,
     config: &str,
@@ -71,13 +79,18 @@ fn dumped(
     let case = Case::prepare(repo, session, source.path(repo), config, SCRATCH)?;
     ui::progress_line(&format!("compile facts from {} ...", case.node_id));
     let expression = case
-        .expression()
+        .expression(runner)
         .context("the session has no Python command")?;
     let log = case.dir.join("pytest.log");
     // a failing case may still have compiled the kernel: what it dumped counts
     if process::supervise(expression, &log, deadline)? == Ending::Interrupted {
         bail!("interrupted");
     }
-    let assembler = Assembler::find(&session.python, &case.root, Some(gpu));
-    Ok(toolchain::gather(&case.dumps, assembler.as_ref(), deadline))
+    let assembler = Assembler::find(runner, &session.python, &case.root, Some(gpu));
+    Ok(toolchain::gather(
+        runner,
+        &case.dumps,
+        assembler.as_ref(),
+        deadline,
+    ))
 }

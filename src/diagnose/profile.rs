@@ -15,6 +15,7 @@ use crate::compile::CompileFacts;
 use crate::git::Repo;
 use crate::history::History;
 use crate::records::Measurement;
+use crate::runner::Runner;
 use crate::{ncu, process, ui};
 
 /// Launches skipped before profiling: the perf case's first calls compile and warm up.
@@ -31,8 +32,13 @@ pub const MIN_STEP_PROFILE: Duration = Duration::from_secs(60);
 /// saying why, when something was tried) when ncu is missing, no config is recorded, less than
 /// [`MIN_STEP_PROFILE`] is left before `deadline`, or the profile failed: the step goes on without it.
 /// Only Ctrl-C is an error ([`process::Interrupted`]), so that the step records nothing.
-pub fn cause_for(repo: &Repo, history: &History, deadline: Instant) -> Result<Option<Profiled>> {
-    if which::which("ncu").is_err() {
+pub fn cause_for(
+    repo: &Repo,
+    runner: &dyn Runner,
+    history: &History,
+    deadline: Instant,
+) -> Result<Option<Profiled>> {
+    if runner.find("ncu", &repo.root).is_none() {
         return Ok(None);
     }
     let Some(config) = heaviest(&history.current_baseline().configs) else {
@@ -43,7 +49,15 @@ pub fn cause_for(repo: &Repo, history: &History, deadline: Instant) -> Result<Op
         return Ok(None);
     }
     ui::progress_line(&format!("diagnosing {config} with ncu ..."));
-    match profile(repo, history, repo.root.clone(), &config, None, deadline) {
+    match profile(
+        repo,
+        runner,
+        history,
+        repo.root.clone(),
+        &config,
+        None,
+        deadline,
+    ) {
         Ok(profiled) => Ok(Some(profiled)),
         Err(err) if err.is::<process::Interrupted>() => Err(err),
         Err(err) => {
@@ -76,6 +90,7 @@ pub struct Profiled {
 /// dumps the run left for compile facts.
 pub fn profile(
     repo: &Repo,
+    runner: &dyn Runner,
     history: &History,
     root: PathBuf,
     config: &str,
@@ -91,7 +106,7 @@ pub fn profile(
         names.replace('|', ", "),
         case.node_id
     ));
-    let launches = profile_launches(&case, &names, save, deadline)?;
+    let launches = profile_launches(runner, &case, &names, save, deadline)?;
     let launch = super::representative(&launches).with_context(|| {
         format!(
             "ncu profiled no launch of {} in {}; see {}",
@@ -100,8 +115,8 @@ pub fn profile(
             case.dir.join("ncu.log").display()
         )
     })?;
-    let assembler = Assembler::find(&session.python, &case.root, session.gpu.as_deref());
-    let compile = toolchain::gather(&case.dumps, assembler.as_ref(), deadline);
+    let assembler = Assembler::find(runner, &session.python, &case.root, session.gpu.as_deref());
+    let compile = toolchain::gather(runner, &case.dumps, assembler.as_ref(), deadline);
     Ok(Profiled {
         config: config.to_string(),
         node_id: case.node_id,
@@ -116,13 +131,17 @@ pub fn profile(
 /// [`UNKNOWN_METRIC_RETRIES`] times. With `save`, ncu exports its report there and the launches are
 /// read back from it.
 fn profile_launches(
+    runner: &dyn Runner,
     case: &Case,
     names: &str,
     save: Option<&Path>,
     deadline: Instant,
 ) -> Result<Vec<ncu::Launch>> {
     let (log, csv) = (case.dir.join("ncu.log"), case.dir.join("ncu.csv"));
-    let mut metrics = ncu::select(ncu::query_metrics().as_deref(), &super::wanted());
+    let mut metrics = ncu::select(
+        ncu::query_metrics(runner, &case.root).as_deref(),
+        &super::wanted(),
+    );
     let mut retries = UNKNOWN_METRIC_RETRIES;
     loop {
         let ncu_args = ncu::args(
@@ -134,21 +153,19 @@ fn profile_launches(
         );
         std::fs::remove_file(&csv).ok();
         let env = case.env();
+        let target = ncu::Target {
+            runner,
+            command: &case.command,
+            root: &case.root,
+            env: &env,
+        };
         let profiled = match save {
-            None => ncu::run(
-                &case.command,
-                &ncu_args,
-                &case.root,
-                &env,
-                &log,
-                &csv,
-                deadline,
-            ),
+            None => ncu::run(&target, &ncu_args, &log, &csv, deadline),
             Some(report) => {
                 let exporting = [&ncu_args[..], &export_args(report)].concat();
-                ncu::launch(&case.command, &exporting, &case.root, &env, &log, deadline).and_then(
-                    |()| ncu::import(report, &case.dir.join("ncu-import.log"), &csv, deadline),
-                )
+                let import_log = case.dir.join("ncu-import.log");
+                ncu::launch(&target, &exporting, &log, deadline)
+                    .and_then(|()| ncu::import(runner, report, &import_log, &csv, deadline))
             }
         };
         let err = match profiled {

@@ -1,13 +1,15 @@
 //! The compiler's tools around a run of one kernel: the environment that makes cuda-tile dump each
 //! kernel it compiles (Tile IR text and bytecode), the Tile IR assembler (`tileiras`) that turns a dumped
-//! bytecode into a cubin, and `cuobjdump` on each cubin. Every child goes through `process.rs`; what the
-//! texts say is read by the pure `compile` module.
+//! bytecode into a cubin, and `cuobjdump` on each cubin. Every child runs where the session's runner
+//! runs its GPU commands (on the iteration's node); what the texts say is read by the pure `compile`
+//! module.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::compile::{self, CompileFacts};
 use crate::process::{self, Ending};
+use crate::runner::Runner;
 
 /// One run of the assembler or disassembler on one kernel.
 const TOOL_TIMEOUT: Duration = Duration::from_secs(60);
@@ -34,27 +36,35 @@ pub struct Assembler {
 impl Assembler {
     /// The assembler cuda-tile uses (the session Python's `nvidia.cu13` wheel, else a toolkit's on PATH),
     /// for the GPU of a `name, 9.0, driver` line; `None` without either.
-    pub fn find(python: &str, root: &Path, gpu: Option<&str>) -> Option<Assembler> {
+    pub fn find(
+        runner: &dyn Runner,
+        python: &str,
+        root: &Path,
+        gpu: Option<&str>,
+    ) -> Option<Assembler> {
         let arch = gpu_arch(gpu)?;
         Some(Assembler {
-            program: tileiras(python, root)?,
+            program: tileiras(runner, python, root)?,
             arch,
         })
     }
 
     /// Compiles `bytecode` to the cubin beside it (same name, `.cubin`); a failure leaves no cubin.
-    fn assemble(&self, bytecode: &Path, deadline: Instant) {
+    fn assemble(&self, runner: &dyn Runner, bytecode: &Path, deadline: Instant) {
         let (input, output) = (
             bytecode.display().to_string(),
             bytecode.with_extension("cubin").display().to_string(),
         );
         // as cuda-tile runs it: a toolkit's CUDA_HOME would make the wheel's tileiras fail
-        let command = process::command(
-            &self.program.display().to_string(),
-            &["--gpu-name", &self.arch, "-O3", &input, "-o", &output],
-        )
-        .env_remove("CUDA_HOME")
-        .env_remove("CUDA_PATH");
+        let dir = bytecode.parent().unwrap_or(Path::new("/"));
+        let command = runner
+            .command(
+                &self.program.display().to_string(),
+                &["--gpu-name", &self.arch, "-O3", &input, "-o", &output],
+                dir,
+            )
+            .env_remove("CUDA_HOME")
+            .env_remove("CUDA_PATH");
         let _ = process::capture(command, time_left(deadline));
     }
 }
@@ -65,7 +75,7 @@ pub fn gpu_arch(gpu: Option<&str>) -> Option<String> {
     Some(format!("sm_{major}{minor}"))
 }
 
-fn tileiras(python: &str, root: &Path) -> Option<PathBuf> {
+fn tileiras(runner: &dyn Runner, python: &str, root: &Path) -> Option<PathBuf> {
     let words = crate::pytest::python_words(python).ok()?;
     let (program, args) = words.split_first()?;
     let mut full: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -73,12 +83,12 @@ fn tileiras(python: &str, root: &Path) -> Option<PathBuf> {
         "-c",
         "import os, nvidia.cu13 as m; print(os.path.join(m.__path__[0], 'bin', 'tileiras'))",
     ]);
-    let wheel = process::capture(process::command(program, &full).dir(root), TOOL_TIMEOUT)
+    let wheel = process::capture(runner.command(program, &full, root), TOOL_TIMEOUT)
         .ok()
         .filter(|out| out.success())
         .map(|out| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
         .filter(|path| path.is_file());
-    wheel.or_else(|| which::which("tileiras").ok())
+    wheel.or_else(|| runner.find("tileiras", root))
 }
 
 /// Every file in `dir`, sorted.
@@ -96,13 +106,18 @@ fn has_extension(file: &Path, extension: &str) -> bool {
 
 /// Tile IR counts of every kernel dumped into `dumps`; with the assembler, each dumped bytecode
 /// compiled to a cubin, and with cuobjdump, the registers and SASS of every cubin.
-pub fn gather(dumps: &Path, assembler: Option<&Assembler>, deadline: Instant) -> CompileFacts {
+pub fn gather(
+    runner: &dyn Runner,
+    dumps: &Path,
+    assembler: Option<&Assembler>,
+    deadline: Instant,
+) -> CompileFacts {
     if let Some(assembler) = assembler {
         for bytecode in files_in(dumps)
             .into_iter()
             .filter(|f| has_extension(f, "tileirbc"))
         {
-            assembler.assemble(&bytecode, deadline);
+            assembler.assemble(runner, &bytecode, deadline);
         }
     }
     let mut facts = CompileFacts::default();
@@ -116,10 +131,12 @@ pub fn gather(dumps: &Path, assembler: Option<&Assembler>, deadline: Instant) ->
             }
         } else if has_extension(&file, "cubin") {
             let path = file.display().to_string();
-            if let Some(text) = disassemble(&["--dump-resource-usage", &path], deadline) {
+            if let Some(text) =
+                disassemble(runner, dumps, &["--dump-resource-usage", &path], deadline)
+            {
                 facts.resources.extend(compile::resources(&text));
             }
-            if let Some(text) = disassemble(&["-sass", &path], deadline) {
+            if let Some(text) = disassemble(runner, dumps, &["-sass", &path], deadline) {
                 facts.sass.extend(compile::sass_mix(&text));
             }
         }
@@ -134,9 +151,14 @@ fn time_left(deadline: Instant) -> Duration {
         .min(TOOL_TIMEOUT)
 }
 
-fn disassemble(args: &[&str], deadline: Instant) -> Option<String> {
-    which::which("cuobjdump").ok()?;
-    let output = process::capture(process::command("cuobjdump", args), time_left(deadline)).ok()?;
+fn disassemble(
+    runner: &dyn Runner,
+    dir: &Path,
+    args: &[&str],
+    deadline: Instant,
+) -> Option<String> {
+    let output =
+        process::capture(runner.command("cuobjdump", args, dir), time_left(deadline)).ok()?;
     (output.ending == Ending::Exited(0))
         .then(|| String::from_utf8_lossy(&output.stdout).into_owned())
 }
@@ -144,6 +166,7 @@ fn disassemble(args: &[&str], deadline: Instant) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runner::Local;
 
     #[test]
     fn the_gpu_line_names_the_architecture() {
@@ -164,10 +187,10 @@ mod tests {
         )
         .unwrap();
         std::fs::write(dir.path().join("k.log"), "load_view_tko").unwrap();
-        let facts = gather(dir.path(), None, Instant::now() + TOOL_TIMEOUT);
+        let facts = gather(&Local, dir.path(), None, Instant::now() + TOOL_TIMEOUT);
         assert_eq!(facts.tile_ir.len(), 1);
         let ops = &facts.tile_ir["k.tileir"];
         assert_eq!((ops.view_loads, ops.scatters), (1, 1));
-        assert!(gather(&dir.path().join("none"), None, Instant::now()).is_empty());
+        assert!(gather(&Local, &dir.path().join("none"), None, Instant::now()).is_empty());
     }
 }

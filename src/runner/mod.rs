@@ -1,20 +1,31 @@
-//! Where a step's commands run: on this machine, or on a cluster node that Slurm allocated for the
-//! iteration. Everything else (budget, kill, reading results) is the same for both: the command is a
-//! local child process either way (`srun` forwards signals to the node and returns the task's exit code).
+//! Where a session's GPU commands run: on this machine, or on a cluster node that Slurm allocated
+//! for the iteration. Every command that needs the session's GPU or node (pytest, nvidia-smi, ncu,
+//! the Tile IR dump runs, tileiras, cuobjdump) is built by a [`Runner`]; callers never ask which one.
+//! Everything else (budget, kill, reading results) is the same for all: the command is a local child
+//! process either way (`srun` forwards signals to the node and returns the task's exit code).
+//!
+//! Adding a runner: one file with a type that implements [`Runner`] (and its settings, if it has
+//! any), one [`RunnerKind`] variant, and its row in [`RUNNERS`].
 
+pub mod local;
 pub mod slurm;
 
-use std::path::Path;
-use std::time::Duration;
+use std::cell::RefCell;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::time::Instant;
 
 use anyhow::{Context, Result};
 use serde::Serialize;
 
+use crate::gpu::{self, GpuState};
+use crate::process::{self, Ending};
 use crate::trailers::Block;
-use crate::{gpu, process, units};
+pub use local::Local;
 
 /// Which runner a session uses; recorded in its baseline commit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RunnerKind {
     #[default]
@@ -23,38 +34,64 @@ pub enum RunnerKind {
 }
 
 impl RunnerKind {
+    /// The name `--runner` takes and the baseline records.
     pub fn as_str(self) -> &'static str {
-        match self {
-            RunnerKind::Local => "local",
-            RunnerKind::Slurm => "slurm",
-        }
+        registration(self).name
     }
 
     pub fn parse(text: &str) -> Option<RunnerKind> {
-        match text {
-            "local" => Some(RunnerKind::Local),
-            "slurm" => Some(RunnerKind::Slurm),
-            _ => None,
-        }
+        RUNNERS.iter().find(|r| r.name == text).map(|r| r.kind)
+    }
+
+    /// Every kind by name, as `--runner` takes them.
+    pub fn names() -> impl Iterator<Item = &'static str> {
+        RUNNERS.iter().map(|r| r.name)
     }
 }
 
-/// How a session's runner is set up: the kind and, for Slurm, what the allocation asks for.
+/// One runner as [`open`] knows it: its kind, its name, and how it gets ready.
+struct Registration {
+    kind: RunnerKind,
+    name: &'static str,
+    /// The runner for `settings`, whose commands will see the work tree at `root` (`sandbox` is
+    /// where it may leave files to check that).
+    open: fn(settings: &RunnerSettings, root: &Path, sandbox: &Path) -> Result<Box<dyn Runner>>,
+}
+
+/// Every runner: adding one is a file in `src/runner/`, a [`RunnerKind`] variant and a row here.
+const RUNNERS: [Registration; 2] = [
+    Registration {
+        kind: RunnerKind::Local,
+        name: "local",
+        open: |_, _, _| Ok(Box::new(Local)),
+    },
+    Registration {
+        kind: RunnerKind::Slurm,
+        name: "slurm",
+        open: |settings, root, sandbox| {
+            Ok(Box::new(slurm::Allocation::request(
+                &settings.slurm,
+                root,
+                sandbox,
+            )?))
+        },
+    },
+];
+
+fn registration(kind: RunnerKind) -> &'static Registration {
+    RUNNERS
+        .iter()
+        .find(|r| r.kind == kind)
+        .expect("every kind has its row in RUNNERS")
+}
+
+/// How a session's runner is set up: the kind and what that kind asks for (a Slurm allocation's
+/// options); the value the session persists in its baseline.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
 pub struct RunnerSettings {
     pub kind: RunnerKind,
-    /// Extra `sbatch` options, e.g. `-p gpu --gres=gpu:1 -t 15`.
-    pub slurm_args: String,
-    /// How long an iteration may wait in the queue for its node.
-    #[serde(serialize_with = "serialize_wait")]
-    pub queue_timeout: Option<Duration>,
-}
-
-fn serialize_wait<S: serde::Serializer>(value: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
-    match value {
-        Some(wait) => s.serialize_some(&slurm::fmt_wait(*wait)),
-        None => s.serialize_none(),
-    }
+    #[serde(flatten)]
+    pub slurm: slurm::SlurmSettings,
 }
 
 impl RunnerSettings {
@@ -64,25 +101,15 @@ impl RunnerSettings {
             return;
         }
         block.push("Runner", self.kind.as_str());
-        if !self.slurm_args.is_empty() {
-            block.push("Slurm-Args", &self.slurm_args);
-        }
-        if let Some(wait) = self.queue_timeout {
-            block.push("Queue-Timeout", slurm::fmt_wait(wait));
-        }
+        self.slurm.write(block);
     }
 
     /// `local`, or `slurm -p gpu (queue timeout 30m0s)` for status lines.
     pub fn describe(&self) -> String {
-        let mut text = self.kind.as_str().to_string();
-        if !self.slurm_args.is_empty() {
-            text.push_str(&format!(" {}", self.slurm_args));
+        match self.kind {
+            RunnerKind::Local => self.kind.as_str().to_string(),
+            RunnerKind::Slurm => format!("{}{}", self.kind.as_str(), self.slurm.describe()),
         }
-        if self.kind == RunnerKind::Slurm {
-            let wait = self.queue_timeout.unwrap_or(slurm::DEFAULT_QUEUE_TIMEOUT);
-            text.push_str(&format!(" (queue timeout {})", slurm::fmt_wait(wait)));
-        }
-        text
     }
 
     /// The settings in a baseline's trailers; local when it has none (older histories).
@@ -95,44 +122,7 @@ impl RunnerSettings {
         };
         Ok(RunnerSettings {
             kind,
-            slurm_args: block.get("Slurm-Args")?.unwrap_or("").to_string(),
-            queue_timeout: block
-                .get("Queue-Timeout")?
-                .map(|text| units::parse_duration(text).map_err(anyhow::Error::msg))
-                .transpose()?,
-        })
-    }
-}
-
-/// `start`'s options that choose the runner.
-#[derive(clap::Args, Debug, Clone)]
-pub struct RunnerArgs {
-    /// Where every iteration's tests run: here, or on a node Slurm allocates per iteration
-    #[arg(long, value_enum, default_value_t = RunnerKind::Local)]
-    pub runner: RunnerKind,
-    /// sbatch options for each iteration's allocation, split as a shell would (e.g. "-p gpu --gres=gpu:1 -t 15")
-    #[arg(long, value_name = "ARGS", allow_hyphen_values = true)]
-    pub slurm_args: Option<String>,
-    /// How long an iteration may wait in the Slurm queue (not counted in --budget; default 30m)
-    #[arg(long, value_name = "DUR", value_parser = units::parse_duration)]
-    pub queue_timeout: Option<Duration>,
-}
-
-impl RunnerArgs {
-    pub fn settings(&self) -> Result<RunnerSettings> {
-        if self.runner == RunnerKind::Local
-            && (self.slurm_args.is_some() || self.queue_timeout.is_some())
-        {
-            anyhow::bail!(
-                "--slurm-args and --queue-timeout apply to the Slurm runner only\nhint: add --runner slurm"
-            );
-        }
-        let slurm_args = self.slurm_args.clone().unwrap_or_default();
-        slurm::split_args(&slurm_args)?;
-        Ok(RunnerSettings {
-            kind: self.runner,
-            slurm_args,
-            queue_timeout: self.queue_timeout,
+            slurm: slurm::SlurmSettings::read(block)?,
         })
     }
 }
@@ -178,74 +168,106 @@ impl Placement {
     }
 }
 
-/// A place to run one iteration's commands.
-pub enum Runner {
-    Local,
-    Slurm(slurm::Allocation),
+/// What a pytest run is for: a stand-in runner replays a recorded file by it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PytestRun {
+    Correctness,
+    /// The correctness selection with the seeds shifted (inputs neither side has seen).
+    Unseen,
+    Benchmark,
 }
 
-impl Runner {
-    /// Gets the place ready: nothing to do locally; a Slurm allocation (waiting in the queue, not
-    /// counted in the budget) whose node is checked to see `root`.
-    pub fn acquire(settings: &RunnerSettings, root: &Path, sandbox: &Path) -> Result<Runner> {
-        Ok(match settings.kind {
-            RunnerKind::Local => Runner::Local,
-            RunnerKind::Slurm => Runner::Slurm(slurm::Allocation::request(
-                &settings.slurm_args,
-                settings
-                    .queue_timeout
-                    .unwrap_or(slurm::DEFAULT_QUEUE_TIMEOUT),
-                root,
-                sandbox,
-            )?),
-        })
-    }
+/// One pytest run as the runner gets it: `program args` in `dir` with `env`, writing its JUnit file
+/// to `junit`.
+pub struct PytestCall<'a> {
+    pub run: PytestRun,
+    pub program: &'a str,
+    pub args: &'a [&'a str],
+    pub dir: &'a Path,
+    pub env: &'a [(&'static str, OsString)],
+    pub junit: &'a Path,
+}
 
-    pub fn is_local(&self) -> bool {
-        matches!(self, Runner::Local)
-    }
+/// A place that runs a session's GPU commands, held for one verb run (one iteration).
+pub trait Runner {
+    /// `program args`, run in `dir` where the session's GPU is.
+    fn command(&self, program: &str, args: &[&str], dir: &Path) -> duct::Expression;
 
-    /// `program args` run in `dir`, here or on the allocated node.
-    pub fn command(&self, program: &str, args: &[&str], dir: &Path) -> duct::Expression {
-        match self {
-            Runner::Local => process::command(program, args).dir(dir),
-            Runner::Slurm(allocation) => allocation.command(program, args, dir),
+    /// Where `program` is found there (a bare name on its PATH, or a path from `dir`).
+    fn find(&self, program: &str, dir: &Path) -> Option<PathBuf>;
+
+    /// One pytest run, its output into `log`, killed at `deadline`.
+    fn pytest(&self, call: &PytestCall, log: &Path, deadline: Instant) -> Result<Ending> {
+        let mut expression = self.command(call.program, call.args, call.dir);
+        for (name, value) in call.env {
+            expression = expression.env(name, value);
         }
+        process::supervise(expression, log, deadline)
+    }
+
+    /// The GPU where the commands run, and who else uses it.
+    fn gpu(&self, dir: &Path) -> Option<GpuState> {
+        gpu::probe(|args| self.command("nvidia-smi", args, dir))
     }
 
     /// After a command ended badly: the reason when the place itself went away (a failed node, a
     /// preempted or cancelled job), which must be reported instead of the command's exit.
-    pub fn lost(&self) -> Option<String> {
-        match self {
-            Runner::Local => None,
-            Runner::Slurm(allocation) => allocation.lost(),
-        }
+    fn lost(&self) -> Option<String> {
+        None
     }
 
-    /// Node, job and GPU of a Slurm iteration; none locally (the session records the local GPU).
-    pub fn placement(&self) -> Option<&Placement> {
-        match self {
-            Runner::Local => None,
-            Runner::Slurm(allocation) => Some(allocation.placement()),
-        }
-    }
-
-    /// The GPU where the commands run, and who else uses it.
-    pub fn gpu(&self, dir: &Path) -> Option<gpu::GpuState> {
-        gpu::probe(|args| self.command("nvidia-smi", args, dir))
+    /// Where an iteration's numbers were measured, for its trailers; none where the session's own
+    /// GPU line says it all (this machine).
+    fn placement(&self) -> Option<&Placement> {
+        None
     }
 
     /// Gives the place back; a Slurm job is cancelled and gone from the queue when this returns.
-    pub fn release(self) {
-        if let Runner::Slurm(allocation) = self {
-            allocation.release();
-        }
+    fn release(self: Box<Self>) {}
+}
+
+/// What a test puts in place of the runners a verb opens.
+type StandIn = Rc<dyn Fn(&RunnerSettings, &Path) -> Result<Box<dyn Runner>>>;
+
+thread_local! {
+    static STAND_IN: RefCell<Option<StandIn>> = const { RefCell::new(None) };
+}
+
+/// The session's runner, ready: nothing to do locally; a Slurm allocation (waiting in the queue, not
+/// counted in the budget) whose node is checked to see `root`; whatever [`RUNNERS`] says for the kind.
+pub fn open(settings: &RunnerSettings, root: &Path, sandbox: &Path) -> Result<Box<dyn Runner>> {
+    if let Some(stand_in) = STAND_IN.with(|slot| slot.borrow().clone()) {
+        return stand_in(settings, root);
     }
+    (registration(settings.kind).open)(settings, root, sandbox)
+}
+
+/// Runs `body` with every runner it opens on this thread made by `make` (given the session's
+/// settings and root): how in-process tests run a verb without pytest or a GPU.
+pub fn with_stand_in<T>(
+    make: impl Fn(&RunnerSettings, &Path) -> Result<Box<dyn Runner>> + 'static,
+    body: impl FnOnce() -> T,
+) -> T {
+    let previous = STAND_IN.with(|slot| slot.replace(Some(Rc::new(make))));
+    let result = body();
+    STAND_IN.with(|slot| *slot.borrow_mut() = previous);
+    result
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn every_kind_has_one_row_and_its_name_reads_back() {
+        for kind in [RunnerKind::Local, RunnerKind::Slurm] {
+            assert_eq!(RUNNERS.iter().filter(|r| r.kind == kind).count(), 1);
+            assert_eq!(RunnerKind::parse(kind.as_str()), Some(kind));
+        }
+        assert_eq!(RunnerKind::names().collect::<Vec<_>>(), ["local", "slurm"]);
+        assert_eq!(RunnerKind::parse("kubernetes"), None);
+    }
 
     #[test]
     fn local_sessions_write_no_runner_trailers_and_read_back_local() {
@@ -262,8 +284,10 @@ mod tests {
     fn slurm_settings_and_placements_round_trip() {
         let settings = RunnerSettings {
             kind: RunnerKind::Slurm,
-            slurm_args: "-p gpu --gres=gpu:1 -t 15".into(),
-            queue_timeout: Some(Duration::from_secs(130)),
+            slurm: slurm::SlurmSettings {
+                args: "-p gpu --gres=gpu:1 -t 15".into(),
+                queue_timeout: Some(Duration::from_secs(130)),
+            },
         };
         let placement = Placement {
             node: "gpu07".into(),

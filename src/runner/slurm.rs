@@ -10,9 +10,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
-use super::Placement;
+use serde::Serialize;
+
+use super::{Placement, Runner};
 use crate::process::{Ending, Interrupted};
-use crate::{gpu, process, ui};
+use crate::trailers::Block;
+use crate::{gpu, process, ui, units};
 
 /// How long an iteration waits for its node unless `--queue-timeout` says otherwise.
 pub const DEFAULT_QUEUE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
@@ -28,6 +31,60 @@ const STATUS_FORMAT: &str = "%T|%N|%r";
 
 // sbatch, squeue and scancel run to their end even after Ctrl-C (process::capture would stop them):
 // a submission whose job id is lost, or a cancel cut short, would leave a job holding a node.
+
+/// How long `command -v` on the node may take.
+const FIND_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// What each iteration's allocation asks for.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct SlurmSettings {
+    /// Extra `sbatch` options, e.g. `-p gpu --gres=gpu:1 -t 15`.
+    #[serde(rename = "slurm_args")]
+    pub args: String,
+    /// How long an iteration may wait in the queue for its node.
+    #[serde(serialize_with = "serialize_wait")]
+    pub queue_timeout: Option<Duration>,
+}
+
+fn serialize_wait<S: serde::Serializer>(value: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    match value {
+        Some(wait) => s.serialize_some(&fmt_wait(*wait)),
+        None => s.serialize_none(),
+    }
+}
+
+impl SlurmSettings {
+    /// The baseline trailers of a Slurm session (after its `Runner: slurm`).
+    pub fn write(&self, block: &mut Block) {
+        if !self.args.is_empty() {
+            block.push("Slurm-Args", &self.args);
+        }
+        if let Some(wait) = self.queue_timeout {
+            block.push("Queue-Timeout", fmt_wait(wait));
+        }
+    }
+
+    pub fn read(block: &Block) -> Result<SlurmSettings> {
+        Ok(SlurmSettings {
+            args: block.get("Slurm-Args")?.unwrap_or("").to_string(),
+            queue_timeout: block
+                .get("Queue-Timeout")?
+                .map(|text| units::parse_duration(text).map_err(anyhow::Error::msg))
+                .transpose()?,
+        })
+    }
+
+    /// ` -p gpu (queue timeout 30m0s)`, after the runner's name in status lines.
+    pub fn describe(&self) -> String {
+        let mut text = String::new();
+        if !self.args.is_empty() {
+            text.push_str(&format!(" {}", self.args));
+        }
+        let wait = self.queue_timeout.unwrap_or(DEFAULT_QUEUE_TIMEOUT);
+        text.push_str(&format!(" (queue timeout {})", fmt_wait(wait)));
+        text
+    }
+}
 
 /// The Slurm client programs, found on PATH.
 struct Clients {
@@ -135,17 +192,12 @@ pub struct Allocation {
 }
 
 impl Allocation {
-    /// Submits the holding job with the user's `slurm_args` (split at spaces), waits up to
+    /// Submits the holding job with the user's `settings.args` (split at spaces), waits up to
     /// `queue_timeout` for its node (Ctrl-C cancels it), then checks that the node sees `root` and
     /// reads its GPU. Any failure cancels the job.
-    pub fn request(
-        slurm_args: &str,
-        queue_timeout: Duration,
-        root: &Path,
-        sandbox: &Path,
-    ) -> Result<Allocation> {
+    pub fn request(settings: &SlurmSettings, root: &Path, sandbox: &Path) -> Result<Allocation> {
         let clients = Clients::find()?;
-        let job = submit(&clients, slurm_args)?;
+        let job = submit(&clients, &settings.args)?;
         let mut allocation = Allocation {
             clients,
             placement: Placement {
@@ -155,25 +207,16 @@ impl Allocation {
             },
             released: false,
         };
-        allocation.placement.node = allocation.wait_for_node(queue_timeout)?;
+        allocation.placement.node =
+            allocation.wait_for_node(settings.queue_timeout.unwrap_or(DEFAULT_QUEUE_TIMEOUT))?;
         allocation.check_sees(root, sandbox)?;
         allocation.placement.gpu = gpu::probe(|args| allocation.command("nvidia-smi", args, root))
             .map(|state| state.gpu.identity());
         Ok(allocation)
     }
 
-    pub fn placement(&self) -> &Placement {
-        &self.placement
-    }
-
     fn job(&self) -> &str {
         &self.placement.job
-    }
-
-    /// `program args` as a step of the job, in `dir` on the node. srun passes on the environment and
-    /// the exit code, and takes its step down when it is terminated.
-    pub fn command(&self, program: &str, args: &[&str], dir: &Path) -> duct::Expression {
-        self.step(dir, program, args).dir(dir)
     }
 
     fn step(&self, chdir: &Path, program: &str, args: &[&str]) -> duct::Expression {
@@ -329,45 +372,6 @@ impl Allocation {
         )
     }
 
-    /// The reason when the job itself ended under a command. A job still COMPLETING is ending: its
-    /// final state (CANCELLED, NODE_FAIL, ...) says why, so it is awaited briefly.
-    pub fn lost(&self) -> Option<String> {
-        let until = Instant::now() + CANCEL_WAIT;
-        loop {
-            match self.status() {
-                Ok(Some(s)) if s.state == "COMPLETING" && Instant::now() < until => {
-                    std::thread::sleep(POLL / 5)
-                }
-                Ok(Some(s)) if s.state == "COMPLETING" => {
-                    return Some(format!(
-                        "the Slurm job {} is ending (COMPLETING)",
-                        self.job()
-                    ));
-                }
-                Ok(status) => return loss_reason(self.job(), status.as_ref()),
-                Err(e) => {
-                    return Some(format!("cannot ask Slurm about job {}: {e:#}", self.job()));
-                }
-            }
-        }
-    }
-
-    /// Cancels the job and waits until the queue shows it ended; warns (never fails: the iteration's
-    /// results are safe) when it does not.
-    pub fn release(mut self) {
-        self.cancel();
-        if let Ok(Some(s)) = self.status()
-            && is_alive(&s.state)
-        {
-            ui::progress_line(&format!(
-                "warning: Slurm job {} is still {} after scancel; cancel it with `scancel {}`",
-                self.job(),
-                s.state,
-                self.job()
-            ));
-        }
-    }
-
     fn cancel(&mut self) {
         if self.released {
             return;
@@ -391,6 +395,67 @@ impl Allocation {
                 Ok(Some(s)) if is_alive(&s.state) => std::thread::sleep(POLL / 5),
                 _ => return,
             }
+        }
+    }
+}
+
+/// Every command is a step of the held job: `--overlap` shares the node and GPU with the others.
+impl Runner for Allocation {
+    /// `program args` as a step of the job, in `dir` on the node. srun passes on the environment and
+    /// the exit code, and takes its step down when it is terminated.
+    fn command(&self, program: &str, args: &[&str], dir: &Path) -> duct::Expression {
+        self.step(dir, program, args).dir(dir)
+    }
+
+    /// `command -v` on the node: its PATH may differ from this one's.
+    fn find(&self, program: &str, dir: &Path) -> Option<PathBuf> {
+        let look = self.command("sh", &["-c", "command -v \"$1\"", "find", program], dir);
+        let output = process::capture(look, FIND_TIMEOUT).ok()?;
+        let path = String::from_utf8_lossy(&output.stdout).trim().to_string();
+        (output.success() && !path.is_empty()).then(|| PathBuf::from(path))
+    }
+
+    fn placement(&self) -> Option<&Placement> {
+        Some(&self.placement)
+    }
+
+    /// The reason when the job itself ended under a command. A job still COMPLETING is ending: its
+    /// final state (CANCELLED, NODE_FAIL, ...) says why, so it is awaited briefly.
+    fn lost(&self) -> Option<String> {
+        let until = Instant::now() + CANCEL_WAIT;
+        loop {
+            match self.status() {
+                Ok(Some(s)) if s.state == "COMPLETING" && Instant::now() < until => {
+                    std::thread::sleep(POLL / 5)
+                }
+                Ok(Some(s)) if s.state == "COMPLETING" => {
+                    return Some(format!(
+                        "the Slurm job {} is ending (COMPLETING)",
+                        self.job()
+                    ));
+                }
+                Ok(status) => return loss_reason(self.job(), status.as_ref()),
+                Err(e) => {
+                    return Some(format!("cannot ask Slurm about job {}: {e:#}", self.job()));
+                }
+            }
+        }
+    }
+
+    /// Cancels the job and waits until the queue shows it ended; warns (never fails: the iteration's
+    /// results are safe) when it does not.
+    fn release(self: Box<Self>) {
+        let mut this = *self;
+        this.cancel();
+        if let Ok(Some(s)) = this.status()
+            && is_alive(&s.state)
+        {
+            ui::progress_line(&format!(
+                "warning: Slurm job {} is still {} after scancel; cancel it with `scancel {}`",
+                this.job(),
+                s.state,
+                this.job()
+            ));
         }
     }
 }

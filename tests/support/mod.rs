@@ -8,6 +8,7 @@
 #![allow(dead_code)]
 
 pub mod hang;
+pub mod standin;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -122,22 +123,27 @@ impl Fixture {
         self.root.join(rel)
     }
 
+    /// The sealed environment: every variable a command of the harness gets, and no other.
+    pub fn environment(&self) -> Vec<(&'static str, std::ffi::OsString)> {
+        vec![
+            ("PATH", self.search_path.clone().into()),
+            ("HOME", self.home.clone().into()),
+            ("GIT_CONFIG_NOSYSTEM", "1".into()),
+            ("GIT_CONFIG_GLOBAL", self.home.join(".gitconfig").into()),
+            ("GIT_AUTHOR_NAME", "Test Author".into()),
+            ("GIT_AUTHOR_EMAIL", "author@example.com".into()),
+            ("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z".into()),
+            ("GIT_COMMITTER_NAME", "Test Committer".into()),
+            ("GIT_COMMITTER_EMAIL", "committer@example.com".into()),
+            ("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z".into()),
+            ("NO_COLOR", "1".into()),
+        ]
+    }
+
     /// `program` in `dir`, in the sealed environment.
     pub fn program(&self, program: impl AsRef<std::ffi::OsStr>, dir: &Path) -> Command {
         let mut cmd = Command::new(program);
-        cmd.current_dir(dir)
-            .env_clear()
-            .env("PATH", &self.search_path)
-            .env("HOME", &self.home)
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_CONFIG_GLOBAL", self.home.join(".gitconfig"))
-            .env("GIT_AUTHOR_NAME", "Test Author")
-            .env("GIT_AUTHOR_EMAIL", "author@example.com")
-            .env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
-            .env("GIT_COMMITTER_NAME", "Test Committer")
-            .env("GIT_COMMITTER_EMAIL", "committer@example.com")
-            .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
-            .env("NO_COLOR", "1");
+        cmd.current_dir(dir).env_clear().envs(self.environment());
         cmd
     }
 
@@ -184,9 +190,14 @@ impl Fixture {
         use std::os::unix::fs::PermissionsExt;
         fs::set_permissions(&smi, fs::Permissions::from_mode(0o755)).unwrap();
         if !self.gpu {
-            self.search_path = format!("{}:{}", dir.display(), self.search_path);
+            self.first_on_path(&dir);
         }
         self.gpu = true;
+    }
+
+    /// `dir`'s programs found first by every command (stand-ins for the toolkit's, say).
+    pub fn first_on_path(&mut self, dir: &Path) {
+        self.search_path = format!("{}:{}", dir.display(), self.search_path);
     }
 
     /// The processes the fake `nvidia-smi` lists as using the GPU (`pid, name, MiB` lines).

@@ -14,19 +14,21 @@ use crate::git::Repo;
 use crate::kernel_class::{self, KernelClass};
 use crate::ncu::{self, Measured};
 use crate::records::Measurement;
+use crate::runner::Runner;
 use crate::session::Session;
 use crate::ui;
 
 /// The measured class and its source line, or `None` (no ncu, or a failed profile, said as a warning).
 pub fn measured_class(
     repo: &Repo,
+    runner: &dyn Runner,
     session: &Session,
     configs: &[Measurement],
     deadline: Instant,
 ) -> Option<(KernelClass, String)> {
-    which::which("ncu").ok()?;
+    runner.find("ncu", &repo.root)?;
     let config = heaviest(configs)?;
-    match profile(repo, session, &config, deadline) {
+    match profile(repo, runner, session, &config, deadline) {
         // no FLOP counted is a metric set that misses this kernel's math (on the H200, ncu's tensor-core
         // op counters stay at 0 for matmul), not a kernel without math: the measurement cannot classify it
         Ok(m) if m.flops == 0.0 || !m.intensity.is_finite() => {
@@ -53,12 +55,18 @@ pub fn measured_class(
     }
 }
 
-fn profile(repo: &Repo, session: &Session, config: &str, deadline: Instant) -> Result<Measured> {
+fn profile(
+    repo: &Repo,
+    runner: &dyn Runner,
+    session: &Session,
+    config: &str,
+    deadline: Instant,
+) -> Result<Measured> {
     let names = case::kernel_names(session, &repo.root)?.join("|");
     let case = Case::prepare(repo, session, repo.root.clone(), config, "class")?
         .with_plugin(case::PAUSE_TUNING)?;
     let (log, csv) = (case.dir.join("ncu.log"), case.dir.join("ncu.csv"));
-    let metrics = ncu::metrics(ncu::query_metrics().as_deref());
+    let metrics = ncu::metrics(ncu::query_metrics(runner, &case.root).as_deref());
     let args = ncu::args(metrics, &names, WARM_UP_LAUNCHES, 1, &csv);
     ui::progress_line(&format!(
         "measuring the class: one launch of {} in {} under ncu ...",
@@ -66,7 +74,13 @@ fn profile(repo: &Repo, session: &Session, config: &str, deadline: Instant) -> R
         case.node_id
     ));
     let env = case.env();
-    let launches = ncu::run(&case.command, &args, &case.root, &env, &log, &csv, deadline)?;
+    let target = ncu::Target {
+        runner,
+        command: &case.command,
+        root: &case.root,
+        env: &env,
+    };
+    let launches = ncu::run(&target, &args, &log, &csv, deadline)?;
     launches
         .first()
         .with_context(|| format!("ncu profiled no launch; see {}", log.display()))?

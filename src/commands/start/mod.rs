@@ -12,6 +12,7 @@ use serde::Serialize;
 
 use crate::agent::next_action::{NextAction, Situation, next_action};
 use crate::decision::{self, Thresholds};
+use crate::diagnose::facts::Place;
 use crate::evidence::Evidence;
 use crate::git::Repo;
 use crate::gpu::GpuState;
@@ -20,7 +21,7 @@ use crate::inspect::Report;
 use crate::journal::{self, Journal, Lock, Phase, Verb};
 use crate::kernel_class::KernelClass;
 use crate::records::{Measurement, Statistic};
-use crate::runner::RunnerArgs;
+use crate::runner::RunnerSettings;
 use crate::session::{Session, fmt_ms};
 use crate::stats::Spread;
 use crate::trailers::{Block, render_message};
@@ -73,7 +74,7 @@ pub struct StartOptions {
     pub class: Option<KernelClass>,
     /// The kernel's arithmetic intensity, which classifies it.
     pub intensity: Option<f64>,
-    pub runner: RunnerArgs,
+    pub runner: RunnerSettings,
     /// Start without a GPU.
     pub no_gpu: bool,
     /// Time limit for the baseline run.
@@ -114,6 +115,7 @@ pub fn run(ui: &mut Ui, repo: &Repo, args: &StartOptions) -> Result<StartReport>
         if plan.measure_class
             && let Some((class, source)) = measure::measured_class(
                 repo,
+                &*plan.place,
                 &plan.session,
                 &baseline.iteration.configs,
                 plan.deadline,
@@ -134,8 +136,6 @@ fn commit(
     mut plan: Plan,
     baseline: Baseline,
 ) -> Result<StartReport> {
-    // recording needs no node: give it back first
-    plan.place.release();
     let Baseline {
         iteration: baseline,
         tests,
@@ -160,15 +160,21 @@ fn commit(
     journal.enter(repo, Phase::WritingTable)?;
     repo.remember_baseline(&plan.branch, &commit)?;
     // the baseline's compile facts, so that `compare 0 N` reads both sides from evidence
+    let place = Place {
+        runner: &*plan.place,
+        gpu: plan.gpu_state.as_ref(),
+    };
     let compile = crate::diagnose::facts::for_iteration(
         repo,
+        place,
         &plan.session,
         &baseline.configs,
         &commit,
-        plan.gpu_state.as_ref(),
         None,
         plan.deadline,
     );
+    // the node did the baseline's last GPU work: give it back
+    plan.place.release();
     if compile.is_some() {
         evidence.with_compile(compile).attach(repo, &commit)?;
     }

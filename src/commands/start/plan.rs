@@ -15,7 +15,7 @@ use crate::inspect::{ClassEstimate, Report};
 use crate::kernel_class::{self, KernelClass};
 use crate::locate::{self, Kernel};
 use crate::pytest::{Pytest, default_python};
-use crate::runner::Runner;
+use crate::runner::{self, Local, Runner};
 use crate::session::{BRANCH_PREFIX, Session};
 use crate::{refusals, ui};
 
@@ -52,7 +52,7 @@ pub struct Plan {
     pub branch: String,
     pub kernel_name: String,
     /// Where the baseline runs: here, or on a Slurm node held until the baseline is measured.
-    pub place: Runner,
+    pub place: Box<dyn Runner>,
     pub deadline: Instant,
     /// Whether to measure the class with ncu after the baseline: no `--class` or `--intensity`, and a GPU.
     pub measure_class: bool,
@@ -74,13 +74,12 @@ pub fn plan(repo: &Repo, args: &StartOptions) -> Result<Plan> {
         thresholds,
         ..
     } = args;
-    let runner = runner.settings()?;
+    let runner = runner.clone();
     let Scope {
         found,
         inspection,
         test,
         allowed,
-        local_gpu,
     } = scope(repo, args)?;
     let branch = format!("{BRANCH_PREFIX}{}-{}", found.name, today());
     if repo.branch_exists(&branch)? {
@@ -93,11 +92,10 @@ pub fn plan(repo: &Repo, args: &StartOptions) -> Result<Plan> {
         ));
     }
     // the queue wait comes before the budget starts
-    let place = Runner::acquire(&runner, &repo.root, &sandbox(repo))?;
-    let gpu_state = match (no_gpu, place.is_local()) {
-        (true, _) => None,
-        (false, true) => local_gpu,
-        (false, false) => place.gpu(&repo.root),
+    let place = runner::open(&runner, &repo.root, &sandbox(repo))?;
+    let gpu_state = match no_gpu {
+        true => None,
+        false => place.gpu(&repo.root),
     };
     if !no_gpu {
         require_gpu(gpu_state.as_ref())?;
@@ -118,7 +116,9 @@ pub fn plan(repo: &Repo, args: &StartOptions) -> Result<Plan> {
         allowed,
         statistic: *stat,
         thresholds: *thresholds,
-        python: python.clone().unwrap_or_else(default_python),
+        python: python
+            .clone()
+            .unwrap_or_else(|| default_python(&*place, &repo.root)),
         filter: filter.clone(),
         class,
         class_source,
@@ -148,8 +148,6 @@ struct Scope {
     inspection: InspectPlan,
     test: String,
     allowed: Vec<String>,
-    /// This machine's GPU, unless `--no-gpu`.
-    local_gpu: Option<GpuState>,
 }
 
 /// Refuses a dirty work tree, finds the kernel and inspects it; the test and allowed paths come from
@@ -168,7 +166,10 @@ fn scope(repo: &Repo, args: &StartOptions) -> Result<Scope> {
     }
     let found = locate::kernel(&repo.root, &args.kernel, args.suite.as_deref())?;
     // this machine's GPU picks the autotune branches the plan shows (on Slurm, the node's is checked later)
-    let local_gpu = (!args.no_gpu).then(gpu::detect).flatten();
+    let local_gpu = match args.no_gpu {
+        true => None,
+        false => Local.gpu(&repo.root),
+    };
     let inspection = crate::inspect::report::plan(&repo.root, &found, local_gpu.as_ref());
     let test = match &args.test {
         Some(path) => repo_relative(repo, path)?,
@@ -187,7 +188,6 @@ fn scope(repo: &Repo, args: &StartOptions) -> Result<Scope> {
         inspection,
         test,
         allowed,
-        local_gpu,
     })
 }
 
@@ -248,7 +248,7 @@ impl Plan {
             filter: self.session.filter.as_deref(),
             sandbox: sandbox(repo),
             deadline: self.deadline,
-            place: &self.place,
+            place: &*self.place,
         }
     }
 }

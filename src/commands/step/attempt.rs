@@ -32,7 +32,12 @@ fn interrupted() -> anyhow::Error {
 
 /// Runs correctness, then (if it passed) paired rounds; a config more than ten times faster than its
 /// baseline is measured again (a second set of rounds) before it is believed.
-pub fn attempt(repo: &Repo, history: &History, place: &Runner, deadline: Instant) -> Result<Tried> {
+pub fn attempt(
+    repo: &Repo,
+    history: &History,
+    place: &dyn Runner,
+    deadline: Instant,
+) -> Result<Tried> {
     let session = &history.session;
     let candidate = Pytest {
         python: &session.python,

@@ -17,6 +17,7 @@ use serde::Serialize;
 use crate::agent::next_action::{NextAction, Situation, next_action};
 use crate::census;
 use crate::decision::{self, Attempt, Cause, Correctness, Decision, Status, Verdict};
+use crate::diagnose::facts::Place;
 use crate::diagnose::{Diagnosis, cache, profile};
 use crate::evidence::Evidence;
 use crate::git::Repo;
@@ -24,7 +25,7 @@ use crate::gpu::GpuState;
 use crate::hint::hinted;
 use crate::history::{History, sandbox, write_table};
 use crate::journal::{self, Journal, Lock, Phase, Verb};
-use crate::runner::{Placement, Runner};
+use crate::runner::{self, Placement, Runner};
 use crate::session::{Iteration, fmt_change, fmt_ms, short};
 use crate::snapshot::Tested;
 use crate::stats::{self, ConfigChange};
@@ -94,11 +95,11 @@ pub fn run(repo: &Repo, args: &StepOptions) -> Result<StepReport> {
     let ready = preflight(repo, args.continue_anyway)?;
     let letter = args.opt.as_deref().map(playbook_letter).transpose()?;
     // the queue wait comes before the budget starts
-    let place = Runner::acquire(&ready.history.session.runner, &repo.root, &sandbox(repo))?;
-    let gpu = gpu_ready(repo, &ready.history.session, &place)?;
+    let place = runner::open(&ready.history.session.runner, &repo.root, &sandbox(repo))?;
+    let gpu = gpu_ready(repo, &ready.history.session, &*place)?;
     let tested = Tested::take(repo)?;
     // after the change is taken: what the check runs (the session's Python) is held to it too
-    tests_ready(repo, &ready.history.session, &place)?;
+    tests_ready(repo, &ready.history.session, &*place)?;
     let signs = census::shortcut_signs(&repo.git(&[
         "diff",
         "-U0",
@@ -138,11 +139,12 @@ struct Done {
 
 /// Where the step runs, and the GPU there as it began.
 struct Placed {
-    place: Runner,
+    place: Box<dyn Runner>,
     gpu: Option<GpuState>,
 }
 
-/// Attempt, judge and record, with the node released as soon as the runs are over.
+/// Attempt, judge and record; the node is held through the diagnosis and the compile facts, which
+/// run on it too, and released before the table is written.
 fn measure_and_record(
     repo: &Repo,
     args: &StepOptions,
@@ -153,12 +155,13 @@ fn measure_and_record(
     journal: &mut Journal,
 ) -> Result<Done> {
     let deadline = Instant::now() + args.budget;
-    let tried = attempt(repo, &ready.history, &place, deadline)?;
+    let tried = attempt(repo, &ready.history, &*place, deadline)?;
     let placement = place.placement().cloned();
-    place.release();
     // the verdict is known; a diagnosis may only add the cause (and escalate by its rule)
     let diagnosed = match (args.cause, &tried.attempt) {
-        (None, Attempt::Measured { .. }) => profile::cause_for(repo, &ready.history, deadline)?,
+        (None, Attempt::Measured { .. }) => {
+            profile::cause_for(repo, &*place, &ready.history, deadline)?
+        }
         _ => None,
     };
     let found = diagnosed.as_ref().map(|found| &found.diagnosis);
@@ -190,14 +193,18 @@ fn measure_and_record(
         Attempt::Crashed { .. } => None,
         _ => crate::diagnose::facts::for_iteration(
             repo,
+            Place {
+                runner: &*place,
+                gpu: evidence.gpu_state.as_ref(),
+            },
             &history.session,
             &history.current_baseline().configs,
             code,
-            evidence.gpu_state.as_ref(),
             diagnosed.as_ref(),
             deadline,
         ),
     };
+    place.release();
     if compile.is_some() {
         attach(repo, &evidence.with_compile(compile), &commit.id);
     }

@@ -118,7 +118,7 @@ fn refuse_broken_history(repo: &Repo, history: &History) -> Result<()> {
 
 /// The session's Python can run pytest where the step runs, as `start` checked: an interpreter or
 /// pytest gone since is refused before anything runs, never recorded as the kernel's crash.
-pub fn tests_ready(repo: &Repo, session: &Session, place: &Runner) -> Result<()> {
+pub fn tests_ready(repo: &Repo, session: &Session, place: &dyn Runner) -> Result<()> {
     Pytest {
         python: &session.python,
         root: &repo.root,
@@ -135,7 +135,7 @@ pub fn tests_ready(repo: &Repo, session: &Session, place: &Runner) -> Result<()>
 /// The GPU this step runs on. Refused when the session had one and it is gone or cannot run cuTile;
 /// a warning when it is another model than the baseline's, or other processes use it. `None` for a
 /// session without a GPU.
-pub fn gpu_ready(repo: &Repo, session: &Session, place: &Runner) -> Result<Option<GpuState>> {
+pub fn gpu_ready(repo: &Repo, session: &Session, place: &dyn Runner) -> Result<Option<GpuState>> {
     let Some(recorded) = session.gpu.as_deref().filter(|_| !session.no_gpu) else {
         return Ok(None);
     };

@@ -1,0 +1,19 @@
+//! The local runner: every command is a child process on this machine, with its GPU.
+
+use std::path::{Path, PathBuf};
+
+use super::Runner;
+use crate::process;
+
+/// This machine.
+pub struct Local;
+
+impl Runner for Local {
+    fn command(&self, program: &str, args: &[&str], dir: &Path) -> duct::Expression {
+        process::command(program, args).dir(dir)
+    }
+
+    fn find(&self, program: &str, dir: &Path) -> Option<PathBuf> {
+        which::which_in(program, std::env::var_os("PATH"), dir).ok()
+    }
+}

@@ -1,0 +1,188 @@
+//! `start` and `step` run in this process against the stand-in runner (`support::standin`), which
+//! replays recorded JUnit files instead of running pytest: the real H200 benchmark files of the
+//! rms_norm session under `sandbox/examples/rms_norm/junit/` decide keep and revert as they did on the
+//! H200, a failing correctness file decides FAIL, and a run killed at the budget a crash. No pytest
+//! process runs; git, the hook and the record are real.
+
+mod support;
+
+use std::path::Path;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use clap::Parser;
+use git_cutile_perf::cli::{Cli, Command};
+use git_cutile_perf::commands;
+use git_cutile_perf::git::{self, Repo};
+use git_cutile_perf::process::Ending;
+use git_cutile_perf::ui::Ui;
+use serde_json::Value;
+use support::standin::{Replay, StandIn};
+use support::*;
+
+/// The verbs run in this process and read its environment: one test at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// The benchmark files of the rms_norm session on the H200: iteration 1 (TMA allowed on the
+/// static-persistent store) was 45.8% slower than iteration 0 on 262144x4096.
+const RMS_NORM: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/sandbox/examples/rms_norm/junit"
+);
+
+/// A correctness run whose two cases passed.
+const PASSED: &str = r#"<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest" errors="0" failures="0" skipped="0" tests="2"><testcase classname="tests.ops.test_vector_add" name="test_op[cutile-1024]" time="0.1" /><testcase classname="tests.ops.test_vector_add" name="test_op[cutile-4096]" time="0.1" /></testsuite></testsuites>"#;
+
+/// The same run with its second case failed.
+const ONE_FAILED: &str = r#"<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest" errors="0" failures="1" skipped="0" tests="2"><testcase classname="tests.ops.test_vector_add" name="test_op[cutile-1024]" time="0.1" /><testcase classname="tests.ops.test_vector_add" name="test_op[cutile-4096]" time="0.1"><failure message="AssertionError: outputs differ">AssertionError: outputs differ</failure></testcase></testsuite></testsuites>"#;
+
+fn recorded(file: &str) -> Replay {
+    Replay::file(&Path::new(RMS_NORM).join(file), 0)
+}
+
+/// A session whose baseline measured `benchmark`, started in-process; the environment is the
+/// harness's sealed one, held until the test ends.
+struct Session {
+    fixture: Fixture,
+    repo: Repo,
+    _serial: MutexGuard<'static, ()>,
+}
+
+fn parsed(words: &[&str]) -> Command {
+    let mut full = vec!["git-cutile-perf"];
+    full.extend(words);
+    Cli::try_parse_from(full).unwrap().command
+}
+
+impl Session {
+    fn start(benchmark: Replay) -> Session {
+        let serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
+        let fixture = Fixture::new();
+        for (name, value) in fixture.environment() {
+            // SAFETY: the tests of this binary hold SERIAL, so no other thread reads the environment
+            unsafe { std::env::set_var(name, value) };
+        }
+        // the hook checks the tool's commits with the tool, not with this test
+        git::TOOL_BINARY.get_or_init(|| BIN.clone());
+        let repo = Repo::discover(&fixture.root).unwrap();
+        let stand_in = StandIn {
+            root: repo.root.clone(),
+            correctness: Replay::text(PASSED, 0),
+            benchmark: benchmark.clone(),
+            baseline_benchmark: benchmark,
+            runs: Default::default(),
+        };
+        let Command::Start(args) = parsed(&["start", "vector_add", "--no-gpu"]) else {
+            unreachable!("start parses as start")
+        };
+        let options = args.try_into().unwrap();
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let mut ui = Ui::plain(&mut out, &mut err, false);
+        stand_in
+            .around(|| commands::start::run(&mut ui, &repo, &options))
+            .unwrap();
+        assert_eq!(
+            stand_in.runs.borrow()[..2],
+            ["correctness candidate", "benchmark candidate"]
+        );
+        Session {
+            fixture,
+            repo,
+            _serial: serial,
+        }
+    }
+
+    /// A step of a change to the kernel, with `correctness` and the candidate's and baseline's
+    /// benchmark files replayed: its report as `--json` prints it, and the runs replayed.
+    fn step(
+        &self,
+        correctness: Replay,
+        candidate: Replay,
+        baseline: Replay,
+    ) -> (Value, Vec<String>) {
+        self.fixture
+            .edit_kernel("TILE_SIZE = 128", "TILE_SIZE = 256");
+        let stand_in = StandIn {
+            root: self.repo.root.clone(),
+            correctness,
+            benchmark: candidate,
+            baseline_benchmark: baseline,
+            runs: Default::default(),
+        };
+        let Command::Step(args) = parsed(&["step", "bigger tiles"]) else {
+            unreachable!("step parses as step")
+        };
+        let report = stand_in
+            .around(|| commands::step::run(&self.repo, &args.into()))
+            .unwrap();
+        let runs = stand_in.runs.borrow().clone();
+        (serde_json::to_value(report).unwrap(), runs)
+    }
+}
+
+#[test]
+fn a_recorded_h200_gain_is_kept() {
+    let session = Session::start(recorded("iteration-1.xml"));
+    let (report, runs) = session.step(
+        Replay::text(PASSED, 0),
+        recorded("iteration-0.xml"),
+        recorded("iteration-1.xml"),
+    );
+    assert_eq!(report["status"], "keep", "{report:#}");
+    assert_eq!(report["correctness"], "PASS");
+    assert!(report["change_pct"].as_f64().unwrap() < -2.0, "{report:#}");
+    assert_eq!(runs[0], "correctness candidate");
+    assert!(runs.contains(&"benchmark baseline".to_string()), "{runs:?}");
+    assert_eq!(
+        session.fixture.trailer("HEAD", "Cutile-Perf-Status"),
+        "keep"
+    );
+}
+
+#[test]
+fn the_recorded_h200_slowdown_is_reverted_naming_its_config() {
+    let session = Session::start(recorded("iteration-0.xml"));
+    let (report, _) = session.step(
+        Replay::text(PASSED, 0),
+        recorded("iteration-1.xml"),
+        recorded("iteration-0.xml"),
+    );
+    assert_eq!(report["status"], "revert", "{report:#}");
+    assert!(
+        report["reason"]
+            .as_str()
+            .unwrap()
+            .contains("static_persistent-262144-4096"),
+        "as on the H200: {report:#}"
+    );
+}
+
+#[test]
+fn a_failed_case_is_a_fail_and_no_benchmark_runs() {
+    let session = Session::start(recorded("iteration-0.xml"));
+    let (report, runs) = session.step(
+        Replay::text(ONE_FAILED, 1),
+        recorded("iteration-0.xml"),
+        recorded("iteration-0.xml"),
+    );
+    assert_eq!(report["correctness"], "FAIL", "{report:#}");
+    assert_eq!(report["status"], "revert");
+    assert_eq!(runs, ["correctness candidate"]);
+}
+
+#[test]
+fn a_benchmark_killed_at_the_budget_is_a_crash() {
+    let session = Session::start(recorded("iteration-0.xml"));
+    let (report, _) = session.step(
+        Replay::text(PASSED, 0),
+        Replay::died(Ending::TimedOut),
+        recorded("iteration-0.xml"),
+    );
+    assert_eq!(report["status"], "crash", "{report:#}");
+    assert!(
+        report["reason"]
+            .as_str()
+            .unwrap()
+            .contains("pytest ran past the iteration budget"),
+        "{report:#}"
+    );
+}
