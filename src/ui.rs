@@ -38,7 +38,8 @@ impl<'a> Ui<'a> {
         }
     }
 
-    /// Over any writers (a test's buffers): no colour, and what would be live lines printed plain.
+    /// Over any writers (a test's buffers), without colour. (The layers below the verbs still write
+    /// their own progress to stderr: only the verbs' lines come here.)
     pub fn plain(out: &'a mut dyn Write, err: &'a mut dyn Write, json: bool) -> Ui<'a> {
         Ui {
             out,
