@@ -11,6 +11,10 @@ use crate::records::Statistic;
 use crate::runner::{RunnerKind, RunnerSettings, slurm};
 use crate::units::{parse_duration, parse_pct};
 
+/// The time limit of a verb that runs the tests (`start`, `step`, `diagnose`, `inspect --measure`)
+/// when neither the command line nor git config sets one.
+pub const DEFAULT_BUDGET: &str = "10m";
+
 #[derive(Parser, Debug)]
 #[command(
     name = "git-cutile-perf",
@@ -169,7 +173,7 @@ pub struct StartArgs {
     #[arg(long)]
     pub no_gpu: bool,
     /// Time limit for the baseline run (e.g. 10m, 90s, 1m30s)
-    #[arg(long, value_parser = parse_duration, default_value = "10m")]
+    #[arg(long, value_parser = parse_duration, default_value = DEFAULT_BUDGET)]
     pub budget: Duration,
     #[command(flatten)]
     pub thresholds: ThresholdArgs,
@@ -235,7 +239,7 @@ pub struct InspectArgs {
     #[arg(long, value_name = "CMD", requires = "measure")]
     pub python: Option<String>,
     /// Time limit for --measure (e.g. 10m)
-    #[arg(long, value_parser = parse_duration, default_value = "10m", requires = "measure")]
+    #[arg(long, value_parser = parse_duration, default_value = DEFAULT_BUDGET, requires = "measure")]
     pub budget: Duration,
     #[command(flatten)]
     pub output: JsonArg,
@@ -249,7 +253,7 @@ pub struct StepArgs {
     #[arg(long, value_name = "TEXT")]
     pub notes: Option<String>,
     /// Time limit for the whole iteration; past it the tests are killed and the iteration is a crash
-    #[arg(long, value_parser = parse_duration, default_value = "10m")]
+    #[arg(long, value_parser = parse_duration, default_value = DEFAULT_BUDGET)]
     pub budget: Duration,
     /// Run even though the loop has stopped or escalated
     #[arg(long = "continue")]
@@ -274,7 +278,7 @@ pub struct DiagnoseArgs {
     #[arg(long, value_name = "TEST_ID")]
     pub config: Option<String>,
     /// Time limit for the profiled run (e.g. 10m)
-    #[arg(long, value_parser = parse_duration, default_value = "10m")]
+    #[arg(long, value_parser = parse_duration, default_value = DEFAULT_BUDGET)]
     pub budget: Duration,
     /// Keep Nsight Compute's report in DIR (`iteration-N-<case>.ncu-rep`), to open in its UI
     #[arg(long, value_name = "DIR")]

@@ -7,9 +7,10 @@ use std::process::ExitCode;
 use clap::{ArgMatches, CommandFactory, FromArgMatches};
 
 use crate::cli::Cli;
+use crate::hint::Hinted;
 use crate::process::Interrupted;
 use crate::settings::{self, SETTINGS};
-use crate::ui;
+use crate::ui::{self, Ui};
 
 /// Exit code of an interrupted `start` or `step` (128 + SIGINT, as shells report it).
 const INTERRUPTED: u8 = 130;
@@ -22,6 +23,25 @@ pub struct ErrorReport {
 }
 
 impl ErrorReport {
+    /// A failure's report: its hint is the [`Hinted`] failure's, wherever it sits among the contexts; a
+    /// failure that carries none may still have a `hint:` line in its text (see [`ErrorReport::new`]).
+    pub fn of(err: &anyhow::Error, exit_code: u8) -> ErrorReport {
+        let text = format!("{err:#}");
+        let hinted = (err.downcast_ref::<Hinted>())
+            .or_else(|| err.downcast_ref::<Reported>().map(|reported| &reported.0));
+        match hinted.and_then(|h| h.hint.as_ref()) {
+            Some(hint) => ErrorReport {
+                error: text
+                    .replacen(&format!("\nhint: {hint}"), "", 1)
+                    .trim_end()
+                    .to_string(),
+                hint: Some(hint.clone()),
+                exit_code,
+            },
+            None => ErrorReport::new(&text, exit_code),
+        }
+    }
+
     /// Splits a message at its `hint:` line: the hint is everything after it.
     pub fn new(message: &str, exit_code: u8) -> ErrorReport {
         let (error, hint) = match message.split_once("\nhint: ") {
@@ -52,7 +72,7 @@ pub fn parse_command_line() -> Result<(Cli, bool), ExitCode> {
         let code = err.exit_code() as u8;
         let text = err.render().to_string();
         let text = text.strip_prefix("error: ").unwrap_or(&text);
-        print(&usage_report(text, code))
+        print(&mut std::io::stdout().lock(), &usage_report(text, code))
     })
 }
 
@@ -120,10 +140,11 @@ fn wants_json(matches: &ArgMatches) -> bool {
 /// only the exit code is left to give.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
-pub struct Reported(pub String);
+pub struct Reported(pub Hinted);
 
-/// Reports a failed verb and returns its exit code.
-pub fn report(err: &anyhow::Error, json: bool) -> ExitCode {
+/// Reports a failed verb through its [`Ui`] and returns its exit code.
+pub fn report(ui: &mut Ui, err: &anyhow::Error) -> ExitCode {
+    let json = ui.json();
     if json && err.downcast_ref::<Reported>().is_some() {
         return ExitCode::from(1);
     }
@@ -131,22 +152,22 @@ pub fn report(err: &anyhow::Error, json: bool) -> ExitCode {
 
     let code = if interrupted { INTERRUPTED } else { 1 };
     if json {
-        return print(&ErrorReport::new(&format!("{err:#}"), code));
+        return print(ui.out(), &ErrorReport::of(err, code));
     }
     if interrupted {
-        eprintln!("{err}");
+        ui.progress(&err.to_string());
     } else {
-        eprintln!(
+        ui.progress(&format!(
             "{} {err:#}",
             console::style("error:").for_stderr().red().bold()
-        );
+        ));
     }
     ExitCode::from(code)
 }
 
-fn print(report: &ErrorReport) -> ExitCode {
+fn print(out: &mut dyn std::io::Write, report: &ErrorReport) -> ExitCode {
     // stdout may be closed already; the exit code still tells
-    let _ = ui::print_json(report);
+    let _ = ui::write_json(out, report);
     ExitCode::from(report.exit_code)
 }
 
@@ -165,6 +186,20 @@ mod tests {
             }
         );
         assert_eq!(ErrorReport::new("plain", 130).hint, None);
+    }
+
+    #[test]
+    fn takes_the_hint_of_a_hinted_failure_under_its_contexts() {
+        use anyhow::Context;
+        let failure: anyhow::Result<()> = Err(crate::hint::hinted("no session", "run `start`"));
+        let report = ErrorReport::of(&failure.context("status").unwrap_err(), 1);
+        assert_eq!(report.error, "status: no session");
+        assert_eq!(report.hint.as_deref(), Some("run `start`"));
+        let hinted_context: anyhow::Result<()> =
+            Err(anyhow::anyhow!("exit 1")).context(Hinted::new("git failed", "run it again"));
+        let report = ErrorReport::of(&hinted_context.unwrap_err(), 1);
+        assert_eq!(report.error, "git failed: exit 1");
+        assert_eq!(report.hint.as_deref(), Some("run it again"));
     }
 
     #[test]

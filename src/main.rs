@@ -1,9 +1,18 @@
 //! `git-cutile-perf`: a git subcommand that runs the cuTile kernel-optimization loop.
+//!
+//! The edge: clap's arguments become each verb's options (`edge.rs`), the verb runs on the repository
+//! of the current directory, and its report is shown through the one [`Ui`] (JSON or text).
 
 use std::process::ExitCode;
 
+use anyhow::Result;
 use git_cutile_perf::cli::{Cli, Command};
-use git_cutile_perf::{commands, errors, git, process, ui};
+use git_cutile_perf::commands::{
+    compare, config, demo, diagnose, extras, hook, inspect, mcp, next, plot, refs, remote, repair,
+    report, skill, start, status, step, table, verify,
+};
+use git_cutile_perf::ui::{Render, Ui};
+use git_cutile_perf::{errors, git, process};
 
 fn main() -> ExitCode {
     // a closed pipe (`status | head -1`) ends the program quietly, as for any Unix filter, instead of
@@ -15,49 +24,104 @@ fn main() -> ExitCode {
         Ok(parsed) => parsed,
         Err(code) => return code,
     };
-    ui::set_json_output(json);
-    match run(cli) {
+    // the MCP server writes stdout from its own threads (so no Ui may hold it locked), and ends when its
+    // client stops it (the verbs it runs catch Ctrl-C themselves)
+    if let Command::Mcp = cli.command {
+        return match mcp::run() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(err) => errors::report(
+                &mut Ui::terminal(&mut std::io::stdout(), &mut std::io::stderr(), json),
+                &err,
+            ),
+        };
+    }
+    let (mut stdout, mut stderr) = (std::io::stdout().lock(), std::io::stderr());
+    let mut ui = Ui::terminal(&mut stdout, &mut stderr, json);
+    match run(&mut ui, cli) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(err) => errors::report(&err, json),
+        Err(err) => errors::report(&mut ui, &err),
     }
 }
 
-fn run(cli: Cli) -> anyhow::Result<()> {
-    // the MCP server writes stdout from its own threads, and ends when its client stops it (the verbs it
-    // runs catch Ctrl-C themselves)
-    if let Command::Mcp = cli.command {
-        return commands::mcp::run();
-    }
+/// Runs a verb and shows its report, or passes its failure on.
+fn show<R: Render>(ui: &mut Ui, verb: impl FnOnce(&mut Ui) -> Result<R>) -> Result<()> {
+    let report = verb(ui)?;
+    ui.show(&report)
+}
+
+fn run(ui: &mut Ui, cli: Cli) -> Result<()> {
     process::install_interrupt_handler()?;
     // opened only by the verbs that work on a repository
     let open = || git::Repo::discover(&std::env::current_dir()?);
     let repo = || git::check_git_version().and_then(|()| open());
-    let out = &mut std::io::stdout().lock();
-    match &cli.command {
-        Command::Start(args) => commands::start::run(&repo()?, args, out).map(drop),
-        Command::Inspect(args) => commands::inspect::run(&repo()?, args, out),
-        Command::Step(args) => commands::step::run(&repo()?, args, out).map(drop),
-        Command::Diagnose(args) => commands::diagnose::run(&repo()?, args, out).map(drop),
-        Command::Compare(args) => commands::compare::run(&repo()?, args, out).map(drop),
-        Command::Table(args) => commands::table::run(&repo()?, args, out),
-        Command::Plot(args) => commands::plot::run(&repo()?, args, out),
-        Command::Report(args) => commands::report::run(&repo()?, args, out),
-        Command::Status(args) => commands::status::run(&repo()?, args, out),
-        Command::Verify(args) => commands::verify::run(&repo()?, args, out),
-        Command::Push(args) => commands::remote::push(&repo()?, args, out).map(drop),
-        Command::Fetch(args) => commands::remote::fetch(&repo()?, args, out).map(drop),
-        Command::SetupRemote(args) => commands::remote::setup_remote(&repo()?, args, out).map(drop),
-        Command::Config(args) => commands::config::run(args, out).map(drop),
-        Command::Repair(args) => commands::repair::run(&repo()?, args, out),
-        Command::Next(args) => commands::next::run(&repo()?, args, out),
-        Command::Refs(args) => commands::refs::run(args, out),
-        Command::Skill(args) => commands::skill::run(repo().ok().as_ref(), args, out),
-        Command::Mcp => unreachable!("served above"),
-        Command::Hook(args) => commands::hook::run(&open()?, args, out),
-        Command::Demo(args) => commands::demo::run(args),
-        Command::Man(args) => commands::extras::man(args),
-        Command::Completions(args) => commands::extras::completions(args),
-        Command::InstallExtras(args) => commands::extras::install(args),
-        Command::UninstallExtras(args) => commands::extras::uninstall(args),
+    match cli.command {
+        Command::Start(args) => show(ui, |ui| start::run(ui, &repo()?, &args.try_into()?)),
+        Command::Inspect(args) => show(ui, |ui| inspect::run(ui, &repo()?, &args.into())),
+        Command::Step(args) => show(ui, |_| step::run(&repo()?, &args.into())),
+        Command::Diagnose(args) => show(ui, |_| diagnose::run(&repo()?, &args.into())),
+        Command::Compare(args) => show(ui, |_| compare::run(&repo()?, args.a, args.b)),
+        Command::Table(args) => show(ui, |_| {
+            table::run(&repo()?, &table::TableOptions { write: args.write })
+        }),
+        Command::Plot(args) => show(ui, |_| {
+            plot::run(&repo()?, &plot::PlotOptions { out: args.out })
+        }),
+        Command::Report(args) => show(ui, |_| {
+            report::run(&repo()?, &report::ReportOptions { out: args.out })
+        }),
+        Command::Status(_) => show(ui, |ui| status::run(ui, &repo()?)),
+        Command::Verify(_) => {
+            let report = verify::run(&repo()?)?;
+            ui.show(&report)?;
+            report.verdict()
+        }
+        Command::Push(args) => show(ui, |_| remote::push(&repo()?, &args.into())),
+        Command::Fetch(args) => {
+            let report = remote::fetch(&repo()?, &args.into())?;
+            ui.show(&report)?;
+            report.verdict()
+        }
+        Command::SetupRemote(args) => show(ui, |_| {
+            remote::setup_remote(&repo()?, args.remote.as_deref())
+        }),
+        Command::Config(_) => show(ui, |_| config::run()),
+        Command::Repair(_) => show(ui, |_| repair::run(&repo()?)),
+        Command::Next(args) => show(ui, |_| {
+            next::run(&repo()?, &next::NextOptions { class: args.class })
+        }),
+        Command::Refs(args) => show(ui, |_| {
+            refs::run(&refs::RefsOptions {
+                name: args.name,
+                section: args.section,
+            })
+        }),
+        Command::Skill(args) => show(ui, |_| skill::run(repo().ok().as_ref(), &args.into())),
+        Command::Mcp => unreachable!("served in main"),
+        Command::Hook(args) => show(ui, |_| hook::run(&open()?, &args.action.into())),
+        Command::Demo(args) => show(ui, |_| demo::run(args.dir.as_deref())),
+        Command::Man(args) => show(ui, |_| {
+            extras::man(&extras::GenerateOptions {
+                which: args.verb,
+                dir: args.dir,
+            })
+        }),
+        Command::Completions(args) => show(ui, |_| {
+            extras::completions(&extras::GenerateOptions {
+                which: args.shell,
+                dir: args.dir,
+            })
+        }),
+        Command::InstallExtras(args) => show(ui, |_| {
+            extras::install(&extras::ExtrasOptions {
+                prefix: args.prefix,
+                keep_demo_env: false,
+            })
+        }),
+        Command::UninstallExtras(args) => show(ui, |_| {
+            extras::uninstall(&extras::ExtrasOptions {
+                prefix: args.extras.prefix,
+                keep_demo_env: args.keep_demo_env,
+            })
+        }),
     }
 }

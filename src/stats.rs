@@ -53,11 +53,16 @@ impl Comparison {
 
     /// The config that slowed down the most, if any did.
     pub fn worst(&self) -> Option<&ConfigChange> {
-        self.configs
-            .iter()
-            .filter(|c| c.change_pct > 0.0)
-            .max_by(|a, b| a.change_pct.total_cmp(&b.change_pct))
+        worst(&self.configs)
     }
+}
+
+/// Of `configs`, the one that slowed down the most, if any did.
+pub fn worst(configs: &[ConfigChange]) -> Option<&ConfigChange> {
+    configs
+        .iter()
+        .filter(|c| c.change_pct > 0.0)
+        .max_by(|a, b| a.change_pct.total_cmp(&b.change_pct))
 }
 
 /// Compares `current` with `baseline` over the baseline's configs. A config of the baseline that the run

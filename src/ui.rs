@@ -1,8 +1,9 @@
-//! The terminal: one factory for live (redrawn) lines, which decides whether to draw at all, and plain
+//! The terminal: the [`Ui`] a verb writes through (its report on `out`, progress on `err`, JSON or text,
+//! colour), one factory for live (redrawn) lines, which decides whether to draw at all, and plain
 //! progress lines for logs and agents. Colour follows console's rules (off when not a TTY, NO_COLOR,
 //! TERM=dumb, CLICOLOR=0).
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -14,20 +15,90 @@ use crate::decision::{Correctness, Decision, LoopState, Status};
 /// recordings, terminals that mangle redraws).
 pub const NO_PROGRESS_VARIABLE: &str = "CUTILE_PERF_NO_PROGRESS";
 
-/// Whether the verb prints JSON: its reader (an agent) gets plain lines on stderr, never redraws.
-static JSON_OUTPUT: AtomicBool = AtomicBool::new(false);
-
-/// Called once by `main` with whether the command line asked for `--json`.
-pub fn set_json_output(json: bool) {
-    JSON_OUTPUT.store(json, Ordering::Relaxed);
+/// Where a verb's words go and how: its report on `out` (JSON under `--json`, else its text), its
+/// progress on `err`, whether live lines are drawn and whether words are coloured. `main` makes one over
+/// the terminal; a test makes one over buffers and reads both.
+pub struct Ui<'a> {
+    out: &'a mut dyn Write,
+    err: &'a mut dyn Write,
+    json: bool,
+    colour: bool,
 }
 
+impl<'a> Ui<'a> {
+    /// Over stdout and stderr: colour as console decides for stdout, and live lines on stderr by
+    /// [`live_lines`], which JSON turns off (its reader, an agent, gets plain lines, never redraws).
+    pub fn terminal(out: &'a mut dyn Write, err: &'a mut dyn Write, json: bool) -> Ui<'a> {
+        LIVE_LINES_OFF.store(json, Ordering::Relaxed);
+        Ui {
+            out,
+            err,
+            json,
+            colour: console::colors_enabled(),
+        }
+    }
+
+    /// Over any writers (a test's buffers), without colour. (The layers below the verbs still write
+    /// their own progress to stderr: only the verbs' lines come here.)
+    pub fn plain(out: &'a mut dyn Write, err: &'a mut dyn Write, json: bool) -> Ui<'a> {
+        Ui {
+            out,
+            err,
+            json,
+            colour: false,
+        }
+    }
+
+    /// Whether the command line asked for `--json`.
+    pub fn json(&self) -> bool {
+        self.json
+    }
+
+    /// Where the report's text goes.
+    pub fn out(&mut self) -> &mut dyn Write {
+        self.out
+    }
+
+    /// A line of progress or a warning, on `err` so that `out` stays clean for `--json`. (A closed
+    /// stderr loses the line; the verb goes on.)
+    pub fn progress(&mut self, line: &str) {
+        let _ = writeln!(self.err, "{line}");
+    }
+
+    /// The one place a verb's report is printed: as one JSON document under `--json`, else its text.
+    pub fn show(&mut self, report: &impl Render) -> anyhow::Result<()> {
+        if self.json {
+            return write_json(self.out, report);
+        }
+        report.render(self)?;
+        self.out.flush()?;
+        Ok(())
+    }
+
+    pub fn bold<'t>(&self, text: &'t str) -> console::StyledObject<&'t str> {
+        bold(text).force_styling(self.colour)
+    }
+
+    /// A record word coloured by what it means (when this Ui colours).
+    pub fn word(&self, word: impl Word) -> console::StyledObject<&'static str> {
+        self::word(word).force_styling(self.colour)
+    }
+}
+
+/// A verb's report: serialized under `--json`, else rendered as text by `render`.
+pub trait Render: serde::Serialize {
+    fn render(&self, ui: &mut Ui) -> anyhow::Result<()>;
+}
+
+/// Set by a `--json` [`Ui`]: the layers below the verbs draw no live lines for it.
+static LIVE_LINES_OFF: AtomicBool = AtomicBool::new(false);
+
 /// The one rule for drawing live lines: stderr is a terminal that can redraw a line (not
-/// `TERM=dumb` or unset), not `--json`, and not [`NO_PROGRESS_VARIABLE`].
+/// `TERM=dumb` or unset), the verb's [`Ui`] is not `--json`, and not [`NO_PROGRESS_VARIABLE`].
 pub fn live_lines() -> bool {
     std::io::stderr().is_terminal()
         && !console::is_dumb()
-        && !JSON_OUTPUT.load(Ordering::Relaxed)
+        && !LIVE_LINES_OFF.load(Ordering::Relaxed)
         && std::env::var_os(NO_PROGRESS_VARIABLE).is_none()
 }
 
@@ -114,17 +185,9 @@ pub fn word(word: impl Word) -> console::StyledObject<&'static str> {
     }
 }
 
-/// Prints a value as one JSON document on stdout. (A closed pipe, `| head`, ends the process quietly:
-/// `main` leaves SIGPIPE at its default.)
-pub fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
-    write_json(&mut std::io::stdout().lock(), value)
-}
-
-/// Writes a value as one JSON document.
-pub fn write_json(
-    out: &mut impl std::io::Write,
-    value: &impl serde::Serialize,
-) -> anyhow::Result<()> {
+/// Writes a value as one JSON document. (A closed pipe, `| head`, ends the process quietly: `main`
+/// leaves SIGPIPE at its default.)
+pub fn write_json(out: &mut dyn Write, value: &impl serde::Serialize) -> anyhow::Result<()> {
     writeln!(out, "{}", serde_json::to_string_pretty(value)?)?;
     out.flush()?;
     Ok(())

@@ -14,6 +14,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "compile",
             "decision",
             "guard",
+            "hint",
             "kernel_class",
             "noise",
             "peaks",
@@ -76,7 +77,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         "verbs",
         &["agent", "cli", "commands", "errors", "generate", "settings"],
     ),
-    ("main", &["main"]),
+    ("main", &["edge", "main"]),
 ];
 
 /// One source file: its path under `src/` and its text.

@@ -206,10 +206,16 @@ fn a_whole_session_through_the_server() {
         "step",
         json!({"description": "x", "opt": "G", "colour": "red"}),
     );
+    let refused: Value = serde_json::from_str(&err).unwrap();
+    assert_eq!(refused["error"], "step takes no argument \"colour\"");
     assert!(
-        err.contains("step takes no argument \"colour\"\nhint: its arguments are "),
+        refused["hint"]
+            .as_str()
+            .unwrap()
+            .starts_with("its arguments are "),
         "{err}"
     );
+    assert_eq!(refused["exit_code"], 2);
 
     let started = client.call("start", json!({"kernel": "vector_add", "no-gpu": true}));
     assert_eq!(started["iteration"], 0);

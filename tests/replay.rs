@@ -14,6 +14,7 @@ use git_cutile_perf::cli::{Cli, Command};
 use git_cutile_perf::commands;
 use git_cutile_perf::git::{self, Repo};
 use git_cutile_perf::process::Ending;
+use git_cutile_perf::ui::Ui;
 use serde_json::Value;
 use support::standin::{Replay, StandIn};
 use support::*;
@@ -73,8 +74,11 @@ impl Session {
         let Command::Start(args) = parsed(&["start", "vector_add", "--no-gpu"]) else {
             unreachable!("start parses as start")
         };
+        let options = args.try_into().unwrap();
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let mut ui = Ui::plain(&mut out, &mut err, false);
         stand_in
-            .around(|| commands::start::run(&repo, &args, &mut Vec::new()))
+            .around(|| commands::start::run(&mut ui, &repo, &options))
             .unwrap();
         assert_eq!(
             stand_in.runs.borrow()[..2],
@@ -108,7 +112,7 @@ impl Session {
             unreachable!("step parses as step")
         };
         let report = stand_in
-            .around(|| commands::step::run(&self.repo, &args, &mut Vec::new()))
+            .around(|| commands::step::run(&self.repo, &args.into()))
             .unwrap();
         let runs = stand_in.runs.borrow().clone();
         (serde_json::to_value(report).unwrap(), runs)

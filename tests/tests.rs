@@ -16,6 +16,7 @@ mod fixture_noise;
 mod gpu;
 mod gpu_commands;
 mod hook;
+mod in_process;
 mod inspect;
 mod inspect_tilegym;
 mod integrity;

@@ -4,12 +4,10 @@
 //! sentence per config.
 
 use std::collections::BTreeSet;
-use std::io::Write;
 
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::cli::CompareArgs;
 use crate::compile::CompileFacts;
 use crate::diagnose::cache::{Note, recall};
 use crate::diagnose::{Diagnosis, Profile};
@@ -18,7 +16,7 @@ use crate::git::Repo;
 use crate::history::{Configs, History, code_commit, iteration, require_history};
 use crate::session::{Iteration, short};
 use crate::stats::change_pct;
-use crate::ui;
+use crate::ui::{self, Render, Ui};
 
 /// A percentage metric moves when it changes by at least this many points.
 const PCT_POINTS_MOVED: f64 = 5.0;
@@ -80,33 +78,41 @@ impl Delta {
     }
 }
 
-pub fn run(repo: &Repo, args: &CompareArgs, out: &mut impl Write) -> Result<CompareReport> {
+/// Iterations `a` (the earlier) and `b` side by side.
+pub fn run(repo: &Repo, number_a: u32, number_b: u32) -> Result<CompareReport> {
     let history = require_history(repo, Configs::All)?;
-    let (a, b) = (iteration(&history, args.a)?, iteration(&history, args.b)?);
-    let (commit_a, commit_b) = (code_commit(&history, args.a), code_commit(&history, args.b));
+    let (a, b) = (
+        iteration(&history, number_a)?,
+        iteration(&history, number_b)?,
+    );
+    let (commit_a, commit_b) = (
+        code_commit(&history, number_a),
+        code_commit(&history, number_b),
+    );
     let mut diff_args = vec!["diff", "--stat", &commit_a, &commit_b, "--"];
     diff_args.extend(history.session.allowed.iter().map(String::as_str));
     let diff_stat = repo.git(&diff_args)?.trim_end().to_string();
     let (note_a, note_b) = (recall(repo, &commit_a), recall(repo, &commit_b));
-    let facts_a = compile_facts(repo, &history, args.a, note_a.as_ref());
-    let facts_b = compile_facts(repo, &history, args.b, note_b.as_ref());
+    let facts_a = compile_facts(repo, &history, number_a, note_a.as_ref());
+    let facts_b = compile_facts(repo, &history, number_b, note_b.as_ref());
     let compile = compile_deltas(
         facts_a.as_ref().map(|f| &f.0),
         facts_b.as_ref().map(|f| &f.0),
     );
-    let report = CompareReport {
+    Ok(CompareReport {
         configs: config_deltas(a, b, note_a.as_ref(), note_b.as_ref(), &compile),
         a: side(a, commit_a, note_a.is_some(), facts_a.map(|f| f.1)),
         b: side(b, commit_b, note_b.is_some(), facts_b.map(|f| f.1)),
         diff_stat,
         compile,
-    };
-    if args.output.json {
-        ui::write_json(out, &report)?;
-    } else {
-        write!(out, "{}", render(&report))?;
+    })
+}
+
+impl Render for CompareReport {
+    fn render(&self, ui: &mut Ui) -> Result<()> {
+        write!(ui.out(), "{}", render(self))?;
+        Ok(())
     }
-    Ok(report)
 }
 
 fn side(

@@ -1,15 +1,13 @@
 //! `config --list`: each setting that git config may hold (`cutile-perf.<key>`, see `settings.rs`),
 //! its value and where that value came from.
 
-use std::io::Write;
-
 use anyhow::Result;
 use clap::CommandFactory;
 use serde::Serialize;
 
-use crate::cli::{Cli, ConfigArgs};
+use crate::cli::Cli;
 use crate::settings::{self, SETTINGS};
-use crate::ui;
+use crate::ui::{Render, Ui};
 
 /// What `config --list --json` prints.
 #[derive(Debug, Serialize)]
@@ -30,8 +28,8 @@ pub struct SettingValue {
     pub verbs: &'static [&'static str],
 }
 
-pub fn run(args: &ConfigArgs, out: &mut impl Write) -> Result<ConfigList> {
-    let ConfigArgs { list: _, output } = args;
+/// The settings as git config in the current directory holds them.
+pub fn run() -> Result<ConfigList> {
     let configured = settings::configured(&std::env::current_dir()?)?;
     let command = Cli::command();
     let report = ConfigList {
@@ -55,24 +53,27 @@ pub fn run(args: &ConfigArgs, out: &mut impl Write) -> Result<ConfigList> {
             })
             .collect(),
     };
-    if output.json {
-        ui::write_json(out, &report)?;
-        return Ok(report);
-    }
-    for setting in &report.settings {
+    Ok(report)
+}
+
+impl Render for ConfigList {
+    fn render(&self, ui: &mut Ui) -> Result<()> {
+        let out = ui.out();
+        for setting in &self.settings {
+            writeln!(
+                out,
+                "{:<26} {:<16} {:<8} {} ({})",
+                setting.key,
+                setting.value.as_deref().unwrap_or("(none)"),
+                setting.source,
+                setting.flag,
+                setting.verbs.join(", ")
+            )?;
+        }
         writeln!(
             out,
-            "{:<26} {:<16} {:<8} {} ({})",
-            setting.key,
-            setting.value.as_deref().unwrap_or("(none)"),
-            setting.source,
-            setting.flag,
-            setting.verbs.join(", ")
+            "\na flag given wins; set one with `git config [--global] KEY VALUE`"
         )?;
+        Ok(())
     }
-    writeln!(
-        out,
-        "\na flag given wins; set one with `git config [--global] KEY VALUE`"
-    )?;
-    Ok(report)
 }

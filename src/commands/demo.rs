@@ -9,10 +9,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
-use crate::cli::DemoArgs;
+use crate::demo_python;
 use crate::guard::SANDBOX;
 use crate::process::{self, Ending};
-use crate::{demo_python, ui};
+use crate::ui::{self, Render, Ui};
 
 macro_rules! fixture_files {
     ($($path:literal),+ $(,)?) => {
@@ -53,30 +53,55 @@ const STEP_BUDGET: Duration = Duration::from_secs(600);
 
 const KERNEL: &str = "src/tilegym/ops/cutile/vector_add.py";
 
-pub fn run(args: &DemoArgs) -> Result<()> {
-    let (root, removed_at_the_end) = demo_dir(args)?;
+/// What the demo leaves: the session branch's log, the report's page, and whether the repository is
+/// kept. (Its narration and the commands it runs print as they go.)
+#[derive(Debug, serde::Serialize)]
+pub struct DemoReport {
+    pub log: String,
+    pub report: PathBuf,
+    pub kept: bool,
+}
+
+/// The demo in `dir` (which must not exist yet), or in a temporary directory removed at the end.
+pub fn run(dir: Option<&Path>) -> Result<DemoReport> {
+    let (root, removed_at_the_end) = demo_dir(dir)?;
     let demo = Demo::set_up(&root)?;
     demo.optimize()?;
-    println!(
-        "\n{} the session branch's log carries every result as trailers:",
-        ui::bold("demo:")
-    );
     let log = demo.git(&["log", "--format=%h %s", "-6"])?;
-    print!("{log}");
     let report = root.join(SANDBOX).join(crate::report::DEFAULT_FILE);
     let report = match removed_at_the_end {
         Some(_) => keep_report(&report)?,
         None => report,
     };
-    println!(
-        "\n{} the session as one page (open it in a browser): {}",
-        ui::bold("demo:"),
-        report.display()
-    );
-    if args.dir.is_none() {
-        println!("(the demo repository is removed; pass --dir DIR to keep it)");
+    Ok(DemoReport {
+        log,
+        report,
+        kept: dir.is_some(),
+    })
+}
+
+impl Render for DemoReport {
+    fn render(&self, ui: &mut Ui) -> Result<()> {
+        let demo = ui.bold("demo:").to_string();
+        let out = ui.out();
+        writeln!(
+            out,
+            "\n{demo} the session branch's log carries every result as trailers:"
+        )?;
+        write!(out, "{}", self.log)?;
+        writeln!(
+            out,
+            "\n{demo} the session as one page (open it in a browser): {}",
+            self.report.display()
+        )?;
+        if !self.kept {
+            writeln!(
+                out,
+                "(the demo repository is removed; pass --dir DIR to keep it)"
+            )?;
+        }
+        Ok(())
     }
-    Ok(())
 }
 
 /// Copies the report out of the repository about to be removed, into the cache directory (the
@@ -91,8 +116,8 @@ fn keep_report(report: &Path) -> Result<PathBuf> {
 
 /// Where the demo builds its repository: `--dir` (which must not exist yet), or a temporary
 /// directory, returned too so that it lives as long as the demo.
-fn demo_dir(args: &DemoArgs) -> Result<(PathBuf, Option<tempfile::TempDir>)> {
-    match &args.dir {
+fn demo_dir(dir: Option<&Path>) -> Result<(PathBuf, Option<tempfile::TempDir>)> {
+    match dir {
         Some(dir) => {
             if dir.exists() {
                 bail!(
@@ -100,7 +125,7 @@ fn demo_dir(args: &DemoArgs) -> Result<(PathBuf, Option<tempfile::TempDir>)> {
                     dir.display()
                 );
             }
-            Ok((dir.clone(), None))
+            Ok((dir.to_path_buf(), None))
         }
         None => {
             let temp = tempfile::Builder::new()

@@ -3,24 +3,23 @@
 //! the git dir when it is not what the work tree holds; the result is cached as a git note on the
 //! code's commit (`refs/notes/cutile-perf-diagnose`), where `compare` reads it.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use crate::cli::DiagnoseArgs;
 use crate::compile::CompileFacts;
 use crate::diagnose::Diagnosis;
 use crate::diagnose::cache::{NOTES_REF, remember};
 use crate::diagnose::case::Source;
 use crate::diagnose::profile::{heaviest, profile};
 use crate::git::Repo;
+use crate::hint::{Hinted, hinted};
 use crate::history::{Configs, History, code_commit, iteration, require_history, sandbox};
 use crate::runner::{self, Runner};
 use crate::session::{Iteration, short};
-use crate::ui;
+use crate::ui::{self, Render, Ui};
 
 /// What `diagnose` found, as `--json` prints it.
 #[derive(Debug, Serialize)]
@@ -38,7 +37,20 @@ pub struct DiagnoseReport {
     pub saved_report: Option<PathBuf>,
 }
 
-pub fn run(repo: &Repo, args: &DiagnoseArgs, out: &mut impl Write) -> Result<DiagnoseReport> {
+/// Which iteration and config to profile, and how.
+#[derive(Debug)]
+pub struct DiagnoseOptions {
+    /// Default: the current baseline.
+    pub iteration: Option<u32>,
+    /// The config's test id; default: the iteration's slowest config.
+    pub config: Option<String>,
+    /// Time limit for the profiled run.
+    pub budget: Duration,
+    /// Keep Nsight Compute's report in this folder.
+    pub save: Option<PathBuf>,
+}
+
+pub fn run(repo: &Repo, args: &DiagnoseOptions) -> Result<DiagnoseReport> {
     let history = require_history(repo, Configs::All)?;
     let (commit, iteration) = match args.iteration {
         Some(number) => find(&history, number)?,
@@ -51,7 +63,12 @@ pub fn run(repo: &Repo, args: &DiagnoseArgs, out: &mut impl Write) -> Result<Dia
         Some(config) => config.clone(),
         None => heaviest(&iteration.configs)
             .or_else(|| heaviest(&history.current_baseline().configs))
-            .context("the iteration records no config to profile\nhint: pass --config TEST_ID")?,
+            .ok_or_else(|| {
+                hinted(
+                    "the iteration records no config to profile",
+                    "pass --config TEST_ID",
+                )
+            })?,
     };
     // the session's GPU: on Slurm, the profile runs on a node allocated for it
     let place = runner::open(&history.session.runner, &repo.root, &sandbox(repo))?;
@@ -73,7 +90,7 @@ pub fn run(repo: &Repo, args: &DiagnoseArgs, out: &mut impl Write) -> Result<Dia
     drop(source);
     place.release();
     remember(repo, &commit, &profiled)?;
-    let report = DiagnoseReport {
+    Ok(DiagnoseReport {
         iteration: iteration.number,
         commit,
         config,
@@ -82,13 +99,14 @@ pub fn run(repo: &Repo, args: &DiagnoseArgs, out: &mut impl Write) -> Result<Dia
         diagnosis: profiled.diagnosis,
         compile: profiled.compile,
         saved_report,
-    };
-    if args.output.json {
-        ui::write_json(out, &report)?;
-    } else {
-        write!(out, "{}", render(&report))?;
+    })
+}
+
+impl Render for DiagnoseReport {
+    fn render(&self, ui: &mut Ui) -> Result<()> {
+        write!(ui.out(), "{}", render(self))?;
+        Ok(())
     }
-    Ok(report)
 }
 
 /// The iteration numbered `number` and the commit holding its code.
@@ -110,10 +128,11 @@ fn report_path(dir: &Path, number: u32, config: &str) -> Result<PathBuf> {
 }
 
 fn require_ncu(place: &dyn Runner, root: &Path) -> Result<()> {
-    place.find("ncu", root).map(drop).context(
-        "diagnose needs Nsight Compute, and ncu is not on PATH\nhint: install Nsight Compute (it comes with the \
-         CUDA toolkit, e.g. /usr/local/cuda/bin/ncu) and put it on PATH",
-    )
+    place.find("ncu", root).map(drop).context(Hinted::new(
+        "diagnose needs Nsight Compute, and ncu is not on PATH",
+        "install Nsight Compute (it comes with the CUDA toolkit, e.g. /usr/local/cuda/bin/ncu) and put it \
+         on PATH",
+    ))
 }
 
 fn render(report: &DiagnoseReport) -> String {

@@ -3,47 +3,72 @@
 //! binary (git opens the man page `git-cutile-perf(1)`), and git's bash completion calls
 //! `_git_cutile_perf`, so both have to be installed where man and the shells look.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use serde::Serialize;
 
-use crate::cli::{CompletionsArgs, ExtrasArgs, ManArgs, Shell, UninstallArgs};
+use crate::cli::Shell;
 use crate::demo_python;
 use crate::generate::{self, Generated};
-use crate::ui;
+use crate::hint::hinted;
+use crate::ui::{Render, Ui};
 
 /// A file written or removed, as `--json` reports it.
 #[derive(Debug, Serialize)]
-struct FileEntry {
+pub struct FileEntry {
     /// `man`, `bash`, `zsh` or `fish`; for `uninstall-extras` also `demo-env` (the demo's Python
     /// environment) and `dir` (a directory left empty).
-    kind: &'static str,
-    path: PathBuf,
+    pub kind: &'static str,
+    pub path: PathBuf,
 }
 
 /// What `install-extras --json` prints.
 #[derive(Debug, Serialize)]
-struct InstallReport<'a> {
-    prefix: Option<&'a Path>,
-    files: &'a [FileEntry],
-    removed: &'a [FileEntry],
-    notes: &'a [String],
+pub struct InstallReport {
+    pub prefix: Option<PathBuf>,
+    pub files: Vec<FileEntry>,
+    pub removed: Vec<FileEntry>,
+    pub notes: Vec<String>,
 }
 
 /// What `uninstall-extras --json` prints.
 #[derive(Debug, Serialize)]
-struct UninstallReport<'a> {
-    prefix: Option<&'a Path>,
-    removed: &'a [FileEntry],
+pub struct UninstallReport {
+    pub prefix: Option<PathBuf>,
+    pub removed: Vec<FileEntry>,
+    /// The demo's Python environment, kept as asked.
+    #[serde(skip)]
+    pub kept_env: Option<PathBuf>,
 }
 
-/// What `man --dir` and `completions --dir` print with `--json`.
+/// What `man` and `completions` did: one page or script to print as is, or the files written into
+/// `--dir` (what `--json` prints).
 #[derive(Debug, Serialize)]
-struct FilesReport<'a> {
-    files: &'a [FileEntry],
-    removed: &'a [FileEntry],
+#[serde(untagged)]
+pub enum GeneratedReport {
+    Printed(String),
+    Files {
+        files: Vec<FileEntry>,
+        removed: Vec<FileEntry>,
+    },
+}
+
+/// Where `man` and `completions` write: everything into `dir`, or one page or script printed.
+#[derive(Debug, Default)]
+pub struct GenerateOptions<T> {
+    /// The verb's page, or the shell's script, to print (or, with `dir`, the one shell to write).
+    pub which: Option<T>,
+    pub dir: Option<PathBuf>,
+}
+
+/// Where `install-extras` and `uninstall-extras` work.
+#[derive(Debug, Default)]
+pub struct ExtrasOptions {
+    /// The layout under this folder instead of the user's directories.
+    pub prefix: Option<PathBuf>,
+    /// `uninstall-extras` keeps the demo's Python environment.
+    pub keep_demo_env: bool,
 }
 
 fn shell_kind(shell: Shell) -> &'static str {
@@ -54,16 +79,16 @@ fn shell_kind(shell: Shell) -> &'static str {
     }
 }
 
-pub fn man(args: &ManArgs) -> Result<()> {
-    let ManArgs { verb, dir, json } = args;
+pub fn man(options: &GenerateOptions<String>) -> Result<GeneratedReport> {
+    let GenerateOptions { which: verb, dir } = options;
     let Some(dir) = dir else {
-        let page = generate::man_page(verb.as_deref()).with_context(|| {
-            format!(
-                "no verb {:?}\nhint: `git cutile-perf --help` lists the verbs",
-                verb.as_deref().unwrap_or_default()
+        let page = generate::man_page(verb.as_deref()).ok_or_else(|| {
+            hinted(
+                format!("no verb {:?}", verb.as_deref().unwrap_or_default()),
+                "`git cutile-perf --help` lists the verbs",
             )
         })?;
-        return print_raw(&page.contents);
+        return Ok(GeneratedReport::Printed(page.contents));
     };
     let mut written = Vec::new();
     let removed = remove_stale_pages(dir, &generate::man_pages())?;
@@ -73,14 +98,19 @@ pub fn man(args: &ManArgs) -> Result<()> {
             path: write_file(dir, &page.name, &page)?,
         });
     }
-    report_files(*json, &written, &removed)
+    Ok(GeneratedReport::Files {
+        files: written,
+        removed,
+    })
 }
 
-pub fn completions(args: &CompletionsArgs) -> Result<()> {
-    let CompletionsArgs { shell, dir, json } = args;
+pub fn completions(options: &GenerateOptions<Shell>) -> Result<GeneratedReport> {
+    let GenerateOptions { which: shell, dir } = options;
     let Some(dir) = dir else {
         let shell = shell.expect("clap requires a shell without --dir");
-        return print_raw(&generate::completion(shell).contents);
+        return Ok(GeneratedReport::Printed(
+            generate::completion(shell).contents,
+        ));
     };
     let shells = match shell {
         Some(shell) => vec![*shell],
@@ -94,7 +124,21 @@ pub fn completions(args: &CompletionsArgs) -> Result<()> {
             path: write_file(dir, &script.name, &script)?,
         });
     }
-    report_files(*json, &written, &[])
+    Ok(GeneratedReport::Files {
+        files: written,
+        removed: Vec::new(),
+    })
+}
+
+impl Render for GeneratedReport {
+    fn render(&self, ui: &mut Ui) -> Result<()> {
+        match self {
+            // exactly as generated
+            GeneratedReport::Printed(text) => ui.out().write_all(text.as_bytes())?,
+            GeneratedReport::Files { files, removed } => print_files(ui, files, removed)?,
+        }
+        Ok(())
+    }
 }
 
 /// Where this user's extras go: under `prefix`, or the standard places for this environment.
@@ -102,8 +146,8 @@ fn user_layout(prefix: Option<&Path>) -> Result<Layout> {
     Layout::new(prefix, &|key| std::env::var_os(key), &binary_dir())
 }
 
-pub fn install(args: &ExtrasArgs) -> Result<()> {
-    let ExtrasArgs { prefix, output } = args;
+pub fn install(options: &ExtrasOptions) -> Result<InstallReport> {
+    let prefix = &options.prefix;
     let layout = user_layout(prefix.as_deref())?;
     let pages = generate::man_pages();
     let removed = remove_stale_pages(&layout.man1, &pages)?;
@@ -121,28 +165,30 @@ pub fn install(args: &ExtrasArgs) -> Result<()> {
             path: write_file(dir, name, &generate::completion(shell))?,
         });
     }
-    let notes = layout.notes();
-    if output.json {
-        return ui::print_json(&InstallReport {
-            prefix: prefix.as_deref(),
-            files: &written,
-            removed: &removed,
-            notes: &notes,
-        });
-    }
-    print_files(&written, &removed)?;
-    let mut out = std::io::stdout().lock();
-    for note in &notes {
-        writeln!(out, "{} {note}", ui::bold("note:"))?;
-    }
-    Ok(())
+    Ok(InstallReport {
+        prefix: prefix.clone(),
+        files: written,
+        removed,
+        notes: layout.notes(),
+    })
 }
 
-pub fn uninstall(args: &UninstallArgs) -> Result<()> {
-    let UninstallArgs {
-        extras: ExtrasArgs { prefix, output },
+impl Render for InstallReport {
+    fn render(&self, ui: &mut Ui) -> Result<()> {
+        print_files(ui, &self.files, &self.removed)?;
+        let note = ui.bold("note:").to_string();
+        for text in &self.notes {
+            writeln!(ui.out(), "{note} {text}")?;
+        }
+        Ok(())
+    }
+}
+
+pub fn uninstall(options: &ExtrasOptions) -> Result<UninstallReport> {
+    let ExtrasOptions {
+        prefix,
         keep_demo_env,
-    } = args;
+    } = options;
     let layout = user_layout(prefix.as_deref())?;
     let mut removed = remove_stale_pages(&layout.man1, &[])?;
     for shell in generate::SHELLS {
@@ -192,21 +238,30 @@ pub fn uninstall(args: &UninstallArgs) -> Result<()> {
             });
         }
     }
-    if output.json {
-        return ui::print_json(&UninstallReport {
-            prefix: prefix.as_deref(),
-            removed: &removed,
-        });
+    Ok(UninstallReport {
+        prefix: prefix.clone(),
+        removed,
+        kept_env,
+    })
+}
+
+impl Render for UninstallReport {
+    fn render(&self, ui: &mut Ui) -> Result<()> {
+        if self.removed.is_empty() {
+            writeln!(
+                ui.out(),
+                "nothing to remove: no man pages or completions of git-cutile-perf installed there"
+            )?;
+        }
+        if let Some(env) = &self.kept_env {
+            writeln!(
+                ui.out(),
+                "kept the demo's Python environment in {}",
+                env.display()
+            )?;
+        }
+        print_files(ui, &[], &self.removed)
     }
-    if removed.is_empty() {
-        println!(
-            "nothing to remove: no man pages or completions of git-cutile-perf installed there"
-        );
-    }
-    if let Some(env) = kept_env {
-        println!("kept the demo's Python environment in {}", env.display());
-    }
-    print_files(&[], &removed)
 }
 
 /// Where install-extras puts each kind of file.
@@ -246,7 +301,10 @@ impl Layout {
         let home = || -> Result<PathBuf> {
             match absolute("HOME") {
                 Some(home) => Ok(home),
-                None => bail!("HOME is not set to an absolute path\nhint: pass --prefix DIR"),
+                None => Err(hinted(
+                    "HOME is not set to an absolute path",
+                    "pass --prefix DIR",
+                )),
             }
         };
         let data = match absolute("XDG_DATA_HOME") {
@@ -398,32 +456,14 @@ fn remove_if_present(path: &Path) -> Result<bool> {
     }
 }
 
-fn report_files(json: bool, written: &[FileEntry], removed: &[FileEntry]) -> Result<()> {
-    if json {
-        return ui::print_json(&FilesReport {
-            files: written,
-            removed,
-        });
-    }
-    print_files(written, removed)
-}
-
-fn print_files(written: &[FileEntry], removed: &[FileEntry]) -> Result<()> {
-    let mut out = std::io::stdout().lock();
+fn print_files(ui: &mut Ui, written: &[FileEntry], removed: &[FileEntry]) -> Result<()> {
+    let out = ui.out();
     for file in written {
         writeln!(out, "wrote   {}", file.path.display())?;
     }
     for file in removed {
         writeln!(out, "removed {}", file.path.display())?;
     }
-    Ok(())
-}
-
-/// A page or script, exactly as generated, on stdout.
-fn print_raw(text: &str) -> Result<()> {
-    let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes())?;
-    out.flush()?;
     Ok(())
 }
 

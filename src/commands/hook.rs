@@ -1,67 +1,91 @@
 //! `hook`: install, remove or inspect the pre-commit hook, and the check it runs.
 
-use std::io::Write;
-
 use anyhow::Result;
+use serde::Serialize;
 
-use crate::cli::{HookAction, HookArgs, JsonArg};
 use crate::git::Repo;
-use crate::hook::{self, State, report};
-use crate::ui;
+use crate::hook::{self, State, describe};
+use crate::ui::{Render, Ui};
 
-pub fn run(repo: &Repo, args: &HookArgs, out: &mut impl Write) -> Result<()> {
-    match &args.action {
-        HookAction::PreCommit => {
+/// What `hook` is asked to do.
+#[derive(Debug)]
+pub enum HookOptions {
+    Install,
+    Uninstall,
+    Status,
+    /// The pre-commit check on the staged paths.
+    PreCommit,
+    /// The commit-msg check on the message in this file.
+    CommitMsg(std::path::PathBuf),
+}
+
+/// What `hook` did: a check passed (its line on stdout), a change to the hooks (its line on stderr),
+/// or the hooks' state (`hook status --json`).
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum HookReport {
+    Checked(&'static str),
+    Changed(String),
+    Status(State),
+}
+
+pub fn run(repo: &Repo, options: &HookOptions) -> Result<HookReport> {
+    Ok(match options {
+        HookOptions::PreCommit => {
             hook::pre_commit(repo)?;
-            writeln!(out, "{}", hook::CHECKED)?;
-            Ok(())
+            HookReport::Checked(hook::CHECKED)
         }
-        HookAction::CommitMsg { message } => {
+        HookOptions::CommitMsg(message) => {
             hook::message::check(repo, message)?;
-            writeln!(out, "{}", hook::message::CHECKED)?;
-            Ok(())
+            HookReport::Checked(hook::message::CHECKED)
         }
-        HookAction::Install => {
-            report(hook::install(repo)?);
-            Ok(())
+        HookOptions::Install => HookReport::Changed(describe(hook::install(repo)?)),
+        HookOptions::Uninstall => HookReport::Changed(describe(hook::uninstall(repo)?)),
+        HookOptions::Status => HookReport::Status(State::read(repo)?),
+    })
+}
+
+impl Render for HookReport {
+    fn render(&self, ui: &mut Ui) -> Result<()> {
+        let state = match self {
+            HookReport::Checked(line) => {
+                writeln!(ui.out(), "{line}")?;
+                return Ok(());
+            }
+            HookReport::Changed(line) => {
+                ui.progress(line);
+                return Ok(());
+            }
+            HookReport::Status(state) => state,
+        };
+        let out = ui.out();
+        let dir = state.hooks_dir.display();
+        let older = " (an older version: run `git cutile-perf hook install`)";
+        match &state.installed_as {
+            Some(name) => {
+                let age = if state.current { "" } else { older };
+                writeln!(out, "installed as {dir}/{name}{age}")?
+            }
+            None => writeln!(out, "not installed in {dir}")?,
         }
-        HookAction::Uninstall => {
-            report(hook::uninstall(repo)?);
-            Ok(())
+        match state.commit_msg_current {
+            Some(current) => {
+                let age = if current { "" } else { older };
+                writeln!(out, "commit-msg hook installed as {dir}/commit-msg{age}")?
+            }
+            None => writeln!(out, "commit-msg hook not installed in {dir}")?,
         }
-        HookAction::Status(JsonArg { json }) => {
-            let state = State::read(repo)?;
-            if *json {
-                return ui::write_json(out, &state);
-            }
-            let dir = state.hooks_dir.display();
-            let older = " (an older version: run `git cutile-perf hook install`)";
-            match &state.installed_as {
-                Some(name) => {
-                    let age = if state.current { "" } else { older };
-                    writeln!(out, "installed as {dir}/{name}{age}")?
-                }
-                None => writeln!(out, "not installed in {dir}")?,
-            }
-            match state.commit_msg_current {
-                Some(current) => {
-                    let age = if current { "" } else { older };
-                    writeln!(out, "commit-msg hook installed as {dir}/commit-msg{age}")?
-                }
-                None => writeln!(out, "commit-msg hook not installed in {dir}")?,
-            }
-            if let Some(saved) = &state.chained {
-                writeln!(out, "chained: {} runs first", saved.display())?;
-            }
-            if let Some(saved) = &state.stale {
-                writeln!(
-                    out,
-                    "stale: {} was saved by an earlier install and is no longer run (`hook install` or \
-                     `hook uninstall` tidies it)",
-                    saved.display()
-                )?;
-            }
-            Ok(())
+        if let Some(saved) = &state.chained {
+            writeln!(out, "chained: {} runs first", saved.display())?;
         }
+        if let Some(saved) = &state.stale {
+            writeln!(
+                out,
+                "stale: {} was saved by an earlier install and is no longer run (`hook install` or \
+                 `hook uninstall` tidies it)",
+                saved.display()
+            )?;
+        }
+        Ok(())
     }
 }

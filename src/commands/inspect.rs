@@ -1,25 +1,41 @@
 //! `inspect`: what setup must know about a kernel, read from its source: kernels, launch wrappers,
 //! registrations, autotune spaces (with the branch this GPU takes), allowed paths, test file, class.
 
-use std::io::Write;
 use std::path::PathBuf;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
-use crate::cli::InspectArgs;
 use crate::diagnose::case;
 use crate::git::Repo;
 use crate::gpu::{capability_of, parse_capability};
+use crate::hint::{Hinted, hinted};
 use crate::inspect::ClassEstimate;
 use crate::inspect::report::{InspectReport, Measurement, inspect_with_test, render};
 use crate::locate::{self, TestMatch};
 use crate::ncu::{self, Measured};
 use crate::peaks;
 use crate::runner::{Local, Runner};
-use crate::{kernel_class, pytest, ui};
+use crate::ui::{Render, Ui};
+use crate::{kernel_class, pytest};
 
-pub fn run(repo: &Repo, args: &InspectArgs, out: &mut impl Write) -> Result<()> {
+/// Which kernel to inspect, and whether to measure its class.
+#[derive(Debug)]
+pub struct InspectOptions {
+    pub kernel: String,
+    /// The suite the kernel is in, when its name is in several.
+    pub suite: Option<String>,
+    /// The compute capability whose autotune branches to show; default: the GPU's.
+    pub capability: Option<String>,
+    /// Measure the class with Nsight Compute.
+    pub measure: bool,
+    /// The Python command that runs pytest for the measurement.
+    pub python: Option<String>,
+    /// Time limit for the measurement.
+    pub budget: Duration,
+}
+
+pub fn run(ui: &mut Ui, repo: &Repo, args: &InspectOptions) -> Result<InspectReport> {
     locate::check_tilegym(&repo.root)?;
     let kernel = locate::kernel(&repo.root, &args.kernel, args.suite.as_deref())?;
     let capability = match &args.capability {
@@ -28,7 +44,7 @@ pub fn run(repo: &Repo, args: &InspectArgs, out: &mut impl Write) -> Result<()> 
     };
     let mut full = inspect_with_test(&repo.root, &kernel, capability)?;
     if args.measure {
-        let measurement = measure(repo, &full, args)?;
+        let measurement = measure(ui, repo, &full, args)?;
         let intensity = measurement.launch.intensity;
         // no FLOP counted is a metric set that missed the math (matmul's tensor ops on the H200)
         if intensity.is_finite() && measurement.launch.flops > 0.0 {
@@ -41,27 +57,36 @@ pub fn run(repo: &Repo, args: &InspectArgs, out: &mut impl Write) -> Result<()> 
                 ),
             });
         } else {
-            ui::progress_line(&format!(
+            ui.progress(&format!(
                 "ncu counted no DRAM bytes or no FLOP for {}; the class stays the static estimate",
                 measurement.launch.kernel
             ));
         }
         full.measured = Some(measurement);
     }
-    if args.output.json {
-        return ui::write_json(out, &full);
+    Ok(full)
+}
+
+impl Render for InspectReport {
+    fn render(&self, ui: &mut Ui) -> Result<()> {
+        write!(ui.out(), "{}", render(self))?;
+        Ok(())
     }
-    write!(out, "{}", render(&full))?;
-    Ok(())
 }
 
 /// Profiles one launch of the kernel's functions in the first perf case of its test, after a warm-up,
 /// with TileGym's autotuning off so that no tuning trial is measured.
-fn measure(repo: &Repo, full: &InspectReport, args: &InspectArgs) -> Result<Measurement> {
+fn measure(
+    ui: &mut Ui,
+    repo: &Repo,
+    full: &InspectReport,
+    args: &InspectOptions,
+) -> Result<Measurement> {
     const WARM_UP_LAUNCHES: u32 = 3;
-    Local.find("ncu", &repo.root).context(
-        "--measure needs Nsight Compute, and ncu is not on PATH\nhint: install Nsight Compute, or drop --measure for the static estimate",
-    )?;
+    Local.find("ncu", &repo.root).context(Hinted::new(
+        "--measure needs Nsight Compute, and ncu is not on PATH",
+        "install Nsight Compute, or drop --measure for the static estimate",
+    ))?;
     let (test, names) = what_to_profile(full)?;
     let mut command = perf_case_command(args, test)?;
     let (log, csv) = ncu_outputs(repo)?;
@@ -81,7 +106,7 @@ fn measure(repo: &Repo, full: &InspectReport, args: &InspectArgs) -> Result<Meas
     let [no_write, prefix] = bytecode.env();
     let metrics = ncu::metrics(ncu::query_metrics(&Local, &repo.root).as_deref());
     let ncu_args = ncu::args(metrics, &names.join("|"), WARM_UP_LAUNCHES, 1, &csv);
-    ui::progress_line(&format!(
+    ui.progress(&format!(
         "profiling one launch of {} with ncu ...",
         names.join(", ")
     ));
@@ -114,10 +139,10 @@ fn measure(repo: &Repo, full: &InspectReport, args: &InspectArgs) -> Result<Meas
 /// The kernel's test, and the names of the kernels to profile in it.
 fn what_to_profile(full: &InspectReport) -> Result<(&TestMatch, Vec<&str>)> {
     let Some(test) = &full.test else {
-        bail!(
-            "--measure needs the kernel's test, and none was found\nhint: {}",
-            full.test_error.as_deref().unwrap_or_default()
-        );
+        return Err(hinted(
+            "--measure needs the kernel's test, and none was found",
+            full.test_error.as_deref().unwrap_or_default(),
+        ));
     };
     let names: Vec<&str> = full
         .report
@@ -132,7 +157,7 @@ fn what_to_profile(full: &InspectReport) -> Result<(&TestMatch, Vec<&str>)> {
 }
 
 /// pytest on the perf cases of `test`, with the session's Python.
-fn perf_case_command(args: &InspectArgs, test: &TestMatch) -> Result<Vec<String>> {
+fn perf_case_command(args: &InspectOptions, test: &TestMatch) -> Result<Vec<String>> {
     let python = args
         .python
         .clone()

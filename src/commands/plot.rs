@@ -1,41 +1,45 @@
 //! `plot`: the session's SVG picture, rebuilt from its commits like the table.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::Result;
 
 use super::{in_sandbox, write_plot};
-use crate::cli::PlotArgs;
 use crate::git::Repo;
 use crate::history::{Configs, require_history};
 use crate::plot::DEFAULT_FILE;
-use crate::ui;
+use crate::ui::{Render, Ui};
 
 /// What `plot --json` prints.
 #[derive(Debug, serde::Serialize)]
-pub struct PlotReport<'a> {
-    pub plot: &'a Path,
+pub struct PlotReport {
+    pub plot: PathBuf,
     pub iterations: usize,
 }
 
-pub fn run(repo: &Repo, args: &PlotArgs, out: &mut impl Write) -> Result<()> {
+/// Where `plot` draws.
+#[derive(Debug, Default)]
+pub struct PlotOptions {
+    /// The SVG file (default: under the sandbox).
+    pub out: Option<PathBuf>,
+}
+
+pub fn run(repo: &Repo, options: &PlotOptions) -> Result<PlotReport> {
     // the per-config panels need every iteration's configs
     let history = require_history(repo, Configs::All)?;
-    let path = match &args.out {
+    let path = match &options.out {
         Some(path) => path.clone(),
         None => in_sandbox(repo, DEFAULT_FILE)?,
     };
-    let path: PathBuf = write_plot(repo, &history, path)?;
-    if args.output.json {
-        return ui::write_json(
-            out,
-            &PlotReport {
-                plot: &path,
-                iterations: history.iterations.len(),
-            },
-        );
+    Ok(PlotReport {
+        plot: write_plot(repo, &history, path)?,
+        iterations: history.iterations.len(),
+    })
+}
+
+impl Render for PlotReport {
+    fn render(&self, ui: &mut Ui) -> Result<()> {
+        ui.progress(&format!("wrote {}", self.plot.display()));
+        Ok(())
     }
-    ui::progress_line(&format!("wrote {}", path.display()));
-    Ok(())
 }

@@ -1,13 +1,10 @@
 //! `refs`: the embedded reference guides, whole or one section.
 
-use std::io::Write;
-
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
 
-use crate::cli::RefsArgs;
 use crate::references;
-use crate::ui;
+use crate::ui::{Render, Ui};
 
 /// One guide, as `refs --json` lists it.
 #[derive(Debug, Serialize)]
@@ -25,39 +22,40 @@ pub struct GuideList {
 
 /// What `refs NAME [SECTION] --json` prints.
 #[derive(Debug, Serialize)]
-pub struct GuideText<'a> {
+pub struct GuideText {
     pub name: &'static str,
     pub file: &'static str,
-    pub section: Option<&'a str>,
-    pub text: &'a str,
+    pub section: Option<String>,
+    pub text: &'static str,
 }
 
-pub fn run(args: &RefsArgs, out: &mut impl Write) -> Result<()> {
-    let RefsArgs {
-        name,
-        section,
-        output,
-    } = args;
+/// What `refs` prints: the list of guides, or one guide's text.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum RefsReport {
+    List(GuideList),
+    Text(GuideText),
+}
+
+/// Which guide, and which section of it; neither lists the guides.
+#[derive(Debug, Default)]
+pub struct RefsOptions {
+    pub name: Option<String>,
+    pub section: Option<String>,
+}
+
+pub fn run(options: &RefsOptions) -> Result<RefsReport> {
+    let RefsOptions { name, section } = options;
     let Some(name) = name else {
-        if output.json {
-            let references = references::all()
-                .iter()
-                .map(|r| Guide {
-                    name: r.name,
-                    file: r.file,
-                    sections: references::section_titles(r.text),
-                })
-                .collect();
-            return ui::write_json(out, &GuideList { references });
-        }
-        for r in references::all() {
-            writeln!(out, "{:<10} references/{}", r.name, r.file)?;
-        }
-        writeln!(
-            out,
-            "\nprint one with `git cutile-perf refs NAME [SECTION]`, e.g. `git cutile-perf refs playbook B`"
-        )?;
-        return Ok(());
+        let references = references::all()
+            .iter()
+            .map(|r| Guide {
+                name: r.name,
+                file: r.file,
+                sections: references::section_titles(r.text),
+            })
+            .collect();
+        return Ok(RefsReport::List(GuideList { references }));
     };
     let guide = references::find(name).with_context(|| {
         let names: Vec<_> = references::all().iter().map(|r| r.name).collect();
@@ -77,17 +75,29 @@ pub fn run(args: &RefsArgs, out: &mut impl Write) -> Result<()> {
             ),
         },
     };
-    if output.json {
-        return ui::write_json(
-            out,
-            &GuideText {
-                name: guide.name,
-                file: guide.file,
-                section: section.as_deref(),
-                text,
-            },
-        );
+    Ok(RefsReport::Text(GuideText {
+        name: guide.name,
+        file: guide.file,
+        section: section.clone(),
+        text,
+    }))
+}
+
+impl Render for RefsReport {
+    fn render(&self, ui: &mut Ui) -> Result<()> {
+        let out = ui.out();
+        match self {
+            RefsReport::List(list) => {
+                for r in &list.references {
+                    writeln!(out, "{:<10} references/{}", r.name, r.file)?;
+                }
+                writeln!(
+                    out,
+                    "\nprint one with `git cutile-perf refs NAME [SECTION]`, e.g. `git cutile-perf refs playbook B`"
+                )?;
+            }
+            RefsReport::Text(guide) => write!(out, "{}", guide.text)?,
+        }
+        Ok(())
     }
-    write!(out, "{text}")?;
-    Ok(())
 }

@@ -7,16 +7,15 @@
 //! drops the other's evidence. So a notes ref only ever fast-forwards unless `--force` says which side
 //! wins (after `fetch --force` ours stay in the reflog; after `push --force` the remote's are replaced).
 
-use std::io::Write;
-
-use anyhow::{Result, bail};
+use anyhow::Result;
 use serde::Serialize;
 
-use crate::cli::{SetupRemoteArgs, TravelArgs};
+use crate::errors::Reported;
 use crate::git::Repo;
+use crate::hint::{Hinted, hinted};
 use crate::history;
 use crate::session::BRANCH_PREFIX;
-use crate::ui;
+use crate::ui::{Render, Ui};
 
 /// The evidence notes and the diagnose cache, as one refspec pattern.
 const NOTES: &str = "refs/notes/cutile-perf*";
@@ -87,17 +86,22 @@ pub struct ConfigValue {
     pub value: String,
 }
 
+/// Where the record travels: the remote (default: the branch's upstream remote, else origin), and
+/// whether diverged notes are taken from this side (push) or the remote's (fetch).
+#[derive(Debug, Default)]
+pub struct TravelOptions {
+    pub remote: Option<String>,
+    pub force: bool,
+}
+
 /// `push [REMOTE]`: the checked-out session branch, the notes and the session refs, in one atomic push.
-pub fn push(repo: &Repo, args: &TravelArgs, out: &mut impl Write) -> Result<PushReport> {
-    let TravelArgs {
-        remote,
-        force,
-        output,
-    } = args;
+pub fn push(repo: &Repo, options: &TravelOptions) -> Result<PushReport> {
+    let TravelOptions { remote, force } = options;
     let Some(branch) = history::session_branch(repo)? else {
-        bail!(
-            "not on a cutile-perf session branch\nhint: check out the {BRANCH_PREFIX}* branch to push"
-        );
+        return Err(hinted(
+            "not on a cutile-perf session branch",
+            format!("check out the {BRANCH_PREFIX}* branch to push"),
+        ));
     };
     let remote = resolve_remote(repo, remote.as_deref())?;
     let head = format!("refs/heads/{branch}:refs/heads/{branch}");
@@ -115,19 +119,27 @@ pub fn push(repo: &Repo, args: &TravelArgs, out: &mut impl Write) -> Result<Push
     ]);
     let lines = match pushed {
         Ok(lines) => lines,
-        Err(err) => bail!(
-            "{err:#}\nhint: a rejected notes ref means the remote's evidence has notes yours lack: \
-             `git cutile-perf fetch {remote}` first; `push --force` replaces the remote's notes with yours"
-        ),
+        Err(err) => {
+            return Err(hinted(
+                format!("{err:#}"),
+                format!(
+                    "a rejected notes ref means the remote's evidence has notes yours lack: `git cutile-perf \
+                     fetch {remote}` first; `push --force` replaces the remote's notes with yours"
+                ),
+            ));
+        }
     };
-    let report = PushReport {
+    Ok(PushReport {
         remote,
         branch,
         updates: pushed_updates(&lines),
-    };
-    let title = format!("pushed to {}", report.remote);
-    write_report(out, output.json, &report, &title, &report.updates)?;
-    Ok(report)
+    })
+}
+
+impl Render for PushReport {
+    fn render(&self, ui: &mut Ui) -> Result<()> {
+        render_updates(ui, &format!("pushed to {}", self.remote), &self.updates)
+    }
 }
 
 /// The ref updates of `git push --porcelain`'s output (`FLAG\tFROM:TO\tSUMMARY` lines).
@@ -155,13 +167,10 @@ fn pushed_updates(porcelain: &str) -> Vec<RefUpdate> {
 }
 
 /// `fetch [REMOTE]`: the remote's session branches (as remote-tracking branches), its notes and its
-/// session refs. A record ref of ours moves only forward; a diverged one is refused unless `--force`.
-pub fn fetch(repo: &Repo, args: &TravelArgs, out: &mut impl Write) -> Result<FetchReport> {
-    let TravelArgs {
-        remote,
-        force,
-        output,
-    } = args;
+/// session refs. A record ref of ours moves only forward; a diverged one is refused unless `--force`
+/// ([`FetchReport::verdict`]).
+pub fn fetch(repo: &Repo, options: &TravelOptions) -> Result<FetchReport> {
+    let TravelOptions { remote, force } = options;
     let remote = resolve_remote(repo, remote.as_deref())?;
     let branches = format!("+refs/heads/{BRANCH_PREFIX}*:refs/remotes/{remote}/{BRANCH_PREFIX}*");
     let incoming = [NOTES, SESSION_REFS].map(|pattern| format!("+{pattern}:{INCOMING}{pattern}"));
@@ -181,32 +190,46 @@ pub fn fetch(repo: &Repo, args: &TravelArgs, out: &mut impl Write) -> Result<Fet
     for (name, _) in refs_under(repo, INCOMING)? {
         repo.git(&["update-ref", "-d", &name])?;
     }
-    let report = FetchReport {
+    Ok(FetchReport {
         branches: refs_under(repo, &format!("refs/remotes/{remote}/{BRANCH_PREFIX}*"))?
             .into_iter()
             .map(|(name, _)| name.trim_start_matches("refs/remotes/").to_string())
             .collect(),
         remote,
         updates: updates?,
-    };
-    let title = format!("fetched from {}", report.remote);
-    write_report(out, output.json, &report, &title, &report.updates)?;
-    let refused: Vec<&str> = (report.updates.iter())
-        .filter(|u| u.status == RefStatus::Refused)
-        .map(|u| u.name.as_str())
-        .collect();
-    if !refused.is_empty() {
-        return Err(crate::errors::Reported(format!(
-            "{} diverged from {}'s and was left as it was\nhint: both sides recorded evidence the other \
-             lacks; `fetch --force` takes {}'s (yours stays in the reflog: `git reflog {}`)",
-            refused.join(", "),
-            report.remote,
-            report.remote,
-            refused[0]
-        ))
-        .into());
+    })
+}
+
+impl Render for FetchReport {
+    fn render(&self, ui: &mut Ui) -> Result<()> {
+        render_updates(ui, &format!("fetched from {}", self.remote), &self.updates)
     }
-    Ok(report)
+}
+
+impl FetchReport {
+    /// Fails when a record ref of ours diverged from the remote's and was left as it was.
+    pub fn verdict(&self) -> Result<()> {
+        let refused: Vec<&str> = (self.updates.iter())
+            .filter(|u| u.status == RefStatus::Refused)
+            .map(|u| u.name.as_str())
+            .collect();
+        if refused.is_empty() {
+            return Ok(());
+        }
+        Err(Reported(Hinted::new(
+            format!(
+                "{} diverged from {}'s and was left as it was",
+                refused.join(", "),
+                self.remote
+            ),
+            format!(
+                "both sides recorded evidence the other lacks; `fetch --force` takes {}'s (yours stays in \
+                 the reflog: `git reflog {}`)",
+                self.remote, refused[0]
+            ),
+        ))
+        .into())
+    }
 }
 
 /// Moves each of our record refs to what was downloaded under [`INCOMING`], where that loses nothing
@@ -242,13 +265,8 @@ fn take_incoming(repo: &Repo, force: bool) -> Result<Vec<RefUpdate>> {
 }
 
 /// `setup-remote [REMOTE]`: adds the record's refspecs to `remote.<name>.push` and `.fetch`, once.
-pub fn setup_remote(
-    repo: &Repo,
-    args: &SetupRemoteArgs,
-    out: &mut impl Write,
-) -> Result<SetupReport> {
-    let SetupRemoteArgs { remote, output } = args;
-    let remote = resolve_remote(repo, remote.as_deref())?;
+pub fn setup_remote(repo: &Repo, remote: Option<&str>) -> Result<SetupReport> {
+    let remote = resolve_remote(repo, remote)?;
     let mut added = Vec::new();
     for direction in ["push", "fetch"] {
         let key = format!("remote.{remote}.{direction}");
@@ -267,26 +285,26 @@ pub fn setup_remote(
             });
         }
     }
-    let report = SetupReport { remote, added };
-    if output.json {
-        ui::write_json(out, &report)?;
-    } else if report.added.is_empty() {
-        writeln!(
-            out,
-            "{} carries the session's record already",
-            report.remote
-        )?;
-    } else {
-        for ConfigValue { key, value } in &report.added {
+    Ok(SetupReport { remote, added })
+}
+
+impl Render for SetupReport {
+    fn render(&self, ui: &mut Ui) -> Result<()> {
+        let out = ui.out();
+        if self.added.is_empty() {
+            writeln!(out, "{} carries the session's record already", self.remote)?;
+            return Ok(());
+        }
+        for ConfigValue { key, value } in &self.added {
             writeln!(out, "added {key} = {value}")?;
         }
         writeln!(
             out,
             "plain `git push {0}` and `git fetch {0}` now carry the evidence notes and session refs",
-            report.remote
+            self.remote
         )?;
+        Ok(())
     }
-    Ok(report)
 }
 
 /// `remote`, or the current branch's upstream remote, or `origin`; it must be a configured remote
@@ -304,10 +322,13 @@ fn resolve_remote(repo: &Repo, remote: Option<&str>) -> Result<String> {
     };
     let known = repo.git(&["remote"])?;
     if !known.lines().any(|line| line == name) {
-        bail!(
-            "no remote named {name:?}\nhint: add it with `git remote add {name} URL`, or name one of: {}",
-            known.lines().collect::<Vec<_>>().join(", ")
-        );
+        return Err(hinted(
+            format!("no remote named {name:?}"),
+            format!(
+                "add it with `git remote add {name} URL`, or name one of: {}",
+                known.lines().collect::<Vec<_>>().join(", ")
+            ),
+        ));
     }
     Ok(name)
 }
@@ -340,17 +361,9 @@ fn is_ancestor(repo: &Repo, older: &str, newer: &str) -> bool {
         .is_ok_and(|base| base.trim() == older)
 }
 
-/// `report` as JSON, or as `title` and a line per ref update.
-fn write_report(
-    out: &mut impl Write,
-    json: bool,
-    report: &impl Serialize,
-    title: &str,
-    updates: &[RefUpdate],
-) -> Result<()> {
-    if json {
-        return ui::write_json(out, report);
-    }
+/// `title` and a line per ref update.
+fn render_updates(ui: &mut Ui, title: &str, updates: &[RefUpdate]) -> Result<()> {
+    let out = ui.out();
     writeln!(out, "{title}")?;
     for RefUpdate { name, status } in updates {
         let word = serde_json::to_value(status)?;

@@ -1,17 +1,14 @@
 //! `repair`: finishes or undoes what a killed `start` or `step` left half-done, from its journal.
 
-use std::io::Write;
-
 use anyhow::Result;
 use serde::Serialize;
 
 use crate::agent::next_action::{NextAction, Situation, next_action};
-use crate::cli::JsonArg;
 use crate::git::Repo;
 use crate::history::{self, Configs};
 use crate::journal::{Journal, Lock};
 use crate::recovery::{self, Action};
-use crate::ui;
+use crate::ui::{Render, Ui};
 
 /// What `repair --json` prints.
 #[derive(Debug, Serialize)]
@@ -27,7 +24,7 @@ pub struct RepairReport {
     pub next_action: NextAction,
 }
 
-pub fn run(repo: &Repo, args: &JsonArg, out: &mut impl Write) -> Result<()> {
+pub fn run(repo: &Repo) -> Result<RepairReport> {
     let _lock = Lock::take(repo, "repair")?;
     let ended_tests = recovery::end_orphaned_tests(repo)?;
     let (interrupted, repaired) = match Journal::load(repo)? {
@@ -60,16 +57,20 @@ pub fn run(repo: &Repo, args: &JsonArg, out: &mut impl Write) -> Result<()> {
             next_action,
         },
     };
-    if args.json {
-        return ui::write_json(out, &report);
+    Ok(report)
+}
+
+impl Render for RepairReport {
+    fn render(&self, ui: &mut Ui) -> Result<()> {
+        let out = ui.out();
+        if let Some(line) = &self.ended_tests {
+            writeln!(out, "{line}")?;
+        }
+        if let Some(interrupted) = &self.interrupted {
+            writeln!(out, "{interrupted}")?;
+        }
+        writeln!(out, "{}", self.what)?;
+        writeln!(out, "next: {}", self.next_action.sentence)?;
+        Ok(())
     }
-    if let Some(line) = &report.ended_tests {
-        writeln!(out, "{line}")?;
-    }
-    if let Some(interrupted) = &report.interrupted {
-        writeln!(out, "{interrupted}")?;
-    }
-    writeln!(out, "{}", report.what)?;
-    writeln!(out, "next: {}", report.next_action.sentence)?;
-    Ok(())
 }

@@ -1,17 +1,15 @@
 //! `report`: the session as one self-contained HTML page (`crate::report`), rebuilt from its commits and
 //! evidence notes like the table.
 
-use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::Result;
 
 use super::{in_sandbox, write_report};
-use crate::cli::ReportArgs;
 use crate::git::Repo;
 use crate::history::{Configs, require_history};
 use crate::report::DEFAULT_FILE;
-use crate::ui;
+use crate::ui::{Render, Ui};
 
 /// What `report --json` prints.
 #[derive(Debug, serde::Serialize)]
@@ -22,8 +20,15 @@ pub struct ReportReport {
     pub missing: Vec<String>,
 }
 
-pub fn run(repo: &Repo, args: &ReportArgs, out: &mut impl Write) -> Result<()> {
-    let ReportArgs { out: file, output } = args;
+/// Where `report` writes.
+#[derive(Debug, Default)]
+pub struct ReportOptions {
+    /// The HTML file (default: under the sandbox).
+    pub out: Option<PathBuf>,
+}
+
+pub fn run(repo: &Repo, options: &ReportOptions) -> Result<ReportReport> {
+    let ReportOptions { out: file } = options;
     // each iteration's configs are on the page
     let history = require_history(repo, Configs::All)?;
     let path = match file {
@@ -31,19 +36,19 @@ pub fn run(repo: &Repo, args: &ReportArgs, out: &mut impl Write) -> Result<()> {
         None => in_sandbox(repo, DEFAULT_FILE)?,
     };
     let (report, missing) = write_report(repo, &history, path)?;
-    if output.json {
-        return ui::write_json(
-            out,
-            &ReportReport {
-                report,
-                iterations: history.iterations.len(),
-                missing,
-            },
-        );
+    Ok(ReportReport {
+        report,
+        iterations: history.iterations.len(),
+        missing,
+    })
+}
+
+impl Render for ReportReport {
+    fn render(&self, ui: &mut Ui) -> Result<()> {
+        for lack in &self.missing {
+            ui.progress(&format!("without {lack}"));
+        }
+        ui.progress(&format!("wrote {}", self.report.display()));
+        Ok(())
     }
-    for lack in &missing {
-        ui::progress_line(&format!("without {lack}"));
-    }
-    ui::progress_line(&format!("wrote {}", report.display()));
-    Ok(())
 }

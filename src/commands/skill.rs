@@ -1,14 +1,13 @@
 //! `skill`: prints the Agent Skill, or installs it where agents look for skills.
 
-use std::io::Write;
+use std::path::PathBuf;
 
 use anyhow::Result;
 use serde::Serialize;
 
 use crate::agent::skill::{self, FILES, Installed, NAME, Target};
-use crate::cli::SkillArgs;
 use crate::git::Repo;
-use crate::ui;
+use crate::ui::{Render, Ui};
 
 /// What `skill --json` prints: the text with `--print`, the folders written with `--install`.
 #[derive(Debug, Serialize)]
@@ -20,49 +19,52 @@ pub struct SkillReport {
     pub installed: Vec<Installed>,
 }
 
+/// Where the skill goes, if it is installed rather than printed.
+#[derive(Debug, Default)]
+pub struct SkillOptions {
+    pub install: bool,
+    /// Install into this folder instead of where agents look.
+    pub dir: Option<PathBuf>,
+    /// Install into the user's own skills folders.
+    pub user: bool,
+}
+
 /// `repo` is the checkout around the current directory, if any: `--project` needs it, and a folder
 /// installed inside it is kept out of git.
-pub fn run(repo: Option<&Repo>, args: &SkillArgs, out: &mut impl Write) -> Result<()> {
-    let SkillArgs {
-        print: _,
-        install,
-        dir,
-        user,
-        project: _,
-        output,
-    } = args;
+pub fn run(repo: Option<&Repo>, options: &SkillOptions) -> Result<SkillReport> {
+    let SkillOptions { install, dir, user } = options;
     let (_, skill_md) = FILES[0];
     if !install {
-        if output.json {
-            let report = SkillReport {
-                name: NAME,
-                skill_md: Some(skill_md),
-                installed: Vec::new(),
-            };
-            return ui::write_json(out, &report);
-        }
-        write!(out, "{skill_md}")?;
-        return Ok(());
+        return Ok(SkillReport {
+            name: NAME,
+            skill_md: Some(skill_md),
+            installed: Vec::new(),
+        });
     }
     let target = match (dir, user) {
         (Some(dir), _) => Target::Dir(dir.clone()),
         (None, true) => Target::User,
         (None, false) => Target::Project,
     };
-    let installed = skill::install(&skill::skills_dirs(&target, repo)?, repo)?;
-    if output.json {
-        let report = SkillReport {
-            name: NAME,
-            skill_md: None,
-            installed,
-        };
-        return ui::write_json(out, &report);
+    Ok(SkillReport {
+        name: NAME,
+        skill_md: None,
+        installed: skill::install(&skill::skills_dirs(&target, repo)?, repo)?,
+    })
+}
+
+impl Render for SkillReport {
+    fn render(&self, ui: &mut Ui) -> Result<()> {
+        let out = ui.out();
+        if let Some(skill_md) = self.skill_md {
+            write!(out, "{skill_md}")?;
+        }
+        for copy in &self.installed {
+            let excluded = copy.excluded.as_deref().map_or(String::new(), |p| {
+                format!(" (kept out of git: {p} in .git/info/exclude)")
+            });
+            writeln!(out, "installed {}{excluded}", copy.dir.display())?;
+        }
+        Ok(())
     }
-    for copy in &installed {
-        let excluded = copy.excluded.as_deref().map_or(String::new(), |p| {
-            format!(" (kept out of git: {p} in .git/info/exclude)")
-        });
-        writeln!(out, "installed {}{excluded}", copy.dir.display())?;
-    }
-    Ok(())
 }

@@ -1,38 +1,49 @@
 //! `table`: the results table, rebuilt from the session's commits.
 
-use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::Result;
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 
 use super::{in_sandbox, write_plot, write_report};
-use crate::cli::TableArgs;
 use crate::git::Repo;
 use crate::history::{Configs, require_history, write_table};
+use crate::session::Iteration;
 use crate::table::{self, Row};
-use crate::ui;
+use crate::ui::{Render, Ui};
+
+/// What `table` may do besides printing.
+#[derive(Debug, Default)]
+pub struct TableOptions {
+    /// Also write the table, the plot and the report under the sandbox.
+    pub write: bool,
+}
 
 /// What `table --json` prints.
 #[derive(Debug, Serialize)]
-pub struct TableReport<'a> {
-    pub rows: Vec<Row<'a>>,
+pub struct TableReport {
+    #[serde(rename = "rows", serialize_with = "as_rows")]
+    pub iterations: Vec<Iteration>,
     /// The files written, with `--write`.
     pub table: Option<PathBuf>,
     pub plot: Option<PathBuf>,
     pub report: Option<PathBuf>,
 }
 
-pub fn run(repo: &Repo, args: &TableArgs, out: &mut impl Write) -> Result<()> {
-    let TableArgs { write, output } = args;
+fn as_rows<S: Serializer>(iterations: &[Iteration], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(iterations.iter().map(Row::from))
+}
+
+pub fn run(repo: &Repo, options: &TableOptions) -> Result<TableReport> {
+    let TableOptions { write } = *options;
     // the plot and the report that --write also draws need every iteration's configs
-    let configs = if *write {
+    let configs = if write {
         Configs::All
     } else {
         Configs::CurrentBaseline
     };
     let history = require_history(repo, configs)?;
-    let (table, plot, report) = if *write {
+    let (table, plot, report) = if write {
         let plot_file = in_sandbox(repo, crate::plot::DEFAULT_FILE)?;
         let report_file = in_sandbox(repo, crate::report::DEFAULT_FILE)?;
         (
@@ -43,21 +54,20 @@ pub fn run(repo: &Repo, args: &TableArgs, out: &mut impl Write) -> Result<()> {
     } else {
         (None, None, None)
     };
-    if output.json {
-        let rows = history.iterations().map(Row::from).collect();
-        return ui::write_json(
-            out,
-            &TableReport {
-                rows,
-                table,
-                plot,
-                report,
-            },
-        );
+    Ok(TableReport {
+        iterations: history.iterations().cloned().collect(),
+        table,
+        plot,
+        report,
+    })
+}
+
+impl Render for TableReport {
+    fn render(&self, ui: &mut Ui) -> Result<()> {
+        write!(ui.out(), "{}", table::markdown(&self.iterations))?;
+        for path in self.table.iter().chain(&self.plot).chain(&self.report) {
+            ui.progress(&format!("wrote {}", path.display()));
+        }
+        Ok(())
     }
-    write!(out, "{}", table::markdown(history.iterations()))?;
-    for path in table.iter().chain(&plot).chain(&report) {
-        ui::progress_line(&format!("wrote {}", path.display()));
-    }
-    Ok(())
 }

@@ -1,19 +1,18 @@
 //! `verify`: audits the session branch's record and fails on any finding. It gathers what git holds
 //! (commits, trees, evidence notes); the checks on those values are `src/audit.rs`.
 
-use std::io::Write;
-
 use anyhow::Result;
 use serde::Serialize;
 
 use crate::audit::{self, Finding, Kind};
-use crate::cli::JsonArg;
+use crate::errors::Reported;
 use crate::evidence::Evidence;
 use crate::git::Repo;
 use crate::guard;
+use crate::hint::Hinted;
 use crate::history::{Configs, History, require_history};
 use crate::session::Iteration;
-use crate::ui;
+use crate::ui::{Render, Ui};
 
 /// What `verify --json` prints.
 #[derive(Debug, Serialize)]
@@ -27,7 +26,8 @@ pub struct VerifyReport {
     pub findings: Vec<Finding>,
 }
 
-pub fn run(repo: &Repo, args: &JsonArg, out: &mut impl Write) -> Result<()> {
+/// The session's record audited; a finding is in the report, and [`VerifyReport::verdict`] fails on it.
+pub fn run(repo: &Repo) -> Result<VerifyReport> {
     let report = match require_history(repo, Configs::All) {
         Ok(history) => audit_history(repo, &history)?,
         // a history that cannot be read at all is itself the finding
@@ -49,34 +49,47 @@ pub fn run(repo: &Repo, args: &JsonArg, out: &mut impl Write) -> Result<()> {
         }
         Err(e) => return Err(e),
     };
-    if args.json {
-        ui::write_json(out, &report)?;
-    } else {
-        for finding in &report.findings {
+    Ok(report)
+}
+
+impl Render for VerifyReport {
+    fn render(&self, ui: &mut Ui) -> Result<()> {
+        let out = ui.out();
+        for finding in &self.findings {
             writeln!(out, "{finding}")?;
         }
         writeln!(
             out,
             "{} iterations since {}, {} with an evidence note, {} signed: {}",
-            report.iterations,
-            crate::session::short(&report.baseline),
-            report.with_evidence,
-            report.signed.len(),
-            match report.findings.len() {
+            self.iterations,
+            crate::session::short(&self.baseline),
+            self.with_evidence,
+            self.signed.len(),
+            match self.findings.len() {
                 0 => "the record holds".to_string(),
                 n => format!("{n} finding(s)"),
             }
         )?;
+        Ok(())
     }
-    if !report.findings.is_empty() {
-        return Err(crate::errors::Reported(format!(
-            "verify found {} departure(s) from the session's record\nhint: each line names the commit and \
-             what differs; a commit the tool did not make is reverted or recorded with `step`",
-            report.findings.len()
+}
+
+impl VerifyReport {
+    /// Fails when the audit found anything (after the report is shown: the failure says only how many).
+    pub fn verdict(&self) -> Result<()> {
+        if self.findings.is_empty() {
+            return Ok(());
+        }
+        Err(Reported(Hinted::new(
+            format!(
+                "verify found {} departure(s) from the session's record",
+                self.findings.len()
+            ),
+            "each line names the commit and what differs; a commit the tool did not make is reverted or \
+             recorded with `step`",
         ))
-        .into());
+        .into())
     }
-    Ok(())
 }
 
 /// Every finding on the session's record.

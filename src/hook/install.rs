@@ -11,7 +11,6 @@ use serde::Serialize;
 use super::managers::{self, MANAGERS};
 use super::{HOOK, MARKER, SAVED, SCRIPT};
 use crate::git::Repo;
-use crate::ui;
 
 /// What `hook status` reports.
 #[derive(Debug, Serialize)]
@@ -74,9 +73,9 @@ pub enum Change {
     NotInstalled,
 }
 
-/// One line on stderr, so that `start --json` keeps a clean stdout.
-pub fn report(change: Change) {
-    let text = match change {
+/// The change in one line, for the user (on stderr, so that `start --json` keeps a clean stdout).
+pub fn describe(change: Change) -> String {
+    match change {
         Change::Installed { chained: false } => "pre-commit hook installed".to_string(),
         Change::Installed { chained: true } => {
             format!(
@@ -92,8 +91,7 @@ pub fn report(change: Change) {
             path.display()
         ),
         Change::NotInstalled => "pre-commit hook not installed; nothing to do".to_string(),
-    };
-    ui::progress_line(&text);
+    }
 }
 
 /// Installs our hook; idempotent. An existing foreign hook is kept as [`SAVED`] and runs first.

@@ -23,6 +23,11 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 
+use crate::errors::ErrorReport;
+
+/// The exit code clap gives a command line it refuses.
+const USAGE_ERROR: u8 = 2;
+
 /// The verbs served as tools, in the order an agent meets them.
 pub const TOOLS: &[&str] = &[
     "start", "step", "status", "table", "next", "refs", "inspect", "diagnose", "compare", "verify",
@@ -120,7 +125,7 @@ impl ServerHandler for Server {
         let arguments = request.arguments.unwrap_or_default();
         let words = match schema::command_line(verb, &arguments) {
             Ok(words) => words,
-            Err(e) => return Ok(tool_error(&format!("{e:#}"))),
+            Err(e) => return Ok(refused(&e)),
         };
         Ok(self
             .run(verb.get_name(), &words, &context)
@@ -199,6 +204,13 @@ async fn relay_progress(
         seen.push(line);
     }
     seen
+}
+
+/// Arguments the verb would refuse, in the shape of its own `--json` error (`error`, `hint`, and the
+/// exit code of a usage error).
+fn refused(err: &anyhow::Error) -> CallToolResult {
+    let report = ErrorReport::of(err, USAGE_ERROR);
+    CallToolResult::structured_error(serde_json::to_value(report).expect("a report serializes"))
 }
 
 /// A failure the agent sees: the message, its `hint:` line included.

@@ -5,9 +5,11 @@
 
 use std::any::TypeId;
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use clap::{Arg, ArgAction};
 use serde_json::{Map, Value, json};
+
+use crate::hint::hinted;
 
 /// Arguments that are not the tool's to set: the report is always JSON.
 const NOT_TOOL_ARGUMENTS: &[&str] = &["help", "version", "json"];
@@ -105,11 +107,10 @@ pub fn command_line(verb: &clap::Command, arguments: &Map<String, Value>) -> Res
         .find(|k| !args.iter().any(|a| property(a) == **k))
     {
         let known: Vec<String> = args.iter().map(|a| property(a)).collect();
-        bail!(
-            "{} takes no argument {unknown:?}\nhint: its arguments are {}",
-            verb.get_name(),
-            known.join(", ")
-        );
+        return Err(hinted(
+            format!("{} takes no argument {unknown:?}", verb.get_name()),
+            format!("its arguments are {}", known.join(", ")),
+        ));
     }
     let mut options = Vec::new();
     let mut positionals = Vec::new();
@@ -150,9 +151,10 @@ fn word(value: &Value) -> Result<String> {
         Value::String(s) => Ok(s.clone()),
         Value::Number(n) => Ok(n.to_string()),
         Value::Bool(b) => Ok(b.to_string()),
-        other => bail!(
-            "{other} is not a value an option takes\nhint: give a string, a number or a boolean"
-        ),
+        other => Err(hinted(
+            format!("{other} is not a value an option takes"),
+            "give a string, a number or a boolean",
+        )),
     }
 }
 

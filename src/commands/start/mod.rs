@@ -4,14 +4,13 @@ mod baseline;
 mod measure;
 mod plan;
 
-use std::io::Write;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use anyhow::Result;
 use serde::Serialize;
 
 use crate::agent::next_action::{NextAction, Situation, next_action};
-use crate::cli::StartArgs;
 use crate::decision::{self, Thresholds};
 use crate::diagnose::facts::Place;
 use crate::evidence::Evidence;
@@ -20,11 +19,13 @@ use crate::gpu::GpuState;
 use crate::history::{History, write_table};
 use crate::inspect::Report;
 use crate::journal::{self, Journal, Lock, Phase, Verb};
-use crate::records::Measurement;
+use crate::kernel_class::KernelClass;
+use crate::records::{Measurement, Statistic};
+use crate::runner::RunnerSettings;
 use crate::session::{Session, fmt_ms};
 use crate::stats::Spread;
 use crate::trailers::{Block, render_message};
-use crate::ui;
+use crate::ui::{Render, Ui};
 use crate::{hook, process, recovery};
 use baseline::{Baseline, baseline};
 use plan::{Plan, plan};
@@ -52,10 +53,39 @@ pub struct StartReport {
     pub next_action: NextAction,
 }
 
-/// A session as a pipeline: plan (checks, nothing created), baseline (branch, hook, runs), commit, render.
-pub fn run(repo: &Repo, args: &StartArgs, out: &mut impl Write) -> Result<StartReport> {
+/// What a session is started with: the kernel, where it is found and tested, what may change, how it
+/// runs and by which rules it is decided.
+#[derive(Debug)]
+pub struct StartOptions {
+    pub kernel: String,
+    /// The suite the kernel is in, when its name is in several.
+    pub suite: Option<String>,
+    /// The kernel's test file, when none is found or to pick another.
+    pub test: Option<String>,
+    /// Paths iterations may change besides those `inspect` finds.
+    pub allow: Vec<String>,
+    /// Paths `inspect` found that iterations may not change.
+    pub deny: Vec<String>,
+    /// The Python command that runs pytest; default: the one found on PATH.
+    pub python: Option<String>,
+    /// A pytest -k expression narrowing the selections.
+    pub filter: Option<String>,
+    pub stat: Statistic,
+    pub class: Option<KernelClass>,
+    /// The kernel's arithmetic intensity, which classifies it.
+    pub intensity: Option<f64>,
+    pub runner: RunnerSettings,
+    /// Start without a GPU.
+    pub no_gpu: bool,
+    /// Time limit for the baseline run.
+    pub budget: Duration,
+    pub thresholds: Thresholds,
+}
+
+/// A session as a pipeline: plan (checks, nothing created), baseline (branch, hook, runs), commit.
+pub fn run(ui: &mut Ui, repo: &Repo, args: &StartOptions) -> Result<StartReport> {
     let _lock = Lock::take(repo, "start")?;
-    clean_up_interrupted_start(repo)?;
+    clean_up_interrupted_start(ui, repo)?;
     process::record_groups_in(journal::group_file(repo)?);
     let plan = plan(repo, args)?;
     let original = match repo.branch()? {
@@ -78,7 +108,7 @@ pub fn run(repo: &Repo, args: &StartArgs, out: &mut impl Write) -> Result<StartR
         repo.git(&["checkout", "-q", "-b", &plan.branch])?;
         repo.exclude(&format!("/{}/", crate::guard::SANDBOX))?;
         crate::ignored::record(repo, &plan.branch)?;
-        hook::report(hook::install(repo)?);
+        ui.progress(&hook::describe(hook::install(repo)?));
         journal.enter(repo, Phase::RunningTests)?;
         let baseline = baseline(repo, &plan, &original)?;
         let mut plan = plan;
@@ -96,9 +126,7 @@ pub fn run(repo: &Repo, args: &StartArgs, out: &mut impl Write) -> Result<StartR
         }
         commit(repo, &mut journal, plan, baseline)
     })();
-    let report = recovery::settle(repo, &journal, result)?;
-    render(&report, args.output.json, out)?;
-    Ok(report)
+    recovery::settle(repo, &journal, result)
 }
 
 /// Commits the baseline with the session, remembers it for the hook, and writes the table.
@@ -185,61 +213,63 @@ fn noisy_configs(spread: &[Spread], limits: &Thresholds) -> Vec<Spread> {
         .collect()
 }
 
-fn render(report: &StartReport, json: bool, out: &mut impl Write) -> Result<()> {
-    if json {
-        return ui::write_json(out, report);
-    }
-    let session = &report.session;
-    writeln!(out, "{} {}", ui::bold("session"), report.branch)?;
-    writeln!(out, "  kernel     {}", session.kernel)?;
-    writeln!(out, "  test       {}", session.test)?;
-    writeln!(out, "  allowed    {}", session.allowed.join(", "))?;
-    writeln!(
-        out,
-        "  gpu        {}",
-        session.gpu.as_deref().unwrap_or("none found")
-    )?;
-    writeln!(out, "  runner     {}", session.runner.describe())?;
-    writeln!(
-        out,
-        "{} iteration 0: {} ms (geometric mean of {} configs' {}s, {})",
-        ui::bold("baseline"),
-        fmt_ms(Some(report.latency_ms)),
-        report.configs.len(),
-        session.statistic,
-        report.tests
-    )?;
-    if !report.noisy.is_empty() {
+impl Render for StartReport {
+    fn render(&self, ui: &mut Ui) -> Result<()> {
+        let report = self;
+        let words = ["session", "baseline", "noise"].map(|word| ui.bold(word).to_string());
+        let out = ui.out();
+        let session = &report.session;
+        writeln!(out, "{} {}", words[0], report.branch)?;
+        writeln!(out, "  kernel     {}", session.kernel)?;
+        writeln!(out, "  test       {}", session.test)?;
+        writeln!(out, "  allowed    {}", session.allowed.join(", "))?;
         writeln!(
             out,
-            "{} {} configs moved more than half the {}% limit between the baseline's runs:",
-            ui::bold("noise"),
-            report.noisy.len(),
-            decision::fmt_pct(session.thresholds.regression_pct)
+            "  gpu        {}",
+            session.gpu.as_deref().unwrap_or("none found")
         )?;
-        for s in &report.noisy {
-            writeln!(out, "  {:.2}%  {} {}", s.spread_pct, s.test, s.pass)?;
-        }
+        writeln!(out, "  runner     {}", session.runner.describe())?;
         writeln!(
             out,
-            "  each step will need more paired rounds for them; a larger nrep in their test, or a \
+            "{} iteration 0: {} ms (geometric mean of {} configs' {}s, {})",
+            words[1],
+            fmt_ms(Some(report.latency_ms)),
+            report.configs.len(),
+            session.statistic,
+            report.tests
+        )?;
+        if !report.noisy.is_empty() {
+            writeln!(
+                out,
+                "{} {} configs moved more than half the {}% limit between the baseline's runs:",
+                words[2],
+                report.noisy.len(),
+                decision::fmt_pct(session.thresholds.regression_pct)
+            )?;
+            for s in &report.noisy {
+                writeln!(out, "  {:.2}%  {} {}", s.spread_pct, s.test, s.pass)?;
+            }
+            writeln!(
+                out,
+                "  each step will need more paired rounds for them; a larger nrep in their test, or a \
              --filter without them, makes the loop faster and surer"
-        )?;
+            )?;
+        }
+        writeln!(out, "next: {}", report.next_action.sentence)?;
+        Ok(())
     }
-    writeln!(out, "next: {}", report.next_action.sentence)?;
-    Ok(())
 }
 
 /// A journal left by a killed `start` is this verb's own half-made branch: it is finished or undone
 /// before starting afresh; one left by `step` needs `repair`.
-fn clean_up_interrupted_start(repo: &Repo) -> Result<()> {
+fn clean_up_interrupted_start(ui: &mut Ui, repo: &Repo) -> Result<()> {
     if let Some(line) = recovery::end_orphaned_tests(repo)? {
-        ui::progress_line(&line);
+        ui.progress(&line);
     }
     match Journal::load(repo)? {
         Some(journal) if journal.verb == Verb::Start => {
             let repaired = recovery::repair(repo, &journal)?;
-            ui::progress_line(&format!("{}: {}", journal.describe(), repaired.what));
+            ui.progress(&format!("{}: {}", journal.describe(), repaired.what));
             Ok(())
         }
         _ => recovery::refuse_unfinished(repo),

@@ -5,9 +5,10 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 
-use crate::cli::StartArgs;
+use super::StartOptions;
 use crate::git::Repo;
 use crate::gpu::{self, GpuState};
+use crate::hint::hinted;
 use crate::history::sandbox;
 use crate::inspect::report::Plan as InspectPlan;
 use crate::inspect::{ClassEstimate, Report};
@@ -37,9 +38,10 @@ fn allowed_paths(
         allowed.retain(|p| *p != path);
     }
     if allowed.is_empty() {
-        bail!(
-            "--deny removed every allowed path\nhint: a session must be allowed to change at least the kernel file"
-        );
+        return Err(hinted(
+            "--deny removed every allowed path",
+            "a session must be allowed to change at least the kernel file",
+        ));
     }
     Ok(allowed)
 }
@@ -59,8 +61,8 @@ pub struct Plan {
     pub gpu_state: Option<GpuState>,
 }
 
-pub fn plan(repo: &Repo, args: &StartArgs) -> Result<Plan> {
-    let StartArgs {
+pub fn plan(repo: &Repo, args: &StartOptions) -> Result<Plan> {
+    let StartOptions {
         python,
         filter,
         stat,
@@ -72,7 +74,7 @@ pub fn plan(repo: &Repo, args: &StartArgs) -> Result<Plan> {
         thresholds,
         ..
     } = args;
-    let runner = runner.settings()?;
+    let runner = runner.clone();
     let Scope {
         found,
         inspection,
@@ -81,10 +83,13 @@ pub fn plan(repo: &Repo, args: &StartArgs) -> Result<Plan> {
     } = scope(repo, args)?;
     let branch = format!("{BRANCH_PREFIX}{}-{}", found.name, today());
     if repo.branch_exists(&branch)? {
-        bail!(
-            "branch {branch} already exists\nhint: continue it with `git checkout {branch}`, or rename it \
-             (`git branch -m {branch} {branch}-old`) to start afresh"
-        );
+        return Err(hinted(
+            format!("branch {branch} already exists"),
+            format!(
+                "continue it with `git checkout {branch}`, or rename it (`git branch -m {branch} \
+                 {branch}-old`) to start afresh"
+            ),
+        ));
     }
     // the queue wait comes before the budget starts
     let place = runner::open(&runner, &repo.root, &sandbox(repo))?;
@@ -99,15 +104,18 @@ pub fn plan(repo: &Repo, args: &StartArgs) -> Result<Plan> {
     // an option names the class; otherwise ncu may measure it after the baseline
     let measure_class = class.is_none() && intensity.is_none() && gpu_state.is_some();
     let (class, class_source) = class_of(*class, *intensity, estimate);
-    if let Some(why) = thresholds.thresholds().contradiction() {
-        bail!("{why}\nhint: nothing was made; pass a --continue-pct at least the --gain-pct");
+    if let Some(why) = thresholds.contradiction() {
+        return Err(hinted(
+            why,
+            "nothing was made; pass a --continue-pct at least the --gain-pct",
+        ));
     }
     let session = Session {
         kernel: found.path.clone(),
         test,
         allowed,
         statistic: *stat,
-        thresholds: thresholds.thresholds(),
+        thresholds: *thresholds,
         python: python
             .clone()
             .unwrap_or_else(|| default_python(&*place, &repo.root)),
@@ -144,14 +152,17 @@ struct Scope {
 
 /// Refuses a dirty work tree, finds the kernel and inspects it; the test and allowed paths come from
 /// the inspection unless the options say otherwise.
-fn scope(repo: &Repo, args: &StartArgs) -> Result<Scope> {
+fn scope(repo: &Repo, args: &StartOptions) -> Result<Scope> {
     locate::check_tilegym(&repo.root)?;
     let dirty = repo.tracked_changes()?;
     if !dirty.is_empty() {
-        bail!(
-            "the work tree has uncommitted changes to tracked files:\n  {}\nhint: commit or stash them first; a session must start from a clean HEAD",
-            dirty.join("\n  ")
-        );
+        return Err(hinted(
+            format!(
+                "the work tree has uncommitted changes to tracked files:\n  {}",
+                dirty.join("\n  ")
+            ),
+            "commit or stash them first; a session must start from a clean HEAD",
+        ));
     }
     let found = locate::kernel(&repo.root, &args.kernel, args.suite.as_deref())?;
     // this machine's GPU picks the autotune branches the plan shows (on Slurm, the node's is checked later)
@@ -189,10 +200,11 @@ fn require_gpu(state: Option<&GpuState>) -> Result<()> {
             }
             Ok(())
         }
-        Err(why) => bail!(
-            "{why}\nhint: run start where the kernel's GPU is (or with --runner slurm); --no-gpu starts \
-             without one, for tests that run on the CPU (it is recorded in the session); nothing was created"
-        ),
+        Err(why) => Err(hinted(
+            why.to_string(),
+            "run start where the kernel's GPU is (or with --runner slurm); --no-gpu starts without one, \
+             for tests that run on the CPU (it is recorded in the session); nothing was created",
+        )),
     }
 }
 

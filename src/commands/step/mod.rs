@@ -8,29 +8,28 @@ mod attempt;
 mod preflight;
 mod record;
 
-use std::io::Write;
 use std::path::PathBuf;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use serde::Serialize;
 
 use crate::agent::next_action::{NextAction, Situation, next_action};
 use crate::census;
-use crate::cli::StepArgs;
 use crate::decision::{self, Attempt, Cause, Correctness, Decision, Status, Verdict};
 use crate::diagnose::facts::Place;
 use crate::diagnose::{Diagnosis, cache, profile};
 use crate::evidence::Evidence;
 use crate::git::Repo;
 use crate::gpu::GpuState;
+use crate::hint::hinted;
 use crate::history::{History, sandbox, write_table};
 use crate::journal::{self, Journal, Lock, Phase, Verb};
 use crate::runner::{self, Placement, Runner};
 use crate::session::{Iteration, fmt_change, fmt_ms, short};
 use crate::snapshot::Tested;
-use crate::stats::{Comparison, ConfigChange};
-use crate::ui;
+use crate::stats::{self, ConfigChange};
+use crate::ui::{self, Render, Ui};
 use crate::{process, recovery};
 use attempt::{Tried, attempt};
 use preflight::{Preflight, gpu_ready, preflight, tests_ready};
@@ -65,13 +64,30 @@ pub struct StepReport {
     pub next_action: NextAction,
 }
 
-/// One iteration as a pipeline: preflight, attempt, judge, record, render.
-pub fn run(repo: &Repo, args: &StepArgs, out: &mut impl Write) -> Result<StepReport> {
+/// What one iteration is told: what it tried, and how it runs.
+#[derive(Debug)]
+pub struct StepOptions {
+    /// What this iteration changed, in a few words.
+    pub description: String,
+    /// Longer notes for the commit message body.
+    pub notes: Option<String>,
+    /// Time limit for the whole iteration.
+    pub budget: Duration,
+    /// Run even though the loop has stopped or escalated.
+    pub continue_anyway: bool,
+    /// The bottleneck the optimization targets.
+    pub cause: Option<Cause>,
+    /// The playbook letter it follows.
+    pub opt: Option<String>,
+}
+
+/// One iteration as a pipeline: preflight, attempt, judge, record.
+pub fn run(repo: &Repo, args: &StepOptions) -> Result<StepReport> {
     if crate::trailers::one_line(&args.description).is_empty() {
-        bail!(
-            "the description is empty: the iteration's Cutile-Perf-Optimization would say nothing\nhint: say in \
-             a few words what this change tried, e.g. `git cutile-perf step \"tile size 256\"`"
-        );
+        return Err(hinted(
+            "the description is empty: the iteration's Cutile-Perf-Optimization would say nothing",
+            "say in a few words what this change tried, e.g. `git cutile-perf step \"tile size 256\"`",
+        ));
     }
     let _lock = Lock::take(repo, "step")?;
     recovery::refuse_unfinished(repo)?;
@@ -106,12 +122,10 @@ pub fn run(repo: &Repo, args: &StepArgs, out: &mut impl Write) -> Result<StepRep
     let on = Placed { place, gpu };
     let result = measure_and_record(repo, args, ready, letter, on, &tested, &mut journal);
     let done = recovery::settle(repo, &journal, result)?;
-    let report = StepReport {
+    Ok(StepReport {
         shortcut_signs: signs,
         ..done.report()
-    };
-    render(&report, done.attempt.comparison(), args.output.json, out)?;
-    Ok(report)
+    })
 }
 
 /// What a recorded step leaves for its report.
@@ -133,7 +147,7 @@ struct Placed {
 /// run on it too, and released before the table is written.
 fn measure_and_record(
     repo: &Repo,
-    args: &StepArgs,
+    args: &StepOptions,
     ready: Preflight,
     letter: Option<String>,
     Placed { place, gpu }: Placed,
@@ -252,7 +266,7 @@ impl Done {
 fn judge(
     history: &History,
     tried: &Tried,
-    args: &StepArgs,
+    args: &StepOptions,
     letter: Option<String>,
     diagnosis: Option<&Diagnosis>,
 ) -> (Iteration, Verdict) {
@@ -307,49 +321,51 @@ fn judge(
     (iteration, verdict)
 }
 
-fn render(
-    report: &StepReport,
-    comparison: Option<&Comparison>,
-    json: bool,
-    out: &mut impl Write,
-) -> Result<()> {
-    if json {
-        return ui::write_json(out, report);
-    }
-    writeln!(
-        out,
-        "{} {}: {}  {} ms (baseline {} ms, {})  correctness {}  -> {}",
-        ui::bold("iteration"),
-        report.iteration,
-        ui::word(report.status),
-        fmt_ms(report.latency_ms),
-        fmt_ms(Some(report.baseline_ms)),
-        fmt_change(report.change_pct),
-        ui::word(report.correctness),
-        ui::word(report.decision),
-    )?;
-    writeln!(out, "  reason   {}", report.reason)?;
-    if let Some(worst) = comparison.and_then(|c| c.worst()) {
+impl Render for StepReport {
+    fn render(&self, ui: &mut Ui) -> Result<()> {
+        let report = self;
+        let words = (
+            ui.bold("iteration").to_string(),
+            ui.word(report.status).to_string(),
+            ui.word(report.correctness).to_string(),
+            ui.word(report.decision).to_string(),
+        );
+        let out = ui.out();
         writeln!(
             out,
-            "  slowest  {} {} {:+.2}%",
-            worst.test, worst.pass, worst.change_pct
+            "{} {}: {}  {} ms (baseline {} ms, {})  correctness {}  -> {}",
+            words.0,
+            report.iteration,
+            words.1,
+            fmt_ms(report.latency_ms),
+            fmt_ms(Some(report.baseline_ms)),
+            fmt_change(report.change_pct),
+            words.2,
+            words.3,
         )?;
+        writeln!(out, "  reason   {}", report.reason)?;
+        if let Some(worst) = stats::worst(&report.configs) {
+            writeln!(
+                out,
+                "  slowest  {} {} {:+.2}%",
+                worst.test, worst.pass, worst.change_pct
+            )?;
+        }
+        let kept_as = report.attempt.as_deref().map_or(String::new(), |a| {
+            format!(
+                " (the attempt is kept as {}: `git show {}`)",
+                short(a),
+                short(a)
+            )
+        });
+        writeln!(out, "  commit   {}{kept_as}", short(&report.commit))?;
+        writeln!(out, "  table    {}", report.table.display())?;
+        for sign in &report.shortcut_signs {
+            writeln!(out, "  note     the change adds {sign}")?;
+        }
+        writeln!(out, "next: {}", report.next_action.sentence)?;
+        Ok(())
     }
-    let kept_as = report.attempt.as_deref().map_or(String::new(), |a| {
-        format!(
-            " (the attempt is kept as {}: `git show {}`)",
-            short(a),
-            short(a)
-        )
-    });
-    writeln!(out, "  commit   {}{kept_as}", short(&report.commit))?;
-    writeln!(out, "  table    {}", report.table.display())?;
-    for sign in &report.shortcut_signs {
-        writeln!(out, "  note     the change adds {sign}")?;
-    }
-    writeln!(out, "next: {}", report.next_action.sentence)?;
-    Ok(())
 }
 
 /// The playbook letter `--opt` names, checked against the embedded playbook.
@@ -360,8 +376,11 @@ fn playbook_letter(opt: &str) -> Result<String> {
         return Ok(letter);
     }
     let letters: Vec<_> = entries.iter().map(|(l, _)| *l).collect();
-    bail!(
-        "--opt {opt:?} is not a playbook letter ({})\nhint: `git cutile-perf refs playbook` lists them",
-        letters.join(", ")
-    )
+    Err(hinted(
+        format!(
+            "--opt {opt:?} is not a playbook letter ({})",
+            letters.join(", ")
+        ),
+        "`git cutile-perf refs playbook` lists them",
+    ))
 }

@@ -1,0 +1,141 @@
+//! Verbs called in-process, as functions of their options: a session written by the harness (no
+//! pytest), the verb run on the opened repository, its typed report checked, and the one rendering
+//! read back from a `Ui` over buffers.
+
+use crate::support;
+
+use git_cutile_perf::commands::{status, table, verify};
+use git_cutile_perf::decision::LoopState;
+use git_cutile_perf::errors::ErrorReport;
+use git_cutile_perf::git::Repo;
+use git_cutile_perf::ui::{Render, Ui};
+use support::{Fixture, KERNEL, TEST};
+
+const BRANCH: &str = "cutile-perf-vector_add-20250101";
+
+fn session() -> (Fixture, Repo) {
+    let f = Fixture::new();
+    f.session(BRANCH, &[KERNEL]);
+    let repo = Repo::discover(&f.root).unwrap();
+    (f, repo)
+}
+
+/// What `report` shows on stdout and stderr, as text or as JSON.
+fn shown(report: &impl Render, json: bool) -> (String, String) {
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    Ui::plain(&mut out, &mut err, json).show(report).unwrap();
+    (
+        String::from_utf8(out).unwrap(),
+        String::from_utf8(err).unwrap(),
+    )
+}
+
+#[test]
+fn status_reports_the_session_and_renders_it_once() {
+    let (_f, repo) = session();
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let report = status::run(&mut Ui::plain(&mut out, &mut err, false), &repo).unwrap();
+    // the verb printed nothing itself: a clean session has no warning, and the report is not shown yet
+    assert!(out.is_empty() && err.is_empty(), "{err:?}");
+    assert_eq!(report.branch.as_deref(), Some(BRANCH));
+    let progress = report.progress.as_ref().expect("a session's progress");
+    assert_eq!(progress.session.kernel, KERNEL);
+    assert_eq!(progress.session.test, TEST);
+    assert_eq!((progress.iterations, progress.no_gain), (0, 0));
+    assert_eq!(progress.baseline.latency_ms, Some(1.0));
+    assert_eq!(progress.state, LoopState::Running);
+    assert_eq!(report.unfinished, None);
+
+    let (text, progress) = shown(&report, false);
+    assert!(text.starts_with(&format!("session {BRANCH}\n")), "{text}");
+    assert!(
+        text.contains("  baseline    iteration 0 1.000000 ms\n"),
+        "{text}"
+    );
+    assert!(text.contains("  loop        running\n"), "{text}");
+    assert!(text.ends_with(&format!("next: {}\n", report.next_action.sentence)));
+    assert_eq!(progress, "");
+
+    let (json, _) = shown(&report, true);
+    let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(value["branch"], BRANCH);
+    assert_eq!(value["state"], "running");
+    assert_eq!(
+        value["next_action"]["sentence"],
+        report.next_action.sentence
+    );
+}
+
+#[test]
+fn table_reports_its_rows_and_says_what_it_wrote_on_err() {
+    let (f, repo) = session();
+    let report = table::run(&repo, &table::TableOptions::default()).unwrap();
+    assert_eq!(report.iterations.len(), 1);
+    assert_eq!(report.iterations[0].optimization, "baseline");
+    assert_eq!((report.table.as_ref(), report.plot.as_ref()), (None, None));
+    let (text, progress) = shown(&report, false);
+    assert!(text.starts_with("| iteration |"), "{text}");
+    assert!(text.contains("| 0 | baseline |"), "{text}");
+    assert_eq!(progress, "");
+
+    let written = table::run(&repo, &table::TableOptions { write: true }).unwrap();
+    let table_file = written.table.clone().unwrap();
+    assert_eq!(table_file, f.path("sandbox/perf_results.md"));
+    assert!(table_file.exists());
+    let (_, progress) = shown(&written, false);
+    assert_eq!(
+        progress.lines().next().unwrap(),
+        format!("wrote {}", table_file.display())
+    );
+    let (json, _) = shown(&written, true);
+    let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(value["rows"][0]["iteration"], 0);
+    assert_eq!(value["rows"][0]["status"], "keep");
+}
+
+#[test]
+fn verify_reports_findings_and_its_verdict_fails_on_them() {
+    let f = Fixture::new();
+    f.start();
+    let repo = Repo::discover(&f.root).unwrap();
+    let clean = verify::run(&repo).unwrap();
+    assert_eq!((clean.iterations, clean.with_evidence), (0, 1));
+    assert!(clean.findings.is_empty(), "{:?}", clean.findings);
+    assert!(clean.verdict().is_ok());
+    let (text, _) = shown(&clean, false);
+    assert!(text.ends_with("0 signed: the record holds\n"), "{text}");
+
+    // a change committed by hand, past the hooks, is a commit the tool did not make
+    f.edit_kernel("TILE_SIZE = 128", "TILE_SIZE = 256");
+    f.git(&["commit", "-q", "-a", "--no-verify", "-m", "by hand"]);
+    let report = verify::run(&repo).unwrap();
+    assert!(!report.findings.is_empty(), "{report:?}");
+    let failure = report.verdict().unwrap_err();
+    let shape = ErrorReport::of(&failure, 1);
+    assert_eq!(
+        shape.error,
+        format!(
+            "verify found {} departure(s) from the session's record",
+            report.findings.len()
+        )
+    );
+    assert!(shape.hint.unwrap().ends_with("recorded with `step`"));
+}
+
+#[test]
+fn a_refusal_keeps_its_hint_as_data() {
+    let f = Fixture::new();
+    let repo = Repo::discover(&f.root).unwrap();
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let failure = status::run(&mut Ui::plain(&mut out, &mut err, false), &repo).unwrap_err();
+    let report = ErrorReport::of(&failure, 1);
+    assert!(
+        report
+            .error
+            .starts_with("not on a cutile-perf session branch"),
+        "{}",
+        report.error
+    );
+    assert!(!report.error.contains("hint:"), "{}", report.error);
+    assert!(report.hint.unwrap().contains("start"));
+}
