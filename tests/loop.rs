@@ -383,6 +383,37 @@ fn empty_perf_selection_is_explained() {
 }
 
 #[test]
+fn a_filter_that_selects_no_correctness_test_says_how_to_keep_the_grid() {
+    let f = Fixture::new();
+    // `large` names only a perf case, as a shape size often does
+    let err = f.fails(&["start", "vector_add", "--filter", "large"]);
+    assert!(
+        err.contains(
+            "no correctness test matched -k \"test_ and cutile and not test_perf and (large)\""
+        ),
+        "{err}"
+    );
+    assert!(!err.contains("crashed"), "{err}");
+    assert!(
+        err.contains("hint: --filter selects the correctness tests as well as the benchmark")
+            && err.contains("use --filter \"(large) or not test_perf\""),
+        "{err}"
+    );
+    assert_eq!(f.branch(), "main");
+    // the hint's filter works: every correctness test, the one perf case
+    let start = f.ok(&[
+        "start",
+        "vector_add",
+        "--filter",
+        "(large) or not test_perf",
+    ]);
+    assert!(
+        start.contains("(geometric mean of 1 configs' medians, 5 correctness tests passed"),
+        "{start}"
+    );
+}
+
+#[test]
 fn outside_tilegym_is_refused() {
     let f = Fixture::empty();
     let out = std::process::Command::new("git")
