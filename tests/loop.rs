@@ -399,6 +399,14 @@ fn a_filter_that_selects_no_correctness_test_says_how_to_keep_the_grid() {
             && err.contains("use --filter \"(large) or not test_perf\""),
         "{err}"
     );
+    let out = f.run(&["start", "vector_add", "--filter", "large", "--json"]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        report["hint"]
+            .as_str()
+            .is_some_and(|h| h.ends_with("use --filter \"(large) or not test_perf\"")),
+        "{report}"
+    );
     assert_eq!(f.branch(), "main");
     // the hint's filter works: every correctness test, the one perf case
     let start = f.ok(&[

@@ -7,6 +7,7 @@ use super::plan::Plan;
 use crate::decision::{Correctness, Decision, Status};
 use crate::evidence::RunFile;
 use crate::git::Repo;
+use crate::hint::hinted;
 use crate::process::Interrupted;
 use crate::pytest::{BenchmarkRun, CorrectnessRun};
 use crate::session::Iteration;
@@ -103,10 +104,14 @@ fn correctness_words(
         CorrectnessRun::Crash(why) => {
             bail!("the baseline correctness run crashed: {why}\nnothing was created")
         }
-        CorrectnessRun::NoneSelected(why) => bail!(
-            "the baseline has no correctness test to hold later changes to: {why}; nothing was created\nhint: {}",
-            no_correctness_hint(filter)
-        ),
+        CorrectnessRun::NoneSelected(why) => {
+            return Err(hinted(
+                format!(
+                    "the baseline has no correctness test to hold later changes to: {why}; nothing was created"
+                ),
+                no_correctness_hint(filter),
+            ));
+        }
         CorrectnessRun::Interrupted => return Err(interrupted()),
     })
 }
