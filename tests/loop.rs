@@ -292,6 +292,9 @@ fn scheduling_cause_escalates() {
     assert_eq!(status["state"], "escalated");
     assert_eq!(status["next_action"]["kind"], "escalate");
     assert_eq!(status["next_action"]["cause"], "scheduling");
+    // every config twice as fast: the best is half iteration 0's latency
+    let change = status["change_pct_since_0"].as_f64().unwrap();
+    assert!((change + 50.0).abs() < 1e-6, "{status}");
     assert_eq!(r["next_action"], status["next_action"]);
 }
 

@@ -37,6 +37,8 @@ pub struct StatusReport {
     pub baseline: Point,
     pub best: Point,
     pub initial_ms: Option<f64>,
+    /// The best latency's change since iteration 0, in percent (negative is faster).
+    pub change_pct_since_0: Option<f64>,
     pub iterations: usize,
     pub no_gain: u32,
     pub state: LoopState,
@@ -56,12 +58,19 @@ pub struct StatusReport {
 impl StatusReport {
     fn new(history: &History, branch: Option<String>) -> StatusReport {
         let (state, halted) = history.loop_state();
+        let initial_ms = history.iterations().next().and_then(|it| it.latency_ms);
+        let best: Point = history.best().into();
+        let change_pct_since_0 = match (initial_ms, best.latency_ms) {
+            (Some(first), Some(best)) => Some((best - first) / first * 100.0),
+            _ => None,
+        };
         StatusReport {
             branch,
             session: history.session.clone(),
             baseline: history.current_baseline().into(),
-            best: history.best().into(),
-            initial_ms: history.iterations().next().and_then(|it| it.latency_ms),
+            best,
+            initial_ms,
+            change_pct_since_0,
             iterations: history.iterations.len() - 1,
             no_gain: history.no_gain_count(),
             state,
@@ -99,12 +108,9 @@ pub fn run(ui: &mut Ui, repo: &Repo) -> Result<StatusReport> {
 impl Render for StatusReport {
     fn render(&self, ui: &mut Ui) -> Result<()> {
         let (report, session) = (self, &self.session);
-        let total = match (report.initial_ms, report.best.latency_ms) {
-            (Some(first), Some(best)) => format!(
-                " ({:+.2}% since iteration 0)",
-                (best - first) / first * 100.0
-            ),
-            _ => String::new(),
+        let total = match report.change_pct_since_0 {
+            Some(change) => format!(" ({change:+.2}% since iteration 0)"),
+            None => String::new(),
         };
         let session_word = ui.bold("session").to_string();
         let state_word = ui.word(report.state).to_string();
