@@ -65,8 +65,8 @@ fn baseline_is_an_empty_commit_with_the_session() {
     assert!(
         out.trim_end().ends_with(&format!(
             "next: The baseline is recorded. Apply ONE optimization to {KERNEL}; A (TMA loads and stores instead \
-             of gather/scatter) comes first for this memory-bound kernel (`git cutile-perf refs playbook A`), then \
-             run `git cutile-perf step --json --opt A \"<what you changed>\"`."
+             of gather/scatter) comes first for this memory-bound kernel (`git cutile-perf refs playbook A`; if it \
+             cannot apply here, take the next letter `git cutile-perf next` lists), then run `git cutile-perf step --json --opt A \"<what you changed>\"`."
         )),
         "{out}"
     );
