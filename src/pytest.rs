@@ -73,6 +73,8 @@ pub enum CorrectnessRun {
         failed: Vec<String>,
     },
     Crash(String),
+    /// pytest collected no correctness test (exit 5): the selection, in words.
+    NoneSelected(String),
     Interrupted,
 }
 
@@ -329,7 +331,7 @@ impl Pytest<'_> {
                     .map(|c| c.id)
                     .collect(),
             },
-            (Ending::Exited(5), _) => CorrectnessRun::Crash(format!(
+            (Ending::Exited(5), _) => CorrectnessRun::NoneSelected(format!(
                 "no correctness test matched -k \"{}\" in {}",
                 self.narrowed(CORRECTNESS_SELECTION),
                 self.test

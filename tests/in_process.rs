@@ -43,6 +43,7 @@ fn status_reports_the_session_and_renders_it_once() {
     assert_eq!(progress.session.test, TEST);
     assert_eq!((progress.iterations, progress.no_gain), (0, 0));
     assert_eq!(progress.baseline.latency_ms, Some(1.0));
+    assert_eq!(progress.change_pct_since_0, Some(0.0));
     assert_eq!(progress.state, LoopState::Running);
     assert_eq!(report.unfinished, None);
 
@@ -53,6 +54,10 @@ fn status_reports_the_session_and_renders_it_once() {
         "{text}"
     );
     assert!(text.contains("  loop        running\n"), "{text}");
+    assert!(
+        text.contains("  best        iteration 0 1.000000 ms (+0.00% since iteration 0)\n"),
+        "{text}"
+    );
     assert!(text.ends_with(&format!("next: {}\n", report.next_action.sentence)));
     assert_eq!(progress, "");
 
@@ -60,6 +65,7 @@ fn status_reports_the_session_and_renders_it_once() {
     let value: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(value["branch"], BRANCH);
     assert_eq!(value["state"], "running");
+    assert_eq!(value["change_pct_since_0"], 0.0);
     assert_eq!(
         value["next_action"]["sentence"],
         report.next_action.sentence

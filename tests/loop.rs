@@ -65,8 +65,8 @@ fn baseline_is_an_empty_commit_with_the_session() {
     assert!(
         out.trim_end().ends_with(&format!(
             "next: The baseline is recorded. Apply ONE optimization to {KERNEL}; A (TMA loads and stores instead \
-             of gather/scatter) comes first for this memory-bound kernel (`git cutile-perf refs playbook A`), then \
-             run `git cutile-perf step --json --opt A \"<what you changed>\"`."
+             of gather/scatter) comes first for this memory-bound kernel (`git cutile-perf refs playbook A`; if it \
+             cannot apply here, take the next letter `git cutile-perf next` lists), then run `git cutile-perf step --json --opt A \"<what you changed>\"`."
         )),
         "{out}"
     );
@@ -293,6 +293,9 @@ fn scheduling_cause_escalates() {
     assert_eq!(status["state"], "escalated");
     assert_eq!(status["next_action"]["kind"], "escalate");
     assert_eq!(status["next_action"]["cause"], "scheduling");
+    // every config twice as fast: the best is half iteration 0's latency
+    let change = status["change_pct_since_0"].as_f64().unwrap();
+    assert!((change + 50.0).abs() < 1e-6, "{status}");
     assert_eq!(r["next_action"], status["next_action"]);
 }
 
@@ -381,6 +384,45 @@ fn empty_perf_selection_is_explained() {
     let err = f.fails(&["start", "rms_norm", "--suite", "liger"]);
     assert!(err.contains("the benchmark selection is empty"), "{err}");
     assert_eq!(f.branch(), "main");
+}
+
+#[test]
+fn a_filter_that_selects_no_correctness_test_says_how_to_keep_the_grid() {
+    let f = Fixture::new();
+    // `large` names only a perf case, as a shape size often does
+    let err = f.fails(&["start", "vector_add", "--filter", "large"]);
+    assert!(
+        err.contains(
+            "no correctness test matched -k \"test_ and cutile and not test_perf and (large)\""
+        ),
+        "{err}"
+    );
+    assert!(!err.contains("crashed"), "{err}");
+    assert!(
+        err.contains("hint: --filter selects the correctness tests as well as the benchmark")
+            && err.contains("use --filter \"(large) or not test_perf\""),
+        "{err}"
+    );
+    let out = f.run(&["start", "vector_add", "--filter", "large", "--json"]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        report["hint"]
+            .as_str()
+            .is_some_and(|h| h.ends_with("use --filter \"(large) or not test_perf\"")),
+        "{report}"
+    );
+    assert_eq!(f.branch(), "main");
+    // the hint's filter works: every correctness test, the one perf case
+    let start = f.ok(&[
+        "start",
+        "vector_add",
+        "--filter",
+        "(large) or not test_perf",
+    ]);
+    assert!(
+        start.contains("(geometric mean of 1 configs' medians, 5 correctness tests passed"),
+        "{start}"
+    );
 }
 
 #[test]

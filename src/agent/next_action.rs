@@ -156,7 +156,8 @@ fn edit_and_step(history: &History) -> NextAction {
     let (pick, opt) = match (suggestions.first(), session.class) {
         (Some(first), Some(class)) => (
             format!(
-                "; {} ({}) comes first for this {class}-bound kernel (`git cutile-perf refs playbook {}`)",
+                "; {} ({}) comes first for this {class}-bound kernel (`git cutile-perf refs playbook {}`; \
+                 if it cannot apply here, take the next letter `git cutile-perf next` lists)",
                 first.letter, first.title, first.letter
             ),
             format!("--opt {} ", first.letter),
@@ -219,7 +220,8 @@ mod tests {
                 },
                 sentence: "The baseline is recorded. Apply ONE optimization to k.py; A (TMA loads and stores \
                            instead of gather/scatter) comes first for this memory-bound kernel (`git cutile-perf \
-                           refs playbook A`), then run `git cutile-perf step --json --opt A \"<what you changed>\"`."
+                           refs playbook A`; if it cannot apply here, take the next letter `git cutile-perf next` \
+                           lists), then run `git cutile-perf step --json --opt A \"<what you changed>\"`."
                     .to_string()
             }
         );

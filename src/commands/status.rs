@@ -49,6 +49,8 @@ pub struct Progress {
     pub baseline: Point,
     pub best: Point,
     pub initial_ms: Option<f64>,
+    /// The best latency's change since iteration 0, in percent (negative is faster).
+    pub change_pct_since_0: Option<f64>,
     pub iterations: usize,
     pub no_gain: u32,
     pub state: LoopState,
@@ -64,11 +66,18 @@ pub struct Progress {
 impl Progress {
     fn new(history: &History) -> Progress {
         let (state, halted) = history.loop_state();
+        let initial_ms = history.iterations().next().and_then(|it| it.latency_ms);
+        let best: Point = history.best().into();
+        let change_pct_since_0 = match (initial_ms, best.latency_ms) {
+            (Some(first), Some(best)) => Some((best - first) / first * 100.0),
+            _ => None,
+        };
         Progress {
             session: history.session.clone(),
             baseline: history.current_baseline().into(),
-            best: history.best().into(),
-            initial_ms: history.iterations().next().and_then(|it| it.latency_ms),
+            best,
+            initial_ms,
+            change_pct_since_0,
             iterations: history.iterations.len() - 1,
             no_gain: history.no_gain_count(),
             state,
@@ -119,12 +128,9 @@ impl Render for StatusReport {
             return Ok(());
         };
         let session = &report.session;
-        let total = match (report.initial_ms, report.best.latency_ms) {
-            (Some(first), Some(best)) => format!(
-                " ({:+.2}% since iteration 0)",
-                (best - first) / first * 100.0
-            ),
-            _ => String::new(),
+        let total = match report.change_pct_since_0 {
+            Some(change) => format!(" ({change:+.2}% since iteration 0)"),
+            None => String::new(),
         };
         let session_word = ui.bold("session").to_string();
         let state_word = ui.word(report.state).to_string();

@@ -7,6 +7,7 @@ use super::plan::Plan;
 use crate::decision::{Correctness, Decision, Status};
 use crate::evidence::RunFile;
 use crate::git::Repo;
+use crate::hint::hinted;
 use crate::process::Interrupted;
 use crate::pytest::{BenchmarkRun, CorrectnessRun};
 use crate::session::Iteration;
@@ -31,7 +32,7 @@ pub fn baseline(repo: &Repo, plan: &Plan, original: &str) -> Result<Baseline> {
     let mut junit: Vec<RunFile> = RunFile::read(&runner.sandbox, "correctness")
         .into_iter()
         .collect();
-    let tests = correctness_words(correctness, original)?;
+    let tests = correctness_words(correctness, original, runner.filter)?;
     let mut runs = Vec::new();
     // a process per run: the spread between them is what later steps' noise floor stands on
     let mut side = crate::workers::Side::cold(&runner);
@@ -84,7 +85,11 @@ pub fn baseline(repo: &Repo, plan: &Plan, original: &str) -> Result<Baseline> {
 }
 
 /// What the baseline's correctness run found, in words; anything but a pass that ran cases refuses.
-fn correctness_words(correctness: CorrectnessRun, original: &str) -> Result<String> {
+fn correctness_words(
+    correctness: CorrectnessRun,
+    original: &str,
+    filter: Option<&str>,
+) -> Result<String> {
     Ok(match correctness {
         CorrectnessRun::Pass { passed, .. } if passed.is_empty() => bail!(
             "no correctness test passed at the baseline (every selected case was skipped), so nothing \
@@ -102,8 +107,30 @@ fn correctness_words(correctness: CorrectnessRun, original: &str) -> Result<Stri
         CorrectnessRun::Crash(why) => {
             bail!("the baseline correctness run crashed: {why}\nnothing was created")
         }
+        CorrectnessRun::NoneSelected(why) => {
+            return Err(hinted(
+                format!(
+                    "the baseline has no correctness test to hold later changes to: {why}; nothing was created"
+                ),
+                no_correctness_hint(filter),
+            ));
+        }
         CorrectnessRun::Interrupted => return Err(interrupted()),
     })
+}
+
+/// What to do when the correctness selection is empty: `--filter` narrows both selections, and
+/// `(FILTER) or not test_perf` keeps the benchmark grid while selecting every correctness test.
+fn no_correctness_hint(filter: Option<&str>) -> String {
+    match filter {
+        Some(filter) => format!(
+            "--filter selects the correctness tests as well as the benchmark; to keep this benchmark \
+             grid and run every correctness test, use --filter \"({filter}) or not test_perf\""
+        ),
+        None => "the test file has no test_* with a cutile parameter besides test_perf; pick the \
+                 kernel's test file with --test"
+            .to_string(),
+    }
 }
 
 fn interrupted() -> anyhow::Error {

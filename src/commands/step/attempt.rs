@@ -135,7 +135,7 @@ fn correctness(
             ui::progress_line(&format!("correctness FAIL: {}", failed.join(", ")));
             Some(Attempt::CorrectnessFailed { failed })
         }
-        CorrectnessRun::Crash(why) => Some(Attempt::Crashed {
+        CorrectnessRun::Crash(why) | CorrectnessRun::NoneSelected(why) => Some(Attempt::Crashed {
             correctness: Correctness::Fail,
             why,
         }),
