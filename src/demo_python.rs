@@ -12,13 +12,7 @@ use crate::{process, ui};
 /// Where the environment lives, under the cache directory.
 const VENV: &str = "git-cutile-perf/venv";
 
-/// `$XDG_CACHE_HOME`, or `~/.cache` (an unset, empty or relative XDG value is ignored, as the spec says).
-pub fn cache_dir() -> Option<PathBuf> {
-    std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .filter(|dir| dir.is_absolute())
-        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))
-}
+pub use crate::process::cache_dir;
 
 /// Where the demo's environment is (or would be made).
 pub fn environment_dir() -> Option<PathBuf> {

@@ -16,6 +16,17 @@ use crate::process_identity::ProcessIdentity;
 /// [`INTERRUPT_CHECK`], and by the verbs between their stages.
 static INTERRUPTED: LazyLock<Arc<AtomicBool>> = LazyLock::new(|| Arc::new(AtomicBool::new(false)));
 
+/// `$XDG_CACHE_HOME`, or `~/.cache` (an unset, empty or relative XDG value is ignored, as the spec says):
+/// where the tool keeps what its processes can reuse (the demo's Python, bytecode).
+pub fn cache_dir() -> Option<std::path::PathBuf> {
+    std::env::var_os("XDG_CACHE_HOME")
+        .map(std::path::PathBuf::from)
+        .filter(|dir| dir.is_absolute())
+        .or_else(|| {
+            std::env::var_os("HOME").map(|home| std::path::PathBuf::from(home).join(".cache"))
+        })
+}
+
 pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::SeqCst)
 }

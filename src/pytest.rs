@@ -100,7 +100,7 @@ pub struct Prepared {
     pub log: PathBuf,
     /// The `-k` expression, narrowed by the session's filter.
     pub selection: String,
-    _bytecode: FreshBytecode,
+    _bytecode: Bytecode,
 }
 
 impl Prepared {
@@ -220,7 +220,7 @@ impl Pytest<'_> {
             &junit_arg,
         ]);
         args.extend_from_slice(extra);
-        let bytecode = FreshBytecode::new()?;
+        let bytecode = Bytecode::for_checkout(self.root)?;
         let mut env: Vec<(&'static str, std::ffi::OsString)> =
             vec![("PYTHONUNBUFFERED", "1".into())];
         env.extend(bytecode.env().map(|(name, value)| (name, value.into())));
@@ -475,31 +475,59 @@ pub fn python_words(python: &str) -> Result<Vec<String>> {
     })
 }
 
-/// Python's bytecode kept out of the checkout for a test process: none written
-/// (`PYTHONDONTWRITEBYTECODE`: `__pycache__` next to the kernel would be an untracked change where it is
-/// not ignored) and none read from the checkout's `__pycache__` (`PYTHONPYCACHEPREFIX` at a fresh empty
-/// directory, removed with the value), so a stale or planted `.pyc`, ignored by git, cannot stand in for
-/// the source the tests import.
-pub struct FreshBytecode {
-    prefix: tempfile::TempDir,
+/// Python's bytecode for a test process, kept out of the checkout (`__pycache__` next to the kernel would
+/// be an untracked change where it is not ignored): under `PYTHONPYCACHEPREFIX` in the user's cache, so the
+/// interpreter's, pytest's and torch's modules compile once per machine instead of in every run (a second
+/// per run on the fixture, seconds with torch). The part of that tree that mirrors the checkout (its
+/// baseline worktrees included, which are under its git dir) is emptied first, so a stale or planted `.pyc`
+/// cannot stand in for the source the tests import. Without a usable cache: a fresh empty directory.
+pub struct Bytecode {
+    prefix: PathBuf,
+    _fresh: Option<tempfile::TempDir>,
 }
 
-impl FreshBytecode {
-    pub fn new() -> Result<FreshBytecode> {
-        let prefix = tempfile::Builder::new()
+/// Where the shared bytecode tree lives, under the cache directory.
+const BYTECODE_CACHE: &str = "git-cutile-perf/pycache";
+
+impl Bytecode {
+    /// Bytecode for runs of the tests of the checkout at `root`.
+    pub fn for_checkout(root: &Path) -> Result<Bytecode> {
+        let shared = process::cache_dir().map(|cache| cache.join(BYTECODE_CACHE));
+        if let Some(prefix) = shared.filter(|prefix| Self::empty_mirror(prefix, root)) {
+            return Ok(Bytecode {
+                prefix,
+                _fresh: None,
+            });
+        }
+        let fresh = tempfile::Builder::new()
             .prefix("cutile-perf-pycache-")
             .tempdir()
             .context("cannot create an empty bytecode directory for the tests")?;
-        Ok(FreshBytecode { prefix })
+        Ok(Bytecode {
+            prefix: fresh.path().to_path_buf(),
+            _fresh: Some(fresh),
+        })
     }
 
-    /// The environment of a test process that keeps to it.
+    /// Whether the mirror of `root` under `prefix` is gone (Python mirrors absolute source paths there).
+    fn empty_mirror(prefix: &Path, root: &Path) -> bool {
+        let Ok(relative) = root.strip_prefix("/") else {
+            return false;
+        };
+        match std::fs::remove_dir_all(prefix.join(relative)) {
+            Ok(()) => true,
+            Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+        }
+    }
+
+    /// The environment of a test process that keeps to it (writing allowed, whatever the caller's
+    /// `PYTHONDONTWRITEBYTECODE`: an empty value is unset to Python).
     pub fn env(&self) -> [(&'static str, String); 2] {
         [
-            ("PYTHONDONTWRITEBYTECODE", "1".to_string()),
+            ("PYTHONDONTWRITEBYTECODE", String::new()),
             (
                 "PYTHONPYCACHEPREFIX",
-                self.prefix.path().to_string_lossy().into_owned(),
+                self.prefix.to_string_lossy().into_owned(),
             ),
         ]
     }

@@ -206,73 +206,78 @@ fn start_stopped_in_any_phase_leaves_nothing_or_a_session() {
     }
 }
 
+// one test per commit of a step, so that they run side by side: each stops a real step with every
+// signal at each of its phases
 #[test]
-fn step_stopped_in_any_phase_keeps_the_edit() {
-    let phases = [
-        // a kept change: one commit
-        (
-            true,
+fn a_kept_step_stopped_in_any_phase_keeps_the_edit() {
+    step_stopped_in_any_phase_keeps_the_edit(
+        true,
+        &[
             Phase {
                 name: "iteration commit",
                 hook: "pre-commit",
                 at: 1,
             },
-        ),
-        (
-            true,
             Phase {
                 name: "iteration landed",
                 hook: "post-commit",
                 at: 1,
             },
-        ),
-        // a reverted change: the attempt, then its undoing
-        (
-            false,
+        ],
+    );
+}
+
+#[test]
+fn a_reverted_steps_attempt_stopped_in_any_phase_keeps_the_edit() {
+    step_stopped_in_any_phase_keeps_the_edit(
+        false,
+        &[
             Phase {
                 name: "attempt commit",
                 hook: "pre-commit",
                 at: 1,
             },
-        ),
-        (
-            false,
             Phase {
                 name: "attempt landed",
                 hook: "post-commit",
                 at: 1,
             },
-        ),
-        (
-            false,
+        ],
+    );
+}
+
+#[test]
+fn a_reverted_steps_undoing_stopped_in_any_phase_keeps_the_edit() {
+    step_stopped_in_any_phase_keeps_the_edit(
+        false,
+        &[
             Phase {
                 name: "undo commit",
                 hook: "pre-commit",
                 at: 2,
             },
-        ),
-        (
-            false,
             Phase {
                 name: "undo message",
                 hook: "commit-msg",
                 at: 2,
             },
-        ),
-        (
-            false,
             Phase {
                 name: "undo landed",
                 hook: "post-commit",
                 at: 2,
             },
-        ),
-    ];
+        ],
+    );
+}
+
+/// A step whose change is `kept` (one commit) or reverted (the attempt, then its undoing), stopped by
+/// every signal at each of `phases`: nothing is recorded after an interrupt, and the edit survives.
+fn step_stopped_in_any_phase_keeps_the_edit(kept: bool, phases: &[Phase]) {
     let f = Fixture::new();
     install_pausing_hooks(&f);
     f.start();
     let base = f.head();
-    for (kept, phase) in phases {
+    for &phase in phases {
         for signal in SIGNALS {
             // the next case starts from the baseline
             f.git(&["reset", "-q", "--hard", &base]);

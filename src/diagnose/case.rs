@@ -71,7 +71,7 @@ pub struct Case {
     pub dumps: PathBuf,
     env: Vec<(&'static str, String)>,
     /// Held for the case's life: its bytecode directory is in `env`.
-    _bytecode: crate::pytest::FreshBytecode,
+    _bytecode: crate::pytest::Bytecode,
 }
 
 impl Case {
@@ -97,7 +97,7 @@ impl Case {
         let python_path = crate::pytest::sources_first(&root)?
             .map(|path| path.to_string_lossy().into_owned())
             .unwrap_or_else(|| std::env::var("PYTHONPATH").unwrap_or_default());
-        let bytecode = crate::pytest::FreshBytecode::new()?;
+        let bytecode = crate::pytest::Bytecode::for_checkout(&root)?;
         let mut env = vec![
             ("TILEGYM_DISABLE_AUTOTUNE", "1".to_string()),
             ("PYTHONPATH", python_path),
