@@ -124,9 +124,38 @@ const GIT_GRACE: Duration = Duration::from_millis(500);
 /// command can end it if the tool was killed without cleaning up.
 static GROUP_FILE: std::sync::Mutex<Option<std::path::PathBuf>> = std::sync::Mutex::new(None);
 
-/// Records the groups of [`supervise`]d children in `path` from now on.
+/// Records the groups of [`supervise`]d children in `path` from now on, and those of [`Background`]
+/// children beside it (`path.<leader>`: several live at once).
 pub fn record_groups_in(path: std::path::PathBuf) {
     *GROUP_FILE.lock().unwrap_or_else(|e| e.into_inner()) = Some(path);
+}
+
+/// The file a background child's group is recorded in, if groups are recorded.
+fn background_group_file(leader: libc::pid_t) -> Option<std::path::PathBuf> {
+    let recorded = GROUP_FILE.lock().unwrap_or_else(|e| e.into_inner());
+    let path = recorded.as_ref()?;
+    let mut name = path.file_name()?.to_os_string();
+    name.push(format!(".{leader}"));
+    Some(path.with_file_name(name))
+}
+
+/// Ends every group recorded at `path` or beside it by a background child (see [`end_recorded_group`]);
+/// returns those it ended.
+pub fn end_recorded_groups(path: &Path) -> Vec<libc::pid_t> {
+    let mut files = vec![path.to_path_buf()];
+    if let (Some(dir), Some(name)) = (path.parent(), path.file_name()) {
+        let prefix = format!("{}.", name.to_string_lossy());
+        let entries = std::fs::read_dir(dir).into_iter().flatten().flatten();
+        files.extend(
+            entries
+                .filter(|entry| entry.file_name().to_string_lossy().starts_with(&prefix))
+                .map(|entry| entry.path()),
+        );
+    }
+    files
+        .iter()
+        .filter_map(|file| end_recorded_group(file))
+        .collect()
 }
 
 /// Ends the process group recorded in `path` if it is still the one recorded (a tool killed mid-run
@@ -274,6 +303,8 @@ fn wait(
 pub struct Background {
     handle: duct::Handle,
     group: libc::pid_t,
+    /// Where its group is recorded for a later command to end, should the tool be killed.
+    recorded: Option<std::path::PathBuf>,
 }
 
 impl Background {
@@ -287,7 +318,19 @@ impl Background {
             .start()
             .context("cannot start a background process")?;
         let group = handle.pids()[0] as libc::pid_t;
-        Ok(Background { handle, group })
+        // as in `wait`: without its identity the group is never recorded
+        let recorded = background_group_file(group)
+            .zip(ProcessIdentity::of(group as u32))
+            .and_then(|(path, leader)| {
+                std::fs::write(&path, leader.to_string())
+                    .ok()
+                    .map(|()| path)
+            });
+        Ok(Background {
+            handle,
+            group,
+            recorded,
+        })
     }
 
     /// The leader's pid, which is also the group's number.
@@ -307,6 +350,9 @@ impl Drop for Background {
         kill_group(self.group, libc::SIGTERM);
         let _ = self.handle.wait_deadline(Instant::now() + GRACE);
         kill_group(self.group, libc::SIGKILL);
+        if let Some(path) = &self.recorded {
+            let _ = std::fs::remove_file(path);
+        }
         let _ = self.handle.wait();
     }
 }

@@ -38,11 +38,19 @@ pub fn end_orphaned_tests(repo: &Repo) -> Result<Option<String>> {
         return Ok(None);
     }
     remove_orphaned_worktrees(repo)?;
-    Ok(
-        process::end_recorded_group(&group_file(repo)?).map(|group| {
-            format!("ended the tests (process group {group}) that a killed command left running")
-        }),
-    )
+    let groups = process::end_recorded_groups(&group_file(repo)?);
+    let groups: Vec<String> = groups.iter().map(ToString::to_string).collect();
+    Ok(match groups.len() {
+        0 => None,
+        1 => Some(format!(
+            "ended the tests (process group {}) that a killed command left running",
+            groups[0]
+        )),
+        _ => Some(format!(
+            "ended the tests (process groups {}) that a killed command left running",
+            groups.join(", ")
+        )),
+    })
 }
 
 /// Removes the baseline worktrees (`cutile-perf/baseline-<pid>`, see `paired::BaselineTree`) of

@@ -439,8 +439,9 @@ fn outside_tilegym_is_refused() {
         err.contains("is not a TileGym checkout (no src/tilegym/)"),
         "{err}"
     );
-    let err = f.fails(&["status"]);
-    assert!(err.contains("not on a cutile-perf session branch"), "{err}");
+    // nothing to report but how to start, which `start` then refuses here with its reason
+    let status = f.ok(&["status"]);
+    assert!(status.starts_with("no session on "), "{status}");
 }
 
 #[test]

@@ -51,10 +51,12 @@ fn off_a_terminal_only_plain_lines_name_each_run() {
         ),
         (
             &stepped,
+            // the step's runs are repetitions in the warm workers, then a kept step's compile runs
             &[
-                "correctness: exit 0 in ",
-                "round 1 candidate: exit 0 in ",
-                "round 1 baseline: exit 0 in ",
+                "correctness: in the warm candidate worker, 6 cases, 0 failed, in ",
+                "round 1 candidate: in the warm candidate worker, 2 cases, 0 failed, in ",
+                "round 1 baseline: in the warm baseline worker, 2 cases, 0 failed, in ",
+                "compile: exit 0 in ",
             ][..],
         ),
     ] {
@@ -91,7 +93,12 @@ fn on_a_terminal_the_line_is_drawn_then_cleared_unless_told_not_to() {
     f.set_latency(0.09, 0.9);
     let stepped = on_terminal(&f, &["step", "tile size 256"], |_| {}).unwrap();
     assert!(stepped.contains(LIVE), "{stepped}");
-    for label in ["correctness  ", "round 1 candidate  ", "round 1 baseline  "] {
+    // a repetition in a warm worker says its line when done; the compile runs of a kept step are drawn
+    for label in [
+        "correctness: in the warm",
+        "round 1 candidate: in the warm",
+        "compile  ",
+    ] {
         assert!(
             stepped.contains(label),
             "{label:?} missing from:\n{stepped}"
@@ -111,5 +118,8 @@ fn on_a_terminal_the_line_is_drawn_then_cleared_unless_told_not_to() {
     })
     .unwrap();
     assert!(!quiet.contains(LIVE), "{quiet}");
-    assert!(quiet.contains("round 1 candidate: exit 0 in "), "{quiet}");
+    assert!(
+        quiet.contains("round 1 candidate: in the warm candidate worker"),
+        "{quiet}"
+    );
 }
