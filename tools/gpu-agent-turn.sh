@@ -7,7 +7,8 @@
 #
 # TURN_FILE: bash commands, run with the session checkout as the current directory (`git cutile-perf ...`,
 # edits to the kernel). The previous turn's state is read from .gpu/agent/state.tar.xz when the machine is
-# fresh; OUT_DIR gets turn.log (everything the commands printed), timings.txt and state.tar.xz.
+# fresh; OUT_DIR gets turn.log (everything the commands printed), timings.txt and state.tar.xz (copy it to
+# .gpu/agent/state.tar.xz for the next turn).
 set -uo pipefail
 usage="usage: tools/gpu-agent-turn.sh OUT_DIR TURN_FILE"
 mkdir -p "${1:?$usage}"
@@ -25,6 +26,8 @@ source .gpu/device-setup.sh > "$out/setup.log" 2>&1 || { cat "$out/setup.log"; e
 if [ ! -d "$session/.git" ]; then
     if [ -f "$root/.gpu/agent/state.tar.xz" ]; then
         mkdir -p "$session" && tar -xJf "$root/.gpu/agent/state.tar.xz" -C "$session" || exit 1
+        # the state holds the git dir, the tool's sandbox/ and the turn's uncommitted edit, not the tree
+        git -C "$session" checkout -q -- . && git -C "$session" apply --allow-empty .git/agent-edit.patch || exit 1
         echo "(a fresh machine: the session checkout was restored from the last turn)"
     else
         git clone -q "$TILEGYM" "$session" || exit 1
@@ -37,6 +40,9 @@ start=$(date +%s%N)
 bash "$turn" > "$out/turn.log" 2>&1
 rc=$?
 echo "turn rc=$rc wall=$(( ($(date +%s%N) - start) / 1000000 ))ms" >> "$out/timings.txt"
-tar --exclude=__pycache__ -cJf "$out/state.tar.xz" -C "$session" .
+# lean enough to travel beside the toolchain (64 MiB in all): the git dir repacked, sandbox/, the edit
+git -C "$session" diff --binary > "$session/.git/agent-edit.patch"
+git -C "$session" gc -q --prune=now
+(cd "$session" && tar --exclude=__pycache__ -cJf "$out/state.tar.xz" .git $(ls -d sandbox 2>/dev/null))
 cat "$out/turn.log"
 cat "$out/timings.txt"
