@@ -12,7 +12,7 @@ use crate::{process, ui};
 /// Where the environment lives, under the cache directory.
 const VENV: &str = "git-cutile-perf/venv";
 
-pub use crate::process::cache_dir;
+use crate::process::cache_dir;
 
 /// Where the demo's environment is (or would be made).
 pub fn environment_dir() -> Option<PathBuf> {

@@ -2,7 +2,7 @@
 //! compile facts in its evidence note, and `compare` reading them from there. Machines without a GPU have
 //! no toolkit: `tests/data/toolkit/` stands in for the Tile IR assembler and cuobjdump, and the fixture's
 //! `cuda.tile` stand-in writes the dumps. The in-process test sets this process's PATH, holding it
-//! ([`ProcessPath`]) so that no other test sees it.
+//! ([`ProcessEnvironment`]) so that no other test sees it.
 
 use crate::support;
 
@@ -24,11 +24,11 @@ use support::*;
 const H200: &str = "NVIDIA H200, 9.0, 580.159.04, 1980, 1980, 612, 143771, 41";
 
 /// PATH with `first` (if any) in front, less every directory that holds a real GPU tool.
-fn set_path(path: &ProcessPath, first: Option<&PathBuf>) {
+fn set_path(path: &ProcessEnvironment, first: Option<&PathBuf>) {
     let real = |d: &PathBuf| ["tileiras", "cuobjdump"].iter().any(|t| d.join(t).exists());
     let mut dirs: Vec<PathBuf> = first.into_iter().cloned().collect();
     dirs.extend(std::env::split_paths(&*SEARCH_PATH).filter(|d| !real(d)));
-    path.set(dirs);
+    path.set_path(dirs);
 }
 
 #[test]
@@ -69,7 +69,7 @@ fn an_iterations_compile_facts_go_into_its_evidence_and_compare_reads_them() {
     };
     let later = Instant::now() + Duration::from_secs(300);
 
-    let path = ProcessPath::hold();
+    let path = ProcessEnvironment::hold();
     set_path(&path, None);
     let configs = &history.current_baseline().configs;
     assert_eq!(

@@ -1,6 +1,6 @@
 //! `diagnose::cause_for`, what `step` calls after its verdict: it profiles the change as the work tree
 //! holds it. It sets this process's PATH (to the stand-in ncu of `tests/data/diagnose/`), holding it
-//! ([`ProcessPath`]) so that no other test sees it.
+//! ([`ProcessEnvironment`]) so that no other test sees it.
 
 use crate::support;
 
@@ -26,8 +26,8 @@ fn the_uncommitted_change_is_what_gets_diagnosed() {
     let no_ncu: Vec<PathBuf> = std::env::split_paths(&*SEARCH_PATH)
         .filter(|d| !d.join("ncu").exists())
         .collect();
-    let path = ProcessPath::hold();
-    path.set(no_ncu.clone());
+    let path = ProcessEnvironment::hold();
+    path.set_path(no_ncu.clone());
     let later = Instant::now() + Duration::from_secs(300);
     assert!(
         cause_for(&repo, &Local, &history, later).unwrap().is_none(),
@@ -41,7 +41,7 @@ fn the_uncommitted_change_is_what_gets_diagnosed() {
     );
     let mut with = vec![ncu];
     with.extend(no_ncu);
-    path.set(with);
+    path.set_path(with);
     assert!(
         cause_for(
             &repo,

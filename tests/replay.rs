@@ -7,7 +7,6 @@
 use crate::support;
 
 use std::path::Path;
-use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use clap::Parser;
 use git_cutile_perf::cli::{Cli, Command};
@@ -18,9 +17,6 @@ use git_cutile_perf::ui::Ui;
 use serde_json::Value;
 use support::standin::{Replay, StandIn};
 use support::*;
-
-/// The verbs run in this process and read its environment: one test at a time.
-static SERIAL: Mutex<()> = Mutex::new(());
 
 /// The benchmark files of the rms_norm session on the H200: iteration 1 (TMA allowed on the
 /// static-persistent store) was 45.8% slower than iteration 0 on 262144x4096.
@@ -44,7 +40,7 @@ fn recorded(file: &str) -> Replay {
 struct Session {
     fixture: Fixture,
     repo: Repo,
-    _serial: MutexGuard<'static, ()>,
+    _environment: ProcessEnvironment,
 }
 
 fn parsed(words: &[&str]) -> Command {
@@ -55,11 +51,10 @@ fn parsed(words: &[&str]) -> Command {
 
 impl Session {
     fn start(benchmark: Replay) -> Session {
-        let serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
+        let environment = ProcessEnvironment::hold();
         let fixture = Fixture::new();
         for (name, value) in fixture.environment() {
-            // SAFETY: the tests of this binary hold SERIAL, so no other thread reads the environment
-            unsafe { std::env::set_var(name, value) };
+            environment.set(name, value);
         }
         // the hook checks the tool's commits with the tool, not with this test
         git::TOOL_BINARY.get_or_init(|| BIN.clone());
@@ -87,7 +82,7 @@ impl Session {
         Session {
             fixture,
             repo,
-            _serial: serial,
+            _environment: environment,
         }
     }
 

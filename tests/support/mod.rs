@@ -52,7 +52,7 @@ fn python_with_pytest() -> Option<PathBuf> {
     if git_cutile_perf::demo_python::has_pytest(&["python3"]) {
         return None;
     }
-    let cache = git_cutile_perf::demo_python::cache_dir().expect("HOME or XDG_CACHE_HOME is set");
+    let cache = git_cutile_perf::process::cache_dir().expect("HOME or XDG_CACHE_HOME is set");
     fs::create_dir_all(cache.join("git-cutile-perf")).unwrap();
     let lock = fs::File::create(cache.join("git-cutile-perf/venv.lock")).unwrap();
     lock.lock().unwrap();
@@ -60,38 +60,48 @@ fn python_with_pytest() -> Option<PathBuf> {
         .unwrap_or_else(|err| panic!("the tests need pytest: {err:#}"))
 }
 
-/// This process's PATH, for a test that runs the library in-process with stand-in tools on it (ncu, the
-/// toolkit): held by one such test at a time and put back when it ends. The tool's runs get their PATH
-/// from [`Fixture::program`], never from this process, so the other tests do not see it.
-pub struct ProcessPath {
-    saved: Option<OsString>,
+/// This process's environment, for a test that runs the library in-process (the verbs read PATH, HOME and
+/// git's variables from it): held by one such test at a time, every variable it sets put back when it
+/// ends. The tool's runs started by [`Fixture::program`] get a sealed environment of their own, so the
+/// other tests do not see it.
+pub struct ProcessEnvironment {
+    saved: std::cell::RefCell<Vec<(OsString, Option<OsString>)>>,
     _held: MutexGuard<'static, ()>,
 }
 
-impl ProcessPath {
-    pub fn hold() -> ProcessPath {
+impl ProcessEnvironment {
+    pub fn hold() -> ProcessEnvironment {
         static HELD: Mutex<()> = Mutex::new(());
-        let held = HELD.lock().unwrap_or_else(PoisonError::into_inner);
-        ProcessPath {
-            saved: std::env::var_os("PATH"),
-            _held: held,
+        ProcessEnvironment {
+            saved: Default::default(),
+            _held: HELD.lock().unwrap_or_else(PoisonError::into_inner),
         }
     }
 
-    pub fn set(&self, dirs: impl IntoIterator<Item = PathBuf>) {
-        let path = std::env::join_paths(dirs).unwrap();
+    pub fn set(&self, name: impl AsRef<std::ffi::OsStr>, value: impl AsRef<std::ffi::OsStr>) {
+        let name = name.as_ref();
+        let mut saved = self.saved.borrow_mut();
+        if !saved.iter().any(|(held, _)| held == name) {
+            saved.push((name.to_os_string(), std::env::var_os(name)));
+        }
         // SAFETY: this binary reads its environment only through std (Command, gix, tempfile), which
         // locks it; nothing here calls the C library's getenv
-        unsafe { std::env::set_var("PATH", path) };
+        unsafe { std::env::set_var(name, value) };
+    }
+
+    pub fn set_path(&self, dirs: impl IntoIterator<Item = PathBuf>) {
+        self.set("PATH", std::env::join_paths(dirs).unwrap());
     }
 }
 
-impl Drop for ProcessPath {
+impl Drop for ProcessEnvironment {
     fn drop(&mut self) {
-        // SAFETY: as in `set`
-        match &self.saved {
-            Some(path) => unsafe { std::env::set_var("PATH", path) },
-            None => unsafe { std::env::remove_var("PATH") },
+        for (name, value) in self.saved.take() {
+            // SAFETY: as in `set`
+            match value {
+                Some(value) => unsafe { std::env::set_var(name, value) },
+                None => unsafe { std::env::remove_var(name) },
+            }
         }
     }
 }
