@@ -90,7 +90,7 @@ fn the_gpu_is_recorded_checked_at_each_step_and_watched_around_each_run() {
 
     // the GPU is gone: the step refuses before running anything, and the change stays
     f.gpu_processes("");
-    // a new kernel (a comment alone would be no change, not benchmarked)
+    // a new kernel (a comment alone would be recorded as no change)
     f.edit_kernel("TILE_SIZE = 128", "TILE_SIZE = 256");
     let head = f.head();
     std::fs::write(f.root.join("../home/gpu-bin/gpu.csv"), "").unwrap();

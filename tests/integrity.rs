@@ -511,7 +511,7 @@ fn stale_bytecode_is_never_read_and_new_bytecode_is_refused() {
     // there before the session: Python reads no bytecode from the checkout, so it measures nothing
     plant_fast_bytecode(&f);
     f.start();
-    // a new kernel at the same simulated latency (a comment alone would not be benchmarked)
+    // a new kernel at the same simulated latency (a comment alone would be recorded as no change)
     f.edit_kernel("TILE_SIZE = 128", "TILE_SIZE = 256");
     let r = f.step_json(&["same latency"]);
     assert!(r["change_pct"].as_f64().unwrap().abs() < 1.0, "{r}");

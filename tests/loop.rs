@@ -635,7 +635,7 @@ fn null_edits_under_noise_are_kept() {
     assert!(start.status.success(), "{}", text(&start.stderr));
     let mut reverted = Vec::new();
     for n in 0..10 {
-        // a new kernel at the same simulated latency (a comment alone would not be benchmarked)
+        // a new kernel at the same simulated latency (a comment alone would be recorded as no change)
         f.edit_kernel(
             "CRASH = \"\"",
             &format!("CRASH = \"\"\nNULL_EDIT_{n} = {n}"),
