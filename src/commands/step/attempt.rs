@@ -128,19 +128,27 @@ fn correctness(
         None => Vec::new(),
     };
     let correctness = candidate.correctness()?;
-    runs.extend(RunFile::read(&candidate.runner.sandbox, "correctness"));
-    Ok(match correctness.against_baseline(&baseline_passed) {
-        CorrectnessRun::Interrupted => return Err(interrupted()),
-        CorrectnessRun::Fail { failed } => {
-            ui::progress_line(&format!("correctness FAIL: {}", failed.join(", ")));
-            Some(Attempt::CorrectnessFailed { failed })
-        }
-        CorrectnessRun::Crash(why) | CorrectnessRun::NoneSelected(why) => Some(Attempt::Crashed {
-            correctness: Correctness::Fail,
-            why,
-        }),
-        CorrectnessRun::Pass { .. } => None,
-    })
+    runs.extend(
+        correctness
+            .records
+            .map(|records| RunFile::new("correctness", records)),
+    );
+    Ok(
+        match correctness.outcome.against_baseline(&baseline_passed) {
+            CorrectnessRun::Interrupted => return Err(interrupted()),
+            CorrectnessRun::Fail { failed } => {
+                ui::progress_line(&format!("correctness FAIL: {}", failed.join(", ")));
+                Some(Attempt::CorrectnessFailed { failed })
+            }
+            CorrectnessRun::Crash(why) | CorrectnessRun::NoneSelected(why) => {
+                Some(Attempt::Crashed {
+                    correctness: Correctness::Fail,
+                    why,
+                })
+            }
+            CorrectnessRun::Pass { .. } => None,
+        },
+    )
 }
 
 /// No re-roll: a compile run of each side, cuda-tile dumping what it compiles, for `census::unchanged`
@@ -156,17 +164,14 @@ fn compiled_alike(rounds: &Rounds, runs: &mut Vec<RunFile>) -> Result<bool> {
         std::fs::create_dir_all(&dumps)
             .with_context(|| format!("cannot create {}", dumps.display()))?;
         let ran = runner.compile(rounds.session.statistic, &toolchain::dump_env(&dumps))?;
-        if let BenchmarkRun::Interrupted = ran {
+        if let BenchmarkRun::Interrupted = ran.outcome {
             return Err(interrupted());
         }
-        runs.extend(
-            RunFile::read(&runner.sandbox, "compile").map(|run| RunFile {
-                name: census::compile_run_name(side),
-                compiled: Some(toolchain::compiled_kernels(&dumps, runner.root)),
-                ..run
-            }),
-        );
-        if let BenchmarkRun::Crash(_) = ran {
+        runs.extend(ran.records.map(|records| RunFile {
+            compiled: Some(toolchain::compiled_kernels(&dumps, runner.root)),
+            ..RunFile::new(&census::compile_run_name(side), records)
+        }));
+        if let BenchmarkRun::Crash(_) = ran.outcome {
             return Ok(false);
         }
     }
@@ -188,14 +193,14 @@ fn unseen_inputs(rounds: &mut Rounds, runs: &mut Vec<RunFile>) -> Result<()> {
         ("candidate", &mut rounds.candidate),
         ("baseline", &mut rounds.baseline),
     ] {
-        if let CorrectnessRun::Interrupted = side.unseen_correctness("unseen", offset)? {
+        let unseen = side.unseen_correctness("unseen", offset)?;
+        if let CorrectnessRun::Interrupted = unseen.outcome {
             return Err(interrupted());
         }
         runs.extend(
-            RunFile::read(&side.runner.sandbox, "unseen").map(|run| RunFile {
-                name: census::unseen_run_name(offset, name),
-                ..run
-            }),
+            unseen
+                .records
+                .map(|records| RunFile::new(&census::unseen_run_name(offset, name), records)),
         );
     }
     Ok(())
