@@ -636,41 +636,31 @@ Cutile: {'forward': {'median': 7.0}} ms</system-out></testcase>"#,
             "{err:#}"
         );
         // a record that is not a Python literal, from either source, measures nothing
-        let property = junit(
-            r#"<testcase classname="t" name="p"><properties><property name="benchmark" value="{'cutile': {"/></properties></testcase>"#,
-        );
-        let err = measurements(
-            &RecordFormat::Junit.parse(&property).unwrap(),
-            Statistic::Median,
-        )
-        .unwrap_err();
+        let refused = |cases: &str| {
+            let cases = RecordFormat::Junit.parse(&junit(cases)).unwrap();
+            measurements(&cases, Statistic::Median)
+                .unwrap_err()
+                .to_string()
+        };
         assert_eq!(
-            err.to_string(),
+            refused(
+                r#"<testcase classname="t" name="p"><properties><property name="benchmark" value="{'cutile': {"/></properties></testcase>"#
+            ),
             "benchmark record of t::p is not a Python literal: {'cutile': {"
         );
-        let printed = junit(
-            r#"<testcase classname="t" name="p"><system-out>Cutile: forward=0.5 ms</system-out></testcase>"#,
-        );
-        let cases = RecordFormat::Junit.parse(&printed).unwrap();
+        let printed = r#"<testcase classname="t" name="p"><system-out>Cutile: forward=0.5 ms</system-out></testcase>"#;
         assert_eq!(
-            cases[0].record,
+            RecordFormat::Junit.parse(&junit(printed)).unwrap()[0].record,
             record(RecordSource::PrintedLine, "forward=0.5")
         );
-        let err = measurements(&cases, Statistic::Median).unwrap_err();
         assert_eq!(
-            err.to_string(),
+            refused(printed),
             "printed record of t::p is not a Python literal: forward=0.5"
         );
-        let other_backend = junit(
-            r#"<testcase classname="t" name="p"><properties><property name="benchmark" value="{'torch': {'forward': {'median': 1.0}}}"/></properties></testcase>"#,
-        );
-        let err = measurements(
-            &RecordFormat::Junit.parse(&other_backend).unwrap(),
-            Statistic::Median,
-        )
-        .unwrap_err();
         assert_eq!(
-            err.to_string(),
+            refused(
+                r#"<testcase classname="t" name="p"><properties><property name="benchmark" value="{'torch': {'forward': {'median': 1.0}}}"/></properties></testcase>"#
+            ),
             "benchmark record of t::p has no 'cutile' entry: {'torch': {'forward': {'median': 1.0}}}"
         );
     }
