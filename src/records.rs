@@ -6,8 +6,9 @@
 //! `record_property("benchmark", {"cutile": {"forward": {...}}})`, which pytest writes as the dict's repr
 //! into `<property name="benchmark" value="...">`; some forks print `Cutile: {'forward': {...}} ms`
 //! instead, which `-o junit_logging=system-out` puts into the case's `<system-out>`. The warm workers
-//! write the same JUnit file per repetition. Adding a format (pytest-benchmark's JSON, say) is a variant
-//! of [`RecordFormat`] with its parser, and a [`RecordSource`] when its records are shaped otherwise.
+//! write the same JUnit file per repetition. Adding a format (pytest-benchmark's JSON, say) is its parser,
+//! a [`RecordFormat`] variant and its row in [`FORMATS`], and a [`RecordSource`] when its records are
+//! shaped otherwise.
 
 use std::fmt;
 use std::path::Path;
@@ -57,8 +58,7 @@ pub struct Record {
     pub text: String,
 }
 
-/// The formats runs write their records in. Adding one: a variant, its parser in [`RecordFormat::parse`]
-/// and its file name in [`RecordFormat::file_name`]; the evidence names the format of every file it keeps.
+/// The formats runs write their records in; the evidence names the format of every file it keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RecordFormat {
@@ -68,27 +68,45 @@ pub enum RecordFormat {
     Junit,
 }
 
+/// One format as the seam knows it: its name in words, its files' extension, its parser.
+struct Registration {
+    format: RecordFormat,
+    name: &'static str,
+    extension: &'static str,
+    /// The cases of a file, in the order the run wrote them; an error when the bytes are not this format.
+    parse: fn(&str) -> Result<Vec<CaseReport>>,
+}
+
+/// Every format: adding one is its parser, a [`RecordFormat`] variant and a row here.
+const FORMATS: [Registration; 1] = [Registration {
+    format: RecordFormat::Junit,
+    name: "JUnit",
+    extension: "xml",
+    parse: parse_junit,
+}];
+
+fn registration(format: RecordFormat) -> &'static Registration {
+    FORMATS
+        .iter()
+        .find(|r| r.format == format)
+        .expect("every format has its row in FORMATS")
+}
+
 impl RecordFormat {
     /// The cases of a run's file, in the order the run wrote them; an error when the bytes are not this
     /// format.
     pub fn parse(self, text: &str) -> Result<Vec<CaseReport>> {
-        match self {
-            RecordFormat::Junit => parse_junit(text),
-        }
+        (registration(self).parse)(text)
     }
 
     /// The format in words (`JUnit`).
     pub fn name(self) -> &'static str {
-        match self {
-            RecordFormat::Junit => "JUnit",
-        }
+        registration(self).name
     }
 
     /// The file a run named `run` writes in this format.
     pub fn file_name(self, run: &str) -> String {
-        match self {
-            RecordFormat::Junit => format!("{run}.xml"),
-        }
+        format!("{run}.{}", registration(self).extension)
     }
 }
 

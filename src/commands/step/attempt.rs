@@ -14,7 +14,7 @@ use crate::git::Repo;
 use crate::history::{History, sandbox};
 use crate::paired::{self, BaselineTree, Paired, Rounds};
 use crate::process::Interrupted;
-use crate::pytest::{BenchmarkRun, CorrectnessRun, Pytest};
+use crate::pytest::{BenchmarkRun, CorrectnessRun, Pytest, Recorded};
 use crate::runner::Runner;
 use crate::ui;
 use crate::verdict::{self, NoiseFloor};
@@ -127,28 +127,20 @@ fn correctness(
         Some(evidence) => evidence.passed_cases()?,
         None => Vec::new(),
     };
-    let correctness = candidate.correctness()?;
-    runs.extend(
-        correctness
-            .records
-            .map(|records| RunFile::new("correctness", records)),
-    );
-    Ok(
-        match correctness.outcome.against_baseline(&baseline_passed) {
-            CorrectnessRun::Interrupted => return Err(interrupted()),
-            CorrectnessRun::Fail { failed } => {
-                ui::progress_line(&format!("correctness FAIL: {}", failed.join(", ")));
-                Some(Attempt::CorrectnessFailed { failed })
-            }
-            CorrectnessRun::Crash(why) | CorrectnessRun::NoneSelected(why) => {
-                Some(Attempt::Crashed {
-                    correctness: Correctness::Fail,
-                    why,
-                })
-            }
-            CorrectnessRun::Pass { .. } => None,
-        },
-    )
+    let Recorded { outcome, records } = candidate.correctness()?;
+    runs.extend(records.map(|records| RunFile::new("correctness", records)));
+    Ok(match outcome.against_baseline(&baseline_passed) {
+        CorrectnessRun::Interrupted => return Err(interrupted()),
+        CorrectnessRun::Fail { failed } => {
+            ui::progress_line(&format!("correctness FAIL: {}", failed.join(", ")));
+            Some(Attempt::CorrectnessFailed { failed })
+        }
+        CorrectnessRun::Crash(why) | CorrectnessRun::NoneSelected(why) => Some(Attempt::Crashed {
+            correctness: Correctness::Fail,
+            why,
+        }),
+        CorrectnessRun::Pass { .. } => None,
+    })
 }
 
 /// No re-roll: a compile run of each side, cuda-tile dumping what it compiles, for `census::unchanged`
