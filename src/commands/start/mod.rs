@@ -170,7 +170,7 @@ fn commit(
         &plan.session,
         &baseline.configs,
         &commit,
-        None,
+        Default::default(),
         plan.deadline,
     );
     // the node did the baseline's last GPU work: give it back
