@@ -265,3 +265,73 @@ fn confirmed(
         decided(rounds, "confirm-round", runs)
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runner::Local;
+
+    /// A first round's JUnit file whose one perf case launched `kernel` and ran `device` on the GPU.
+    fn first_round(side: &str, kernel: &str, device: &str) -> RunFile {
+        let census = format!(
+            r#"{{"taken": true, "launches": [{{"kernel": "{kernel}", "file": "k.py", "grids": [[1]], "count": 1}}], "device": [{{"name": "{device}", "us": 1.0}}]}}"#
+        )
+        .replace('"', "&quot;");
+        RunFile {
+            name: format!("round-1-{side}"),
+            junit: format!(
+                r#"<testsuite><testcase classname="t" name="test_perf[cutile]"><properties><property name="cutile_perf_census" value="{census}"/></properties></testcase></testsuite>"#
+            ),
+            gpu: None,
+            compiled: None,
+        }
+    }
+
+    #[test]
+    fn a_baseline_whose_worker_compiled_in_an_earlier_step_is_read_from_its_stored_dumps() {
+        let dir = tempfile::tempdir().unwrap();
+        let dumps = |tree: &str| dir.path().join("dumps").join(tree);
+        let signature = "scale_Kt1_A1f16_1l0_I128";
+        let text = format!("entry @{signature}(%arg0: tile<ptr<f16>>) {{\n  return\n}}\n");
+        // the baseline's code compiled in an earlier step (its worker lives on and compiles nothing
+        // now); the candidate's in this one, under another file name
+        for (tree, file) in [
+            ("base", "scale.k.ln5.a1b2c3.tileir"),
+            ("cand", "scale.k.ln6.d4e5f6.tileir"),
+        ] {
+            std::fs::create_dir_all(dumps(tree)).unwrap();
+            std::fs::write(dumps(tree).join(file), &text).unwrap();
+        }
+        let side = |tree: &str| Pytest {
+            python: "python3",
+            root: dir.path(),
+            test: "t.py",
+            filter: None,
+            sandbox: dir.path().join("sandbox"),
+            deadline: Instant::now(),
+            place: &Local,
+            dumps: Some(dumps(tree)),
+        };
+        let (candidate, baseline) = (side("cand"), side("base"));
+        let mut runs = vec![
+            first_round("candidate", "scale", signature),
+            first_round("baseline", "scale", signature),
+        ];
+        assert_eq!(
+            first_round_alike(&mut runs, [&candidate, &baseline]),
+            Ok(())
+        );
+        // the hashes each side compared are kept in the evidence
+        assert!(
+            runs.iter()
+                .all(|run| run.compiled.as_ref().unwrap().len() == 1)
+        );
+
+        // no dump of the baseline's code at all: not alike, and why
+        let missing = side("gone");
+        assert_eq!(
+            first_round_alike(&mut runs, [&candidate, &missing]),
+            Err("the baseline's run round-1-baseline: no kernel was dumped".into())
+        );
+    }
+}
