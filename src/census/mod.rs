@@ -584,6 +584,23 @@ pub fn shortcut_signs(diff: &str) -> Vec<String> {
     signs
 }
 
+/// A run named `name` whose one perf case, `t::test_perf[cutile]`, carries `census`: for the tests of
+/// what reads censuses.
+#[cfg(test)]
+pub(crate) fn run_with_census(name: &str, census: &Census) -> RunFile {
+    let json = serde_json::to_string(census)
+        .unwrap()
+        .replace('"', "&quot;");
+    RunFile {
+        name: name.to_string(),
+        junit: format!(
+            r#"<testsuite><testcase classname="t" name="test_perf[cutile]"><properties><property name="cutile_perf_census" value="{json}"/></properties></testcase></testsuite>"#
+        ),
+        gpu: None,
+        compiled: None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -695,15 +712,7 @@ mod tests {
                 us: 1.0,
             }]
         });
-        let json = serde_json::to_string(&census)
-            .unwrap()
-            .replace('"', "&quot;");
         RunFile {
-            name: format!("round-1-{side}"),
-            junit: format!(
-                r#"<testsuite><testcase classname="t" name="test_perf[cutile]"><properties><property name="cutile_perf_census" value="{json}"/></properties></testcase></testsuite>"#
-            ),
-            gpu: None,
             compiled: Some(
                 dumped
                     .iter()
@@ -713,6 +722,7 @@ mod tests {
                     })
                     .collect(),
             ),
+            ..run_with_census(&format!("round-1-{side}"), &census)
         }
     }
 

@@ -271,20 +271,26 @@ mod tests {
     use super::*;
     use crate::runner::Local;
 
-    /// A first round's JUnit file whose one perf case launched `kernel` and ran `device` on the GPU.
+    /// A first round's run whose one perf case launched `kernel` and ran `device` on the GPU.
     fn first_round(side: &str, kernel: &str, device: &str) -> RunFile {
-        let census = format!(
-            r#"{{"taken": true, "launches": [{{"kernel": "{kernel}", "file": "k.py", "grids": [[1]], "count": 1}}], "device": [{{"name": "{device}", "us": 1.0}}]}}"#
-        )
-        .replace('"', "&quot;");
-        RunFile {
-            name: format!("round-1-{side}"),
-            junit: format!(
-                r#"<testsuite><testcase classname="t" name="test_perf[cutile]"><properties><property name="cutile_perf_census" value="{census}"/></properties></testcase></testsuite>"#
-            ),
-            gpu: None,
-            compiled: None,
-        }
+        let census = census::Census {
+            taken: true,
+            why: None,
+            launches: vec![census::Launch {
+                kernel: kernel.into(),
+                file: Some("k.py".into()),
+                grids: vec![vec![1]],
+                count: 1,
+            }],
+            bytes: 0,
+            arrays: Vec::new(),
+            device: Some(vec![census::DeviceTime {
+                name: device.into(),
+                us: 1.0,
+            }]),
+            seconds: None,
+        };
+        census::run_with_census(&format!("round-1-{side}"), &census)
     }
 
     #[test]
