@@ -211,6 +211,26 @@ impl CompiledKernel {
     }
 }
 
+/// Whether `entry`, the name of a compiled kernel, was compiled from the Python function `function`:
+/// cuda-tile names each signature it compiles `{function}_K{calling convention}_{a part per parameter}`
+/// (`scale_Kt1_A1f16_1l0_I128`); the bare name is a dump without the signature. Any other name that
+/// starts with `function` is another function's.
+pub fn compiled_from(entry: &str, function: &str) -> bool {
+    entry
+        .strip_prefix(function)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with("_K"))
+}
+
+/// The function among `functions` that `entry` was compiled from; the longest where two fit (`f_K2`
+/// and `f` both fit `f_K2_Kt1_...`).
+pub fn function_of<'a>(entry: &str, functions: &[&'a str]) -> Option<&'a str> {
+    functions
+        .iter()
+        .copied()
+        .filter(|function| compiled_from(entry, function))
+        .max_by_key(|function| function.len())
+}
+
 /// `text` less every MLIR location `loc(...)` (nested parentheses and quoted strings included).
 fn without_locations(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
@@ -351,6 +371,47 @@ mod tests {
             at("/repo").blob,
             CompiledKernel::of("x = \"/elsewhere/k.py\"\n", "/repo").blob
         );
+    }
+
+    /// A dump in the shape cuda-tile 1.7 writes (no module around the entry, no locations), of a kernel
+    /// written for this test.
+    const REAL_SHAPED: &str = "entry @halve_Kt1_A1f32_1l0_A1f32_1l0_I256(%arg0: tile<ptr<f32>>, %arg1: tile<i32>, %arg2: tile<ptr<f32>>, %arg3: tile<i32>) optimization_hints=<default = {}> {
+  %0 = make_token : token
+  %tview = make_tensor_view %arg0, shape = [%arg1], strides = [1] : tile<i32> -> tensor_view<?xf32, strides=[1]>
+  %bid_x, %bid_y, %bid_z = get_tile_block_id : tile<i32>
+  %pview = make_partition_view %tview : partition_view<tile=(256), tensor_view<?xf32, strides=[1]>>
+  %tile, %tok = load_view_tko weak %pview[%bid_x] token = %0 : partition_view<tile=(256), tensor_view<?xf32, strides=[1]>>, tile<i32> -> tile<256xf32>, token
+  %half = constant <f32: 5.000000e-01> : tile<256xf32>
+  %1 = mulf %tile, %half : tile<256xf32>
+  %2 = store_view_tko weak %1, %pview[%bid_x] token = %tok : tile<256xf32>, partition_view<tile=(256), tensor_view<?xf32, strides=[1]>>, tile<i32> -> token
+  return
+}
+";
+
+    #[test]
+    fn a_real_shaped_dump_names_its_signature_and_counts_its_ops() {
+        let kernel = CompiledKernel::of(REAL_SHAPED, "/repo");
+        assert_eq!(kernel.entries, ["halve_Kt1_A1f32_1l0_A1f32_1l0_I256"]);
+        let ops = tile_ops(REAL_SHAPED);
+        assert_eq!((ops.view_loads, ops.view_stores), (1, 1));
+    }
+
+    #[test]
+    fn a_compiled_name_belongs_to_its_function_and_to_no_other_prefix() {
+        let entry = "halve_Kt1_A1f32_1l0_A1f32_1l0_I256";
+        assert!(compiled_from(entry, "halve"));
+        assert!(compiled_from("halve", "halve"));
+        // a shorter function name is a prefix of the text, not of the signature
+        assert!(!compiled_from(entry, "hal"));
+        assert!(!compiled_from("halve_twice_Kt1_I8", "halve"));
+        // the census's Python name never matches a longer function's compiled name in reverse either
+        assert!(!compiled_from("halve", "halve_twice"));
+        assert_eq!(
+            function_of("f_K2_Kt1_I8", &["f", "f_K2", "g"]),
+            Some("f_K2")
+        );
+        assert_eq!(function_of("f_Kt1_I8", &["f", "f_K2"]), Some("f"));
+        assert_eq!(function_of("g2_Kt1", &["f", "g"]), None);
     }
 
     #[test]

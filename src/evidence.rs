@@ -38,8 +38,8 @@ pub struct RunFile {
     /// The GPU just before and just after a benchmark run (none in older notes, or without a GPU).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu: Option<GpuWatch>,
-    /// For a compile run (`compile-candidate`, `compile-baseline`): the kernels cuda-tile compiled in it,
-    /// as it dumped them.
+    /// For each side's first round (in older notes, a compile run of its own, `compile-<side>`): the
+    /// kernels that side's code compiled, as cuda-tile dumped them, that no re-roll compares.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compiled: Option<Vec<CompiledKernel>>,
 }

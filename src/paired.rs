@@ -76,7 +76,13 @@ pub struct Rounds<'a> {
     pub session: &'a Session,
     pub floor: NoiseFloor,
     pub deadline: Instant,
+    /// No re-roll: after the first round, whether the candidate compiled and launched what the baseline
+    /// does (it may add what it read to the runs); then nothing more is measured.
+    pub no_reroll: Option<AlikeCheck<'a>>,
 }
+
+/// The no-re-roll check the rounds make after the first round.
+pub type AlikeCheck<'a> = &'a dyn Fn(&mut Vec<RunFile>) -> bool;
 
 /// Runs rounds of the baseline and the candidate until the verdict is decided; when the next round would
 /// not fit before the deadline, decides on what there is and says so. Each run's JUnit file is added to
@@ -127,6 +133,15 @@ pub fn measure(sides: &mut Rounds, prefix: &str, evidence: &mut Vec<RunFile>) ->
         }
         rounds.push(round);
         durations.push(started.elapsed());
+        if rounds.len() == 1 && sides.no_reroll.is_some_and(|alike| alike(evidence)) {
+            // the same work measured again could only draw another sample: decided on what there is
+            return Ok(
+                match verdict::decide_anyway(&rounds, limits, floor, "compiled alike") {
+                    Ok(decided) => Paired::Decided(decided),
+                    Err(e) => Paired::Crashed(e.to_string()),
+                },
+            );
+        }
         let ambiguous = match verdict::decide(&rounds, limits, floor) {
             Ok(Verdict::Decided(decided)) => return Ok(Paired::Decided(decided)),
             Ok(Verdict::NeedMoreRounds { ambiguous, .. }) => ambiguous,

@@ -61,6 +61,19 @@ pub struct Pytest<'a> {
     pub deadline: Instant,
     /// Where the commands run: here, or on the iteration's Slurm node.
     pub place: &'a dyn Runner,
+    /// Where cuda-tile writes every kernel it compiles in these runs ([`dump_env`]); none: no dumps.
+    pub dumps: Option<PathBuf>,
+}
+
+/// The environment that makes cuda-tile write every kernel it compiles into `dumps`, as Tile IR text and
+/// bytecode: at the first launch of each signature in a process, before it looks in its disk cache, so
+/// the cache stays on and a run that compiles anyway dumps at the cost of a disassembly per signature.
+pub fn dump_env(dumps: &Path) -> [(&'static str, String); 2] {
+    let dir = dumps.display().to_string();
+    [
+        ("CUDA_TILE_DUMP_TILEIR", dir.clone()),
+        ("CUDA_TILE_DUMP_BYTECODE", dir),
+    ]
 }
 
 /// The result of the correctness selection.
@@ -237,7 +250,7 @@ impl Pytest<'_> {
     }
 
     /// The pytest command of one selection, not started; `name` names its log and JUnit file; `plugins` is
-    /// a directory of the tool's own pytest plugins to put on `PYTHONPATH`; `variables` are set for it.
+    /// a directory of the tool's own pytest plugins to put on `PYTHONPATH`.
     pub fn prepare(
         &self,
         kind: PytestRun,
@@ -245,7 +258,6 @@ impl Pytest<'_> {
         selection: &str,
         extra: &[&str],
         plugins: Option<&Path>,
-        variables: &[(&'static str, String)],
     ) -> Result<Prepared> {
         let selection = self.narrowed(selection);
         std::fs::create_dir_all(&self.sandbox)
@@ -281,7 +293,11 @@ impl Pytest<'_> {
         let mut env: Vec<(&'static str, std::ffi::OsString)> =
             vec![("PYTHONUNBUFFERED", "1".into())];
         env.extend(bytecode.env().map(|(name, value)| (name, value.into())));
-        env.extend(variables.iter().map(|(name, value)| (*name, value.into())));
+        if let Some(dumps) = &self.dumps {
+            std::fs::create_dir_all(dumps)
+                .with_context(|| format!("cannot create {}", dumps.display()))?;
+            env.extend(dump_env(dumps).map(|(name, value)| (name, value.into())));
+        }
         let mut python_path: Vec<PathBuf> = plugins.into_iter().map(Path::to_path_buf).collect();
         python_path.extend(
             sources_first(self.root)?
@@ -313,9 +329,8 @@ impl Pytest<'_> {
         selection: &str,
         extra: &[&str],
         plugins: Option<&Path>,
-        variables: &[(&'static str, String)],
     ) -> Result<Run> {
-        let prepared = self.prepare(kind, name, selection, extra, plugins, variables)?;
+        let prepared = self.prepare(kind, name, selection, extra, plugins)?;
         let plain = format!("{label}: {} -k \"{}\"", self.test, prepared.selection);
         let started = Instant::now();
         let ending = progress::follow(&prepared.log, label, &plain, self.deadline, || {
@@ -340,7 +355,6 @@ impl Pytest<'_> {
             CORRECTNESS_SELECTION,
             &[],
             None,
-            &[],
         )?;
         Ok(run.finished.correctness(self, &run.log))
     }
@@ -357,7 +371,6 @@ impl Pytest<'_> {
             CORRECTNESS_SELECTION,
             &[&p, &seeds, &offset_arg],
             Some(&plugins),
-            &[],
         )?;
         Ok(run.finished.correctness(self, &run.log))
     }
@@ -398,36 +411,15 @@ impl Pytest<'_> {
 
     /// The benchmark selection, its progress shown as `label` (e.g. `round 2 baseline`).
     pub fn benchmark(&self, statistic: Statistic, label: &str) -> Result<Recorded<BenchmarkRun>> {
-        self.benchmark_run("benchmark", label, statistic, &[])
-    }
-
-    /// The benchmark selection as a compile run (`compile.xml`): `env` makes cuda-tile dump what it
-    /// compiles; the census records what each case launched. Its timings decide nothing.
-    pub fn compile(
-        &self,
-        statistic: Statistic,
-        env: &[(&'static str, String)],
-    ) -> Result<Recorded<BenchmarkRun>> {
-        self.benchmark_run("compile", "compile", statistic, env)
-    }
-
-    fn benchmark_run(
-        &self,
-        name: &str,
-        label: &str,
-        statistic: Statistic,
-        env: &[(&'static str, String)],
-    ) -> Result<Recorded<BenchmarkRun>> {
         let plugins = self.plugin_dir()?;
         let [p, census] = write_plugin(&plugins, CENSUS_PLUGIN)?;
         let run = self.run(
             PytestRun::Benchmark,
-            name,
+            "benchmark",
             label,
             BENCHMARK_SELECTION,
             &[BENCHMARK_RECORD, &p, &census],
             Some(&plugins),
-            env,
         )?;
         Ok(run.finished.benchmark(self, statistic, &run.log))
     }

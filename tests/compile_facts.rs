@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use git_cutile_perf::compile::CompileFacts;
-use git_cutile_perf::diagnose::facts::{Place, for_iteration};
+use git_cutile_perf::diagnose::facts::{Already, Place, for_iteration};
 use git_cutile_perf::diagnose::profile::Profiled;
 use git_cutile_perf::diagnose::{Profile, diagnose};
 use git_cutile_perf::evidence::Evidence;
@@ -63,7 +63,10 @@ fn an_iterations_compile_facts_go_into_its_evidence_and_compare_reads_them() {
             &history.session,
             configs,
             code,
-            diagnosed,
+            Already {
+                diagnosed,
+                dumped: None,
+            },
             deadline,
         )
     };
@@ -82,7 +85,7 @@ fn an_iterations_compile_facts_go_into_its_evidence_and_compare_reads_them() {
             &history.session,
             configs,
             &kept,
-            None,
+            Already::default(),
             later
         ),
         None,
@@ -106,10 +109,10 @@ fn an_iterations_compile_facts_go_into_its_evidence_and_compare_reads_them() {
 
     // the kept iteration, from the work tree: two view loads for TILE_SIZE 256
     let facts = for_step(&kept, None, later).unwrap();
-    let ops = &facts.tile_ir["vector_add_kernel.tileir"];
+    let ops = &facts.tile_ir[&signature(256)];
     assert_eq!((ops.view_loads, ops.view_stores), (2, 1));
     assert_eq!(facts.resources.len(), 1);
-    assert_eq!(facts.resources[0].function, "vector_add_kernel");
+    assert_eq!(facts.resources[0].function, signature(256));
     assert_eq!(
         (facts.resources[0].registers, facts.resources[0].local_bytes),
         (40, 8)
@@ -135,7 +138,7 @@ fn an_iterations_compile_facts_go_into_its_evidence_and_compare_reads_them() {
 
     // the baseline's code, from a temporary worktree that is gone afterwards
     let before = for_step(&baseline, None, later).unwrap();
-    assert_eq!(before.tile_ir["vector_add_kernel.tileir"].view_loads, 1);
+    assert_eq!(before.tile_ir[&signature(128)].view_loads, 1);
     assert_eq!(fixture.git(&["worktree", "list"]).lines().count(), 1);
 
     // a diagnosis that ran in the step already has them: nothing runs again
@@ -206,6 +209,9 @@ fn a_steps_evidence_carries_its_compile_facts() {
             .output()
             .unwrap();
         assert!(out.status.success(), "{}", both(&out));
+        // from the dumps the workers' runs wrote: no run of their own
+        let said = "from the dumps of the step's own runs";
+        assert!(text(&out.stderr).contains(said), "{}", both(&out));
         serde_json::from_slice(&out.stdout).unwrap()
     };
     let repo = Repo::discover(&fixture.root).unwrap();
@@ -217,15 +223,20 @@ fn a_steps_evidence_carries_its_compile_facts() {
     fixture.set_latency(0.05, 0.5);
     assert_eq!(step("bigger tiles")["status"], "keep");
     let kept = compile("HEAD").expect("the kept iteration's compile facts");
-    assert_eq!(kept.tile_ir["vector_add_kernel.tileir"].view_loads, 2);
+    assert_eq!(kept.tile_ir[&signature(256)].view_loads, 2);
     assert_eq!(kept.resources[0].registers, 40);
 
     fixture.edit_kernel("TILE_SIZE = 256", "TILE_SIZE = 512");
     fixture.set_latency(0.05, 0.9);
     assert_eq!(step("even bigger tiles")["status"], "revert");
     let reverted = compile("HEAD").expect("the reverted iteration's compile facts");
-    assert_eq!(reverted.tile_ir["vector_add_kernel.tileir"].view_loads, 4);
+    assert_eq!(reverted.tile_ir[&signature(512)].view_loads, 4);
     fixture.ok(&["verify"]);
     let text = fixture.ok(&["compare", "1", "2"]);
     assert!(text.contains("compile:\n  view loads 2 -> 4\n"), "{text}");
+}
+
+/// The perf cases' compiled kernel at `tile_size`, as the fixture's stand-in names it.
+fn signature(tile_size: u32) -> String {
+    format!("vector_add_kernel_Kt1_A1f64_1l0_A1f64_1l0_A1f64_1l0_I{tile_size}")
 }

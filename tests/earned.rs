@@ -205,12 +205,35 @@ fn evidence_runs(f: &Fixture) -> Vec<git_cutile_perf::evidence::RunFile> {
         .runs
 }
 
+/// The compiled kernels the first round of `side` carries in the evidence.
+fn compiled(
+    runs: &[git_cutile_perf::evidence::RunFile],
+    side: &str,
+) -> Vec<git_cutile_perf::compile::CompiledKernel> {
+    let name = format!("round-1-{side}");
+    let names: Vec<&str> = runs.iter().map(|run| run.name.as_str()).collect();
+    let run = runs.iter().find(|run| run.name == name);
+    let run = run.unwrap_or_else(|| panic!("no {name} in {names:?}"));
+    run.compiled.clone().unwrap_or_default()
+}
+
+/// The perf cases' compiled kernel, as the stand-in names it (three float64 arrays, the tile size).
+const PERF_SIGNATURE: &str = "vector_add_kernel_Kt1_A1f64_1l0_A1f64_1l0_A1f64_1l0_I128";
+
 #[test]
-fn a_recompile_of_the_same_code_is_no_change_whatever_its_rounds_say() {
+fn a_recompile_of_the_same_code_is_no_change_after_one_round_without_a_process_of_its_own() {
     let f = Fixture::new();
     f.start();
-    f.append(KERNEL, "\n# the same kernel, said again\n");
-    let report = f.step_json(&["a comment"]);
+    // a comment that moves the kernel down a line: cuda-tile's dump file names the line, its text does not
+    f.edit_kernel("@ct.kernel", "# the same kernel, said again\n@ct.kernel");
+    let starts = f.root.join("../starts.txt");
+    let out = f
+        .command(&["step", "--json", "a comment"])
+        .env("CUTILE_PERF_FIXTURE_STARTS", &starts)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["status"], "revert", "{report}");
     assert_eq!(report["correctness"], "PASS", "{report}");
     assert_eq!(
@@ -218,22 +241,49 @@ fn a_recompile_of_the_same_code_is_no_change_whatever_its_rounds_say() {
         git_cutile_perf::decision::NO_CHANGE,
         "{report}"
     );
-    assert_eq!(report["rounds"], serde_json::Value::Null, "{report}");
     assert_eq!(report["change_pct"], serde_json::Value::Null, "{report}");
+    assert_eq!(
+        report["checks"]["not_alike"],
+        serde_json::Value::Null,
+        "{report}"
+    );
+    assert!(
+        report["checks"]["no_reroll_s"].as_f64().unwrap() < 1.0,
+        "{report}"
+    );
+    // the two workers, and no pytest of the check's own
+    let starts = std::fs::read_to_string(&starts).unwrap();
+    let starts: Vec<&str> = starts.lines().collect();
+    assert_eq!(starts.len(), 2, "{starts:#?}");
+    assert!(
+        starts.iter().all(|s| s.contains("--cutile-perf-worker=")),
+        "{starts:#?}"
+    );
     let runs = evidence_runs(&f);
     let names: Vec<&str> = runs.iter().map(|run| run.name.as_str()).collect();
-    let compiled = |side: &str| {
-        let name = format!("compile-{side}");
-        let run = runs.iter().find(|run| run.name == name);
-        run.unwrap_or_else(|| panic!("no {name} in {names:?}"))
-            .compiled
+    assert!(!names.iter().any(|n| n.starts_with("round-2")), "{names:?}");
+    let (candidate, baseline) = (compiled(&runs, "candidate"), compiled(&runs, "baseline"));
+    let entries = |kernels: &[git_cutile_perf::compile::CompiledKernel]| {
+        kernels
+            .iter()
+            .flat_map(|k| k.entries.clone())
+            .collect::<Vec<_>>()
+    };
+    // the candidate's worker compiled its correctness run's signature too; the perf one is on both sides
+    assert!(
+        entries(&candidate).contains(&PERF_SIGNATURE.to_string()),
+        "{candidate:?}"
+    );
+    assert_eq!(entries(&baseline), [PERF_SIGNATURE], "{baseline:?}");
+    let blob = |kernels: &[git_cutile_perf::compile::CompiledKernel]| {
+        kernels
+            .iter()
+            .find(|k| k.entries == [PERF_SIGNATURE])
+            .unwrap()
+            .blob
             .clone()
     };
-    assert!(
-        compiled("candidate").is_some_and(|k| !k.is_empty()),
-        "{names:?}"
-    );
-    assert_eq!(compiled("candidate"), compiled("baseline"));
+    assert_eq!(blob(&candidate), blob(&baseline));
     let verify = f.run(&["verify"]);
     assert!(verify.status.success(), "{}", both(&verify));
 }
@@ -242,23 +292,25 @@ fn a_recompile_of_the_same_code_is_no_change_whatever_its_rounds_say() {
 fn a_real_change_is_still_benchmarked() {
     let f = Fixture::new();
     f.start();
-    // a new kernel at the same simulated latency
-    f.edit_kernel("TILE_SIZE = 128", "TILE_SIZE = 256");
-    let report = f.step_json(&["bigger tiles"]);
+    // a new kernel at the same simulated latency, in the same signature
+    f.edit_kernel("CORRECT = True", "CORRECT = True\nUNROLL = 2");
+    let report = f.step_json(&["unrolled"]);
     assert_ne!(
         report["reason"],
         git_cutile_perf::decision::NO_CHANGE,
         "{report}"
     );
     assert!(report["rounds"].as_u64().unwrap() >= 1, "{report}");
+    // the evidence says what differs first
+    let why = report["checks"]["not_alike"].as_str().unwrap();
+    assert!(
+        why.starts_with(&format!(
+            "{PERF_SIGNATURE} compiled to other Tile IR (candidate "
+        )),
+        "{report}"
+    );
     let runs = evidence_runs(&f);
-    let compiled = |side: &str| {
-        let name = format!("compile-{side}");
-        let run = runs.iter().find(|run| run.name == name).unwrap();
-        run.compiled.clone().unwrap()
-    };
-    assert_ne!(compiled("candidate"), compiled("baseline"));
-    assert!(runs.iter().any(|run| run.name == "round-1-candidate"));
+    assert_ne!(compiled(&runs, "candidate"), compiled(&runs, "baseline"));
     let verify = f.run(&["verify"]);
     assert!(verify.status.success(), "{}", both(&verify));
 }

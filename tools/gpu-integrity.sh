@@ -9,8 +9,8 @@
 #   rms_norm  start from a de-optimized baseline, then the step that restores TMA-less stores (keep)
 #   memo      in that session: a memoized output with a one-element torch op (refused)
 #   matmul    start; the registered wrapper returns a @ b for float inputs (refused)
-#   reroll    in the rms_norm session: the same kernel with a comment added mid-file (no change, not
-#             benchmarked)
+#   reroll    in the rms_norm session: the same kernel with a comment added mid-file (no change after
+#             one round, decided from the dumps of the workers' own runs)
 #
 # $TILEGYM is the TileGym checkout device-setup.sh made; OUT_DIR gets each command's output and timings.
 set -uo pipefail
@@ -146,6 +146,11 @@ reroll)
 @register_impl("rms_norm", backend="cutile")'
     run step-reroll step --json --cause memory "the same kernel with a comment added"
     keep_record reroll
+    # the check's evidence without the IR itself: each side's dump files (named by tree) and their hashes,
+    # and what the step says it found and what its checks cost
+    (cd sandbox/dumps && find . -type f -exec sha1sum {} + | sort -k2) > "$out/reroll-dumps.txt"
+    python3 -c 'import json, sys; print(json.dumps(json.load(open(sys.argv[1]))["checks"], indent=1))' \
+        "$out/step-reroll.out" > "$out/reroll-checks.json" 2>&1
     ;;
 *)
     echo "$usage" >&2

@@ -179,6 +179,7 @@ mod tests {
             bytes,
             arrays,
             device: None,
+            seconds: None,
         }
     }
 

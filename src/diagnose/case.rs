@@ -7,8 +7,6 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-use super::toolchain;
-
 /// The pytest plugin that pauses the profiler while cuda.tile's `exhaustive_search` runs: TileGym
 /// kernels that tune on their first call whatever `TILEGYM_DISABLE_AUTOTUNE` says (matmul) launch the
 /// kernel once per trial under its own name, and those launches must not be what ncu profiles.
@@ -103,7 +101,7 @@ impl Case {
             ("PYTHONPATH", python_path),
         ];
         env.extend(bytecode.env());
-        env.extend(toolchain::dump_env(&dumps));
+        env.extend(crate::pytest::dump_env(&dumps));
         Ok(Case {
             root,
             node_id,

@@ -4,6 +4,7 @@
 //! assembler and cuobjdump when they are there. Nothing here is an error: without a GPU, without
 //! cuda-tile, or without the budget for it, an iteration simply has no compile facts.
 
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -11,9 +12,12 @@ use anyhow::{Context, Result, bail};
 use super::case::{Case, Source};
 use super::profile::{Profiled, heaviest};
 use super::toolchain::{self, Assembler};
-use crate::compile::CompileFacts;
+use crate::census::Census;
+use crate::compile::{self, CompileFacts};
+use crate::evidence::RunFile;
 use crate::git::Repo;
 use crate::gpu::GpuState;
+use crate::history::sandbox;
 use crate::process::{self, Ending};
 use crate::records::Measurement;
 use crate::runner::Runner;
@@ -32,10 +36,27 @@ pub struct Place<'a> {
     pub gpu: Option<&'a GpuState>,
 }
 
+/// The kernels a step's own runs dumped, for compile facts without a run of their own.
+pub struct Dumped<'a> {
+    /// The folder the candidate's runs dumped into.
+    pub dir: &'a Path,
+    /// The step's runs, whose censuses name the kernels each perf case launched.
+    pub runs: &'a [RunFile],
+}
+
+/// What the step already has that may give the compile facts without a run of their own: its diagnosis,
+/// and what its runs dumped.
+#[derive(Default)]
+pub struct Already<'a> {
+    pub diagnosed: Option<&'a Profiled>,
+    pub dumped: Option<Dumped<'a>>,
+}
+
 /// The compile facts of the code at `code_commit` (the iteration commit, or its attempt when it was
 /// undone), for its evidence, from the case of the heaviest of `configs` (`step`: the current
 /// baseline's; `start`: the baseline's own), compiled for the GPU of `place`, where the case and the
-/// tools run (on Slurm, the iteration's node): `diagnosed`'s when it has them; otherwise `None` (with a line on stderr saying
+/// tools run (on Slurm, the iteration's node): the diagnosis's when it has them; else from what the
+/// step's runs of that code already dumped, where they cover the case's kernels; otherwise `None` (with a line on stderr saying
 /// why, when something was tried) without a GPU, without a config, with less than [`MIN_STEP_FACTS`]
 /// left before `deadline`, or when the run dumped nothing (no cuda-tile).
 pub fn for_iteration(
@@ -44,9 +65,10 @@ pub fn for_iteration(
     session: &Session,
     configs: &[Measurement],
     code_commit: &str,
-    diagnosed: Option<&Profiled>,
+    already: Already,
     deadline: Instant,
 ) -> Option<CompileFacts> {
+    let Already { diagnosed, dumped } = already;
     if let Some(facts) = diagnosed.and_then(|found| found.compile.clone()) {
         return Some(facts);
     }
@@ -56,7 +78,13 @@ pub fn for_iteration(
         ui::progress_line("no compile facts: the step's budget is nearly spent");
         return None;
     }
-    match dumped(repo, runner, session, code_commit, &config, &gpu, deadline) {
+    if let Some(dumped) = dumped {
+        let facts = from_dumps(repo, runner, session, &config, &gpu, &dumped, deadline);
+        if !facts.is_empty() {
+            return Some(facts);
+        }
+    }
+    match run_dumping(repo, runner, session, code_commit, &config, &gpu, deadline) {
         Ok(facts) => (!facts.is_empty()).then_some(facts),
         Err(err) => {
             ui::progress_line(&format!("warning: no compile facts: {err:#}"));
@@ -65,8 +93,65 @@ pub fn for_iteration(
     }
 }
 
+/// The facts of the kernels `config`'s case launched in the candidate's runs (its census says which),
+/// from the dumps those runs wrote: every signature of those kernels they compiled. Empty where the runs
+/// have no census of the case or no dump of its kernels.
+fn from_dumps(
+    repo: &Repo,
+    runner: &dyn Runner,
+    session: &Session,
+    config: &str,
+    gpu: &str,
+    dumped: &Dumped,
+    deadline: Instant,
+) -> CompileFacts {
+    let census = dumped
+        .runs
+        .iter()
+        .filter(|run| run.name.ends_with("-candidate"))
+        .filter_map(|run| run.cases().ok())
+        .flatten()
+        .filter(|case| case.id == config)
+        .find_map(|case| Census::of(&case).ok().flatten().filter(|c| c.taken));
+    let Some(census) = census else {
+        return CompileFacts::default();
+    };
+    // the signatures the case ran where the GPU's kernel names are the compiled ones (they are on
+    // cuda-tile), else every signature of the kernels it launched
+    let functions: Vec<&str> = census.launches.iter().map(|l| l.kernel.as_str()).collect();
+    let ran: Vec<&str> = census
+        .device
+        .iter()
+        .flatten()
+        .map(|d| d.name.as_str())
+        .collect();
+    let compiled: Vec<String> = toolchain::compiled_kernels(dumped.dir, &repo.root)
+        .into_iter()
+        .flat_map(|kernel| kernel.entries)
+        .filter(|entry| compile::function_of(entry, &functions).is_some())
+        .collect();
+    let entries: Vec<String> = match compiled.iter().any(|e| ran.contains(&e.as_str())) {
+        true => compiled
+            .into_iter()
+            .filter(|e| ran.contains(&e.as_str()))
+            .collect(),
+        false => compiled,
+    };
+    let scratch = sandbox(repo).join(SCRATCH);
+    let _ = std::fs::remove_dir_all(&scratch);
+    match toolchain::select(dumped.dir, &entries, &scratch) {
+        Ok(0) | Err(_) => return CompileFacts::default(),
+        Ok(_) => {}
+    }
+    ui::progress_line(&format!(
+        "compile facts of {config} from the dumps of the step's own runs"
+    ));
+    let assembler = Assembler::find(runner, &session.python, &repo.root, Some(gpu));
+    toolchain::gather(runner, &scratch, assembler.as_ref(), deadline)
+}
+
 /// Runs `config`'s case from the code of `code_commit` with the dump environment, and reads the dumps.
-fn dumped(
+fn run_dumping(
     repo: &Repo,
     runner: &dyn Runner,
     session: &Session,

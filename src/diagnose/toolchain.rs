@@ -1,5 +1,4 @@
-//! The compiler's tools around a run of one kernel: the environment that makes cuda-tile dump each
-//! kernel it compiles (Tile IR text and bytecode), the Tile IR assembler (`tileiras`) that turns a dumped
+//! The compiler's tools around a run of one kernel: the Tile IR assembler (`tileiras`) that turns a dumped
 //! bytecode into a cubin, and `cuobjdump` on each cubin. Every child runs where the session's runner
 //! runs its GPU commands (on the iteration's node); what the texts say is read by the pure `compile`
 //! module.
@@ -13,17 +12,6 @@ use crate::runner::Runner;
 
 /// One run of the assembler or disassembler on one kernel.
 const TOOL_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// The environment that makes cuda-tile write every kernel it compiles into `dumps`.
-pub fn dump_env(dumps: &Path) -> [(&'static str, String); 3] {
-    let dir = dumps.display().to_string();
-    [
-        ("CUDA_TILE_DUMP_TILEIR", dir.clone()),
-        ("CUDA_TILE_DUMP_BYTECODE", dir),
-        // the disk cache would skip the compile, and with it the dumps
-        ("CUDA_TILE_CACHE_DIR", "off".to_string()),
-    ]
-}
 
 /// The Tile IR assembler and the GPU it assembles for.
 #[derive(Debug, Clone, PartialEq)]
@@ -123,10 +111,13 @@ pub fn gather(
     let mut facts = CompileFacts::default();
     for file in files_in(dumps) {
         if has_extension(&file, "tileir") {
-            let name = file
-                .file_name()
-                .map_or(String::new(), |n| n.to_string_lossy().into_owned());
             if let Ok(text) = std::fs::read_to_string(&file) {
+                // by the compiled kernel's name: the file's name has a random part
+                let name = CompiledKernel::of(&text, "").entries.into_iter().next();
+                let name = name.unwrap_or_else(|| {
+                    file.file_name()
+                        .map_or(String::new(), |n| n.to_string_lossy().into_owned())
+                });
                 facts.tile_ir.insert(name, compile::tile_ops(&text));
             }
         } else if has_extension(&file, "cubin") {
@@ -142,6 +133,38 @@ pub fn gather(
         }
     }
     facts
+}
+
+/// Copies into `into` the dumps in `dumps` of the compiled kernels named `entries`, each content once:
+/// the Tile IR texts that define one, and the bytecodes that name one (cuda-tile's bytecode holds the
+/// compiled name as a string). The number copied.
+pub fn select(dumps: &Path, entries: &[String], into: &Path) -> std::io::Result<usize> {
+    std::fs::create_dir_all(into)?;
+    let mut seen = std::collections::HashSet::new();
+    for file in files_in(dumps) {
+        let Some(name) = file.file_name() else {
+            continue;
+        };
+        let content = std::fs::read(&file)?;
+        let wanted = if has_extension(&file, "tileir") {
+            let text = String::from_utf8_lossy(&content);
+            CompiledKernel::of(&text, "")
+                .entries
+                .iter()
+                .any(|entry| entries.contains(entry))
+        } else {
+            has_extension(&file, "tileirbc")
+                && entries.iter().any(|entry| {
+                    content
+                        .windows(entry.len())
+                        .any(|window| window == entry.as_bytes())
+                })
+        };
+        if wanted && seen.insert(content.clone()) {
+            std::fs::write(into.join(name), content)?;
+        }
+    }
+    Ok(seen.len())
 }
 
 /// Every kernel module dumped into `dumps` by a run from the tree at `root`, in a stable order.
@@ -202,6 +225,7 @@ mod tests {
         std::fs::write(dir.path().join("k.log"), "load_view_tko").unwrap();
         let facts = gather(&Local, dir.path(), None, Instant::now() + TOOL_TIMEOUT);
         assert_eq!(facts.tile_ir.len(), 1);
+        // a text without an entry is known by its file's name
         let ops = &facts.tile_ir["k.tileir"];
         assert_eq!((ops.view_loads, ops.scatters), (1, 1));
         assert!(gather(&Local, &dir.path().join("none"), None, Instant::now()).is_empty());

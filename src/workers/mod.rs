@@ -91,7 +91,6 @@ impl Worker {
                 &channel_arg,
             ],
             Some(&plugins),
-            &[],
         )?;
         let expression = prepared.with_call(|call| runner.place.pytest_command(call));
         let process = Background::start(expression, &prepared.log)?;

@@ -188,7 +188,7 @@ fn commit(
         &plan.session,
         &baseline.configs,
         &commit,
-        None,
+        Default::default(),
         plan.deadline,
     );
     let compile_facts_s = compile.is_some().then(|| began.elapsed().as_secs_f64());

@@ -249,6 +249,7 @@ impl Plan {
             sandbox: sandbox(repo),
             deadline: self.deadline,
             place: &*self.place,
+            dumps: None,
         }
     }
 }

@@ -2,9 +2,11 @@
 //! baseline's code, confirmed when a config looks too good to be true. Ctrl-C is an error: nothing is
 //! recorded.
 
+use std::path::PathBuf;
 use std::time::Instant;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
+use serde::Serialize;
 
 use crate::census;
 use crate::decision::{self, Attempt, Correctness, Decided, Tier};
@@ -14,33 +16,65 @@ use crate::git::Repo;
 use crate::history::{History, sandbox};
 use crate::paired::{self, BaselineTree, Paired, Rounds};
 use crate::process::Interrupted;
-use crate::pytest::{BenchmarkRun, CorrectnessRun, Pytest, Recorded};
+use crate::pytest::{CorrectnessRun, Pytest, Recorded};
 use crate::runner::Runner;
 use crate::ui;
 use crate::verdict::{self, NoiseFloor};
 use crate::workers::Side;
 
 /// What the attempt stage produced: the attempt, the JUnit files of its runs (for the evidence note),
-/// and a remark for the reason when a suspicious gain was confirmed.
+/// a remark for the reason when a suspicious gain was confirmed, what the tool's own checks cost, and the
+/// folder of the kernels the candidate's runs compiled.
 pub struct Tried {
     pub attempt: Attempt,
     pub runs: Vec<RunFile>,
     pub remark: Option<String>,
+    pub checks: Checks,
+    pub candidate_dumps: PathBuf,
+}
+
+/// What the tool's own checks of a step cost, in seconds, beside what they found: the share of the step
+/// they take can be stated from the report alone.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Checks {
+    /// The census's untimed repetitions of each perf case, over every benchmark run of the step.
+    pub census_s: f64,
+    /// The correctness runs on inputs neither side has seen (only for a step the rounds would keep).
+    pub unseen_inputs_s: f64,
+    /// Reading and comparing the two sides' dumps after the first round.
+    pub no_reroll_s: f64,
+    /// Why the two sides were not found alike (the first thing that differs); none when they were, or
+    /// when no round was measured.
+    pub not_alike: Option<String>,
+    /// The compile facts gathered after the verdict.
+    pub compile_facts_s: f64,
 }
 
 fn interrupted() -> anyhow::Error {
     Interrupted("nothing was recorded; your changes are as you left them").into()
 }
 
-/// Runs correctness, then (if it passed) paired rounds; a config more than ten times faster than its
-/// baseline is measured again (a second set of rounds) before it is believed.
+/// Where cuda-tile writes the kernels each side's runs compile: a folder per code, named by its tree,
+/// so that a baseline's dumps belong to the code its worker holds, whichever step's worker wrote them.
+pub fn dumps_of(repo: &Repo, tree: &str) -> PathBuf {
+    sandbox(repo).join("dumps").join(tree)
+}
+
+/// Runs correctness, then (if it passed) paired rounds; after the first round, a candidate that compiled
+/// and launched what the baseline does is no change (nothing more is measured); a config more than ten
+/// times faster than its baseline is measured again (a second set of rounds) before it is believed.
+/// `tree` is the candidate's code as a tree object.
 pub fn attempt(
     repo: &Repo,
     history: &History,
     place: &dyn Runner,
+    tree: &str,
     deadline: Instant,
 ) -> Result<Tried> {
     let session = &history.session;
+    let baseline_commit = history.current_baseline_commit();
+    let baseline_tree = repo.git(&["rev-parse", &format!("{baseline_commit}^{{tree}}")])?;
+    let candidate_dumps = dumps_of(repo, tree);
     let candidate = Pytest {
         python: &session.python,
         root: &repo.root,
@@ -49,13 +83,24 @@ pub fn attempt(
         sandbox: sandbox(repo),
         deadline,
         place,
+        dumps: Some(candidate_dumps.clone()),
     };
     // the baseline's code and both workers first: their start-up overlaps correctness and each other
-    let tree = BaselineTree::add(repo, history.current_baseline_commit())?;
+    let worktree = BaselineTree::add(repo, baseline_commit)?;
     let baseline = Pytest {
-        root: &tree.path,
+        root: &worktree.path,
         sandbox: sandbox(repo).join("baseline"),
+        dumps: Some(dumps_of(repo, baseline_tree.trim())),
         ..candidate.clone()
+    };
+    let checks = std::cell::RefCell::new(Checks::default());
+    let no_reroll = |runs: &mut Vec<RunFile>| {
+        let started = Instant::now();
+        let alike = first_round_alike(runs, [&candidate, &baseline]);
+        let mut checks = checks.borrow_mut();
+        checks.no_reroll_s = started.elapsed().as_secs_f64();
+        checks.not_alike = alike.err();
+        checks.not_alike.is_none()
     };
     let mut rounds = Rounds {
         candidate: side(repo, &candidate, "candidate")?,
@@ -63,42 +108,48 @@ pub fn attempt(
         session,
         floor: NoiseFloor::from_spreads(&session.spread),
         deadline,
+        no_reroll: Some(&no_reroll),
     };
     let mut runs = Vec::new();
-    if let Some(failed) = correctness(repo, history, &mut rounds.candidate, &mut runs)? {
-        return Ok(Tried {
-            attempt: failed,
+    let tried = |attempt, runs: Vec<RunFile>, remark| {
+        let mut checks = checks.borrow().clone();
+        checks.census_s = census::seconds(&runs);
+        Tried {
+            attempt,
             runs,
-            remark: None,
-        });
+            remark,
+            checks,
+            candidate_dumps: candidate_dumps.clone(),
+        }
+    };
+    if let Some(failed) = correctness(repo, history, &mut rounds.candidate, &mut runs)? {
+        return Ok(tried(failed, runs, None));
     }
-    let (measured, remark) = confirmed(&mut rounds, &mut runs)?;
+    let first = decided(&mut rounds, "round", &mut runs)?;
+    rounds.no_reroll = None;
+    if census::unchanged(&runs) {
+        ui::progress_line(decision::NO_CHANGE);
+        return Ok(tried(Attempt::Unchanged, runs, None));
+    }
+    let (measured, remark) = confirmed(first, &mut rounds, &mut runs)?;
     let attempt = match measured {
         Ok(decided) => {
             let rules = census::Rules::of(session);
             let decided = census::gate(decided, &runs, &rules);
-            // only a step the rounds would keep can profit from a luckier sample of the same code, so
-            // only it pays for the compile runs
-            if decided.tier == Tier::Revert {
-                census::with_unseen(decided, &runs)
-            } else if compiled_alike(&rounds, &mut runs)? {
-                ui::progress_line(decision::NO_CHANGE);
-                Attempt::Unchanged
-            } else {
+            // only a step the rounds would keep needs the inputs nobody has seen
+            if decided.tier != Tier::Revert {
+                let started = Instant::now();
                 unseen_inputs(&mut rounds, &mut runs)?;
-                census::with_unseen(decided, &runs)
+                checks.borrow_mut().unseen_inputs_s = started.elapsed().as_secs_f64();
             }
+            census::with_unseen(decided, &runs)
         }
         Err(why) => Attempt::Crashed {
             correctness: Correctness::Pass,
             why,
         },
     };
-    Ok(Tried {
-        attempt,
-        runs,
-        remark,
-    })
+    Ok(tried(attempt, runs, remark))
 }
 
 /// A side of the rounds with its warm worker started, its channel in the git dir; on a Slurm node, a
@@ -143,31 +194,22 @@ fn correctness(
     })
 }
 
-/// No re-roll: a compile run of each side, cuda-tile dumping what it compiles, for `census::unchanged`
-/// to compare. A candidate whose compile run fails is left to the rounds, which record how it fails.
-fn compiled_alike(rounds: &Rounds, runs: &mut Vec<RunFile>) -> Result<bool> {
-    for (side, runner) in [
-        ("candidate", rounds.candidate.runner),
-        ("baseline", rounds.baseline.runner),
-    ] {
-        let dumps = runner.sandbox.join("compiled");
-        // dumps of an earlier step must not count as this one's
-        let _ = std::fs::remove_dir_all(&dumps);
-        std::fs::create_dir_all(&dumps)
-            .with_context(|| format!("cannot create {}", dumps.display()))?;
-        let ran = runner.compile(rounds.session.statistic, &toolchain::dump_env(&dumps))?;
-        if let BenchmarkRun::Interrupted = ran.outcome {
-            return Err(interrupted());
-        }
-        runs.extend(ran.records.map(|records| RunFile {
-            compiled: Some(toolchain::compiled_kernels(&dumps, runner.root)),
-            ..RunFile::new(&census::compile_run_name(side), records)
-        }));
-        if let BenchmarkRun::Crash(_) = ran.outcome {
-            return Ok(false);
-        }
+/// No re-roll: the kernels each side's runs compiled so far (its dumps folder), attached to its first
+/// round's run for the evidence, and whether the two sides are alike (`census::alike`). The folders hold
+/// whatever the side's code compiled, in this step or, for a baseline whose worker compiled before, in
+/// an earlier one.
+fn first_round_alike(runs: &mut [RunFile], sides: [&Pytest; 2]) -> Result<(), String> {
+    for (name, side) in ["candidate", "baseline"].into_iter().zip(sides) {
+        let first = format!("round-1-{name}");
+        let Some(run) = runs.iter_mut().find(|run| run.name == first) else {
+            return Err(format!("no first round of the {name}"));
+        };
+        run.compiled = side
+            .dumps
+            .as_deref()
+            .map(|dumps| toolchain::compiled_kernels(dumps, side.root));
     }
-    Ok(census::unchanged(runs))
+    census::alike(runs)
 }
 
 /// Correctness on both sides once more, with every seed the tests set shifted by an offset neither side
@@ -211,15 +253,91 @@ fn decided(
     })
 }
 
-/// The rounds' verdict; a config more than ten times faster is measured again, and the second set
-/// decides if it confirms the first (with a remark for the reason): `verdict::confirmed`.
+/// The rounds' verdict (`first`); a config more than ten times faster is measured again, and the second
+/// set decides if it confirms the first (with a remark for the reason): `verdict::confirmed`.
 fn confirmed(
+    first: Result<Decided, String>,
     rounds: &mut Rounds,
     runs: &mut Vec<RunFile>,
 ) -> Result<(Result<Decided, String>, Option<String>)> {
-    let first = decided(rounds, "round", runs)?;
     verdict::confirmed(first, || {
         ui::progress_line("a config is more than 10x faster than its baseline: measuring again");
         decided(rounds, "confirm-round", runs)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runner::Local;
+
+    /// A first round's run whose one perf case launched `kernel` and ran `device` on the GPU.
+    fn first_round(side: &str, kernel: &str, device: &str) -> RunFile {
+        let census = census::Census {
+            taken: true,
+            why: None,
+            launches: vec![census::Launch {
+                kernel: kernel.into(),
+                file: Some("k.py".into()),
+                grids: vec![vec![1]],
+                count: 1,
+            }],
+            bytes: 0,
+            arrays: Vec::new(),
+            device: Some(vec![census::DeviceTime {
+                name: device.into(),
+                us: 1.0,
+            }]),
+            seconds: None,
+        };
+        census::run_with_census(&format!("round-1-{side}"), &census)
+    }
+
+    #[test]
+    fn a_baseline_whose_worker_compiled_in_an_earlier_step_is_read_from_its_stored_dumps() {
+        let dir = tempfile::tempdir().unwrap();
+        let dumps = |tree: &str| dir.path().join("dumps").join(tree);
+        let signature = "scale_Kt1_A1f16_1l0_I128";
+        let text = format!("entry @{signature}(%arg0: tile<ptr<f16>>) {{\n  return\n}}\n");
+        // the baseline's code compiled in an earlier step (its worker lives on and compiles nothing
+        // now); the candidate's in this one, under another file name
+        for (tree, file) in [
+            ("base", "scale.k.ln5.a1b2c3.tileir"),
+            ("cand", "scale.k.ln6.d4e5f6.tileir"),
+        ] {
+            std::fs::create_dir_all(dumps(tree)).unwrap();
+            std::fs::write(dumps(tree).join(file), &text).unwrap();
+        }
+        let side = |tree: &str| Pytest {
+            python: "python3",
+            root: dir.path(),
+            test: "t.py",
+            filter: None,
+            sandbox: dir.path().join("sandbox"),
+            deadline: Instant::now(),
+            place: &Local,
+            dumps: Some(dumps(tree)),
+        };
+        let (candidate, baseline) = (side("cand"), side("base"));
+        let mut runs = vec![
+            first_round("candidate", "scale", signature),
+            first_round("baseline", "scale", signature),
+        ];
+        assert_eq!(
+            first_round_alike(&mut runs, [&candidate, &baseline]),
+            Ok(())
+        );
+        // the hashes each side compared are kept in the evidence
+        assert!(
+            runs.iter()
+                .all(|run| run.compiled.as_ref().unwrap().len() == 1)
+        );
+
+        // no dump of the baseline's code at all: not alike, and why
+        let missing = side("gone");
+        assert_eq!(
+            first_round_alike(&mut runs, [&candidate, &missing]),
+            Err("the baseline's run round-1-baseline: no kernel was dumped".into())
+        );
+    }
 }

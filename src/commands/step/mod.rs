@@ -17,7 +17,7 @@ use serde::Serialize;
 use crate::agent::next_action::{NextAction, Situation, next_action};
 use crate::census;
 use crate::decision::{self, Attempt, Cause, Correctness, Decision, Status, Verdict};
-use crate::diagnose::facts::Place;
+use crate::diagnose::facts::{Already, Dumped, Place};
 use crate::diagnose::{Diagnosis, cache, profile};
 use crate::evidence::Evidence;
 use crate::git::Repo;
@@ -31,7 +31,7 @@ use crate::snapshot::Tested;
 use crate::stats::{self, ConfigChange};
 use crate::ui::{self, Render, Ui};
 use crate::{process, recovery, references};
-use attempt::{Tried, attempt};
+use attempt::{Checks, Tried, attempt};
 use preflight::{Preflight, gpu_ready, preflight, tests_ready};
 use record::{Recorded, record};
 
@@ -65,6 +65,8 @@ pub struct StepReport {
     pub table: PathBuf,
     /// What the change adds that often signals a shortcut (`census::shortcut_signs`): a note, not a rule.
     pub shortcut_signs: Vec<String>,
+    /// What the tool's own checks cost (seconds) and what the no-re-roll comparison found.
+    pub checks: Checks,
     /// What the loop expects now, with one sentence for an agent.
     pub next_action: NextAction,
 }
@@ -144,6 +146,7 @@ struct Done {
     history: History,
     commit: String,
     table: PathBuf,
+    checks: Checks,
 }
 
 /// Where the step runs, and the GPU there as it began.
@@ -164,7 +167,7 @@ fn measure_and_record(
     journal: &mut Journal,
 ) -> Result<Done> {
     let deadline = Instant::now() + args.budget;
-    let tried = attempt(repo, &ready.history, &*place, deadline)?;
+    let tried = attempt(repo, &ready.history, &*place, &tested.tree, deadline)?;
     let placement = place.placement().cloned();
     // the verdict is known; a diagnosis may only add the cause (and escalate by its rule)
     let diagnosed = match (args.cause, &tried.attempt) {
@@ -198,6 +201,7 @@ fn measure_and_record(
     }
     // after the verdict, which they cannot change, and after the note is safe: the compile facts; none
     // without a GPU, cuda-tile or the budget for them, or for a crash (its case may hang)
+    let facts_started = Instant::now();
     let compile = match &tried.attempt {
         Attempt::Crashed { .. } => None,
         _ => crate::diagnose::facts::for_iteration(
@@ -209,10 +213,18 @@ fn measure_and_record(
             &history.session,
             &history.current_baseline().configs,
             code,
-            diagnosed.as_ref(),
+            Already {
+                diagnosed: diagnosed.as_ref(),
+                dumped: Some(Dumped {
+                    dir: &tried.candidate_dumps,
+                    runs: &evidence.runs,
+                }),
+            },
             deadline,
         ),
     };
+    let mut checks = tried.checks;
+    checks.compile_facts_s = facts_started.elapsed().as_secs_f64();
     place.release();
     if compile.is_some() {
         attach(repo, &evidence.with_compile(compile), &commit.id);
@@ -227,6 +239,7 @@ fn measure_and_record(
         history,
         commit: id,
         table,
+        checks,
     })
 }
 
@@ -298,6 +311,7 @@ impl Done {
             rounds: iteration.rounds,
             table: self.table.clone(),
             shortcut_signs: Vec::new(),
+            checks: self.checks.clone(),
             next_action: next_action(Situation::Session(&self.history)),
         }
     }

@@ -128,6 +128,7 @@ pub fn tests_ready(repo: &Repo, session: &Session, place: &dyn Runner) -> Result
         sandbox: super::super::sandbox(repo),
         deadline: std::time::Instant::now(),
         place,
+        dumps: None,
     }
     .check_available()
     .context("the tests cannot start, so nothing was run or recorded")
