@@ -149,6 +149,62 @@ fn the_session_filter_narrows_what_the_workers_run() {
     }
 }
 
+#[test]
+fn a_later_round_runs_only_the_configs_still_open() {
+    let f = Fixture::new();
+    f.start();
+    // small 5% slower (beyond noise in one round: a second confirms it), large unchanged (clear at once)
+    f.set_latency(0.105, 1.0);
+    let cases = f.root.join("../cases.txt");
+    let out = f
+        .command(&["step", "--json", "a slower small config"])
+        .env("CUTILE_PERF_FIXTURE_CASES", &cases)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["status"], "revert", "{r}");
+    assert_eq!(r["rounds"], 2, "{r}");
+    let rounds: Vec<(&str, &serde_json::Value)> = r["configs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["test"].as_str().unwrap(), &c["rounds"]))
+        .collect();
+    assert_eq!(
+        rounds,
+        [
+            (
+                "tests.ops.test_vector_add::test_perf[cutile-small]",
+                &2.into()
+            ),
+            (
+                "tests.ops.test_vector_add::test_perf[cutile-large]",
+                &1.into()
+            )
+        ],
+        "{r}"
+    );
+    for (what, ran) in [
+        ("round 1 baseline: in the warm baseline worker", 2),
+        ("round 1 candidate: in the warm candidate worker", 2),
+        ("round 2 candidate: in the warm candidate worker", 1),
+        ("round 2 baseline: in the warm baseline worker", 1),
+    ] {
+        assert!(stderr.contains(&format!("{what}, {ran} cases")), "{stderr}");
+    }
+    // each timed case, in order: round 1 (baseline first) both configs, round 2 the small one only
+    let latencies: Vec<f64> = std::fs::read_to_string(&cases)
+        .unwrap()
+        .lines()
+        .map(|line| line.split_whitespace().nth(1).unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(latencies, [0.1, 1.0, 0.105, 1.0, 0.105, 0.1]);
+    // verify recounts each config's rounds from the evidence and finds the same verdict
+    f.ok(&["verify"]);
+}
+
 /// The worker pids among the pytest starts.
 fn worker_pids(starts: &std::path::Path) -> Vec<i32> {
     std::fs::read_to_string(starts)

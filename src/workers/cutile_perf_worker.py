@@ -6,7 +6,8 @@ The tool owns the channel, a directory given as `--cutile-perf-worker=DIR`:
 - the worker writes `ready` (JSON: its pid and the cases it collected) when collection is over, or
   `cold` (JSON: why) when the suite cannot be kept warm (then it runs nothing and ends);
 - the tool writes `run-N` (JSON: the JUnit path of command N, the `-k` expression that picks its cases
-  among those collected, and the seed offset of the unseen-input check, 0 for none);
+  among those collected, the cases' JUnit ids (`classname::name`) when a round runs only some of them,
+  null for all, and the seed offset of the unseen-input check, 0 for none);
 - the worker runs them and writes `done-N` (JSON: how many ran and failed) once the JUnit file is complete;
 - `stop` ends the worker, as does no command for `--cutile-perf-worker-idle` seconds; a parent gone (the
   tool killed) ends its whole process group at once, mid-case too.
@@ -125,6 +126,14 @@ def _chosen(items, expression):
     return [item for item in items if compiled.evaluate(KeywordMatcher.from_item(item))]
 
 
+def _junit_id(item):
+    """The case's id as the JUnit file names it (`classname::name`), as the tool reads it back."""
+    from _pytest.junitxml import mangle_test_address
+
+    names = mangle_test_address(item.nodeid)
+    return ".".join(names[:-1]) + "::" + names[-1]
+
+
 def _after_last(item, chosen, collected):
     """Where pytest tears the last case down to: another case (the next command's first, likely), never the
     case itself, whose own fixtures must go; None (all torn down) only for a lone collected case."""
@@ -181,6 +190,9 @@ def pytest_runtestloop(session):
         if what == "stop":
             break
         chosen = _chosen(items, payload["select"])
+        if payload.get("cases") is not None:
+            wanted = set(payload["cases"])
+            chosen = [item for item in chosen if _junit_id(item) in wanted]
         offset = payload.get("seed_offset") or 0
         if offset:
             seeds.shift_seeds(offset)

@@ -53,6 +53,15 @@ struct Done {
     ran: u32,
 }
 
+/// One command to a worker: the cases of `selection` (only those of `cases`, JUnit ids, when given) into
+/// `<name>.xml`, every seed the tests set shifted by `seed_offset` (0: none).
+struct Command<'a> {
+    name: &'a str,
+    selection: &'a str,
+    cases: Option<&'a [String]>,
+    seed_offset: u32,
+}
+
 /// What a command to a worker gave: a run read as a process's would be, or why the worker cannot serve
 /// (then the run is made in a process of its own).
 pub enum Served<T> {
@@ -117,14 +126,21 @@ impl Worker {
     }
 
     /// One more repetition of the perf selection into `runner`'s `benchmark.xml`, its progress shown as
-    /// `label`.
+    /// `label`; `cases` (JUnit ids, `classname::name`) narrows it to those.
     pub fn repeat(
         &mut self,
         runner: &Pytest,
         statistic: Statistic,
         label: &str,
+        cases: Option<&[String]>,
     ) -> Result<Served<BenchmarkRun>> {
-        let finished = match self.command(runner, "benchmark", label, BENCHMARK_SELECTION, 0)? {
+        let command = Command {
+            name: "benchmark",
+            selection: BENCHMARK_SELECTION,
+            cases,
+            seed_offset: 0,
+        };
+        let finished = match self.command(runner, label, command)? {
             Served::Ran(finished) => finished,
             Served::Cold(why) => return Ok(Served::Cold(why)),
         };
@@ -156,7 +172,16 @@ impl Worker {
         seed_offset: u32,
     ) -> Result<Served<CorrectnessRun>> {
         Ok(
-            match self.command(runner, name, label, CORRECTNESS_SELECTION, seed_offset)? {
+            match self.command(
+                runner,
+                label,
+                Command {
+                    name,
+                    selection: CORRECTNESS_SELECTION,
+                    cases: None,
+                    seed_offset,
+                },
+            )? {
                 Served::Ran(finished) => Served::Ran(runner.correctness_of(
                     finished.ending,
                     finished.cases,
@@ -167,17 +192,15 @@ impl Worker {
         )
     }
 
-    /// Runs the collected cases that `selection` picks into `runner`'s `<name>.xml`.
+    /// Runs the collected cases that `command` picks into `runner`'s `<name>.xml`.
     fn command(
         &mut self,
         runner: &Pytest,
-        name: &str,
         label: &str,
-        selection: &str,
-        seed_offset: u32,
+        command: Command,
     ) -> Result<Served<Finished>> {
         let started = Instant::now();
-        let junit = runner.sandbox.join(format!("{name}.xml"));
+        let junit = runner.sandbox.join(format!("{}.xml", command.name));
         match std::fs::remove_file(&junit) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                 return Err(e).with_context(|| format!("cannot remove {}", junit.display()));
@@ -193,8 +216,9 @@ impl Worker {
         let number = self.commands;
         let command = serde_json::json!({
             "junit": junit,
-            "select": selection,
-            "seed_offset": seed_offset,
+            "select": command.selection,
+            "cases": command.cases,
+            "seed_offset": command.seed_offset,
         });
         write_whole(&self.channel.join(format!("run-{number}")), &command)?;
         let done: Done = match self.wait_for(runner.deadline, &format!("done-{number}"))? {
@@ -329,11 +353,17 @@ impl<'a> Side<'a> {
         self.worker.as_ref().map(Worker::pid)
     }
 
-    /// One benchmark run of this side, `label` on the terminal: a warm repetition, or a process of its
-    /// own when the side is cold or turns cold now (said once, with why).
-    pub fn benchmark(&mut self, statistic: Statistic, label: &str) -> Result<BenchmarkRun> {
+    /// One benchmark run of this side, `label` on the terminal: a warm repetition (of `cases` only, when
+    /// given), or a process of its own when the side is cold or turns cold now (said once, with why),
+    /// which runs every case: the verdict counts only the ones it asked for.
+    pub fn benchmark(
+        &mut self,
+        statistic: Statistic,
+        label: &str,
+        cases: Option<&[String]>,
+    ) -> Result<BenchmarkRun> {
         let served = match self.worker.as_mut() {
-            Some(worker) => worker.repeat(self.runner, statistic, label)?,
+            Some(worker) => worker.repeat(self.runner, statistic, label, cases)?,
             None => Served::Cold(String::new()),
         };
         match self.served(served) {
