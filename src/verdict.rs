@@ -232,7 +232,12 @@ fn judge(
         return (decided(Tier::Revert, reason, None, estimate), None);
     }
     let mut ambiguous = String::new();
-    let mut open = vec![false; changes.len()];
+    // a config stays open until its 99% interval clears the limit: one closed on a lucky 95% interval
+    // would never be measured again, and a real regression in it would go unseen
+    let mut open: Vec<bool> = changes
+        .iter()
+        .map(|&(mean, se)| mean + Z_REGRESSED * se > bounds.regression)
+        .collect();
     for (i, &(mean, se)) in changes.iter().enumerate() {
         let why = if regressed.contains(&i) {
             "beyond noise in one round, which a second round confirms or not".to_string()
@@ -244,7 +249,6 @@ fn judge(
         } else {
             continue;
         };
-        open[i] = true;
         let _ = write!(
             ambiguous,
             "{}{}, {why}",
