@@ -28,6 +28,7 @@ import threading
 import time
 
 import pytest
+from cutile_perf_cases import junit_id
 
 POLL_S = 0.02
 # the tool that started this worker, read as early as the plugin loads (`-p`), before collection
@@ -126,14 +127,6 @@ def _chosen(items, expression):
     return [item for item in items if compiled.evaluate(KeywordMatcher.from_item(item))]
 
 
-def _junit_id(item):
-    """The case's id as the JUnit file names it (`classname::name`), as the tool reads it back."""
-    from _pytest.junitxml import mangle_test_address
-
-    names = mangle_test_address(item.nodeid)
-    return ".".join(names[:-1]) + "::" + names[-1]
-
-
 def _after_last(item, chosen, collected):
     """Where pytest tears the last case down to: another case (the next command's first, likely), never the
     case itself, whose own fixtures must go; None (all torn down) only for a lone collected case."""
@@ -192,7 +185,7 @@ def pytest_runtestloop(session):
         chosen = _chosen(items, payload["select"])
         if payload.get("cases") is not None:
             wanted = set(payload["cases"])
-            chosen = [item for item in chosen if _junit_id(item) in wanted]
+            chosen = [item for item in chosen if junit_id(item) in wanted]
         offset = payload.get("seed_offset") or 0
         if offset:
             seeds.shift_seeds(offset)

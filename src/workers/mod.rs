@@ -18,7 +18,7 @@ use serde::Deserialize;
 
 use crate::process::{self, Background, Ending};
 use crate::pytest::{
-    self, BENCHMARK_RECORD, BENCHMARK_SELECTION, BenchmarkRun, CENSUS_PLUGIN,
+    self, BENCHMARK_RECORD, BENCHMARK_SELECTION, BenchmarkRun, CASES_PLUGIN, CENSUS_PLUGIN,
     CORRECTNESS_SELECTION, CorrectnessRun, Prepared, Pytest, SEEDS_PLUGIN,
 };
 use crate::records::Statistic;
@@ -89,6 +89,8 @@ impl Worker {
         let [p, census] = pytest::write_plugin(&plugins, CENSUS_PLUGIN)?;
         let [q, seeds] = pytest::write_plugin(&plugins, SEEDS_PLUGIN)?;
         let [r, worker] = pytest::write_plugin(&plugins, WORKER_PLUGIN)?;
+        // the worker picks a round's cases by the ids this plugin gives
+        pytest::write_plugin(&plugins, CASES_PLUGIN)?;
         let channel_arg = format!("--cutile-perf-worker={}", channel.display());
         let prepared = runner.prepare(
             PytestRun::Worker,
@@ -353,9 +355,8 @@ impl<'a> Side<'a> {
         self.worker.as_ref().map(Worker::pid)
     }
 
-    /// One benchmark run of this side, `label` on the terminal: a warm repetition (of `cases` only, when
-    /// given), or a process of its own when the side is cold or turns cold now (said once, with why),
-    /// which runs every case: the verdict counts only the ones it asked for.
+    /// One benchmark run of this side (of `cases` only, when given), `label` on the terminal: a warm
+    /// repetition, or a process of its own when the side is cold or turns cold now (said once, with why).
     pub fn benchmark(
         &mut self,
         statistic: Statistic,
@@ -368,7 +369,7 @@ impl<'a> Side<'a> {
         };
         match self.served(served) {
             Some(run) => Ok(run),
-            None => self.runner.benchmark(statistic, label),
+            None => self.runner.benchmark(statistic, label, cases),
         }
     }
 
