@@ -63,7 +63,9 @@ fn rope_runs() -> Vec<Vec<Vec<Measurement>>> {
     let junit = (1..=3)
         .map(|i| {
             let path = format!("{DATA}/tilegym-junit/noise-h200/test_rope_{i}.xml");
-            let cases = records::parse_junit(&std::fs::read_to_string(path).unwrap()).unwrap();
+            let cases = records::RecordFormat::Junit
+                .parse(&std::fs::read_to_string(path).unwrap())
+                .unwrap();
             records::measurements(&cases, Statistic::Median).unwrap()
         })
         .collect();

@@ -1061,13 +1061,21 @@ _gitcutileperf() {
             return 0
             ;;
         gitcutileperf__subcmd__next)
-            opts="-h --class --json --help"
+            opts="-h --class --skip --why --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --class)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --skip)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --why)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -283,8 +283,9 @@ pub fn check_iteration(
     differences
 }
 
-/// Commits the tool did not make: a second session block, and runs of plain commits that change the
-/// tree (a plain commit reverted right after it changes nothing and passes). What `step` refuses on.
+/// Commits the tool did not make: a second session block, and runs of commits that record no iteration
+/// (plain ones, or a skip) and change the tree (a plain commit reverted right after it changes nothing
+/// and passes). What `step` refuses on.
 pub fn foreign_findings(repo: &Repo, history: &History) -> Result<Vec<Finding>> {
     let mut findings: Vec<Finding> = history
         .foreign
@@ -306,7 +307,7 @@ pub fn foreign_findings(repo: &Repo, history: &History) -> Result<Vec<Finding>> 
                 kind: Kind::UnrecordedChange,
                 commit: run.newest.clone(),
                 detail: format!(
-                    "a commit without trailers (from {}) changes {} outside any iteration",
+                    "a commit that records no iteration (from {}) changes {} outside any iteration",
                     crate::session::short(&run.oldest),
                     changed.join(", ")
                 ),

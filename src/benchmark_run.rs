@@ -1,4 +1,4 @@
-//! One benchmark run as the evidence keeps it: the JUnit file pytest wrote, and the GPU's state just
+//! One benchmark run as the evidence keeps it: the records file pytest wrote, as it was read, and the GPU's state just
 //! before and just after the run (clocks, temperature, other processes), with a warning when another
 //! process held the GPU. The run's own process is not there at either moment, and the step's warm workers
 //! (ours, idle while another measures) are left out, so every process listed is someone else's.
@@ -45,13 +45,11 @@ pub fn benchmark(
             crate::gpu::describe_processes(&others)
         ));
     }
-    // the JUnit file is read before the next run replaces it
-    let file = RunFile::read(&runner.sandbox, "benchmark").map(|run| RunFile {
-        name: name.to_string(),
+    let file = measured.records.map(|records| RunFile {
         gpu: watch,
-        ..run
+        ..RunFile::new(name, records)
     });
-    Ok((measured, file))
+    Ok((measured.outcome, file))
 }
 
 /// `state` without the processes of the groups `ours`.

@@ -72,7 +72,8 @@ pub enum Command {
     Config(ConfigArgs),
     /// Print a reference guide, or one section of it (e.g. `refs playbook B`)
     Refs(RefsArgs),
-    /// List the optimizations to try next for the session's kernel class, skipping those already tried
+    /// List the optimizations to try next for the session's kernel class, without those tried or skipped
+    /// (`--skip` records a letter that cannot apply), and the reverted ones worth a variant
     Next(NextArgs),
     /// Print the Agent Skill that teaches an agent the loop through this tool, or install it where agents
     /// look for skills
@@ -334,6 +335,13 @@ pub struct NextArgs {
     /// Use this class instead of the session's
     #[arg(long, value_name = "CLASS")]
     pub class: Option<KernelClass>,
+    /// Record that this playbook letter cannot apply to the kernel (an empty commit on the session
+    /// branch), so that `next` and every next action stop offering it; there is no un-skip
+    #[arg(long, value_name = "LETTER", requires = "why")]
+    pub skip: Option<String>,
+    /// Why the skipped letter cannot apply, e.g. "the timed kernel already uses ct.load/ct.store"
+    #[arg(long, value_name = "TEXT", requires = "skip")]
+    pub why: Option<String>,
     #[command(flatten)]
     pub output: JsonArg,
 }

@@ -8,7 +8,6 @@
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
-use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 use base64::Engine;
@@ -18,7 +17,7 @@ use crate::compile::{CompileFacts, CompiledKernel};
 use crate::decision::Thresholds;
 use crate::git::Repo;
 use crate::gpu::{GpuProcess, GpuState};
-use crate::records::{self, CaseOutcome, CaseReport};
+use crate::records::{CaseOutcome, CaseReport, RecordFile};
 use crate::session::Session;
 use crate::trailers::Block;
 
@@ -28,13 +27,14 @@ pub const NOTES_REF: &str = "refs/notes/cutile-perf";
 const PAYLOAD: &str = "payload (gzip, base64):";
 const HEADER: &str = "cutile-perf evidence, schema 1";
 
-/// One pytest run's JUnit file, as it was read.
+/// One pytest run's records file, exactly as it was read and parsed, and its format.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunFile {
     /// `correctness`; `benchmark-<n>` at the baseline; `round-<n>-candidate` and `round-<n>-baseline` for
     /// a step's paired rounds, `confirm-round-...` for the second measurement of a suspicious gain.
     pub name: String,
-    pub junit: String,
+    #[serde(flatten)]
+    pub records: RecordFile,
     /// The GPU just before and just after a benchmark run (none in older notes, or without a GPU).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu: Option<GpuWatch>,
@@ -86,20 +86,20 @@ impl GpuWatch {
 }
 
 impl RunFile {
-    /// The JUnit file a run named `name` wrote into `sandbox`, if it wrote one (pytest removes the
-    /// previous one before each run, so a file there is this run's).
-    pub fn read(sandbox: &Path, name: &str) -> Option<RunFile> {
-        let junit = std::fs::read_to_string(sandbox.join(format!("{name}.xml"))).ok()?;
-        Some(RunFile {
+    /// The run named `name` with the file it wrote, as it was read for its outcome.
+    pub fn new(name: &str, records: RecordFile) -> RunFile {
+        RunFile {
             name: name.to_string(),
-            junit,
+            records,
             gpu: None,
             compiled: None,
-        })
+        }
     }
 
     pub fn cases(&self) -> Result<Vec<CaseReport>> {
-        records::parse_junit(&self.junit).with_context(|| format!("the {} run's JUnit", self.name))
+        self.records
+            .cases()
+            .with_context(|| format!("the {} run's records", self.name))
     }
 }
 
@@ -362,25 +362,27 @@ pub fn note(repo: &Repo, commit: &str) -> Result<Option<String>> {
     Ok(Some(repo.git(&["cat-file", "blob", blob])?))
 }
 
-/// A run in one line: its cases by outcome and the JUnit file's size.
+/// A run in one line: its cases by outcome and the file's size.
 fn summary(run: &RunFile) -> String {
+    let format = run.records.format.name();
+    let bytes = run.records.text.len();
     let Ok(cases) = run.cases() else {
-        return format!("unreadable JUnit, {} bytes", run.junit.len());
+        return format!("unreadable {format}, {bytes} bytes");
     };
     let count = |f: fn(&CaseOutcome) -> bool| cases.iter().filter(|c| f(&c.outcome)).count();
     format!(
-        "{} cases: {} passed, {} skipped, {} failed; JUnit {} bytes",
+        "{} cases: {} passed, {} skipped, {} failed; {format} {bytes} bytes",
         cases.len(),
         count(|o| *o == CaseOutcome::Passed),
         count(|o| *o == CaseOutcome::Skipped),
         count(|o| matches!(o, CaseOutcome::Failed(_) | CaseOutcome::Error(_))),
-        run.junit.len()
     )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::records::RecordFormat;
 
     /// A benchmark JUnit file of `n` configs as TileGym writes it.
     fn benchmark_junit(n: usize) -> String {
@@ -395,6 +397,13 @@ mod tests {
         }
         xml.push_str("</testsuite></testsuites>");
         xml
+    }
+
+    fn junit(text: String) -> RecordFile {
+        RecordFile {
+            format: RecordFormat::Junit,
+            text,
+        }
     }
 
     fn h200(processes: &str) -> GpuState {
@@ -416,15 +425,10 @@ mod tests {
             statistic: "median".into(),
             thresholds: Thresholds::DEFAULT,
             runs: vec![
-                RunFile {
-                    name: "correctness".into(),
-                    junit: r#"<testsuite><testcase classname="t" name="a"/><testcase classname="t" name="b"><skipped/></testcase></testsuite>"#.into(),
-                    gpu: None,
-                    compiled: None,
-                },
+                RunFile::new("correctness", junit(r#"<testsuite><testcase classname="t" name="a"/><testcase classname="t" name="b"><skipped/></testcase></testsuite>"#.into())),
                 RunFile {
                     name: "benchmark".into(),
-                    junit: benchmark_junit(n),
+                    records: junit(benchmark_junit(n)),
                     gpu: Some(GpuWatch {
                         before: Some(h200("")),
                         after: Some(h200("7, a.out, 512\n")),
@@ -461,14 +465,15 @@ mod tests {
     #[test]
     fn ten_thousand_configs_fit_in_a_small_note() {
         let evidence = evidence(10_000);
-        let raw = evidence.runs[1].junit.len();
+        let raw = evidence.runs[1].records.text.len();
         let note = evidence.to_note().unwrap();
         assert!(raw > 3_000_000, "{raw}");
         // compressed well under a tenth of the raw JUnit: git stores and ships it easily
         assert!(note.len() < raw / 10, "{} of {raw}", note.len());
         let read = Evidence::from_note(&note).unwrap();
         let cases = read.run("benchmark").unwrap().cases().unwrap();
-        let values = records::measurements(&cases, crate::records::Statistic::Median).unwrap();
+        let values =
+            crate::records::measurements(&cases, crate::records::Statistic::Median).unwrap();
         assert_eq!(values.len(), 10_000);
     }
 
@@ -480,6 +485,17 @@ mod tests {
         let json = serde_json::to_string(&old).unwrap();
         assert!(!json.contains("gpu_state") && !json.contains("\"before\""));
         assert_eq!(serde_json::from_str::<Evidence>(&json).unwrap(), old);
+    }
+
+    #[test]
+    fn a_run_keeps_its_format_beside_its_bytes_and_older_notes_read_as_junit() {
+        let run = &evidence(1).runs[0];
+        let json = serde_json::to_value(run).unwrap();
+        assert_eq!(json["name"], "correctness");
+        assert_eq!(json["format"], "junit");
+        assert_eq!(json["text"], run.records.text.as_str());
+        let old = serde_json::json!({"name": "correctness", "junit": run.records.text});
+        assert_eq!(&serde_json::from_value::<RunFile>(old).unwrap(), run);
     }
 
     #[test]

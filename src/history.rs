@@ -4,14 +4,17 @@
 //! Git yields the commits (first parents, newest first); [`History::from_commits`] is the one place that
 //! turns them into a history, for the verbs and for the tests alike.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
+use serde::Serialize;
 
-use crate::decision::{Decision, LoopState, Status};
+use crate::changes::{self, Changes, ConfigOutcome};
+use crate::decision::{Correctness, Decision, LoopState, Status};
 use crate::git::Repo;
 use crate::guard::SANDBOX;
-use crate::session::{BRANCH_PREFIX, Iteration, Session, short};
+use crate::session::{BRANCH_PREFIX, Iteration, Session, Skip, short};
 use crate::trailers::Block;
 
 /// Which iterations keep their per-config values when a history is read. Only the current baseline's
@@ -28,6 +31,8 @@ pub struct History {
     pub session: Session,
     pub baseline_commit: String,
     pub iterations: Vec<(String, Iteration)>,
+    /// The letters `next --skip` recorded as not applying, oldest first.
+    pub skipped: Vec<Skip>,
     /// Commits since the baseline that the tool did not make.
     pub foreign: Foreign,
 }
@@ -39,11 +44,12 @@ pub struct Foreign {
     /// Commits after the baseline that declare a session again (a forged `Cutile-Perf-Allow` would widen
     /// the allowed paths): the session is read from the baseline commit only.
     pub sessions: Vec<String>,
-    /// Runs of consecutive commits without trailers that no iteration names as its attempt, newest first.
+    /// Runs of consecutive commits that record no iteration (no trailers, or a skip's) and that no
+    /// iteration names as its attempt, newest first: none of them may change the tree.
     pub unrecorded: Vec<Unrecorded>,
 }
 
-/// Consecutive commits without trailers between iterations: `oldest` to `newest` along first parents.
+/// Consecutive commits that record no iteration, between iterations: `oldest` to `newest` along first parents.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Unrecorded {
     pub newest: String,
@@ -70,6 +76,7 @@ impl History {
         baseline: Option<&str>,
     ) -> Result<Option<History>> {
         let mut iterations: Vec<(String, Iteration)> = Vec::new();
+        let mut skipped: Vec<Skip> = Vec::new();
         let mut foreign = Foreign::default();
         let mut baseline_seen = false;
         // the attempt commit the iteration just read names: its first parent
@@ -79,7 +86,17 @@ impl History {
             let (id, message) = commit?;
             let block = Block::from_message(&message);
             let expected_attempt = attempt.take();
-            if block.is_empty() {
+            let context = || format!("commit {id} has unreadable cutile-perf trailers");
+            // a skip records no change: its commit joins the run of commits that may not change the
+            // tree, so a skip that does is a finding and never a way around the measurement
+            let skip = Skip::read(&block).with_context(context)?;
+            let records = |key| block.all(key).next().is_some();
+            let plain =
+                block.is_empty() || skip.is_some() && !records("Iteration") && !records("Session");
+            if let Some(skip) = skip.filter(|_| plain) {
+                skipped.push(skip);
+            }
+            if plain {
                 if expected_attempt.as_deref() == Some(id.as_str()) {
                     foreign.unrecorded.extend(run.take());
                 } else {
@@ -92,7 +109,6 @@ impl History {
                 continue;
             }
             foreign.unrecorded.extend(run.take());
-            let context = || format!("commit {id} has unreadable cutile-perf trailers");
             let session = Session::read(&block).with_context(context)?;
             if session.is_some() && baseline.is_some_and(|b| b != id) {
                 foreign.sessions.push(id);
@@ -110,10 +126,12 @@ impl History {
             }
             if let Some(session) = session {
                 iterations.reverse();
+                skipped.reverse();
                 let history = History {
                     session,
                     baseline_commit: id,
                     iterations,
+                    skipped,
                     foreign,
                 };
                 history.validate()?;
@@ -217,6 +235,111 @@ impl History {
             .filter_map(|it| it.letter.clone())
             .collect()
     }
+
+    /// The letters `next` no longer offers in its list: those tried, then those skipped.
+    pub fn settled_letters(&self) -> Vec<String> {
+        let mut letters = self.tried_letters();
+        letters.extend(self.skipped.iter().map(|s| s.letter.clone()));
+        letters
+    }
+}
+
+/// The least a config must have moved to count for a variant when its measured noise is smaller:
+/// between steps a GPU's clocks move a config about this much.
+pub const VARIANT_FLOOR_PCT: f64 = 0.5;
+
+/// A reverted letter offered once more: its change sped some configs up and slowed others beyond
+/// their noise, so the same optimization kept to the shapes that gained may be kept.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Variant {
+    pub letter: String,
+    /// The reverted iteration it varies.
+    pub iteration: u32,
+    /// The configs (test ids) it sped up, and those it slowed, beyond their noise.
+    pub faster: Vec<String>,
+    pub slower: Vec<String>,
+}
+
+impl Variant {
+    /// `variant of G: iteration 1 sped up X and slowed Y; try it on the shapes that gained`
+    pub fn sentence(&self) -> String {
+        let slowed = match self.slower.as_slice() {
+            [] => String::new(),
+            slower => format!(" and slowed {}", slower.join(", ")),
+        };
+        format!(
+            "variant of {}: iteration {} sped up {}{slowed}; try it on the shapes that gained (`step --opt {}` \
+             again)",
+            self.letter,
+            self.iteration,
+            self.faster.join(", "),
+            self.letter
+        )
+    }
+}
+
+impl History {
+    /// The letters tried once, reverted for a slower config while another gained, and neither tried
+    /// again nor skipped since: each may be tried once more as a variant (the rule: [`variant`]).
+    /// Needs every iteration's configs ([`Configs::All`]); without them none is found.
+    pub fn variants(&self) -> Vec<Variant> {
+        let iterations: Vec<Iteration> = self.iterations().cloned().collect();
+        let changes = changes::of_session(&iterations, &BTreeMap::new());
+        let same = |a: &str, b: &str| a.trim().eq_ignore_ascii_case(b.trim());
+        iterations
+            .iter()
+            .zip(&changes)
+            .filter_map(|(it, changes)| {
+                let letter = it.letter.as_deref()?;
+                let tries = self
+                    .iterations()
+                    .filter(|o| o.letter.as_deref().is_some_and(|l| same(l, letter)))
+                    .count();
+                let skipped = self.skipped.iter().any(|s| same(&s.letter, letter));
+                if tries != 1 || skipped {
+                    return None;
+                }
+                variant(it, changes, &self.session)
+            })
+            .collect()
+    }
+}
+
+/// The variant a lettered iteration leaves: only a revert that passed correctness (one measured, so
+/// reverted for a slower config) and sped at least one config up by more than its noise, the spread
+/// `start` measured for it (at least [`VARIANT_FLOOR_PCT`]), or the gain threshold where none was.
+pub fn variant(it: &Iteration, changes: &Changes, session: &Session) -> Option<Variant> {
+    let letter = it.letter.as_ref()?;
+    if it.status != Status::Revert || it.correctness != Correctness::Pass {
+        return None;
+    }
+    let noise = |c: &ConfigOutcome| {
+        session
+            .spread
+            .iter()
+            .find(|s| s.pass == c.pass && s.test == c.test)
+            .map_or(session.thresholds.gain_pct, |s| {
+                s.spread_pct.max(VARIANT_FLOOR_PCT)
+            })
+    };
+    let beyond = |faster: bool| -> Vec<String> {
+        changes
+            .configs
+            .iter()
+            .filter(|c| {
+                let moved = if faster { -c.change_pct } else { c.change_pct };
+                moved > noise(c)
+            })
+            .map(|c| c.test.clone())
+            .collect()
+    };
+    let faster = beyond(true);
+    (!faster.is_empty()).then(|| Variant {
+        letter: letter.clone(),
+        iteration: it.number,
+        faster,
+        slower: beyond(false),
+    })
 }
 
 /// The session branch checked out, if HEAD is on one.
@@ -341,6 +464,7 @@ pub(crate) mod tests {
                 .enumerate()
                 .map(|(i, it)| (format!("c{i}"), it))
                 .collect(),
+            skipped: Vec::new(),
             foreign: Foreign::default(),
         }
     }
@@ -509,6 +633,7 @@ pub(crate) mod tests {
                 ),
                 ("c1".into(), reverted),
             ],
+            skipped: Vec::new(),
             foreign: Default::default(),
         };
         assert_eq!(code_commit(&history, 0), "c0");
@@ -516,6 +641,174 @@ pub(crate) mod tests {
         let err = iteration_or_err(&history, 7);
         assert!(err.contains("no iteration 7"), "{err}");
         assert!(err.contains("iterations 0 to 1"), "{err}");
+    }
+
+    /// An iteration with `letter` and configs `t0`, `t1`, ... of these latencies.
+    fn tried(number: u32, status: Status, letter: &str, values: &[f64]) -> Iteration {
+        let mut it = iteration(number, status, Some(1.0), Decision::TryNext);
+        it.letter = Some(letter.into());
+        it.configs = crate::verdict::tests::run(values);
+        it
+    }
+
+    fn with_configs(mut it: Iteration, values: &[f64]) -> Iteration {
+        it.configs = crate::verdict::tests::run(values);
+        it
+    }
+
+    /// Iteration 0 at 1 ms for `t0`, `t1` and `t2`, whose noise `start` measured as 0.2%, 1% and none.
+    fn measured_session(iterations: Vec<Iteration>) -> History {
+        let mut all = vec![with_configs(
+            iteration(0, Status::Keep, Some(0.0), Decision::Continue),
+            &[1.0, 1.0, 1.0],
+        )];
+        all.extend(iterations);
+        let mut h = history(all);
+        h.session.spread = [("t0", 0.2), ("t1", 1.0)]
+            .map(|(test, spread_pct)| crate::stats::Spread {
+                pass: "forward".into(),
+                test: test.into(),
+                spread_pct,
+            })
+            .to_vec();
+        h
+    }
+
+    #[test]
+    fn a_revert_that_sped_a_config_up_beyond_its_noise_is_a_variant() {
+        // t0 0.6% faster (beyond its 0.5% floor), t1 4% slower (beyond its 1%), t2 within the 2% gain
+        let h = measured_session(vec![tried(1, Status::Revert, "G", &[0.994, 1.04, 0.99])]);
+        assert_eq!(
+            h.variants(),
+            [Variant {
+                letter: "G".into(),
+                iteration: 1,
+                faster: vec!["t0".into()],
+                slower: vec!["t1".into()],
+            }]
+        );
+        assert_eq!(
+            h.variants()[0].sentence(),
+            "variant of G: iteration 1 sped up t0 and slowed t1; try it on the shapes that gained \
+             (`step --opt G` again)"
+        );
+    }
+
+    #[test]
+    fn a_variant_needs_a_gain_beyond_noise_a_measured_revert_and_one_try() {
+        // no config gained beyond its noise: t0 0.4% (floor 0.5%), t1 0.9% (its 1%), t2 1.9% (gain 2%)
+        let within = measured_session(vec![tried(1, Status::Revert, "G", &[0.996, 0.991, 0.981])]);
+        assert_eq!(within.variants(), []);
+        // only t2 gained, by more than the gain threshold that stands in for its unmeasured noise
+        let t2 = measured_session(vec![tried(1, Status::Revert, "G", &[1.0, 1.03, 0.97])]);
+        assert_eq!(t2.variants()[0].faster, ["t2"]);
+        assert_eq!(t2.variants()[0].slower, ["t1"]);
+        // a kept change, a crash and a FAIL leave none
+        let mut fail = tried(1, Status::Revert, "G", &[0.9, 1.1, 1.0]);
+        fail.correctness = Correctness::Fail;
+        for it in [
+            tried(1, Status::Keep, "G", &[0.9, 1.1, 1.0]),
+            tried(1, Status::Crash, "G", &[0.9, 1.1, 1.0]),
+            fail,
+        ] {
+            assert_eq!(measured_session(vec![it.clone()]).variants(), [], "{it:?}");
+        }
+        // tried a second time (the variant itself), or skipped: not offered again
+        let twice = measured_session(vec![
+            tried(1, Status::Revert, "G", &[0.9, 1.1, 1.0]),
+            tried(2, Status::Revert, "g", &[0.9, 1.1, 1.0]),
+        ]);
+        assert_eq!(twice.variants(), []);
+        let mut skipped = measured_session(vec![tried(1, Status::Revert, "G", &[0.9, 1.1, 1.0])]);
+        skipped.skipped.push(Skip {
+            letter: "G".into(),
+            why: "w".into(),
+        });
+        assert_eq!(skipped.variants(), []);
+    }
+
+    #[test]
+    fn a_variant_compares_with_the_kept_iteration_before_it() {
+        // against iteration 1, t1 did not move (against iteration 0 it would be 5% slower)
+        let h = measured_session(vec![
+            tried(1, Status::Keep, "B", &[0.5, 1.05, 1.0]),
+            tried(2, Status::Revert, "G", &[0.49, 1.05, 1.03]),
+        ]);
+        assert_eq!(
+            h.variants(),
+            [Variant {
+                letter: "G".into(),
+                iteration: 2,
+                faster: vec!["t0".into()],
+                slower: vec!["t2".into()],
+            }]
+        );
+        // without every iteration's configs (Configs::CurrentBaseline) none is found
+        let mut lean = measured_session(vec![tried(1, Status::Revert, "G", &[0.9, 1.1, 1.0])]);
+        lean.iterations[0].1.configs.clear();
+        assert_eq!(lean.variants(), []);
+    }
+
+    #[test]
+    fn a_skip_commit_is_read_as_skipped_and_may_not_change_the_tree() {
+        let skip = |id: &str, letter: &str| {
+            let mut block = Block::default();
+            Skip {
+                letter: letter.into(),
+                why: format!("why {letter}"),
+            }
+            .write(&mut block);
+            (id.to_string(), render_message("skip", None, &block))
+        };
+        let mut commits = vec![skip("s2", "B"), skip("s1", "A")];
+        commits.extend(first_two());
+        let history =
+            History::from_commits_to(commits.into_iter().map(Ok), Configs::All, Some("c0"))
+                .unwrap()
+                .unwrap();
+        assert_eq!(
+            history.skipped,
+            [
+                Skip {
+                    letter: "A".into(),
+                    why: "why A".into()
+                },
+                Skip {
+                    letter: "B".into(),
+                    why: "why B".into()
+                }
+            ]
+        );
+        assert_eq!(history.next_number(), 2);
+        // both skips are one run that `foreign_findings` holds to changing nothing
+        assert_eq!(
+            history.foreign.unrecorded,
+            [Unrecorded {
+                newest: "s2".into(),
+                oldest: "s1".into()
+            }]
+        );
+        let mut settled = history.clone();
+        settled.iterations[1].1.letter = Some("K".into());
+        assert_eq!(settled.settled_letters(), ["K", "A", "B"]);
+    }
+
+    #[test]
+    fn a_skip_beside_an_iteration_is_no_skip() {
+        let mut block = Block::default();
+        iteration(2, Status::Keep, Some(-6.0), Decision::Continue).write(&mut block);
+        Skip {
+            letter: "A".into(),
+            why: "w".into(),
+        }
+        .write(&mut block);
+        let mut commits = vec![("c2".to_string(), render_message("s", None, &block))];
+        commits.extend(first_two());
+        let history = History::from_commits(commits.into_iter().map(Ok), Configs::All)
+            .unwrap()
+            .unwrap();
+        assert_eq!(history.skipped, []);
+        assert_eq!(history.next_number(), 3);
     }
 
     fn iteration_or_err(history: &History, number: u32) -> String {

@@ -87,7 +87,13 @@ fn run(ui: &mut Ui, cli: Cli) -> Result<()> {
         Command::Config(_) => show(ui, |_| config::run()),
         Command::Repair(_) => show(ui, |_| repair::run(&repo()?)),
         Command::Next(args) => show(ui, |_| {
-            next::run(&repo()?, &next::NextOptions { class: args.class })
+            next::run(
+                &repo()?,
+                &next::NextOptions {
+                    class: args.class,
+                    skip: args.skip.zip(args.why),
+                },
+            )
         }),
         Command::Refs(args) => show(ui, |_| {
             refs::run(&refs::RefsOptions {

@@ -11,7 +11,9 @@ use anyhow::{Context, Result};
 
 use crate::process::{self, Ending};
 use crate::progress;
-use crate::records::{self, CaseOutcome, CaseReport, Measurement, Statistic};
+use crate::records::{
+    self, CaseOutcome, CaseReport, Measurement, RecordFile, RecordFormat, Statistic,
+};
 use crate::runner::{PytestCall, PytestRun, Runner};
 use crate::ui;
 
@@ -122,19 +124,74 @@ impl Prepared {
     }
 }
 
-/// The cases of a JUnit file, if the run wrote one.
-pub fn read_cases(junit: &Path) -> Option<Result<Vec<CaseReport>>> {
-    junit.exists().then(|| {
-        std::fs::read_to_string(junit)
-            .with_context(|| format!("cannot read {}", junit.display()))
-            .and_then(|xml| records::parse_junit(&xml))
-    })
+/// The format every pytest run writes its records in (`--junitxml`).
+pub const RECORD_FORMAT: RecordFormat = RecordFormat::Junit;
+
+/// A run's outcome and the file it was read from, for the evidence: `None` when the run wrote none or
+/// it could not be read.
+#[derive(Debug)]
+pub struct Recorded<T> {
+    pub outcome: T,
+    pub records: Option<RecordFile>,
 }
 
-/// A finished run: how it ended and the cases of its JUnit file.
+/// A finished run (a process's or a warm worker's command): how it ended and its records file, read
+/// once, with the cases parsed from exactly those bytes.
+pub struct Finished {
+    pub ending: Ending,
+    pub cases: Option<Result<Vec<CaseReport>>>,
+    pub records: Option<RecordFile>,
+}
+
+impl Finished {
+    /// A run that ended so and wrote its records (or none) at `path`.
+    pub fn read(ending: Ending, path: &Path) -> Finished {
+        let (cases, records) = match RecordFile::read(path, RECORD_FORMAT) {
+            None => (None, None),
+            Some(Err(e)) => (Some(Err(e)), None),
+            Some(Ok(file)) => (Some(file.cases()), Some(file)),
+        };
+        Finished {
+            ending,
+            cases,
+            records,
+        }
+    }
+
+    /// A run that ended without a file to read (a deadline or an interrupt while a worker ran it).
+    pub fn unwritten(ending: Ending) -> Finished {
+        Finished {
+            ending,
+            cases: None,
+            records: None,
+        }
+    }
+
+    /// What the run found as a correctness run of `runner` (`log` for the reasons).
+    pub fn correctness(self, runner: &Pytest, log: &Path) -> Recorded<CorrectnessRun> {
+        Recorded {
+            outcome: runner.correctness_of(self.ending, self.cases, log),
+            records: self.records,
+        }
+    }
+
+    /// What the run measured as a benchmark run of `runner` (`log` for the reasons).
+    pub fn benchmark(
+        self,
+        runner: &Pytest,
+        statistic: Statistic,
+        log: &Path,
+    ) -> Recorded<BenchmarkRun> {
+        Recorded {
+            outcome: runner.benchmark_of(statistic, self.ending, self.cases, log),
+            records: self.records,
+        }
+    }
+}
+
+/// A finished run of a process of its own, and its log.
 struct Run {
-    ending: Ending,
-    cases: Option<Result<Vec<CaseReport>>>,
+    finished: Finished,
     log: PathBuf,
 }
 
@@ -197,7 +254,7 @@ impl Pytest<'_> {
         let selection = self.narrowed(selection);
         std::fs::create_dir_all(&self.sandbox)
             .with_context(|| format!("cannot create {}", self.sandbox.display()))?;
-        let junit = self.sandbox.join(format!("{name}.xml"));
+        let junit = self.sandbox.join(RECORD_FORMAT.file_name(name));
         let log = self.sandbox.join(format!("{name}.log"));
         // a file left by an earlier run must never be read (or followed) as this run's
         remove_stale(&junit)?;
@@ -274,13 +331,12 @@ impl Pytest<'_> {
             started.elapsed().as_secs_f64()
         ));
         Ok(Run {
-            ending,
-            cases: read_cases(&prepared.junit),
+            finished: Finished::read(ending, &prepared.junit),
             log: prepared.log,
         })
     }
 
-    pub fn correctness(&self) -> Result<CorrectnessRun> {
+    pub fn correctness(&self) -> Result<Recorded<CorrectnessRun>> {
         let run = self.run(
             PytestRun::Correctness,
             "correctness",
@@ -290,11 +346,11 @@ impl Pytest<'_> {
             None,
             &[],
         )?;
-        Ok(self.correctness_of(run.ending, run.cases, &run.log))
+        Ok(run.finished.correctness(self, &run.log))
     }
 
     /// The correctness selection with every seed the tests set shifted by `offset` (run `name`).
-    pub fn unseen_correctness(&self, name: &str, offset: u32) -> Result<CorrectnessRun> {
+    pub fn unseen_correctness(&self, name: &str, offset: u32) -> Result<Recorded<CorrectnessRun>> {
         let plugins = self.plugin_dir()?;
         let [p, seeds] = write_plugin(&plugins, SEEDS_PLUGIN)?;
         let offset_arg = format!("--cutile-perf-seed-offset={offset}");
@@ -307,7 +363,7 @@ impl Pytest<'_> {
             Some(&plugins),
             &[],
         )?;
-        Ok(self.correctness_of(run.ending, run.cases, &run.log))
+        Ok(run.finished.correctness(self, &run.log))
     }
 
     /// Where the tool's own pytest plugins are written, made if need be.
@@ -318,8 +374,8 @@ impl Pytest<'_> {
         Ok(plugins)
     }
 
-    /// What a correctness run found, from how it ended and its JUnit cases (`log` for the reasons).
-    pub fn correctness_of(
+    /// What a correctness run found, from how it ended and its cases (`log` for the reasons).
+    fn correctness_of(
         &self,
         ending: Ending,
         cases: Option<Result<Vec<CaseReport>>>,
@@ -351,7 +407,7 @@ impl Pytest<'_> {
         statistic: Statistic,
         label: &str,
         cases: Option<&[String]>,
-    ) -> Result<BenchmarkRun> {
+    ) -> Result<Recorded<BenchmarkRun>> {
         self.benchmark_run("benchmark", label, statistic, &[], cases)
     }
 
@@ -361,7 +417,7 @@ impl Pytest<'_> {
         &self,
         statistic: Statistic,
         env: &[(&'static str, String)],
-    ) -> Result<BenchmarkRun> {
+    ) -> Result<Recorded<BenchmarkRun>> {
         self.benchmark_run("compile", "compile", statistic, env, None)
     }
 
@@ -372,7 +428,7 @@ impl Pytest<'_> {
         statistic: Statistic,
         env: &[(&'static str, String)],
         cases: Option<&[String]>,
-    ) -> Result<BenchmarkRun> {
+    ) -> Result<Recorded<BenchmarkRun>> {
         let plugins = self.plugin_dir()?;
         let [p, census] = write_plugin(&plugins, CENSUS_PLUGIN)?;
         let mut extra = vec![BENCHMARK_RECORD.to_string(), p, census];
@@ -393,11 +449,11 @@ impl Pytest<'_> {
             Some(&plugins),
             env,
         )?;
-        Ok(self.benchmark_of(statistic, run.ending, run.cases, &run.log))
+        Ok(run.finished.benchmark(self, statistic, &run.log))
     }
 
-    /// What a benchmark run measured, from how it ended and its JUnit cases (`log` for the reasons).
-    pub fn benchmark_of(
+    /// What a benchmark run measured, from how it ended and its cases (`log` for the reasons).
+    fn benchmark_of(
         &self,
         statistic: Statistic,
         ending: Ending,

@@ -1,11 +1,17 @@
-//! Benchmark records out of a pytest JUnit file.
+//! The record-source seam: every run's records are read here, from the bytes the run wrote, by the
+//! format that wrote them ([`RecordFormat::parse`]), into cases with their outcome and record.
 //!
-//! TileGym's `test_perf` cases call `record_property("benchmark", {"cutile": {"forward": {...}}})`; pytest
-//! writes the dict's repr into `<property name="benchmark" value="...">`. Some forks print
-//! `Cutile: {'forward': {...}} ms` instead; with `-o junit_logging=system-out` that line lands in the
-//! case's `<system-out>`, so both forms are read from the same file, per case.
+//! One format today, pytest's JUnit XML, with a case's record from one of two sources
+//! ([`RecordSource`]): TileGym's `test_perf` cases call
+//! `record_property("benchmark", {"cutile": {"forward": {...}}})`, which pytest writes as the dict's repr
+//! into `<property name="benchmark" value="...">`; some forks print `Cutile: {'forward': {...}} ms`
+//! instead, which `-o junit_logging=system-out` puts into the case's `<system-out>`. The warm workers
+//! write the same JUnit file per repetition. Adding a format (pytest-benchmark's JSON, say) is its parser,
+//! a [`RecordFormat`] variant and its row in [`FORMATS`], and a [`RecordSource`] when its records are
+//! shaped otherwise.
 
 use std::fmt;
+use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 use quick_xml::events::{BytesStart, Event};
@@ -21,18 +27,113 @@ pub enum CaseOutcome {
     Skipped,
 }
 
-/// One `<testcase>` of a JUnit file.
+/// One test case of a run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CaseReport {
     /// `classname::name`, unique within a run and stable across runs.
     pub id: String,
     pub outcome: CaseOutcome,
-    /// The raw `benchmark` property, if any.
-    pub benchmark_property: Option<String>,
+    /// Its benchmark record, if it wrote one.
+    pub record: Option<Record>,
     /// Every `cutile_perf_census` property (the tool's census plugin writes one per perf case; more
     /// than one means something else wrote one too).
     pub census_properties: Vec<String>,
-    pub stdout: String,
+}
+
+/// Where a case's record was found, which says how it is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecordSource {
+    /// The `benchmark` property: `{'cutile': {'forward': {...}}, ...}`, one entry per backend.
+    Property,
+    /// The printed line `Cutile: {'forward': {...}} ms`, the backend's passes only.
+    PrintedLine,
+}
+
+/// A case's record as its source wrote it, read into numbers only when measured ([`measurements`]), so
+/// that a run whose numbers are not wanted (a correctness run printing a stray line) never fails on them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Record {
+    pub source: RecordSource,
+    /// The Python literal, as written.
+    pub text: String,
+}
+
+/// The formats runs write their records in; the evidence names the format of every file it keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RecordFormat {
+    /// pytest's JUnit XML (`--junitxml`), with the tool's options (`junit_family=xunit1`,
+    /// `junit_logging=system-out`). Evidence written before formats were named holds only this one.
+    #[default]
+    Junit,
+}
+
+/// One format as the seam knows it: its name in words, its files' extension, its parser.
+struct Registration {
+    format: RecordFormat,
+    name: &'static str,
+    extension: &'static str,
+    /// The cases of a file, in the order the run wrote them; an error when the bytes are not this format.
+    parse: fn(&str) -> Result<Vec<CaseReport>>,
+}
+
+/// Every format: adding one is its parser, a [`RecordFormat`] variant and a row here.
+const FORMATS: [Registration; 1] = [Registration {
+    format: RecordFormat::Junit,
+    name: "JUnit",
+    extension: "xml",
+    parse: parse_junit,
+}];
+
+fn registration(format: RecordFormat) -> &'static Registration {
+    FORMATS
+        .iter()
+        .find(|r| r.format == format)
+        .expect("every format has its row in FORMATS")
+}
+
+impl RecordFormat {
+    /// The cases of a run's file, in the order the run wrote them; an error when the bytes are not this
+    /// format.
+    pub fn parse(self, text: &str) -> Result<Vec<CaseReport>> {
+        (registration(self).parse)(text)
+    }
+
+    /// The format in words (`JUnit`).
+    pub fn name(self) -> &'static str {
+        registration(self).name
+    }
+
+    /// The file a run named `run` writes in this format.
+    pub fn file_name(self, run: &str) -> String {
+        format!("{run}.{}", registration(self).extension)
+    }
+}
+
+/// The bytes one run wrote, as they were read (the evidence keeps exactly these), and their format.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct RecordFile {
+    #[serde(default)]
+    pub format: RecordFormat,
+    /// Named `junit` in evidence written before formats were named.
+    #[serde(alias = "junit")]
+    pub text: String,
+}
+
+impl RecordFile {
+    /// The file a run wrote at `path` in `format`: `None` when it wrote none, an error when it cannot be
+    /// read. Read once: what is parsed is what is kept.
+    pub fn read(path: &Path, format: RecordFormat) -> Option<Result<RecordFile>> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => Some(Ok(RecordFile { format, text })),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => Some(Err(e).with_context(|| format!("cannot read {}", path.display()))),
+        }
+    }
+
+    pub fn cases(&self) -> Result<Vec<CaseReport>> {
+        self.format.parse(&self.text)
+    }
 }
 
 /// The statistic taken from each config's record.
@@ -81,11 +182,43 @@ pub const MIN_LATENCY_MS: f64 = 1e-4;
 /// The backend whose numbers the loop optimizes.
 const BACKEND: &str = "cutile";
 
+/// A `<testcase>` being read: the record is taken when it ends, the property over the printed line.
+struct JunitCase {
+    case: CaseReport,
+    property: Option<String>,
+    stdout: String,
+}
+
+impl JunitCase {
+    fn end(self) -> CaseReport {
+        let printed = || {
+            self.stdout.lines().find_map(|line| {
+                let rest = line.trim().strip_prefix("Cutile:")?;
+                Some(rest.trim().trim_end_matches("ms").trim_end().to_string())
+            })
+        };
+        let record = match self.property {
+            Some(text) => Some(Record {
+                source: RecordSource::Property,
+                text,
+            }),
+            None => printed().map(|text| Record {
+                source: RecordSource::PrintedLine,
+                text,
+            }),
+        };
+        CaseReport {
+            record,
+            ..self.case
+        }
+    }
+}
+
 /// Reads every `<testcase>` of a JUnit XML document.
-pub fn parse_junit(xml: &str) -> Result<Vec<CaseReport>> {
+fn parse_junit(xml: &str) -> Result<Vec<CaseReport>> {
     let mut reader = quick_xml::Reader::from_str(xml);
     let mut cases = Vec::new();
-    let mut current: Option<CaseReport> = None;
+    let mut current: Option<JunitCase> = None;
     let mut in_stdout = false;
     loop {
         let event = reader.read_event().with_context(|| {
@@ -101,23 +234,27 @@ pub fn parse_junit(xml: &str) -> Result<Vec<CaseReport>> {
         };
         if let Some(e) = element {
             if e.name().as_ref() == "testcase" {
-                let case = CaseReport {
-                    id: case_id(e)?,
-                    outcome: CaseOutcome::Passed,
-                    benchmark_property: None,
-                    census_properties: Vec::new(),
+                let case = JunitCase {
+                    case: CaseReport {
+                        id: case_id(e)?,
+                        outcome: CaseOutcome::Passed,
+                        record: None,
+                        census_properties: Vec::new(),
+                    },
+                    property: None,
                     stdout: String::new(),
                 };
                 // an empty `<testcase/>` has no children: it is complete already
                 if empty {
-                    cases.push(case);
+                    cases.push(case.end());
                 } else {
                     current = Some(case);
                 }
-            } else if let Some(case) = current.as_mut() {
+            } else if let Some(current) = current.as_mut() {
+                let case = &mut current.case;
                 match e.name().as_ref() {
                     "property" => match attribute(e, "name")?.as_deref() {
-                        Some("benchmark") => case.benchmark_property = attribute(e, "value")?,
+                        Some("benchmark") => current.property = attribute(e, "value")?,
                         Some("cutile_perf_census") => {
                             case.census_properties.extend(attribute(e, "value")?)
                         }
@@ -162,7 +299,7 @@ pub fn parse_junit(xml: &str) -> Result<Vec<CaseReport>> {
                 }
             }
             Event::End(e) => match e.name().as_ref() {
-                "testcase" => cases.extend(current.take()),
+                "testcase" => cases.extend(current.take().map(JunitCase::end)),
                 "system-out" => in_stdout = false,
                 _ => {}
             },
@@ -196,43 +333,37 @@ fn case_id(element: &BytesStart<'_>) -> Result<String> {
     })
 }
 
-/// The per-pass records (`{"forward": {...}, ...}`) of one perf case, from either form.
-fn pass_records(case: &CaseReport) -> Result<Option<PyValue>> {
-    if let Some(raw) = &case.benchmark_property {
-        let record = pyliteral::parse(raw).with_context(|| {
-            format!(
-                "benchmark record of {} is not a Python literal: {}",
-                case.id,
-                abbreviate(raw)
-            )
-        })?;
-        return match record
-            .entries()
-            .find(|(k, _)| k.eq_ignore_ascii_case(BACKEND))
-        {
-            Some((_, passes)) => Ok(Some(passes.clone())),
-            None => bail!(
-                "benchmark record of {} has no '{BACKEND}' entry: {}",
-                case.id,
-                abbreviate(raw)
-            ),
-        };
+impl Record {
+    /// The per-pass records (`{"forward": {...}, ...}`) of case `id`, as its source writes them.
+    fn passes(&self, id: &str) -> Result<PyValue> {
+        let text = &self.text;
+        match self.source {
+            RecordSource::Property => {
+                let record = pyliteral::parse(text).with_context(|| {
+                    format!(
+                        "benchmark record of {id} is not a Python literal: {}",
+                        abbreviate(text)
+                    )
+                })?;
+                match record
+                    .entries()
+                    .find(|(k, _)| k.eq_ignore_ascii_case(BACKEND))
+                {
+                    Some((_, passes)) => Ok(passes.clone()),
+                    None => bail!(
+                        "benchmark record of {id} has no '{BACKEND}' entry: {}",
+                        abbreviate(text)
+                    ),
+                }
+            }
+            RecordSource::PrintedLine => pyliteral::parse(text).with_context(|| {
+                format!(
+                    "printed record of {id} is not a Python literal: {}",
+                    abbreviate(text)
+                )
+            }),
+        }
     }
-    for line in case.stdout.lines() {
-        let Some(rest) = line.trim().strip_prefix("Cutile:") else {
-            continue;
-        };
-        let literal = rest.trim().trim_end_matches("ms").trim_end();
-        let passes = pyliteral::parse(literal).with_context(|| {
-            format!(
-                "printed record of {} is not a Python literal: {}",
-                case.id,
-                abbreviate(literal)
-            )
-        })?;
-        return Ok(Some(passes));
-    }
-    Ok(None)
 }
 
 fn abbreviate(text: &str) -> String {
@@ -255,9 +386,10 @@ pub fn measurements(cases: &[CaseReport], statistic: Statistic) -> Result<Vec<Me
             }
             CaseOutcome::Passed => {}
         }
-        let Some(passes) = pass_records(case)? else {
+        let Some(record) = &case.record else {
             bail!("perf case {} gave no benchmark record", case.id)
         };
+        let passes = record.passes(&case.id)?;
         let mut found = false;
         for (pass, record) in passes.entries() {
             let Some(value) = record.get(statistic.as_str()) else {
@@ -308,7 +440,9 @@ mod tests {
 
     #[test]
     fn real_rms_norm_file() {
-        let cases = parse_junit(&read("test_rms_norm.xml")).unwrap();
+        let cases = RecordFormat::Junit
+            .parse(&read("test_rms_norm.xml"))
+            .unwrap();
         assert_eq!(cases.len(), 10);
         let m = measurements(&cases, Statistic::Median).unwrap();
         assert_eq!(m.len(), 10);
@@ -324,7 +458,9 @@ mod tests {
 
     #[test]
     fn real_silu_file_has_forward_and_backward() {
-        let cases = parse_junit(&read("test_silu_and_mul.xml")).unwrap();
+        let cases = RecordFormat::Junit
+            .parse(&read("test_silu_and_mul.xml"))
+            .unwrap();
         let m = measurements(&cases, Statistic::Median).unwrap();
         assert_eq!(m.len(), 2 * cases.len());
         assert_eq!(
@@ -338,7 +474,8 @@ mod tests {
     fn real_noise_files_parse() {
         for entry in std::fs::read_dir(format!("{DATA}/noise-h200")).unwrap() {
             let xml = std::fs::read_to_string(entry.unwrap().path()).unwrap();
-            let m = measurements(&parse_junit(&xml).unwrap(), Statistic::Min).unwrap();
+            let m =
+                measurements(&RecordFormat::Junit.parse(&xml).unwrap(), Statistic::Min).unwrap();
             assert!(!m.is_empty());
         }
     }
@@ -346,7 +483,8 @@ mod tests {
     #[test]
     fn empty_selection_has_no_cases() {
         assert!(
-            parse_junit(&read("test_softmax_perf_none_selected.xml"))
+            RecordFormat::Junit
+                .parse(&read("test_softmax_perf_none_selected.xml"))
                 .unwrap()
                 .is_empty()
         );
@@ -365,7 +503,7 @@ mod tests {
 Cutile: {'forward': {'median': 0.5, 'kernel': 'a&lt;b&gt;'}} ms
 </system-out></testcase>"#,
         );
-        let m = measurements(&parse_junit(&xml).unwrap(), Statistic::Median).unwrap();
+        let m = measurements(&RecordFormat::Junit.parse(&xml).unwrap(), Statistic::Median).unwrap();
         assert_eq!(
             m,
             vec![Measurement {
@@ -379,13 +517,18 @@ Cutile: {'forward': {'median': 0.5, 'kernel': 'a&lt;b&gt;'}} ms
     #[test]
     fn missing_or_garbage_records_are_errors() {
         let no_record = junit(r#"<testcase classname="t" name="p"></testcase>"#);
-        let err = measurements(&parse_junit(&no_record).unwrap(), Statistic::Median).unwrap_err();
+        let err = measurements(
+            &RecordFormat::Junit.parse(&no_record).unwrap(),
+            Statistic::Median,
+        )
+        .unwrap_err();
         assert_eq!(err.to_string(), "perf case t::p gave no benchmark record");
 
         let nan = junit(
             r#"<testcase classname="t" name="p"><properties><property name="benchmark" value="{'cutile': {'forward': {'median': nan}}}"/></properties></testcase>"#,
         );
-        let err = measurements(&parse_junit(&nan).unwrap(), Statistic::Median).unwrap_err();
+        let err =
+            measurements(&RecordFormat::Junit.parse(&nan).unwrap(), Statistic::Median).unwrap_err();
         assert_eq!(
             err.to_string(),
             "forward median of t::p is not a positive number: Float(NaN)"
@@ -401,7 +544,7 @@ Cutile: {'forward': {'median': 0.5, 'kernel': 'a&lt;b&gt;'}} ms
             let xml = junit(&format!(
                 r#"<testcase classname="t" name="p"><properties><property name="benchmark" value="{{'cutile': {{'forward': {{'median': {bad}}}}}}}"/></properties></testcase>"#
             ));
-            let err = measurements(&parse_junit(&xml).unwrap(), Statistic::Median)
+            let err = measurements(&RecordFormat::Junit.parse(&xml).unwrap(), Statistic::Median)
                 .unwrap_err()
                 .to_string();
             assert!(
@@ -412,21 +555,153 @@ Cutile: {'forward': {'median': 0.5, 'kernel': 'a&lt;b&gt;'}} ms
         let smallest = junit(
             r#"<testcase classname="t" name="p"><properties><property name="benchmark" value="{'cutile': {'forward': {'median': 0.0001}}}"/></properties></testcase>"#,
         );
-        assert!(measurements(&parse_junit(&smallest).unwrap(), Statistic::Median).is_ok());
+        assert!(
+            measurements(
+                &RecordFormat::Junit.parse(&smallest).unwrap(),
+                Statistic::Median
+            )
+            .is_ok()
+        );
 
         let garbage = junit(
             r#"<testcase classname="t" name="p"><properties><property name="benchmark" value="{'cutile': {"/></properties></testcase>"#,
         );
-        assert!(measurements(&parse_junit(&garbage).unwrap(), Statistic::Median).is_err());
+        assert!(
+            measurements(
+                &RecordFormat::Junit.parse(&garbage).unwrap(),
+                Statistic::Median
+            )
+            .is_err()
+        );
 
         let failed = junit(
             r#"<testcase classname="t" name="p"><failure message="boom&#10;more">x</failure></testcase>"#,
         );
-        let err = measurements(&parse_junit(&failed).unwrap(), Statistic::Median).unwrap_err();
+        let err = measurements(
+            &RecordFormat::Junit.parse(&failed).unwrap(),
+            Statistic::Median,
+        )
+        .unwrap_err();
         assert_eq!(err.to_string(), "perf case t::p failed: boom");
 
-        assert!(parse_junit("<testsuite><testcase name='a'>").is_ok());
-        assert!(parse_junit("<testsuite><testcase name='a></testsuite>").is_err());
+        assert!(
+            RecordFormat::Junit
+                .parse("<testsuite><testcase name='a'>")
+                .is_ok()
+        );
+        assert!(
+            RecordFormat::Junit
+                .parse("<testsuite><testcase name='a></testsuite>")
+                .is_err()
+        );
+    }
+
+    fn record(source: RecordSource, text: &str) -> Option<Record> {
+        Some(Record {
+            source,
+            text: text.to_string(),
+        })
+    }
+
+    #[test]
+    fn each_source_yields_its_record_and_the_property_comes_first() {
+        let xml = junit(concat!(
+            r#"<testcase classname="t" name="property"><properties><property name="benchmark" value="{'cutile': {'forward': {'median': 0.25}}}"/></properties>"#,
+            r#"<system-out>Cutile: {'forward': {'median': 9.0}} ms</system-out></testcase>"#,
+            r#"<testcase classname="t" name="printed"><system-out>warm-up
+  Cutile: {'backward': {'median': 0.5}} ms
+Cutile: {'forward': {'median': 7.0}} ms</system-out></testcase>"#,
+            r#"<testcase classname="t" name="none"><system-out>Torch: {'forward': {}} ms</system-out></testcase>"#,
+        ));
+        let cases = RecordFormat::Junit.parse(&xml).unwrap();
+        let records: Vec<_> = cases.iter().map(|c| c.record.clone()).collect();
+        assert_eq!(
+            records,
+            [
+                record(
+                    RecordSource::Property,
+                    "{'cutile': {'forward': {'median': 0.25}}}"
+                ),
+                record(RecordSource::PrintedLine, "{'backward': {'median': 0.5}}"),
+                None,
+            ]
+        );
+        let m = measurements(&cases[..2], Statistic::Median).unwrap();
+        let values: Vec<_> = m.iter().map(|m| (m.pass.as_str(), m.value)).collect();
+        assert_eq!(values, [("forward", 0.25), ("backward", 0.5)]);
+    }
+
+    #[test]
+    fn garbage_is_a_clear_error_and_never_a_record() {
+        // not XML at all, and XML cut off inside a tag: the file gives no cases
+        let err = RecordFormat::Junit
+            .parse("<testsuite><testcase name='a></testsuite>")
+            .unwrap_err();
+        assert!(
+            format!("{err:#}").starts_with(
+                "the JUnit file is not valid XML (near byte 41): syntax error: attribute value not closed"
+            ),
+            "{err:#}"
+        );
+        let err = RecordFormat::Junit
+            .parse("<testsuite></testcase>")
+            .unwrap_err();
+        assert!(
+            format!("{err:#}").starts_with(
+                "the JUnit file is not valid XML (near byte 22): ill-formed document: expected \
+                 `</testsuite>`, but `</testcase>` was found"
+            ),
+            "{err:#}"
+        );
+        // a record that is not a Python literal, from either source, measures nothing
+        let refused = |cases: &str| {
+            let cases = RecordFormat::Junit.parse(&junit(cases)).unwrap();
+            measurements(&cases, Statistic::Median)
+                .unwrap_err()
+                .to_string()
+        };
+        assert_eq!(
+            refused(
+                r#"<testcase classname="t" name="p"><properties><property name="benchmark" value="{'cutile': {"/></properties></testcase>"#
+            ),
+            "benchmark record of t::p is not a Python literal: {'cutile': {"
+        );
+        let printed = r#"<testcase classname="t" name="p"><system-out>Cutile: forward=0.5 ms</system-out></testcase>"#;
+        assert_eq!(
+            RecordFormat::Junit.parse(&junit(printed)).unwrap()[0].record,
+            record(RecordSource::PrintedLine, "forward=0.5")
+        );
+        assert_eq!(
+            refused(printed),
+            "printed record of t::p is not a Python literal: forward=0.5"
+        );
+        assert_eq!(
+            refused(
+                r#"<testcase classname="t" name="p"><properties><property name="benchmark" value="{'torch': {'forward': {'median': 1.0}}}"/></properties></testcase>"#
+            ),
+            "benchmark record of t::p has no 'cutile' entry: {'torch': {'forward': {'median': 1.0}}}"
+        );
+    }
+
+    #[test]
+    fn a_file_is_read_as_it_is_and_a_missing_one_is_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(RecordFormat::Junit.file_name("benchmark"));
+        assert_eq!(path.file_name().unwrap(), "benchmark.xml");
+        assert!(RecordFile::read(&path, RecordFormat::Junit).is_none());
+        let xml = read("test_rms_norm.xml");
+        std::fs::write(&path, &xml).unwrap();
+        let file = RecordFile::read(&path, RecordFormat::Junit)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            file,
+            RecordFile {
+                format: RecordFormat::Junit,
+                text: xml
+            }
+        );
+        assert_eq!(file.cases().unwrap().len(), 10);
     }
 
     #[test]
@@ -434,7 +709,7 @@ Cutile: {'forward': {'median': 0.5, 'kernel': 'a&lt;b&gt;'}} ms
         let xml = junit(
             r#"<testcase classname="t" name="p"><skipped message="no sm_100"/></testcase><testcase classname="t" name="q"/>"#,
         );
-        let cases = parse_junit(&xml).unwrap();
+        let cases = RecordFormat::Junit.parse(&xml).unwrap();
         assert_eq!(cases[0].outcome, CaseOutcome::Skipped);
         assert_eq!(cases[1].id, "t::q");
         assert!(

@@ -195,6 +195,23 @@ pub fn playbook_entries() -> Vec<(&'static str, &'static str)> {
         .collect()
 }
 
+/// The playbook letter `flag` names (upper-cased), checked against the embedded playbook.
+pub fn playbook_letter(opt: &str, flag: &str) -> anyhow::Result<String> {
+    let letter = opt.trim().to_uppercase();
+    let entries = playbook_entries();
+    if entries.iter().any(|(l, _)| *l == letter) {
+        return Ok(letter);
+    }
+    let letters: Vec<_> = entries.iter().map(|(l, _)| *l).collect();
+    Err(crate::hint::hinted(
+        format!(
+            "{flag} {opt:?} is not a playbook letter ({})",
+            letters.join(", ")
+        ),
+        "`git cutile-perf refs playbook` lists them",
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

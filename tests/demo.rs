@@ -56,8 +56,15 @@ fn demo_makes_and_then_reuses_a_private_environment_with_pytest() {
         first.contains("| 3 | latency hints on loads | n/a | PASS | crash |"),
         "{first}"
     );
+    assert!(
+        first.contains("open it in a browser): first/sandbox/perf_results.html"),
+        "{first}"
+    );
+    assert!(f.path("first/sandbox/perf_results.html").is_file());
 
-    let second = demo(&["demo", "--dir", "second"]);
+    // the second run reuses the environment; without --dir the repository is removed, and the report
+    // kept in the cache directory
+    let second = demo(&["demo"]);
     assert!(
         second.contains(&format!(
             "using the demo's Python environment in {} (made earlier)",
@@ -66,18 +73,10 @@ fn demo_makes_and_then_reuses_a_private_environment_with_pytest() {
         "{second}"
     );
     assert!(!second.contains("making a Python environment"), "{second}");
-    assert!(
-        second.contains("open it in a browser): second/sandbox/perf_results.html"),
-        "{second}"
-    );
-    assert!(f.path("second/sandbox/perf_results.html").is_file());
-
-    // without --dir the repository is removed, and the report kept in the cache directory
-    let third = demo(&["demo"]);
     let kept = cache.join("git-cutile-perf/demo/perf_results.html");
     assert!(
-        third.contains(&format!("open it in a browser): {}", kept.display())),
-        "{third}"
+        second.contains(&format!("open it in a browser): {}", kept.display())),
+        "{second}"
     );
     let page = std::fs::read_to_string(&kept).unwrap();
     assert!(page.contains("<article id=\"iteration-3\""), "{page}");

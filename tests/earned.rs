@@ -111,10 +111,13 @@ fn an_honest_gain_is_kept_and_its_census_is_in_the_evidence() {
     );
     for run in rounds {
         assert_eq!(
-            run.junit.matches("name=\"cutile_perf_census\"").count(),
+            run.records
+                .text
+                .matches("name=\"cutile_perf_census\"")
+                .count(),
             2,
             "{}",
-            run.junit
+            run.records.text
         );
     }
     let verify = f.run(&["verify"]);

@@ -27,7 +27,9 @@ fn perf_run(f: &Fixture, noise: Option<&str>) -> Vec<f64> {
     }
     let out = cmd.output().unwrap();
     assert!(out.status.success(), "{}", support::both(&out));
-    let cases = records::parse_junit(&std::fs::read_to_string(&junit).unwrap()).unwrap();
+    let cases = records::RecordFormat::Junit
+        .parse(&std::fs::read_to_string(&junit).unwrap())
+        .unwrap();
     let values = records::measurements(&cases, Statistic::Median).unwrap();
     values.iter().map(|m| m.value).collect()
 }

@@ -140,6 +140,66 @@ fn an_upward_import_a_cycle_and_a_verb_using_a_verb_are_named() {
     );
 }
 
+#[test]
+fn the_readme_names_the_layers_of_the_table() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let table: Vec<(String, Vec<String>)> = LAYERS
+        .iter()
+        .map(|(name, modules)| {
+            let modules = modules.iter().map(|m| m.to_string()).collect();
+            (name.to_string(), modules)
+        })
+        .collect();
+    assert_eq!(readme_layers(&readme), table);
+}
+
+#[test]
+fn the_readme_layers_are_read_from_the_numbered_list_of_the_design_notes() {
+    let readme = "## Use\n1. not: `this`\n## Design notes\ntext `x`\n\n1. low: `a`, `b`,\n   `c`;\n\
+                  2. high (`d`): `e`.\n\nafter `f`\n3. later: `g`\n## Next\n4. other: `h`\n";
+    let layer = |name: &str, modules: &[&str]| {
+        (
+            name.to_string(),
+            modules.iter().map(|m| m.to_string()).collect::<Vec<_>>(),
+        )
+    };
+    assert_eq!(
+        readme_layers(readme),
+        [layer("low", &["a", "b", "c"]), layer("high (`d`)", &["e"])]
+    );
+}
+
+/// The layers the README's design notes list: the first numbered list after `## Design notes`, each item
+/// `N. name: `module`, ...` (continued on indented lines), its modules the names in backquotes.
+fn readme_layers(readme: &str) -> Vec<(String, Vec<String>)> {
+    let notes = readme
+        .split_once("\n## Design notes\n")
+        .map_or("", |(_, rest)| rest);
+    let mut layers: Vec<(String, String)> = Vec::new();
+    for line in notes.lines() {
+        let numbered = line
+            .split_once(". ")
+            .filter(|(number, _)| !number.is_empty() && number.chars().all(|c| c.is_ascii_digit()));
+        match (numbered, layers.last_mut()) {
+            (Some((_, item)), _) => {
+                let (name, modules) = item.rsplit_once(": ").unwrap_or((item, ""));
+                layers.push((name.to_string(), modules.to_string()));
+            }
+            (None, Some(last)) if line.starts_with("   ") => last.1 += line,
+            (None, Some(_)) if !line.trim().is_empty() => break,
+            _ => {}
+        }
+    }
+    layers
+        .into_iter()
+        .map(|(name, modules)| {
+            let names = modules.split('`').skip(1).step_by(2).map(str::to_string);
+            (name, names.collect())
+        })
+        .collect()
+}
+
 fn read_sources(root: &Path, dir: &Path, sources: &mut Vec<Source>) {
     let mut entries: Vec<_> = std::fs::read_dir(dir)
         .unwrap()

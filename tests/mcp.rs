@@ -4,10 +4,11 @@
 
 use crate::support;
 
+use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Stdio};
 
-use clap::CommandFactory;
+use clap::{CommandFactory, Parser};
 use git_cutile_perf::agent::mcp::{TOOLS, schema};
 use git_cutile_perf::cli::Cli;
 use serde_json::{Value, json};
@@ -322,4 +323,79 @@ fn a_whole_session_through_the_server() {
     let table = client.call("table", json!({}));
     assert_eq!(table["rows"].as_array().map(Vec::len), Some(4), "{table}");
     assert_eq!(client.call("verify", json!({}))["findings"], json!([]));
+}
+
+/// Tool properties whose option has another name (`None`: a choice between other options, no option of
+/// its own); any other property is the option of its name, `-` read as `_`.
+const OPTION_OF: &[(&str, &str, Option<&str>)] = &[
+    ("start", "runner", Some("runner")),
+    ("start", "slurm-args", Some("runner")),
+    ("start", "queue-timeout", Some("runner")),
+    ("start", "continue-pct", Some("thresholds")),
+    ("start", "gain-pct", Some("thresholds")),
+    ("start", "regression-pct", Some("thresholds")),
+    ("start", "max-iterations", Some("thresholds")),
+    ("start", "max-no-gain", Some("thresholds")),
+    ("step", "continue", Some("continue_anyway")),
+];
+
+/// The options `verb`'s tool can set, from its schema.
+fn settable(verb: &str) -> BTreeSet<String> {
+    let cli = Cli::command();
+    let schema = schema::input_schema(cli.find_subcommand(verb).unwrap());
+    let properties = schema["properties"].as_object().unwrap().keys();
+    properties
+        .filter_map(|property| {
+            match OPTION_OF
+                .iter()
+                .find(|(v, p, _)| (*v, *p) == (verb, property))
+            {
+                Some((_, _, option)) => option.map(str::to_string),
+                None => Some(property.replace('-', "_")),
+            }
+        })
+        .collect()
+}
+
+/// The options a verb has: the fields of its options struct, built by the edge from `words` and read
+/// from its pretty `Debug` (a field is a line indented once).
+fn options_of(words: &[&str]) -> BTreeSet<String> {
+    use git_cutile_perf::cli::Command;
+    use git_cutile_perf::commands::{diagnose, inspect, start, step};
+    let parsed =
+        Cli::try_parse_from(std::iter::once("git-cutile-perf").chain(words.iter().copied()))
+            .unwrap();
+    let debug = match parsed.command {
+        Command::Start(args) => format!("{:#?}", start::StartOptions::try_from(args).unwrap()),
+        Command::Step(args) => format!("{:#?}", step::StepOptions::from(args)),
+        Command::Inspect(args) => format!("{:#?}", inspect::InspectOptions::from(args)),
+        Command::Diagnose(args) => format!("{:#?}", diagnose::DiagnoseOptions::from(args)),
+        other => panic!("no options struct: {other:?}"),
+    };
+    debug
+        .lines()
+        .filter_map(|line| {
+            let field = line.strip_prefix("    ")?.split_once(": ")?.0;
+            field
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c == '_')
+                .then(|| field.to_string())
+        })
+        .collect()
+}
+
+/// Every verb with an options struct: its options are exactly what its MCP tool can set, so an argument
+/// the edge drops (a property that sets nothing) or an option no argument sets fails here.
+#[test]
+fn every_option_of_a_verb_is_one_its_tool_sets_and_back() {
+    for words in [
+        &["start", "rms_norm"][..],
+        &["step", "tiled"],
+        &["inspect", "rms_norm"],
+        &["diagnose"],
+    ] {
+        let verb = words[0];
+        assert!(TOOLS.contains(&verb));
+        assert_eq!(options_of(words), settable(verb), "{verb}");
+    }
 }

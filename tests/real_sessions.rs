@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use git_cutile_perf::decision::Status;
 use git_cutile_perf::plot;
-use git_cutile_perf::records::{Statistic, measurements, parse_junit};
+use git_cutile_perf::records::{RecordFormat, Statistic, measurements};
 use git_cutile_perf::report::{self, Material};
 use git_cutile_perf::session::{Iteration, Session, fmt_ms};
 use git_cutile_perf::stats::geometric_mean;
@@ -79,7 +79,8 @@ fn trailers_and_tables_match_the_raw_junit_files() {
                 continue;
             }
             let xml = std::fs::read_to_string(&junit).unwrap();
-            let measured = measurements(&parse_junit(&xml).unwrap(), Statistic::Median).unwrap();
+            let measured =
+                measurements(&RecordFormat::Junit.parse(&xml).unwrap(), Statistic::Median).unwrap();
             assert_eq!(measured, it.configs, "{kernel} #{}", it.number);
             let latency = geometric_mean(measured.iter().map(|m| m.value));
             assert_eq!(

@@ -2,7 +2,7 @@
 
 use crate::support;
 
-use support::Fixture;
+use support::{Fixture, text};
 
 #[test]
 fn refs_prints_an_exact_section_outside_any_repository() {
@@ -63,4 +63,101 @@ fn step_rejects_an_unknown_playbook_letter_before_running() {
         "{err}"
     );
     assert_eq!(f.head(), head);
+}
+
+#[test]
+fn a_skip_is_recorded_once_changes_nothing_and_leaves_next_and_status() {
+    let f = Fixture::new();
+    f.ok(&["start", "vector_add", "--intensity", "0.3"]);
+    let table = f.ok(&["table"]);
+    let skipped: serde_json::Value = serde_json::from_str(&f.ok(&[
+        "next",
+        "--json",
+        "--skip",
+        "a",
+        "--why",
+        "the timed kernel\nalready uses ct.load",
+    ]))
+    .unwrap();
+    assert_eq!(
+        skipped["skipped"],
+        serde_json::json!([{"letter": "A", "why": "the timed kernel already uses ct.load"}])
+    );
+    assert_eq!(skipped["skip_commit"].as_str(), Some(f.head().as_str()));
+    assert_eq!(skipped["next"][0]["letter"], "B");
+    assert_eq!(
+        f.git(&["diff", "--name-only", "HEAD~1", "HEAD"]),
+        "",
+        "a skip changes nothing"
+    );
+    let status: serde_json::Value = serde_json::from_str(&f.ok(&["status", "--json"])).unwrap();
+    assert_eq!(status["skipped"], skipped["skipped"]);
+    assert_eq!(status["next_action"]["letters"][0], "B");
+    assert_eq!(f.ok(&["table"]), table, "a skip is no iteration");
+    f.ok(&["verify"]);
+    let err = f.fails(&["next", "--skip", "A", "--why", "again"]);
+    assert!(err.contains("A is skipped already"), "{err}");
+    let err = f.fails(&["next", "--skip", "B"]);
+    assert!(err.contains("--why"), "{err}");
+    // the loop goes on over it, and a skipped letter may still be stepped
+    f.set_latency(0.09, 0.9);
+    let step = f.step_json(&["--opt", "A", "after all"]);
+    assert_eq!(step["iteration"], 1);
+    let err = f.fails(&["next", "--skip", "A", "--why", "tried"]);
+    assert!(err.contains("A is tried already"), "{err}");
+}
+
+#[test]
+fn a_skip_commit_that_changes_the_tree_is_a_finding_and_stops_step() {
+    let f = Fixture::new();
+    f.start();
+    // a hand-made commit posing as a skip, carrying a kernel change past the measurement
+    f.set_latency(0.05, 0.5);
+    f.git(&["add", "-A"]);
+    f.git(&[
+        "-c",
+        "core.hooksPath=/dev/null",
+        "commit",
+        "-q",
+        "-m",
+        "skip\n\nCutile-Perf-Skip: A\nCutile-Perf-Skip-Why: w",
+    ]);
+    let verify: serde_json::Value =
+        serde_json::from_str(&text(&f.run(&["verify", "--json"]).stdout)).unwrap();
+    assert_eq!(
+        verify["findings"][0]["kind"], "unrecorded-change",
+        "{verify}"
+    );
+    f.set_latency(0.09, 0.9);
+    let err = f.fails(&["step", "more"]);
+    assert!(err.contains("unrecorded-change"), "{err}");
+    assert!(err.contains("a commit that records no iteration"), "{err}");
+}
+
+#[test]
+fn a_split_revert_is_offered_once_as_a_variant() {
+    let f = Fixture::new();
+    f.ok(&["start", "vector_add", "--intensity", "0.3"]);
+    // small 20% faster, large 10% slower: reverted, with a config that gained
+    f.set_latency(0.08, 1.1);
+    let step = f.step_json(&["--opt", "G", "wider tiles"]);
+    assert_eq!(step["status"], "revert");
+    let next: serde_json::Value = serde_json::from_str(&f.ok(&["next", "--json"])).unwrap();
+    let variants = next["variants"].as_array().unwrap();
+    assert_eq!(variants.len(), 1, "{next}");
+    assert_eq!(
+        (&variants[0]["letter"], &variants[0]["iteration"]),
+        (&"G".into(), &1.into())
+    );
+    let sentence = step["next_action"]["sentence"].as_str().unwrap();
+    assert!(
+        sentence.contains("Or a variant of G: iteration 1 sped up "),
+        "{sentence}"
+    );
+    f.set_latency(0.08, 1.0);
+    let variant = f.step_json(&["--opt", "G", "wider tiles for small rows only"]);
+    assert_eq!(variant["variant_of"], 1);
+    let next: serde_json::Value = serde_json::from_str(&f.ok(&["next", "--json"])).unwrap();
+    assert_eq!(next["variants"], serde_json::json!([]));
+    assert_eq!(next["tried"], serde_json::json!(["G", "G"]));
 }

@@ -148,6 +148,27 @@ fn every_verb_and_flag_the_skill_names_exists() {
 }
 
 #[test]
+fn the_skill_teaches_skips_variants_and_what_a_change_compares() {
+    let (_, text) = frontmatter();
+    let skip = ["next", "--json", "--skip", "A", "--why"].map(String::from);
+    assert!(
+        commands(text).iter().any(|words| words.starts_with(&skip)),
+        "the skill never shows `next --skip`"
+    );
+    for field in [
+        "`skipped`",
+        "`variants`",
+        "`variant_of`",
+        "`change_against`",
+        "`session.class_source`",
+        "`class_measure_s`",
+        "`compile_facts_s`",
+    ] {
+        assert!(text.contains(field), "the skill never names {field}");
+    }
+}
+
+#[test]
 fn evals_hold_positive_and_negative_prompts_with_expected_behaviours() {
     let evals: serde_json::Value = serde_json::from_str(FILES[1].1).unwrap();
     let evals = evals.as_array().unwrap();

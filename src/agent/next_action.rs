@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::decision::LoopState;
 use crate::decision::{Cause, Decision, Status};
-use crate::history::History;
+use crate::history::{History, Variant};
 use crate::references;
 
 /// How to resume a halted loop: only on the user's word.
@@ -19,8 +19,12 @@ const RESUME: &str = "git cutile-perf step --continue --json \"<what you changed
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum Expect {
     /// Apply one optimization within the allowed paths, then `step`; `letters` are `next`'s suggestions
-    /// in priority order (empty when the session has no kernel class).
-    EditAndStep { letters: Vec<String> },
+    /// in priority order (empty when the session has no kernel class), neither tried nor skipped;
+    /// `variants` the reverted letters that may be tried once more on the shapes that gained.
+    EditAndStep {
+        letters: Vec<String>,
+        variants: Vec<Variant>,
+    },
     /// The rules stopped the loop at `iteration`; `resume` continues it if the user wants more.
     Stopped {
         iteration: u32,
@@ -134,8 +138,9 @@ fn edit_and_step(history: &History) -> NextAction {
         .expect("a history has its baseline");
     let session = &history.session;
     let suggestions = session.class.map_or_else(Vec::new, |class| {
-        references::next_optimizations(class, &history.tried_letters())
+        references::next_optimizations(class, &history.settled_letters())
     });
+    let variants = history.variants();
     let outcome = match (last.number, last.status, last.decision) {
         (0, _, _) => "The baseline is recorded".to_string(),
         (n, Status::Keep, Decision::LowerPriority) => {
@@ -163,7 +168,7 @@ fn edit_and_step(history: &History) -> NextAction {
             format!("--opt {} ", first.letter),
         ),
         (None, Some(_)) => (
-            "; every playbook letter is tried: write your own plan".to_string(),
+            "; every playbook letter is tried or skipped: write your own plan".to_string(),
             String::new(),
         ),
         (_, None) => (
@@ -171,13 +176,18 @@ fn edit_and_step(history: &History) -> NextAction {
             String::new(),
         ),
     };
+    let also: String = variants
+        .iter()
+        .map(|v| format!(" Or a {}.", v.sentence()))
+        .collect();
     NextAction {
         sentence: format!(
-            "{outcome}. Apply ONE optimization to {}{pick}, then run `git cutile-perf step --json {opt}\"<what you changed>\"`.",
+            "{outcome}. Apply ONE optimization to {}{pick}, then run `git cutile-perf step --json {opt}\"<what you changed>\"`.{also}",
             session.allowed.join(" or ")
         ),
         expect: Expect::EditAndStep {
             letters: suggestions.into_iter().map(|s| s.letter).collect(),
+            variants,
         },
     }
 }
@@ -187,8 +197,8 @@ mod tests {
     use super::*;
     use crate::decision::Decision;
     use crate::kernel_class::KernelClass;
-    use crate::session::Iteration;
     use crate::session::tests::iteration;
+    use crate::session::{Iteration, Skip};
 
     /// A history of `iterations` whose one allowed path is `k.py`.
     fn history(iterations: Vec<Iteration>) -> History {
@@ -216,7 +226,8 @@ mod tests {
                     letters: "A B K G E F C J H I D L"
                         .split(' ')
                         .map(String::from)
-                        .collect()
+                        .collect(),
+                    variants: vec![]
                 },
                 sentence: "The baseline is recorded. Apply ONE optimization to k.py; A (TMA loads and stores \
                            instead of gather/scatter) comes first for this memory-bound kernel (`git cutile-perf \
@@ -241,7 +252,7 @@ mod tests {
             ),
         ];
         let action = next_action(Situation::Session(&history(its)));
-        let Expect::EditAndStep { letters } = &action.expect else {
+        let Expect::EditAndStep { letters, .. } = &action.expect else {
             panic!("{action:?}")
         };
         assert_eq!(letters[..2], ["K".to_string(), "G".to_string()]);
@@ -252,6 +263,45 @@ mod tests {
             ),
             "{}",
             action.sentence
+        );
+    }
+
+    #[test]
+    fn skipped_letters_leave_the_list_and_a_split_revert_is_offered_as_a_variant() {
+        let mut base = baseline();
+        base.configs = crate::verdict::tests::run(&[1.0, 1.0]);
+        let mut split = lettered(
+            iteration(1, Status::Revert, Some(1.0), Decision::TryNext),
+            "G",
+        );
+        split.configs = crate::verdict::tests::run(&[0.97, 1.05]);
+        let mut h = history(vec![base, split]);
+        h.skipped = ["A", "B"]
+            .map(|letter| Skip {
+                letter: letter.into(),
+                why: "w".into(),
+            })
+            .to_vec();
+        let action = next_action(Situation::Session(&h));
+        assert_eq!(
+            action.expect,
+            Expect::EditAndStep {
+                letters: "K E F C J H I D L".split(' ').map(String::from).collect(),
+                variants: vec![Variant {
+                    letter: "G".into(),
+                    iteration: 1,
+                    faster: vec!["t0".into()],
+                    slower: vec!["t1".into()],
+                }],
+            }
+        );
+        assert_eq!(
+            action.sentence,
+            "Iteration 1 was reverted and undone (the kernel is as at iteration 0). Apply ONE optimization to \
+             k.py; K (Batching small copy kernels) comes first for this memory-bound kernel (`git cutile-perf \
+             refs playbook K`; if it cannot apply here, take the next letter `git cutile-perf next` lists), then \
+             run `git cutile-perf step --json --opt K \"<what you changed>\"`. Or a variant of G: iteration 1 \
+             sped up t0 and slowed t1; try it on the shapes that gained (`step --opt G` again)."
         );
     }
 
@@ -284,7 +334,13 @@ mod tests {
         let mut h = history(vec![baseline()]);
         h.session.class = None;
         let action = next_action(Situation::Session(&h));
-        assert_eq!(action.expect, Expect::EditAndStep { letters: vec![] });
+        assert_eq!(
+            action.expect,
+            Expect::EditAndStep {
+                letters: vec![],
+                variants: vec![]
+            }
+        );
         assert_eq!(
             action.sentence,
             "The baseline is recorded. Apply ONE optimization to k.py; `git cutile-perf next --class <class>` \
@@ -307,12 +363,16 @@ mod tests {
             ));
         }
         let action = next_action(Situation::Session(&h));
-        assert_eq!(action.expect, Expect::EditAndStep { letters: vec![] });
-        assert!(
-            action
-                .sentence
-                .contains("; every playbook letter is tried: write your own plan, then run")
+        assert_eq!(
+            action.expect,
+            Expect::EditAndStep {
+                letters: vec![],
+                variants: vec![]
+            }
         );
+        assert!(action.sentence.contains(
+            "; every playbook letter is tried or skipped: write your own plan, then run"
+        ));
     }
 
     #[test]

@@ -150,7 +150,10 @@ fn side_censuses(runs: &[RunFile], side: &str) -> Result<Vec<(String, Census)>, 
         // the benchmark rounds and the confirming rounds; not the correctness runs on unseen inputs
         .filter(|run| run.name.contains("round-") && run.name.ends_with(&format!("-{side}")))
     {
-        let cases = records::parse_junit(&run.junit).map_err(|e| format!("{}: {e:#}", run.name))?;
+        let cases = run
+            .records
+            .cases()
+            .map_err(|e| format!("{}: {e:#}", run.name))?;
         for case in &cases {
             if let Some(census) = Census::of(case).map_err(|why| format!("{}: {why}", case.id))? {
                 found.push((case.id.clone(), census));
@@ -375,7 +378,7 @@ fn gpu_work(run: &RunFile) -> Option<GpuWork> {
             .any(|k| k.entries.iter().any(|e| e == kernel))
     };
     let mut cases = Vec::new();
-    for case in records::parse_junit(&run.junit).ok()? {
+    for case in run.cases().ok()? {
         let census = match Census::of(&case).ok()? {
             Some(census) if census.taken && case.outcome == records::CaseOutcome::Passed => census,
             Some(_) => return None,
@@ -462,6 +465,7 @@ pub fn shortcut_signs(diff: &str) -> Vec<String> {
 mod tests {
     use super::*;
     use crate::compile::CompiledKernel;
+    use crate::records::{RecordFile, RecordFormat};
 
     fn census(launches: &[(&str, &str)], device: &[(&str, f64)], bytes: u64) -> Census {
         Census {
@@ -571,12 +575,13 @@ mod tests {
         let json = serde_json::to_string(&census)
             .unwrap()
             .replace('"', "&quot;");
-        RunFile {
-            name: compile_run_name(side),
-            junit: format!(
+        let records = RecordFile {
+            format: RecordFormat::Junit,
+            text: format!(
                 r#"<testsuite><testcase classname="t" name="test_perf[cutile]"><properties><property name="cutile_perf_census" value="{json}"/></properties></testcase></testsuite>"#
             ),
-            gpu: None,
+        };
+        RunFile {
             compiled: Some(
                 dumped
                     .iter()
@@ -586,6 +591,7 @@ mod tests {
                     })
                     .collect(),
             ),
+            ..RunFile::new(&compile_run_name(side), records)
         }
     }
 
@@ -645,9 +651,8 @@ mod tests {
         let case = CaseReport {
             id: "t::p".into(),
             outcome: records::CaseOutcome::Passed,
-            benchmark_property: None,
+            record: None,
             census_properties: vec!["{\"taken\": false}".into(), "{\"taken\": true}".into()],
-            stdout: String::new(),
         };
         assert_eq!(
             Census::of(&case).unwrap_err(),

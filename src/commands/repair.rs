@@ -34,8 +34,9 @@ pub fn run(repo: &Repo) -> Result<RepairReport> {
             Some(recovery::repair(repo, &journal)?),
         ),
     };
-    // an undone `start` leaves no session; a finished or undone `step` leaves its session
-    let next_action = match history::read(repo, Configs::CurrentBaseline)? {
+    // an undone `start` leaves no session; a finished or undone `step` leaves its session (every
+    // iteration's configs: `next_action` finds the variants in them)
+    let next_action = match history::read(repo, Configs::All)? {
         Some(history) => next_action(Situation::Session(&history)),
         None => next_action(Situation::NoSession),
     };

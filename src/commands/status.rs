@@ -10,7 +10,7 @@ use crate::history::{self, Configs, History};
 use crate::journal::Journal;
 use crate::recovery;
 use crate::runner::Placement;
-use crate::session::{Iteration, Session, fmt_ms};
+use crate::session::{Iteration, Session, Skip, fmt_ms};
 use crate::ui::{Render, Ui};
 
 /// An iteration named by number, with its latency.
@@ -59,6 +59,8 @@ pub struct Progress {
     #[serde(skip)]
     pub halted_at: Option<u32>,
     pub tried: Vec<String>,
+    /// Letters recorded as not applying (`next --skip`), with why.
+    pub skipped: Vec<Skip>,
     /// Where the latest iteration ran, for a Slurm session.
     pub last_placement: Option<Placement>,
 }
@@ -84,6 +86,7 @@ impl Progress {
             reason: halted.map(|it| it.reason.clone()),
             halted_at: halted.map(|it| it.number),
             tried: history.tried_letters(),
+            skipped: history.skipped.clone(),
             last_placement: history
                 .iterations()
                 .last()
@@ -100,8 +103,9 @@ pub fn run(ui: &mut Ui, repo: &Repo) -> Result<StatusReport> {
     if let Some(line) = &unfinished {
         ui.progress(&format!("warning: {line}"));
     }
-    // outside a session there is nothing to report but how to start one: not an error
-    let history = history::read(repo, Configs::CurrentBaseline)?;
+    // outside a session there is nothing to report but how to start one: not an error; every
+    // iteration's configs, which the variants of `next_action` compare
+    let history = history::read(repo, Configs::All)?;
     let next_action = match (&unfinished, &history) {
         (Some(what), _) => {
             let running = Journal::load(repo)?.is_some_and(|journal| journal.writer_alive());
@@ -178,6 +182,9 @@ impl Render for StatusReport {
             "  no gain     {} in a row (stops at {})",
             report.no_gain, session.thresholds.max_no_gain
         )?;
+        for skip in &report.skipped {
+            writeln!(out, "  skipped     {}: {}", skip.letter, skip.why)?;
+        }
         match (report.halted_at, &report.reason) {
             (Some(number), Some(reason)) => writeln!(
                 out,

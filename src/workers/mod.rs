@@ -5,8 +5,7 @@
 //!
 //! The worker is pytest with the plugin `cutile_perf_worker.py`; the channel is a directory in the git dir
 //! (the plugin's docstring describes it). Each command writes the same JUnit file, with the same records
-//! and census, that a run of its own would write, and is read the same way ([`Pytest::benchmark_of`],
-//! [`Pytest::correctness_of`]). Where a suite cannot be kept warm (pytest-xdist, a test that exits the
+//! and census, that a run of its own would write, and is read the same way, once ([`Finished`]). Where a suite cannot be kept warm (pytest-xdist, a test that exits the
 //! process, a repetition that breaks where the first one worked), the side falls back to one process per
 //! run, and the step says so once.
 
@@ -19,7 +18,8 @@ use serde::Deserialize;
 use crate::process::{self, Background, Ending};
 use crate::pytest::{
     self, BENCHMARK_RECORD, BENCHMARK_SELECTION, BenchmarkRun, CASES_PLUGIN, CENSUS_PLUGIN,
-    CORRECTNESS_SELECTION, CorrectnessRun, Prepared, Pytest, SEEDS_PLUGIN,
+    CORRECTNESS_SELECTION, CorrectnessRun, Finished, Prepared, Pytest, RECORD_FORMAT, Recorded,
+    SEEDS_PLUGIN,
 };
 use crate::records::Statistic;
 use crate::runner::PytestRun;
@@ -67,12 +67,6 @@ struct Command<'a> {
 pub enum Served<T> {
     Ran(T),
     Cold(String),
-}
-
-/// A finished command, as a finished process is read: its ending and its JUnit cases.
-struct Finished {
-    ending: Ending,
-    cases: Option<Result<Vec<crate::records::CaseReport>>>,
 }
 
 impl Worker {
@@ -135,7 +129,7 @@ impl Worker {
         statistic: Statistic,
         label: &str,
         cases: Option<&[String]>,
-    ) -> Result<Served<BenchmarkRun>> {
+    ) -> Result<Served<Recorded<BenchmarkRun>>> {
         let command = Command {
             name: "benchmark",
             selection: BENCHMARK_SELECTION,
@@ -146,21 +140,16 @@ impl Worker {
             Served::Ran(finished) => finished,
             Served::Cold(why) => return Ok(Served::Cold(why)),
         };
-        let run = runner.benchmark_of(
-            statistic,
-            finished.ending,
-            finished.cases,
-            &self.prepared.log,
-        );
-        Ok(match run {
+        let run = finished.benchmark(runner, statistic, &self.prepared.log);
+        Ok(match run.outcome {
             BenchmarkRun::Crash(why) if self.measured => Served::Cold(format!(
                 "a repetition broke where the first one worked: {why}"
             )),
-            BenchmarkRun::Measured(configs) => {
+            BenchmarkRun::Measured(_) => {
                 self.measured = true;
-                Served::Ran(BenchmarkRun::Measured(configs))
+                Served::Ran(run)
             }
-            other => Served::Ran(other),
+            _ => Served::Ran(run),
         })
     }
 
@@ -172,7 +161,7 @@ impl Worker {
         name: &str,
         label: &str,
         seed_offset: u32,
-    ) -> Result<Served<CorrectnessRun>> {
+    ) -> Result<Served<Recorded<CorrectnessRun>>> {
         Ok(
             match self.command(
                 runner,
@@ -184,11 +173,9 @@ impl Worker {
                     seed_offset,
                 },
             )? {
-                Served::Ran(finished) => Served::Ran(runner.correctness_of(
-                    finished.ending,
-                    finished.cases,
-                    &self.prepared.log,
-                )),
+                Served::Ran(finished) => {
+                    Served::Ran(finished.correctness(runner, &self.prepared.log))
+                }
                 Served::Cold(why) => Served::Cold(why),
             },
         )
@@ -202,7 +189,7 @@ impl Worker {
         command: Command,
     ) -> Result<Served<Finished>> {
         let started = Instant::now();
-        let junit = runner.sandbox.join(format!("{}.xml", command.name));
+        let junit = runner.sandbox.join(RECORD_FORMAT.file_name(command.name));
         match std::fs::remove_file(&junit) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                 return Err(e).with_context(|| format!("cannot remove {}", junit.display()));
@@ -242,10 +229,7 @@ impl Worker {
             (_, 0) => 0,
             _ => 1,
         });
-        Ok(Served::Ran(Finished {
-            ending,
-            cases: pytest::read_cases(&junit),
-        }))
+        Ok(Served::Ran(Finished::read(ending, &junit)))
     }
 
     /// A deadline or an interrupt is the run's ending as for any run; the worker's own end (a test that
@@ -254,10 +238,7 @@ impl Worker {
     fn ended(&self, ending: Ending) -> Served<Finished> {
         let log = self.prepared.log.display();
         match ending {
-            Ending::TimedOut | Ending::Interrupted => Served::Ran(Finished {
-                ending,
-                cases: None,
-            }),
+            Ending::TimedOut | Ending::Interrupted => Served::Ran(Finished::unwritten(ending)),
             Ending::Exited(code) => {
                 Served::Cold(format!("the worker exited with code {code} (log: {log})"))
             }
@@ -362,7 +343,7 @@ impl<'a> Side<'a> {
         statistic: Statistic,
         label: &str,
         cases: Option<&[String]>,
-    ) -> Result<BenchmarkRun> {
+    ) -> Result<Recorded<BenchmarkRun>> {
         let served = match self.worker.as_mut() {
             Some(worker) => worker.repeat(self.runner, statistic, label, cases)?,
             None => Served::Cold(String::new()),
@@ -374,7 +355,7 @@ impl<'a> Side<'a> {
     }
 
     /// The correctness selection of this side (the usual inputs), in its worker where it is warm.
-    pub fn correctness(&mut self) -> Result<CorrectnessRun> {
+    pub fn correctness(&mut self) -> Result<Recorded<CorrectnessRun>> {
         let served = match self.worker.as_mut() {
             Some(worker) => worker.correctness(self.runner, "correctness", "correctness", 0)?,
             None => Served::Cold(String::new()),
@@ -387,7 +368,11 @@ impl<'a> Side<'a> {
 
     /// The correctness selection with every seed shifted by `offset`, into run `name`, in this side's
     /// worker where it is warm.
-    pub fn unseen_correctness(&mut self, name: &str, offset: u32) -> Result<CorrectnessRun> {
+    pub fn unseen_correctness(
+        &mut self,
+        name: &str,
+        offset: u32,
+    ) -> Result<Recorded<CorrectnessRun>> {
         let served = match self.worker.as_mut() {
             Some(worker) => worker.correctness(self.runner, name, "unseen inputs", offset)?,
             None => Served::Cold(String::new()),

@@ -29,10 +29,12 @@ const BASELINE_RUNS: usize = 2;
 pub fn baseline(repo: &Repo, plan: &Plan, original: &str) -> Result<Baseline> {
     let runner = plan.runner(repo);
     let correctness = runner.correctness()?;
-    let mut junit: Vec<RunFile> = RunFile::read(&runner.sandbox, "correctness")
+    let mut junit: Vec<RunFile> = correctness
+        .records
+        .map(|records| RunFile::new("correctness", records))
         .into_iter()
         .collect();
-    let tests = correctness_words(correctness, original, runner.filter)?;
+    let tests = correctness_words(correctness.outcome, original, runner.filter)?;
     let mut runs = Vec::new();
     // a process per run: the spread between them is what later steps' noise floor stands on
     let mut side = crate::workers::Side::cold(&runner);

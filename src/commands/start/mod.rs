@@ -5,7 +5,7 @@ mod measure;
 mod plan;
 
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use serde::Serialize;
@@ -49,6 +49,11 @@ pub struct StartReport {
     pub plan: Option<Report>,
     /// The GPU the baseline ran on, with its clocks, memory and other processes.
     pub gpu: Option<GpuState>,
+    /// Seconds `start` spent measuring the class under Nsight Compute (`session.class_source` says
+    /// what it found); none when it did not run ncu (`--class`, `--intensity`, no ncu or no GPU).
+    pub class_measure_s: Option<f64>,
+    /// Seconds the baseline's compile facts took (none when they were not gathered).
+    pub compile_facts_s: Option<f64>,
     /// What the loop expects now, with one sentence for an agent.
     pub next_action: NextAction,
 }
@@ -112,19 +117,31 @@ pub fn run(ui: &mut Ui, repo: &Repo, args: &StartOptions) -> Result<StartReport>
         journal.enter(repo, Phase::RunningTests)?;
         let baseline = baseline(repo, &plan, &original)?;
         let mut plan = plan;
-        if plan.measure_class
-            && let Some((class, source)) = measure::measured_class(
+        let mut class_measure_s = None;
+        if plan.measure_class {
+            let began = Instant::now();
+            let measured = measure::measured_class(
                 repo,
                 &*plan.place,
                 &plan.session,
                 &baseline.iteration.configs,
                 plan.deadline,
-            )
-        {
-            plan.session.class = Some(class);
-            plan.session.class_source = Some(source);
+            );
+            let seconds = began.elapsed().as_secs_f64();
+            class_measure_s = Some(seconds);
+            if let Some((class, source)) = measured {
+                ui.progress(&format!(
+                    "the class measured under ncu in {seconds:.0} s: {class}-bound"
+                ));
+                plan.session.class = Some(class);
+                plan.session.class_source = Some(source);
+            }
         }
-        commit(repo, &mut journal, plan, baseline)
+        let report = commit(repo, &mut journal, plan, baseline)?;
+        Ok(StartReport {
+            class_measure_s,
+            ..report
+        })
     })();
     recovery::settle(repo, &journal, result)
 }
@@ -164,6 +181,7 @@ fn commit(
         runner: &*plan.place,
         gpu: plan.gpu_state.as_ref(),
     };
+    let began = Instant::now();
     let compile = crate::diagnose::facts::for_iteration(
         repo,
         place,
@@ -173,6 +191,7 @@ fn commit(
         None,
         plan.deadline,
     );
+    let compile_facts_s = compile.is_some().then(|| began.elapsed().as_secs_f64());
     // the node did the baseline's last GPU work: give it back
     plan.place.release();
     if compile.is_some() {
@@ -183,6 +202,7 @@ fn commit(
         session: plan.session.clone(),
         baseline_commit: commit.clone(),
         iterations: vec![(commit.clone(), baseline)],
+        skipped: Vec::new(),
         foreign: Default::default(),
     };
     let table = write_table(repo, &history)?;
@@ -199,6 +219,8 @@ fn commit(
         noisy,
         plan: plan.inspection,
         gpu: plan.gpu_state,
+        class_measure_s: None,
+        compile_facts_s,
         next_action,
     })
 }
@@ -229,6 +251,12 @@ impl Render for StartReport {
             session.gpu.as_deref().unwrap_or("none found")
         )?;
         writeln!(out, "  runner     {}", session.runner.describe())?;
+        if let (Some(class), Some(source)) = (session.class, &session.class_source) {
+            writeln!(out, "  class      {class} ({source})")?;
+        }
+        if let Some(seconds) = report.class_measure_s {
+            writeln!(out, "  ncu        {seconds:.0} s measuring the class")?;
+        }
         writeln!(
             out,
             "{} iteration 0: {} ms (geometric mean of {} configs' {}s, {})",

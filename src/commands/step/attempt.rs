@@ -14,7 +14,7 @@ use crate::git::Repo;
 use crate::history::{History, sandbox};
 use crate::paired::{self, BaselineTree, Paired, Rounds};
 use crate::process::Interrupted;
-use crate::pytest::{BenchmarkRun, CorrectnessRun, Pytest};
+use crate::pytest::{BenchmarkRun, CorrectnessRun, Pytest, Recorded};
 use crate::runner::Runner;
 use crate::ui;
 use crate::verdict::{self, NoiseFloor};
@@ -127,9 +127,9 @@ fn correctness(
         Some(evidence) => evidence.passed_cases()?,
         None => Vec::new(),
     };
-    let correctness = candidate.correctness()?;
-    runs.extend(RunFile::read(&candidate.runner.sandbox, "correctness"));
-    Ok(match correctness.against_baseline(&baseline_passed) {
+    let Recorded { outcome, records } = candidate.correctness()?;
+    runs.extend(records.map(|records| RunFile::new("correctness", records)));
+    Ok(match outcome.against_baseline(&baseline_passed) {
         CorrectnessRun::Interrupted => return Err(interrupted()),
         CorrectnessRun::Fail { failed } => {
             ui::progress_line(&format!("correctness FAIL: {}", failed.join(", ")));
@@ -156,17 +156,14 @@ fn compiled_alike(rounds: &Rounds, runs: &mut Vec<RunFile>) -> Result<bool> {
         std::fs::create_dir_all(&dumps)
             .with_context(|| format!("cannot create {}", dumps.display()))?;
         let ran = runner.compile(rounds.session.statistic, &toolchain::dump_env(&dumps))?;
-        if let BenchmarkRun::Interrupted = ran {
+        if let BenchmarkRun::Interrupted = ran.outcome {
             return Err(interrupted());
         }
-        runs.extend(
-            RunFile::read(&runner.sandbox, "compile").map(|run| RunFile {
-                name: census::compile_run_name(side),
-                compiled: Some(toolchain::compiled_kernels(&dumps, runner.root)),
-                ..run
-            }),
-        );
-        if let BenchmarkRun::Crash(_) = ran {
+        runs.extend(ran.records.map(|records| RunFile {
+            compiled: Some(toolchain::compiled_kernels(&dumps, runner.root)),
+            ..RunFile::new(&census::compile_run_name(side), records)
+        }));
+        if let BenchmarkRun::Crash(_) = ran.outcome {
             return Ok(false);
         }
     }
@@ -188,14 +185,14 @@ fn unseen_inputs(rounds: &mut Rounds, runs: &mut Vec<RunFile>) -> Result<()> {
         ("candidate", &mut rounds.candidate),
         ("baseline", &mut rounds.baseline),
     ] {
-        if let CorrectnessRun::Interrupted = side.unseen_correctness("unseen", offset)? {
+        let unseen = side.unseen_correctness("unseen", offset)?;
+        if let CorrectnessRun::Interrupted = unseen.outcome {
             return Err(interrupted());
         }
         runs.extend(
-            RunFile::read(&side.runner.sandbox, "unseen").map(|run| RunFile {
-                name: census::unseen_run_name(offset, name),
-                ..run
-            }),
+            unseen
+                .records
+                .map(|records| RunFile::new(&census::unseen_run_name(offset, name), records)),
         );
     }
     Ok(())

@@ -30,7 +30,7 @@ use crate::session::{Iteration, fmt_change, fmt_ms, short};
 use crate::snapshot::Tested;
 use crate::stats::{self, ConfigChange};
 use crate::ui::{self, Render, Ui};
-use crate::{process, recovery};
+use crate::{process, recovery, references};
 use attempt::{Tried, attempt};
 use preflight::{Preflight, gpu_ready, preflight, tests_ready};
 use record::{Recorded, record};
@@ -47,6 +47,11 @@ pub struct StepReport {
     pub latency_ms: Option<f64>,
     pub baseline_ms: f64,
     pub change_pct: Option<f64>,
+    /// What `baseline_ms` is, and so what `change_pct` compares with: the current baseline re-measured
+    /// beside the candidate in this step's paired rounds (not the table's stored latency), or stored.
+    pub change_against: String,
+    /// The earlier iteration of the same `--opt` letter: this one is its variant.
+    pub variant_of: Option<u32>,
     pub decision: Decision,
     pub reason: String,
     pub no_gain: u32,
@@ -96,7 +101,11 @@ pub fn run(repo: &Repo, args: &StepOptions) -> Result<StepReport> {
     recovery::refuse_unfinished(repo)?;
     process::record_groups_in(journal::group_file(repo)?);
     let ready = preflight(repo, args.continue_anyway)?;
-    let letter = args.opt.as_deref().map(playbook_letter).transpose()?;
+    let letter = args
+        .opt
+        .as_deref()
+        .map(|opt| references::playbook_letter(opt, "--opt"))
+        .transpose()?;
     // the queue wait comes before the budget starts
     let place = runner::open(&ready.history.session.runner, &repo.root, &sandbox(repo))?;
     let gpu = gpu_ready(repo, &ready.history.session, &*place)?;
@@ -241,7 +250,40 @@ fn attach(repo: &Repo, evidence: &Evidence, commit: &str) {
 impl Done {
     fn report(&self) -> StepReport {
         let (_, iteration) = self.history.iterations.last().expect("just pushed");
+        let compared = self
+            .history
+            .iterations()
+            .rev()
+            .skip(1)
+            .find(|it| it.status == Status::Keep)
+            .expect("validated: iteration 0 is kept");
+        let change_against = match iteration.rounds {
+            Some(rounds) => format!(
+                "iteration {} (the current baseline) re-measured beside the candidate in this step's {rounds} \
+                 paired rounds; the table shows each iteration's own latency, and its iteration 0 is the \
+                 latency stored at start ({} ms)",
+                compared.number,
+                fmt_ms(
+                    self.history
+                        .iterations()
+                        .next()
+                        .and_then(|it| it.latency_ms)
+                )
+            ),
+            None => format!(
+                "iteration {}'s stored latency (nothing was measured beside it in this step)",
+                compared.number
+            ),
+        };
+        let variant_of = iteration.letter.as_ref().and_then(|letter| {
+            self.history
+                .iterations()
+                .find(|it| it.number < iteration.number && it.letter.as_ref() == Some(letter))
+                .map(|it| it.number)
+        });
         StepReport {
+            change_against,
+            variant_of,
             iteration: iteration.number,
             optimization: iteration.optimization.clone(),
             opt: iteration.letter.clone(),
@@ -353,6 +395,10 @@ impl Render for StepReport {
             words.3,
         )?;
         writeln!(out, "  reason   {}", report.reason)?;
+        writeln!(out, "  against  {}", report.change_against)?;
+        if let (Some(earlier), Some(letter)) = (report.variant_of, &report.opt) {
+            writeln!(out, "  variant  of iteration {earlier} ({letter} again)")?;
+        }
         if let Some(worst) = stats::worst(&report.configs) {
             writeln!(
                 out,
@@ -375,21 +421,4 @@ impl Render for StepReport {
         writeln!(out, "next: {}", report.next_action.sentence)?;
         Ok(())
     }
-}
-
-/// The playbook letter `--opt` names, checked against the embedded playbook.
-fn playbook_letter(opt: &str) -> Result<String> {
-    let letter = opt.trim().to_uppercase();
-    let entries = crate::references::playbook_entries();
-    if entries.iter().any(|(l, _)| *l == letter) {
-        return Ok(letter);
-    }
-    let letters: Vec<_> = entries.iter().map(|(l, _)| *l).collect();
-    Err(hinted(
-        format!(
-            "--opt {opt:?} is not a playbook letter ({})",
-            letters.join(", ")
-        ),
-        "`git cutile-perf refs playbook` lists them",
-    ))
 }

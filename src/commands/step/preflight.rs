@@ -23,7 +23,8 @@ pub struct Preflight {
 /// Refuses, before anything runs, a halted loop, an empty change, a change outside the allowed paths
 /// and a history that broke the rule.
 pub fn preflight(repo: &Repo, continue_anyway: bool) -> Result<Preflight> {
-    let history = require_history(repo, Configs::CurrentBaseline)?;
+    // every iteration's configs: the report's `next_action` finds the variants in them
+    let history = require_history(repo, Configs::All)?;
     refuse_halted(&history, continue_anyway)?;
     let allowed = &history.session.allowed;
     crate::refusals::check_step(repo, allowed)?;
