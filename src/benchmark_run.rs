@@ -13,7 +13,8 @@ use crate::ui;
 use crate::workers::Side;
 
 /// Runs `side`'s benchmark as run `name` (`label` on the terminal); `watch_gpu` reads the GPU around
-/// it (a session without a GPU skips that), leaving out the process groups `ours` (the workers).
+/// it (a session without a GPU skips that), leaving out the process groups `ours` (the workers). `cases`
+/// narrows a warm repetition to those test cases (a round on the configs still open).
 pub fn benchmark(
     side: &mut Side,
     statistic: Statistic,
@@ -21,6 +22,7 @@ pub fn benchmark(
     label: &str,
     watch_gpu: bool,
     ours: &[u32],
+    cases: Option<&[String]>,
 ) -> Result<(BenchmarkRun, Option<RunFile>)> {
     let runner = side.runner;
     let read_gpu = || {
@@ -30,7 +32,7 @@ pub fn benchmark(
             .map(|state| without(state, ours))
     };
     let before = read_gpu();
-    let measured = side.benchmark(statistic, label)?;
+    let measured = side.benchmark(statistic, label, cases)?;
     let watch = watch_gpu.then(|| GpuWatch {
         before,
         after: read_gpu(),

@@ -35,6 +35,10 @@ pub const SEEDS_PLUGIN: (&str, &str) = (
     include_str!("census/cutile_perf_seeds.py"),
 );
 
+/// The pytest plugin that narrows a benchmark run to some cases (`--cutile-perf-cases=FILE`, their JUnit
+/// ids): a paired round on the configs still open. The warm worker picks its cases by the same ids.
+pub const CASES_PLUGIN: (&str, &str) = ("cutile_perf_cases", include_str!("cutile_perf_cases.py"));
+
 /// `python -m pytest --version` takes a second or two; an interpreter that hangs must not hang `start`.
 const AVAILABILITY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
@@ -409,16 +413,31 @@ impl Pytest<'_> {
         }
     }
 
-    /// The benchmark selection, its progress shown as `label` (e.g. `round 2 baseline`).
-    pub fn benchmark(&self, statistic: Statistic, label: &str) -> Result<Recorded<BenchmarkRun>> {
+    /// The benchmark selection, its progress shown as `label` (e.g. `round 2 baseline`); `cases` (JUnit
+    /// ids) narrows it to those.
+    pub fn benchmark(
+        &self,
+        statistic: Statistic,
+        label: &str,
+        cases: Option<&[String]>,
+    ) -> Result<Recorded<BenchmarkRun>> {
         let plugins = self.plugin_dir()?;
         let [p, census] = write_plugin(&plugins, CENSUS_PLUGIN)?;
+        let mut extra = vec![BENCHMARK_RECORD.to_string(), p, census];
+        if let Some(cases) = cases {
+            let list = self.sandbox.join("benchmark-cases.txt");
+            std::fs::write(&list, cases.join("\n") + "\n")
+                .with_context(|| format!("cannot write {}", list.display()))?;
+            extra.extend(write_plugin(&plugins, CASES_PLUGIN)?);
+            extra.push(format!("--cutile-perf-cases={}", list.display()));
+        }
+        let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
         let run = self.run(
             PytestRun::Benchmark,
             "benchmark",
             label,
             BENCHMARK_SELECTION,
-            &[BENCHMARK_RECORD, &p, &census],
+            &extra,
             Some(&plugins),
         )?;
         Ok(run.finished.benchmark(self, statistic, &run.log))

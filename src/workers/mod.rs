@@ -17,7 +17,7 @@ use serde::Deserialize;
 
 use crate::process::{self, Background, Ending};
 use crate::pytest::{
-    self, BENCHMARK_RECORD, BENCHMARK_SELECTION, BenchmarkRun, CENSUS_PLUGIN,
+    self, BENCHMARK_RECORD, BENCHMARK_SELECTION, BenchmarkRun, CASES_PLUGIN, CENSUS_PLUGIN,
     CORRECTNESS_SELECTION, CorrectnessRun, Finished, Prepared, Pytest, RECORD_FORMAT, Recorded,
     SEEDS_PLUGIN,
 };
@@ -53,6 +53,15 @@ struct Done {
     ran: u32,
 }
 
+/// One command to a worker: the cases of `selection` (only those of `cases`, JUnit ids, when given) into
+/// `<name>.xml`, every seed the tests set shifted by `seed_offset` (0: none).
+struct Command<'a> {
+    name: &'a str,
+    selection: &'a str,
+    cases: Option<&'a [String]>,
+    seed_offset: u32,
+}
+
 /// What a command to a worker gave: a run read as a process's would be, or why the worker cannot serve
 /// (then the run is made in a process of its own).
 pub enum Served<T> {
@@ -74,6 +83,8 @@ impl Worker {
         let [p, census] = pytest::write_plugin(&plugins, CENSUS_PLUGIN)?;
         let [q, seeds] = pytest::write_plugin(&plugins, SEEDS_PLUGIN)?;
         let [r, worker] = pytest::write_plugin(&plugins, WORKER_PLUGIN)?;
+        // the worker picks a round's cases by the ids this plugin gives
+        pytest::write_plugin(&plugins, CASES_PLUGIN)?;
         let channel_arg = format!("--cutile-perf-worker={}", channel.display());
         let prepared = runner.prepare(
             PytestRun::Worker,
@@ -110,14 +121,21 @@ impl Worker {
     }
 
     /// One more repetition of the perf selection into `runner`'s `benchmark.xml`, its progress shown as
-    /// `label`.
+    /// `label`; `cases` (JUnit ids, `classname::name`) narrows it to those.
     pub fn repeat(
         &mut self,
         runner: &Pytest,
         statistic: Statistic,
         label: &str,
+        cases: Option<&[String]>,
     ) -> Result<Served<Recorded<BenchmarkRun>>> {
-        let finished = match self.command(runner, "benchmark", label, BENCHMARK_SELECTION, 0)? {
+        let command = Command {
+            name: "benchmark",
+            selection: BENCHMARK_SELECTION,
+            cases,
+            seed_offset: 0,
+        };
+        let finished = match self.command(runner, label, command)? {
             Served::Ran(finished) => finished,
             Served::Cold(why) => return Ok(Served::Cold(why)),
         };
@@ -144,7 +162,16 @@ impl Worker {
         seed_offset: u32,
     ) -> Result<Served<Recorded<CorrectnessRun>>> {
         Ok(
-            match self.command(runner, name, label, CORRECTNESS_SELECTION, seed_offset)? {
+            match self.command(
+                runner,
+                label,
+                Command {
+                    name,
+                    selection: CORRECTNESS_SELECTION,
+                    cases: None,
+                    seed_offset,
+                },
+            )? {
                 Served::Ran(finished) => {
                     Served::Ran(finished.correctness(runner, &self.prepared.log))
                 }
@@ -153,17 +180,15 @@ impl Worker {
         )
     }
 
-    /// Runs the collected cases that `selection` picks into `runner`'s `<name>.xml`.
+    /// Runs the collected cases that `command` picks into `runner`'s `<name>.xml`.
     fn command(
         &mut self,
         runner: &Pytest,
-        name: &str,
         label: &str,
-        selection: &str,
-        seed_offset: u32,
+        command: Command,
     ) -> Result<Served<Finished>> {
         let started = Instant::now();
-        let junit = runner.sandbox.join(RECORD_FORMAT.file_name(name));
+        let junit = runner.sandbox.join(RECORD_FORMAT.file_name(command.name));
         match std::fs::remove_file(&junit) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                 return Err(e).with_context(|| format!("cannot remove {}", junit.display()));
@@ -179,8 +204,9 @@ impl Worker {
         let number = self.commands;
         let command = serde_json::json!({
             "junit": junit,
-            "select": selection,
-            "seed_offset": seed_offset,
+            "select": command.selection,
+            "cases": command.cases,
+            "seed_offset": command.seed_offset,
         });
         write_whole(&self.channel.join(format!("run-{number}")), &command)?;
         let done: Done = match self.wait_for(runner.deadline, &format!("done-{number}"))? {
@@ -309,20 +335,21 @@ impl<'a> Side<'a> {
         self.worker.as_ref().map(Worker::pid)
     }
 
-    /// One benchmark run of this side, `label` on the terminal: a warm repetition, or a process of its
-    /// own when the side is cold or turns cold now (said once, with why).
+    /// One benchmark run of this side (of `cases` only, when given), `label` on the terminal: a warm
+    /// repetition, or a process of its own when the side is cold or turns cold now (said once, with why).
     pub fn benchmark(
         &mut self,
         statistic: Statistic,
         label: &str,
+        cases: Option<&[String]>,
     ) -> Result<Recorded<BenchmarkRun>> {
         let served = match self.worker.as_mut() {
-            Some(worker) => worker.repeat(self.runner, statistic, label)?,
+            Some(worker) => worker.repeat(self.runner, statistic, label, cases)?,
             None => Served::Cold(String::new()),
         };
         match self.served(served) {
             Some(run) => Ok(run),
-            None => self.runner.benchmark(statistic, label),
+            None => self.runner.benchmark(statistic, label, cases),
         }
     }
 

@@ -46,6 +46,7 @@ pub fn baseline(repo: &Repo, plan: &Plan, original: &str) -> Result<Baseline> {
             &format!("baseline {number}/{BASELINE_RUNS}"),
             plan.gpu_state.is_some(),
             &[],
+            None,
         )?;
         junit.extend(file);
         match measured {

@@ -62,6 +62,9 @@ pub struct StepReport {
     pub placement: Option<Placement>,
     /// Benchmark runs per side (candidate and baseline) in the paired rounds.
     pub rounds: Option<u32>,
+    /// Seconds the ncu diagnosis took (near 0 where ncu is missing); none when none was asked for:
+    /// `--cause` given, or nothing measured (a FAIL, a crash, no change).
+    pub diagnosis_s: Option<f64>,
     pub table: PathBuf,
     /// What the change adds that often signals a shortcut (`census::shortcut_signs`): a note, not a rule.
     pub shortcut_signs: Vec<String>,
@@ -142,6 +145,7 @@ pub fn run(repo: &Repo, args: &StepOptions) -> Result<StepReport> {
 /// What a recorded step leaves for its report.
 struct Done {
     attempt: Attempt,
+    diagnosis_s: Option<f64>,
     no_gain: u32,
     history: History,
     commit: String,
@@ -169,12 +173,15 @@ fn measure_and_record(
     let deadline = Instant::now() + args.budget;
     let tried = attempt(repo, &ready.history, &*place, &tested.tree, deadline)?;
     let placement = place.placement().cloned();
-    // the verdict is known; a diagnosis may only add the cause (and escalate by its rule)
-    let diagnosed = match (args.cause, &tried.attempt) {
+    // the verdict is known; a diagnosis may only add the cause (and escalate by its rule), so it runs
+    // only where the cause is recorded: measured code without a `--cause`
+    let (diagnosed, diagnosis_s) = match (args.cause, &tried.attempt) {
         (None, Attempt::Measured { .. }) => {
-            profile::cause_for(repo, &*place, &ready.history, deadline)?
+            let started = Instant::now();
+            let found = profile::cause_for(repo, &*place, &ready.history, deadline)?;
+            (found, Some(started.elapsed().as_secs_f64()))
         }
-        _ => None,
+        _ => (None, None),
     };
     let found = diagnosed.as_ref().map(|found| &found.diagnosis);
     let (mut iteration, verdict) = judge(&ready.history, &tried, args, letter, found);
@@ -235,6 +242,7 @@ fn measure_and_record(
     let table = write_table(repo, &history)?;
     Ok(Done {
         attempt: tried.attempt,
+        diagnosis_s,
         no_gain: verdict.no_gain,
         history,
         commit: id,
@@ -309,6 +317,7 @@ impl Done {
             attempt: iteration.attempt.clone(),
             placement: iteration.placement.clone(),
             rounds: iteration.rounds,
+            diagnosis_s: self.diagnosis_s,
             table: self.table.clone(),
             shortcut_signs: Vec::new(),
             checks: self.checks.clone(),
