@@ -5,8 +5,9 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 
+use crate::hint::{Hinted, hinted};
 use crate::{process, ui};
 
 /// Where the environment lives, under the cache directory.
@@ -50,9 +51,10 @@ pub fn for_demo(system: &str) -> Result<Option<PathBuf>> {
     if has_pytest(&system.split_whitespace().collect::<Vec<_>>()) {
         return Ok(None);
     }
-    let dir = environment_dir()
-        .context("pytest is not available and there is no cache directory (HOME is not set) for a private one\nhint: install pytest, or set HOME")?
-    ;
+    let dir = environment_dir().context(Hinted::new(
+        "pytest is not available and there is no cache directory (HOME is not set) for a private one",
+        "install pytest, or set HOME",
+    ))?;
     let bin = dir.join("bin");
     let python = bin.join("python3");
     let shown = python.to_string_lossy().into_owned();
@@ -84,10 +86,11 @@ fn make(system: &str, dir: &Path, python: &Path) -> Result<()> {
         let dir_text = dir.to_string_lossy();
         words.extend(["-m", "venv", dir_text.as_ref()]);
         if let Err(why) = run(&words) {
-            bail!(
-                "{system} could not make a virtual environment: {why}\nhint: on Debian and Ubuntu, \
-                 `sudo apt install python3-venv` (or `sudo apt install python3-pytest`, which needs no environment)"
-            );
+            return Err(hinted(
+                format!("{system} could not make a virtual environment: {why}"),
+                "on Debian and Ubuntu, `sudo apt install python3-venv` (or `sudo apt install \
+                 python3-pytest`, which needs no environment)",
+            ));
         }
     }
     let python = python.to_string_lossy();
@@ -101,10 +104,10 @@ fn make(system: &str, dir: &Path, python: &Path) -> Result<()> {
         "pytest",
     ];
     if let Err(why) = run(&pip) {
-        bail!(
-            "could not install pytest into the demo's environment: {why}\n\
-             hint: pip needs to reach PyPI; or install pytest for {system} yourself"
-        );
+        return Err(hinted(
+            format!("could not install pytest into the demo's environment: {why}"),
+            format!("pip needs to reach PyPI; or install pytest for {system} yourself"),
+        ));
     }
     Ok(())
 }

@@ -9,6 +9,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 
+use crate::hint::{Hinted, hinted};
 use crate::process::{self, Ending};
 use crate::progress;
 use crate::records::{self, CaseOutcome, CaseReport, Measurement, Statistic};
@@ -159,14 +160,20 @@ impl Pytest<'_> {
         )
         .with_context(|| format!("cannot run {}", self.python))?;
         if !output.success() {
-            anyhow::bail!(
-                "pytest is not available to {}: {}\nhint: the session runs your kernel's tests with the Python that has torch and \
-                 cuda-tile: activate that environment or pass --python CMD, and install pytest into it \
-                 (`{} -m pip install pytest` in a virtual environment; `sudo apt install python3-pytest` for Debian's python3)",
-                self.python,
-                String::from_utf8_lossy(&output.stderr).trim(),
-                self.python
-            );
+            return Err(hinted(
+                format!(
+                    "pytest is not available to {}: {}",
+                    self.python,
+                    String::from_utf8_lossy(&output.stderr).trim()
+                ),
+                format!(
+                    "the session runs your kernel's tests with the Python that has torch and cuda-tile: \
+                     activate that environment or pass --python CMD, and install pytest into it (`{} -m pip \
+                     install pytest` in a virtual environment; `sudo apt install python3-pytest` for Debian's \
+                     python3)",
+                    self.python
+                ),
+            ));
         }
         Ok(())
     }
@@ -468,9 +475,9 @@ fn remove_stale(path: &Path) -> Result<()> {
 /// spaces is given quoted (`'/opt/my env/bin/python'`); an unclosed quote is an error.
 pub fn python_words(python: &str) -> Result<Vec<String>> {
     shlex::split(python).with_context(|| {
-        format!(
-            "--python {python:?} has an unclosed quote\nhint: quote a path with spaces as a shell would: \
-             --python \"'/opt/my env/bin/python'\""
+        Hinted::new(
+            format!("--python {python:?} has an unclosed quote"),
+            "quote a path with spaces as a shell would: --python \"'/opt/my env/bin/python'\"",
         )
     })
 }

@@ -14,6 +14,7 @@ use super::toolchain::{self, Assembler};
 use crate::compile::CompileFacts;
 use crate::git::Repo;
 use crate::gpu::GpuState;
+use crate::hint;
 use crate::process::{self, Ending};
 use crate::records::Measurement;
 use crate::runner::Runner;
@@ -59,7 +60,7 @@ pub fn for_iteration(
     match dumped(repo, runner, session, code_commit, &config, &gpu, deadline) {
         Ok(facts) => (!facts.is_empty()).then_some(facts),
         Err(err) => {
-            ui::progress_line(&format!("warning: no compile facts: {err:#}"));
+            ui::progress_line(&format!("warning: no compile facts: {}", hint::shown(&err)));
             None
         }
     }

@@ -16,7 +16,7 @@ use crate::git::Repo;
 use crate::history::History;
 use crate::records::Measurement;
 use crate::runner::Runner;
-use crate::{ncu, process, ui};
+use crate::{hint, ncu, process, ui};
 
 /// Launches skipped before profiling: the perf case's first calls compile and warm up.
 pub const WARM_UP_LAUNCHES: u32 = 3;
@@ -61,7 +61,7 @@ pub fn cause_for(
         Ok(profiled) => Ok(Some(profiled)),
         Err(err) if err.is::<process::Interrupted>() => Err(err),
         Err(err) => {
-            ui::progress_line(&format!("warning: no diagnosis: {err:#}"));
+            ui::progress_line(&format!("warning: no diagnosis: {}", hint::shown(&err)));
             Ok(None)
         }
     }
@@ -209,8 +209,11 @@ fn read_all(files: &[&Path]) -> String {
 
 /// A known ncu failure in its output replaces the generic error.
 fn with_hint(err: anyhow::Error, output: &str, dir: &Path) -> anyhow::Error {
-    match super::failure_hint(output) {
-        Some(hint) => anyhow::anyhow!("{hint} (ncu's output is in {})", dir.display()),
+    match super::known_failure(output) {
+        Some((message, hint)) => crate::hint::hinted(
+            message,
+            format!("{hint} (ncu's output is in {})", dir.display()),
+        ),
         None => err,
     }
 }

@@ -8,11 +8,12 @@ use std::hash::{BuildHasher, Hasher};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 
 use serde::Serialize;
 
 use super::{Placement, Runner};
+use crate::hint::{Hinted, hinted};
 use crate::process::{Ending, Interrupted};
 use crate::trailers::Block;
 use crate::{gpu, process, ui, units};
@@ -98,9 +99,10 @@ impl Clients {
     fn find() -> Result<Clients> {
         let find = |name: &str| {
             which::which(name).with_context(|| {
-                format!(
-                    "Slurm's {name} is not on PATH\nhint: run on a machine with the Slurm client programs (a \
-                     login node), or start the session with --runner local"
+                Hinted::new(
+                    format!("Slurm's {name} is not on PATH"),
+                    "run on a machine with the Slurm client programs (a login node), or start the session \
+                     with --runner local",
                 )
             })
         };
@@ -266,21 +268,26 @@ impl Allocation {
                         s.reason
                     ));
                     if waited >= queue_timeout {
-                        break Err(anyhow::anyhow!(
-                            "no node within the queue timeout of {} (Slurm job {} still {}: {}); the job was cancelled\n\
-                             hint: raise --queue-timeout, or ask for less with --slurm-args",
-                            fmt_wait(queue_timeout),
-                            self.job(),
-                            s.state,
-                            s.reason
+                        break Err(hinted(
+                            format!(
+                                "no node within the queue timeout of {} (Slurm job {} still {}: {}); the job \
+                                 was cancelled",
+                                fmt_wait(queue_timeout),
+                                self.job(),
+                                s.state,
+                                s.reason
+                            ),
+                            "raise --queue-timeout, or ask for less with --slurm-args",
                         ));
                     }
                 }
                 other => {
-                    break Err(anyhow::anyhow!(
-                        "{} before its node was ready\nhint: check --slurm-args and `squeue -j {}`",
-                        loss_reason(self.job(), other.as_ref()).unwrap_or_default(),
-                        self.job()
+                    break Err(hinted(
+                        format!(
+                            "{} before its node was ready",
+                            loss_reason(self.job(), other.as_ref()).unwrap_or_default()
+                        ),
+                        format!("check --slurm-args and `squeue -j {}`", self.job()),
                     ));
                 }
             }
@@ -362,14 +369,16 @@ impl Allocation {
             }
             _ => said.trim().to_string(),
         };
-        bail!(
-            "node {} (Slurm job {}) cannot see the work tree {}: {detail}\n\
-             hint: put the work tree on a filesystem the compute nodes mount (a shared home or scratch), \
-             or use --runner local",
-            self.placement.node,
-            self.job(),
-            root.display()
-        )
+        Err(hinted(
+            format!(
+                "node {} (Slurm job {}) cannot see the work tree {}: {detail}",
+                self.placement.node,
+                self.job(),
+                root.display()
+            ),
+            "put the work tree on a filesystem the compute nodes mount (a shared home or scratch), or use \
+             --runner local",
+        ))
     }
 
     fn cancel(&mut self) {
@@ -470,9 +479,9 @@ impl Drop for Allocation {
 /// `--slurm-args` split into words as a shell would, so a quoted value (`--comment "perf run"`) stays one.
 pub fn split_args(slurm_args: &str) -> Result<Vec<String>> {
     shlex::split(slurm_args).with_context(|| {
-        format!(
-            "--slurm-args {slurm_args:?} has an unclosed quote or a trailing backslash\nhint: quote it as \
-             you would on a shell command line"
+        Hinted::new(
+            format!("--slurm-args {slurm_args:?} has an unclosed quote or a trailing backslash"),
+            "quote it as you would on a shell command line",
         )
     })
 }
@@ -499,10 +508,13 @@ fn submit(clients: &Clients, slurm_args: &str) -> Result<String> {
     let stdout = String::from_utf8_lossy(&output.stdout);
     match parse_submitted(&stdout).filter(|_| output.status.success()) {
         Some(job) => Ok(job),
-        None => bail!(
-            "sbatch refused the allocation: {}\nhint: check --slurm-args \"{slurm_args}\"",
-            String::from_utf8_lossy(&output.stderr).trim()
-        ),
+        None => Err(hinted(
+            format!(
+                "sbatch refused the allocation: {}",
+                String::from_utf8_lossy(&output.stderr).trim()
+            ),
+            format!("check --slurm-args \"{slurm_args}\""),
+        )),
     }
 }
 
@@ -517,10 +529,11 @@ mod tests {
             ["-p", "gpu", "--comment", "perf run", "-t", "15"]
         );
         assert!(split_args("").unwrap().is_empty());
-        let err = split_args("--comment 'perf").unwrap_err().to_string();
-        assert!(
-            err.contains("unclosed quote") && err.contains("hint:"),
-            "{err}"
+        let err = split_args("--comment 'perf").unwrap_err();
+        assert!(err.to_string().contains("unclosed quote"), "{err}");
+        assert_eq!(
+            crate::hint::of(&err),
+            Some("quote it as you would on a shell command line")
         );
     }
 

@@ -11,6 +11,7 @@ use anyhow::{Context, Result};
 use crate::diagnose::case::{self, Case};
 use crate::diagnose::profile::{WARM_UP_LAUNCHES, heaviest};
 use crate::git::Repo;
+use crate::hint;
 use crate::kernel_class::{self, KernelClass};
 use crate::ncu::{self, Measured};
 use crate::records::Measurement;
@@ -48,7 +49,8 @@ pub fn measured_class(
         )),
         Err(e) => {
             ui::progress_line(&format!(
-                "warning: could not measure the class with ncu ({e:#}); it stays the static estimate"
+                "warning: could not measure the class with ncu ({}); it stays the static estimate",
+                hint::shown(&e)
             ));
             None
         }

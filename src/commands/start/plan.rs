@@ -173,7 +173,7 @@ fn scope(repo: &Repo, args: &StartOptions) -> Result<Scope> {
     let inspection = crate::inspect::report::plan(&repo.root, &found, local_gpu.as_ref());
     let test = match &args.test {
         Some(path) => repo_relative(repo, path)?,
-        None => inspection.test.clone().map_err(anyhow::Error::msg)?.path,
+        None => inspection.test.clone()?.path,
     };
     let allowed = allowed_paths(
         repo,

@@ -1,13 +1,14 @@
 //! The checks before any run: a halted loop, an empty change, paths outside the allowed set, a history
 //! that broke the rule or holds commits the tool did not make. Nothing runs and nothing changes here.
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Context, Result};
 
 use crate::audit;
 use crate::decision::LoopState;
 use crate::git::Repo;
 use crate::gpu::{self, GpuState};
 use crate::guard;
+use crate::hint::hinted;
 use crate::history::{Configs, History, require_history};
 use crate::pytest::Pytest;
 use crate::runner::Runner;
@@ -32,20 +33,22 @@ pub fn preflight(repo: &Repo, continue_anyway: bool) -> Result<Preflight> {
     }
     let changed = repo.all_changes()?;
     if changed.is_empty() {
-        bail!(
-            "nothing to try: the work tree has no changes\nhint: apply one optimization to {} first",
-            allowed.join(" or ")
-        );
+        return Err(hinted(
+            "nothing to try: the work tree has no changes",
+            format!("apply one optimization to {} first", allowed.join(" or ")),
+        ));
     }
     let outside = guard::disallowed(&changed, allowed);
     if !outside.is_empty() {
-        bail!(
-            "only the session's allowed paths may change, but these did:\n  {}\nallowed: {}\nhint: undo them \
-             (`git restore <path>`, or move new files away; a file your tests write belongs in \
+        return Err(hinted(
+            format!(
+                "only the session's allowed paths may change, but these did:\n  {}\nallowed: {}",
+                outside.join("\n  "),
+                allowed.join(", ")
+            ),
+            "undo them (`git restore <path>`, or move new files away; a file your tests write belongs in \
              .git/info/exclude) and run step again",
-            outside.join("\n  "),
-            allowed.join(", ")
-        );
+        ));
     }
     refuse_broken_history(repo, &history)?;
     Ok(Preflight { history, changed })
@@ -55,15 +58,18 @@ fn refuse_halted(history: &History, continue_anyway: bool) -> Result<()> {
     if let (state, Some(halted)) = history.loop_state()
         && !continue_anyway
     {
-        bail!(
-            "the loop has {} at iteration {}: {}\nhint: pass --continue to try another optimization anyway",
-            match state {
-                LoopState::Escalated => "escalated to you",
-                _ => "stopped",
-            },
-            halted.number,
-            halted.reason
-        );
+        return Err(hinted(
+            format!(
+                "the loop has {} at iteration {}: {}",
+                match state {
+                    LoopState::Escalated => "escalated to you",
+                    _ => "stopped",
+                },
+                halted.number,
+                halted.reason
+            ),
+            "pass --continue to try another optimization anyway",
+        ));
     }
     Ok(())
 }
@@ -73,27 +79,33 @@ fn refuse_broken_history(repo: &Repo, history: &History) -> Result<()> {
     let since_baseline = repo.changed_between(&history.baseline_commit, "HEAD")?;
     let broken = guard::disallowed(&since_baseline, &history.session.allowed);
     if !broken.is_empty() {
-        bail!(
-            "the session history broke the rule: commits since the baseline {} changed paths outside the allowed set:\n  {}\n\
-             hint: nothing is recorded on a broken history; revert those commits first",
-            short(&history.baseline_commit),
-            broken.join("\n  ")
-        );
+        return Err(hinted(
+            format!(
+                "the session history broke the rule: commits since the baseline {} changed paths outside the \
+                 allowed set:\n  {}",
+                short(&history.baseline_commit),
+                broken.join("\n  ")
+            ),
+            "nothing is recorded on a broken history; revert those commits first",
+        ));
     }
     let mut record = audit::identity_findings(repo, history)?;
     record.extend(audit::unnoted_iterations(repo, history)?);
     if !record.is_empty() {
-        bail!(
-            "the session's record does not hold:\n  {}\nhint: nothing is recorded until it does; a missing \
-             baseline ref is fetched with the notes (`git fetch origin 'refs/cutile-perf/*:refs/cutile-perf/*'`), \
-             a replacement removed with `git replace -d`, an iteration the tool did not record reset away \
-             (`git reset --hard <its parent>`); `git cutile-perf verify` lists every finding",
-            record
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join("\n  ")
-        );
+        return Err(hinted(
+            format!(
+                "the session's record does not hold:\n  {}",
+                record
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("\n  ")
+            ),
+            "nothing is recorded until it does; a missing baseline ref is fetched with the notes (`git fetch \
+             origin 'refs/cutile-perf/*:refs/cutile-perf/*'`), a replacement removed with `git replace -d`, an \
+             iteration the tool did not record reset away (`git reset --hard <its parent>`); `git cutile-perf \
+             verify` lists every finding",
+        ));
     }
     let foreign = audit::foreign_findings(repo, history)?;
     if !foreign.is_empty() {
@@ -101,17 +113,21 @@ fn refuse_broken_history(repo: &Repo, history: &History) -> Result<()> {
             .iterations
             .last()
             .map_or(&history.baseline_commit, |(c, _)| c);
-        bail!(
-            "the session history holds commits the tool did not make:\n  {}\nhint: nothing is recorded over them; \
-             revert them (`git revert <commit>`), or, for your own latest commits, `git reset --soft {}` and let \
-             `step` record the change",
-            foreign
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join("\n  "),
-            short(latest)
-        );
+        return Err(hinted(
+            format!(
+                "the session history holds commits the tool did not make:\n  {}",
+                foreign
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("\n  ")
+            ),
+            format!(
+                "nothing is recorded over them; revert them (`git revert <commit>`), or, for your own latest \
+                 commits, `git reset --soft {}` and let `step` record the change",
+                short(latest)
+            ),
+        ));
     }
     Ok(())
 }
@@ -141,9 +157,12 @@ pub fn gpu_ready(repo: &Repo, session: &Session, place: &dyn Runner) -> Result<O
     };
     let state = place.gpu(&repo.root);
     let warnings = gpu::check(state.as_ref()).map_err(|why| {
-        anyhow!(
-            "{why}\nhint: the session's baseline ran on {recorded}; run step where that GPU is \
-             (nothing was run or recorded)"
+        hinted(
+            why,
+            format!(
+                "the session's baseline ran on {recorded}; run step where that GPU is (nothing was run or \
+                 recorded)"
+            ),
         )
     })?;
     for warning in warnings {
