@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 
 use crate::hint::{Hinted, hinted};
-use crate::{process, ui};
+use crate::process;
+use crate::ui::Progress;
 
 /// Where the environment lives, under the cache directory.
 const VENV: &str = "git-cutile-perf/venv";
@@ -47,7 +48,7 @@ pub fn has_pytest(words: &[&str]) -> bool {
 
 /// A directory to put first on PATH for the demo's commands, so that `python3` there has pytest: none
 /// when `system` has pytest already, else the private environment's `bin`, made (or completed) here.
-pub fn for_demo(system: &str) -> Result<Option<PathBuf>> {
+pub fn for_demo(system: &str, progress: &Progress) -> Result<Option<PathBuf>> {
     if has_pytest(&system.split_whitespace().collect::<Vec<_>>()) {
         return Ok(None);
     }
@@ -59,13 +60,13 @@ pub fn for_demo(system: &str) -> Result<Option<PathBuf>> {
     let python = bin.join("python3");
     let shown = python.to_string_lossy().into_owned();
     if has_pytest(&[&shown]) {
-        ui::progress_line(&format!(
+        progress.line(&format!(
             "pytest is not available to {system}; using the demo's Python environment in {} (made earlier)",
             dir.display()
         ));
         return Ok(Some(bin));
     }
-    let bar = ui::spinner(&format!(
+    let bar = progress.spinner(&format!(
         "pytest is not available to {system}; making a Python environment for the demo in {} and installing pytest (once)",
         dir.display()
     ));
@@ -76,7 +77,7 @@ pub fn for_demo(system: &str) -> Result<Option<PathBuf>> {
         let _ = std::fs::remove_dir_all(&dir);
         return Err(err);
     }
-    ui::progress_line(&format!("made {} with pytest", dir.display()));
+    progress.line(&format!("made {} with pytest", dir.display()));
     Ok(Some(bin))
 }
 

@@ -14,7 +14,7 @@ use crate::process::{self, Ending};
 use crate::progress;
 use crate::records::{self, CaseOutcome, CaseReport, Measurement, Statistic};
 use crate::runner::{PytestCall, PytestRun, Runner};
-use crate::ui;
+use crate::ui::Progress;
 
 pub const CORRECTNESS_SELECTION: &str = "test_ and cutile and not test_perf";
 pub const BENCHMARK_SELECTION: &str = "test_perf and cutile";
@@ -60,6 +60,8 @@ pub struct Pytest<'a> {
     pub deadline: Instant,
     /// Where the commands run: here, or on the iteration's Slurm node.
     pub place: &'a dyn Runner,
+    /// Where the runs' progress goes: the verb's.
+    pub progress: &'a Progress,
 }
 
 /// The result of the correctness selection.
@@ -268,10 +270,15 @@ impl Pytest<'_> {
         let prepared = self.prepare(kind, name, selection, extra, plugins, variables)?;
         let plain = format!("{label}: {} -k \"{}\"", self.test, prepared.selection);
         let started = Instant::now();
-        let ending = progress::follow(&prepared.log, label, &plain, self.deadline, || {
-            prepared.with_call(|call| self.place.pytest(call, &prepared.log, self.deadline))
-        })?;
-        ui::progress_line(&format!(
+        let ending = progress::follow(
+            self.progress,
+            &prepared.log,
+            label,
+            &plain,
+            self.deadline,
+            || prepared.with_call(|call| self.place.pytest(call, &prepared.log, self.deadline)),
+        )?;
+        self.progress.line(&format!(
             "{label}: {} in {:.1}s",
             describe(ending),
             started.elapsed().as_secs_f64()

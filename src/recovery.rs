@@ -12,6 +12,7 @@ use crate::journal::{Journal, Phase, Verb, group_file};
 use crate::process::{self, GitInterrupted, Interrupted};
 use crate::session::{Iteration, Session, short};
 use crate::trailers::Block;
+use crate::ui::Progress;
 
 /// What a repair did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -103,9 +104,9 @@ pub fn unfinished(repo: &Repo) -> Result<Option<Hinted>> {
 }
 
 /// Refuses to begin while a journal is left (`step`), after ending orphaned tests.
-pub fn refuse_unfinished(repo: &Repo) -> Result<()> {
+pub fn refuse_unfinished(repo: &Repo, progress: &Progress) -> Result<()> {
     if let Some(line) = end_orphaned_tests(repo)? {
-        crate::ui::progress_line(&line);
+        progress.line(&line);
     }
     match unfinished(repo)? {
         Some(unfinished) => Err(unfinished.into()),

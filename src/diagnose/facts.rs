@@ -19,7 +19,7 @@ use crate::process::{self, Ending};
 use crate::records::Measurement;
 use crate::runner::Runner;
 use crate::session::Session;
-use crate::ui;
+use crate::ui::Progress;
 
 /// `step` gathers compile facts only with at least this much of its budget left: one pytest case
 /// that compiles the kernel, and the tools after it.
@@ -27,10 +27,12 @@ pub const MIN_STEP_FACTS: Duration = Duration::from_secs(30);
 /// The scratch directory under `sandbox/`.
 const SCRATCH: &str = "compile-facts";
 
-/// Where compile facts are gathered: the session's runner, and the GPU the step or start checked there.
+/// Where a profile or the compile facts are made: the session's runner, the GPU the verb checked there
+/// (when it did), and where their progress goes (the verb's).
 pub struct Place<'a> {
     pub runner: &'a dyn Runner,
     pub gpu: Option<&'a GpuState>,
+    pub progress: &'a Progress,
 }
 
 /// The compile facts of the code at `code_commit` (the iteration commit, or its attempt when it was
@@ -51,16 +53,20 @@ pub fn for_iteration(
     if let Some(facts) = diagnosed.and_then(|found| found.compile.clone()) {
         return Some(facts);
     }
-    let (runner, gpu) = (place.runner, place.gpu?.gpu.identity());
+    let gpu = place.gpu?.gpu.identity();
     let config = heaviest(configs)?;
     if deadline.saturating_duration_since(Instant::now()) < MIN_STEP_FACTS {
-        ui::progress_line("no compile facts: the step's budget is nearly spent");
+        place
+            .progress
+            .line("no compile facts: the step's budget is nearly spent");
         return None;
     }
-    match dumped(repo, runner, session, code_commit, &config, &gpu, deadline) {
+    match dumped(repo, &place, session, code_commit, &config, &gpu, deadline) {
         Ok(facts) => (!facts.is_empty()).then_some(facts),
         Err(err) => {
-            ui::progress_line(&format!("warning: no compile facts: {}", hint::shown(&err)));
+            place
+                .progress
+                .line(&format!("warning: no compile facts: {}", hint::shown(&err)));
             None
         }
     }
@@ -69,7 +75,7 @@ pub fn for_iteration(
 /// Runs `config`'s case from the code of `code_commit` with the dump environment, and reads the dumps.
 fn dumped(
     repo: &Repo,
-    runner: &dyn Runner,
+    place: &Place,
     session: &Session,
     code_commit: &str,
     config: &str,
@@ -78,7 +84,10 @@ fn dumped(
 ) -> Result<CompileFacts> {
     let source = Source::of(repo, code_commit)?;
     let case = Case::prepare(repo, session, source.path(repo), config, SCRATCH)?;
-    ui::progress_line(&format!("compile facts from {} ...", case.node_id));
+    let runner = place.runner;
+    place
+        .progress
+        .line(&format!("compile facts from {} ...", case.node_id));
     let expression = case
         .expression(runner)
         .context("the session has no Python command")?;

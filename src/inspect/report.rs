@@ -14,7 +14,7 @@ use crate::kernel_class::KernelClass;
 use crate::locate::{self, Kernel, TestMatch};
 use crate::ncu::Measured;
 use crate::peaks::Peak;
-use crate::ui;
+use crate::ui::{self, Progress};
 
 #[derive(Serialize)]
 pub struct InspectReport {
@@ -65,10 +65,10 @@ impl Plan {
 }
 
 /// Inspects the kernel and finds its test, for `start`; `gpu` picks the autotune branches.
-pub fn plan(root: &Path, kernel: &Kernel, gpu: Option<&GpuState>) -> Plan {
+pub fn plan(root: &Path, kernel: &Kernel, gpu: Option<&GpuState>, progress: &Progress) -> Plan {
     match inspect_with_test(root, kernel, gpu.and_then(gpu::capability_of)) {
         Ok(full) => {
-            ui::progress_line(&format!(
+            progress.line(&format!(
                 "plan (read from the source by `inspect`):\n{}",
                 render(&full)
             ));
@@ -82,7 +82,7 @@ pub fn plan(root: &Path, kernel: &Kernel, gpu: Option<&GpuState>) -> Plan {
             }
         }
         Err(err) => {
-            ui::progress_line(&format!(
+            progress.line(&format!(
                 "warning: could not inspect {}: {}\nthe allowed paths are the kernel file and --allow; pass --class",
                 kernel.path,
                 crate::hint::shown(&err)

@@ -16,7 +16,8 @@ use super::{Placement, Runner};
 use crate::hint::{Hinted, hinted};
 use crate::process::{Ending, Interrupted};
 use crate::trailers::Block;
-use crate::{gpu, process, ui, units};
+use crate::ui::Progress;
+use crate::{gpu, process, units};
 
 /// How long an iteration waits for its node unless `--queue-timeout` says otherwise.
 pub const DEFAULT_QUEUE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
@@ -191,13 +192,20 @@ pub struct Allocation {
     clients: Clients,
     placement: Placement,
     released: bool,
+    /// Where the wait for the node and the job's end are said: the verb's progress.
+    progress: Progress,
 }
 
 impl Allocation {
     /// Submits the holding job with the user's `settings.args` (split at spaces), waits up to
     /// `queue_timeout` for its node (Ctrl-C cancels it), then checks that the node sees `root` and
     /// reads its GPU. Any failure cancels the job.
-    pub fn request(settings: &SlurmSettings, root: &Path, sandbox: &Path) -> Result<Allocation> {
+    pub fn request(
+        settings: &SlurmSettings,
+        root: &Path,
+        sandbox: &Path,
+        progress: &Progress,
+    ) -> Result<Allocation> {
         let clients = Clients::find()?;
         let job = submit(&clients, &settings.args)?;
         let mut allocation = Allocation {
@@ -208,6 +216,7 @@ impl Allocation {
                 gpu: None,
             },
             released: false,
+            progress: progress.clone(),
         };
         allocation.placement.node =
             allocation.wait_for_node(settings.queue_timeout.unwrap_or(DEFAULT_QUEUE_TIMEOUT))?;
@@ -254,7 +263,9 @@ impl Allocation {
     /// The node name once the job runs; Ctrl-C and the queue timeout cancel it.
     fn wait_for_node(&mut self, queue_timeout: Duration) -> Result<String> {
         let queued = Instant::now();
-        let bar = ui::spinner(&format!("waiting for a node (Slurm job {})", self.job()));
+        let bar = self
+            .progress
+            .spinner(&format!("waiting for a node (Slurm job {})", self.job()));
         let outcome = loop {
             let status = self.status()?;
             let waited = queued.elapsed();
@@ -301,7 +312,7 @@ impl Allocation {
         bar.finish_and_clear();
         match outcome {
             Ok(node) => {
-                ui::progress_line(&format!(
+                self.progress.line(&format!(
                     "node {node} (Slurm job {}) after {} in the queue",
                     self.job(),
                     fmt_wait(queued.elapsed())
@@ -309,7 +320,7 @@ impl Allocation {
                 Ok(node)
             }
             Err(e) => {
-                ui::progress_line(&format!(
+                self.progress.line(&format!(
                     "waited {} for a node; cancelling Slurm job {}",
                     fmt_wait(queued.elapsed()),
                     self.job()
@@ -392,7 +403,7 @@ impl Allocation {
             .unchecked()
             .run();
         if scancel.is_err() {
-            ui::progress_line(&format!(
+            self.progress.line(&format!(
                 "warning: cannot run scancel; cancel Slurm job {} yourself",
                 self.job()
             ));
@@ -459,7 +470,7 @@ impl Runner for Allocation {
         if let Ok(Some(s)) = this.status()
             && is_alive(&s.state)
         {
-            ui::progress_line(&format!(
+            this.progress.line(&format!(
                 "warning: Slurm job {} is still {} after scancel; cancel it with `scancel {}`",
                 this.job(),
                 s.state,

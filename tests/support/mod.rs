@@ -14,7 +14,7 @@ use std::ffi::OsString;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::{LazyLock, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard, PoisonError};
 
 use git_cutile_perf::decision::{Correctness, Decision, Status, Thresholds};
 use git_cutile_perf::records::{Measurement, Statistic};
@@ -56,8 +56,33 @@ fn python_with_pytest() -> Option<PathBuf> {
     fs::create_dir_all(cache.join("git-cutile-perf")).unwrap();
     let lock = fs::File::create(cache.join("git-cutile-perf/venv.lock")).unwrap();
     lock.lock().unwrap();
-    git_cutile_perf::demo_python::for_demo("python3")
+    git_cutile_perf::demo_python::for_demo("python3", &Captured::default().progress())
         .unwrap_or_else(|err| panic!("the tests need pytest: {err:#}"))
+}
+
+/// A progress sink in memory: what a verb run in-process said there, for the test to read.
+#[derive(Clone, Default)]
+pub struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl Captured {
+    /// A sink that writes here.
+    pub fn progress(&self) -> git_cutile_perf::ui::Progress {
+        git_cutile_perf::ui::Progress::to(self.clone())
+    }
+
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+impl std::io::Write for Captured {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().write(bytes)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// This process's environment, for a test that runs the library in-process (the verbs read PATH, HOME and

@@ -87,7 +87,7 @@ pub fn run(ui: &mut Ui, repo: &Repo, args: &StartOptions) -> Result<StartReport>
     let _lock = Lock::take(repo, "start")?;
     clean_up_interrupted_start(ui, repo)?;
     process::record_groups_in(journal::group_file(repo)?);
-    let plan = plan(repo, args)?;
+    let plan = plan(repo, args, ui.sink())?;
     let original = match repo.branch()? {
         Some(name) => name,
         None => repo.head()?,
@@ -115,7 +115,11 @@ pub fn run(ui: &mut Ui, repo: &Repo, args: &StartOptions) -> Result<StartReport>
         if plan.measure_class
             && let Some((class, source)) = measure::measured_class(
                 repo,
-                &*plan.place,
+                &Place {
+                    runner: &*plan.place,
+                    gpu: plan.gpu_state.as_ref(),
+                    progress: &plan.progress,
+                },
                 &plan.session,
                 &baseline.iteration.configs,
                 plan.deadline,
@@ -163,6 +167,7 @@ fn commit(
     let place = Place {
         runner: &*plan.place,
         gpu: plan.gpu_state.as_ref(),
+        progress: &plan.progress,
     };
     let compile = crate::diagnose::facts::for_iteration(
         repo,
@@ -272,6 +277,6 @@ fn clean_up_interrupted_start(ui: &mut Ui, repo: &Repo) -> Result<()> {
             ui.progress(&format!("{}: {}", journal.describe(), repaired.what));
             Ok(())
         }
-        _ => recovery::refuse_unfinished(repo),
+        _ => recovery::refuse_unfinished(repo, ui.sink()),
     }
 }

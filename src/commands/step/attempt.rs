@@ -16,7 +16,7 @@ use crate::paired::{self, BaselineTree, Paired, Rounds};
 use crate::process::Interrupted;
 use crate::pytest::{BenchmarkRun, CorrectnessRun, Pytest};
 use crate::runner::Runner;
-use crate::ui;
+use crate::ui::Progress;
 use crate::verdict::{self, NoiseFloor};
 use crate::workers::Side;
 
@@ -38,6 +38,7 @@ pub fn attempt(
     repo: &Repo,
     history: &History,
     place: &dyn Runner,
+    progress: &Progress,
     deadline: Instant,
 ) -> Result<Tried> {
     let session = &history.session;
@@ -49,6 +50,7 @@ pub fn attempt(
         sandbox: sandbox(repo),
         deadline,
         place,
+        progress,
     };
     // the baseline's code and both workers first: their start-up overlaps correctness and each other
     let tree = BaselineTree::add(repo, history.current_baseline_commit())?;
@@ -82,7 +84,7 @@ pub fn attempt(
             if decided.tier == Tier::Revert {
                 census::with_unseen(decided, &runs)
             } else if compiled_alike(&rounds, &mut runs)? {
-                ui::progress_line(decision::NO_CHANGE);
+                progress.line(decision::NO_CHANGE);
                 Attempt::Unchanged
             } else {
                 unseen_inputs(&mut rounds, &mut runs)?;
@@ -132,7 +134,10 @@ fn correctness(
     Ok(match correctness.against_baseline(&baseline_passed) {
         CorrectnessRun::Interrupted => return Err(interrupted()),
         CorrectnessRun::Fail { failed } => {
-            ui::progress_line(&format!("correctness FAIL: {}", failed.join(", ")));
+            candidate
+                .runner
+                .progress
+                .line(&format!("correctness FAIL: {}", failed.join(", ")));
             Some(Attempt::CorrectnessFailed { failed })
         }
         CorrectnessRun::Crash(why) | CorrectnessRun::NoneSelected(why) => Some(Attempt::Crashed {
@@ -181,7 +186,7 @@ fn unseen_inputs(rounds: &mut Rounds, runs: &mut Vec<RunFile>) -> Result<()> {
         .build_hasher()
         .finish() as u32
         | 1;
-    ui::progress_line(&format!(
+    rounds.candidate.runner.progress.line(&format!(
         "the rounds keep it: correctness on inputs neither side has seen (seeds shifted by {offset})"
     ));
     for (name, side) in [
@@ -220,9 +225,10 @@ fn confirmed(
     rounds: &mut Rounds,
     runs: &mut Vec<RunFile>,
 ) -> Result<(Result<Decided, String>, Option<String>)> {
+    let progress = rounds.candidate.runner.progress;
     let first = decided(rounds, "round", runs)?;
     verdict::confirmed(first, || {
-        ui::progress_line("a config is more than 10x faster than its baseline: measuring again");
+        progress.line("a config is more than 10x faster than its baseline: measuring again");
         decided(rounds, "confirm-round", runs)
     })
 }

@@ -29,7 +29,7 @@ use crate::runner::{self, Placement, Runner};
 use crate::session::{Iteration, fmt_change, fmt_ms, short};
 use crate::snapshot::Tested;
 use crate::stats::{self, ConfigChange};
-use crate::ui::{self, Render, Ui};
+use crate::ui::{Progress, Render, Ui};
 use crate::{process, recovery};
 use attempt::{Tried, attempt};
 use preflight::{Preflight, gpu_ready, preflight, tests_ready};
@@ -82,7 +82,8 @@ pub struct StepOptions {
 }
 
 /// One iteration as a pipeline: preflight, attempt, judge, record.
-pub fn run(repo: &Repo, args: &StepOptions) -> Result<StepReport> {
+pub fn run(ui: &mut Ui, repo: &Repo, args: &StepOptions) -> Result<StepReport> {
+    let progress = ui.sink();
     if crate::trailers::one_line(&args.description).is_empty() {
         return Err(hinted(
             "the description is empty: the iteration's Cutile-Perf-Optimization would say nothing",
@@ -90,16 +91,21 @@ pub fn run(repo: &Repo, args: &StepOptions) -> Result<StepReport> {
         ));
     }
     let _lock = Lock::take(repo, "step")?;
-    recovery::refuse_unfinished(repo)?;
+    recovery::refuse_unfinished(repo, progress)?;
     process::record_groups_in(journal::group_file(repo)?);
     let ready = preflight(repo, args.continue_anyway)?;
     let letter = args.opt.as_deref().map(playbook_letter).transpose()?;
     // the queue wait comes before the budget starts
-    let place = runner::open(&ready.history.session.runner, &repo.root, &sandbox(repo))?;
-    let gpu = gpu_ready(repo, &ready.history.session, &*place)?;
+    let place = runner::open(
+        &ready.history.session.runner,
+        &repo.root,
+        &sandbox(repo),
+        progress,
+    )?;
+    let gpu = gpu_ready(repo, &ready.history.session, &*place, progress)?;
     let tested = Tested::take(repo)?;
     // after the change is taken: what the check runs (the session's Python) is held to it too
-    tests_ready(repo, &ready.history.session, &*place)?;
+    tests_ready(repo, &ready.history.session, &*place, progress)?;
     let signs = census::shortcut_signs(&repo.git(&[
         "diff",
         "-U0",
@@ -119,7 +125,11 @@ pub fn run(repo: &Repo, args: &StepOptions) -> Result<StepReport> {
         writer: crate::process_identity::ProcessIdentity::current(),
     };
     journal.save(repo)?;
-    let on = Placed { place, gpu };
+    let on = Placed {
+        place,
+        gpu,
+        progress,
+    };
     let result = measure_and_record(repo, args, ready, letter, on, &tested, &mut journal);
     let done = recovery::settle(repo, &journal, result)?;
     Ok(StepReport {
@@ -137,10 +147,11 @@ struct Done {
     table: PathBuf,
 }
 
-/// Where the step runs, and the GPU there as it began.
-struct Placed {
+/// Where the step runs, the GPU there as it began, and where its progress goes.
+struct Placed<'a> {
     place: Box<dyn Runner>,
     gpu: Option<GpuState>,
+    progress: &'a Progress,
 }
 
 /// Attempt, judge and record; the node is held through the diagnosis and the compile facts, which
@@ -150,17 +161,26 @@ fn measure_and_record(
     args: &StepOptions,
     ready: Preflight,
     letter: Option<String>,
-    Placed { place, gpu }: Placed,
+    Placed {
+        place,
+        gpu,
+        progress,
+    }: Placed,
     tested: &Tested,
     journal: &mut Journal,
 ) -> Result<Done> {
     let deadline = Instant::now() + args.budget;
-    let tried = attempt(repo, &ready.history, &*place, deadline)?;
+    let tried = attempt(repo, &ready.history, &*place, progress, deadline)?;
     let placement = place.placement().cloned();
     // the verdict is known; a diagnosis may only add the cause (and escalate by its rule)
     let diagnosed = match (args.cause, &tried.attempt) {
         (None, Attempt::Measured { .. }) => {
-            profile::cause_for(repo, &*place, &ready.history, deadline)?
+            let at = Place {
+                runner: &*place,
+                gpu: gpu.as_ref(),
+                progress,
+            };
+            profile::cause_for(repo, &at, &ready.history, deadline)?
         }
         _ => None,
     };
@@ -182,7 +202,7 @@ fn measure_and_record(
     )?;
     let code = commit.iteration.attempt.as_deref().unwrap_or(&commit.id);
     let evidence = Evidence::new(&history.session, commit.iteration.number, gpu, tried.runs);
-    attach(repo, &evidence, &commit.id);
+    attach(repo, &evidence, &commit.id, progress);
     if let Some(found) = &diagnosed {
         // only `compare`'s cache: losing it loses nothing recorded
         let _ = cache::remember(repo, code, found);
@@ -196,6 +216,7 @@ fn measure_and_record(
             Place {
                 runner: &*place,
                 gpu: evidence.gpu_state.as_ref(),
+                progress,
             },
             &history.session,
             &history.current_baseline().configs,
@@ -206,7 +227,7 @@ fn measure_and_record(
     };
     place.release();
     if compile.is_some() {
-        attach(repo, &evidence.with_compile(compile), &commit.id);
+        attach(repo, &evidence.with_compile(compile), &commit.id, progress);
     }
     let Recorded { id, iteration } = commit;
     history.push(id.clone(), iteration);
@@ -222,9 +243,9 @@ fn measure_and_record(
 }
 
 /// Notes the evidence on the iteration commit; a failure is a warning, since the iteration is recorded.
-fn attach(repo: &Repo, evidence: &Evidence, commit: &str) {
+fn attach(repo: &Repo, evidence: &Evidence, commit: &str, progress: &Progress) {
     if let Err(e) = evidence.attach(repo, commit) {
-        ui::progress_line(&format!(
+        progress.line(&format!(
             "warning: the iteration is recorded, but its evidence note is not: {e:#}"
         ));
     }

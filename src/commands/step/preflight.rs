@@ -13,7 +13,7 @@ use crate::history::{Configs, History, require_history};
 use crate::pytest::Pytest;
 use crate::runner::Runner;
 use crate::session::{Session, short};
-use crate::ui;
+use crate::ui::Progress;
 
 /// What the checks before any run found: the session read once, and the paths the change touches.
 pub struct Preflight {
@@ -134,7 +134,12 @@ fn refuse_broken_history(repo: &Repo, history: &History) -> Result<()> {
 
 /// The session's Python can run pytest where the step runs, as `start` checked: an interpreter or
 /// pytest gone since is refused before anything runs, never recorded as the kernel's crash.
-pub fn tests_ready(repo: &Repo, session: &Session, place: &dyn Runner) -> Result<()> {
+pub fn tests_ready(
+    repo: &Repo,
+    session: &Session,
+    place: &dyn Runner,
+    progress: &Progress,
+) -> Result<()> {
     Pytest {
         python: &session.python,
         root: &repo.root,
@@ -143,6 +148,7 @@ pub fn tests_ready(repo: &Repo, session: &Session, place: &dyn Runner) -> Result
         sandbox: super::super::sandbox(repo),
         deadline: std::time::Instant::now(),
         place,
+        progress,
     }
     .check_available()
     .context("the tests cannot start, so nothing was run or recorded")
@@ -151,7 +157,12 @@ pub fn tests_ready(repo: &Repo, session: &Session, place: &dyn Runner) -> Result
 /// The GPU this step runs on. Refused when the session had one and it is gone or cannot run cuTile;
 /// a warning when it is another model than the baseline's, or other processes use it. `None` for a
 /// session without a GPU.
-pub fn gpu_ready(repo: &Repo, session: &Session, place: &dyn Runner) -> Result<Option<GpuState>> {
+pub fn gpu_ready(
+    repo: &Repo,
+    session: &Session,
+    place: &dyn Runner,
+    progress: &Progress,
+) -> Result<Option<GpuState>> {
     let Some(recorded) = session.gpu.as_deref().filter(|_| !session.no_gpu) else {
         return Ok(None);
     };
@@ -166,12 +177,12 @@ pub fn gpu_ready(repo: &Repo, session: &Session, place: &dyn Runner) -> Result<O
         )
     })?;
     for warning in warnings {
-        ui::progress_line(&format!("warning: {warning}"));
+        progress.line(&format!("warning: {warning}"));
     }
     if let Some(now) = &state {
         let model = |identity: &str| identity.rsplitn(2, ',').nth(1).map(str::to_string);
         if model(&now.gpu.identity()) != model(recorded) {
-            ui::progress_line(&format!(
+            progress.line(&format!(
                 "warning: this step runs on {}, the baseline ran on {recorded}: the paired rounds compare \
                  on this GPU, but its latencies are not comparable with earlier rows",
                 now.gpu.identity()
