@@ -2,15 +2,10 @@
 //! `hint:` line into its text, where it would have to be split back out. `src/hint.rs` is the one place
 //! that shows a hint as a line.
 
-use std::path::Path;
+use crate::support::{production, source_files};
 
 /// Where the terminal's `hint:` line is written from the data.
 const RENDERER: &str = "hint.rs";
-
-/// A file's text without its unit tests (they compare what the user sees).
-fn production(text: &str) -> &str {
-    text.split("#[cfg(test)]\nmod tests").next().unwrap_or(text)
-}
 
 /// The lines of `sources` (path under `src/`, text) whose string literal starts a `hint:` line: `\n`
 /// right before `hint:`, or before a line continuation that goes on with it.
@@ -35,27 +30,9 @@ fn check(sources: &[(String, String)]) -> Vec<String> {
     problems
 }
 
-fn read_sources(root: &Path, dir: &Path, out: &mut Vec<(String, String)>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            read_sources(root, &path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            let relative = path.strip_prefix(root).unwrap().to_string_lossy();
-            out.push((
-                relative.replace('\\', "/"),
-                std::fs::read_to_string(&path).unwrap(),
-            ));
-        }
-    }
-}
-
 #[test]
 fn no_message_writes_its_hint_into_its_text() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut sources = Vec::new();
-    read_sources(&root, &root, &mut sources);
-    let problems = check(&sources);
+    let problems = check(&source_files());
     assert!(
         problems.is_empty(),
         "give the hint as data (hint::hinted(message, hint)):\n{}",

@@ -60,6 +60,33 @@ fn python_with_pytest() -> Option<PathBuf> {
         .unwrap_or_else(|err| panic!("the tests need pytest: {err:#}"))
 }
 
+/// Every `.rs` file under `src/`: its path there (`/`-separated) and its text.
+pub fn source_files() -> Vec<(String, String)> {
+    fn read(root: &Path, dir: &Path, out: &mut Vec<(String, String)>) {
+        for entry in fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                read(root, &path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let relative = path.strip_prefix(root).unwrap().to_string_lossy();
+                out.push((
+                    relative.replace('\\', "/"),
+                    fs::read_to_string(&path).unwrap(),
+                ));
+            }
+        }
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut sources = Vec::new();
+    read(&root, &root, &mut sources);
+    sources
+}
+
+/// A source file's text without its unit tests.
+pub fn production(text: &str) -> &str {
+    text.split("#[cfg(test)]\nmod tests").next().unwrap_or(text)
+}
+
 /// A progress sink in memory: what a verb run in-process said there, for the test to read.
 #[derive(Clone, Default)]
 pub struct Captured(Arc<Mutex<Vec<u8>>>);

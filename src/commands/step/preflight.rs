@@ -95,11 +95,7 @@ fn refuse_broken_history(repo: &Repo, history: &History) -> Result<()> {
         return Err(hinted(
             format!(
                 "the session's record does not hold:\n  {}",
-                record
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join("\n  ")
+                one_a_line(&record)
             ),
             "nothing is recorded until it does; a missing baseline ref is fetched with the notes (`git fetch \
              origin 'refs/cutile-perf/*:refs/cutile-perf/*'`), a replacement removed with `git replace -d`, an \
@@ -116,11 +112,7 @@ fn refuse_broken_history(repo: &Repo, history: &History) -> Result<()> {
         return Err(hinted(
             format!(
                 "the session history holds commits the tool did not make:\n  {}",
-                foreign
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join("\n  ")
+                one_a_line(&foreign)
             ),
             format!(
                 "nothing is recorded over them; revert them (`git revert <commit>`), or, for your own latest \
@@ -130,6 +122,15 @@ fn refuse_broken_history(repo: &Repo, history: &History) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// Findings, one a line, indented under the sentence that names them.
+fn one_a_line(findings: &[impl ToString]) -> String {
+    findings
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("\n  ")
 }
 
 /// The session's Python can run pytest where the step runs, as `start` checked: an interpreter or
