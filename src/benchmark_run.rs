@@ -9,7 +9,6 @@ use crate::evidence::{GpuWatch, RunFile};
 use crate::gpu::GpuState;
 use crate::pytest::BenchmarkRun;
 use crate::records::Statistic;
-use crate::ui;
 use crate::workers::Side;
 
 /// Runs `side`'s benchmark as run `name` (`label` on the terminal); `watch_gpu` reads the GPU around
@@ -40,7 +39,7 @@ pub fn benchmark(
     if let Some(others) = watch.as_ref().map(GpuWatch::others)
         && !others.is_empty()
     {
-        ui::progress_line(&format!(
+        runner.progress.line(&format!(
             "warning: other processes used the GPU around benchmark run {name} ({}): its timings may be off",
             crate::gpu::describe_processes(&others)
         ));

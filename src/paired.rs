@@ -14,7 +14,6 @@ use crate::evidence::RunFile;
 use crate::git::Repo;
 use crate::pytest::BenchmarkRun;
 use crate::session::Session;
-use crate::ui;
 use crate::verdict::{self, NoiseFloor, Round, Verdict};
 use crate::workers::Side;
 
@@ -170,7 +169,7 @@ pub fn measure(sides: &mut Rounds, prefix: &str, evidence: &mut Vec<RunFile>) ->
                 Err(e) => Paired::Crashed(e.to_string()),
             });
         }
-        ui::progress_line(&format!(
+        sides.candidate.runner.progress.line(&format!(
             "round {}: not decided yet ({ambiguous}); measuring another round",
             rounds.len()
         ));

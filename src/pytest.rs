@@ -9,13 +9,14 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 
+use crate::hint::{Hinted, hinted};
 use crate::process::{self, Ending};
 use crate::progress;
 use crate::records::{
     self, CaseOutcome, CaseReport, Measurement, RecordFile, RecordFormat, Statistic,
 };
 use crate::runner::{PytestCall, PytestRun, Runner};
-use crate::ui;
+use crate::ui::Progress;
 
 pub const CORRECTNESS_SELECTION: &str = "test_ and cutile and not test_perf";
 pub const BENCHMARK_SELECTION: &str = "test_perf and cutile";
@@ -67,6 +68,8 @@ pub struct Pytest<'a> {
     pub place: &'a dyn Runner,
     /// Where cuda-tile writes every kernel it compiles in these runs ([`dump_env`]); none: no dumps.
     pub dumps: Option<PathBuf>,
+    /// Where the runs' progress goes: the verb's.
+    pub progress: &'a Progress,
 }
 
 /// The environment that makes cuda-tile write every kernel it compiles into `dumps`, as Tile IR text and
@@ -233,14 +236,20 @@ impl Pytest<'_> {
         )
         .with_context(|| format!("cannot run {}", self.python))?;
         if !output.success() {
-            anyhow::bail!(
-                "pytest is not available to {}: {}\nhint: the session runs your kernel's tests with the Python that has torch and \
-                 cuda-tile: activate that environment or pass --python CMD, and install pytest into it \
-                 (`{} -m pip install pytest` in a virtual environment; `sudo apt install python3-pytest` for Debian's python3)",
-                self.python,
-                String::from_utf8_lossy(&output.stderr).trim(),
-                self.python
-            );
+            return Err(hinted(
+                format!(
+                    "pytest is not available to {}: {}",
+                    self.python,
+                    String::from_utf8_lossy(&output.stderr).trim()
+                ),
+                format!(
+                    "the session runs your kernel's tests with the Python that has torch and cuda-tile: \
+                     activate that environment or pass --python CMD, and install pytest into it (`{} -m pip \
+                     install pytest` in a virtual environment; `sudo apt install python3-pytest` for Debian's \
+                     python3)",
+                    self.python
+                ),
+            ));
         }
         Ok(())
     }
@@ -337,10 +346,15 @@ impl Pytest<'_> {
         let prepared = self.prepare(kind, name, selection, extra, plugins)?;
         let plain = format!("{label}: {} -k \"{}\"", self.test, prepared.selection);
         let started = Instant::now();
-        let ending = progress::follow(&prepared.log, label, &plain, self.deadline, || {
-            prepared.with_call(|call| self.place.pytest(call, &prepared.log, self.deadline))
-        })?;
-        ui::progress_line(&format!(
+        let ending = progress::follow(
+            self.progress,
+            &prepared.log,
+            label,
+            &plain,
+            self.deadline,
+            || prepared.with_call(|call| self.place.pytest(call, &prepared.log, self.deadline)),
+        )?;
+        self.progress.line(&format!(
             "{label}: {} in {:.1}s",
             describe(ending),
             started.elapsed().as_secs_f64()
@@ -535,9 +549,9 @@ fn remove_stale(path: &Path) -> Result<()> {
 /// spaces is given quoted (`'/opt/my env/bin/python'`); an unclosed quote is an error.
 pub fn python_words(python: &str) -> Result<Vec<String>> {
     shlex::split(python).with_context(|| {
-        format!(
-            "--python {python:?} has an unclosed quote\nhint: quote a path with spaces as a shell would: \
-             --python \"'/opt/my env/bin/python'\""
+        Hinted::new(
+            format!("--python {python:?} has an unclosed quote"),
+            "quote a path with spaces as a shell would: --python \"'/opt/my env/bin/python'\"",
         )
     })
 }

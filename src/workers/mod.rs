@@ -23,7 +23,6 @@ use crate::pytest::{
 };
 use crate::records::Statistic;
 use crate::runner::PytestRun;
-use crate::ui;
 
 /// The pytest plugin a worker loads: the repetition loop and its channel.
 pub const WORKER_PLUGIN: (&str, &str) =
@@ -215,7 +214,7 @@ impl Worker {
             Answer::Cold(why) => return Ok(Served::Cold(why)),
             Answer::Ended(ending) => return Ok(self.ended(ending)),
         };
-        ui::progress_line(&format!(
+        runner.progress.line(&format!(
             "{label}: in the warm {} worker, {} cases, {} failed, in {:.1}s",
             self.side,
             done.ran,
@@ -324,7 +323,7 @@ impl<'a> Side<'a> {
                 worker: Some(worker),
             },
             Err(e) => {
-                say_cold(side, &format!("{e:#}"));
+                say_cold(runner, side, &format!("{e:#}"));
                 Side::cold(runner)
             }
         }
@@ -389,7 +388,7 @@ impl<'a> Side<'a> {
             Served::Ran(run) => Some(run),
             Served::Cold(why) => {
                 if let Some(worker) = self.worker.take() {
-                    say_cold(worker.side, &why);
+                    say_cold(self.runner, worker.side, &why);
                 }
                 None
             }
@@ -397,8 +396,8 @@ impl<'a> Side<'a> {
     }
 }
 
-fn say_cold(side: &str, why: &str) {
-    ui::progress_line(&format!(
+fn say_cold(runner: &Pytest, side: &str, why: &str) {
+    runner.progress.line(&format!(
         "the {side} side cannot be kept warm ({why}): one pytest process per run from now on"
     ));
 }

@@ -29,7 +29,7 @@ use crate::runner::{self, Placement, Runner};
 use crate::session::{Iteration, fmt_change, fmt_ms, short};
 use crate::snapshot::Tested;
 use crate::stats::{self, ConfigChange};
-use crate::ui::{self, Render, Ui};
+use crate::ui::{Progress, Render, Ui};
 use crate::{process, recovery, references};
 use attempt::{Checks, Tried, attempt};
 use preflight::{Preflight, gpu_ready, preflight, tests_ready};
@@ -92,7 +92,8 @@ pub struct StepOptions {
 }
 
 /// One iteration as a pipeline: preflight, attempt, judge, record.
-pub fn run(repo: &Repo, args: &StepOptions) -> Result<StepReport> {
+pub fn run(ui: &mut Ui, repo: &Repo, args: &StepOptions) -> Result<StepReport> {
+    let progress = ui.sink();
     if crate::trailers::one_line(&args.description).is_empty() {
         return Err(hinted(
             "the description is empty: the iteration's Cutile-Perf-Optimization would say nothing",
@@ -100,7 +101,7 @@ pub fn run(repo: &Repo, args: &StepOptions) -> Result<StepReport> {
         ));
     }
     let _lock = Lock::take(repo, "step")?;
-    recovery::refuse_unfinished(repo)?;
+    recovery::refuse_unfinished(repo, progress)?;
     process::record_groups_in(journal::group_file(repo)?);
     let ready = preflight(repo, args.continue_anyway)?;
     let letter = args
@@ -109,11 +110,16 @@ pub fn run(repo: &Repo, args: &StepOptions) -> Result<StepReport> {
         .map(|opt| references::playbook_letter(opt, "--opt"))
         .transpose()?;
     // the queue wait comes before the budget starts
-    let place = runner::open(&ready.history.session.runner, &repo.root, &sandbox(repo))?;
-    let gpu = gpu_ready(repo, &ready.history.session, &*place)?;
+    let place = runner::open(
+        &ready.history.session.runner,
+        &repo.root,
+        &sandbox(repo),
+        progress,
+    )?;
+    let gpu = gpu_ready(repo, &ready.history.session, &*place, progress)?;
     let tested = Tested::take(repo)?;
     // after the change is taken: what the check runs (the session's Python) is held to it too
-    tests_ready(repo, &ready.history.session, &*place)?;
+    tests_ready(repo, &ready.history.session, &*place, progress)?;
     let signs = census::shortcut_signs(&repo.git(&[
         "diff",
         "-U0",
@@ -133,7 +139,11 @@ pub fn run(repo: &Repo, args: &StepOptions) -> Result<StepReport> {
         writer: crate::process_identity::ProcessIdentity::current(),
     };
     journal.save(repo)?;
-    let on = Placed { place, gpu };
+    let on = Placed {
+        place,
+        gpu,
+        progress,
+    };
     let result = measure_and_record(repo, args, ready, letter, on, &tested, &mut journal);
     let done = recovery::settle(repo, &journal, result)?;
     Ok(StepReport {
@@ -153,10 +163,11 @@ struct Done {
     checks: Checks,
 }
 
-/// Where the step runs, and the GPU there as it began.
-struct Placed {
+/// Where the step runs, the GPU there as it began, and where its progress goes.
+struct Placed<'a> {
     place: Box<dyn Runner>,
     gpu: Option<GpuState>,
+    progress: &'a Progress,
 }
 
 /// Attempt, judge and record; the node is held through the diagnosis and the compile facts, which
@@ -166,19 +177,35 @@ fn measure_and_record(
     args: &StepOptions,
     ready: Preflight,
     letter: Option<String>,
-    Placed { place, gpu }: Placed,
+    Placed {
+        place,
+        gpu,
+        progress,
+    }: Placed,
     tested: &Tested,
     journal: &mut Journal,
 ) -> Result<Done> {
     let deadline = Instant::now() + args.budget;
-    let tried = attempt(repo, &ready.history, &*place, &tested.tree, deadline)?;
+    let tried = attempt(
+        repo,
+        &ready.history,
+        &*place,
+        &tested.tree,
+        progress,
+        deadline,
+    )?;
     let placement = place.placement().cloned();
     // the verdict is known; a diagnosis may only add the cause (and escalate by its rule), so it runs
     // only where the cause is recorded: measured code without a `--cause`
     let (diagnosed, diagnosis_s) = match (args.cause, &tried.attempt) {
         (None, Attempt::Measured { .. }) => {
             let started = Instant::now();
-            let found = profile::cause_for(repo, &*place, &ready.history, deadline)?;
+            let at = Place {
+                runner: &*place,
+                gpu: gpu.as_ref(),
+                progress,
+            };
+            let found = profile::cause_for(repo, &at, &ready.history, deadline)?;
             (found, Some(started.elapsed().as_secs_f64()))
         }
         _ => (None, None),
@@ -201,7 +228,7 @@ fn measure_and_record(
     )?;
     let code = commit.iteration.attempt.as_deref().unwrap_or(&commit.id);
     let evidence = Evidence::new(&history.session, commit.iteration.number, gpu, tried.runs);
-    attach(repo, &evidence, &commit.id);
+    attach(repo, &evidence, &commit.id, progress);
     if let Some(found) = &diagnosed {
         // only `compare`'s cache: losing it loses nothing recorded
         let _ = cache::remember(repo, code, found);
@@ -216,6 +243,7 @@ fn measure_and_record(
             Place {
                 runner: &*place,
                 gpu: evidence.gpu_state.as_ref(),
+                progress,
             },
             &history.session,
             &history.current_baseline().configs,
@@ -234,7 +262,7 @@ fn measure_and_record(
     checks.compile_facts_s = facts_started.elapsed().as_secs_f64();
     place.release();
     if compile.is_some() {
-        attach(repo, &evidence.with_compile(compile), &commit.id);
+        attach(repo, &evidence.with_compile(compile), &commit.id, progress);
     }
     let Recorded { id, iteration } = commit;
     history.push(id.clone(), iteration);
@@ -252,9 +280,9 @@ fn measure_and_record(
 }
 
 /// Notes the evidence on the iteration commit; a failure is a warning, since the iteration is recorded.
-fn attach(repo: &Repo, evidence: &Evidence, commit: &str) {
+fn attach(repo: &Repo, evidence: &Evidence, commit: &str, progress: &Progress) {
     if let Err(e) = evidence.attach(repo, commit) {
-        ui::progress_line(&format!(
+        progress.line(&format!(
             "warning: the iteration is recorded, but its evidence note is not: {e:#}"
         ));
     }
