@@ -6,7 +6,8 @@
 #   tools/gpu-warm.sh /path/to/TileGym OUT_DIR PART...
 #
 #   rms_norm  start from the de-optimized baseline (TMA on the static persistent store), the step that
-#             restores it (keep), then a step that writes the gather kernel's output twice (revert)
+#             restores it (keep), a step that writes the gather kernel's output twice (revert), then a
+#             comment-only step (no change: no re-roll)
 #   rope      start on rope's microsecond configs (--filter "not 65536"), then 3 null edits
 #
 # Each command's stdout, stderr, exit code and wall time go to OUT_DIR (timings.txt); the progress lines in
@@ -40,6 +41,12 @@ for part in "$@"; do
 "
         edit "$kernel" "$scatter" "$scatter$scatter"
         run rms_norm-revert step --json --cause memory "write the gather kernel's output twice"
+        # no re-roll: a comment above the registered wrapper moves the code down and changes nothing the
+        # GPU runs; the dumps the rounds wrote, by tree, show what the check compared
+        edit "$kernel" '@register_impl("rms_norm", backend="cutile")' '# the same kernel, stepped again
+@register_impl("rms_norm", backend="cutile")'
+        run rms_norm-reroll step --json --continue --cause memory "the same kernel with a comment added"
+        (cd sandbox/dumps && find . -type f -exec sha1sum {} + | sort -k2) > "$out/rms_norm-reroll-dumps.txt"
         ;;
     rope)
         run rope-start start rope --suite ops --class memory --filter "not 65536" --json
