@@ -66,7 +66,9 @@ fn baseline_is_an_empty_commit_with_the_session() {
         out.trim_end().ends_with(&format!(
             "next: The baseline is recorded. Apply ONE optimization to {KERNEL}; A (TMA loads and stores instead \
              of gather/scatter) comes first for this memory-bound kernel (`git cutile-perf refs playbook A`; if it \
-             cannot apply here, take the next letter `git cutile-perf next` lists), then run `git cutile-perf step --json --opt A \"<what you changed>\"`."
+             cannot apply here, take the next letter `git cutile-perf next` lists), then run `git cutile-perf step --json \
+             --opt A --cause <CAUSE> \"<what you changed>\"`, <CAUSE> being the bottleneck it targets (memory, compute \
+             or latency)."
         )),
         "{out}"
     );
@@ -277,6 +279,14 @@ fn two_iterations_without_gain_stop_the_loop() {
     );
     assert_eq!(status["no_gain"], 2);
     assert_eq!(status["iterations"], 2);
+    // the resume command, its cause filled in as an agent would, runs and records the suggested letter
+    let resume = word(&status["next_action"], "resume").replace("<CAUSE>", "memory");
+    let words = shlex::split(resume.strip_prefix("git cutile-perf ").unwrap()).unwrap();
+    f.set_latency(0.097, 0.97);
+    let r: serde_json::Value =
+        serde_json::from_str(&f.ok(&words.iter().map(String::as_str).collect::<Vec<_>>())).unwrap();
+    assert_eq!(r["iteration"], 3, "{r}");
+    assert_eq!(f.trailer("HEAD", "Cutile-Perf-Opt"), "A");
 }
 
 #[test]
