@@ -116,6 +116,9 @@ fn keep_commits_the_change_and_becomes_the_baseline() {
     assert_eq!(r["next_action"]["letters"][0], "A", "G was tried: {r}");
     assert_eq!(r["configs"].as_array().unwrap().len(), 2);
     assert!((r["change_pct"].as_f64().unwrap() + 10.0).abs() < 1e-9);
+    // seconds of the fixture's tests against the default 10 minutes
+    let used = r["budget_used_pct"].as_f64().unwrap();
+    assert!(used > 0.0 && used < 50.0, "{r}");
     assert_eq!(
         f.git(&["diff", "--name-only", "HEAD~1", "HEAD"]),
         format!("{KERNEL}\n")

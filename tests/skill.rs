@@ -166,6 +166,7 @@ fn the_skill_teaches_skips_variants_and_what_a_change_compares() {
         "`shortcut_signs`",
         "`best`",
         "`resume`",
+        "`budget_used_pct`",
     ] {
         assert!(text.contains(field), "the skill never names {field}");
     }
