@@ -167,6 +167,10 @@ fn a_failed_case_is_a_fail_and_no_benchmark_runs() {
         "correctness failed in 1 case: tests.ops.test_vector_add::test_op[cutile-4096]; the benchmark was \
          not run"
     );
+    assert_eq!(
+        report["failed"],
+        serde_json::json!(["tests.ops.test_vector_add::test_op[cutile-4096]"])
+    );
     assert_eq!(runs, ["correctness candidate"]);
 }
 

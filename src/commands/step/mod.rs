@@ -57,6 +57,8 @@ pub struct StepReport {
     pub variant_of: Option<u32>,
     pub decision: Decision,
     pub reason: String,
+    /// Every correctness case that failed, for a FAIL (its `reason` names the first few).
+    pub failed: Vec<String>,
     pub no_gain: u32,
     pub configs: Vec<ConfigChange>,
     pub commit: String,
@@ -310,6 +312,11 @@ impl Done {
             change_pct: iteration.change_pct,
             decision: iteration.decision,
             reason: iteration.reason.clone(),
+            failed: match &self.attempt {
+                Attempt::CorrectnessFailed { failed }
+                | Attempt::UnseenInputsFailed { failed, .. } => failed.clone(),
+                _ => Vec::new(),
+            },
             no_gain: self.no_gain,
             configs: self
                 .attempt
