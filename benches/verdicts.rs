@@ -11,8 +11,11 @@
 //! config, a different one each trial.
 //!
 //! A second table prices each paired step in GPU seconds, from the H200 costs of rope and rms_norm
-//! (`../shared/data/h200-step-costs/`, [`COSTS`]): one pytest process per run, as before warm workers, and
-//! one warm worker per side (`src/workers/`), against the reference of correctness plus one cold run.
+//! (`../shared/data/h200-step-costs/`, [`COSTS`]): one pytest process per run, as before warm workers;
+//! one warm worker per side started by each step, every round running every case; and the warm workers
+//! with rounds on the configs still open and a baseline worker that lives on from an earlier step (its
+//! start-up and first, compiling repetition paid once per session, not per step); each against the
+//! reference of correctness plus one cold run. A repetition is priced per case it runs.
 
 use std::collections::HashMap;
 
@@ -171,24 +174,43 @@ fn single_run(rng: &mut Rng, grid: &Grid, effects: &[f64], limits: &Thresholds) 
     }
 }
 
-/// The paired rule; also returns the rounds it took and whether it had to decide on the means.
-fn paired(rng: &mut Rng, grid: &Grid, effects: &[f64], limits: &Thresholds) -> (Kept, usize, bool) {
+/// What the paired rule did in one trial.
+struct PairedTrial {
+    kept: Kept,
+    /// The cases each round ran: every config in the first, the open ones after it.
+    cases: Vec<usize>,
+    /// It had to decide on the means.
+    on_means: bool,
+}
+
+/// The paired rule.
+fn paired(rng: &mut Rng, grid: &Grid, effects: &[f64], limits: &Thresholds) -> PairedTrial {
     let mut rounds = Vec::new();
+    let mut cases = vec![effects.len()];
     loop {
         rounds.push(Round {
             baseline: run(rng, grid, &vec![1.0; effects.len()]),
             candidate: run(rng, grid, effects),
         });
-        if let Verdict::Decided(d) =
-            verdict::decide(&rounds, limits, &verdict::NoiseFloor::default()).expect("same configs")
+        // every config is measured (the verdict counts the open ones only); the next round's price is
+        // the open ones'
+        match verdict::decide(&rounds, limits, &verdict::NoiseFloor::default())
+            .expect("same configs")
         {
-            let kept = match d.tier {
-                Tier::Revert => Kept::Reverted,
-                Tier::Continue => Kept::Continue,
-                Tier::LowerPriority => Kept::LowerPriority,
-                Tier::Stop => Kept::Stop,
-            };
-            return (kept, rounds.len(), d.undecided.is_some());
+            Verdict::Decided(d) => {
+                let kept = match d.tier {
+                    Tier::Revert => Kept::Reverted,
+                    Tier::Continue => Kept::Continue,
+                    Tier::LowerPriority => Kept::LowerPriority,
+                    Tier::Stop => Kept::Stop,
+                };
+                return PairedTrial {
+                    kept,
+                    cases,
+                    on_means: d.undecided.is_some(),
+                };
+            }
+            Verdict::NeedMoreRounds { open, .. } => cases.push(open.len()),
         }
     }
 }
@@ -233,16 +255,33 @@ impl Costs {
         CORRECTNESS_S + 2.0 * rounds as f64 * self.cold_run + unseen
     }
 
-    /// The same step with a warm worker per side: their start-ups overlap, correctness and the unseen
-    /// check run in them without a start-up of their own, and only the first repetition compiles.
+    /// The same step with a warm worker per side started by the step: their start-ups overlap,
+    /// correctness and the unseen check run in them without a start-up of their own, only the first
+    /// repetition compiles, and every round runs every case.
     fn warm(&self, rounds: usize, kept: bool) -> f64 {
-        let correctness = CORRECTNESS_S - STARTUP_S;
-        let unseen = if kept { 2.0 * correctness } else { 0.0 };
         STARTUP_S
-            + correctness
+            + self.warm_correctness(kept)
             + 2.0 * self.first_repetition
             + 2.0 * (rounds - 1) as f64 * self.repetition
-            + unseen
+    }
+
+    /// The warm step with rounds on the configs still open (`cases` per round, of `configs`) and the
+    /// baseline's worker living on from an earlier step: only the candidate's start-up and first
+    /// repetition are paid; the baseline's first run is a plain repetition.
+    fn warm_open(&self, cases: &[usize], configs: usize, kept: bool) -> f64 {
+        let share = |n: usize| n as f64 / configs as f64;
+        let later: f64 = cases[1..].iter().map(|&n| share(n)).sum();
+        STARTUP_S
+            + self.warm_correctness(kept)
+            + self.first_repetition
+            + self.repetition
+            + 2.0 * later * self.repetition
+    }
+
+    /// Correctness in the candidate's worker, and the unseen-input check on both sides for a kept step.
+    fn warm_correctness(&self, kept: bool) -> f64 {
+        let correctness = CORRECTNESS_S - STARTUP_S;
+        correctness + if kept { 2.0 * correctness } else { 0.0 }
     }
 
     /// The iteration the workflow describes without paired rounds: correctness and one cold run.
@@ -300,26 +339,29 @@ fn main() {
         "|{:-<10}|{:-<36}|{:->8}|{:->12}|{:->9}|{:->18}|{:->10}|",
         "", "", "", "", "", "", ""
     );
-    // per noise and scenario: (per-process seconds, warm seconds) summed over trials, per cost grid
-    let mut priced: Vec<(&str, &str, Vec<(f64, f64)>)> = Vec::new();
+    // per noise and scenario: [per-process, warm, warm on open configs] seconds summed over trials, per
+    // cost grid
+    let mut priced: Vec<(&str, &str, Vec<[f64; 3]>)> = Vec::new();
     for (noise, grid) in &grids {
         let n = grid.latency_ms.len();
         for s in &scenarios {
             let mut rng = Rng(SEED);
             let (mut single_hits, mut paired_hits, mut runs, mut forced) = (0, 0, 0, 0);
-            let mut seconds = vec![(0.0, 0.0); COSTS.len()];
+            let mut seconds = vec![[0.0; 3]; COSTS.len()];
             for t in 0..TRIALS {
                 let effects: Vec<f64> = (0..n).map(|i| (s.effect)(i, n, t)).collect();
                 single_hits +=
                     usize::from(single_run(&mut rng, grid, &effects, &limits) == s.right);
-                let (kept, rounds, on_means) = paired(&mut rng, grid, &effects, &limits);
-                paired_hits += usize::from(kept == s.right);
+                let trial = paired(&mut rng, grid, &effects, &limits);
+                let rounds = trial.cases.len();
+                paired_hits += usize::from(trial.kept == s.right);
                 runs += 2 * rounds;
-                forced += usize::from(on_means);
-                let kept = kept != Kept::Reverted;
+                forced += usize::from(trial.on_means);
+                let kept = trial.kept != Kept::Reverted;
                 for (sum, costs) in seconds.iter_mut().zip(&COSTS) {
-                    sum.0 += costs.per_process(rounds, kept);
-                    sum.1 += costs.warm(rounds, kept);
+                    sum[0] += costs.per_process(rounds, kept);
+                    sum[1] += costs.warm(rounds, kept);
+                    sum[2] += costs.warm_open(&trial.cases, n, kept);
                 }
             }
             let pct = |n: usize| 100.0 * n as f64 / TRIALS as f64;
@@ -347,28 +389,24 @@ fn main() {
     );
     print!("| {:<8} | {:<34} |", "noise", "scenario");
     for costs in &COSTS {
-        print!(
-            " {:>20} | {:>20} |",
-            format!("{} per run", costs.name),
-            format!("{} warm", costs.name)
-        );
+        for rule in ["per run", "warm", "open, lives on"] {
+            print!(" {:>24} |", format!("{} {rule}", costs.name));
+        }
     }
     println!();
     print!("|{:-<10}|{:-<36}|", "", "");
-    for _ in &COSTS {
-        print!("{:->22}|{:->22}|", "", "");
+    for _ in 0..3 * COSTS.len() {
+        print!("{:->26}|", "");
     }
     println!();
     for (noise, scenario, seconds) in &priced {
         print!("| {noise:<8} | {scenario:<34} |");
-        for ((per_process, warm), costs) in seconds.iter().zip(&COSTS) {
-            let (per_process, warm) = (per_process / TRIALS as f64, warm / TRIALS as f64);
-            let x = |s: f64| s / costs.reference();
-            print!(
-                " {:>20} | {:>20} |",
-                format!("{per_process:.0} s ({:.2}x)", x(per_process)),
-                format!("{warm:.0} s ({:.2}x)", x(warm))
-            );
+        for (sums, costs) in seconds.iter().zip(&COSTS) {
+            for sum in sums {
+                let mean = sum / TRIALS as f64;
+                let x = mean / costs.reference();
+                print!(" {:>24} |", format!("{mean:.0} s ({x:.2}x)"));
+            }
         }
         println!();
     }

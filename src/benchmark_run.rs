@@ -9,11 +9,11 @@ use crate::evidence::{GpuWatch, RunFile};
 use crate::gpu::GpuState;
 use crate::pytest::BenchmarkRun;
 use crate::records::Statistic;
-use crate::ui;
 use crate::workers::Side;
 
 /// Runs `side`'s benchmark as run `name` (`label` on the terminal); `watch_gpu` reads the GPU around
-/// it (a session without a GPU skips that), leaving out the process groups `ours` (the workers).
+/// it (a session without a GPU skips that), leaving out the process groups `ours` (the workers). `cases`
+/// narrows a warm repetition to those test cases (a round on the configs still open).
 pub fn benchmark(
     side: &mut Side,
     statistic: Statistic,
@@ -21,6 +21,7 @@ pub fn benchmark(
     label: &str,
     watch_gpu: bool,
     ours: &[u32],
+    cases: Option<&[String]>,
 ) -> Result<(BenchmarkRun, Option<RunFile>)> {
     let runner = side.runner;
     let read_gpu = || {
@@ -30,7 +31,7 @@ pub fn benchmark(
             .map(|state| without(state, ours))
     };
     let before = read_gpu();
-    let measured = side.benchmark(statistic, label)?;
+    let measured = side.benchmark(statistic, label, cases)?;
     let watch = watch_gpu.then(|| GpuWatch {
         before,
         after: read_gpu(),
@@ -38,7 +39,7 @@ pub fn benchmark(
     if let Some(others) = watch.as_ref().map(GpuWatch::others)
         && !others.is_empty()
     {
-        ui::progress_line(&format!(
+        runner.progress.line(&format!(
             "warning: other processes used the GPU around benchmark run {name} ({}): its timings may be off",
             crate::gpu::describe_processes(&others)
         ));

@@ -100,6 +100,7 @@ impl Changes {
                         baseline_ms: b.value,
                         value_ms: now.value,
                         change_pct: change_pct(b.value, now.value),
+                        rounds: None,
                     })
                 })
                 .collect(),
@@ -208,6 +209,7 @@ mod tests {
             configs: vec![ConfigEstimate {
                 pass: "forward".into(),
                 test: "t0".into(),
+                rounds: 2,
                 baseline_ms: 1.0,
                 candidate_ms: 1.03,
                 change_pct: 3.0,

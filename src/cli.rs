@@ -484,9 +484,10 @@ impl RunnerArgs {
         if self.runner == RunnerKind::Local
             && (self.slurm_args.is_some() || self.queue_timeout.is_some())
         {
-            anyhow::bail!(
-                "--slurm-args and --queue-timeout apply to the Slurm runner only\nhint: add --runner slurm"
-            );
+            return Err(crate::hint::hinted(
+                "--slurm-args and --queue-timeout apply to the Slurm runner only",
+                "add --runner slurm",
+            ));
         }
         let args = self.slurm_args.clone().unwrap_or_default();
         slurm::split_args(&args)?;

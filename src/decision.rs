@@ -150,6 +150,8 @@ impl LoopState {
 pub struct ConfigEstimate {
     pub pass: String,
     pub test: String,
+    /// The rounds that measured it: the first, then each one it was still open for.
+    pub rounds: usize,
     /// Geometric mean of the baseline's runs.
     pub baseline_ms: f64,
     /// Geometric mean of the candidate's runs.
@@ -223,6 +225,7 @@ impl Estimate {
                     baseline_ms: c.baseline_ms,
                     value_ms: c.candidate_ms,
                     change_pct: c.change_pct,
+                    rounds: Some(c.rounds),
                 })
                 .collect(),
             baseline_ms: self.aggregate.baseline_ms,
@@ -455,6 +458,7 @@ mod tests {
                 baseline_ms: 1.0,
                 value_ms: 1.0 + c / 100.0,
                 change_pct: *c,
+                rounds: None,
             })
             .collect();
         let latency = crate::stats::geometric_mean(configs.iter().map(|c| c.value_ms)).unwrap();

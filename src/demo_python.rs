@@ -5,9 +5,11 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 
-use crate::{process, ui};
+use crate::hint::{Hinted, hinted};
+use crate::process;
+use crate::ui::Progress;
 
 /// Where the environment lives, under the cache directory.
 const VENV: &str = "git-cutile-perf/venv";
@@ -46,24 +48,25 @@ pub fn has_pytest(words: &[&str]) -> bool {
 
 /// A directory to put first on PATH for the demo's commands, so that `python3` there has pytest: none
 /// when `system` has pytest already, else the private environment's `bin`, made (or completed) here.
-pub fn for_demo(system: &str) -> Result<Option<PathBuf>> {
+pub fn for_demo(system: &str, progress: &Progress) -> Result<Option<PathBuf>> {
     if has_pytest(&system.split_whitespace().collect::<Vec<_>>()) {
         return Ok(None);
     }
-    let dir = environment_dir()
-        .context("pytest is not available and there is no cache directory (HOME is not set) for a private one\nhint: install pytest, or set HOME")?
-    ;
+    let dir = environment_dir().context(Hinted::new(
+        "pytest is not available and there is no cache directory (HOME is not set) for a private one",
+        "install pytest, or set HOME",
+    ))?;
     let bin = dir.join("bin");
     let python = bin.join("python3");
     let shown = python.to_string_lossy().into_owned();
     if has_pytest(&[&shown]) {
-        ui::progress_line(&format!(
+        progress.line(&format!(
             "pytest is not available to {system}; using the demo's Python environment in {} (made earlier)",
             dir.display()
         ));
         return Ok(Some(bin));
     }
-    let bar = ui::spinner(&format!(
+    let bar = progress.spinner(&format!(
         "pytest is not available to {system}; making a Python environment for the demo in {} and installing pytest (once)",
         dir.display()
     ));
@@ -74,7 +77,7 @@ pub fn for_demo(system: &str) -> Result<Option<PathBuf>> {
         let _ = std::fs::remove_dir_all(&dir);
         return Err(err);
     }
-    ui::progress_line(&format!("made {} with pytest", dir.display()));
+    progress.line(&format!("made {} with pytest", dir.display()));
     Ok(Some(bin))
 }
 
@@ -84,10 +87,11 @@ fn make(system: &str, dir: &Path, python: &Path) -> Result<()> {
         let dir_text = dir.to_string_lossy();
         words.extend(["-m", "venv", dir_text.as_ref()]);
         if let Err(why) = run(&words) {
-            bail!(
-                "{system} could not make a virtual environment: {why}\nhint: on Debian and Ubuntu, \
-                 `sudo apt install python3-venv` (or `sudo apt install python3-pytest`, which needs no environment)"
-            );
+            return Err(hinted(
+                format!("{system} could not make a virtual environment: {why}"),
+                "on Debian and Ubuntu, `sudo apt install python3-venv` (or `sudo apt install \
+                 python3-pytest`, which needs no environment)",
+            ));
         }
     }
     let python = python.to_string_lossy();
@@ -101,10 +105,10 @@ fn make(system: &str, dir: &Path, python: &Path) -> Result<()> {
         "pytest",
     ];
     if let Err(why) = run(&pip) {
-        bail!(
-            "could not install pytest into the demo's environment: {why}\n\
-             hint: pip needs to reach PyPI; or install pytest for {system} yourself"
-        );
+        return Err(hinted(
+            format!("could not install pytest into the demo's environment: {why}"),
+            format!("pip needs to reach PyPI; or install pytest for {system} yourself"),
+        ));
     }
     Ok(())
 }

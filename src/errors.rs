@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use clap::{ArgMatches, CommandFactory, FromArgMatches};
 
 use crate::cli::Cli;
-use crate::hint::Hinted;
+use crate::hint::{self, Hinted};
 use crate::process::Interrupted;
 use crate::settings::{self, SETTINGS};
 use crate::ui::{self, Ui};
@@ -23,34 +23,14 @@ pub struct ErrorReport {
 }
 
 impl ErrorReport {
-    /// A failure's report: its hint is the [`Hinted`] failure's, wherever it sits among the contexts; a
-    /// failure that carries none may still have a `hint:` line in its text (see [`ErrorReport::new`]).
+    /// A failure's report: its message with the contexts, and apart from it the hint of the
+    /// [`Hinted`] failure among them (or of the [`Reported`] one).
     pub fn of(err: &anyhow::Error, exit_code: u8) -> ErrorReport {
-        let text = format!("{err:#}");
-        let hinted = (err.downcast_ref::<Hinted>())
-            .or_else(|| err.downcast_ref::<Reported>().map(|reported| &reported.0));
-        match hinted.and_then(|h| h.hint.as_ref()) {
-            Some(hint) => ErrorReport {
-                error: text
-                    .replacen(&format!("\nhint: {hint}"), "", 1)
-                    .trim_end()
-                    .to_string(),
-                hint: Some(hint.clone()),
-                exit_code,
-            },
-            None => ErrorReport::new(&text, exit_code),
-        }
-    }
-
-    /// Splits a message at its `hint:` line: the hint is everything after it.
-    pub fn new(message: &str, exit_code: u8) -> ErrorReport {
-        let (error, hint) = match message.split_once("\nhint: ") {
-            Some((error, hint)) => (error, Some(hint.trim_end().to_string())),
-            None => (message, None),
-        };
+        let reported = err.downcast_ref::<Reported>().map(|reported| &reported.0);
         ErrorReport {
-            error: error.trim_end().to_string(),
-            hint,
+            error: format!("{err:#}"),
+            hint: (hint::of(err).or_else(|| reported.and_then(|r| r.hint.as_deref())))
+                .map(str::to_string),
             exit_code,
         }
     }
@@ -97,12 +77,11 @@ fn with_settings(given: ArgMatches) -> Result<ArgMatches, clap::Error> {
             let text = err.render().to_string();
             let refused = text.lines().next().unwrap_or_default();
             let refused = refused.strip_prefix("error: ").unwrap_or(refused);
-            clap::Error::raw(
-                err.kind(),
-                format!(
-                    "{refused}\nhint: that value comes from git config: `git cutile-perf config --list` shows where\n"
-                ),
-            )
+            let refused = Hinted::new(
+                refused,
+                "that value comes from git config: `git cutile-perf config --list` shows where",
+            );
+            clap::Error::raw(err.kind(), format!("{}\n", refused.shown()))
         })
 }
 
@@ -151,15 +130,21 @@ pub fn report(ui: &mut Ui, err: &anyhow::Error) -> ExitCode {
     let interrupted = err.is::<Interrupted>() || err.is::<crate::process::GitInterrupted>();
 
     let code = if interrupted { INTERRUPTED } else { 1 };
+    let report = ErrorReport::of(err, code);
     if json {
-        return print(ui.out(), &ErrorReport::of(err, code));
+        return print(ui.out(), &report);
     }
     if interrupted {
         ui.progress(&err.to_string());
     } else {
         ui.progress(&format!(
-            "{} {err:#}",
-            console::style("error:").for_stderr().red().bold()
+            "{} {}",
+            console::style("error:").for_stderr().red().bold(),
+            Hinted {
+                message: report.error,
+                hint: report.hint
+            }
+            .shown()
         ));
     }
     ExitCode::from(code)
@@ -174,19 +159,6 @@ fn print(out: &mut dyn std::io::Write, report: &ErrorReport) -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn splits_the_hint_from_the_error() {
-        assert_eq!(
-            ErrorReport::new("no session\nhint: run `start`\n", 1),
-            ErrorReport {
-                error: "no session".into(),
-                hint: Some("run `start`".into()),
-                exit_code: 1
-            }
-        );
-        assert_eq!(ErrorReport::new("plain", 130).hint, None);
-    }
 
     #[test]
     fn takes_the_hint_of_a_hinted_failure_under_its_contexts() {

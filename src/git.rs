@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, anyhow};
 
+use crate::hint::{Hinted, hinted};
 use crate::process;
 use crate::trailers::Block;
 
@@ -25,23 +26,26 @@ pub fn parse_git_version(line: &str) -> Option<(u32, u32)> {
 /// Refuses a git older than [`MINIMUM_GIT`], once per process. The verbs check it as they open the
 /// repository; the hook does not (it runs on every commit, in a repository `start` already checked).
 pub fn check_git_version() -> Result<()> {
-    static CHECKED: std::sync::OnceLock<std::result::Result<(), String>> =
+    static CHECKED: std::sync::OnceLock<std::result::Result<(), Hinted>> =
         std::sync::OnceLock::new();
     CHECKED
         .get_or_init(|| {
-            let line = process::git(Path::new("."), &["--version"], &[]).map_err(|e| format!("{e:#}"))?;
+            let line = process::git(Path::new("."), &["--version"], &[]).map_err(|e| Hinted::of(&e))?;
             let (major, minor) = MINIMUM_GIT;
             match parse_git_version(&line) {
                 Some(found) if found >= MINIMUM_GIT => Ok(()),
-                _ => Err(format!(
-                    "{} is too old: git cutile-perf needs git {major}.{minor} or newer\nhint: nothing was \
-                     changed; install a newer git (Debian 12 and Ubuntu 24.04 ship one) and put it first on PATH",
-                    line.trim()
+                _ => Err(Hinted::new(
+                    format!(
+                        "{} is too old: git cutile-perf needs git {major}.{minor} or newer",
+                        line.trim()
+                    ),
+                    "nothing was changed; install a newer git (Debian 12 and Ubuntu 24.04 ship one) and put \
+                     it first on PATH",
                 )),
             }
         })
         .clone()
-        .map_err(|why| anyhow!(why))
+        .map_err(anyhow::Error::from)
 }
 
 pub struct Repo {
@@ -64,11 +68,12 @@ impl Repo {
             .string("extensions.refStorage")
             .is_some_and(|format| format.eq_ignore_ascii_case(b"reftable"))
         {
-            anyhow::bail!(
+            return Err(hinted(
                 "this repository stores its refs in reftable, which git cutile-perf cannot read (and its hook, \
-                 installed, would block every commit)\nhint: nothing was changed; convert the repository with \
-                 `git refs migrate --ref-format=files`, or work in a clone made with the files format"
-            );
+                 installed, would block every commit)",
+                "nothing was changed; convert the repository with `git refs migrate --ref-format=files`, or \
+                 work in a clone made with the files format",
+            ));
         }
         // The record is the objects as written: `refs/replace/` is read past here as in every git
         // the tool runs (`verify` reports replacements).
@@ -292,12 +297,14 @@ impl Repo {
         let id = self.head()?;
         let written = self.message(&id)?;
         if Block::from_message(&written) != Block::from_message(message) {
-            anyhow::bail!(
-                "commit {} does not carry the trailers the tool wrote: {} rewrote its message\n\
-                 hint: let that hook keep the Cutile-Perf-* lines as they are (appending its own trailers is fine)",
-                &id[..id.len().min(12)],
-                self.message_rewriters()
-            );
+            return Err(hinted(
+                format!(
+                    "commit {} does not carry the trailers the tool wrote: {} rewrote its message",
+                    &id[..id.len().min(12)],
+                    self.message_rewriters()
+                ),
+                "let that hook keep the Cutile-Perf-* lines as they are (appending its own trailers is fine)",
+            ));
         }
         Ok(id)
     }

@@ -74,9 +74,10 @@ pub fn parse_capability(text: &str) -> anyhow::Result<(u32, u32)> {
         .and_then(|(major, minor)| Some((major.trim().parse().ok()?, minor.trim().parse().ok()?)));
     match parsed {
         Some(capability) => Ok(capability),
-        None => anyhow::bail!(
-            "invalid compute capability {text:?}\nhint: write it as MAJOR.MINOR, e.g. 9.0 for an H100/H200"
-        ),
+        None => Err(crate::hint::hinted(
+            format!("invalid compute capability {text:?}"),
+            "write it as MAJOR.MINOR, e.g. 9.0 for an H100/H200",
+        )),
     }
 }
 

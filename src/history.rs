@@ -14,6 +14,7 @@ use crate::changes::{self, Changes, ConfigOutcome};
 use crate::decision::{Correctness, Decision, LoopState, Status};
 use crate::git::Repo;
 use crate::guard::SANDBOX;
+use crate::hint::{Hinted, hinted};
 use crate::session::{BRANCH_PREFIX, Iteration, Session, Skip, short};
 use crate::trailers::Block;
 
@@ -404,14 +405,20 @@ pub fn require_history(repo: &Repo, configs: Configs) -> Result<History> {
         return Ok(history);
     }
     match repo.branch()? {
-        Some(branch) if branch.starts_with(BRANCH_PREFIX) => bail!(
-            "branch {branch} has no cutile-perf baseline commit\nhint: start a session with `git cutile-perf start <kernel>`"
-        ),
-        branch => bail!(
-            "not on a cutile-perf session branch (HEAD is {})\nhint: start one with `git cutile-perf start <kernel>`, \
-             or check out an existing {BRANCH_PREFIX}* branch",
-            branch.as_deref().unwrap_or("detached")
-        ),
+        Some(branch) if branch.starts_with(BRANCH_PREFIX) => Err(hinted(
+            format!("branch {branch} has no cutile-perf baseline commit"),
+            "start a session with `git cutile-perf start <kernel>`",
+        )),
+        branch => Err(hinted(
+            format!(
+                "not on a cutile-perf session branch (HEAD is {})",
+                branch.as_deref().unwrap_or("detached")
+            ),
+            format!(
+                "start one with `git cutile-perf start <kernel>`, or check out an existing {BRANCH_PREFIX}* \
+                 branch"
+            ),
+        )),
     }
 }
 
@@ -435,9 +442,12 @@ pub fn iteration(history: &History, number: u32) -> Result<&Iteration> {
         .iterations()
         .find(|it| it.number == number)
         .with_context(|| {
-            format!(
-                "the session has no iteration {number}\nhint: `git cutile-perf table` lists iterations 0 to {}",
-                history.next_number() - 1
+            Hinted::new(
+                format!("the session has no iteration {number}"),
+                format!(
+                    "`git cutile-perf table` lists iterations 0 to {}",
+                    history.next_number() - 1
+                ),
             )
         })
 }
@@ -812,6 +822,6 @@ pub(crate) mod tests {
     }
 
     fn iteration_or_err(history: &History, number: u32) -> String {
-        format!("{:#}", super::iteration(history, number).unwrap_err())
+        crate::hint::shown(&super::iteration(history, number).unwrap_err())
     }
 }

@@ -9,9 +9,10 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 
 use crate::git::Repo;
+use crate::hint::{Hinted, hinted};
 
 /// Extensions of what Python imports: source, bytecode, extension modules.
 const IMPORTED: &[&str] = &["py", "pyc", "pyo", "so", "pyd"];
@@ -125,9 +126,9 @@ pub fn check(repo: &Repo, branch: &str) -> Result<()> {
         return record(repo, branch);
     };
     let recorded: Fingerprint = serde_json::from_str(&text).with_context(|| {
-        format!(
-            "{} is damaged\nhint: delete it to record the present files",
-            path.display()
+        Hinted::new(
+            format!("{} is damaged", path.display()),
+            "delete it to record the present files",
         )
     })?;
     let now = fingerprint(repo)?;
@@ -143,12 +144,14 @@ pub fn check(repo: &Repo, branch: &str) -> Result<()> {
             .map(|p| format!("{p} (removed)")),
     );
     if !differ.is_empty() {
-        bail!(
-            "git-ignored files that pytest loads differ from when the session started, and the guard cannot \
-             see them:\n  {}\nhint: put them back as they were, or delete them; they could change every \
-             measurement unseen",
-            differ.join("\n  ")
-        );
+        return Err(hinted(
+            format!(
+                "git-ignored files that pytest loads differ from when the session started, and the guard \
+                 cannot see them:\n  {}",
+                differ.join("\n  ")
+            ),
+            "put them back as they were, or delete them; they could change every measurement unseen",
+        ));
     }
     Ok(())
 }

@@ -9,10 +9,11 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::git::Repo;
+use crate::hint::{Hinted, hinted};
 use crate::process_identity::ProcessIdentity;
 
 /// The verb that wrote a journal.
@@ -99,9 +100,9 @@ impl Journal {
             Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
         };
         let journal = serde_json::from_str(&text).with_context(|| {
-            format!(
-                "the journal {} is damaged\nhint: look at it, then delete it",
-                path.display()
+            Hinted::new(
+                format!("the journal {} is damaged", path.display()),
+                "look at it, then delete it",
             )
         })?;
         Ok(Some(journal))
@@ -185,17 +186,21 @@ impl Lock {
             }
             let holder = std::fs::read_to_string(&path).unwrap_or_default();
             match ProcessIdentity::parse(&holder) {
-                Some(owner) if owner.alive() => bail!(
-                    "another git cutile-perf command (pid {}{}) is working on this repository\nhint: wait for it \
-                     to finish; `{verb}` cannot run beside it",
-                    owner.pid,
-                    holder
-                        .split_once(" (")
-                        .map_or(String::new(), |(_, v)| format!(
-                            ", {}",
-                            v.trim_end().trim_end_matches(')')
-                        ))
-                ),
+                Some(owner) if owner.alive() => {
+                    return Err(hinted(
+                        format!(
+                            "another git cutile-perf command (pid {}{}) is working on this repository",
+                            owner.pid,
+                            holder
+                                .split_once(" (")
+                                .map_or(String::new(), |(_, v)| format!(
+                                    ", {}",
+                                    v.trim_end().trim_end_matches(')')
+                                ))
+                        ),
+                        format!("wait for it to finish; `{verb}` cannot run beside it"),
+                    ));
+                }
                 // stale: its owner was killed, or its number now names another process
                 Some(_) => {
                     let _ = std::fs::remove_file(&path);
@@ -204,22 +209,31 @@ impl Lock {
                 None if holder.trim().is_empty() => {
                     std::thread::sleep(std::time::Duration::from_millis(50))
                 }
-                None => bail!(
-                    "the lock {} holds {:?}, which no git cutile-perf command of this version wrote\nhint: if no \
-                     git cutile-perf command runs, delete it (`rm '{}'`) and run `{verb}` again",
-                    path.display(),
-                    holder.trim(),
-                    path.display()
-                ),
+                None => {
+                    return Err(hinted(
+                        format!(
+                            "the lock {} holds {:?}, which no git cutile-perf command of this version wrote",
+                            path.display(),
+                            holder.trim(),
+                        ),
+                        delete_the_lock(&path, verb),
+                    ));
+                }
             }
         }
-        bail!(
-            "cannot take the lock {}: it stays empty\nhint: if no git cutile-perf command runs, delete it \
-             (`rm '{}'`) and run `{verb}` again",
-            path.display(),
-            path.display()
-        )
+        Err(hinted(
+            format!("cannot take the lock {}: it stays empty", path.display()),
+            delete_the_lock(&path, verb),
+        ))
     }
+}
+
+/// What to do about a lock no live command holds.
+fn delete_the_lock(path: &Path, verb: &str) -> String {
+    format!(
+        "if no git cutile-perf command runs, delete it (`rm '{}'`) and run `{verb}` again",
+        path.display()
+    )
 }
 
 fn create_new(path: &Path) -> std::io::Result<()> {

@@ -10,6 +10,8 @@ use std::path::Path;
 
 use anyhow::{Result, bail};
 
+use crate::hint::{Hinted, hinted};
+
 /// A kernel file and the suite it belongs to (`ops` for the core operators).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Kernel {
@@ -24,10 +26,13 @@ pub const OPS: &str = "ops";
 /// Fails unless `root` looks like a TileGym checkout.
 pub fn check_tilegym(root: &Path) -> Result<()> {
     if !root.join("src/tilegym").is_dir() {
-        bail!(
-            "{} is not a TileGym checkout (no src/tilegym/)\nhint: run git cutile-perf inside NVIDIA's TileGym repository",
-            root.display()
-        );
+        return Err(hinted(
+            format!(
+                "{} is not a TileGym checkout (no src/tilegym/)",
+                root.display()
+            ),
+            "run git cutile-perf inside NVIDIA's TileGym repository",
+        ));
     }
     Ok(())
 }
@@ -53,10 +58,14 @@ pub fn kernel(root: &Path, name: &str, suite: Option<&str>) -> Result<Kernel> {
     }
     match candidates.len() {
         1 => Ok(candidates.remove(0)),
-        0 if all.is_empty() => bail!(
-            "no cuTile kernel named {name}: looked for {file} under src/tilegym/ops/cutile/ and src/tilegym/suites/*/cutile/{}",
-            suggestion(&closest(name, kernel_names(root)))
-        ),
+        0 if all.is_empty() => Err(Hinted {
+            message: format!(
+                "no cuTile kernel named {name}: looked for {file} under src/tilegym/ops/cutile/ and \
+                 src/tilegym/suites/*/cutile/"
+            ),
+            hint: suggestion(&closest(name, kernel_names(root))),
+        }
+        .into()),
         0 => bail!(
             "no cuTile kernel named {name} in suite {}; it exists in: {}",
             suite.unwrap_or_default(),
@@ -108,12 +117,12 @@ fn closest(name: &str, known: impl IntoIterator<Item = String>) -> Vec<String> {
     near.into_iter().take(3).map(|(_, other)| other).collect()
 }
 
-/// A hint line naming `similar`, or nothing when it is empty.
-fn suggestion(similar: &[String]) -> String {
+/// A hint naming `similar`, or none when it is empty.
+fn suggestion(similar: &[String]) -> Option<String> {
     match similar {
-        [] => String::new(),
-        [one] => format!("\nhint: the most similar kernel is {one}"),
-        many => format!("\nhint: the most similar kernels are {}", many.join(", ")),
+        [] => None,
+        [one] => Some(format!("the most similar kernel is {one}")),
+        many => Some(format!("the most similar kernels are {}", many.join(", "))),
     }
 }
 
@@ -188,21 +197,29 @@ pub fn find_test(root: &Path, kernel: &Kernel, ops: &[String]) -> Result<TestMat
                     rule,
                 });
             }
-            _ => bail!(
-                "several test files match ({rule}):\n  {}\nhint: pick one with --test PATH",
-                found.join("\n  ")
-            ),
+            _ => {
+                return Err(hinted(
+                    format!(
+                        "several test files match ({rule}):\n  {}",
+                        found.join("\n  ")
+                    ),
+                    "pick one with --test PATH",
+                ));
+            }
         }
     }
-    bail!(
-        "no test under {dir}/ is named test_{}.py, imports {module} or calls its registered ops ({})\nhint: name the test file with --test PATH",
-        kernel.name,
-        if ops.is_empty() {
-            "none".to_string()
-        } else {
-            ops.join(", ")
-        }
-    )
+    Err(hinted(
+        format!(
+            "no test under {dir}/ is named test_{}.py, imports {module} or calls its registered ops ({})",
+            kernel.name,
+            if ops.is_empty() {
+                "none".to_string()
+            } else {
+                ops.join(", ")
+            }
+        ),
+        "name the test file with --test PATH",
+    ))
 }
 
 /// Whether `text` has `name` as a whole word, followed by `(` when `call`.
@@ -313,7 +330,7 @@ mod tests {
             let ops: Vec<String> = ops.iter().map(|o| o.to_string()).collect();
             find_test(root, &suite_kernel("fi", name), &ops)
                 .map(|m| format!("{} ({})", m.path, m.rule))
-                .map_err(|e| e.to_string())
+                .map_err(|e| crate::hint::shown(&e))
         };
         assert_eq!(
             found("gemm", &[]).unwrap(),
@@ -379,14 +396,15 @@ mod tests {
             find_test(root, &flash, &[]).unwrap().path,
             "tests/ops/attention/test_flash.py"
         );
-        let nope = kernel(root, "nope", None).unwrap_err().to_string();
-        assert!(nope.starts_with("no cuTile kernel named nope"), "{nope}");
-        assert!(!nope.contains("hint:"), "{nope}");
+        let nope = kernel(root, "nope", None).unwrap_err();
         assert!(
-            kernel(root, "rms_nrom", None)
-                .unwrap_err()
-                .to_string()
-                .ends_with("\nhint: the most similar kernel is rms_norm")
+            nope.to_string().starts_with("no cuTile kernel named nope"),
+            "{nope}"
+        );
+        assert_eq!(crate::hint::of(&nope), None);
+        assert_eq!(
+            crate::hint::of(&kernel(root, "rms_nrom", None).unwrap_err()),
+            Some("the most similar kernel is rms_norm")
         );
         assert_eq!(
             kernel(root, "flash", Some("liger"))
@@ -409,10 +427,10 @@ mod tests {
         assert_eq!(closest("sofmtax", known()), ["softmax"]);
         assert!(closest("attention", known()).is_empty());
         assert_eq!(closest("norm", known()), Vec::<String>::new());
-        assert_eq!(suggestion(&[]), "");
+        assert_eq!(suggestion(&[]), None);
         assert_eq!(
-            suggestion(&["a".into(), "b".into()]),
-            "\nhint: the most similar kernels are a, b"
+            suggestion(&["a".into(), "b".into()]).as_deref(),
+            Some("the most similar kernels are a, b")
         );
     }
 }

@@ -29,14 +29,11 @@ fn main() -> ExitCode {
     if let Command::Mcp = cli.command {
         return match mcp::run() {
             Ok(()) => ExitCode::SUCCESS,
-            Err(err) => errors::report(
-                &mut Ui::terminal(&mut std::io::stdout(), &mut std::io::stderr(), json),
-                &err,
-            ),
+            Err(err) => errors::report(&mut Ui::terminal(&mut std::io::stdout(), json), &err),
         };
     }
-    let (mut stdout, mut stderr) = (std::io::stdout().lock(), std::io::stderr());
-    let mut ui = Ui::terminal(&mut stdout, &mut stderr, json);
+    let mut stdout = std::io::stdout().lock();
+    let mut ui = Ui::terminal(&mut stdout, json);
     match run(&mut ui, cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => errors::report(&mut ui, &err),
@@ -57,8 +54,8 @@ fn run(ui: &mut Ui, cli: Cli) -> Result<()> {
     match cli.command {
         Command::Start(args) => show(ui, |ui| start::run(ui, &repo()?, &args.try_into()?)),
         Command::Inspect(args) => show(ui, |ui| inspect::run(ui, &repo()?, &args.into())),
-        Command::Step(args) => show(ui, |_| step::run(&repo()?, &args.into())),
-        Command::Diagnose(args) => show(ui, |_| diagnose::run(&repo()?, &args.into())),
+        Command::Step(args) => show(ui, |ui| step::run(ui, &repo()?, &args.into())),
+        Command::Diagnose(args) => show(ui, |ui| diagnose::run(ui, &repo()?, &args.into())),
         Command::Compare(args) => show(ui, |_| compare::run(&repo()?, args.a, args.b)),
         Command::Table(args) => show(ui, |_| {
             table::run(&repo()?, &table::TableOptions { write: args.write })
@@ -86,8 +83,9 @@ fn run(ui: &mut Ui, cli: Cli) -> Result<()> {
         }),
         Command::Config(_) => show(ui, |_| config::run()),
         Command::Repair(_) => show(ui, |_| repair::run(&repo()?)),
-        Command::Next(args) => show(ui, |_| {
+        Command::Next(args) => show(ui, |ui| {
             next::run(
+                ui,
                 &repo()?,
                 &next::NextOptions {
                     class: args.class,
@@ -104,7 +102,7 @@ fn run(ui: &mut Ui, cli: Cli) -> Result<()> {
         Command::Skill(args) => show(ui, |_| skill::run(repo().ok().as_ref(), &args.into())),
         Command::Mcp => unreachable!("served in main"),
         Command::Hook(args) => show(ui, |_| hook::run(&open()?, &args.action.into())),
-        Command::Demo(args) => show(ui, |_| demo::run(args.dir.as_deref())),
+        Command::Demo(args) => show(ui, |ui| demo::run(ui, args.dir.as_deref())),
         Command::Man(args) => show(ui, |_| {
             extras::man(&extras::GenerateOptions {
                 which: args.verb,

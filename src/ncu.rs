@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 
+use crate::hint::hinted;
 use crate::process::{self, Ending};
 use crate::runner::Runner;
 
@@ -136,10 +137,14 @@ impl Launch {
         let duration_ns = get(DURATION);
         let dram_bytes = get(DRAM_BYTES);
         if duration_ns <= 0.0 || dram_bytes <= 0.0 {
-            bail!(
-                "ncu reported no duration or DRAM traffic for {}\nhint: check that ncu may read the GPU's counters (it needs admin rights or NVreg_RestrictProfilingToAdminUsers=0)",
-                self.kernel
-            );
+            return Err(hinted(
+                format!(
+                    "ncu reported no duration or DRAM traffic for {}",
+                    self.kernel
+                ),
+                "check that ncu may read the GPU's counters (it needs admin rights or \
+                 NVreg_RestrictProfilingToAdminUsers=0)",
+            ));
         }
         let flops = FMA.iter().map(|m| 2.0 * get(m)).sum::<f64>()
             + SINGLE.iter().map(|m| get(m)).sum::<f64>()

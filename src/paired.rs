@@ -14,7 +14,6 @@ use crate::evidence::RunFile;
 use crate::git::Repo;
 use crate::pytest::BenchmarkRun;
 use crate::session::Session;
-use crate::ui;
 use crate::verdict::{self, NoiseFloor, Round, Verdict};
 use crate::workers::Side;
 
@@ -92,6 +91,8 @@ pub fn measure(sides: &mut Rounds, prefix: &str, evidence: &mut Vec<RunFile>) ->
     let floor = &sides.floor;
     let mut rounds: Vec<Round> = Vec::new();
     let mut durations: Vec<Duration> = Vec::new();
+    // round 1 runs every case; a later one only those of the configs still open
+    let mut open: Option<Vec<String>> = None;
     loop {
         let started = Instant::now();
         let candidate_first = verdict::candidate_first(rounds.len());
@@ -116,6 +117,7 @@ pub fn measure(sides: &mut Rounds, prefix: &str, evidence: &mut Vec<RunFile>) ->
                 &format!("round {} {side}", rounds.len() + 1),
                 sides.session.gpu.is_some(),
                 &ours,
+                open.as_deref(),
             )?;
             evidence.extend(file);
             match measured {
@@ -144,7 +146,14 @@ pub fn measure(sides: &mut Rounds, prefix: &str, evidence: &mut Vec<RunFile>) ->
         }
         let ambiguous = match verdict::decide(&rounds, limits, floor) {
             Ok(Verdict::Decided(decided)) => return Ok(Paired::Decided(decided)),
-            Ok(Verdict::NeedMoreRounds { ambiguous, .. }) => ambiguous,
+            Ok(Verdict::NeedMoreRounds {
+                ambiguous,
+                open: cases,
+                ..
+            }) => {
+                open = Some(cases);
+                ambiguous
+            }
             Err(e) => return Ok(Paired::Crashed(e.to_string())),
         };
         let left = sides.deadline.saturating_duration_since(Instant::now());
@@ -160,7 +169,7 @@ pub fn measure(sides: &mut Rounds, prefix: &str, evidence: &mut Vec<RunFile>) ->
                 Err(e) => Paired::Crashed(e.to_string()),
             });
         }
-        ui::progress_line(&format!(
+        sides.candidate.runner.progress.line(&format!(
             "round {}: not decided yet ({ambiguous}); measuring another round",
             rounds.len()
         ));

@@ -180,15 +180,16 @@ pub fn line(label: &str, tally: &Tally, elapsed: Duration, left: Duration, width
 
 /// Runs `run`, which runs pytest with its output going to `log` (a fresh file: a stale one must be
 /// removed first), under a live line labelled `label` that follows the log until `run` returns, then
-/// clears it. Where live lines are off, `plain` is printed once instead.
+/// clears it. Where `sink` draws no live lines, `plain` is printed once instead.
 pub fn follow<T>(
+    sink: &ui::Progress,
     log: &Path,
     label: &str,
     plain: &str,
     deadline: Instant,
     run: impl FnOnce() -> T,
 ) -> T {
-    let bar = ui::live_line(plain);
+    let bar = sink.live_line(plain);
     if bar.is_hidden() {
         return run();
     }

@@ -9,13 +9,14 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 
+use crate::hint::{Hinted, hinted};
 use crate::process::{self, Ending};
 use crate::progress;
 use crate::records::{
     self, CaseOutcome, CaseReport, Measurement, RecordFile, RecordFormat, Statistic,
 };
 use crate::runner::{PytestCall, PytestRun, Runner};
-use crate::ui;
+use crate::ui::Progress;
 
 pub const CORRECTNESS_SELECTION: &str = "test_ and cutile and not test_perf";
 pub const BENCHMARK_SELECTION: &str = "test_perf and cutile";
@@ -34,6 +35,10 @@ pub const SEEDS_PLUGIN: (&str, &str) = (
     "cutile_perf_seeds",
     include_str!("census/cutile_perf_seeds.py"),
 );
+
+/// The pytest plugin that narrows a benchmark run to some cases (`--cutile-perf-cases=FILE`, their JUnit
+/// ids): a paired round on the configs still open. The warm worker picks its cases by the same ids.
+pub const CASES_PLUGIN: (&str, &str) = ("cutile_perf_cases", include_str!("cutile_perf_cases.py"));
 
 /// `python -m pytest --version` takes a second or two; an interpreter that hangs must not hang `start`.
 const AVAILABILITY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
@@ -63,6 +68,8 @@ pub struct Pytest<'a> {
     pub place: &'a dyn Runner,
     /// Where cuda-tile writes every kernel it compiles in these runs ([`dump_env`]); none: no dumps.
     pub dumps: Option<PathBuf>,
+    /// Where the runs' progress goes: the verb's.
+    pub progress: &'a Progress,
 }
 
 /// The environment that makes cuda-tile write every kernel it compiles into `dumps`, as Tile IR text and
@@ -229,14 +236,20 @@ impl Pytest<'_> {
         )
         .with_context(|| format!("cannot run {}", self.python))?;
         if !output.success() {
-            anyhow::bail!(
-                "pytest is not available to {}: {}\nhint: the session runs your kernel's tests with the Python that has torch and \
-                 cuda-tile: activate that environment or pass --python CMD, and install pytest into it \
-                 (`{} -m pip install pytest` in a virtual environment; `sudo apt install python3-pytest` for Debian's python3)",
-                self.python,
-                String::from_utf8_lossy(&output.stderr).trim(),
-                self.python
-            );
+            return Err(hinted(
+                format!(
+                    "pytest is not available to {}: {}",
+                    self.python,
+                    String::from_utf8_lossy(&output.stderr).trim()
+                ),
+                format!(
+                    "the session runs your kernel's tests with the Python that has torch and cuda-tile: \
+                     activate that environment or pass --python CMD, and install pytest into it (`{} -m pip \
+                     install pytest` in a virtual environment; `sudo apt install python3-pytest` for Debian's \
+                     python3)",
+                    self.python
+                ),
+            ));
         }
         Ok(())
     }
@@ -333,10 +346,15 @@ impl Pytest<'_> {
         let prepared = self.prepare(kind, name, selection, extra, plugins)?;
         let plain = format!("{label}: {} -k \"{}\"", self.test, prepared.selection);
         let started = Instant::now();
-        let ending = progress::follow(&prepared.log, label, &plain, self.deadline, || {
-            prepared.with_call(|call| self.place.pytest(call, &prepared.log, self.deadline))
-        })?;
-        ui::progress_line(&format!(
+        let ending = progress::follow(
+            self.progress,
+            &prepared.log,
+            label,
+            &plain,
+            self.deadline,
+            || prepared.with_call(|call| self.place.pytest(call, &prepared.log, self.deadline)),
+        )?;
+        self.progress.line(&format!(
             "{label}: {} in {:.1}s",
             describe(ending),
             started.elapsed().as_secs_f64()
@@ -409,16 +427,31 @@ impl Pytest<'_> {
         }
     }
 
-    /// The benchmark selection, its progress shown as `label` (e.g. `round 2 baseline`).
-    pub fn benchmark(&self, statistic: Statistic, label: &str) -> Result<Recorded<BenchmarkRun>> {
+    /// The benchmark selection, its progress shown as `label` (e.g. `round 2 baseline`); `cases` (JUnit
+    /// ids) narrows it to those.
+    pub fn benchmark(
+        &self,
+        statistic: Statistic,
+        label: &str,
+        cases: Option<&[String]>,
+    ) -> Result<Recorded<BenchmarkRun>> {
         let plugins = self.plugin_dir()?;
         let [p, census] = write_plugin(&plugins, CENSUS_PLUGIN)?;
+        let mut extra = vec![BENCHMARK_RECORD.to_string(), p, census];
+        if let Some(cases) = cases {
+            let list = self.sandbox.join("benchmark-cases.txt");
+            std::fs::write(&list, cases.join("\n") + "\n")
+                .with_context(|| format!("cannot write {}", list.display()))?;
+            extra.extend(write_plugin(&plugins, CASES_PLUGIN)?);
+            extra.push(format!("--cutile-perf-cases={}", list.display()));
+        }
+        let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
         let run = self.run(
             PytestRun::Benchmark,
             "benchmark",
             label,
             BENCHMARK_SELECTION,
-            &[BENCHMARK_RECORD, &p, &census],
+            &extra,
             Some(&plugins),
         )?;
         Ok(run.finished.benchmark(self, statistic, &run.log))
@@ -516,9 +549,9 @@ fn remove_stale(path: &Path) -> Result<()> {
 /// spaces is given quoted (`'/opt/my env/bin/python'`); an unclosed quote is an error.
 pub fn python_words(python: &str) -> Result<Vec<String>> {
     shlex::split(python).with_context(|| {
-        format!(
-            "--python {python:?} has an unclosed quote\nhint: quote a path with spaces as a shell would: \
-             --python \"'/opt/my env/bin/python'\""
+        Hinted::new(
+            format!("--python {python:?} has an unclosed quote"),
+            "quote a path with spaces as a shell would: --python \"'/opt/my env/bin/python'\"",
         )
     })
 }

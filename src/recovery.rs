@@ -2,15 +2,17 @@
 //! interrupt (the verb undoes before exiting 130) and a killed tool (`repair`, or `start` cleaning up
 //! its own half-made branch): the user's edit ends up in the work tree, or in a commit the record names.
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Context, Result};
 use serde::Serialize;
 
 use crate::git::Repo;
+use crate::hint::{self, Hinted, hinted};
 use crate::history::{Configs, require_history, write_table};
 use crate::journal::{Journal, Phase, Verb, group_file};
 use crate::process::{self, GitInterrupted, Interrupted};
 use crate::session::{Iteration, Session, short};
 use crate::trailers::Block;
+use crate::ui::Progress;
 
 /// What a repair did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -80,30 +82,34 @@ pub fn remove_orphaned_worktrees(repo: &Repo) -> Result<usize> {
     Ok(removed)
 }
 
-/// For `step` and `status`: a line saying an iteration was left unfinished, if one was.
-pub fn unfinished(repo: &Repo) -> Result<Option<String>> {
+/// For `step` and `status`: a line saying an iteration was left unfinished, if one was, with what to
+/// do about it.
+pub fn unfinished(repo: &Repo) -> Result<Option<Hinted>> {
     Ok(Journal::load(repo)?.map(|journal| {
         if journal.writer_alive() {
-            format!(
-                "a `git cutile-perf` command (pid {}) is running on {}",
-                journal.pid, journal.branch
-            )
+            Hinted {
+                message: format!(
+                    "a `git cutile-perf` command (pid {}) is running on {}",
+                    journal.pid, journal.branch
+                ),
+                hint: None,
+            }
         } else {
-            format!(
-                "{}\nhint: run `git cutile-perf repair` to finish or undo it (your edit is kept)",
-                journal.describe()
+            Hinted::new(
+                journal.describe(),
+                "run `git cutile-perf repair` to finish or undo it (your edit is kept)",
             )
         }
     }))
 }
 
 /// Refuses to begin while a journal is left (`step`), after ending orphaned tests.
-pub fn refuse_unfinished(repo: &Repo) -> Result<()> {
+pub fn refuse_unfinished(repo: &Repo, progress: &Progress) -> Result<()> {
     if let Some(line) = end_orphaned_tests(repo)? {
-        crate::ui::progress_line(&line);
+        progress.line(&line);
     }
     match unfinished(repo)? {
-        Some(line) => bail!("{line}"),
+        Some(unfinished) => Err(unfinished.into()),
         None => Ok(()),
     }
 }
@@ -132,18 +138,19 @@ pub fn settle<T>(repo: &Repo, journal: &Journal, result: Result<T>) -> Result<T>
                 })
                 .into())
             } else {
-                let text = format!("{err:#}");
-                let (message, hint) = text.split_once("\nhint: ").unwrap_or((&text, ""));
-                let hint = match hint {
-                    "" => String::new(),
-                    hint => format!("\nhint: {hint}"),
-                };
-                Err(anyhow!("{message}\nnothing was recorded: {words}{hint}"))
+                Err(Hinted {
+                    message: format!("{err:#}\nnothing was recorded: {words}"),
+                    hint: hint::of(&err).map(str::to_string),
+                }
+                .into())
             }
         }
-        Err(undo_err) => Err(anyhow!(
-            "{err:#}\nthe tool could not put the repository back: {undo_err:#}{}\nhint: run `git cutile-perf repair`",
-            saved_edit(journal)
+        Err(undo_err) => Err(hinted(
+            format!(
+                "{err:#}\nthe tool could not put the repository back: {undo_err:#}{}",
+                saved_edit(journal)
+            ),
+            "run `git cutile-perf repair`",
         )),
     }
 }
@@ -193,11 +200,10 @@ fn verb(journal: &Journal) -> &'static str {
 /// A killed git leaves `index.lock` behind; the journal's writer is gone, so the lock is its.
 fn remove_stale_index_lock(repo: &Repo, journal: &Journal) -> Result<()> {
     if journal.writer_alive() {
-        bail!(
-            "{} is still running (pid {})\nhint: wait for it, or stop it first",
-            verb(journal),
-            journal.pid
-        );
+        return Err(hinted(
+            format!("{} is still running (pid {})", verb(journal), journal.pid),
+            "wait for it, or stop it first",
+        ));
     }
     let lock = repo.git_path("index.lock")?;
     if lock.exists() {
@@ -219,27 +225,37 @@ pub fn undo(repo: &Repo, journal: &Journal) -> Result<String> {
 fn commits_since_base(repo: &Repo, journal: &Journal) -> Result<Vec<String>> {
     let branch = repo.branch()?;
     if branch.as_deref() != Some(journal.branch.as_str()) {
-        bail!(
-            "HEAD is on {}, not on {} where the interrupted command worked{}\nhint: `git checkout {}`, then run `git cutile-perf repair`",
-            branch.as_deref().unwrap_or("a detached commit"),
-            journal.branch,
-            saved_edit(journal),
-            journal.branch
-        );
+        return Err(hinted(
+            format!(
+                "HEAD is on {}, not on {} where the interrupted command worked{}",
+                branch.as_deref().unwrap_or("a detached commit"),
+                journal.branch,
+                saved_edit(journal)
+            ),
+            format!(
+                "`git checkout {}`, then run `git cutile-perf repair`",
+                journal.branch
+            ),
+        ));
     }
     let mut commits = Vec::new();
     let mut current = repo.head()?;
     while current != journal.base {
         if commits.len() == 2 || !repo.message(&current)?.starts_with("cutile-perf:") {
-            bail!(
-                "the branch {} moved past where the interrupted command left it (commit {} is not its own){}\n\
-                 hint: reset the branch to {} yourself, then delete {}",
-                journal.branch,
-                short(&current),
-                saved_edit(journal),
-                short(&journal.base),
-                repo.git_path("cutile-perf/journal.json")?.display()
-            );
+            return Err(hinted(
+                format!(
+                    "the branch {} moved past where the interrupted command left it (commit {} is not its \
+                     own){}",
+                    journal.branch,
+                    short(&current),
+                    saved_edit(journal)
+                ),
+                format!(
+                    "reset the branch to {} yourself, then delete {}",
+                    short(&journal.base),
+                    repo.git_path("cutile-perf/journal.json")?.display()
+                ),
+            ));
         }
         commits.push(current.clone());
         current = repo
@@ -347,10 +363,13 @@ fn undo_start(repo: &Repo, journal: &Journal) -> Result<String> {
             == journal.base
             && is_own_empty_commit(repo, &tip, &journal.base)?);
     if !own {
-        bail!(
-            "branch {} has commits the interrupted `start` did not make\nhint: look at it; delete it yourself if it is not needed",
-            journal.branch
-        );
+        return Err(hinted(
+            format!(
+                "branch {} has commits the interrupted `start` did not make",
+                journal.branch
+            ),
+            "look at it; delete it yourself if it is not needed",
+        ));
     }
     if repo.branch()?.as_deref() == Some(journal.branch.as_str()) {
         let original = journal.original.as_deref().unwrap_or(&journal.base);

@@ -2,31 +2,37 @@
 //! would otherwise let a change escape the allowed-path rule, write outside the repository, or record a
 //! measurement of something other than the kernel.
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 
 use crate::git::Repo;
 use crate::guard::SANDBOX;
+use crate::hint::hinted;
 
 /// Before `start` creates anything.
 pub fn check_start(repo: &Repo, test: &str) -> Result<()> {
     if repo.is_unborn()? {
-        bail!(
-            "the repository has no commit yet\nhint: commit the TileGym checkout first; a session branches from a commit"
-        );
+        return Err(hinted(
+            "the repository has no commit yet",
+            "commit the TileGym checkout first; a session branches from a commit",
+        ));
     }
     if !tracked(repo, test)? {
-        bail!(
-            "the test file {test} is not tracked by git, so the session could not prove what it ran\nhint: \
-             commit it first (`git add {test} && git commit`)"
-        );
+        return Err(hinted(
+            format!(
+                "the test file {test} is not tracked by git, so the session could not prove what it ran"
+            ),
+            format!("commit it first (`git add {test} && git commit`)"),
+        ));
     }
     let tracked_sandbox = repo.git(&["ls-files", "-z", "--", SANDBOX])?;
     if !tracked_sandbox.is_empty() {
-        bail!(
-            "{SANDBOX}/ holds tracked files ({}), but it is the tool's scratch directory\nhint: move them out \
-             of {SANDBOX}/ and commit that first",
-            tracked_sandbox.trim_end_matches('\0').replace('\0', ", ")
-        );
+        return Err(hinted(
+            format!(
+                "{SANDBOX}/ holds tracked files ({}), but it is the tool's scratch directory",
+                tracked_sandbox.trim_end_matches('\0').replace('\0', ", ")
+            ),
+            format!("move them out of {SANDBOX}/ and commit that first"),
+        ));
     }
     let hooks = repo.git_path("hooks")?;
     if let Ok(inside) = hooks
@@ -36,11 +42,14 @@ pub fn check_start(repo: &Repo, test: &str) -> Result<()> {
         && !inside.as_os_str().is_empty()
         && tracked(repo, &inside.to_string_lossy())?
     {
-        bail!(
-            "core.hooksPath points at {}, a tracked directory: installing the hook there would change tracked \
-             files\nhint: point core.hooksPath at an untracked directory, or unset it",
-            inside.display()
-        );
+        return Err(hinted(
+            format!(
+                "core.hooksPath points at {}, a tracked directory: installing the hook there would change \
+                 tracked files",
+                inside.display()
+            ),
+            "point core.hooksPath at an untracked directory, or unset it",
+        ));
     }
     check_tree(repo)
 }
@@ -50,10 +59,12 @@ pub fn check_step(repo: &Repo, allowed: &[String]) -> Result<()> {
     for path in allowed {
         let full = repo.root.join(path);
         if std::fs::symlink_metadata(&full).is_ok_and(|m| m.file_type().is_symlink()) {
-            bail!(
-                "the allowed path {path} is a symbolic link: what it points at is outside the record\nhint: put \
-                 the file itself back (`git restore {path}`) and edit it in place"
-            );
+            return Err(hinted(
+                format!(
+                    "the allowed path {path} is a symbolic link: what it points at is outside the record"
+                ),
+                format!("put the file itself back (`git restore {path}`) and edit it in place"),
+            ));
         }
     }
     check_tree(repo)
@@ -62,10 +73,13 @@ pub fn check_step(repo: &Repo, allowed: &[String]) -> Result<()> {
 /// A path given to `--allow`: one file, not a directory (a directory never matches the rule's paths).
 pub fn check_allowed(repo: &Repo, path: &str) -> Result<()> {
     if path.is_empty() || path == "." || repo.root.join(path).is_dir() {
-        bail!(
-            "--allow {} is a directory; the allowed paths are files\nhint: name each file iterations may change",
-            if path.is_empty() { "." } else { path }
-        );
+        return Err(hinted(
+            format!(
+                "--allow {} is a directory; the allowed paths are files",
+                if path.is_empty() { "." } else { path }
+            ),
+            "name each file iterations may change",
+        ));
     }
     Ok(())
 }
@@ -74,12 +88,14 @@ pub fn check_allowed(repo: &Repo, path: &str) -> Result<()> {
 fn check_tree(repo: &Repo) -> Result<()> {
     let sandbox = repo.root.join(SANDBOX);
     if std::fs::symlink_metadata(&sandbox).is_ok_and(|m| m.file_type().is_symlink()) {
-        bail!(
-            "{SANDBOX} is a symbolic link ({}): the tool would write through it\nhint: remove the link; the tool \
-             makes {SANDBOX}/ itself",
-            std::fs::read_link(&sandbox)
-                .map_or_else(|_| "?".to_string(), |p| p.display().to_string())
-        );
+        return Err(hinted(
+            format!(
+                "{SANDBOX} is a symbolic link ({}): the tool would write through it",
+                std::fs::read_link(&sandbox)
+                    .map_or_else(|_| "?".to_string(), |p| p.display().to_string())
+            ),
+            format!("remove the link; the tool makes {SANDBOX}/ itself"),
+        ));
     }
     Ok(())
 }

@@ -2,9 +2,10 @@
 //! made during the run (the kernel edited again, HEAD moved, the branch switched, commits added) would
 //! otherwise be recorded under a measurement of something else.
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 
 use crate::git::Repo;
+use crate::hint::hinted;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Tested {
@@ -58,12 +59,15 @@ impl Tested {
         } else {
             return Ok(());
         };
-        bail!(
-            "the repository changed while the tests ran: {what}\nnothing was recorded: the measurement is of \
-             something else; your changes are as they are now{}\nhint: leave the repository alone while `step` \
-             runs (a test that checks files out or writes them belongs elsewhere), then run step again",
-            saved_as(&self.tree)
-        )
+        Err(hinted(
+            format!(
+                "the repository changed while the tests ran: {what}\nnothing was recorded: the measurement is \
+                 of something else; your changes are as they are now{}",
+                saved_as(&self.tree)
+            ),
+            "leave the repository alone while `step` runs (a test that checks files out or writes them \
+             belongs elsewhere), then run step again",
+        ))
     }
 }
 

@@ -36,6 +36,9 @@ pub struct ConfigChange {
     pub baseline_ms: f64,
     pub value_ms: f64,
     pub change_pct: f64,
+    /// The paired rounds that measured it (a config left open runs more of them); none for a single run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rounds: Option<usize>,
 }
 
 /// A run compared with the baseline, config by config.
@@ -86,6 +89,7 @@ pub fn compare(
             baseline_ms: base.value,
             value_ms: value,
             change_pct: change_pct(base.value, value),
+            rounds: None,
         });
     }
     let baseline_ms = geometric_mean(configs.iter().map(|c| c.baseline_ms)).unwrap_or(f64::NAN);

@@ -4,7 +4,7 @@
 //! TERM=dumb, CLICOLOR=0).
 
 use std::io::{IsTerminal, Write};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -16,34 +16,33 @@ use crate::decision::{Correctness, Decision, LoopState, Status};
 pub const NO_PROGRESS_VARIABLE: &str = "CUTILE_PERF_NO_PROGRESS";
 
 /// Where a verb's words go and how: its report on `out` (JSON under `--json`, else its text), its
-/// progress on `err`, whether live lines are drawn and whether words are coloured. `main` makes one over
-/// the terminal; a test makes one over buffers and reads both.
+/// progress (and that of the layers below it, which the verb hands its [`Progress`]) apart from it,
+/// and whether words are coloured. `main` makes one over the terminal; a test makes one over buffers
+/// and reads both.
 pub struct Ui<'a> {
     out: &'a mut dyn Write,
-    err: &'a mut dyn Write,
+    progress: Progress,
     json: bool,
     colour: bool,
 }
 
 impl<'a> Ui<'a> {
-    /// Over stdout and stderr: colour as console decides for stdout, and live lines on stderr by
-    /// [`live_lines`], which JSON turns off (its reader, an agent, gets plain lines, never redraws).
-    pub fn terminal(out: &'a mut dyn Write, err: &'a mut dyn Write, json: bool) -> Ui<'a> {
-        LIVE_LINES_OFF.store(json, Ordering::Relaxed);
+    /// Over stdout and stderr: colour as console decides for stdout, and progress on stderr
+    /// ([`Progress::stderr`]).
+    pub fn terminal(out: &'a mut dyn Write, json: bool) -> Ui<'a> {
         Ui {
             out,
-            err,
+            progress: Progress::stderr(json),
             json,
             colour: console::colors_enabled(),
         }
     }
 
-    /// Over any writers (a test's buffers), without colour. (The layers below the verbs still write
-    /// their own progress to stderr: only the verbs' lines come here.)
-    pub fn plain(out: &'a mut dyn Write, err: &'a mut dyn Write, json: bool) -> Ui<'a> {
+    /// Over any writer and progress (a test's buffers), without colour.
+    pub fn plain(out: &'a mut dyn Write, progress: Progress, json: bool) -> Ui<'a> {
         Ui {
             out,
-            err,
+            progress,
             json,
             colour: false,
         }
@@ -59,10 +58,14 @@ impl<'a> Ui<'a> {
         self.out
     }
 
-    /// A line of progress or a warning, on `err` so that `out` stays clean for `--json`. (A closed
-    /// stderr loses the line; the verb goes on.)
+    /// A line of progress or a warning, apart from `out` so that `out` stays clean for `--json`.
     pub fn progress(&mut self, line: &str) {
-        let _ = writeln!(self.err, "{line}");
+        self.progress.line(line);
+    }
+
+    /// The progress sink the verb hands down to the layers that do its work.
+    pub fn sink(&self) -> &Progress {
+        &self.progress
     }
 
     /// The one place a verb's report is printed: as one JSON document under `--json`, else its text.
@@ -90,47 +93,75 @@ pub trait Render: serde::Serialize {
     fn render(&self, ui: &mut Ui) -> anyhow::Result<()>;
 }
 
-/// Set by a `--json` [`Ui`]: the layers below the verbs draw no live lines for it.
-static LIVE_LINES_OFF: AtomicBool = AtomicBool::new(false);
-
-/// The one rule for drawing live lines: stderr is a terminal that can redraw a line (not
-/// `TERM=dumb` or unset), the verb's [`Ui`] is not `--json`, and not [`NO_PROGRESS_VARIABLE`].
-pub fn live_lines() -> bool {
-    std::io::stderr().is_terminal()
-        && !console::is_dumb()
-        && !LIVE_LINES_OFF.load(Ordering::Relaxed)
-        && std::env::var_os(NO_PROGRESS_VARIABLE).is_none()
+/// The one sink of progress a verb hands down: plain lines (what a log, an agent reading `--json`
+/// runs' stderr and the MCP server's progress notifications get) and live lines, redrawn where the
+/// sink is a terminal that can redraw. A handle: clones write to the same place, so a Slurm
+/// allocation keeps one to say how its job ends.
+#[derive(Clone)]
+pub struct Progress {
+    sink: Arc<Mutex<dyn Write + Send>>,
+    /// Whether live lines are drawn (on stderr) instead of printed once as plain lines.
+    live: bool,
 }
 
-/// A line on stderr that its owner redraws with `set_message` and clears when done; when
-/// [`live_lines`] says no, `plain` is printed once instead and the line is hidden.
-pub fn live_line(plain: &str) -> ProgressBar {
-    if !live_lines() {
-        progress_line(&format!("{plain} ..."));
-        return ProgressBar::hidden();
+impl Progress {
+    /// On stderr. Live lines when stderr is a terminal that can redraw a line (not `TERM=dumb` or
+    /// unset), the run is not `--json` (its reader, an agent, gets plain lines, never redraws), and
+    /// not [`NO_PROGRESS_VARIABLE`].
+    pub fn stderr(json: bool) -> Progress {
+        let live = std::io::stderr().is_terminal()
+            && !console::is_dumb()
+            && !json
+            && std::env::var_os(NO_PROGRESS_VARIABLE).is_none();
+        Progress {
+            sink: Arc::new(Mutex::new(std::io::stderr())),
+            live,
+        }
     }
-    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
-    bar.set_style(ProgressStyle::with_template("{wide_msg}").expect("valid template"));
-    bar
-}
 
-/// A spinner on stderr, or a hidden one where [`live_line`] would be hidden.
-pub fn spinner(message: &str) -> ProgressBar {
-    let bar = live_line(message);
-    if bar.is_hidden() {
-        return bar;
+    /// Into `writer`, plain lines only.
+    pub fn to(writer: impl Write + Send + 'static) -> Progress {
+        Progress {
+            sink: Arc::new(Mutex::new(writer)),
+            live: false,
+        }
     }
-    bar.set_style(
-        ProgressStyle::with_template("{spinner} {msg} [{elapsed}]").expect("valid template"),
-    );
-    bar.set_message(message.to_string());
-    bar.enable_steady_tick(Duration::from_millis(120));
-    bar
-}
 
-/// A line of progress on stderr, so stdout stays clean for `--json`.
-pub fn progress_line(text: &str) {
-    eprintln!("{text}");
+    /// A line of progress or a warning. (A closed sink loses the line; the work goes on.)
+    pub fn line(&self, text: &str) {
+        let mut sink = self
+            .sink
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let _ = writeln!(sink, "{text}");
+        let _ = sink.flush();
+    }
+
+    /// A line its owner redraws with `set_message` and clears when done; where this sink draws no
+    /// live lines, `plain` is printed once instead and the line is hidden.
+    pub fn live_line(&self, plain: &str) -> ProgressBar {
+        if !self.live {
+            self.line(&format!("{plain} ..."));
+            return ProgressBar::hidden();
+        }
+        let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+        bar.set_style(ProgressStyle::with_template("{wide_msg}").expect("valid template"));
+        bar
+    }
+
+    /// A spinner, or a hidden one where [`Progress::live_line`] would be hidden.
+    pub fn spinner(&self, message: &str) -> ProgressBar {
+        let bar = self.live_line(message);
+        if bar.is_hidden() {
+            return bar;
+        }
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} {msg} [{elapsed}]").expect("valid template"),
+        );
+        bar.set_message(message.to_string());
+        bar.enable_steady_tick(Duration::from_millis(120));
+        bar
+    }
 }
 
 pub fn bold(text: &str) -> console::StyledObject<&str> {

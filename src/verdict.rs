@@ -86,10 +86,12 @@ pub fn another_round_fits(rounds_taken: &[Duration], left: Duration) -> bool {
 #[serde(tag = "verdict", rename_all = "kebab-case")]
 pub enum Verdict {
     Decided(Decided),
-    /// An interval straddles a threshold; `ambiguous` says which.
+    /// An interval straddles a threshold; `ambiguous` says which, `open` names the test cases of the
+    /// configs still open, which the next round runs (all of them when only the aggregate is open).
     NeedMoreRounds {
         ambiguous: String,
         estimate: Estimate,
+        open: Vec<String>,
     },
 }
 
@@ -145,27 +147,97 @@ impl NoiseFloor {
 }
 
 /// Decides from the rounds so far, or asks for another round. After [`MAX_ROUNDS`] it decides anyway.
+///
+/// Round 1 counts every config of its baseline run; each later round counts only the configs the rounds
+/// before it left open ([`Verdict::NeedMoreRounds`]'s `open`), so a config's estimate rests on its own
+/// number of rounds. What else a round measured (another pass of an open case, a process that ran every
+/// case) is not counted: the same rounds always give the same verdict, in `step` and in `verify`.
 pub fn decide(
     rounds: &[Round],
     limits: &Thresholds,
     floor: &NoiseFloor,
 ) -> Result<Verdict, RoundsError> {
-    let (estimate, changes) = estimate(rounds, floor)?;
+    let first = rounds.first().ok_or(RoundsError::NoRounds)?;
+    if first.baseline.is_empty() {
+        return Err(RoundsError::NoConfigs);
+    }
+    let mut tallies: Vec<Tally> = first
+        .baseline
+        .iter()
+        .map(|config| Tally {
+            pass: config.pass.clone(),
+            test: config.test.clone(),
+            ratios: Vec::new(),
+            bases: Vec::new(),
+        })
+        .collect();
+    let mut open = vec![true; tallies.len()];
+    let mut verdict = None;
+    for (index, round) in rounds.iter().enumerate() {
+        let (baseline, candidate) = (lookup(&round.baseline), lookup(&round.candidate));
+        for tally in tallies
+            .iter_mut()
+            .zip(&open)
+            .filter(|(_, open)| **open)
+            .map(|(t, _)| t)
+        {
+            let key = (tally.pass.as_str(), tally.test.as_str());
+            let missing = |side| RoundsError::Missing {
+                pass: tally.pass.clone(),
+                test: tally.test.clone(),
+                round: index + 1,
+                side,
+            };
+            let b = *baseline.get(&key).ok_or_else(|| missing("baseline"))?;
+            let c = *candidate.get(&key).ok_or_else(|| missing("candidate"))?;
+            tally.ratios.push(c.ln() - b.ln());
+            tally.bases.push(b.ln());
+        }
+        let (judged, still_open) = judge(&tallies, index + 1, limits, floor);
+        // a decided prefix leaves nothing open; rounds after it (none in a step) count every config
+        open = still_open.unwrap_or_else(|| vec![true; tallies.len()]);
+        verdict = Some(judged);
+    }
+    Ok(verdict.expect("at least one round"))
+}
+
+/// One config's paired log ratios and baseline log latencies, one per round that counted it.
+struct Tally {
+    pass: String,
+    test: String,
+    ratios: Vec<f64>,
+    bases: Vec<f64>,
+}
+
+/// The verdict after `rounds` rounds, and which configs stay open (`None` when decided).
+fn judge(
+    tallies: &[Tally],
+    rounds: usize,
+    limits: &Thresholds,
+    floor: &NoiseFloor,
+) -> (Verdict, Option<Vec<bool>>) {
+    let (estimate, changes) = estimate(tallies, rounds, floor);
     let bounds = Bounds::new(limits);
     // the config whose lower bound lies furthest above the limit names the revert
     let lowest_bound = |i: usize| changes[i].0 - Z_REGRESSED * changes[i].1;
     let regressed: Vec<usize> = (0..changes.len())
         .filter(|&i| lowest_bound(i) > bounds.regression)
         .collect();
-    if rounds.len() >= ROUNDS_TO_REVERT
-        && let Some(&i) = regressed
-            .iter()
-            .max_by(|&&a, &&b| lowest_bound(a).total_cmp(&lowest_bound(b)))
+    if let Some(&i) = regressed
+        .iter()
+        .filter(|&&i| tallies[i].ratios.len() >= ROUNDS_TO_REVERT)
+        .max_by(|&&a, &&b| lowest_bound(a).total_cmp(&lowest_bound(b)))
     {
         let reason = regressed_reason(&estimate.configs[i], limits, "beyond noise");
-        return Ok(decided(Tier::Revert, reason, None, estimate));
+        return (decided(Tier::Revert, reason, None, estimate), None);
     }
     let mut ambiguous = String::new();
+    // a config stays open until its 99% interval clears the limit: one closed on a lucky 95% interval
+    // would never be measured again, and a real regression in it would go unseen
+    let mut open: Vec<bool> = changes
+        .iter()
+        .map(|&(mean, se)| mean + Z_REGRESSED * se > bounds.regression)
+        .collect();
     for (i, &(mean, se)) in changes.iter().enumerate() {
         let why = if regressed.contains(&i) {
             "beyond noise in one round, which a second round confirms or not".to_string()
@@ -193,13 +265,16 @@ pub fn decide(
     match tier {
         Some(tier) => {
             let reason = gain_reason(tier, agg, limits);
-            Ok(decided(tier, reason, None, estimate))
+            (decided(tier, reason, None, estimate), None)
         }
-        None if rounds.len() >= MAX_ROUNDS => Ok(decide_anyway_from(
-            estimate,
-            limits,
-            format!("{MAX_ROUNDS} rounds, the most the rule takes"),
-        )),
+        None if rounds >= MAX_ROUNDS => (
+            decide_anyway_from(
+                estimate,
+                limits,
+                format!("{MAX_ROUNDS} rounds, the most the rule takes"),
+            ),
+            None,
+        ),
         None => {
             if ambiguous.is_empty() {
                 ambiguous = format!(
@@ -210,13 +285,31 @@ pub fn decide(
                     fmt_pct(limits.gain_pct),
                     fmt_pct(limits.continue_pct)
                 );
+                // every config is clear of the limit: the aggregate, which needs them all, is open
+                open = vec![true; changes.len()];
             }
-            Ok(Verdict::NeedMoreRounds {
-                ambiguous,
-                estimate,
-            })
+            let open_cases = open_cases(tallies, &open);
+            (
+                Verdict::NeedMoreRounds {
+                    ambiguous,
+                    estimate,
+                    open: open_cases,
+                },
+                Some(open),
+            )
         }
     }
+}
+
+/// The test cases (each once, in the rounds' order) of the open configs: what the next round runs.
+fn open_cases(tallies: &[Tally], open: &[bool]) -> Vec<String> {
+    let mut cases: Vec<String> = Vec::new();
+    for (tally, _) in tallies.iter().zip(open).filter(|(_, open)| **open) {
+        if !cases.contains(&tally.test) {
+            cases.push(tally.test.clone());
+        }
+    }
+    cases
 }
 
 /// The verdict of a step's paired rounds: the first set's; but when a config of it is more than ten times
@@ -352,51 +445,27 @@ fn pct(log_ratio: f64) -> f64 {
     (log_ratio.exp() - 1.0) * 100.0
 }
 
-/// The estimates, and each config's (mean, standard error) of its log ratio.
-fn estimate(
-    rounds: &[Round],
-    floor: &NoiseFloor,
-) -> Result<(Estimate, Vec<(f64, f64)>), RoundsError> {
-    let first = rounds.first().ok_or(RoundsError::NoRounds)?;
-    if first.baseline.is_empty() {
-        return Err(RoundsError::NoConfigs);
-    }
-    let n = rounds.len() as f64;
-    // per config: the log ratio of each round, and the log values of the baseline
-    let mut logs: Vec<(Vec<f64>, Vec<f64>)> = vec![(Vec::new(), Vec::new()); first.baseline.len()];
-    for (index, round) in rounds.iter().enumerate() {
-        let baseline = lookup(&round.baseline);
-        let candidate = lookup(&round.candidate);
-        for (config, (ratios, bases)) in first.baseline.iter().zip(logs.iter_mut()) {
-            let key = (config.pass.as_str(), config.test.as_str());
-            let missing = |side| RoundsError::Missing {
-                pass: config.pass.clone(),
-                test: config.test.clone(),
-                round: index + 1,
-                side,
-            };
-            let b = *baseline.get(&key).ok_or_else(|| missing("baseline"))?;
-            let c = *candidate.get(&key).ok_or_else(|| missing("candidate"))?;
-            ratios.push(c.ln() - b.ln());
-            bases.push(b.ln());
-        }
-    }
-    let mut configs = Vec::with_capacity(logs.len());
-    let mut changes = Vec::with_capacity(logs.len());
+/// The estimates after `rounds` rounds, and each config's (mean, standard error) of its log ratio over
+/// the rounds that counted it.
+fn estimate(tallies: &[Tally], rounds: usize, floor: &NoiseFloor) -> (Estimate, Vec<(f64, f64)>) {
+    let mut configs = Vec::with_capacity(tallies.len());
+    let mut changes = Vec::with_capacity(tallies.len());
     let (mut agg_log, mut agg_var, mut agg_base) = (0.0, 0.0, 0.0);
-    for (config, (ratios, bases)) in first.baseline.iter().zip(&logs) {
-        let mean = ratios.iter().sum::<f64>() / n;
-        let base = bases.iter().sum::<f64>() / n;
-        let scatter: f64 = ratios.iter().map(|d| (d - mean).powi(2)).sum();
+    for tally in tallies {
+        let n = tally.ratios.len() as f64;
+        let mean = tally.ratios.iter().sum::<f64>() / n;
+        let base = tally.bases.iter().sum::<f64>() / n;
+        let scatter: f64 = tally.ratios.iter().map(|d| (d - mean).powi(2)).sum();
         let prior = 2.0
             * floor
-                .process_sd(&config.pass, &config.test, base.exp())
+                .process_sd(&tally.pass, &tally.test, base.exp())
                 .powi(2);
         let sd = ((PRIOR_DOF * prior + scatter) / (PRIOR_DOF + n - 1.0)).sqrt();
         let se = sd / n.sqrt();
         configs.push(ConfigEstimate {
-            pass: config.pass.clone(),
-            test: config.test.clone(),
+            pass: tally.pass.clone(),
+            test: tally.test.clone(),
+            rounds: tally.ratios.len(),
             baseline_ms: base.exp(),
             candidate_ms: (base + mean).exp(),
             change_pct: pct(mean),
@@ -420,11 +489,11 @@ fn estimate(
         high_pct: -pct(agg_log - Z * agg_se),
     };
     let estimate = Estimate {
-        rounds: rounds.len(),
+        rounds,
         configs,
         aggregate,
     };
-    Ok((estimate, changes))
+    (estimate, changes)
 }
 
 fn lookup(run: &[Measurement]) -> HashMap<(&str, &str), f64> {
@@ -583,6 +652,7 @@ pub(crate) mod tests {
         let Verdict::NeedMoreRounds {
             ambiguous,
             estimate,
+            ..
         } = decide(
             std::slice::from_ref(&first),
             &limits(),
@@ -630,6 +700,60 @@ pub(crate) mod tests {
             ambiguous,
             "the improvement is 5.00% (4.86% to 5.14%) against the 2% and 5% tiers"
         );
+    }
+
+    #[test]
+    fn a_later_round_counts_only_the_configs_left_open() {
+        // t0 (2 us, +3%) is within noise of the limit, t1 (1 ms, unchanged) is clear, t2 (1 ms, +5%)
+        // is beyond noise in one round: t0 and t2 are open
+        let first = round(&[0.002, 1.0, 1.0], &[0.00206, 1.0, 1.05]);
+        let Verdict::NeedMoreRounds { open, estimate, .. } = decide(
+            std::slice::from_ref(&first),
+            &limits(),
+            &NoiseFloor::default(),
+        )
+        .unwrap() else {
+            panic!("decided on one round")
+        };
+        assert_eq!(open, ["t0", "t2"]);
+        assert_eq!(
+            estimate
+                .configs
+                .iter()
+                .map(|c| c.rounds)
+                .collect::<Vec<_>>(),
+            [1, 1, 1]
+        );
+        // round 2 ran t0 and t2 only; a t1 it measured anyway (a process runs every case) is not counted
+        let mut second = round(&[0.002, 1.0, 1.0], &[0.00206, 9.0, 1.05]);
+        let d = decided(&[first.clone(), second.clone()]);
+        assert_eq!(d.tier, Tier::Revert);
+        assert!(d.reason.starts_with("t2 forward: +5.00%"), "{}", d.reason);
+        let counted: Vec<usize> = d.estimate.configs.iter().map(|c| c.rounds).collect();
+        assert_eq!(counted, [2, 1, 2]);
+        assert_eq!(d.estimate.rounds, 2);
+        assert!((d.estimate.configs[1].change_pct).abs() < 1e-9);
+        second.candidate.retain(|m| m.test != "t1");
+        second.baseline.retain(|m| m.test != "t1");
+        assert_eq!(decided(&[first.clone(), second.clone()]), d);
+        // an open config missing from the next round cannot be compared
+        second.candidate.retain(|m| m.test != "t2");
+        assert_eq!(
+            decide(&[first, second], &limits(), &NoiseFloor::default())
+                .unwrap_err()
+                .to_string(),
+            "t2 forward is missing from round 2's candidate run"
+        );
+        // with every config clear, an aggregate on a tier's edge keeps them all open
+        let Verdict::NeedMoreRounds { open, .. } = decide(
+            &[round(&[1.0, 2.0], &[0.95, 1.9])],
+            &limits(),
+            &NoiseFloor::default(),
+        )
+        .unwrap() else {
+            panic!("decided at the edge")
+        };
+        assert_eq!(open, ["t0", "t1"]);
     }
 
     #[test]

@@ -51,11 +51,13 @@ fn an_iterations_compile_facts_go_into_its_evidence_and_compare_reads_them() {
         gpu: Gpu::parse(H200).unwrap(),
         processes: Vec::new(),
     };
+    let progress = Captured::default().progress();
     let for_step = |code: &str, diagnosed: Option<&Profiled>, deadline: Instant| {
         let configs = &history.current_baseline().configs;
         let place = Place {
             runner: &Local,
             gpu: Some(&h200),
+            progress: &progress,
         };
         for_iteration(
             &repo,
@@ -80,7 +82,8 @@ fn an_iterations_compile_facts_go_into_its_evidence_and_compare_reads_them() {
             &repo,
             Place {
                 runner: &Local,
-                gpu: None
+                gpu: None,
+                progress: &progress,
             },
             &history.session,
             configs,

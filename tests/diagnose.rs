@@ -269,3 +269,45 @@ fn without_ncu_or_without_counter_access_a_clear_hint() {
 
 /// The perf cases' compiled kernel at TILE_SIZE 256, as the stand-in names it.
 const SIGNATURE_256: &str = "vector_add_kernel_Kt1_A1f64_1l0_A1f64_1l0_A1f64_1l0_I256";
+
+#[test]
+fn a_step_runs_ncu_only_where_its_cause_is_recorded() {
+    let fixture = Fixture::new();
+    fixture.start();
+    let (ncu_dir, path) = fake_ncu(&fixture);
+    let calls = || {
+        std::fs::read_to_string(ncu_dir.join("calls"))
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    // past the no-gain limit too: the FAIL and the crash count as iterations without a gain
+    let step = |args: &[&str]| {
+        let mut full = vec!["step", "--json", "--continue"];
+        full.extend_from_slice(args);
+        json(&fixture.command(&full).env("PATH", &path).output().unwrap())
+    };
+    // nothing measured: no cause to record
+    fixture.edit_kernel("CORRECT = True", "CORRECT = False");
+    let failed = step(&["a wrong kernel"]);
+    assert_eq!(failed["correctness"], "FAIL", "{failed}");
+    fixture.edit_kernel("CRASH = \"\"", "CRASH = \"exception\"");
+    let crashed = step(&["a crashing kernel"]);
+    assert_eq!(crashed["status"], "crash", "{crashed}");
+    // the cause given: nothing for ncu to add
+    fixture.edit_kernel("TILE_SIZE = 128", "TILE_SIZE = 256");
+    fixture.set_latency(0.05, 0.5);
+    let told = step(&["bigger tiles", "--cause", "memory"]);
+    assert_eq!(told["status"], "keep", "{told}");
+    for report in [&failed, &crashed, &told] {
+        assert_eq!(report["diagnosis_s"], serde_json::Value::Null, "{report}");
+    }
+    assert_eq!(calls(), 0, "ncu ran where its answer is not recorded");
+    // a kept change without --cause: diagnosed once, and timed
+    fixture.set_latency(0.025, 0.25);
+    let kept = step(&["smaller latencies"]);
+    assert_eq!(kept["status"], "keep", "{kept}");
+    assert!(kept["cause"].is_string(), "{kept}");
+    assert!(kept["diagnosis_s"].as_f64().unwrap() > 0.0, "{kept}");
+    assert!(calls() >= 1);
+}

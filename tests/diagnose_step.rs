@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use git_cutile_perf::decision::Cause;
+use git_cutile_perf::diagnose::facts::Place;
 use git_cutile_perf::diagnose::profile::cause_for;
 use git_cutile_perf::git::Repo;
 use git_cutile_perf::history::{self, Configs};
@@ -29,8 +30,15 @@ fn the_uncommitted_change_is_what_gets_diagnosed() {
     let path = ProcessEnvironment::hold();
     path.set_path(no_ncu.clone());
     let later = Instant::now() + Duration::from_secs(300);
+    let said = Captured::default();
+    let progress = said.progress();
+    let local = Place {
+        runner: &Local,
+        gpu: None,
+        progress: &progress,
+    };
     assert!(
-        cause_for(&repo, &Local, &history, later).unwrap().is_none(),
+        cause_for(&repo, &local, &history, later).unwrap().is_none(),
         "no ncu, no diagnosis"
     );
 
@@ -45,7 +53,7 @@ fn the_uncommitted_change_is_what_gets_diagnosed() {
     assert!(
         cause_for(
             &repo,
-            &Local,
+            &local,
             &history,
             Instant::now() + Duration::from_secs(10)
         )
@@ -53,9 +61,19 @@ fn the_uncommitted_change_is_what_gets_diagnosed() {
         .is_none(),
         "too little budget left"
     );
+    assert_eq!(
+        said.text(),
+        "no diagnosis: the step's budget is nearly spent\n"
+    );
 
     fixture.edit_kernel("TILE_SIZE = 128", "TILE_SIZE = 256");
-    let profiled = cause_for(&repo, &Local, &history, later).unwrap().unwrap();
+    let profiled = cause_for(&repo, &local, &history, later).unwrap().unwrap();
+    assert!(
+        said.text()
+            .contains(&format!("diagnosing {} with ncu ...", profiled.config)),
+        "the step's progress sink hears of the profile: {}",
+        said.text()
+    );
     assert_eq!(profiled.diagnosis.cause, Cause::Memory);
     // the stand-in's numbers for the edited kernel
     assert_eq!(profiled.diagnosis.profile.dram_pct, Some(86.0));

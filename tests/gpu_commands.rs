@@ -4,7 +4,8 @@
 //! runner: each must be one of the justified exceptions below, and none may name a GPU or node program.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+
+use crate::support::{production, source_files};
 
 /// How a process is started in this code base (`process::command` wraps `duct::cmd`).
 const SPAWNS: [&str; 3] = ["process::command(", "Command::new(", "duct::cmd("];
@@ -49,11 +50,6 @@ const EXCEPTIONS: [(&str, usize, &str); 5] = [
         "the MCP server runs this tool's own binary",
     ),
 ];
-
-/// A file's text without its unit tests (they may run what they test).
-fn production(text: &str) -> &str {
-    text.split("#[cfg(test)]\nmod tests").next().unwrap_or(text)
-}
 
 /// What breaks the rule in `sources` (path under `src/`, text): spawns outside `runner/` beyond the
 /// exceptions, or a spawn or lookup naming a GPU or node program.
@@ -101,27 +97,9 @@ fn check(sources: &[(String, String)]) -> Vec<String> {
     problems
 }
 
-fn read_sources(root: &Path, dir: &Path, out: &mut Vec<(String, String)>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            read_sources(root, &path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            let relative = path.strip_prefix(root).unwrap().to_string_lossy();
-            out.push((
-                relative.replace('\\', "/"),
-                std::fs::read_to_string(&path).unwrap(),
-            ));
-        }
-    }
-}
-
 #[test]
 fn gpu_and_node_commands_are_built_by_the_runner_only() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut sources = Vec::new();
-    read_sources(&root, &root, &mut sources);
-    let problems = check(&sources);
+    let problems = check(&source_files());
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 

@@ -9,7 +9,7 @@ use git_cutile_perf::decision::LoopState;
 use git_cutile_perf::errors::ErrorReport;
 use git_cutile_perf::git::Repo;
 use git_cutile_perf::ui::{Render, Ui};
-use support::{Fixture, KERNEL, TEST};
+use support::{Captured, Fixture, KERNEL, TEST};
 
 const BRANCH: &str = "cutile-perf-vector_add-20250101";
 
@@ -22,21 +22,20 @@ fn session() -> (Fixture, Repo) {
 
 /// What `report` shows on stdout and stderr, as text or as JSON.
 fn shown(report: &impl Render, json: bool) -> (String, String) {
-    let (mut out, mut err) = (Vec::new(), Vec::new());
-    Ui::plain(&mut out, &mut err, json).show(report).unwrap();
-    (
-        String::from_utf8(out).unwrap(),
-        String::from_utf8(err).unwrap(),
-    )
+    let (mut out, err) = (Vec::new(), Captured::default());
+    Ui::plain(&mut out, err.progress(), json)
+        .show(report)
+        .unwrap();
+    (String::from_utf8(out).unwrap(), err.text())
 }
 
 #[test]
 fn status_reports_the_session_and_renders_it_once() {
     let (_f, repo) = session();
-    let (mut out, mut err) = (Vec::new(), Vec::new());
-    let report = status::run(&mut Ui::plain(&mut out, &mut err, false), &repo).unwrap();
+    let (mut out, err) = (Vec::new(), Captured::default());
+    let report = status::run(&mut Ui::plain(&mut out, err.progress(), false), &repo).unwrap();
     // the verb printed nothing itself: a clean session has no warning, and the report is not shown yet
-    assert!(out.is_empty() && err.is_empty(), "{err:?}");
+    assert!(out.is_empty() && err.text().is_empty(), "{}", err.text());
     assert_eq!(report.branch.as_deref(), Some(BRANCH));
     let progress = report.progress.as_ref().expect("a session's progress");
     assert_eq!(progress.session.kernel, KERNEL);

@@ -13,13 +13,19 @@ struct Counted {
     report: serde_json::Value,
     stderr: String,
     starts: Vec<String>,
-    cases: usize,
+    /// The latency of each timed case, in the order they ran.
+    cases: Vec<f64>,
 }
 
 /// A step whose candidate is more than 10x faster (so it is measured again: two rounds per side at
 /// least), with `env` set for the tool and its tests.
 fn counted_step(f: &Fixture, env: &[(&str, &str)]) -> Counted {
-    f.set_latency(0.005, 0.05);
+    counted_step_at(f, (0.005, 0.05), env)
+}
+
+/// A step whose candidate's small and large configs take `latency_ms`, with `env` set.
+fn counted_step_at(f: &Fixture, (small, large): (f64, f64), env: &[(&str, &str)]) -> Counted {
+    f.set_latency(small, large);
     let starts = f.root.join("../starts.txt");
     let cases = f.root.join("../cases.txt");
     let mut command = f.command(&["step", "--json", "tile size 256"]);
@@ -36,7 +42,10 @@ fn counted_step(f: &Fixture, env: &[(&str, &str)]) -> Counted {
         report: serde_json::from_slice(&out.stdout).unwrap(),
         stderr: text(&out.stderr),
         starts: read(&starts).lines().map(str::to_string).collect(),
-        cases: read(&cases).lines().count(),
+        cases: read(&cases)
+            .lines()
+            .map(|line| line.split_whitespace().nth(1).unwrap().parse().unwrap())
+            .collect(),
     }
 }
 
@@ -67,8 +76,8 @@ fn one_pytest_start_per_side_whatever_the_rounds() {
     assert_eq!(others.len(), 0, "{:#?}", step.starts);
     // two sides, two configs, at least two rounds per side: every case measured in the two workers
     assert!(
-        step.cases >= 8 && step.cases.is_multiple_of(4),
-        "{}",
+        step.cases.len() >= 8 && step.cases.len().is_multiple_of(4),
+        "{:?}",
         step.cases
     );
     for side in ["candidate", "baseline"] {
@@ -147,6 +156,74 @@ fn the_session_filter_narrows_what_the_workers_run() {
             "{stderr}"
         );
     }
+}
+
+/// A step whose small config is 5% slower (beyond noise in one round: a second confirms it) and whose
+/// large one is unchanged (clear at once): round 2 runs the small case only.
+fn slower_small_config(env: &[(&str, &str)]) -> (Fixture, Counted) {
+    let f = Fixture::new();
+    f.start();
+    let step = counted_step_at(&f, (0.105, 1.0), env);
+    let r = &step.report;
+    assert_eq!(r["status"], "revert", "{r}");
+    assert_eq!(r["rounds"], 2, "{r}");
+    let rounds: Vec<(&str, &serde_json::Value)> = r["configs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["test"].as_str().unwrap(), &c["rounds"]))
+        .collect();
+    assert_eq!(
+        rounds,
+        [
+            (
+                "tests.ops.test_vector_add::test_perf[cutile-small]",
+                &2.into()
+            ),
+            (
+                "tests.ops.test_vector_add::test_perf[cutile-large]",
+                &1.into()
+            )
+        ],
+        "{r}"
+    );
+    // each timed case, in order: round 1 (baseline first) both configs, round 2 the small one only
+    assert_eq!(step.cases, [0.1, 1.0, 0.105, 1.0, 0.105, 0.1]);
+    // verify recounts each config's rounds from the evidence and finds the same verdict
+    f.ok(&["verify"]);
+    (f, step)
+}
+
+#[test]
+fn a_later_round_runs_only_the_configs_still_open() {
+    let (_, step) = slower_small_config(&[]);
+    for (what, ran) in [
+        ("round 1 baseline: in the warm baseline worker", 2),
+        ("round 1 candidate: in the warm candidate worker", 2),
+        ("round 2 candidate: in the warm candidate worker", 1),
+        ("round 2 baseline: in the warm baseline worker", 1),
+    ] {
+        assert!(
+            step.stderr.contains(&format!("{what}, {ran} cases")),
+            "{}",
+            step.stderr
+        );
+    }
+}
+
+#[test]
+fn a_process_of_its_own_runs_only_the_open_cases_too() {
+    // the workers exit on their second run of a case: round 2 runs in a process per side
+    let (_, step) = slower_small_config(&[("CUTILE_PERF_FIXTURE_EXIT_ON_REPEAT", "1")]);
+    let cold: Vec<&String> = benchmark_starts(&step.starts)
+        .into_iter()
+        .filter(|s| !s.contains("--cutile-perf-worker="))
+        .collect();
+    assert_eq!(cold.len(), 2, "{:#?}", step.starts);
+    assert!(
+        cold.iter().all(|s| s.contains("--cutile-perf-cases=")),
+        "{cold:#?}"
+    );
 }
 
 /// The worker pids among the pytest starts.

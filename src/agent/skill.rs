@@ -10,10 +10,11 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use serde::Serialize;
 
 use crate::git::Repo;
+use crate::hint::{Hinted, hinted};
 
 /// The skill's name: its folder's name and the frontmatter's `name`.
 pub const NAME: &str = "git-cutile-perf";
@@ -55,15 +56,20 @@ pub fn skills_dirs(target: &Target, repo: Option<&Repo>) -> Result<Vec<PathBuf>>
         Target::User => {
             let home = std::env::var_os("HOME")
                 .filter(|h| !h.is_empty())
-                .context("HOME is not set\nhint: use --dir DIR to name the skills directory")?;
+                .context(Hinted::new(
+                    "HOME is not set",
+                    "use --dir DIR to name the skills directory",
+                ))?;
             agents(Path::new(&home))
         }
         Target::Project => match repo {
             Some(repo) => agents(&repo.root),
-            None => bail!(
-                "--project needs a git checkout, and this directory is in none\nhint: run it inside the \
-                 checkout, or use --user or --dir DIR"
-            ),
+            None => {
+                return Err(hinted(
+                    "--project needs a git checkout, and this directory is in none",
+                    "run it inside the checkout, or use --user or --dir DIR",
+                ));
+            }
         },
     })
 }
@@ -101,10 +107,12 @@ fn keep_out_of_git(repo: &Repo, dir: &Path) -> Result<Option<String>> {
         .git(&["ls-files", "--", &format!(":(literal){relative}")])?
         .is_empty()
     {
-        bail!(
-            "the checkout tracks files in {relative}: installing the skill there would change them\nhint: \
-             install it with --user or --dir DIR instead"
-        );
+        return Err(hinted(
+            format!(
+                "the checkout tracks files in {relative}: installing the skill there would change them"
+            ),
+            "install it with --user or --dir DIR instead",
+        ));
     }
     let pattern = format!("/{relative}/");
     repo.exclude(&pattern)?;
@@ -116,11 +124,13 @@ fn write_files(dir: &Path) -> Result<()> {
     if let Ok(existing) = std::fs::read_to_string(&skill_md)
         && !existing.contains(GENERATOR)
     {
-        bail!(
-            "{} exists and is not this tool's skill; it is left as it is\nhint: move it away, or install \
-             with --dir DIR elsewhere",
-            skill_md.display()
-        );
+        return Err(hinted(
+            format!(
+                "{} exists and is not this tool's skill; it is left as it is",
+                skill_md.display()
+            ),
+            "move it away, or install with --dir DIR elsewhere",
+        ));
     }
     for (path, text) in FILES {
         let path = dir.join(path);

@@ -12,7 +12,7 @@ use anyhow::{Context, Result, bail};
 use crate::demo_python;
 use crate::guard::SANDBOX;
 use crate::process::{self, Ending};
-use crate::ui::{self, Render, Ui};
+use crate::ui::{self, Progress, Render, Ui};
 
 macro_rules! fixture_files {
     ($($path:literal),+ $(,)?) => {
@@ -63,9 +63,9 @@ pub struct DemoReport {
 }
 
 /// The demo in `dir` (which must not exist yet), or in a temporary directory removed at the end.
-pub fn run(dir: Option<&Path>) -> Result<DemoReport> {
+pub fn run(ui: &mut Ui, dir: Option<&Path>) -> Result<DemoReport> {
     let (root, removed_at_the_end) = demo_dir(dir)?;
-    let demo = Demo::set_up(&root)?;
+    let demo = Demo::set_up(&root, ui.sink())?;
     demo.optimize()?;
     let log = demo.git(&["log", "--format=%h %s", "-6"])?;
     let report = root.join(SANDBOX).join(crate::report::DEFAULT_FILE);
@@ -162,10 +162,10 @@ struct Demo<'a> {
 
 impl<'a> Demo<'a> {
     /// The fixture committed in a new repository at `root`, and the Python to run its tests with.
-    fn set_up(root: &'a Path) -> Result<Demo<'a>> {
+    fn set_up(root: &'a Path, progress: &Progress) -> Result<Demo<'a>> {
         write_fixture(root)?;
         let system = crate::pytest::default_python(&crate::runner::Local, root);
-        let python_bin = demo_python::for_demo(&system)?;
+        let python_bin = demo_python::for_demo(&system, progress)?;
         let demo = Demo {
             root,
             exe: std::env::current_exe().context("cannot find this program's path")?,

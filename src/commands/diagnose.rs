@@ -13,6 +13,7 @@ use crate::compile::CompileFacts;
 use crate::diagnose::Diagnosis;
 use crate::diagnose::cache::{NOTES_REF, remember};
 use crate::diagnose::case::Source;
+use crate::diagnose::facts::Place;
 use crate::diagnose::profile::{heaviest, profile};
 use crate::git::Repo;
 use crate::hint::{Hinted, hinted};
@@ -50,7 +51,7 @@ pub struct DiagnoseOptions {
     pub save: Option<PathBuf>,
 }
 
-pub fn run(repo: &Repo, args: &DiagnoseOptions) -> Result<DiagnoseReport> {
+pub fn run(ui: &mut Ui, repo: &Repo, args: &DiagnoseOptions) -> Result<DiagnoseReport> {
     let history = require_history(repo, Configs::All)?;
     let (commit, iteration) = match args.iteration {
         Some(number) => find(&history, number)?,
@@ -71,7 +72,12 @@ pub fn run(repo: &Repo, args: &DiagnoseOptions) -> Result<DiagnoseReport> {
             })?,
     };
     // the session's GPU: on Slurm, the profile runs on a node allocated for it
-    let place = runner::open(&history.session.runner, &repo.root, &sandbox(repo))?;
+    let place = runner::open(
+        &history.session.runner,
+        &repo.root,
+        &sandbox(repo),
+        ui.sink(),
+    )?;
     require_ncu(&*place, &repo.root)?;
     let saved_report = match &args.save {
         Some(dir) => Some(report_path(dir, iteration.number, &config)?),
@@ -80,7 +86,11 @@ pub fn run(repo: &Repo, args: &DiagnoseOptions) -> Result<DiagnoseReport> {
     let source = Source::of(repo, &commit)?;
     let profiled = profile(
         repo,
-        &*place,
+        &Place {
+            runner: &*place,
+            gpu: None,
+            progress: ui.sink(),
+        },
         &history,
         source.path(repo),
         &config,

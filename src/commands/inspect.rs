@@ -9,7 +9,7 @@ use anyhow::{Context, Result, bail};
 use crate::diagnose::case;
 use crate::git::Repo;
 use crate::gpu::{capability_of, parse_capability};
-use crate::hint::{Hinted, hinted};
+use crate::hint::Hinted;
 use crate::inspect::ClassEstimate;
 use crate::inspect::report::{InspectReport, Measurement, inspect_with_test, render};
 use crate::locate::{self, TestMatch};
@@ -139,10 +139,15 @@ fn measure(
 /// The kernel's test, and the names of the kernels to profile in it.
 fn what_to_profile(full: &InspectReport) -> Result<(&TestMatch, Vec<&str>)> {
     let Some(test) = &full.test else {
-        return Err(hinted(
-            "--measure needs the kernel's test, and none was found",
-            full.test_error.as_deref().unwrap_or_default(),
-        ));
+        let why = full.test_error.clone().unwrap_or_default();
+        return Err(Hinted {
+            message: format!(
+                "--measure needs the kernel's test, and none was found: {}",
+                why.message
+            ),
+            hint: why.hint,
+        }
+        .into());
     };
     let names: Vec<&str> = full
         .report

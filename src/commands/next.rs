@@ -15,7 +15,7 @@ use crate::recovery;
 use crate::references::{self, Suggestion};
 use crate::session::Skip;
 use crate::trailers::{Block, one_line, render_message};
-use crate::ui::{Render, Ui};
+use crate::ui::{Progress, Render, Ui};
 
 /// What `next --json` prints.
 #[derive(Debug, Serialize)]
@@ -43,7 +43,7 @@ pub struct NextOptions {
     pub skip: Option<(String, String)>,
 }
 
-pub fn run(repo: &Repo, options: &NextOptions) -> Result<NextReport> {
+pub fn run(ui: &mut Ui, repo: &Repo, options: &NextOptions) -> Result<NextReport> {
     let NextOptions { class, skip } = options;
     let _lock = match skip {
         Some(_) => Some(Lock::take(repo, "next")?),
@@ -62,7 +62,7 @@ pub fn run(repo: &Repo, options: &NextOptions) -> Result<NextReport> {
         }
     };
     let skip_commit = match skip {
-        Some((letter, why)) => Some(record_skip(repo, &mut history, letter, why)?),
+        Some((letter, why)) => Some(record_skip(repo, &mut history, letter, why, ui.sink())?),
         None => None,
     };
     let tried = history.tried_letters();
@@ -80,8 +80,14 @@ pub fn run(repo: &Repo, options: &NextOptions) -> Result<NextReport> {
 
 /// Commits the skip as an empty commit carrying `Cutile-Perf-Skip` and `-Skip-Why`, which the history
 /// reads and `verify` holds to changing nothing; adds it to `history` and returns its id.
-fn record_skip(repo: &Repo, history: &mut History, letter: &str, why: &str) -> Result<String> {
-    recovery::refuse_unfinished(repo)?;
+fn record_skip(
+    repo: &Repo,
+    history: &mut History,
+    letter: &str,
+    why: &str,
+    progress: &Progress,
+) -> Result<String> {
+    recovery::refuse_unfinished(repo, progress)?;
     let letter = references::playbook_letter(letter, "--skip")?;
     let why = one_line(why);
     if why.is_empty() {

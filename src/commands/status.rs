@@ -101,8 +101,9 @@ pub fn run(ui: &mut Ui, repo: &Repo) -> Result<StatusReport> {
     }
     let unfinished = recovery::unfinished(repo)?;
     if let Some(line) = &unfinished {
-        ui.progress(&format!("warning: {line}"));
+        ui.progress(&format!("warning: {}", line.shown()));
     }
+    let unfinished = unfinished.map(|line| line.message);
     // outside a session there is nothing to report but how to start one: not an error; every
     // iteration's configs, which the variants of `next_action` compare
     let history = history::read(repo, Configs::All)?;

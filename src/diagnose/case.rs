@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 
 /// The pytest plugin that pauses the profiler while cuda.tile's `exhaustive_search` runs: TileGym
 /// kernels that tune on their first call whatever `TILEGYM_DISABLE_AUTOTUNE` says (matmul) launch the
@@ -49,10 +49,10 @@ pub fn kernel_names(session: &Session, root: &Path) -> Result<Vec<String>> {
     let facts = module::analyze(&text, "", None)
         .with_context(|| format!("cannot read the kernels of {}", session.kernel))?;
     if facts.kernels.is_empty() {
-        bail!(
-            "{} defines no @ct.kernel to profile\nhint: diagnose profiles the session kernel's own launches",
-            session.kernel
-        );
+        return Err(crate::hint::hinted(
+            format!("{} defines no @ct.kernel to profile", session.kernel),
+            "diagnose profiles the session kernel's own launches",
+        ));
     }
     Ok(facts.kernels.into_iter().map(|k| k.name).collect())
 }

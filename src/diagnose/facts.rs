@@ -17,12 +17,13 @@ use crate::compile::{self, CompileFacts};
 use crate::evidence::RunFile;
 use crate::git::Repo;
 use crate::gpu::GpuState;
+use crate::hint;
 use crate::history::sandbox;
 use crate::process::{self, Ending};
 use crate::records::Measurement;
 use crate::runner::Runner;
 use crate::session::Session;
-use crate::ui;
+use crate::ui::Progress;
 
 /// `step` gathers compile facts only with at least this much of its budget left: one pytest case
 /// that compiles the kernel, and the tools after it.
@@ -30,10 +31,12 @@ pub const MIN_STEP_FACTS: Duration = Duration::from_secs(30);
 /// The scratch directory under `sandbox/`.
 const SCRATCH: &str = "compile-facts";
 
-/// Where compile facts are gathered: the session's runner, and the GPU the step or start checked there.
+/// Where a profile or the compile facts are made: the session's runner, the GPU the verb checked there
+/// (when it did), and where their progress goes (the verb's).
 pub struct Place<'a> {
     pub runner: &'a dyn Runner,
     pub gpu: Option<&'a GpuState>,
+    pub progress: &'a Progress,
 }
 
 /// The kernels a step's own runs dumped, for compile facts without a run of their own.
@@ -72,22 +75,26 @@ pub fn for_iteration(
     if let Some(facts) = diagnosed.and_then(|found| found.compile.clone()) {
         return Some(facts);
     }
-    let (runner, gpu) = (place.runner, place.gpu?.gpu.identity());
+    let gpu = place.gpu?.gpu.identity();
     let config = heaviest(configs)?;
     if deadline.saturating_duration_since(Instant::now()) < MIN_STEP_FACTS {
-        ui::progress_line("no compile facts: the step's budget is nearly spent");
+        place
+            .progress
+            .line("no compile facts: the step's budget is nearly spent");
         return None;
     }
     if let Some(dumped) = dumped {
-        let facts = from_dumps(repo, runner, session, &config, &gpu, &dumped, deadline);
+        let facts = from_dumps(repo, &place, session, &config, &gpu, &dumped, deadline);
         if !facts.is_empty() {
             return Some(facts);
         }
     }
-    match run_dumping(repo, runner, session, code_commit, &config, &gpu, deadline) {
+    match run_dumping(repo, &place, session, code_commit, &config, &gpu, deadline) {
         Ok(facts) => (!facts.is_empty()).then_some(facts),
         Err(err) => {
-            ui::progress_line(&format!("warning: no compile facts: {err:#}"));
+            place
+                .progress
+                .line(&format!("warning: no compile facts: {}", hint::shown(&err)));
             None
         }
     }
@@ -98,7 +105,7 @@ pub fn for_iteration(
 /// have no census of the case or no dump of its kernels.
 fn from_dumps(
     repo: &Repo,
-    runner: &dyn Runner,
+    place: &Place,
     session: &Session,
     config: &str,
     gpu: &str,
@@ -143,17 +150,17 @@ fn from_dumps(
         Ok(0) | Err(_) => return CompileFacts::default(),
         Ok(_) => {}
     }
-    ui::progress_line(&format!(
+    place.progress.line(&format!(
         "compile facts of {config} from the dumps of the step's own runs"
     ));
-    let assembler = Assembler::find(runner, &session.python, &repo.root, Some(gpu));
-    toolchain::gather(runner, &scratch, assembler.as_ref(), deadline)
+    let assembler = Assembler::find(place.runner, &session.python, &repo.root, Some(gpu));
+    toolchain::gather(place.runner, &scratch, assembler.as_ref(), deadline)
 }
 
 /// Runs `config`'s case from the code of `code_commit` with the dump environment, and reads the dumps.
 fn run_dumping(
     repo: &Repo,
-    runner: &dyn Runner,
+    place: &Place,
     session: &Session,
     code_commit: &str,
     config: &str,
@@ -162,7 +169,10 @@ fn run_dumping(
 ) -> Result<CompileFacts> {
     let source = Source::of(repo, code_commit)?;
     let case = Case::prepare(repo, session, source.path(repo), config, SCRATCH)?;
-    ui::progress_line(&format!("compile facts from {} ...", case.node_id));
+    let runner = place.runner;
+    place
+        .progress
+        .line(&format!("compile facts from {} ...", case.node_id));
     let expression = case
         .expression(runner)
         .context("the session has no Python command")?;

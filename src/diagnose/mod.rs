@@ -361,32 +361,35 @@ pub fn representative(launches: &[Launch]) -> Option<&Launch> {
     Some(main[main.len() / 2])
 }
 
-/// Known ncu failures, by what its output says, and what to tell the user.
-const FAILURES: [(&str, &str); 3] = [
+/// Known ncu failures, by what its output says, and what to tell the user: the message and its hint.
+const FAILURES: [(&str, &str, &str); 3] = [
     (
         "ERR_NVGPUCTRPERM",
-        "ncu may not read the GPU's performance counters (ERR_NVGPUCTRPERM)\nhint: run as root (sudo), or let \
-         every user profile: load the nvidia module with NVreg_RestrictProfilingToAdminUsers=0 \
-         (e.g. `options nvidia NVreg_RestrictProfilingToAdminUsers=0` in /etc/modprobe.d/, then reboot)",
+        "ncu may not read the GPU's performance counters (ERR_NVGPUCTRPERM)",
+        "run as root (sudo), or let every user profile: load the nvidia module with \
+         NVreg_RestrictProfilingToAdminUsers=0 (e.g. `options nvidia NVreg_RestrictProfilingToAdminUsers=0` \
+         in /etc/modprobe.d/, then reboot)",
     ),
     (
         "Failed to find metric",
-        "this ncu does not know one of the diagnosis metrics\nhint: see `ncu --query-metrics`; the metric set \
-         is `diagnose::wanted` (a newer Nsight Compute may be needed)",
+        "this ncu does not know one of the diagnosis metrics",
+        "see `ncu --query-metrics`; the metric set is `diagnose::wanted` (a newer Nsight Compute may be \
+         needed)",
     ),
     (
         "No kernels were profiled",
-        "ncu profiled no launch of the session kernel in this case\nhint: check that the case launches the \
-         kernel more than the 3 skipped warm-up times, and that its @ct.kernel names match what ncu reports",
+        "ncu profiled no launch of the session kernel in this case",
+        "check that the case launches the kernel more than the 3 skipped warm-up times, and that its \
+         @ct.kernel names match what ncu reports",
     ),
 ];
 
-/// A clear message and hint for a known ncu failure found in its output, if any.
-pub fn failure_hint(ncu_output: &str) -> Option<&'static str> {
+/// A clear message and its hint for a known ncu failure found in its output, if any.
+pub fn known_failure(ncu_output: &str) -> Option<(&'static str, &'static str)> {
     FAILURES
         .iter()
-        .find(|(needle, _)| ncu_output.contains(needle))
-        .map(|(_, hint)| *hint)
+        .find(|(needle, _, _)| ncu_output.contains(needle))
+        .map(|(_, message, hint)| (*message, *hint))
 }
 
 /// The metric of `metrics` (comma-separated, as passed to ncu) that ncu's output says it cannot find.
@@ -603,18 +606,19 @@ mod tests {
     fn permission_failure_gets_the_hint() {
         let output = "==PROF== Connected to process 1\n==ERROR== ERR_NVGPUCTRPERM - The user does not have \
                       permission to access NVIDIA GPU Performance Counters on the target device 0.\n";
-        let hint = failure_hint(output).unwrap();
+        let (message, hint) = known_failure(output).unwrap();
+        assert!(message.contains("ERR_NVGPUCTRPERM"), "{message}");
         assert!(hint.contains("run as root"), "{hint}");
         assert!(
             hint.contains("NVreg_RestrictProfilingToAdminUsers=0"),
             "{hint}"
         );
-        assert_eq!(failure_hint("==ERROR== some other failure"), None);
+        assert_eq!(known_failure("==ERROR== some other failure"), None);
         let unknown =
-            failure_hint("==ERROR== Failed to find metric sm__pipe_tensor_op_gmma_cycles_active");
-        assert!(unknown.unwrap().contains("ncu --query-metrics"));
-        let none = failure_hint("==PROF== Disconnected\n==WARNING== No kernels were profiled.\n");
-        assert!(none.unwrap().contains("warm-up"));
+            known_failure("==ERROR== Failed to find metric sm__pipe_tensor_op_gmma_cycles_active");
+        assert!(unknown.unwrap().1.contains("ncu --query-metrics"));
+        let none = known_failure("==PROF== Disconnected\n==WARNING== No kernels were profiled.\n");
+        assert!(none.unwrap().1.contains("warm-up"));
     }
 
     #[test]

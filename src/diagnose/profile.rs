@@ -9,14 +9,14 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 
 use super::case::{self, Case};
+use super::facts::Place;
 use super::toolchain::{self, Assembler};
 use super::{Diagnosis, Profile};
 use crate::compile::CompileFacts;
 use crate::git::Repo;
 use crate::history::History;
 use crate::records::Measurement;
-use crate::runner::Runner;
-use crate::{ncu, process, ui};
+use crate::{hint, ncu, process};
 
 /// Launches skipped before profiling: the perf case's first calls compile and warm up.
 pub const WARM_UP_LAUNCHES: u32 = 3;
@@ -34,24 +34,28 @@ pub const MIN_STEP_PROFILE: Duration = Duration::from_secs(60);
 /// Only Ctrl-C is an error ([`process::Interrupted`]), so that the step records nothing.
 pub fn cause_for(
     repo: &Repo,
-    runner: &dyn Runner,
+    place: &Place,
     history: &History,
     deadline: Instant,
 ) -> Result<Option<Profiled>> {
-    if runner.find("ncu", &repo.root).is_none() {
+    if place.runner.find("ncu", &repo.root).is_none() {
         return Ok(None);
     }
     let Some(config) = heaviest(&history.current_baseline().configs) else {
         return Ok(None);
     };
     if deadline.saturating_duration_since(Instant::now()) < MIN_STEP_PROFILE {
-        ui::progress_line("no diagnosis: the step's budget is nearly spent");
+        place
+            .progress
+            .line("no diagnosis: the step's budget is nearly spent");
         return Ok(None);
     }
-    ui::progress_line(&format!("diagnosing {config} with ncu ..."));
+    place
+        .progress
+        .line(&format!("diagnosing {config} with ncu ..."));
     match profile(
         repo,
-        runner,
+        place,
         history,
         repo.root.clone(),
         &config,
@@ -61,7 +65,9 @@ pub fn cause_for(
         Ok(profiled) => Ok(Some(profiled)),
         Err(err) if err.is::<process::Interrupted>() => Err(err),
         Err(err) => {
-            ui::progress_line(&format!("warning: no diagnosis: {err:#}"));
+            place
+                .progress
+                .line(&format!("warning: no diagnosis: {}", hint::shown(&err)));
             Ok(None)
         }
     }
@@ -90,7 +96,7 @@ pub struct Profiled {
 /// dumps the run left for compile facts.
 pub fn profile(
     repo: &Repo,
-    runner: &dyn Runner,
+    place: &Place,
     history: &History,
     root: PathBuf,
     config: &str,
@@ -101,12 +107,13 @@ pub fn profile(
     let names = case::kernel_names(session, &root)?.join("|");
     let case =
         Case::prepare(repo, session, root, config, "diagnose")?.with_plugin(case::PAUSE_TUNING)?;
-    ui::progress_line(&format!(
+    place.progress.line(&format!(
         "profiling {} of {} with ncu ...",
         names.replace('|', ", "),
         case.node_id
     ));
-    let launches = profile_launches(runner, &case, &names, save, deadline)?;
+    let launches = profile_launches(place, &case, &names, save, deadline)?;
+    let runner = place.runner;
     let launch = super::representative(&launches).with_context(|| {
         format!(
             "ncu profiled no launch of {} in {}; see {}",
@@ -131,12 +138,13 @@ pub fn profile(
 /// [`UNKNOWN_METRIC_RETRIES`] times. With `save`, ncu exports its report there and the launches are
 /// read back from it.
 fn profile_launches(
-    runner: &dyn Runner,
+    place: &Place,
     case: &Case,
     names: &str,
     save: Option<&Path>,
     deadline: Instant,
 ) -> Result<Vec<ncu::Launch>> {
+    let runner = place.runner;
     let (log, csv) = (case.dir.join("ncu.log"), case.dir.join("ncu.csv"));
     let mut metrics = ncu::select(
         ncu::query_metrics(runner, &case.root).as_deref(),
@@ -180,7 +188,7 @@ fn profile_launches(
         match super::unknown_metric(&output, &metrics) {
             Some(unknown) if retries > 0 => {
                 retries -= 1;
-                ui::progress_line(&format!(
+                place.progress.line(&format!(
                     "this ncu does not know {unknown}; profiling without it ..."
                 ));
                 metrics = super::without(&metrics, &unknown);
@@ -209,8 +217,11 @@ fn read_all(files: &[&Path]) -> String {
 
 /// A known ncu failure in its output replaces the generic error.
 fn with_hint(err: anyhow::Error, output: &str, dir: &Path) -> anyhow::Error {
-    match super::failure_hint(output) {
-        Some(hint) => anyhow::anyhow!("{hint} (ncu's output is in {})", dir.display()),
+    match super::known_failure(output) {
+        Some((message, hint)) => crate::hint::hinted(
+            message,
+            format!("{hint} (ncu's output is in {})", dir.display()),
+        ),
         None => err,
     }
 }

@@ -1,6 +1,6 @@
 //! The check the hook runs: on a session branch, every staged path must be one the session allows.
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 
 use crate::git::Repo;
 use crate::{guard, history};
@@ -59,9 +59,10 @@ pub fn pre_commit(repo: &Repo) -> Result<()> {
              does not help: commit without -a, or undo those changes in the work tree",
         );
     }
-    bail!(
-        "{message}\nhint: unstage those paths and commit again; iterations go through `git cutile-perf step`"
-    )
+    Err(crate::hint::hinted(
+        message,
+        "unstage those paths and commit again; iterations go through `git cutile-perf step`",
+    ))
 }
 
 /// One staged change; a rename or copy is two (`--no-renames`), so both sides are checked.

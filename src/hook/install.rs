@@ -5,7 +5,7 @@ use std::io::ErrorKind;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use serde::Serialize;
 
 use super::managers::{self, MANAGERS};
@@ -167,14 +167,18 @@ pub(super) fn set_aside(hook: &Path, saved: &Path) -> Result<()> {
             p.file_name()
                 .map_or(String::new(), |n| n.to_string_lossy().into_owned())
         };
-        bail!(
-            "both {} and {} exist, and neither is ours; refusing to touch either\nhint: keep the one \
-             you want as {} and remove {}",
-            hook.display(),
-            saved.display(),
-            name(hook),
-            name(saved)
-        );
+        return Err(crate::hint::hinted(
+            format!(
+                "both {} and {} exist, and neither is ours; refusing to touch either",
+                hook.display(),
+                saved.display()
+            ),
+            format!(
+                "keep the one you want as {} and remove {}",
+                name(hook),
+                name(saved)
+            ),
+        ));
     }
     fs::rename(hook, saved).with_context(|| format!("cannot move {} aside", hook.display()))
 }

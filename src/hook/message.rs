@@ -10,7 +10,7 @@
 use std::fs;
 use std::path::Path;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 
 use super::install::{exists, set_aside, write_script};
 use crate::git::Repo;
@@ -81,10 +81,11 @@ pub fn check(repo: &Repo, message: &Path) -> Result<()> {
     let expected = fs::read_to_string(repo.git_path(NONCE_FILE)?).unwrap_or_default();
     let given = std::env::var(NONCE_ENV).unwrap_or_default();
     if expected.is_empty() || given != expected {
-        bail!(
+        return Err(crate::hint::hinted(
             "this commit message carries Cutile-Perf-* trailers, which only git cutile-perf writes on a \
-             session branch\nhint: describe your change without them, or record it with `git cutile-perf step`"
-        );
+             session branch",
+            "describe your change without them, or record it with `git cutile-perf step`",
+        ));
     }
     Ok(())
 }

@@ -7,6 +7,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 use super::module::{self, ModuleFacts};
+use crate::hint::hinted;
 
 /// A parsed file of the checkout.
 pub(super) struct File {
@@ -46,7 +47,13 @@ impl<'r> Files<'r> {
                 let text =
                     std::fs::read_to_string(&full).with_context(|| format!("reading {path}"))?;
                 let facts = module::analyze(&text, &package_of(path), self.capability)
-                    .map_err(|e| anyhow::anyhow!("{path}: {e}\nhint: inspect parses the file without running it; fix the syntax, or pass --class and --allow by hand"))?;
+                    .map_err(|e| {
+                        hinted(
+                            format!("{path}: {e}"),
+                            "inspect parses the file without running it; fix the syntax, or pass --class and \
+                             --allow by hand",
+                        )
+                    })?;
                 Some(File {
                     path: path.to_string(),
                     facts,

@@ -9,11 +9,12 @@ use serde::Serialize;
 use super::module::{ConfigGenerator, KernelDef, Launch, Opt, TuningCall};
 use super::{ClassEstimate, Located, RegistrationReport, Report};
 use crate::gpu::{self, GpuState};
+use crate::hint::Hinted;
 use crate::kernel_class::KernelClass;
 use crate::locate::{self, Kernel, TestMatch};
 use crate::ncu::Measured;
 use crate::peaks::Peak;
-use crate::ui;
+use crate::ui::{self, Progress};
 
 #[derive(Serialize)]
 pub struct InspectReport {
@@ -21,8 +22,8 @@ pub struct InspectReport {
     pub report: Report,
     /// The test file found, and the rule that found it; `null` when none did.
     pub test: Option<TestMatch>,
-    /// Why no test file was found, when none was.
-    pub test_error: Option<String>,
+    /// Why no test file was found, when none was, and what to do.
+    pub test_error: Option<Hinted>,
     /// What Nsight Compute measured (`--measure`).
     pub measured: Option<Measurement>,
 }
@@ -43,7 +44,7 @@ pub struct Plan {
     /// `None` when the kernel's source could not be inspected (a syntax error): `start` goes on with the
     /// kernel file alone and no class.
     pub report: Option<Report>,
-    pub test: Result<TestMatch, String>,
+    pub test: Result<TestMatch, Hinted>,
 }
 
 impl Plan {
@@ -64,10 +65,10 @@ impl Plan {
 }
 
 /// Inspects the kernel and finds its test, for `start`; `gpu` picks the autotune branches.
-pub fn plan(root: &Path, kernel: &Kernel, gpu: Option<&GpuState>) -> Plan {
+pub fn plan(root: &Path, kernel: &Kernel, gpu: Option<&GpuState>, progress: &Progress) -> Plan {
     match inspect_with_test(root, kernel, gpu.and_then(gpu::capability_of)) {
         Ok(full) => {
-            ui::progress_line(&format!(
+            progress.line(&format!(
                 "plan (read from the source by `inspect`):\n{}",
                 render(&full)
             ));
@@ -81,13 +82,14 @@ pub fn plan(root: &Path, kernel: &Kernel, gpu: Option<&GpuState>) -> Plan {
             }
         }
         Err(err) => {
-            ui::progress_line(&format!(
-                "warning: could not inspect {}: {err:#}\nthe allowed paths are the kernel file and --allow; pass --class",
-                kernel.path
+            progress.line(&format!(
+                "warning: could not inspect {}: {}\nthe allowed paths are the kernel file and --allow; pass --class",
+                kernel.path,
+                crate::hint::shown(&err)
             ));
             Plan {
                 report: None,
-                test: locate::find_test(root, kernel, &[]).map_err(|e| format!("{e:#}")),
+                test: locate::find_test(root, kernel, &[]).map_err(|e| Hinted::of(&e)),
             }
         }
     }
@@ -102,7 +104,7 @@ pub fn inspect_with_test(
     let report = super::inspect(root, kernel, capability)?;
     let (test, test_error) = match locate::find_test(root, kernel, &registered_ops(&report)) {
         Ok(found) => (Some(found), None),
-        Err(err) => (None, Some(format!("{err:#}"))),
+        Err(err) => (None, Some(Hinted::of(&err))),
     };
     Ok(InspectReport {
         report,
@@ -147,7 +149,10 @@ fn test_line(full: &InspectReport) -> String {
         Some(test) => format!("test: {} ({})", test.path, test.rule),
         None => format!(
             "test: none found: {}",
-            full.test_error.as_deref().unwrap_or_default()
+            full.test_error
+                .as_ref()
+                .map(Hinted::shown)
+                .unwrap_or_default()
         ),
     }
 }

@@ -22,6 +22,7 @@ use serde::Serialize;
 use crate::gpu::{self, GpuState};
 use crate::process::{self, Ending};
 use crate::trailers::Block;
+use crate::ui::Progress;
 pub use local::Local;
 
 /// Which runner a session uses; recorded in its baseline commit.
@@ -53,26 +54,35 @@ impl RunnerKind {
 struct Registration {
     kind: RunnerKind,
     name: &'static str,
-    /// The runner for `settings`, whose commands will see the work tree at `root` (`sandbox` is
-    /// where it may leave files to check that).
-    open: fn(settings: &RunnerSettings, root: &Path, sandbox: &Path) -> Result<Box<dyn Runner>>,
+    open: Open,
 }
+
+/// How a runner gets ready: for the settings, whose commands will see the work tree at the root (the
+/// sandbox is where it may leave files to check that); it says how it gets ready, and how it ends, on
+/// the progress sink.
+type Open = fn(
+    settings: &RunnerSettings,
+    root: &Path,
+    sandbox: &Path,
+    progress: &Progress,
+) -> Result<Box<dyn Runner>>;
 
 /// Every runner: adding one is a file in `src/runner/`, a [`RunnerKind`] variant and a row here.
 const RUNNERS: [Registration; 2] = [
     Registration {
         kind: RunnerKind::Local,
         name: "local",
-        open: |_, _, _| Ok(Box::new(Local)),
+        open: |_, _, _, _| Ok(Box::new(Local)),
     },
     Registration {
         kind: RunnerKind::Slurm,
         name: "slurm",
-        open: |settings, root, sandbox| {
+        open: |settings, root, sandbox, progress| {
             Ok(Box::new(slurm::Allocation::request(
                 &settings.slurm,
                 root,
                 sandbox,
+                progress,
             )?))
         },
     },
@@ -248,11 +258,16 @@ thread_local! {
 
 /// The session's runner, ready: nothing to do locally; a Slurm allocation (waiting in the queue, not
 /// counted in the budget) whose node is checked to see `root`; whatever [`RUNNERS`] says for the kind.
-pub fn open(settings: &RunnerSettings, root: &Path, sandbox: &Path) -> Result<Box<dyn Runner>> {
+pub fn open(
+    settings: &RunnerSettings,
+    root: &Path,
+    sandbox: &Path,
+    progress: &Progress,
+) -> Result<Box<dyn Runner>> {
     if let Some(stand_in) = STAND_IN.with(|slot| slot.borrow().clone()) {
         return stand_in(settings, root);
     }
-    (registration(settings.kind).open)(settings, root, sandbox)
+    (registration(settings.kind).open)(settings, root, sandbox, progress)
 }
 
 /// Runs `body` with every runner it opens on this thread made by `make` (given the session's

@@ -8,14 +8,16 @@ use std::hash::{BuildHasher, Hasher};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 
 use serde::Serialize;
 
 use super::{Placement, Runner};
+use crate::hint::{Hinted, hinted};
 use crate::process::{Ending, Interrupted};
 use crate::trailers::Block;
-use crate::{gpu, process, ui, units};
+use crate::ui::Progress;
+use crate::{gpu, process, units};
 
 /// How long an iteration waits for its node unless `--queue-timeout` says otherwise.
 pub const DEFAULT_QUEUE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
@@ -98,9 +100,10 @@ impl Clients {
     fn find() -> Result<Clients> {
         let find = |name: &str| {
             which::which(name).with_context(|| {
-                format!(
-                    "Slurm's {name} is not on PATH\nhint: run on a machine with the Slurm client programs (a \
-                     login node), or start the session with --runner local"
+                Hinted::new(
+                    format!("Slurm's {name} is not on PATH"),
+                    "run on a machine with the Slurm client programs (a login node), or start the session \
+                     with --runner local",
                 )
             })
         };
@@ -189,13 +192,20 @@ pub struct Allocation {
     clients: Clients,
     placement: Placement,
     released: bool,
+    /// Where the wait for the node and the job's end are said: the verb's progress.
+    progress: Progress,
 }
 
 impl Allocation {
     /// Submits the holding job with the user's `settings.args` (split at spaces), waits up to
     /// `queue_timeout` for its node (Ctrl-C cancels it), then checks that the node sees `root` and
     /// reads its GPU. Any failure cancels the job.
-    pub fn request(settings: &SlurmSettings, root: &Path, sandbox: &Path) -> Result<Allocation> {
+    pub fn request(
+        settings: &SlurmSettings,
+        root: &Path,
+        sandbox: &Path,
+        progress: &Progress,
+    ) -> Result<Allocation> {
         let clients = Clients::find()?;
         let job = submit(&clients, &settings.args)?;
         let mut allocation = Allocation {
@@ -206,6 +216,7 @@ impl Allocation {
                 gpu: None,
             },
             released: false,
+            progress: progress.clone(),
         };
         allocation.placement.node =
             allocation.wait_for_node(settings.queue_timeout.unwrap_or(DEFAULT_QUEUE_TIMEOUT))?;
@@ -252,7 +263,9 @@ impl Allocation {
     /// The node name once the job runs; Ctrl-C and the queue timeout cancel it.
     fn wait_for_node(&mut self, queue_timeout: Duration) -> Result<String> {
         let queued = Instant::now();
-        let bar = ui::spinner(&format!("waiting for a node (Slurm job {})", self.job()));
+        let bar = self
+            .progress
+            .spinner(&format!("waiting for a node (Slurm job {})", self.job()));
         let outcome = loop {
             let status = self.status()?;
             let waited = queued.elapsed();
@@ -266,21 +279,26 @@ impl Allocation {
                         s.reason
                     ));
                     if waited >= queue_timeout {
-                        break Err(anyhow::anyhow!(
-                            "no node within the queue timeout of {} (Slurm job {} still {}: {}); the job was cancelled\n\
-                             hint: raise --queue-timeout, or ask for less with --slurm-args",
-                            fmt_wait(queue_timeout),
-                            self.job(),
-                            s.state,
-                            s.reason
+                        break Err(hinted(
+                            format!(
+                                "no node within the queue timeout of {} (Slurm job {} still {}: {}); the job \
+                                 was cancelled",
+                                fmt_wait(queue_timeout),
+                                self.job(),
+                                s.state,
+                                s.reason
+                            ),
+                            "raise --queue-timeout, or ask for less with --slurm-args",
                         ));
                     }
                 }
                 other => {
-                    break Err(anyhow::anyhow!(
-                        "{} before its node was ready\nhint: check --slurm-args and `squeue -j {}`",
-                        loss_reason(self.job(), other.as_ref()).unwrap_or_default(),
-                        self.job()
+                    break Err(hinted(
+                        format!(
+                            "{} before its node was ready",
+                            loss_reason(self.job(), other.as_ref()).unwrap_or_default()
+                        ),
+                        format!("check --slurm-args and `squeue -j {}`", self.job()),
                     ));
                 }
             }
@@ -294,7 +312,7 @@ impl Allocation {
         bar.finish_and_clear();
         match outcome {
             Ok(node) => {
-                ui::progress_line(&format!(
+                self.progress.line(&format!(
                     "node {node} (Slurm job {}) after {} in the queue",
                     self.job(),
                     fmt_wait(queued.elapsed())
@@ -302,7 +320,7 @@ impl Allocation {
                 Ok(node)
             }
             Err(e) => {
-                ui::progress_line(&format!(
+                self.progress.line(&format!(
                     "waited {} for a node; cancelling Slurm job {}",
                     fmt_wait(queued.elapsed()),
                     self.job()
@@ -362,14 +380,16 @@ impl Allocation {
             }
             _ => said.trim().to_string(),
         };
-        bail!(
-            "node {} (Slurm job {}) cannot see the work tree {}: {detail}\n\
-             hint: put the work tree on a filesystem the compute nodes mount (a shared home or scratch), \
-             or use --runner local",
-            self.placement.node,
-            self.job(),
-            root.display()
-        )
+        Err(hinted(
+            format!(
+                "node {} (Slurm job {}) cannot see the work tree {}: {detail}",
+                self.placement.node,
+                self.job(),
+                root.display()
+            ),
+            "put the work tree on a filesystem the compute nodes mount (a shared home or scratch), or use \
+             --runner local",
+        ))
     }
 
     fn cancel(&mut self) {
@@ -383,7 +403,7 @@ impl Allocation {
             .unchecked()
             .run();
         if scancel.is_err() {
-            ui::progress_line(&format!(
+            self.progress.line(&format!(
                 "warning: cannot run scancel; cancel Slurm job {} yourself",
                 self.job()
             ));
@@ -450,7 +470,7 @@ impl Runner for Allocation {
         if let Ok(Some(s)) = this.status()
             && is_alive(&s.state)
         {
-            ui::progress_line(&format!(
+            this.progress.line(&format!(
                 "warning: Slurm job {} is still {} after scancel; cancel it with `scancel {}`",
                 this.job(),
                 s.state,
@@ -470,9 +490,9 @@ impl Drop for Allocation {
 /// `--slurm-args` split into words as a shell would, so a quoted value (`--comment "perf run"`) stays one.
 pub fn split_args(slurm_args: &str) -> Result<Vec<String>> {
     shlex::split(slurm_args).with_context(|| {
-        format!(
-            "--slurm-args {slurm_args:?} has an unclosed quote or a trailing backslash\nhint: quote it as \
-             you would on a shell command line"
+        Hinted::new(
+            format!("--slurm-args {slurm_args:?} has an unclosed quote or a trailing backslash"),
+            "quote it as you would on a shell command line",
         )
     })
 }
@@ -499,10 +519,13 @@ fn submit(clients: &Clients, slurm_args: &str) -> Result<String> {
     let stdout = String::from_utf8_lossy(&output.stdout);
     match parse_submitted(&stdout).filter(|_| output.status.success()) {
         Some(job) => Ok(job),
-        None => bail!(
-            "sbatch refused the allocation: {}\nhint: check --slurm-args \"{slurm_args}\"",
-            String::from_utf8_lossy(&output.stderr).trim()
-        ),
+        None => Err(hinted(
+            format!(
+                "sbatch refused the allocation: {}",
+                String::from_utf8_lossy(&output.stderr).trim()
+            ),
+            format!("check --slurm-args \"{slurm_args}\""),
+        )),
     }
 }
 
@@ -517,10 +540,11 @@ mod tests {
             ["-p", "gpu", "--comment", "perf run", "-t", "15"]
         );
         assert!(split_args("").unwrap().is_empty());
-        let err = split_args("--comment 'perf").unwrap_err().to_string();
-        assert!(
-            err.contains("unclosed quote") && err.contains("hint:"),
-            "{err}"
+        let err = split_args("--comment 'perf").unwrap_err();
+        assert!(err.to_string().contains("unclosed quote"), "{err}");
+        assert_eq!(
+            crate::hint::of(&err),
+            Some("quote it as you would on a shell command line")
         );
     }
 

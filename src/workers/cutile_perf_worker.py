@@ -6,7 +6,8 @@ The tool owns the channel, a directory given as `--cutile-perf-worker=DIR`:
 - the worker writes `ready` (JSON: its pid and the cases it collected) when collection is over, or
   `cold` (JSON: why) when the suite cannot be kept warm (then it runs nothing and ends);
 - the tool writes `run-N` (JSON: the JUnit path of command N, the `-k` expression that picks its cases
-  among those collected, and the seed offset of the unseen-input check, 0 for none);
+  among those collected, the cases' JUnit ids (`classname::name`) when a round runs only some of them,
+  null for all, and the seed offset of the unseen-input check, 0 for none);
 - the worker runs them and writes `done-N` (JSON: how many ran and failed) once the JUnit file is complete;
 - `stop` ends the worker, as does no command for `--cutile-perf-worker-idle` seconds; a parent gone (the
   tool killed) ends its whole process group at once, mid-case too.
@@ -27,6 +28,7 @@ import threading
 import time
 
 import pytest
+from cutile_perf_cases import junit_id
 
 POLL_S = 0.02
 # the tool that started this worker, read as early as the plugin loads (`-p`), before collection
@@ -181,6 +183,9 @@ def pytest_runtestloop(session):
         if what == "stop":
             break
         chosen = _chosen(items, payload["select"])
+        if payload.get("cases") is not None:
+            wanted = set(payload["cases"])
+            chosen = [item for item in chosen if junit_id(item) in wanted]
         offset = payload.get("seed_offset") or 0
         if offset:
             seeds.shift_seeds(offset)

@@ -17,13 +17,12 @@ use serde::Deserialize;
 
 use crate::process::{self, Background, Ending};
 use crate::pytest::{
-    self, BENCHMARK_RECORD, BENCHMARK_SELECTION, BenchmarkRun, CENSUS_PLUGIN,
+    self, BENCHMARK_RECORD, BENCHMARK_SELECTION, BenchmarkRun, CASES_PLUGIN, CENSUS_PLUGIN,
     CORRECTNESS_SELECTION, CorrectnessRun, Finished, Prepared, Pytest, RECORD_FORMAT, Recorded,
     SEEDS_PLUGIN,
 };
 use crate::records::Statistic;
 use crate::runner::PytestRun;
-use crate::ui;
 
 /// The pytest plugin a worker loads: the repetition loop and its channel.
 pub const WORKER_PLUGIN: (&str, &str) =
@@ -53,6 +52,15 @@ struct Done {
     ran: u32,
 }
 
+/// One command to a worker: the cases of `selection` (only those of `cases`, JUnit ids, when given) into
+/// `<name>.xml`, every seed the tests set shifted by `seed_offset` (0: none).
+struct Command<'a> {
+    name: &'a str,
+    selection: &'a str,
+    cases: Option<&'a [String]>,
+    seed_offset: u32,
+}
+
 /// What a command to a worker gave: a run read as a process's would be, or why the worker cannot serve
 /// (then the run is made in a process of its own).
 pub enum Served<T> {
@@ -74,6 +82,8 @@ impl Worker {
         let [p, census] = pytest::write_plugin(&plugins, CENSUS_PLUGIN)?;
         let [q, seeds] = pytest::write_plugin(&plugins, SEEDS_PLUGIN)?;
         let [r, worker] = pytest::write_plugin(&plugins, WORKER_PLUGIN)?;
+        // the worker picks a round's cases by the ids this plugin gives
+        pytest::write_plugin(&plugins, CASES_PLUGIN)?;
         let channel_arg = format!("--cutile-perf-worker={}", channel.display());
         let prepared = runner.prepare(
             PytestRun::Worker,
@@ -110,14 +120,21 @@ impl Worker {
     }
 
     /// One more repetition of the perf selection into `runner`'s `benchmark.xml`, its progress shown as
-    /// `label`.
+    /// `label`; `cases` (JUnit ids, `classname::name`) narrows it to those.
     pub fn repeat(
         &mut self,
         runner: &Pytest,
         statistic: Statistic,
         label: &str,
+        cases: Option<&[String]>,
     ) -> Result<Served<Recorded<BenchmarkRun>>> {
-        let finished = match self.command(runner, "benchmark", label, BENCHMARK_SELECTION, 0)? {
+        let command = Command {
+            name: "benchmark",
+            selection: BENCHMARK_SELECTION,
+            cases,
+            seed_offset: 0,
+        };
+        let finished = match self.command(runner, label, command)? {
             Served::Ran(finished) => finished,
             Served::Cold(why) => return Ok(Served::Cold(why)),
         };
@@ -144,7 +161,16 @@ impl Worker {
         seed_offset: u32,
     ) -> Result<Served<Recorded<CorrectnessRun>>> {
         Ok(
-            match self.command(runner, name, label, CORRECTNESS_SELECTION, seed_offset)? {
+            match self.command(
+                runner,
+                label,
+                Command {
+                    name,
+                    selection: CORRECTNESS_SELECTION,
+                    cases: None,
+                    seed_offset,
+                },
+            )? {
                 Served::Ran(finished) => {
                     Served::Ran(finished.correctness(runner, &self.prepared.log))
                 }
@@ -153,17 +179,15 @@ impl Worker {
         )
     }
 
-    /// Runs the collected cases that `selection` picks into `runner`'s `<name>.xml`.
+    /// Runs the collected cases that `command` picks into `runner`'s `<name>.xml`.
     fn command(
         &mut self,
         runner: &Pytest,
-        name: &str,
         label: &str,
-        selection: &str,
-        seed_offset: u32,
+        command: Command,
     ) -> Result<Served<Finished>> {
         let started = Instant::now();
-        let junit = runner.sandbox.join(RECORD_FORMAT.file_name(name));
+        let junit = runner.sandbox.join(RECORD_FORMAT.file_name(command.name));
         match std::fs::remove_file(&junit) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                 return Err(e).with_context(|| format!("cannot remove {}", junit.display()));
@@ -179,8 +203,9 @@ impl Worker {
         let number = self.commands;
         let command = serde_json::json!({
             "junit": junit,
-            "select": selection,
-            "seed_offset": seed_offset,
+            "select": command.selection,
+            "cases": command.cases,
+            "seed_offset": command.seed_offset,
         });
         write_whole(&self.channel.join(format!("run-{number}")), &command)?;
         let done: Done = match self.wait_for(runner.deadline, &format!("done-{number}"))? {
@@ -189,7 +214,7 @@ impl Worker {
             Answer::Cold(why) => return Ok(Served::Cold(why)),
             Answer::Ended(ending) => return Ok(self.ended(ending)),
         };
-        ui::progress_line(&format!(
+        runner.progress.line(&format!(
             "{label}: in the warm {} worker, {} cases, {} failed, in {:.1}s",
             self.side,
             done.ran,
@@ -298,7 +323,7 @@ impl<'a> Side<'a> {
                 worker: Some(worker),
             },
             Err(e) => {
-                say_cold(side, &format!("{e:#}"));
+                say_cold(runner, side, &format!("{e:#}"));
                 Side::cold(runner)
             }
         }
@@ -309,20 +334,21 @@ impl<'a> Side<'a> {
         self.worker.as_ref().map(Worker::pid)
     }
 
-    /// One benchmark run of this side, `label` on the terminal: a warm repetition, or a process of its
-    /// own when the side is cold or turns cold now (said once, with why).
+    /// One benchmark run of this side (of `cases` only, when given), `label` on the terminal: a warm
+    /// repetition, or a process of its own when the side is cold or turns cold now (said once, with why).
     pub fn benchmark(
         &mut self,
         statistic: Statistic,
         label: &str,
+        cases: Option<&[String]>,
     ) -> Result<Recorded<BenchmarkRun>> {
         let served = match self.worker.as_mut() {
-            Some(worker) => worker.repeat(self.runner, statistic, label)?,
+            Some(worker) => worker.repeat(self.runner, statistic, label, cases)?,
             None => Served::Cold(String::new()),
         };
         match self.served(served) {
             Some(run) => Ok(run),
-            None => self.runner.benchmark(statistic, label),
+            None => self.runner.benchmark(statistic, label, cases),
         }
     }
 
@@ -362,7 +388,7 @@ impl<'a> Side<'a> {
             Served::Ran(run) => Some(run),
             Served::Cold(why) => {
                 if let Some(worker) = self.worker.take() {
-                    say_cold(worker.side, &why);
+                    say_cold(self.runner, worker.side, &why);
                 }
                 None
             }
@@ -370,8 +396,8 @@ impl<'a> Side<'a> {
     }
 }
 
-fn say_cold(side: &str, why: &str) {
-    ui::progress_line(&format!(
+fn say_cold(runner: &Pytest, side: &str, why: &str) {
+    runner.progress.line(&format!(
         "the {side} side cannot be kept warm ({why}): one pytest process per run from now on"
     ));
 }

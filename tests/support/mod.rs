@@ -14,7 +14,7 @@ use std::ffi::OsString;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::{LazyLock, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard, PoisonError};
 
 use git_cutile_perf::decision::{Correctness, Decision, Status, Thresholds};
 use git_cutile_perf::records::{Measurement, Statistic};
@@ -74,8 +74,60 @@ fn python_with_pytest() -> Option<PathBuf> {
     fs::create_dir_all(cache.join("git-cutile-perf")).unwrap();
     let lock = fs::File::create(cache.join("git-cutile-perf/venv.lock")).unwrap();
     lock.lock().unwrap();
-    git_cutile_perf::demo_python::for_demo("python3")
+    git_cutile_perf::demo_python::for_demo("python3", &Captured::default().progress())
         .unwrap_or_else(|err| panic!("the tests need pytest: {err:#}"))
+}
+
+/// Every `.rs` file under `src/`: its path there (`/`-separated) and its text.
+pub fn source_files() -> Vec<(String, String)> {
+    fn read(root: &Path, dir: &Path, out: &mut Vec<(String, String)>) {
+        for entry in fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                read(root, &path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let relative = path.strip_prefix(root).unwrap().to_string_lossy();
+                out.push((
+                    relative.replace('\\', "/"),
+                    fs::read_to_string(&path).unwrap(),
+                ));
+            }
+        }
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut sources = Vec::new();
+    read(&root, &root, &mut sources);
+    sources
+}
+
+/// A source file's text without its unit tests.
+pub fn production(text: &str) -> &str {
+    text.split("#[cfg(test)]\nmod tests").next().unwrap_or(text)
+}
+
+/// A progress sink in memory: what a verb run in-process said there, for the test to read.
+#[derive(Clone, Default)]
+pub struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl Captured {
+    /// A sink that writes here.
+    pub fn progress(&self) -> git_cutile_perf::ui::Progress {
+        git_cutile_perf::ui::Progress::to(self.clone())
+    }
+
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+impl std::io::Write for Captured {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().write(bytes)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// This process's environment, for a test that runs the library in-process (the verbs read PATH, HOME and

@@ -130,7 +130,7 @@ impl ServerHandler for Server {
         Ok(self
             .run(verb.get_name(), &words, &context)
             .await
-            .unwrap_or_else(|e| tool_error(&format!("{e:#}"))))
+            .unwrap_or_else(|e| tool_error(&crate::hint::shown(&e))))
     }
 }
 
@@ -213,7 +213,7 @@ fn refused(err: &anyhow::Error) -> CallToolResult {
     CallToolResult::structured_error(serde_json::to_value(report).expect("a report serializes"))
 }
 
-/// A failure the agent sees: the message, its `hint:` line included.
+/// A failure the agent sees, in words.
 fn tool_error(message: &str) -> CallToolResult {
     CallToolResult::error(vec![Content::text(message)])
 }

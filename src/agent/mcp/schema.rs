@@ -248,8 +248,9 @@ mod tests {
         let arguments = json!({"descripton": "x"});
         let err = command_line(&verb(), arguments.as_object().unwrap()).unwrap_err();
         assert_eq!(
-            err.to_string(),
-            "step takes no argument \"descripton\"\nhint: its arguments are description, continue, allow, stat, iteration"
+            crate::hint::shown(&err),
+            "step takes no argument \"descripton\"\nhint: its arguments are description, continue, allow, \
+             stat, iteration"
         );
     }
 }

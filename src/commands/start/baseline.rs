@@ -46,6 +46,7 @@ pub fn baseline(repo: &Repo, plan: &Plan, original: &str) -> Result<Baseline> {
             &format!("baseline {number}/{BASELINE_RUNS}"),
             plan.gpu_state.is_some(),
             &[],
+            None,
         )?;
         junit.extend(file);
         match measured {
@@ -93,19 +94,27 @@ fn correctness_words(
     filter: Option<&str>,
 ) -> Result<String> {
     Ok(match correctness {
-        CorrectnessRun::Pass { passed, .. } if passed.is_empty() => bail!(
-            "no correctness test passed at the baseline (every selected case was skipped), so nothing \
-             would show a later change breaking the kernel\nhint: check that the tests can run here (GPU, \
-             architecture) and that --filter selects cases that run; nothing was created"
-        ),
+        CorrectnessRun::Pass { passed, .. } if passed.is_empty() => {
+            return Err(hinted(
+                "no correctness test passed at the baseline (every selected case was skipped), so nothing \
+                 would show a later change breaking the kernel",
+                "check that the tests can run here (GPU, architecture) and that --filter selects cases \
+                 that run; nothing was created",
+            ));
+        }
         CorrectnessRun::Pass { passed, skipped } => match skipped.len() {
             0 => format!("{} correctness tests passed", passed.len()),
             n => format!("{} correctness tests passed ({n} skipped)", passed.len()),
         },
-        CorrectnessRun::Fail { failed } => bail!(
-            "the baseline fails its correctness tests, so there is nothing to optimize from:\n  {}\nhint: fix them on {original} first; nothing was created",
-            failed.join("\n  ")
-        ),
+        CorrectnessRun::Fail { failed } => {
+            return Err(hinted(
+                format!(
+                    "the baseline fails its correctness tests, so there is nothing to optimize from:\n  {}",
+                    failed.join("\n  ")
+                ),
+                format!("fix them on {original} first; nothing was created"),
+            ));
+        }
         CorrectnessRun::Crash(why) => {
             bail!("the baseline correctness run crashed: {why}\nnothing was created")
         }

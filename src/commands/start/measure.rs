@@ -9,30 +9,30 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 
 use crate::diagnose::case::{self, Case};
+use crate::diagnose::facts::Place;
 use crate::diagnose::profile::{WARM_UP_LAUNCHES, heaviest};
 use crate::git::Repo;
+use crate::hint;
 use crate::kernel_class::{self, KernelClass};
 use crate::ncu::{self, Measured};
 use crate::records::Measurement;
-use crate::runner::Runner;
 use crate::session::Session;
-use crate::ui;
 
 /// The measured class and its source line, or `None` (no ncu, or a failed profile, said as a warning).
 pub fn measured_class(
     repo: &Repo,
-    runner: &dyn Runner,
+    place: &Place,
     session: &Session,
     configs: &[Measurement],
     deadline: Instant,
 ) -> Option<(KernelClass, String)> {
-    runner.find("ncu", &repo.root)?;
+    place.runner.find("ncu", &repo.root)?;
     let config = heaviest(configs)?;
-    match profile(repo, runner, session, &config, deadline) {
+    match profile(repo, place, session, &config, deadline) {
         // no FLOP counted is a metric set that misses this kernel's math (on the H200, ncu's tensor-core
         // op counters stay at 0 for matmul), not a kernel without math: the measurement cannot classify it
         Ok(m) if m.flops == 0.0 || !m.intensity.is_finite() => {
-            ui::progress_line(&format!(
+            place.progress.line(&format!(
                 "warning: ncu counted {} FLOP and {} DRAM bytes in {}, which cannot classify it; the class \
                  stays the static estimate",
                 m.flops, m.dram_bytes, m.kernel
@@ -47,8 +47,9 @@ pub fn measured_class(
             ),
         )),
         Err(e) => {
-            ui::progress_line(&format!(
-                "warning: could not measure the class with ncu ({e:#}); it stays the static estimate"
+            place.progress.line(&format!(
+                "warning: could not measure the class with ncu ({}); it stays the static estimate",
+                hint::shown(&e)
             ));
             None
         }
@@ -57,18 +58,19 @@ pub fn measured_class(
 
 fn profile(
     repo: &Repo,
-    runner: &dyn Runner,
+    place: &Place,
     session: &Session,
     config: &str,
     deadline: Instant,
 ) -> Result<Measured> {
+    let runner = place.runner;
     let names = case::kernel_names(session, &repo.root)?.join("|");
     let case = Case::prepare(repo, session, repo.root.clone(), config, "class")?
         .with_plugin(case::PAUSE_TUNING)?;
     let (log, csv) = (case.dir.join("ncu.log"), case.dir.join("ncu.csv"));
     let metrics = ncu::metrics(ncu::query_metrics(runner, &case.root).as_deref());
     let args = ncu::args(metrics, &names, WARM_UP_LAUNCHES, 1, &csv);
-    ui::progress_line(&format!(
+    place.progress.line(&format!(
         "measuring the class: one launch of {} in {} under ncu ...",
         names.replace('|', ", "),
         case.node_id

@@ -92,7 +92,7 @@ pub fn run(ui: &mut Ui, repo: &Repo, args: &StartOptions) -> Result<StartReport>
     let _lock = Lock::take(repo, "start")?;
     clean_up_interrupted_start(ui, repo)?;
     process::record_groups_in(journal::group_file(repo)?);
-    let plan = plan(repo, args)?;
+    let plan = plan(repo, args, ui.sink())?;
     let original = match repo.branch()? {
         Some(name) => name,
         None => repo.head()?,
@@ -122,7 +122,11 @@ pub fn run(ui: &mut Ui, repo: &Repo, args: &StartOptions) -> Result<StartReport>
             let began = Instant::now();
             let measured = measure::measured_class(
                 repo,
-                &*plan.place,
+                &Place {
+                    runner: &*plan.place,
+                    gpu: plan.gpu_state.as_ref(),
+                    progress: &plan.progress,
+                },
                 &plan.session,
                 &baseline.iteration.configs,
                 plan.deadline,
@@ -180,6 +184,7 @@ fn commit(
     let place = Place {
         runner: &*plan.place,
         gpu: plan.gpu_state.as_ref(),
+        progress: &plan.progress,
     };
     let began = Instant::now();
     let compile = crate::diagnose::facts::for_iteration(
@@ -300,6 +305,6 @@ fn clean_up_interrupted_start(ui: &mut Ui, repo: &Repo) -> Result<()> {
             ui.progress(&format!("{}: {}", journal.describe(), repaired.what));
             Ok(())
         }
-        _ => recovery::refuse_unfinished(repo),
+        _ => recovery::refuse_unfinished(repo, ui.sink()),
     }
 }

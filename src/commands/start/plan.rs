@@ -15,9 +15,10 @@ use crate::inspect::{ClassEstimate, Report};
 use crate::kernel_class::{self, KernelClass};
 use crate::locate::{self, Kernel};
 use crate::pytest::{Pytest, default_python};
+use crate::refusals;
 use crate::runner::{self, Local, Runner};
 use crate::session::{BRANCH_PREFIX, Session};
-use crate::{refusals, ui};
+use crate::ui::Progress;
 
 /// The paths the inspection found, with `--allow` added and `--deny` removed; never none.
 fn allowed_paths(
@@ -59,9 +60,11 @@ pub struct Plan {
     /// What `inspect` read from the source: the plan shown before the baseline.
     pub inspection: Option<Report>,
     pub gpu_state: Option<GpuState>,
+    /// Where the baseline's progress goes: the verb's.
+    pub progress: Progress,
 }
 
-pub fn plan(repo: &Repo, args: &StartOptions) -> Result<Plan> {
+pub fn plan(repo: &Repo, args: &StartOptions, progress: &Progress) -> Result<Plan> {
     let StartOptions {
         python,
         filter,
@@ -80,7 +83,7 @@ pub fn plan(repo: &Repo, args: &StartOptions) -> Result<Plan> {
         inspection,
         test,
         allowed,
-    } = scope(repo, args)?;
+    } = scope(repo, args, progress)?;
     let branch = format!("{BRANCH_PREFIX}{}-{}", found.name, today());
     if repo.branch_exists(&branch)? {
         return Err(hinted(
@@ -92,13 +95,13 @@ pub fn plan(repo: &Repo, args: &StartOptions) -> Result<Plan> {
         ));
     }
     // the queue wait comes before the budget starts
-    let place = runner::open(&runner, &repo.root, &sandbox(repo))?;
+    let place = runner::open(&runner, &repo.root, &sandbox(repo), progress)?;
     let gpu_state = match no_gpu {
         true => None,
         false => place.gpu(&repo.root),
     };
     if !no_gpu {
-        require_gpu(gpu_state.as_ref())?;
+        require_gpu(gpu_state.as_ref(), progress)?;
     }
     let estimate = inspection.report.as_ref().and_then(|r| r.class.as_ref());
     // an option names the class; otherwise ncu may measure it after the baseline
@@ -137,6 +140,7 @@ pub fn plan(repo: &Repo, args: &StartOptions) -> Result<Plan> {
         inspection: inspection.report,
         measure_class,
         gpu_state,
+        progress: progress.clone(),
     };
     plan.runner(repo).check_available()?;
     Ok(plan)
@@ -152,7 +156,7 @@ struct Scope {
 
 /// Refuses a dirty work tree, finds the kernel and inspects it; the test and allowed paths come from
 /// the inspection unless the options say otherwise.
-fn scope(repo: &Repo, args: &StartOptions) -> Result<Scope> {
+fn scope(repo: &Repo, args: &StartOptions, progress: &Progress) -> Result<Scope> {
     locate::check_tilegym(&repo.root)?;
     let dirty = repo.tracked_changes()?;
     if !dirty.is_empty() {
@@ -170,10 +174,10 @@ fn scope(repo: &Repo, args: &StartOptions) -> Result<Scope> {
         true => None,
         false => Local.gpu(&repo.root),
     };
-    let inspection = crate::inspect::report::plan(&repo.root, &found, local_gpu.as_ref());
+    let inspection = crate::inspect::report::plan(&repo.root, &found, local_gpu.as_ref(), progress);
     let test = match &args.test {
         Some(path) => repo_relative(repo, path)?,
-        None => inspection.test.clone().map_err(anyhow::Error::msg)?.path,
+        None => inspection.test.clone()?.path,
     };
     let allowed = allowed_paths(
         repo,
@@ -192,11 +196,11 @@ fn scope(repo: &Repo, args: &StartOptions) -> Result<Scope> {
 }
 
 /// Refuses a machine without a GPU that runs cuTile (nothing is created yet); prints the warnings.
-fn require_gpu(state: Option<&GpuState>) -> Result<()> {
+fn require_gpu(state: Option<&GpuState>, progress: &Progress) -> Result<()> {
     match gpu::check(state) {
         Ok(warnings) => {
             for warning in warnings {
-                ui::progress_line(&format!("warning: {warning}"));
+                progress.line(&format!("warning: {warning}"));
             }
             Ok(())
         }
@@ -250,6 +254,7 @@ impl Plan {
             deadline: self.deadline,
             place: &*self.place,
             dumps: None,
+            progress: &self.progress,
         }
     }
 }

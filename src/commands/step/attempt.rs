@@ -18,7 +18,7 @@ use crate::paired::{self, BaselineTree, Paired, Rounds};
 use crate::process::Interrupted;
 use crate::pytest::{CorrectnessRun, Pytest, Recorded};
 use crate::runner::Runner;
-use crate::ui;
+use crate::ui::Progress;
 use crate::verdict::{self, NoiseFloor};
 use crate::workers::Side;
 
@@ -69,6 +69,7 @@ pub fn attempt(
     history: &History,
     place: &dyn Runner,
     tree: &str,
+    progress: &Progress,
     deadline: Instant,
 ) -> Result<Tried> {
     let session = &history.session;
@@ -84,6 +85,7 @@ pub fn attempt(
         deadline,
         place,
         dumps: Some(candidate_dumps.clone()),
+        progress,
     };
     // the baseline's code and both workers first: their start-up overlaps correctness and each other
     let worktree = BaselineTree::add(repo, baseline_commit)?;
@@ -128,7 +130,7 @@ pub fn attempt(
     let first = decided(&mut rounds, "round", &mut runs)?;
     rounds.no_reroll = None;
     if census::unchanged(&runs) {
-        ui::progress_line(decision::NO_CHANGE);
+        rounds.candidate.runner.progress.line(decision::NO_CHANGE);
         return Ok(tried(Attempt::Unchanged, runs, None));
     }
     let (measured, remark) = confirmed(first, &mut rounds, &mut runs)?;
@@ -183,7 +185,10 @@ fn correctness(
     Ok(match outcome.against_baseline(&baseline_passed) {
         CorrectnessRun::Interrupted => return Err(interrupted()),
         CorrectnessRun::Fail { failed } => {
-            ui::progress_line(&format!("correctness FAIL: {}", failed.join(", ")));
+            candidate
+                .runner
+                .progress
+                .line(&format!("correctness FAIL: {}", failed.join(", ")));
             Some(Attempt::CorrectnessFailed { failed })
         }
         CorrectnessRun::Crash(why) | CorrectnessRun::NoneSelected(why) => Some(Attempt::Crashed {
@@ -220,7 +225,7 @@ fn unseen_inputs(rounds: &mut Rounds, runs: &mut Vec<RunFile>) -> Result<()> {
         .build_hasher()
         .finish() as u32
         | 1;
-    ui::progress_line(&format!(
+    rounds.candidate.runner.progress.line(&format!(
         "the rounds keep it: correctness on inputs neither side has seen (seeds shifted by {offset})"
     ));
     for (name, side) in [
@@ -260,8 +265,9 @@ fn confirmed(
     rounds: &mut Rounds,
     runs: &mut Vec<RunFile>,
 ) -> Result<(Result<Decided, String>, Option<String>)> {
+    let progress = rounds.candidate.runner.progress;
     verdict::confirmed(first, || {
-        ui::progress_line("a config is more than 10x faster than its baseline: measuring again");
+        progress.line("a config is more than 10x faster than its baseline: measuring again");
         decided(rounds, "confirm-round", runs)
     })
 }
@@ -308,6 +314,7 @@ mod tests {
             std::fs::create_dir_all(dumps(tree)).unwrap();
             std::fs::write(dumps(tree).join(file), &text).unwrap();
         }
+        let progress = crate::ui::Progress::to(std::io::sink());
         let side = |tree: &str| Pytest {
             python: "python3",
             root: dir.path(),
@@ -317,6 +324,7 @@ mod tests {
             deadline: Instant::now(),
             place: &Local,
             dumps: Some(dumps(tree)),
+            progress: &progress,
         };
         let (candidate, baseline) = (side("cand"), side("base"));
         let mut runs = vec![

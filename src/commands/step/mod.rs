@@ -29,7 +29,7 @@ use crate::runner::{self, Placement, Runner};
 use crate::session::{Iteration, fmt_change, fmt_ms, short};
 use crate::snapshot::Tested;
 use crate::stats::{self, ConfigChange};
-use crate::ui::{self, Render, Ui};
+use crate::ui::{Progress, Render, Ui};
 use crate::{process, recovery, references};
 use attempt::{Checks, Tried, attempt};
 use preflight::{Preflight, gpu_ready, preflight, tests_ready};
@@ -67,6 +67,9 @@ pub struct StepReport {
     pub placement: Option<Placement>,
     /// Benchmark runs per side (candidate and baseline) in the paired rounds.
     pub rounds: Option<u32>,
+    /// Seconds the ncu diagnosis took (near 0 where ncu is missing); none when none was asked for:
+    /// `--cause` given, or nothing measured (a FAIL, a crash, no change).
+    pub diagnosis_s: Option<f64>,
     pub table: PathBuf,
     /// What the change adds that often signals a shortcut (`census::shortcut_signs`): a note, not a rule.
     pub shortcut_signs: Vec<String>,
@@ -97,7 +100,8 @@ pub struct StepOptions {
 }
 
 /// One iteration as a pipeline: preflight, attempt, judge, record.
-pub fn run(repo: &Repo, args: &StepOptions) -> Result<StepReport> {
+pub fn run(ui: &mut Ui, repo: &Repo, args: &StepOptions) -> Result<StepReport> {
+    let progress = ui.sink();
     if crate::trailers::one_line(&args.description).is_empty() {
         return Err(hinted(
             "the description is empty: the iteration's Cutile-Perf-Optimization would say nothing",
@@ -105,7 +109,7 @@ pub fn run(repo: &Repo, args: &StepOptions) -> Result<StepReport> {
         ));
     }
     let _lock = Lock::take(repo, "step")?;
-    recovery::refuse_unfinished(repo)?;
+    recovery::refuse_unfinished(repo, progress)?;
     process::record_groups_in(journal::group_file(repo)?);
     let ready = preflight(repo, args.continue_anyway)?;
     let letter = args
@@ -114,11 +118,16 @@ pub fn run(repo: &Repo, args: &StepOptions) -> Result<StepReport> {
         .map(|opt| references::playbook_letter(opt, "--opt"))
         .transpose()?;
     // the queue wait comes before the budget starts
-    let place = runner::open(&ready.history.session.runner, &repo.root, &sandbox(repo))?;
-    let gpu = gpu_ready(repo, &ready.history.session, &*place)?;
+    let place = runner::open(
+        &ready.history.session.runner,
+        &repo.root,
+        &sandbox(repo),
+        progress,
+    )?;
+    let gpu = gpu_ready(repo, &ready.history.session, &*place, progress)?;
     let tested = Tested::take(repo)?;
     // after the change is taken: what the check runs (the session's Python) is held to it too
-    tests_ready(repo, &ready.history.session, &*place)?;
+    tests_ready(repo, &ready.history.session, &*place, progress)?;
     let signs = census::shortcut_signs(&repo.git(&[
         "diff",
         "-U0",
@@ -138,7 +147,11 @@ pub fn run(repo: &Repo, args: &StepOptions) -> Result<StepReport> {
         writer: crate::process_identity::ProcessIdentity::current(),
     };
     journal.save(repo)?;
-    let on = Placed { place, gpu };
+    let on = Placed {
+        place,
+        gpu,
+        progress,
+    };
     let result = measure_and_record(repo, args, ready, letter, on, &tested, &mut journal);
     let done = recovery::settle(repo, &journal, result)?;
     Ok(StepReport {
@@ -150,6 +163,7 @@ pub fn run(repo: &Repo, args: &StepOptions) -> Result<StepReport> {
 /// What a recorded step leaves for its report.
 struct Done {
     attempt: Attempt,
+    diagnosis_s: Option<f64>,
     no_gain: u32,
     history: History,
     commit: String,
@@ -158,10 +172,11 @@ struct Done {
     budget_used_pct: f64,
 }
 
-/// Where the step runs, and the GPU there as it began.
-struct Placed {
+/// Where the step runs, the GPU there as it began, and where its progress goes.
+struct Placed<'a> {
     place: Box<dyn Runner>,
     gpu: Option<GpuState>,
+    progress: &'a Progress,
 }
 
 /// Attempt, judge and record; the node is held through the diagnosis and the compile facts, which
@@ -171,21 +186,40 @@ fn measure_and_record(
     args: &StepOptions,
     ready: Preflight,
     letter: Option<String>,
-    Placed { place, gpu }: Placed,
+    Placed {
+        place,
+        gpu,
+        progress,
+    }: Placed,
     tested: &Tested,
     journal: &mut Journal,
 ) -> Result<Done> {
     let deadline = Instant::now() + args.budget;
-    let tried = attempt(repo, &ready.history, &*place, &tested.tree, deadline)?;
+    let tried = attempt(
+        repo,
+        &ready.history,
+        &*place,
+        &tested.tree,
+        progress,
+        deadline,
+    )?;
     let left = deadline.saturating_duration_since(Instant::now());
     let budget_used_pct = 100.0 * (1.0 - left.as_secs_f64() / args.budget.as_secs_f64());
     let placement = place.placement().cloned();
-    // the verdict is known; a diagnosis may only add the cause (and escalate by its rule)
-    let diagnosed = match (args.cause, &tried.attempt) {
+    // the verdict is known; a diagnosis may only add the cause (and escalate by its rule), so it runs
+    // only where the cause is recorded: measured code without a `--cause`
+    let (diagnosed, diagnosis_s) = match (args.cause, &tried.attempt) {
         (None, Attempt::Measured { .. }) => {
-            profile::cause_for(repo, &*place, &ready.history, deadline)?
+            let started = Instant::now();
+            let at = Place {
+                runner: &*place,
+                gpu: gpu.as_ref(),
+                progress,
+            };
+            let found = profile::cause_for(repo, &at, &ready.history, deadline)?;
+            (found, Some(started.elapsed().as_secs_f64()))
         }
-        _ => None,
+        _ => (None, None),
     };
     let found = diagnosed.as_ref().map(|found| &found.diagnosis);
     let (mut iteration, verdict) = judge(&ready.history, &tried, args, letter, found);
@@ -205,7 +239,7 @@ fn measure_and_record(
     )?;
     let code = commit.iteration.attempt.as_deref().unwrap_or(&commit.id);
     let evidence = Evidence::new(&history.session, commit.iteration.number, gpu, tried.runs);
-    attach(repo, &evidence, &commit.id);
+    attach(repo, &evidence, &commit.id, progress);
     if let Some(found) = &diagnosed {
         // only `compare`'s cache: losing it loses nothing recorded
         let _ = cache::remember(repo, code, found);
@@ -220,6 +254,7 @@ fn measure_and_record(
             Place {
                 runner: &*place,
                 gpu: evidence.gpu_state.as_ref(),
+                progress,
             },
             &history.session,
             &history.current_baseline().configs,
@@ -238,7 +273,7 @@ fn measure_and_record(
     checks.compile_facts_s = facts_started.elapsed().as_secs_f64();
     place.release();
     if compile.is_some() {
-        attach(repo, &evidence.with_compile(compile), &commit.id);
+        attach(repo, &evidence.with_compile(compile), &commit.id, progress);
     }
     let Recorded { id, iteration } = commit;
     history.push(id.clone(), iteration);
@@ -246,6 +281,7 @@ fn measure_and_record(
     let table = write_table(repo, &history)?;
     Ok(Done {
         attempt: tried.attempt,
+        diagnosis_s,
         no_gain: verdict.no_gain,
         history,
         commit: id,
@@ -256,9 +292,9 @@ fn measure_and_record(
 }
 
 /// Notes the evidence on the iteration commit; a failure is a warning, since the iteration is recorded.
-fn attach(repo: &Repo, evidence: &Evidence, commit: &str) {
+fn attach(repo: &Repo, evidence: &Evidence, commit: &str, progress: &Progress) {
     if let Err(e) = evidence.attach(repo, commit) {
-        ui::progress_line(&format!(
+        progress.line(&format!(
             "warning: the iteration is recorded, but its evidence note is not: {e:#}"
         ));
     }
@@ -326,6 +362,7 @@ impl Done {
             attempt: iteration.attempt.clone(),
             placement: iteration.placement.clone(),
             rounds: iteration.rounds,
+            diagnosis_s: self.diagnosis_s,
             table: self.table.clone(),
             shortcut_signs: Vec::new(),
             checks: self.checks.clone(),

@@ -1,18 +1,19 @@
 //! The checks before any run: a halted loop, an empty change, paths outside the allowed set, a history
 //! that broke the rule or holds commits the tool did not make. Nothing runs and nothing changes here.
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Context, Result};
 
 use crate::audit;
 use crate::decision::LoopState;
 use crate::git::Repo;
 use crate::gpu::{self, GpuState};
 use crate::guard;
+use crate::hint::hinted;
 use crate::history::{Configs, History, require_history};
 use crate::pytest::Pytest;
 use crate::runner::Runner;
 use crate::session::{Session, short};
-use crate::ui;
+use crate::ui::Progress;
 
 /// What the checks before any run found: the session read once, and the paths the change touches.
 pub struct Preflight {
@@ -33,20 +34,22 @@ pub fn preflight(repo: &Repo, continue_anyway: bool) -> Result<Preflight> {
     }
     let changed = repo.all_changes()?;
     if changed.is_empty() {
-        bail!(
-            "nothing to try: the work tree has no changes\nhint: apply one optimization to {} first",
-            allowed.join(" or ")
-        );
+        return Err(hinted(
+            "nothing to try: the work tree has no changes",
+            format!("apply one optimization to {} first", allowed.join(" or ")),
+        ));
     }
     let outside = guard::disallowed(&changed, allowed);
     if !outside.is_empty() {
-        bail!(
-            "only the session's allowed paths may change, but these did:\n  {}\nallowed: {}\nhint: undo them \
-             (`git restore <path>`, or move new files away; a file your tests write belongs in \
+        return Err(hinted(
+            format!(
+                "only the session's allowed paths may change, but these did:\n  {}\nallowed: {}",
+                outside.join("\n  "),
+                allowed.join(", ")
+            ),
+            "undo them (`git restore <path>`, or move new files away; a file your tests write belongs in \
              .git/info/exclude) and run step again",
-            outside.join("\n  "),
-            allowed.join(", ")
-        );
+        ));
     }
     refuse_broken_history(repo, &history)?;
     Ok(Preflight { history, changed })
@@ -56,15 +59,18 @@ fn refuse_halted(history: &History, continue_anyway: bool) -> Result<()> {
     if let (state, Some(halted)) = history.loop_state()
         && !continue_anyway
     {
-        bail!(
-            "the loop has {} at iteration {}: {}\nhint: pass --continue to try another optimization anyway",
-            match state {
-                LoopState::Escalated => "escalated to you",
-                _ => "stopped",
-            },
-            halted.number,
-            halted.reason
-        );
+        return Err(hinted(
+            format!(
+                "the loop has {} at iteration {}: {}",
+                match state {
+                    LoopState::Escalated => "escalated to you",
+                    _ => "stopped",
+                },
+                halted.number,
+                halted.reason
+            ),
+            "pass --continue to try another optimization anyway",
+        ));
     }
     Ok(())
 }
@@ -74,27 +80,29 @@ fn refuse_broken_history(repo: &Repo, history: &History) -> Result<()> {
     let since_baseline = repo.changed_between(&history.baseline_commit, "HEAD")?;
     let broken = guard::disallowed(&since_baseline, &history.session.allowed);
     if !broken.is_empty() {
-        bail!(
-            "the session history broke the rule: commits since the baseline {} changed paths outside the allowed set:\n  {}\n\
-             hint: nothing is recorded on a broken history; revert those commits first",
-            short(&history.baseline_commit),
-            broken.join("\n  ")
-        );
+        return Err(hinted(
+            format!(
+                "the session history broke the rule: commits since the baseline {} changed paths outside the \
+                 allowed set:\n  {}",
+                short(&history.baseline_commit),
+                broken.join("\n  ")
+            ),
+            "nothing is recorded on a broken history; revert those commits first",
+        ));
     }
     let mut record = audit::identity_findings(repo, history)?;
     record.extend(audit::unnoted_iterations(repo, history)?);
     if !record.is_empty() {
-        bail!(
-            "the session's record does not hold:\n  {}\nhint: nothing is recorded until it does; a missing \
-             baseline ref is fetched with the notes (`git fetch origin 'refs/cutile-perf/*:refs/cutile-perf/*'`), \
-             a replacement removed with `git replace -d`, an iteration the tool did not record reset away \
-             (`git reset --hard <its parent>`); `git cutile-perf verify` lists every finding",
-            record
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join("\n  ")
-        );
+        return Err(hinted(
+            format!(
+                "the session's record does not hold:\n  {}",
+                one_a_line(&record)
+            ),
+            "nothing is recorded until it does; a missing baseline ref is fetched with the notes (`git fetch \
+             origin 'refs/cutile-perf/*:refs/cutile-perf/*'`), a replacement removed with `git replace -d`, an \
+             iteration the tool did not record reset away (`git reset --hard <its parent>`); `git cutile-perf \
+             verify` lists every finding",
+        ));
     }
     let foreign = audit::foreign_findings(repo, history)?;
     if !foreign.is_empty() {
@@ -102,24 +110,38 @@ fn refuse_broken_history(repo: &Repo, history: &History) -> Result<()> {
             .iterations
             .last()
             .map_or(&history.baseline_commit, |(c, _)| c);
-        bail!(
-            "the session history holds commits the tool did not make:\n  {}\nhint: nothing is recorded over them; \
-             revert them (`git revert <commit>`), or, for your own latest commits, `git reset --soft {}` and let \
-             `step` record the change",
-            foreign
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join("\n  "),
-            short(latest)
-        );
+        return Err(hinted(
+            format!(
+                "the session history holds commits the tool did not make:\n  {}",
+                one_a_line(&foreign)
+            ),
+            format!(
+                "nothing is recorded over them; revert them (`git revert <commit>`), or, for your own latest \
+                 commits, `git reset --soft {}` and let `step` record the change",
+                short(latest)
+            ),
+        ));
     }
     Ok(())
 }
 
+/// Findings, one a line, indented under the sentence that names them.
+fn one_a_line(findings: &[impl ToString]) -> String {
+    findings
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("\n  ")
+}
+
 /// The session's Python can run pytest where the step runs, as `start` checked: an interpreter or
 /// pytest gone since is refused before anything runs, never recorded as the kernel's crash.
-pub fn tests_ready(repo: &Repo, session: &Session, place: &dyn Runner) -> Result<()> {
+pub fn tests_ready(
+    repo: &Repo,
+    session: &Session,
+    place: &dyn Runner,
+    progress: &Progress,
+) -> Result<()> {
     Pytest {
         python: &session.python,
         root: &repo.root,
@@ -129,6 +151,7 @@ pub fn tests_ready(repo: &Repo, session: &Session, place: &dyn Runner) -> Result
         deadline: std::time::Instant::now(),
         place,
         dumps: None,
+        progress,
     }
     .check_available()
     .context("the tests cannot start, so nothing was run or recorded")
@@ -137,24 +160,32 @@ pub fn tests_ready(repo: &Repo, session: &Session, place: &dyn Runner) -> Result
 /// The GPU this step runs on. Refused when the session had one and it is gone or cannot run cuTile;
 /// a warning when it is another model than the baseline's, or other processes use it. `None` for a
 /// session without a GPU.
-pub fn gpu_ready(repo: &Repo, session: &Session, place: &dyn Runner) -> Result<Option<GpuState>> {
+pub fn gpu_ready(
+    repo: &Repo,
+    session: &Session,
+    place: &dyn Runner,
+    progress: &Progress,
+) -> Result<Option<GpuState>> {
     let Some(recorded) = session.gpu.as_deref().filter(|_| !session.no_gpu) else {
         return Ok(None);
     };
     let state = place.gpu(&repo.root);
     let warnings = gpu::check(state.as_ref()).map_err(|why| {
-        anyhow!(
-            "{why}\nhint: the session's baseline ran on {recorded}; run step where that GPU is \
-             (nothing was run or recorded)"
+        hinted(
+            why,
+            format!(
+                "the session's baseline ran on {recorded}; run step where that GPU is (nothing was run or \
+                 recorded)"
+            ),
         )
     })?;
     for warning in warnings {
-        ui::progress_line(&format!("warning: {warning}"));
+        progress.line(&format!("warning: {warning}"));
     }
     if let Some(now) = &state {
         let model = |identity: &str| identity.rsplitn(2, ',').nth(1).map(str::to_string);
         if model(&now.gpu.identity()) != model(recorded) {
-            ui::progress_line(&format!(
+            progress.line(&format!(
                 "warning: this step runs on {}, the baseline ran on {recorded}: the paired rounds compare \
                  on this GPU, but its latencies are not comparable with earlier rows",
                 now.gpu.identity()
