@@ -317,6 +317,25 @@ pub struct Verdict {
     pub no_gain: u32,
 }
 
+/// How many test cases failed and the first few of them, for a reason (which an agent reads, while the
+/// progress line with every id may never reach it): ` in 5 cases: a, b, c and 2 more`; empty without ids.
+fn failed_cases(failed: &[String]) -> String {
+    const SHOWN: usize = 3;
+    let (count, first) = (failed.len(), failed.iter().take(SHOWN).cloned());
+    let more = match count.saturating_sub(SHOWN) {
+        0 => String::new(),
+        rest => format!(" and {rest} more"),
+    };
+    match count {
+        0 => String::new(),
+        1 => format!(" in 1 case: {}", failed[0]),
+        _ => format!(
+            " in {count} cases: {}{more}",
+            first.collect::<Vec<_>>().join(", ")
+        ),
+    }
+}
+
 /// Decides one iteration. `no_gain_before` counts the consecutive no-gain iterations before this one.
 pub fn decide(
     attempt: &Attempt,
@@ -326,10 +345,13 @@ pub fn decide(
     limits: &Thresholds,
 ) -> Verdict {
     let (status, decision, reason) = match attempt {
-        Attempt::CorrectnessFailed { .. } => (
+        Attempt::CorrectnessFailed { failed } => (
             Status::Revert,
             Decision::TryNext,
-            "correctness failed; the benchmark was not run".to_string(),
+            format!(
+                "correctness failed{}; the benchmark was not run",
+                failed_cases(failed)
+            ),
         ),
         Attempt::UnseenInputsFailed { failed, offset } => (
             Status::Revert,
@@ -467,6 +489,24 @@ mod tests {
             (Status::Revert, Decision::TryNext, 1)
         );
         assert_eq!(v.reason, "correctness failed; the benchmark was not run");
+        let ids = |n: usize| (1..=n).map(|i| format!("t.py::test_op[{i}]")).collect();
+        let v = run(Attempt::CorrectnessFailed { failed: ids(1) });
+        assert_eq!(
+            v.reason,
+            "correctness failed in 1 case: t.py::test_op[1]; the benchmark was not run"
+        );
+        let v = run(Attempt::CorrectnessFailed { failed: ids(3) });
+        assert_eq!(
+            v.reason,
+            "correctness failed in 3 cases: t.py::test_op[1], t.py::test_op[2], t.py::test_op[3]; the \
+             benchmark was not run"
+        );
+        let v = run(Attempt::CorrectnessFailed { failed: ids(5) });
+        assert_eq!(
+            v.reason,
+            "correctness failed in 5 cases: t.py::test_op[1], t.py::test_op[2], t.py::test_op[3] and 2 \
+             more; the benchmark was not run"
+        );
     }
 
     #[test]

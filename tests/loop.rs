@@ -66,7 +66,9 @@ fn baseline_is_an_empty_commit_with_the_session() {
         out.trim_end().ends_with(&format!(
             "next: The baseline is recorded. Apply ONE optimization to {KERNEL}; A (TMA loads and stores instead \
              of gather/scatter) comes first for this memory-bound kernel (`git cutile-perf refs playbook A`; if it \
-             cannot apply here, take the next letter `git cutile-perf next` lists), then run `git cutile-perf step --json --opt A \"<what you changed>\"`."
+             cannot apply here, take the next letter `git cutile-perf next` lists), then run `git cutile-perf step --json \
+             --opt A --cause <CAUSE> \"<what you changed>\"`, <CAUSE> being the bottleneck it targets (memory, compute \
+             or latency)."
         )),
         "{out}"
     );
@@ -114,6 +116,9 @@ fn keep_commits_the_change_and_becomes_the_baseline() {
     assert_eq!(r["next_action"]["letters"][0], "A", "G was tried: {r}");
     assert_eq!(r["configs"].as_array().unwrap().len(), 2);
     assert!((r["change_pct"].as_f64().unwrap() + 10.0).abs() < 1e-9);
+    // seconds of the fixture's tests against the default 10 minutes
+    let used = r["budget_used_pct"].as_f64().unwrap();
+    assert!(used > 0.0 && used < 50.0, "{r}");
     assert_eq!(
         f.git(&["diff", "--name-only", "HEAD~1", "HEAD"]),
         format!("{KERNEL}\n")
@@ -277,6 +282,14 @@ fn two_iterations_without_gain_stop_the_loop() {
     );
     assert_eq!(status["no_gain"], 2);
     assert_eq!(status["iterations"], 2);
+    // the resume command, its cause filled in as an agent would, runs and records the suggested letter
+    let resume = word(&status["next_action"], "resume").replace("<CAUSE>", "memory");
+    let words = shlex::split(resume.strip_prefix("git cutile-perf ").unwrap()).unwrap();
+    f.set_latency(0.097, 0.97);
+    let r: serde_json::Value =
+        serde_json::from_str(&f.ok(&words.iter().map(String::as_str).collect::<Vec<_>>())).unwrap();
+    assert_eq!(r["iteration"], 3, "{r}");
+    assert_eq!(f.trailer("HEAD", "Cutile-Perf-Opt"), "A");
 }
 
 #[test]

@@ -46,6 +46,14 @@ fn next_follows_the_catalog_and_skips_tried_letters() {
     let after: serde_json::Value = serde_json::from_str(&f.ok(&["next", "--json"])).unwrap();
     assert_eq!(letters(&after), before[1..].to_vec());
     assert_eq!(after["tried"], serde_json::json!([before[0]]));
+    // `next` carries the next action every report carries, its letters the same list
+    let status: serde_json::Value = serde_json::from_str(&f.ok(&["status", "--json"])).unwrap();
+    assert_eq!(after["next_action"], status["next_action"]);
+    assert_eq!(after["next_action"]["kind"], "edit-and-step");
+    assert_eq!(
+        after["next_action"]["letters"],
+        serde_json::json!(letters(&after))
+    );
     let compute: serde_json::Value =
         serde_json::from_str(&f.ok(&["next", "--json", "--class", "compute"])).unwrap();
     assert_ne!(letters(&compute)[0], before[1]);

@@ -181,6 +181,16 @@ fn a_failed_case_is_a_fail_and_no_benchmark_runs() {
     );
     assert_eq!(report["correctness"], "FAIL", "{report:#}");
     assert_eq!(report["status"], "revert");
+    // the reason, not only the progress line, names the failing case for a reader of the report
+    assert_eq!(
+        report["reason"],
+        "correctness failed in 1 case: tests.ops.test_vector_add::test_op[cutile-4096]; the benchmark was \
+         not run"
+    );
+    assert_eq!(
+        report["failed"],
+        serde_json::json!(["tests.ops.test_vector_add::test_op[cutile-4096]"])
+    );
     assert_eq!(runs, ["correctness candidate"]);
 }
 

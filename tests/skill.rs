@@ -163,6 +163,10 @@ fn the_skill_teaches_skips_variants_and_what_a_change_compares() {
         "`session.class_source`",
         "`class_measure_s`",
         "`compile_facts_s`",
+        "`shortcut_signs`",
+        "`best`",
+        "`resume`",
+        "`budget_used_pct`",
     ] {
         assert!(text.contains(field), "the skill never names {field}");
     }

@@ -9,10 +9,19 @@ use serde::Serialize;
 use crate::decision::LoopState;
 use crate::decision::{Cause, Decision, Status};
 use crate::history::{History, Variant};
-use crate::references;
+use crate::references::{self, Suggestion};
 
-/// How to resume a halted loop: only on the user's word.
-const RESUME: &str = "git cutile-perf step --continue --json \"<what you changed>\"";
+/// The step an agent runs after its edit: with the playbook letter it follows (the suggested one, or a
+/// placeholder where a class would suggest one) and a placeholder for the bottleneck it targets, since a
+/// step without `--cause` may profile the kernel and one without `--opt` leaves the letter on offer;
+/// `resume` adds `--continue`, which only the user's word allows.
+fn step_command(opt: Option<&str>, resume: bool) -> String {
+    format!(
+        "git cutile-perf step{} --json{} --cause <CAUSE> \"<what you changed>\"",
+        if resume { " --continue" } else { "" },
+        opt.map_or(String::new(), |letter| format!(" --opt {letter}"))
+    )
+}
 
 /// What the loop expects next, with the facts an agent needs to do it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -98,6 +107,16 @@ pub fn next_action(situation: Situation) -> NextAction {
 }
 
 fn in_session(history: &History) -> NextAction {
+    let suggestions = history.session.class.map_or_else(Vec::new, |class| {
+        references::next_optimizations(class, &history.settled_letters())
+    });
+    let opt = match (suggestions.first(), history.session.class) {
+        (Some(first), _) => Some(first.letter.as_str()),
+        // `next --class` would suggest one
+        (None, None) => Some("<LETTER>"),
+        // every letter is settled: the agent's own plan follows none
+        (None, Some(_)) => None,
+    };
     match history.loop_state() {
         (LoopState::Stopped, Some(last)) => NextAction {
             sentence: format!(
@@ -108,7 +127,7 @@ fn in_session(history: &History) -> NextAction {
             expect: Expect::Stopped {
                 iteration: last.number,
                 why: last.reason.clone(),
-                resume: RESUME.to_string(),
+                resume: step_command(opt, true),
             },
         },
         (LoopState::Escalated, Some(last)) => NextAction {
@@ -124,22 +143,19 @@ fn in_session(history: &History) -> NextAction {
                 iteration: last.number,
                 cause: last.cause,
                 why: last.reason.clone(),
-                resume: RESUME.to_string(),
+                resume: step_command(opt, true),
             },
         },
-        _ => edit_and_step(history),
+        _ => edit_and_step(history, &suggestions, opt),
     }
 }
 
-fn edit_and_step(history: &History) -> NextAction {
+fn edit_and_step(history: &History, suggestions: &[Suggestion], opt: Option<&str>) -> NextAction {
     let (_, last) = history
         .iterations
         .last()
         .expect("a history has its baseline");
     let session = &history.session;
-    let suggestions = session.class.map_or_else(Vec::new, |class| {
-        references::next_optimizations(class, &history.settled_letters())
-    });
     let variants = history.variants();
     let outcome = match (last.number, last.status, last.decision) {
         (0, _, _) => "The baseline is recorded".to_string(),
@@ -158,23 +174,16 @@ fn edit_and_step(history: &History) -> NextAction {
             history.current_baseline().number
         ),
     };
-    let (pick, opt) = match (suggestions.first(), session.class) {
-        (Some(first), Some(class)) => (
-            format!(
-                "; {} ({}) comes first for this {class}-bound kernel (`git cutile-perf refs playbook {}`; \
-                 if it cannot apply here, take the next letter `git cutile-perf next` lists)",
-                first.letter, first.title, first.letter
-            ),
-            format!("--opt {} ", first.letter),
+    let pick = match (suggestions.first(), session.class) {
+        (Some(first), Some(class)) => format!(
+            "; {} ({}) comes first for this {class}-bound kernel (`git cutile-perf refs playbook {}`; \
+             if it cannot apply here, take the next letter `git cutile-perf next` lists)",
+            first.letter, first.title, first.letter
         ),
-        (None, Some(_)) => (
-            "; every playbook letter is tried or skipped: write your own plan".to_string(),
-            String::new(),
-        ),
-        (_, None) => (
-            "; `git cutile-perf next --class <class>` suggests what".to_string(),
-            String::new(),
-        ),
+        (None, Some(_)) => {
+            "; every playbook letter is tried or skipped: write your own plan".to_string()
+        }
+        (_, None) => "; `git cutile-perf next --class <class>` suggests what".to_string(),
     };
     let also: String = variants
         .iter()
@@ -182,11 +191,13 @@ fn edit_and_step(history: &History) -> NextAction {
         .collect();
     NextAction {
         sentence: format!(
-            "{outcome}. Apply ONE optimization to {}{pick}, then run `git cutile-perf step --json {opt}\"<what you changed>\"`.{also}",
-            session.allowed.join(" or ")
+            "{outcome}. Apply ONE optimization to {}{pick}, then run `{}`, <CAUSE> being the bottleneck it \
+             targets (memory, compute or latency).{also}",
+            session.allowed.join(" or "),
+            step_command(opt, false)
         ),
         expect: Expect::EditAndStep {
-            letters: suggestions.into_iter().map(|s| s.letter).collect(),
+            letters: suggestions.iter().map(|s| s.letter.clone()).collect(),
             variants,
         },
     }
@@ -199,6 +210,7 @@ mod tests {
     use crate::kernel_class::KernelClass;
     use crate::session::tests::iteration;
     use crate::session::{Iteration, Skip};
+    use clap::Parser;
 
     /// A history of `iterations` whose one allowed path is `k.py`.
     fn history(iterations: Vec<Iteration>) -> History {
@@ -232,7 +244,8 @@ mod tests {
                 sentence: "The baseline is recorded. Apply ONE optimization to k.py; A (TMA loads and stores \
                            instead of gather/scatter) comes first for this memory-bound kernel (`git cutile-perf \
                            refs playbook A`; if it cannot apply here, take the next letter `git cutile-perf next` \
-                           lists), then run `git cutile-perf step --json --opt A \"<what you changed>\"`."
+                           lists), then run `git cutile-perf step --json --opt A --cause <CAUSE> \"<what you changed>\"`, \
+                           <CAUSE> being the bottleneck it targets (memory, compute or latency)."
                     .to_string()
             }
         );
@@ -300,7 +313,8 @@ mod tests {
             "Iteration 1 was reverted and undone (the kernel is as at iteration 0). Apply ONE optimization to \
              k.py; K (Batching small copy kernels) comes first for this memory-bound kernel (`git cutile-perf \
              refs playbook K`; if it cannot apply here, take the next letter `git cutile-perf next` lists), then \
-             run `git cutile-perf step --json --opt K \"<what you changed>\"`. Or a variant of G: iteration 1 \
+             run `git cutile-perf step --json --opt K --cause <CAUSE> \"<what you changed>\"`, <CAUSE> being the \
+             bottleneck it targets (memory, compute or latency). Or a variant of G: iteration 1 \
              sped up t0 and slowed t1; try it on the shapes that gained (`step --opt G` again)."
         );
     }
@@ -344,7 +358,8 @@ mod tests {
         assert_eq!(
             action.sentence,
             "The baseline is recorded. Apply ONE optimization to k.py; `git cutile-perf next --class <class>` \
-             suggests what, then run `git cutile-perf step --json \"<what you changed>\"`."
+             suggests what, then run `git cutile-perf step --json --opt <LETTER> --cause <CAUSE> \"<what you \
+             changed>\"`, <CAUSE> being the bottleneck it targets (memory, compute or latency)."
         );
     }
 
@@ -371,7 +386,8 @@ mod tests {
             }
         );
         assert!(action.sentence.contains(
-            "; every playbook letter is tried or skipped: write your own plan, then run"
+            "; every playbook letter is tried or skipped: write your own plan, then run `git cutile-perf \
+             step --json --cause <CAUSE> \"<what you changed>\"`"
         ));
     }
 
@@ -386,7 +402,9 @@ mod tests {
                 expect: Expect::Stopped {
                     iteration: 3,
                     why: "1.00% faster overall (< 2%)".into(),
-                    resume: RESUME.into(),
+                    resume: "git cutile-perf step --continue --json --opt A --cause <CAUSE> \"<what you \
+                             changed>\""
+                        .into(),
                 },
                 sentence: "The rules stopped the loop at iteration 3: 1.00% faster overall (< 2%). Report the \
                            results (`git cutile-perf table`) to the user and stop; resume with `step --continue` \
@@ -408,7 +426,8 @@ mod tests {
                 iteration: 1,
                 cause: Some(Cause::Scheduling),
                 why: "6.00% faster overall; a scheduling root cause goes to the user".into(),
-                resume: RESUME.into(),
+                resume: "git cutile-perf step --continue --json --opt A --cause <CAUSE> \"<what you changed>\""
+                    .into(),
             }
         );
         assert_eq!(
@@ -463,5 +482,79 @@ mod tests {
             (json["kind"].as_str(), json["unfinished"].as_str()),
             (Some("repair"), Some("x"))
         );
+    }
+
+    /// Every command a next action names, in its sentence or as its `resume`, with its placeholders
+    /// filled in as an agent would.
+    fn commands(action: &NextAction) -> Vec<String> {
+        let resume = match &action.expect {
+            Expect::Stopped { resume, .. } | Expect::Escalate { resume, .. } => {
+                Some(resume.clone())
+            }
+            _ => None,
+        };
+        action
+            .sentence
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .map(String::from)
+            .chain(resume)
+            .filter(|c| c.starts_with("git cutile-perf "))
+            .collect()
+    }
+
+    #[test]
+    fn every_command_of_every_kind_parses() {
+        let mut stopped = iteration(1, Status::Keep, Some(-1.0), Decision::Stop);
+        stopped.reason = "r".into();
+        let mut escalated = iteration(1, Status::Keep, Some(-6.0), Decision::Escalate);
+        escalated.reason = "r".into();
+        let mut classless = history(vec![baseline()]);
+        classless.session.class = None;
+        let mut settled = history(vec![baseline()]);
+        settled.skipped = references::playbook_entries()
+            .into_iter()
+            .map(|(letter, _)| Skip {
+                letter: letter.into(),
+                why: "w".into(),
+            })
+            .collect();
+        let actions = [
+            next_action(Situation::NoSession),
+            next_action(Situation::Unfinished {
+                running: false,
+                what: "x",
+            }),
+            next_action(Situation::Unfinished {
+                running: true,
+                what: "x",
+            }),
+            next_action(Situation::Session(&history(vec![baseline()]))),
+            next_action(Situation::Session(&classless)),
+            next_action(Situation::Session(&settled)),
+            next_action(Situation::Session(&history(vec![baseline(), stopped]))),
+            next_action(Situation::Session(&history(vec![baseline(), escalated]))),
+        ];
+        let mut parsed = 0;
+        for action in &actions {
+            for command in commands(action) {
+                let filled = [
+                    ("<kernel>", "rms_norm"),
+                    ("<class>", "memory"),
+                    ("<LETTER>", "B"),
+                    ("<CAUSE>", "memory"),
+                ]
+                .iter()
+                .fold(command.clone(), |c, (from, to)| c.replace(from, to));
+                let words = shlex::split(&filled["git cutile-perf ".len()..]).unwrap();
+                let args = std::iter::once("git-cutile-perf".to_string()).chain(words);
+                if let Err(e) = crate::cli::Cli::try_parse_from(args) {
+                    panic!("`{command}` does not parse: {e}");
+                }
+                parsed += 1;
+            }
+        }
+        assert!(parsed >= 12, "{parsed}");
     }
 }

@@ -4,6 +4,7 @@
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::agent::next_action::{NextAction, Situation, next_action};
 use crate::git::Repo;
 use crate::hint::hinted;
 use crate::history::{Configs, History, Variant, require_history};
@@ -28,6 +29,9 @@ pub struct NextReport {
     pub next: Vec<Suggestion>,
     /// Reverted letters that may be tried once more, on the shapes that gained.
     pub variants: Vec<Variant>,
+    /// What the loop expects now, as every report that changes the session and `status` say it: its
+    /// `letters` are `next`'s letters under the session's own class.
+    pub next_action: NextAction,
 }
 
 /// What `next` may be told.
@@ -62,7 +66,9 @@ pub fn run(ui: &mut Ui, repo: &Repo, options: &NextOptions) -> Result<NextReport
         None => None,
     };
     let tried = history.tried_letters();
+    let next_action = next_action(Situation::Session(&history));
     Ok(NextReport {
+        next_action,
         class,
         next: references::next_optimizations(class, &history.settled_letters()),
         variants: history.variants(),
@@ -131,6 +137,7 @@ impl Render for NextReport {
             skip_commit,
             next,
             variants,
+            next_action,
         } = self;
         let class_word = ui.bold("class").to_string();
         let letters: Vec<String> = next
@@ -165,13 +172,7 @@ impl Render for NextReport {
         for variant in variants {
             writeln!(out, "  {}", variant.sentence())?;
         }
-        if let Some(first) = next.first() {
-            writeln!(
-                out,
-                "next: read `git cutile-perf refs playbook {}`, apply it, then `git cutile-perf step --opt {} \"...\"`",
-                first.letter, first.letter
-            )?;
-        }
+        writeln!(out, "next: {}", next_action.sentence)?;
         Ok(())
     }
 }

@@ -35,6 +35,9 @@ use attempt::{Checks, Tried, attempt};
 use preflight::{Preflight, gpu_ready, preflight, tests_ready};
 use record::{Recorded, record};
 
+/// From this share of `--budget` used, the human output says to raise it.
+const BUDGET_WARN_PCT: f64 = 75.0;
+
 /// What `step` did, as `--json` prints it.
 #[derive(Debug, Serialize)]
 pub struct StepReport {
@@ -54,6 +57,8 @@ pub struct StepReport {
     pub variant_of: Option<u32>,
     pub decision: Decision,
     pub reason: String,
+    /// Every correctness case that failed, for a FAIL (its `reason` names the first few).
+    pub failed: Vec<String>,
     pub no_gain: u32,
     pub configs: Vec<ConfigChange>,
     pub commit: String,
@@ -70,6 +75,9 @@ pub struct StepReport {
     pub shortcut_signs: Vec<String>,
     /// What the tool's own checks cost (seconds) and what the no-re-roll comparison found.
     pub checks: Checks,
+    /// The share of `--budget` (percent) the tests used (correctness and the rounds): near 100, a step a
+    /// little slower (a kept autotuner tunes again in every worker) would be a crash, so raise `--budget`.
+    pub budget_used_pct: f64,
     /// What the loop expects now, with one sentence for an agent.
     pub next_action: NextAction,
 }
@@ -161,6 +169,7 @@ struct Done {
     commit: String,
     table: PathBuf,
     checks: Checks,
+    budget_used_pct: f64,
 }
 
 /// Where the step runs, the GPU there as it began, and where its progress goes.
@@ -194,6 +203,8 @@ fn measure_and_record(
         progress,
         deadline,
     )?;
+    let left = deadline.saturating_duration_since(Instant::now());
+    let budget_used_pct = 100.0 * (1.0 - left.as_secs_f64() / args.budget.as_secs_f64());
     let placement = place.placement().cloned();
     // the verdict is known; a diagnosis may only add the cause (and escalate by its rule), so it runs
     // only where the cause is recorded: measured code without a `--cause`
@@ -276,6 +287,7 @@ fn measure_and_record(
         commit: id,
         table,
         checks,
+        budget_used_pct,
     })
 }
 
@@ -336,6 +348,11 @@ impl Done {
             change_pct: iteration.change_pct,
             decision: iteration.decision,
             reason: iteration.reason.clone(),
+            failed: match &self.attempt {
+                Attempt::CorrectnessFailed { failed }
+                | Attempt::UnseenInputsFailed { failed, .. } => failed.clone(),
+                _ => Vec::new(),
+            },
             no_gain: self.no_gain,
             configs: self
                 .attempt
@@ -349,6 +366,7 @@ impl Done {
             table: self.table.clone(),
             shortcut_signs: Vec::new(),
             checks: self.checks.clone(),
+            budget_used_pct: self.budget_used_pct,
             next_action: next_action(Situation::Session(&self.history)),
         }
     }
@@ -457,6 +475,13 @@ impl Render for StepReport {
         });
         writeln!(out, "  commit   {}{kept_as}", short(&report.commit))?;
         writeln!(out, "  table    {}", report.table.display())?;
+        if report.budget_used_pct >= BUDGET_WARN_PCT {
+            writeln!(
+                out,
+                "  budget   the tests used {:.0}% of --budget: raise it for the next steps",
+                report.budget_used_pct
+            )?;
+        }
         for sign in &report.shortcut_signs {
             writeln!(out, "  note     the change adds {sign}")?;
         }
