@@ -371,3 +371,35 @@ fn kill_group(group: libc::pid_t, signal: libc::c_int) {
         libc::killpg(group, signal);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::CommandExt;
+
+    /// What a killed command left running (tests in a group of their own, their leader recorded as
+    /// `Background` and `wait` record it) is ended by the next command from the record alone.
+    #[test]
+    fn a_recorded_group_left_running_is_ended_from_its_record() {
+        let mut left = std::process::Command::new("sleep")
+            .arg("600")
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let record = dir.path().join("child-group.1");
+        let leader = ProcessIdentity::of(left.id()).unwrap();
+        std::fs::write(&record, leader.to_string()).unwrap();
+        let base = dir.path().join("child-group");
+        assert_eq!(end_recorded_groups(&base), [left.id() as libc::pid_t]);
+        let ended = left.try_wait().unwrap();
+        if ended.is_none() {
+            let _ = left.kill();
+        }
+        assert!(ended.is_some(), "the group was not ended");
+        assert!(!record.exists(), "the record outlived the group");
+        // the record of a group that has ended since ends nothing, and never a stranger
+        std::fs::write(&record, leader.to_string()).unwrap();
+        assert_eq!(end_recorded_groups(&base), Vec::<libc::pid_t>::new());
+    }
+}

@@ -631,7 +631,10 @@ fn tests_left_running_by_a_killed_step_are_ended_by_the_next_command() {
     // still running (saying "ended the tests (process group ..)"): either way nothing outlives it for long
     let until = Instant::now() + Duration::from_secs(10);
     while alive(grandchild) {
-        assert!(Instant::now() < until, "the orphaned tests still run: {out}");
+        assert!(
+            Instant::now() < until,
+            "the orphaned tests still run: {out}"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     let repaired = f.ok(&["repair"]);
