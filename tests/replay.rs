@@ -96,6 +96,18 @@ impl Session {
         candidate: Replay,
         baseline: Replay,
     ) -> (Value, Vec<String>) {
+        self.step_with(&[], correctness, candidate, baseline)
+    }
+
+    /// [`Session::step`] with `options` on its command line; the iteration it records is the replay of
+    /// its evidence.
+    fn step_with(
+        &self,
+        options: &[&str],
+        correctness: Replay,
+        candidate: Replay,
+        baseline: Replay,
+    ) -> (Value, Vec<String>) {
         self.fixture
             .edit_kernel("TILE_SIZE = 128", "TILE_SIZE = 256");
         let stand_in = StandIn {
@@ -105,7 +117,8 @@ impl Session {
             baseline_benchmark: baseline,
             runs: Default::default(),
         };
-        let Command::Step(args) = parsed(&["step", "bigger tiles"]) else {
+        let words = [&["step", "bigger tiles"], options].concat();
+        let Command::Step(args) = parsed(&words) else {
             unreachable!("step parses as step")
         };
         let mut out = Vec::new();
@@ -114,6 +127,7 @@ impl Session {
             .around(|| commands::step::run(&mut ui, &self.repo, &args.into()))
             .unwrap();
         let runs = stand_in.runs.borrow().clone();
+        self.fixture.replays_as_recorded();
         (serde_json::to_value(report).unwrap(), runs)
     }
 }
@@ -240,4 +254,46 @@ fn a_benchmark_killed_at_the_budget_is_a_crash() {
             .contains("pytest ran past the iteration budget"),
         "{report:#}"
     );
+}
+
+#[test]
+fn rounds_the_budget_leaves_undecided_are_decided_on_their_means_saying_why() {
+    let session = Session::start(recorded("iteration-0.xml"));
+    // the stand-in's runs take no time, but the budget is spent by the time the first round ends
+    let (report, _) = session.step_with(
+        &["--budget", "1ms"],
+        Replay::text(PASSED, 0),
+        recorded("iteration-1.xml"),
+        recorded("iteration-0.xml"),
+    );
+    assert_eq!(report["rounds"], 1, "{report:#}");
+    let reason = report["reason"].as_str().unwrap();
+    assert!(
+        reason
+            .contains("undecided after 1 round (a round takes 0 s and 0 s of the budget are left)"),
+        "the live reason, kept in the evidence for its replay: {reason}"
+    );
+}
+
+#[test]
+fn a_correctness_run_killed_at_the_budget_is_a_crash_and_a_fail() {
+    let session = Session::start(recorded("iteration-0.xml"));
+    let (report, runs) = session.step(
+        Replay::died(Ending::TimedOut),
+        recorded("iteration-0.xml"),
+        recorded("iteration-0.xml"),
+    );
+    assert_eq!(
+        (&report["status"], &report["correctness"]),
+        (&"crash".into(), &"FAIL".into()),
+        "{report:#}"
+    );
+    assert!(
+        report["reason"]
+            .as_str()
+            .unwrap()
+            .contains("pytest ran past the iteration budget"),
+        "{report:#}"
+    );
+    assert_eq!(runs, ["correctness candidate"]);
 }
