@@ -230,10 +230,7 @@ fn estimate_of(
         return None;
     }
     match replay::of_evidence(evidence, session, baseline_passed).attempt {
-        Attempt::Measured {
-            paired: Some(decided),
-            ..
-        } => Some(decided.estimate),
+        Attempt::Measured { paired, .. } => Some(paired.estimate),
         _ => None,
     }
 }

@@ -530,9 +530,7 @@ impl Fixture {
             .unwrap_or_default();
         let configs = match attempt {
             git_cutile_perf::decision::Attempt::Measured {
-                configs,
-                paired: Some(paired),
-                ..
+                configs, paired, ..
             } => Some((configs.clone(), paired.estimate.rounds as u32)),
             _ => None,
         };

@@ -423,10 +423,7 @@ fn judge(
         attempt: None,
         placement: None,
         rounds: match attempt {
-            Attempt::Measured {
-                paired: Some(paired),
-                ..
-            } => Some(paired.estimate.rounds as u32),
+            Attempt::Measured { paired, .. } => Some(paired.estimate.rounds as u32),
             _ => None,
         },
     };
