@@ -180,8 +180,9 @@ pub fn check_iteration(
     };
     let (Replayed { attempt, .. }, verdict) =
         replayed_verdict(session, prior, it, evidence, baseline_passed);
-    // a recorded crash needs no numbers: pytest's exit code, which the note does not hold, may have made it
-    if it.status == Status::Crash {
+    // a crash in a note older than `ended` needs no numbers: pytest's exit code, which that note does not
+    // hold, may have made it; a newer note holds the crash, and its replay is checked as any other
+    if it.status == Status::Crash && evidence.ended.crash.is_none() {
         return differences;
     }
     expect("status", it.status.to_string(), verdict.status.to_string());
@@ -361,4 +362,35 @@ pub fn unnoted_iterations(repo: &Repo, history: &History) -> Result<Vec<Finding>
             ),
         })
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decision::Decision;
+    use crate::evidence::{Crash, Ended, Stage};
+    use crate::session::tests::{iteration, session};
+
+    #[test]
+    fn a_crash_is_checked_against_a_note_that_holds_it_and_taken_as_recorded_from_an_older_one() {
+        let session = session();
+        let prior = [iteration(0, Status::Keep, Some(0.0), Decision::Continue)];
+        // recorded as a crash after correctness passed
+        let mut crashed = iteration(1, Status::Crash, None, Decision::TryNext);
+        crashed.configs.clear();
+        let older = Evidence::new(&session, 1, None, Vec::new());
+        assert_eq!(check_iteration(&session, &prior, &crashed, &older, &[]), []);
+        // the note says the correctness run was what crashed
+        let newer = older.with_ended(Ended {
+            crash: Some(Crash {
+                stage: Stage::Correctness,
+                why: "pytest was killed by signal 9".into(),
+            }),
+            undecided: Vec::new(),
+        });
+        assert_eq!(
+            check_iteration(&session, &prior, &crashed, &newer, &[]),
+            [("correctness", "PASS".to_string(), "FAIL".to_string())]
+        );
+    }
 }

@@ -134,3 +134,92 @@ fn decided(
     let why = ended.undecided(prefix).unwrap_or(NO_FURTHER_ROUND);
     verdict::decide_anyway(&rounds, &session.thresholds, &floor, why).map_err(|e| e.to_string())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::records::{RecordFile, RecordFormat};
+    use crate::session::tests::session;
+
+    fn correctness(cases: &str) -> RunFile {
+        RunFile::new(
+            "correctness",
+            RecordFile {
+                format: RecordFormat::Junit,
+                text: format!("<testsuite>{cases}</testsuite>"),
+            },
+        )
+    }
+
+    fn crash(stage: Stage) -> Ended {
+        Ended {
+            crash: Some(Crash {
+                stage,
+                why: "pytest was killed by signal 9".into(),
+            }),
+            undecided: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_crash_the_step_kept_is_the_attempt_whatever_the_runs_show() {
+        let passed = [correctness(r#"<testcase classname="t" name="a"/>"#)];
+        let replayed = |runs: &[RunFile], ended| attempt(runs, &ended, &session(), &[]).attempt;
+        let crashed = |correctness| Attempt::Crashed {
+            correctness,
+            why: "pytest was killed by signal 9".into(),
+        };
+        assert_eq!(
+            replayed(&passed, crash(Stage::Correctness)),
+            crashed(Correctness::Fail)
+        );
+        assert_eq!(
+            replayed(&[], crash(Stage::Rounds)),
+            crashed(Correctness::Pass)
+        );
+        // a note without it says what its runs can
+        assert_eq!(
+            replayed(&[], Ended::default()),
+            Attempt::Crashed {
+                correctness: Correctness::Fail,
+                why: "no correctness JUnit file".into()
+            }
+        );
+        assert_eq!(
+            replayed(&passed, Ended::default()),
+            Attempt::Crashed {
+                correctness: Correctness::Pass,
+                why: "no round benchmark runs".into()
+            }
+        );
+    }
+
+    #[test]
+    fn a_failed_case_or_one_that_passed_at_the_baseline_and_skips_now_is_a_fail() {
+        let run = correctness(
+            r#"<testcase classname="t" name="a"><failure message="no"/></testcase><testcase classname="t" name="b"><skipped/></testcase>"#,
+        );
+        let replayed = |baseline_passed: &[String]| {
+            attempt(
+                std::slice::from_ref(&run),
+                &Ended::default(),
+                &session(),
+                baseline_passed,
+            )
+            .attempt
+        };
+        assert_eq!(
+            replayed(&[]),
+            Attempt::CorrectnessFailed {
+                failed: vec!["t::a".into()]
+            }
+        );
+        let skipped = correctness(r#"<testcase classname="t" name="b"><skipped/></testcase>"#);
+        assert_eq!(
+            attempt(&[skipped], &Ended::default(), &session(), &["t::b".into()]).attempt,
+            Attempt::CorrectnessFailed {
+                failed: vec!["t::b (skipped now, passed at the baseline)".into()]
+            }
+        );
+    }
+}
