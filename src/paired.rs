@@ -1,7 +1,8 @@
 //! Paired measurement: every `step` benchmarks the current baseline's code beside the candidate, in
 //! alternating rounds (A B, B A, ...) on the same GPU, until [`verdict`] can decide or the budget cannot
-//! fit another round. The baseline's code runs from a detached worktree of its commit under the git dir,
-//! so the user's work tree is never touched; the worktree is removed whatever happens.
+//! fit another round; each round after the first in fresh workers. The baseline's code runs from a
+//! detached worktree of its commit under the git dir, so the user's work tree is never touched; the
+//! worktree is removed whatever happens.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -75,6 +76,8 @@ pub struct Rounds<'a> {
     pub session: &'a Session,
     pub floor: NoiseFloor,
     pub deadline: Instant,
+    /// Whether the sides' processes have measured a round: the next round is then measured by fresh ones.
+    pub measured: bool,
     /// No re-roll: after the first round, whether the candidate compiled and launched what the baseline
     /// does (it may add what it read to the runs); then nothing more is measured.
     pub no_reroll: Option<AlikeCheck<'a>>,
@@ -95,6 +98,12 @@ pub fn measure(sides: &mut Rounds, prefix: &str, evidence: &mut Vec<RunFile>) ->
     let mut open: Option<Vec<String>> = None;
     loop {
         let started = Instant::now();
+        if sides.measured {
+            // a round is an independent sample only in processes of its own (verdict.rs says why); both
+            // start before either measures, so their start-ups overlap
+            sides.candidate.redraw();
+            sides.baseline.redraw();
+        }
         let candidate_first = verdict::candidate_first(rounds.len());
         let mut round = Round {
             baseline: Vec::new(),
@@ -134,6 +143,7 @@ pub fn measure(sides: &mut Rounds, prefix: &str, evidence: &mut Vec<RunFile>) ->
             }
         }
         rounds.push(round);
+        sides.measured = true;
         durations.push(started.elapsed());
         if rounds.len() == 1 && sides.no_reroll.is_some_and(|alike| alike(evidence)) {
             // the same work measured again could only draw another sample: decided on what there is

@@ -8,7 +8,8 @@
 #   rms_norm  start from the de-optimized baseline (TMA on the static persistent store), the step that
 #             restores it (keep), a step that writes the gather kernel's output twice (revert), then a
 #             comment-only step (no change: no re-roll)
-#   rope      start on rope's microsecond configs (--filter "not 65536"), then 3 null edits
+#   rope      start on rope's microsecond configs (--filter "not 65536"), then 3 null edits that change
+#             the compiled kernel but not what it does (an index by subtraction, two sums' terms swapped)
 #
 # Each command's stdout, stderr, exit code and wall time go to OUT_DIR (timings.txt); the progress lines in
 # the .err files give each run's own time (correctness, each cold baseline run, each warm command).
@@ -49,11 +50,15 @@ for part in "$@"; do
         (cd sandbox/dumps && find . -type f -exec sha1sum {} + | sort -k2) > "$out/rms_norm-reroll-dumps.txt"
         ;;
     rope)
+        kernel=src/tilegym/ops/cutile/rope.py
         run rope-start start rope --suite ops --class memory --filter "not 65536" --json
-        for n in 1 2 3; do
-            echo "# null edit $n" >> src/tilegym/ops/cutile/rope.py
-            run "rope-null-$n" step --json --continue --cause memory "null edit $n (a comment)"
-        done
+        # each edit changes the compiled kernel (a comment alone is "no change" now) but not its speed
+        edit "$kernel" "bid % SEQ_LEN" "bid - batch_idx * SEQ_LEN"
+        run rope-null-1 step --json --continue --cause memory "null edit 1: the row index by subtraction"
+        edit "$kernel" "q_tile_2 * cos_row + q_tile_1 * sin_row" "q_tile_1 * sin_row + q_tile_2 * cos_row"
+        run rope-null-2 step --json --continue --cause memory "null edit 2: the q sum's terms swapped"
+        edit "$kernel" "k_tile_2 * cos_row + k_tile_1 * sin_row" "k_tile_1 * sin_row + k_tile_2 * cos_row"
+        run rope-null-3 step --json --continue --cause memory "null edit 3: the k sum's terms swapped"
         ;;
     *)
         echo "unknown part $part" >&2

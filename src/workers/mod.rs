@@ -329,6 +329,18 @@ impl<'a> Side<'a> {
         }
     }
 
+    /// Ends the side's worker, if it has one, and starts a fresh one in its place: a new process draws
+    /// again what a process fixes once (an autotuner's pick among near ties, where its arrays land), which
+    /// repetitions inside one process never sample. A side without a worker makes a process per run anyway.
+    pub fn redraw(&mut self) {
+        if let Some(worker) = self.worker.take() {
+            let (side, channel) = (worker.side, worker.channel.clone());
+            // the old process group ends (and its channel goes) before the new worker takes the channel
+            drop(worker);
+            *self = Side::warm(self.runner, side, &channel);
+        }
+    }
+
     /// The worker's pid, while the side is warm.
     pub fn worker_pid(&self) -> Option<u32> {
         self.worker.as_ref().map(Worker::pid)

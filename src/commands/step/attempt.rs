@@ -115,6 +115,7 @@ pub fn attempt(
         session,
         floor: NoiseFloor::from_spreads(&session.spread),
         deadline,
+        measured: false,
         no_reroll: Some(&no_reroll),
     };
     // older sessions have no evidence note on their baseline: then no case list to hold them to
