@@ -1297,7 +1297,7 @@ _gitcutileperf() {
             return 0
             ;;
         gitcutileperf__subcmd__step)
-            opts="-h --notes --budget --continue --cause --opt --json --help"
+            opts="-h --notes --budget --continue --cause --opt --gpus --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1316,6 +1316,10 @@ _gitcutileperf() {
                     return 0
                     ;;
                 --opt)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gpus)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

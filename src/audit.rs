@@ -109,17 +109,33 @@ fn measured(run: &RunFile, statistic: Statistic) -> Result<Vec<Measurement>, Str
     records::measurements(&cases, statistic).map_err(|e| format!("{e:#}"))
 }
 
-/// The paired rounds named `<prefix>-<n>-baseline` and `<prefix>-<n>-candidate` in the evidence.
+/// The paired rounds named `<prefix>-<n>-baseline` and `<prefix>-<n>-candidate` in the evidence, each
+/// round pooling the runs of every GPU (`RunFile::of_round`) in the order they were noted, as
+/// `paired::measure` pooled them.
 fn rounds(evidence: &Evidence, prefix: &str, statistic: Statistic) -> Result<Vec<Round>, String> {
     let mut rounds = Vec::new();
     for n in 1.. {
-        let side = |side: &str| evidence.run(&format!("{prefix}-{n}-{side}"));
-        let (Some(baseline), Some(candidate)) = (side("baseline"), side("candidate")) else {
+        let side = |side: &str| -> Vec<&RunFile> {
+            evidence
+                .runs
+                .iter()
+                .filter(|run| run.of_round(prefix, n, side))
+                .collect()
+        };
+        let (baseline, candidate) = (side("baseline"), side("candidate"));
+        if baseline.is_empty() || candidate.is_empty() {
             break;
+        }
+        let pooled = |runs: Vec<&RunFile>| -> Result<Vec<Measurement>, String> {
+            let mut all = Vec::new();
+            for run in runs {
+                all.extend(measured(run, statistic)?);
+            }
+            Ok(all)
         };
         rounds.push(Round {
-            baseline: measured(baseline, statistic)?,
-            candidate: measured(candidate, statistic)?,
+            baseline: pooled(baseline)?,
+            candidate: pooled(candidate)?,
         });
     }
     if rounds.is_empty() {

@@ -265,6 +265,11 @@ pub struct StepArgs {
     /// The playbook letter this optimization follows (see `git cutile-perf refs playbook`)
     #[arg(long, value_name = "LETTER")]
     pub opt: Option<String>,
+    /// The GPUs to measure on, by nvidia-smi's index (e.g. 0,1), each of the session's model: a
+    /// (baseline, candidate) pair per GPU, the configs split among them; default: CUDA_VISIBLE_DEVICES,
+    /// else every GPU found (local runner only)
+    #[arg(long, value_name = "LIST")]
+    pub gpus: Option<String>,
     #[command(flatten)]
     pub output: JsonArg,
 }

@@ -52,6 +52,7 @@ impl From<cli::StepArgs> for step::StepOptions {
             continue_anyway: args.continue_anyway,
             cause: args.cause,
             opt: args.opt,
+            gpus: args.gpus,
         }
     }
 }

@@ -42,6 +42,10 @@ pub struct RunFile {
     /// kernels that side's code compiled, as cuda-tile dumped them, that no re-roll compares.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compiled: Option<Vec<CompiledKernel>>,
+    /// The GPU that ran this benchmark run, as `CUDA_VISIBLE_DEVICES` named it (`step --gpus`); none in
+    /// older notes or where the environment chose it: one GPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cuda_device: Option<String>,
 }
 
 /// The GPU's state around one run: clocks and temperature as it started and ended, and who else used
@@ -93,7 +97,21 @@ impl RunFile {
             records,
             gpu: None,
             compiled: None,
+            cuda_device: None,
         }
+    }
+
+    /// Whether this is side `side`'s run in round `round` of the rounds named `prefix`, on any GPU:
+    /// `<prefix>-<round>-<side>`, or `<prefix>-<round>-gpu<gpu>-<side>` (`paired::run_name`).
+    pub fn of_round(&self, prefix: &str, round: usize, side: &str) -> bool {
+        let Some(rest) = self.name.strip_prefix(&format!("{prefix}-{round}-")) else {
+            return false;
+        };
+        rest == side
+            || rest
+                .strip_prefix("gpu")
+                .and_then(|rest| rest.strip_suffix(side)?.strip_suffix('-'))
+                .is_some_and(|gpu| !gpu.is_empty() && !gpu.contains('-'))
     }
 
     pub fn cases(&self) -> Result<Vec<CaseReport>> {
@@ -239,6 +257,21 @@ impl Evidence {
 
     pub fn run(&self, name: &str) -> Option<&RunFile> {
         self.runs.iter().find(|r| r.name == name)
+    }
+
+    /// The perf cases the benchmark runs measured (JUnit ids, sorted, each once): what a step's GPUs share.
+    pub fn perf_cases(&self) -> Result<Vec<String>> {
+        let mut ids = Vec::new();
+        for run in self
+            .runs
+            .iter()
+            .filter(|run| run.name.starts_with("benchmark") || run.name.contains("round-"))
+        {
+            ids.extend(run.cases()?.into_iter().map(|case| case.id));
+        }
+        ids.sort();
+        ids.dedup();
+        Ok(ids)
     }
 
     /// The ids of the correctness cases that passed (what a later step may not skip).
@@ -434,6 +467,7 @@ mod tests {
                         after: Some(h200("7, a.out, 512\n")),
                     }),
                     compiled: None,
+                    cuda_device: None,
                 },
             ],
             compile: None,
@@ -496,6 +530,19 @@ mod tests {
         assert_eq!(json["text"], run.records.text.as_str());
         let old = serde_json::json!({"name": "correctness", "junit": run.records.text});
         assert_eq!(&serde_json::from_value::<RunFile>(old).unwrap(), run);
+    }
+
+    #[test]
+    fn a_round_run_is_known_by_its_name_on_any_gpu() {
+        let run = |name: &str| RunFile::new(name, junit(String::new()));
+        assert!(run("round-2-candidate").of_round("round", 2, "candidate"));
+        assert!(run("round-2-gpu1-candidate").of_round("round", 2, "candidate"));
+        assert!(!run("round-2-gpu1-candidate").of_round("round", 2, "baseline"));
+        assert!(!run("round-2-gpu1-candidate").of_round("round", 1, "candidate"));
+        assert!(!run("round-12-candidate").of_round("round", 1, "candidate"));
+        assert!(!run("confirm-round-2-candidate").of_round("round", 2, "candidate"));
+        assert!(run("confirm-round-2-gpu0-baseline").of_round("confirm-round", 2, "baseline"));
+        assert!(!run("round-2-gpu-candidate").of_round("round", 2, "candidate"));
     }
 
     #[test]

@@ -201,7 +201,8 @@ pub struct PytestCall<'a> {
 }
 
 /// A place that runs a session's GPU commands, held for one verb run (one iteration).
-pub trait Runner {
+/// `Sync`: the GPUs of a step run their parts of a round from threads of their own.
+pub trait Runner: Sync {
     /// `program args`, run in `dir` where the session's GPU is.
     fn command(&self, program: &str, args: &[&str], dir: &Path) -> duct::Expression;
 

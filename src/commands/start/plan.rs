@@ -254,6 +254,7 @@ impl Plan {
             deadline: self.deadline,
             place: &*self.place,
             dumps: None,
+            gpu: None,
             progress: &self.progress,
         }
     }
