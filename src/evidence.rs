@@ -6,7 +6,7 @@
 //! `git log --notes=cutile-perf` shows) followed by the payload: the whole evidence as JSON, gzipped and
 //! base64-encoded in lines of 76 characters, so that 10,000 configs stay a few hundred kilobytes.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{Read, Write};
 
 use anyhow::{Context, Result, bail};
@@ -272,6 +272,26 @@ impl Evidence {
         ids.sort();
         ids.dedup();
         Ok(ids)
+    }
+
+    /// The GPU that measured each perf case of the rounds (`RunFile::cuda_device`; `-` where none is
+    /// named: one GPU, as in older notes). `Err` names a case measured on two GPUs: its rounds would pair
+    /// a side on one GPU with the other side on another.
+    pub fn gpu_of_cases(&self) -> Result<BTreeMap<String, String>, String> {
+        let mut gpu_of: BTreeMap<String, String> = BTreeMap::new();
+        for run in self.runs.iter().filter(|run| run.name.contains("round-")) {
+            let gpu = run.cuda_device.as_deref().unwrap_or("-");
+            for case in run.cases().map_err(|e| format!("{e:#}"))? {
+                let first = gpu_of.entry(case.id).or_insert_with(|| gpu.to_string());
+                if first != gpu {
+                    return Err(format!(
+                        "the run {} measured a case on GPU {gpu} that other runs measured on GPU {first}",
+                        run.name
+                    ));
+                }
+            }
+        }
+        Ok(gpu_of)
     }
 
     /// The ids of the correctness cases that passed (what a later step may not skip).
@@ -543,6 +563,38 @@ mod tests {
         assert!(!run("confirm-round-2-candidate").of_round("round", 2, "candidate"));
         assert!(run("confirm-round-2-gpu0-baseline").of_round("confirm-round", 2, "baseline"));
         assert!(!run("round-2-gpu-candidate").of_round("round", 2, "candidate"));
+    }
+
+    #[test]
+    fn each_case_is_measured_on_one_gpu_and_older_notes_on_one() {
+        let run = |name: &str, gpu: Option<&str>| RunFile {
+            cuda_device: gpu.map(str::to_string),
+            ..RunFile::new(name, junit(benchmark_junit(1)))
+        };
+        let mut evidence = evidence(1);
+        let case = "tests.ops.test_rms_norm.Test_RMSNorm::test_perf[cutile-static_persistent-0-1024-torch.float16]";
+        evidence.runs = vec![
+            run("round-1-candidate", None),
+            run("round-1-baseline", None),
+        ];
+        assert_eq!(
+            evidence.gpu_of_cases().unwrap(),
+            BTreeMap::from([(case.to_string(), "-".to_string())])
+        );
+        evidence.runs = vec![
+            run("round-1-gpu1-candidate", Some("1")),
+            run("round-1-gpu1-baseline", Some("1")),
+            run("confirm-round-1-gpu1-baseline", Some("1")),
+        ];
+        assert_eq!(
+            evidence.gpu_of_cases().unwrap(),
+            BTreeMap::from([(case.to_string(), "1".to_string())])
+        );
+        evidence.runs.push(run("round-2-baseline", Some("0")));
+        assert_eq!(
+            evidence.gpu_of_cases().unwrap_err(),
+            "the run round-2-baseline measured a case on GPU 0 that other runs measured on GPU 1"
+        );
     }
 
     #[test]

@@ -87,6 +87,27 @@ fn two_gpus_split_the_configs_each_always_on_its_own_gpu_and_verify_recomputes_i
     );
     let verify = f.run(&["verify"]);
     assert!(verify.status.success(), "{}", both(&verify));
+
+    // a note whose candidate ran a config on the other GPU than its baseline does not verify
+    let repo = git_cutile_perf::git::Repo::discover(&f.root).unwrap();
+    let mut evidence = git_cutile_perf::evidence::Evidence::of(&repo, &f.head())
+        .unwrap()
+        .unwrap();
+    for run in &mut evidence.runs {
+        if run.name == "round-1-gpu1-candidate" {
+            run.cuda_device = Some("0".into());
+        }
+    }
+    evidence.attach(&repo, &f.head()).unwrap();
+    let verify = f.run(&["verify"]);
+    assert!(!verify.status.success(), "{}", both(&verify));
+    assert!(
+        both(&verify).contains(
+            "the run round-1-gpu1-candidate measured a case on GPU 0 that other runs measured on GPU 1"
+        ),
+        "{}",
+        both(&verify)
+    );
 }
 
 #[test]
