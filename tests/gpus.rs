@@ -23,18 +23,35 @@ fn started_on(gpus: &[&str]) -> Fixture {
 /// A step (with `args`) whose candidate is more than 10x faster, so that it is measured in two sets of
 /// rounds; its report, and the GPU each timed case saw.
 fn step(f: &Fixture, args: &[&str]) -> (serde_json::Value, Vec<String>) {
+    let (report, cases) = timed_step(f, args, &[]);
+    (report, cases.into_iter().map(|(gpu, _)| gpu).collect())
+}
+
+/// As [`step`], with `env` set for the tests; each timed case's GPU and the time it ended.
+fn timed_step(
+    f: &Fixture,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (serde_json::Value, Vec<(String, f64)>) {
     f.set_latency(0.005, 0.05);
     let cases = f.root.join("../cases.txt");
+    let _ = std::fs::remove_file(&cases);
     let mut command = f.command(&[&["step", "--json", "tile size 256"], args].concat());
     command.env("CUTILE_PERF_FIXTURE_CASES", &cases);
+    for (name, value) in env {
+        command.env(name, value);
+    }
     let out = command.output().unwrap();
     assert!(out.status.success(), "{}", both(&out));
     let seen = std::fs::read_to_string(&cases).unwrap_or_default();
-    let gpus = seen
+    let cases = seen
         .lines()
-        .map(|line| line.split_whitespace().nth(2).unwrap().to_string())
+        .map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            (fields[2].to_string(), fields[3].parse().unwrap())
+        })
         .collect();
-    (serde_json::from_slice(&out.stdout).unwrap(), gpus)
+    (serde_json::from_slice(&out.stdout).unwrap(), cases)
 }
 
 /// Each benchmark run of the rounds at HEAD's evidence: its name, its GPU, and its cases.
@@ -108,6 +125,25 @@ fn two_gpus_split_the_configs_each_always_on_its_own_gpu_and_verify_recomputes_i
         "{}",
         both(&verify)
     );
+}
+
+#[test]
+fn the_gpus_measure_at_the_same_time() {
+    let f = started_on(&[H200, H200]);
+    // each timed case takes a second: one after the other, no two would end within half of one
+    let (report, cases) = timed_step(&f, &[], &[("CUTILE_PERF_FIXTURE_CASE_S", "1")]);
+    assert_eq!(report["gpus"], serde_json::json!(["0", "1"]), "{report}");
+    let ends = |gpu: &str| -> Vec<f64> {
+        cases
+            .iter()
+            .filter(|(on, _)| on == gpu)
+            .map(|(_, end)| *end)
+            .collect()
+    };
+    let together = ends("0")
+        .iter()
+        .any(|a| ends("1").iter().any(|b| (a - b).abs() < 0.5));
+    assert!(together, "{cases:?}");
 }
 
 #[test]
