@@ -278,7 +278,7 @@ pub fn measure(sides: &mut Rounds, prefix: &str, evidence: &mut Vec<RunFile>) ->
 
 /// One pair's part of a round on its GPU: `cases` (none: every case; empty: nothing to run), one side
 /// after the other in the round's order, so that only one side measures on that GPU at a time. The GPU
-/// watch reads the first GPU only (nvidia-smi's first line), so only the first pair's runs keep one.
+/// watch reads nvidia-smi's first GPU only, so only the runs on GPU 0 (or the environment's) keep one.
 fn pair_round(
     pair: &mut Pair,
     plan: &RoundPlan,
@@ -315,7 +315,8 @@ fn pair_round(
             plan.session.statistic,
             &run_name(plan.prefix, plan.number, other_gpu, side),
             &format!("round {} {side}{on_gpu}", plan.number),
-            plan.session.gpu.is_some() && other_gpu.is_none(),
+            // nvidia-smi's view is of its first GPU: watched where that is the one measuring
+            plan.session.gpu.is_some() && pair.gpu.as_deref().is_none_or(|gpu| gpu == "0"),
             plan.ours,
             cases,
         )?;
