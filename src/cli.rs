@@ -173,6 +173,10 @@ pub struct StartArgs {
     /// look for one either
     #[arg(long)]
     pub no_gpu: bool,
+    /// The session's GPUs by nvidia-smi's index (e.g. 1,2), all of one model: the baseline is measured
+    /// on the first (CUDA_VISIBLE_DEVICES); default: the environment's GPU (local runner only)
+    #[arg(long, value_name = "LIST", conflicts_with = "no_gpu")]
+    pub gpus: Option<String>,
     /// Time limit for the baseline run (e.g. 10m, 90s, 1m30s)
     #[arg(long, value_parser = parse_duration, default_value = DEFAULT_BUDGET)]
     pub budget: Duration,

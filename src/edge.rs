@@ -24,6 +24,7 @@ impl TryFrom<cli::StartArgs> for start::StartOptions {
             intensity: args.intensity,
             runner: args.runner.settings()?,
             no_gpu: args.no_gpu,
+            gpus: args.gpus,
             budget: args.budget,
             thresholds: args.thresholds.thresholds(),
         })

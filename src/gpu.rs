@@ -294,6 +294,21 @@ pub fn pool(
     Ok(seen)
 }
 
+/// `start --gpus`: the GPUs `asked` names, all of the first one's model, and that first GPU: the
+/// session's, where `start` measures the baseline.
+pub fn session_gpus<'a>(asked: &str, found: &'a [Gpu]) -> Result<(Vec<String>, &'a Gpu), Hinted> {
+    let first = asked.split(',').map(str::trim).find(|e| !e.is_empty());
+    let first_gpu = first
+        .and_then(|first| first.parse::<usize>().ok())
+        .and_then(|index| found.get(index));
+    let model = first_gpu.map_or(String::new(), |gpu| {
+        format!("{}, {}", gpu.name, gpu.compute_capability)
+    });
+    // an unknown first GPU is refused by `pool` with the others, in the same words
+    let gpus = pool(Some(asked), None, found, &model)?;
+    Ok((gpus, first_gpu.expect("pool refuses an unknown GPU")))
+}
+
 fn query(command: duct::Expression) -> Option<String> {
     let output = process::capture(command, TIMEOUT).ok()?;
     output
@@ -384,7 +399,8 @@ mod tests {
     #[test]
     fn the_pool_is_the_asked_gpus_else_the_visible_ones_else_every_gpu_found() {
         let h200 = Gpu::parse(H200).unwrap();
-        let a10 = Gpu::parse("NVIDIA A10, 8.6, 550.1, 1, 1, 1, 1, 1").unwrap();
+        let a10_again = || Gpu::parse("NVIDIA A10, 8.6, 550.1, 1, 1, 1, 1, 1").unwrap();
+        let a10 = a10_again();
         let model = "NVIDIA H200, 9.0";
         let found = [h200.clone(), h200.clone(), a10];
         let pool = |asked, visible| pool(asked, visible, &found[..2], model);
@@ -412,5 +428,21 @@ mod tests {
         assert_eq!(refused("0,0").message, "GPU 0 is listed twice");
         assert_eq!(refused(" ,").message, "--gpus names no GPU");
         assert_eq!(model_of("NVIDIA H200, 9.0, 580.159.04"), model);
+
+        // start: the first GPU named is the session's, and the others must be its model
+        let mixed = [a10_again(), h200.clone(), h200.clone()];
+        let (gpus, first) = session_gpus("2,1", &mixed).unwrap();
+        assert_eq!(
+            (gpus, first),
+            (vec!["2".to_string(), "1".to_string()], &h200)
+        );
+        assert_eq!(
+            session_gpus("1,0", &mixed).unwrap_err().message,
+            "GPU 0 is a NVIDIA A10, 8.6, but the session measures on a NVIDIA H200, 9.0"
+        );
+        assert_eq!(
+            session_gpus("5", &mixed).unwrap_err().message,
+            "GPU \"5\" is not one nvidia-smi lists here (3 GPUs: indexes 0 to 2)"
+        );
     }
 }

@@ -199,3 +199,35 @@ fn a_gpu_of_another_model_is_refused_and_left_out_by_default() {
         text(&out.stdout)
     );
 }
+
+#[test]
+fn start_measures_the_baseline_on_the_first_gpu_named_whose_model_is_the_sessions() {
+    let mut f = Fixture::new();
+    f.fake_gpu(Some(&[H200, A10, A10].join("\n")));
+    let err = f.fails(&["start", "vector_add", "--gpus", "1,0"]);
+    assert!(
+        err.contains("GPU 0 is a NVIDIA H200, 9.0, but the session measures on a NVIDIA A10, 8.6"),
+        "{err}"
+    );
+    assert_eq!(f.git(&["branch", "--list", "cutile-perf-*"]), "");
+
+    let cases = f.root.join("../start-cases.txt");
+    let out = f
+        .command(&["start", "vector_add", "--gpus", "2,1"])
+        .env("CUTILE_PERF_FIXTURE_CASES", &cases)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", both(&out));
+    assert_eq!(
+        f.trailer("HEAD", "Cutile-Perf-GPU"),
+        "NVIDIA A10, 8.6, 580.159.04"
+    );
+    let seen = std::fs::read_to_string(&cases).unwrap();
+    assert!(
+        !seen.is_empty()
+            && seen
+                .lines()
+                .all(|line| line.split_whitespace().nth(2) == Some("2")),
+        "{seen}"
+    );
+}

@@ -250,6 +250,41 @@ pub trait Runner: Sync {
     fn release(self: Box<Self>) {}
 }
 
+/// A runner whose every command sees one GPU (`CUDA_VISIBLE_DEVICES`): `start --gpus`'s first, for the
+/// baseline's runs and the class and compile-fact runs after them alike.
+pub struct OnGpu {
+    pub place: Box<dyn Runner>,
+    pub gpu: String,
+}
+
+impl Runner for OnGpu {
+    fn command(&self, program: &str, args: &[&str], dir: &Path) -> duct::Expression {
+        self.place
+            .command(program, args, dir)
+            .env("CUDA_VISIBLE_DEVICES", &self.gpu)
+    }
+
+    fn find(&self, program: &str, dir: &Path) -> Option<PathBuf> {
+        self.place.find(program, dir)
+    }
+
+    fn keeps_workers(&self) -> bool {
+        self.place.keeps_workers()
+    }
+
+    fn lost(&self) -> Option<String> {
+        self.place.lost()
+    }
+
+    fn placement(&self) -> Option<&Placement> {
+        self.place.placement()
+    }
+
+    fn release(self: Box<Self>) {
+        self.place.release()
+    }
+}
+
 /// What a test puts in place of the runners a verb opens.
 type StandIn = Rc<dyn Fn(&RunnerSettings, &Path) -> Result<Box<dyn Runner>>>;
 
