@@ -210,10 +210,7 @@ pub fn measure(sides: &mut Rounds, prefix: &str, evidence: &mut Vec<RunFile>) ->
                 .map(|part| part.join().expect("a GPU's part of the round panicked"))
                 .collect()
         });
-        let mut round = Round {
-            baseline: Vec::new(),
-            candidate: Vec::new(),
-        };
+        let mut round = Round::default();
         let mut stopped = None;
         for part in parts {
             let PairRound { files, ended } = part?;
@@ -288,10 +285,7 @@ fn pair_round(
 ) -> Result<PairRound> {
     let mut part = PairRound {
         files: Vec::new(),
-        ended: PairEnded::Measured(Round {
-            baseline: Vec::new(),
-            candidate: Vec::new(),
-        }),
+        ended: PairEnded::Measured(Round::default()),
     };
     if cases.is_some_and(<[String]>::is_empty) {
         return Ok(part);
@@ -300,10 +294,7 @@ fn pair_round(
         (true, Some(gpu)) => format!(" on GPU {gpu}"),
         _ => String::new(),
     };
-    let mut measured = Round {
-        baseline: Vec::new(),
-        candidate: Vec::new(),
-    };
+    let mut measured = Round::default();
     for run_candidate in [plan.candidate_first, !plan.candidate_first] {
         let (runner, side, into) = if run_candidate {
             (&mut pair.candidate, "candidate", &mut measured.candidate)

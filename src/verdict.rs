@@ -61,7 +61,7 @@ pub const ROUNDS_TO_REVERT: usize = 2;
 pub const MAX_ROUNDS: usize = 16;
 
 /// One run of each side, in the order [`candidate_first`] gave.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Round {
     pub baseline: Vec<Measurement>,
     pub candidate: Vec<Measurement>,
