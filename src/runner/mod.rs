@@ -251,7 +251,8 @@ pub trait Runner: Sync {
 }
 
 /// A runner whose every command sees one GPU (`CUDA_VISIBLE_DEVICES`): `start --gpus`'s first, for the
-/// baseline's runs and the class and compile-fact runs after them alike.
+/// baseline's runs and the class and compile-fact runs after them alike; a step's first GPU, for its
+/// diagnosis and compile facts after the rounds.
 pub struct OnGpu {
     pub place: Box<dyn Runner>,
     pub gpu: String,

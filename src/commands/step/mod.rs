@@ -25,7 +25,7 @@ use crate::gpu::GpuState;
 use crate::hint::hinted;
 use crate::history::{History, sandbox, write_table};
 use crate::journal::{self, Journal, Lock, Phase, Verb};
-use crate::runner::{self, Placement, Runner};
+use crate::runner::{self, OnGpu, Placement, Runner};
 use crate::session::{Iteration, fmt_change, fmt_ms, short};
 use crate::snapshot::Tested;
 use crate::stats::{self, ConfigChange};
@@ -218,6 +218,14 @@ fn measure_and_record(
     let left = deadline.saturating_duration_since(Instant::now());
     let budget_used_pct = 100.0 * (1.0 - left.as_secs_f64() / args.budget.as_secs_f64());
     let placement = place.placement().cloned();
+    // what runs after the rounds (the diagnosis, the compile facts) runs on the first GPU they measured on
+    let place = match tried.gpus.first() {
+        Some(gpu) => Box::new(OnGpu {
+            place,
+            gpu: gpu.clone(),
+        }) as Box<dyn Runner>,
+        None => place,
+    };
     // the verdict is known; a diagnosis may only add the cause (and escalate by its rule), so it runs
     // only where the cause is recorded: measured code without a `--cause`
     let (diagnosed, diagnosis_s) = match (args.cause, &tried.attempt) {
