@@ -1,5 +1,5 @@
-//! How often the loop's verdicts are right under H200-like noise: the single-run rule of `decision.rs`
-//! against the paired rule of `verdict.rs`, on synthetic runs (run `cargo bench --bench verdicts`).
+//! How often the loop's verdicts are right under H200-like noise: the single-run rule the tool had before
+//! paired rounds against the paired rule of `verdict.rs`, on synthetic runs (run `cargo bench --bench verdicts`).
 //!
 //! The grid is rope's on an H200 (12 configs, 1.5 us to 4.4 ms), read from the repository's ten runs of
 //! unchanged rope code (`tests/data/`). Each config's per-run median is
@@ -19,7 +19,7 @@
 
 use std::collections::HashMap;
 
-use git_cutile_perf::decision::{self, Attempt, Decision, Status, Thresholds, Tier};
+use git_cutile_perf::decision::{Thresholds, Tier};
 use git_cutile_perf::noise::{TIMER_TICK_MS, process_sd};
 use git_cutile_perf::records::{self, Measurement, Statistic};
 use git_cutile_perf::stats;
@@ -156,22 +156,31 @@ enum Kept {
     Stop,
 }
 
+impl Kept {
+    fn of(tier: Tier) -> Kept {
+        match tier {
+            Tier::Revert => Kept::Reverted,
+            Tier::Continue => Kept::Continue,
+            Tier::LowerPriority => Kept::LowerPriority,
+            Tier::Stop => Kept::Stop,
+        }
+    }
+}
+
+/// The single-run rule the tool had before paired rounds, kept here as what the paired rule is measured
+/// against: one run of each side; a config slower than the regression limit reverts, otherwise the
+/// improvement of the means picks the tier (`verdict::point_tier`, which deciding on the means uses).
 fn single_run(rng: &mut Rng, grid: &Grid, effects: &[f64], limits: &Thresholds) -> Kept {
     let baseline = run(rng, grid, &vec![1.0; effects.len()]);
     let candidate = run(rng, grid, effects);
     let comparison = stats::compare(&baseline, &candidate).expect("same configs");
-    let attempt = Attempt::Measured {
-        configs: candidate,
-        comparison,
-        paired: None,
-    };
-    let v = decision::decide(&attempt, 1, 0, None, limits);
-    match (v.status, v.decision) {
-        (Status::Revert, _) => Kept::Reverted,
-        (_, Decision::Continue) => Kept::Continue,
-        (_, Decision::LowerPriority) => Kept::LowerPriority,
-        _ => Kept::Stop,
-    }
+    let regressed = comparison
+        .worst()
+        .is_some_and(|worst| worst.change_pct > limits.regression_pct);
+    Kept::of(match regressed {
+        true => Tier::Revert,
+        false => verdict::point_tier(-comparison.change_pct(), limits),
+    })
 }
 
 /// What the paired rule did in one trial.
@@ -198,14 +207,8 @@ fn paired(rng: &mut Rng, grid: &Grid, effects: &[f64], limits: &Thresholds) -> P
             .expect("same configs")
         {
             Verdict::Decided(d) => {
-                let kept = match d.tier {
-                    Tier::Revert => Kept::Reverted,
-                    Tier::Continue => Kept::Continue,
-                    Tier::LowerPriority => Kept::LowerPriority,
-                    Tier::Stop => Kept::Stop,
-                };
                 return PairedTrial {
-                    kept,
+                    kept: Kept::of(d.tier),
                     cases,
                     on_means: d.undecided.is_some(),
                 };

@@ -1,24 +1,20 @@
 //! The audit of a session's record, as pure checks: each iteration's trailers against what its evidence
-//! note gives, recomputed with the same rules `step` uses. `verify` gathers the commits, trees and notes
-//! (`src/commands/verify.rs`); everything here is decided from values, but for [`foreign_findings`]
+//! note gives, recomputed by the replay `step` records from (`replay::attempt`). `verify` gathers the
+//! commits, trees and notes (`src/commands/verify.rs`); everything here is decided from values, but for [`foreign_findings`]
 //! (`step` refuses on them too), which asks git what the foreign commits change.
 
-use std::convert::Infallible;
 use std::fmt;
 
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::census;
-use crate::decision::{self, Attempt, Correctness, Decided, Status};
-use crate::evidence::{Evidence, RunFile};
+use crate::decision::{self, Attempt, Status, Verdict};
+use crate::evidence::Evidence;
 use crate::git::Repo;
 use crate::history::History;
-use crate::pytest::CorrectnessRun;
-use crate::records::{self, CaseOutcome, Measurement, Statistic};
+use crate::replay::{self, Replayed};
 use crate::session::{Iteration, Session, fmt_change, fmt_ms};
 use crate::stats::{self, Comparison, geometric_mean};
-use crate::verdict::{self, Round};
 
 /// What kind of departure from the record's rules a finding is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -89,97 +85,30 @@ impl fmt::Display for Finding {
     }
 }
 
-/// The correctness outcome a correctness run's JUnit file gives, held to the baseline's passing cases.
-pub fn correctness_of(run: &RunFile, baseline_passed: &[String]) -> Result<CorrectnessRun, String> {
-    let cases = run.cases().map_err(|e| format!("{e:#}"))?;
-    let failed: Vec<String> = cases
+/// The attempt iteration `it`'s evidence replays to, and the verdict it gives after the iterations
+/// before it (`prior`, oldest first) under the cause the iteration recorded: what `step` recorded.
+pub fn replayed_verdict(
+    session: &Session,
+    prior: &[Iteration],
+    it: &Iteration,
+    evidence: &Evidence,
+    baseline_passed: &[String],
+) -> (Replayed, Verdict) {
+    let replayed = replay::of_evidence(evidence, session, baseline_passed);
+    let no_gain_before = prior
         .iter()
-        .filter(|c| matches!(c.outcome, CaseOutcome::Failed(_) | CaseOutcome::Error(_)))
-        .map(|c| c.id.clone())
-        .collect();
-    if !failed.is_empty() {
-        return Ok(CorrectnessRun::Fail { failed });
-    }
-    Ok(CorrectnessRun::passed(cases).against_baseline(baseline_passed))
-}
-
-/// The measurements a benchmark run's JUnit file gives under the session's statistic.
-fn measured(run: &RunFile, statistic: Statistic) -> Result<Vec<Measurement>, String> {
-    let cases = run.cases().map_err(|e| format!("{e:#}"))?;
-    records::measurements(&cases, statistic).map_err(|e| format!("{e:#}"))
-}
-
-/// The paired rounds named `<prefix>-<n>-baseline` and `<prefix>-<n>-candidate` in the evidence, each
-/// round pooling the runs of every GPU (`RunFile::of_round`) in the order they were noted, as
-/// `paired::measure` pooled them.
-fn rounds(evidence: &Evidence, prefix: &str, statistic: Statistic) -> Result<Vec<Round>, String> {
-    let mut rounds = Vec::new();
-    for n in 1.. {
-        let side = |side: &str| -> Vec<&RunFile> {
-            evidence
-                .runs
-                .iter()
-                .filter(|run| run.of_round(prefix, n, side))
-                .collect()
-        };
-        let (baseline, candidate) = (side("baseline"), side("candidate"));
-        if baseline.is_empty() || candidate.is_empty() {
-            break;
-        }
-        let pooled = |runs: Vec<&RunFile>| -> Result<Vec<Measurement>, String> {
-            let mut all = Vec::new();
-            for run in runs {
-                all.extend(measured(run, statistic)?);
-            }
-            Ok(all)
-        };
-        rounds.push(Round {
-            baseline: pooled(baseline)?,
-            candidate: pooled(candidate)?,
-        });
-    }
-    if rounds.is_empty() {
-        return Err(format!("no {prefix} benchmark runs"));
-    }
-    Ok(rounds)
-}
-
-/// The verdict of the rounds, as `paired::measure` reaches it (deciding on what there is when the rounds
-/// did not settle it: the budget ran out).
-fn decided(evidence: &Evidence, prefix: &str, session: &Session) -> Result<Decided, String> {
-    let rounds = rounds(evidence, prefix, session.statistic)?;
-    let floor = verdict::NoiseFloor::from_spreads(&session.spread);
-    verdict::decide_anyway(
-        &rounds,
+        .skip(1)
+        .rev()
+        .take_while(|p| !session.thresholds.gained(p.status, p.change_pct))
+        .count() as u32;
+    let verdict = decision::decide(
+        &replayed.attempt,
+        it.number,
+        no_gain_before,
+        it.cause,
         &session.thresholds,
-        &floor,
-        "no further round fitted the budget",
-    )
-    .map_err(|e| e.to_string())
-}
-
-/// The attempt the evidence of a later iteration describes, as `step` would have built it from the same
-/// runs.
-pub fn attempt_of(evidence: &Evidence, session: &Session, baseline_passed: &[String]) -> Attempt {
-    let crashed = |correctness, why: String| Attempt::Crashed { correctness, why };
-    let Some(run) = evidence.run("correctness") else {
-        return crashed(Correctness::Fail, "no correctness JUnit file".into());
-    };
-    match correctness_of(run, baseline_passed) {
-        Err(why) => return crashed(Correctness::Fail, why),
-        Ok(CorrectnessRun::Fail { failed }) => return Attempt::CorrectnessFailed { failed },
-        Ok(_) => {}
-    }
-    if census::unchanged(&evidence.runs) {
-        return Attempt::Unchanged;
-    }
-    let Ok((result, _remark)) = verdict::confirmed(decided(evidence, "round", session), || {
-        Ok::<_, Infallible>(decided(evidence, "confirm-round", session))
-    });
-    match result {
-        Ok(decided) => census::judged(decided, &evidence.runs, &census::Rules::of(session)),
-        Err(why) => crashed(Correctness::Pass, why),
-    }
+    );
+    (replayed, verdict)
 }
 
 /// How iteration `it`'s trailers differ from its evidence: `(what, recorded, evidence)` for each
@@ -222,7 +151,7 @@ pub fn check_iteration(
             .runs
             .iter()
             .filter(|run| run.name.starts_with("benchmark-"))
-            .map(|run| measured(run, session.statistic))
+            .map(|run| replay::measured(run, session.statistic))
             .collect();
         let configs = runs.and_then(|runs| match runs.is_empty() {
             true => Err("no benchmark JUnit file".to_string()),
@@ -258,22 +187,11 @@ pub fn check_iteration(
         );
         return differences;
     };
-    let attempt = attempt_of(evidence, session, baseline_passed);
-    let no_gain_before = prior
-        .iter()
-        .skip(1)
-        .rev()
-        .take_while(|p| !session.thresholds.gained(p.status, p.change_pct))
-        .count() as u32;
-    let verdict = decision::decide(
-        &attempt,
-        it.number,
-        no_gain_before,
-        it.cause,
-        &session.thresholds,
-    );
-    // a recorded crash needs no numbers: pytest's exit code, which the note does not hold, may have made it
-    if it.status == Status::Crash {
+    let (Replayed { attempt, .. }, verdict) =
+        replayed_verdict(session, prior, it, evidence, baseline_passed);
+    // a crash in a note older than `ended` needs no numbers: pytest's exit code, which that note does not
+    // hold, may have made it; a newer note holds the crash, and its replay is checked as any other
+    if it.status == Status::Crash && evidence.ended.crash.is_none() {
         return differences;
     }
     expect("status", it.status.to_string(), verdict.status.to_string());
@@ -453,4 +371,35 @@ pub fn unnoted_iterations(repo: &Repo, history: &History) -> Result<Vec<Finding>
             ),
         })
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decision::Decision;
+    use crate::evidence::{Crash, Ended, Stage};
+    use crate::session::tests::{iteration, session};
+
+    #[test]
+    fn a_crash_is_checked_against_a_note_that_holds_it_and_taken_as_recorded_from_an_older_one() {
+        let session = session();
+        let prior = [iteration(0, Status::Keep, Some(0.0), Decision::Continue)];
+        // recorded as a crash after correctness passed
+        let mut crashed = iteration(1, Status::Crash, None, Decision::TryNext);
+        crashed.configs.clear();
+        let older = Evidence::new(&session, 1, None, Vec::new());
+        assert_eq!(check_iteration(&session, &prior, &crashed, &older, &[]), []);
+        // the note says the correctness run was what crashed
+        let newer = older.with_ended(Ended {
+            crash: Some(Crash {
+                stage: Stage::Correctness,
+                why: "pytest was killed by signal 9".into(),
+            }),
+            undecided: Vec::new(),
+        });
+        assert_eq!(
+            check_iteration(&session, &prior, &crashed, &newer, &[]),
+            [("correctness", "PASS".to_string(), "FAIL".to_string())]
+        );
+    }
 }

@@ -5,10 +5,7 @@
 //! | correctness FAIL                               | revert | try-next       |
 //! | crash (died, timed out, errored, no record)    | crash  | try-next       |
 //! | no change: the baseline's kernels and launches | revert | try-next       |
-//! | any config slower than baseline by > regression | revert | try-next      |
-//! | improvement >= continue threshold              | keep   | continue       |
-//! | gain threshold <= improvement < continue       | keep   | lower-priority |
-//! | improvement < gain threshold                   | keep   | stop           |
+//! | measured: the paired rounds' tier (`verdict`)  | by tier: [`Tier::status_decision`] |
 //! Then, in order: a root cause of scheduling/unknown escalates; reaching the iteration limit or the
 //! limit of consecutive iterations without a gain stops.
 
@@ -264,9 +261,8 @@ pub enum Attempt {
     Measured {
         configs: Vec<Measurement>,
         comparison: Comparison,
-        /// The verdict of paired rounds against the baseline measured in the same step; without one
-        /// (a single run) the point rule of this module decides.
-        paired: Option<Decided>,
+        /// The verdict of paired rounds against the baseline measured in the same step.
+        paired: Decided,
     },
 }
 
@@ -296,7 +292,7 @@ impl Attempt {
         Attempt::Measured {
             configs,
             comparison,
-            paired: Some(decided),
+            paired: decided,
         }
     }
 
@@ -363,14 +359,10 @@ pub fn decide(
         ),
         Attempt::Unchanged => (Status::Revert, Decision::TryNext, NO_CHANGE.to_string()),
         Attempt::Crashed { why, .. } => (Status::Crash, Decision::TryNext, format!("crash: {why}")),
-        Attempt::Measured {
-            paired: Some(paired),
-            ..
-        } => {
+        Attempt::Measured { paired, .. } => {
             let (status, decision) = paired.tier.status_decision();
             (status, decision, paired.reason.clone())
         }
-        Attempt::Measured { comparison, .. } => measured(comparison, limits),
     };
     let change_pct = attempt.comparison().map(Comparison::change_pct);
     let no_gain = if limits.gained(status, change_pct) {
@@ -403,41 +395,6 @@ pub fn decide(
     verdict
 }
 
-fn measured(cmp: &Comparison, limits: &Thresholds) -> (Status, Decision, String) {
-    if let Some(worst) = cmp.worst().filter(|w| w.change_pct > limits.regression_pct) {
-        let reason = format!(
-            "{} {} is {:.2}% slower than its baseline (limit {}%)",
-            worst.test,
-            worst.pass,
-            worst.change_pct,
-            fmt_pct(limits.regression_pct)
-        );
-        return (Status::Revert, Decision::TryNext, reason);
-    }
-    let improvement = -cmp.change_pct();
-    let summary = format!("{improvement:.2}% faster overall");
-    if improvement >= limits.continue_pct {
-        (
-            Status::Keep,
-            Decision::Continue,
-            format!("{summary} (>= {}%)", fmt_pct(limits.continue_pct)),
-        )
-    } else if improvement >= limits.gain_pct {
-        let reason = format!(
-            "{summary} ({}-{}%)",
-            fmt_pct(limits.gain_pct),
-            fmt_pct(limits.continue_pct)
-        );
-        (Status::Keep, Decision::LowerPriority, reason)
-    } else {
-        (
-            Status::Keep,
-            Decision::Stop,
-            format!("{summary} (< {}%)", fmt_pct(limits.gain_pct)),
-        )
-    }
-}
-
 /// A threshold as written by a person: `5`, `2.5`.
 pub fn fmt_pct(value: f64) -> String {
     format!("{value}")
@@ -446,35 +403,40 @@ pub fn fmt_pct(value: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::ConfigChange;
 
-    fn cmp(changes: &[f64]) -> Comparison {
-        let configs: Vec<ConfigChange> = changes
-            .iter()
-            .enumerate()
-            .map(|(i, c)| ConfigChange {
-                pass: "forward".into(),
-                test: format!("t{i}"),
-                baseline_ms: 1.0,
-                value_ms: 1.0 + c / 100.0,
-                change_pct: *c,
-                rounds: None,
-            })
-            .collect();
-        let latency = crate::stats::geometric_mean(configs.iter().map(|c| c.value_ms)).unwrap();
-        Comparison {
-            configs,
-            baseline_ms: 1.0,
-            latency_ms: latency,
-        }
+    /// What paired rounds at `change_pct` (negative is faster) decide: `tier`, for `reason`.
+    fn measured_attempt(change_pct: f64, tier: Tier, reason: &str) -> Attempt {
+        let candidate_ms = 1.0 + change_pct / 100.0;
+        Attempt::paired(Decided {
+            tier,
+            reason: reason.into(),
+            undecided: None,
+            estimate: Estimate {
+                rounds: 1,
+                configs: vec![ConfigEstimate {
+                    pass: "forward".into(),
+                    test: "t0".into(),
+                    rounds: 1,
+                    baseline_ms: 1.0,
+                    candidate_ms,
+                    change_pct,
+                    low_pct: change_pct,
+                    high_pct: change_pct,
+                }],
+                aggregate: Aggregate {
+                    baseline_ms: 1.0,
+                    candidate_ms,
+                    improvement_pct: -change_pct,
+                    low_pct: -change_pct,
+                    high_pct: -change_pct,
+                },
+            },
+        })
     }
 
-    fn measured_attempt(changes: &[f64]) -> Attempt {
-        Attempt::Measured {
-            configs: vec![],
-            comparison: cmp(changes),
-            paired: None,
-        }
+    /// A 6% gain the rounds keep, to continue.
+    fn kept() -> Attempt {
+        measured_attempt(-6.0, Tier::Continue, "6.00% faster")
     }
 
     fn run(attempt: Attempt) -> Verdict {
@@ -520,37 +482,32 @@ mod tests {
     }
 
     #[test]
-    fn one_slow_config_reverts_despite_overall_gain() {
-        let v = run(measured_attempt(&[-30.0, -30.0, 2.5]));
-        assert_eq!((v.status, v.decision), (Status::Revert, Decision::TryNext));
+    fn a_measured_attempt_takes_the_rounds_tier_and_reason() {
+        let v = run(measured_attempt(
+            3.0,
+            Tier::Revert,
+            "t0 forward is 3% slower",
+        ));
         assert_eq!(
-            v.reason,
-            "t2 forward is 2.50% slower than its baseline (limit 2%)"
+            (v.status, v.decision, v.reason.as_str(), v.no_gain),
+            (
+                Status::Revert,
+                Decision::TryNext,
+                "t0 forward is 3% slower",
+                1
+            )
         );
-        // exactly at the limit is not beyond it
-        assert_eq!(run(measured_attempt(&[-10.0, 2.0])).status, Status::Keep);
-    }
-
-    #[test]
-    fn gains_map_to_keep_decisions() {
-        let v = run(measured_attempt(&[-5.0]));
-        assert_eq!(
-            (v.status, v.decision, v.no_gain),
-            (Status::Keep, Decision::Continue, 0)
-        );
-        assert_eq!(v.reason, "5.00% faster overall (>= 5%)");
-        let v = run(measured_attempt(&[-3.0]));
+        let v = run(measured_attempt(-3.0, Tier::LowerPriority, "3% faster"));
         assert_eq!(
             (v.status, v.decision, v.no_gain),
             (Status::Keep, Decision::LowerPriority, 0)
         );
-        assert_eq!(v.reason, "3.00% faster overall (2-5%)");
-        let v = run(measured_attempt(&[-1.0]));
+        // a keep below the gain threshold is no gain
+        let v = run(measured_attempt(-1.0, Tier::Stop, "1% faster"));
         assert_eq!(
             (v.status, v.decision, v.no_gain),
             (Status::Keep, Decision::Stop, 1)
         );
-        assert_eq!(v.reason, "1.00% faster overall (< 2%)");
     }
 
     #[test]
@@ -571,63 +528,33 @@ mod tests {
             "correctness failed; the benchmark was not run; 2 iterations in a row without a gain of 2% or more"
         );
         // a gain resets the count
-        let v = decide(
-            &measured_attempt(&[-6.0]),
-            4,
-            1,
-            None,
-            &Thresholds::default(),
-        );
+        let v = decide(&kept(), 4, 1, None, &Thresholds::default());
         assert_eq!((v.decision, v.no_gain), (Decision::Continue, 0));
     }
 
     #[test]
     fn iteration_limit_stops() {
-        let v = decide(
-            &measured_attempt(&[-6.0]),
-            25,
-            0,
-            None,
-            &Thresholds::default(),
-        );
+        let v = decide(&kept(), 25, 0, None, &Thresholds::default());
         assert_eq!((v.status, v.decision), (Status::Keep, Decision::Stop));
         assert_eq!(
             v.reason,
-            "6.00% faster overall (>= 5%); iteration 25 reached the limit of 25"
+            "6.00% faster; iteration 25 reached the limit of 25"
         );
-        let v = decide(
-            &measured_attempt(&[-6.0]),
-            24,
-            0,
-            None,
-            &Thresholds::default(),
-        );
+        let v = decide(&kept(), 24, 0, None, &Thresholds::default());
         assert_eq!(v.decision, Decision::Continue);
     }
 
     #[test]
     fn scheduling_and_unknown_escalate() {
         for cause in [Cause::Scheduling, Cause::Unknown] {
-            let v = decide(
-                &measured_attempt(&[-6.0]),
-                1,
-                0,
-                Some(cause),
-                &Thresholds::default(),
-            );
+            let v = decide(&kept(), 1, 0, Some(cause), &Thresholds::default());
             assert_eq!((v.status, v.decision), (Status::Keep, Decision::Escalate));
             assert_eq!(
                 v.reason,
-                format!("6.00% faster overall (>= 5%); a {cause} root cause goes to the user")
+                format!("6.00% faster; a {cause} root cause goes to the user")
             );
         }
-        let v = decide(
-            &measured_attempt(&[-6.0]),
-            1,
-            0,
-            Some(Cause::Memory),
-            &Thresholds::default(),
-        );
+        let v = decide(&kept(), 1, 0, Some(Cause::Memory), &Thresholds::default());
         assert_eq!(v.decision, Decision::Continue);
     }
 

@@ -142,6 +142,59 @@ pub struct Evidence {
     /// The commit the note was written for, as it was then (none in notes written before it was kept).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub binding: Option<Binding>,
+    /// How the step's measurement ended where its runs' files cannot say (empty in older notes).
+    #[serde(default, skip_serializing_if = "Ended::is_empty")]
+    pub ended: Ended,
+}
+
+/// What a step's live measurement knew that its runs' files do not hold, kept beside them so that the
+/// replay of the evidence (`replay::attempt`) is the attempt `step` recorded.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Ended {
+    /// A run that died, timed out or gave no usable record (its file may be missing): why, as its
+    /// process ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crash: Option<Crash>,
+    /// Each set of rounds (`round`, `confirm-round`) that was decided on its means because no further
+    /// round fitted: why (the budget left, a round's length).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub undecided: Vec<Undecided>,
+}
+
+impl Ended {
+    pub fn is_empty(&self) -> bool {
+        self.crash.is_none() && self.undecided.is_empty()
+    }
+
+    /// Why the rounds named `prefix` were decided on their means, where the step said so.
+    pub fn undecided(&self, prefix: &str) -> Option<&str> {
+        self.undecided
+            .iter()
+            .find(|undecided| undecided.rounds == prefix)
+            .map(|undecided| undecided.why.as_str())
+    }
+}
+
+/// A crash of a step, in the stage it ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Crash {
+    pub stage: Stage,
+    pub why: String,
+}
+
+/// The stage of a step a run belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Stage {
+    Correctness,
+    Rounds,
+}
+
+/// A set of rounds decided on its means, and why no further round was measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Undecided {
+    pub rounds: String,
+    pub why: String,
 }
 
 /// What an evidence note measured: the commit and what it is made of. A note copied onto another commit,
@@ -247,7 +300,13 @@ impl Evidence {
             runs,
             compile: None,
             binding: None,
+            ended: Ended::default(),
         }
+    }
+
+    /// The same evidence with how the step's measurement ended.
+    pub fn with_ended(self, ended: Ended) -> Evidence {
+        Evidence { ended, ..self }
     }
 
     /// The same evidence with the iteration's compile facts (`diagnose::facts::for_iteration`).
@@ -492,6 +551,7 @@ mod tests {
             ],
             compile: None,
             binding: None,
+            ended: Ended::default(),
         }
     }
 

@@ -45,6 +45,7 @@ pub mod records;
 pub mod recovery;
 pub mod references;
 pub mod refusals;
+pub mod replay;
 pub mod report;
 pub mod runner;
 pub mod session;

@@ -406,8 +406,9 @@ fn interval_tier(low: f64, high: f64, limits: &Thresholds) -> Option<Tier> {
     (a == b).then_some(a)
 }
 
-/// The single-run rule's tier for an improvement.
-fn point_tier(improvement_pct: f64, limits: &Thresholds) -> Tier {
+/// The tier the means alone give an improvement (in percent), without an interval: what deciding on the
+/// means applies, and the single-run rule the tool had before paired rounds (`benches/verdicts.rs`).
+pub fn point_tier(improvement_pct: f64, limits: &Thresholds) -> Tier {
     if improvement_pct >= limits.continue_pct {
         Tier::Continue
     } else if improvement_pct >= limits.gain_pct {

@@ -20,6 +20,7 @@ fn step_refused(f: &Fixture, description: &str) -> serde_json::Value {
     assert_eq!(report["status"], "revert", "{report}");
     let verify = f.run(&["verify"]);
     assert!(verify.status.success(), "{}", both(&verify));
+    f.replays_as_recorded();
     report
 }
 
@@ -122,6 +123,7 @@ fn an_honest_gain_is_kept_and_its_census_is_in_the_evidence() {
     }
     let verify = f.run(&["verify"]);
     assert!(verify.status.success(), "{}", both(&verify));
+    f.replays_as_recorded();
 }
 
 /// A session on a stand-in GPU with the peaks `peak` (`CUTILE_PERF_GPU_PEAK`): a new kernel whose large
@@ -194,6 +196,7 @@ fn a_kernel_right_only_on_the_inputs_its_tests_draw_fails_on_unseen_ones() {
     );
     let verify = f.run(&["verify"]);
     assert!(verify.status.success(), "{}", both(&verify));
+    f.replays_as_recorded();
 }
 
 /// The runs in the evidence of the iteration at HEAD.
@@ -286,6 +289,7 @@ fn a_recompile_of_the_same_code_is_no_change_after_one_round_without_a_process_o
     assert_eq!(blob(&candidate), blob(&baseline));
     let verify = f.run(&["verify"]);
     assert!(verify.status.success(), "{}", both(&verify));
+    f.replays_as_recorded();
 }
 
 #[test]
@@ -313,4 +317,5 @@ fn a_real_change_is_still_benchmarked() {
     assert_ne!(compiled(&runs, "candidate"), compiled(&runs, "baseline"));
     let verify = f.run(&["verify"]);
     assert!(verify.status.success(), "{}", both(&verify));
+    f.replays_as_recorded();
 }

@@ -149,6 +149,7 @@ fn a_plain_kernel_commit_is_refused_until_reverted() {
     f.set_latency(0.09, 0.9);
     assert_eq!(f.step_json(&["recorded properly"])["status"], "keep");
     assert!(f.ok(&["verify"]).contains("the record holds"));
+    f.replays_as_recorded();
 }
 
 #[test]
@@ -218,6 +219,7 @@ fn latencies_no_gpu_produces_are_a_crash() {
         reason.contains("forward median of tests.ops.test_vector_add::test_perf[cutile-small] is 5e-324 ms, below 1e-4 ms (100 ns)"),
         "{reason}"
     );
+    f.replays_as_recorded();
 }
 
 #[test]
@@ -241,6 +243,7 @@ fn a_tenfold_gain_is_measured_again_before_it_stands() {
         "{note}"
     );
     assert!(f.ok(&["verify"]).contains("the record holds"));
+    f.replays_as_recorded();
 }
 
 #[test]
@@ -270,6 +273,7 @@ fn a_case_that_passed_at_the_baseline_and_skips_now_fails() {
     let log = f.git(&["log", "-1", "--format=%B"]);
     assert!(log.contains("Cutile-Perf-Correctness: FAIL"), "{log}");
     assert!(f.ok(&["verify"]).contains("the record holds"));
+    f.replays_as_recorded();
 }
 
 #[test]

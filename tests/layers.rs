@@ -53,6 +53,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "history",
             "journal",
             "plot",
+            "replay",
             "session",
             "table",
         ],

@@ -96,6 +96,18 @@ impl Session {
         candidate: Replay,
         baseline: Replay,
     ) -> (Value, Vec<String>) {
+        self.step_with(&[], correctness, candidate, baseline)
+    }
+
+    /// [`Session::step`] with `options` on its command line; the iteration it records is the replay of
+    /// its evidence.
+    fn step_with(
+        &self,
+        options: &[&str],
+        correctness: Replay,
+        candidate: Replay,
+        baseline: Replay,
+    ) -> (Value, Vec<String>) {
         self.fixture
             .edit_kernel("TILE_SIZE = 128", "TILE_SIZE = 256");
         let stand_in = StandIn {
@@ -105,7 +117,8 @@ impl Session {
             baseline_benchmark: baseline,
             runs: Default::default(),
         };
-        let Command::Step(args) = parsed(&["step", "bigger tiles"]) else {
+        let words = [&["step", "bigger tiles"], options].concat();
+        let Command::Step(args) = parsed(&words) else {
             unreachable!("step parses as step")
         };
         let mut out = Vec::new();
@@ -114,6 +127,7 @@ impl Session {
             .around(|| commands::step::run(&mut ui, &self.repo, &args.into()))
             .unwrap();
         let runs = stand_in.runs.borrow().clone();
+        self.fixture.replays_as_recorded();
         (serde_json::to_value(report).unwrap(), runs)
     }
 }
@@ -225,19 +239,52 @@ fn a_steps_progress_lines_arrive_at_its_ui() {
 }
 
 #[test]
-fn a_benchmark_killed_at_the_budget_is_a_crash() {
+fn a_run_killed_at_the_budget_is_a_crash_in_the_rounds_or_a_fail_in_correctness() {
+    for (correctness, candidate, correct) in [
+        (
+            Replay::text(PASSED, 0),
+            Replay::died(Ending::TimedOut),
+            "PASS",
+        ),
+        (
+            Replay::died(Ending::TimedOut),
+            recorded("iteration-0.xml"),
+            "FAIL",
+        ),
+    ] {
+        let session = Session::start(recorded("iteration-0.xml"));
+        let (report, _) = session.step(correctness, candidate, recorded("iteration-0.xml"));
+        assert_eq!(
+            (&report["status"], &report["correctness"]),
+            (&"crash".into(), &correct.into()),
+            "{report:#}"
+        );
+        assert!(
+            report["reason"]
+                .as_str()
+                .unwrap()
+                .contains("pytest ran past the iteration budget"),
+            "{report:#}"
+        );
+    }
+}
+
+#[test]
+fn rounds_the_budget_leaves_undecided_are_decided_on_their_means_saying_why() {
     let session = Session::start(recorded("iteration-0.xml"));
-    let (report, _) = session.step(
+    // the stand-in's runs take no time, but the budget is spent by the time the first round ends
+    let (report, _) = session.step_with(
+        &["--budget", "1ms"],
         Replay::text(PASSED, 0),
-        Replay::died(Ending::TimedOut),
+        recorded("iteration-1.xml"),
         recorded("iteration-0.xml"),
     );
-    assert_eq!(report["status"], "crash", "{report:#}");
+    assert_eq!(report["rounds"], 1, "{report:#}");
+    let reason = report["reason"].as_str().unwrap();
+    // the live why (how long a round took, what was left), kept in the evidence for its replay
     assert!(
-        report["reason"]
-            .as_str()
-            .unwrap()
-            .contains("pytest ran past the iteration budget"),
-        "{report:#}"
+        reason.contains("undecided after 1 round (a round takes ")
+            && reason.ends_with(" s and 0 s of the budget are left): decided on the means"),
+        "{reason}"
     );
 }

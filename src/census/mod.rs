@@ -297,14 +297,14 @@ fn share_refusal(census: &Census, baseline: &[Census], allowed: &[String]) -> Op
 }
 
 /// The attempt paired rounds make once the kernel is held to what it earned: the census gate, then,
-/// for a verdict that still keeps, the correctness runs on unseen inputs. `step` and `verify` alike.
+/// for a verdict that still keeps, the correctness runs on unseen inputs (`replay::attempt`, for `step`
+/// and `verify` alike; `step` gates on its own only to know whether to make those runs).
 pub fn judged(decided: Decided, runs: &[RunFile], rules: &Rules) -> Attempt {
     with_unseen(gate(decided, runs, rules), runs)
 }
 
-/// A verdict already through [`gate`], held to the unseen-input runs (`step` gates before it decides
-/// whether to make them, and does not gate twice).
-pub fn with_unseen(decided: Decided, runs: &[RunFile]) -> Attempt {
+/// A verdict already through [`gate`], held to the unseen-input runs.
+fn with_unseen(decided: Decided, runs: &[RunFile]) -> Attempt {
     match unseen_failures(runs) {
         Some((offset, failed)) if decided.tier != Tier::Revert => {
             Attempt::UnseenInputsFailed { failed, offset }

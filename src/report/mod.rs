@@ -14,7 +14,6 @@ use std::collections::BTreeMap;
 
 use anyhow::Result;
 
-use crate::audit;
 use crate::compile::CompileFacts;
 use crate::decision::Attempt;
 use crate::decision::Estimate;
@@ -22,6 +21,7 @@ use crate::diagnose::cache::{self, Note};
 use crate::evidence::{self, Evidence, NOTES_REF};
 use crate::git::Repo;
 use crate::history::History;
+use crate::replay;
 use crate::session::{Iteration, Session};
 
 pub use html::html;
@@ -229,11 +229,8 @@ fn estimate_of(
     if it.number == 0 {
         return None;
     }
-    match audit::attempt_of(evidence, session, baseline_passed) {
-        Attempt::Measured {
-            paired: Some(decided),
-            ..
-        } => Some(decided.estimate),
+    match replay::of_evidence(evidence, session, baseline_passed).attempt {
+        Attempt::Measured { paired, .. } => Some(paired.estimate),
         _ => None,
     }
 }

@@ -18,7 +18,7 @@ use std::sync::{Arc, LazyLock, Mutex, MutexGuard, PoisonError};
 
 use git_cutile_perf::decision::{Correctness, Decision, Status, Thresholds};
 use git_cutile_perf::records::{Measurement, Statistic};
-use git_cutile_perf::session::{Iteration, Session};
+use git_cutile_perf::session::{Iteration, Session, fmt_change, fmt_ms};
 use git_cutile_perf::trailers::{Block, render_message};
 
 pub const KERNEL: &str = "src/tilegym/ops/cutile/vector_add.py";
@@ -501,6 +501,64 @@ impl Fixture {
     /// `git status --porcelain` of the work tree.
     pub fn status(&self) -> String {
         self.git(&["status", "--porcelain"])
+    }
+
+    /// The iteration HEAD records is the replay of its evidence note (`replay::attempt`, the one
+    /// derivation `step` records from and `verify` recomputes): status, correctness, decision, the whole
+    /// reason (a confirmation's remark too), latency, change, configs and rounds.
+    pub fn replays_as_recorded(&self) {
+        use git_cutile_perf::evidence::Evidence;
+        use git_cutile_perf::history::{Configs, read};
+        let repo = git_cutile_perf::git::Repo::discover(&self.root).unwrap();
+        let history = read(&repo, Configs::All).unwrap().expect("a session");
+        let iterations: Vec<Iteration> = history.iterations().cloned().collect();
+        let (it, prior) = iterations.split_last().expect("an iteration");
+        let evidence = |commit: &str| Evidence::of(&repo, commit).unwrap().expect("evidence");
+        let (head, _) = history.iterations.last().unwrap();
+        let baseline_passed = evidence(&history.baseline_commit).passed_cases().unwrap();
+        let (replayed, verdict) = git_cutile_perf::audit::replayed_verdict(
+            &history.session,
+            prior,
+            it,
+            &evidence(head),
+            &baseline_passed,
+        );
+        let attempt = &replayed.attempt;
+        let remark = replayed
+            .remark
+            .map(|r| format!("; {r}"))
+            .unwrap_or_default();
+        let configs = match attempt {
+            git_cutile_perf::decision::Attempt::Measured {
+                configs, paired, ..
+            } => Some((configs.clone(), paired.estimate.rounds as u32)),
+            _ => None,
+        };
+        let comparison = attempt.comparison();
+        assert_eq!(
+            (
+                it.status,
+                it.correctness,
+                it.decision,
+                it.reason.clone(),
+                fmt_ms(it.latency_ms),
+                fmt_change(it.change_pct),
+                (!it.configs.is_empty())
+                    .then(|| it.configs.clone())
+                    .zip(it.rounds),
+            ),
+            (
+                verdict.status,
+                attempt.correctness(),
+                verdict.decision,
+                verdict.reason + &remark,
+                fmt_ms(comparison.map(|c| c.latency_ms)),
+                fmt_change(comparison.map(|c| c.change_pct())),
+                configs,
+            ),
+            "iteration {} as recorded and as its evidence replays",
+            it.number
+        );
     }
 
     /// One trailer of a commit as git reads it (several values joined by U+001F).

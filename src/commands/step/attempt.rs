@@ -1,6 +1,7 @@
 //! The attempt stage: correctness, then paired benchmark rounds of the candidate and the current
-//! baseline's code, confirmed when a config looks too good to be true. Ctrl-C is an error: nothing is
-//! recorded.
+//! baseline's code, confirmed when a config looks too good to be true. This stage decides when to stop
+//! measuring; the attempt it hands on is the replay of the runs it made (`replay::attempt`), the same
+//! one `verify` makes of the evidence. Ctrl-C is an error: nothing is recorded.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -9,25 +10,28 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::census;
-use crate::decision::{self, Attempt, Correctness, Decided, Tier};
+use crate::decision::{self, Attempt, Decided, Tier};
 use crate::diagnose::toolchain;
-use crate::evidence::{Evidence, RunFile};
+use crate::evidence::{Crash, Ended, Evidence, RunFile, Stage, Undecided};
 use crate::git::Repo;
 use crate::history::{History, sandbox};
 use crate::paired::{self, BaselineTree, Pair, Paired, Rounds};
 use crate::process::Interrupted;
 use crate::pytest::{CorrectnessRun, Pytest, Recorded};
+use crate::replay::{self, Replayed};
 use crate::runner::Runner;
 use crate::ui::Progress;
 use crate::verdict::{self, NoiseFloor};
 use crate::workers::Side;
 
-/// What the attempt stage produced: the attempt, the JUnit files of its runs (for the evidence note),
-/// a remark for the reason when a suspicious gain was confirmed, what the tool's own checks cost, and the
-/// folder of the kernels the candidate's runs compiled.
+/// What the attempt stage produced: the attempt, the JUnit files of its runs and how the measurement
+/// ended where they cannot say (for the evidence note), a remark for the reason when a suspicious gain
+/// was confirmed, what the tool's own checks cost, and the folder of the kernels the candidate's runs
+/// compiled.
 pub struct Tried {
     pub attempt: Attempt,
     pub runs: Vec<RunFile>,
+    pub ended: Ended,
     pub remark: Option<String>,
     pub checks: Checks,
     pub candidate_dumps: PathBuf,
@@ -64,8 +68,9 @@ pub fn dumps_of(repo: &Repo, tree: &str) -> PathBuf {
 
 /// Runs correctness, then (if it passed) paired rounds; after the first round, a candidate that compiled
 /// and launched what the baseline does is no change (nothing more is measured); a config more than ten
-/// times faster than its baseline is measured again (a second set of rounds) before it is believed.
-/// `tree` is the candidate's code as a tree object.
+/// times faster than its baseline is measured again (a second set of rounds) before it is believed; a
+/// step the rounds would keep, on inputs neither side has seen. `tree` is the candidate's code as a tree
+/// object.
 pub fn attempt(
     repo: &Repo,
     history: &History,
@@ -136,47 +141,93 @@ pub fn attempt(
         deadline,
         no_reroll: Some(&no_reroll),
     };
-    let mut runs = Vec::new();
-    let tried = |attempt, runs: Vec<RunFile>, remark| {
+    // older sessions have no evidence note on their baseline: then no case list to hold them to
+    let baseline_passed = match Evidence::of(repo, &history.baseline_commit)? {
+        Some(evidence) => evidence.passed_cases()?,
+        None => Vec::new(),
+    };
+    let tried = |Measured { runs, ended }| {
+        let Replayed { attempt, remark } =
+            replay::attempt(&runs, &ended, session, &baseline_passed);
         let mut checks = checks.borrow().clone();
         checks.census_s = census::seconds(&runs);
         Tried {
             attempt,
             runs,
+            ended,
             remark,
             checks,
             candidate_dumps: candidate_dumps.clone(),
             gpus: used.clone(),
         }
     };
-    if let Some(failed) = correctness(repo, history, &mut rounds.first().candidate, &mut runs)? {
-        return Ok(tried(failed, runs, None));
+    let mut measured = Measured::default();
+    if !correctness(
+        &baseline_passed,
+        &mut rounds.first().candidate,
+        &mut measured,
+    )? {
+        return Ok(tried(measured));
     }
-    let first = decided(&mut rounds, "round", &mut runs)?;
+    let first = measured.decided(&mut rounds, "round")?;
     rounds.no_reroll = None;
-    if census::unchanged(&runs) {
-        progress.line(decision::NO_CHANGE);
-        return Ok(tried(Attempt::Unchanged, runs, None));
+    if census::unchanged(&measured.runs) {
+        rounds
+            .first()
+            .candidate
+            .runner
+            .progress
+            .line(decision::NO_CHANGE);
+        return Ok(tried(measured));
     }
-    let (measured, remark) = confirmed(first, &mut rounds, &mut runs)?;
-    let attempt = match measured {
-        Ok(decided) => {
-            let rules = census::Rules::of(session);
-            let decided = census::gate(decided, &runs, &rules);
-            // only a step the rounds would keep needs the inputs nobody has seen
-            if decided.tier != Tier::Revert {
-                let started = Instant::now();
-                unseen_inputs(&mut rounds, &mut runs)?;
-                checks.borrow_mut().unseen_inputs_s = started.elapsed().as_secs_f64();
-            }
-            census::with_unseen(decided, &runs)
+    if let Ok(decided) = confirmed(first, &mut rounds, &mut measured)? {
+        // only a step the rounds would keep needs the inputs nobody has seen
+        if census::gate(decided, &measured.runs, &census::Rules::of(session)).tier != Tier::Revert {
+            let started = Instant::now();
+            unseen_inputs(&mut rounds, &mut measured.runs)?;
+            checks.borrow_mut().unseen_inputs_s = started.elapsed().as_secs_f64();
         }
-        Err(why) => Attempt::Crashed {
-            correctness: Correctness::Pass,
-            why,
-        },
-    };
-    Ok(tried(attempt, runs, remark))
+    }
+    Ok(tried(measured))
+}
+
+/// What the step measured so far: its runs, and how the measurement ended where they cannot say.
+#[derive(Default)]
+struct Measured {
+    runs: Vec<RunFile>,
+    ended: Ended,
+}
+
+impl Measured {
+    /// Rounds until decided (their runs named `<prefix>-<n>-<side>`); `Err(why)` inside is a crash of
+    /// the attempt, outside an interruption.
+    fn decided(&mut self, rounds: &mut Rounds, prefix: &str) -> Result<Result<Decided, String>> {
+        let decided = match paired::measure(rounds, prefix, &mut self.runs)? {
+            Paired::Interrupted => return Err(interrupted()),
+            Paired::Crashed(why) => Err(why),
+            Paired::Decided(decided) => Ok(decided),
+        };
+        // what the runs' files cannot say: a process's ending, the budget left
+        match &decided {
+            Err(why) => self.crashed(Stage::Rounds, why),
+            Ok(Decided {
+                undecided: Some(why),
+                ..
+            }) => self.ended.undecided.push(Undecided {
+                rounds: prefix.to_string(),
+                why: why.clone(),
+            }),
+            Ok(_) => {}
+        }
+        Ok(decided)
+    }
+
+    fn crashed(&mut self, stage: Stage, why: &str) {
+        self.ended.crash = Some(Crash {
+            stage,
+            why: why.to_string(),
+        });
+    }
 }
 
 /// A GPU of the step (none: the environment's) and the perf cases it measures (none: every case).
@@ -249,35 +300,31 @@ fn side<'a>(
     Ok(Side::warm(runner, name, &channel))
 }
 
-/// The correctness run, held to the cases that passed at the baseline; `Some` is an attempt that ends
-/// here (failed or crashed).
+/// The correctness run, held to the cases that passed at the baseline: whether it passed (the rounds
+/// follow) or the attempt ends here (failed or crashed).
 fn correctness(
-    repo: &Repo,
-    history: &History,
+    baseline_passed: &[String],
     candidate: &mut Side,
-    runs: &mut Vec<RunFile>,
-) -> Result<Option<Attempt>> {
-    // older sessions have no evidence note on their baseline: then no case list to hold them to
-    let baseline_passed = match Evidence::of(repo, &history.baseline_commit)? {
-        Some(evidence) => evidence.passed_cases()?,
-        None => Vec::new(),
-    };
+    measured: &mut Measured,
+) -> Result<bool> {
     let Recorded { outcome, records } = candidate.correctness()?;
-    runs.extend(records.map(|records| RunFile::new("correctness", records)));
-    Ok(match outcome.against_baseline(&baseline_passed) {
+    measured
+        .runs
+        .extend(records.map(|records| RunFile::new("correctness", records)));
+    Ok(match outcome.against_baseline(baseline_passed) {
         CorrectnessRun::Interrupted => return Err(interrupted()),
         CorrectnessRun::Fail { failed } => {
             candidate
                 .runner
                 .progress
                 .line(&format!("correctness FAIL: {}", failed.join(", ")));
-            Some(Attempt::CorrectnessFailed { failed })
+            false
         }
-        CorrectnessRun::Crash(why) | CorrectnessRun::NoneSelected(why) => Some(Attempt::Crashed {
-            correctness: Correctness::Fail,
-            why,
-        }),
-        CorrectnessRun::Pass { .. } => None,
+        CorrectnessRun::Crash(why) | CorrectnessRun::NoneSelected(why) => {
+            measured.crashed(Stage::Correctness, &why);
+            false
+        }
+        CorrectnessRun::Pass { .. } => true,
     })
 }
 
@@ -300,7 +347,7 @@ fn first_round_alike(runs: &mut [RunFile], sides: [&Pytest; 2]) -> Result<(), St
 }
 
 /// Correctness on both sides once more, with every seed the tests set shifted by an offset neither side
-/// has seen: what `census::with_unseen` holds a kept step to.
+/// has seen: what `census::judged` holds a kept step to.
 fn unseen_inputs(rounds: &mut Rounds, runs: &mut Vec<RunFile>) -> Result<()> {
     use std::hash::{BuildHasher, Hasher};
     let offset = std::collections::hash_map::RandomState::new()
@@ -328,31 +375,19 @@ fn unseen_inputs(rounds: &mut Rounds, runs: &mut Vec<RunFile>) -> Result<()> {
     Ok(())
 }
 
-/// Rounds until decided; `Err(why)` inside is a crash of the attempt, outside an interruption.
-fn decided(
-    rounds: &mut Rounds,
-    prefix: &str,
-    runs: &mut Vec<RunFile>,
-) -> Result<Result<Decided, String>> {
-    Ok(match paired::measure(rounds, prefix, runs)? {
-        Paired::Interrupted => return Err(interrupted()),
-        Paired::Crashed(why) => Err(why),
-        Paired::Decided(decided) => Ok(decided),
-    })
-}
-
 /// The rounds' verdict (`first`); a config more than ten times faster is measured again, and the second
-/// set decides if it confirms the first (with a remark for the reason): `verdict::confirmed`.
+/// set decides if it confirms the first: `verdict::confirmed`, which the replay applies to the runs.
 fn confirmed(
     first: Result<Decided, String>,
     rounds: &mut Rounds,
-    runs: &mut Vec<RunFile>,
-) -> Result<(Result<Decided, String>, Option<String>)> {
+    measured: &mut Measured,
+) -> Result<Result<Decided, String>> {
     let progress = rounds.first().candidate.runner.progress;
-    verdict::confirmed(first, || {
+    let (decided, _remark) = verdict::confirmed(first, || {
         progress.line("a config is more than 10x faster than its baseline: measuring again");
-        decided(rounds, "confirm-round", runs)
-    })
+        measured.decided(rounds, "confirm-round")
+    })?;
+    Ok(decided)
 }
 
 #[cfg(test)]

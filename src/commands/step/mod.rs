@@ -258,7 +258,8 @@ fn measure_and_record(
         args.notes.as_deref(),
     )?;
     let code = commit.iteration.attempt.as_deref().unwrap_or(&commit.id);
-    let evidence = Evidence::new(&history.session, commit.iteration.number, gpu, tried.runs);
+    let evidence = Evidence::new(&history.session, commit.iteration.number, gpu, tried.runs)
+        .with_ended(tried.ended);
     attach(repo, &evidence, &commit.id, progress);
     if let Some(found) = &diagnosed {
         // only `compare`'s cache: losing it loses nothing recorded
@@ -445,10 +446,7 @@ fn judge(
         attempt: None,
         placement: None,
         rounds: match attempt {
-            Attempt::Measured {
-                paired: Some(paired),
-                ..
-            } => Some(paired.estimate.rounds as u32),
+            Attempt::Measured { paired, .. } => Some(paired.estimate.rounds as u32),
             _ => None,
         },
     };
