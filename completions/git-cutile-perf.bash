@@ -1197,7 +1197,7 @@ _gitcutileperf() {
             return 0
             ;;
         gitcutileperf__subcmd__start)
-            opts="-h --suite --test --allow --deny --python --filter --stat --class --intensity --runner --slurm-args --queue-timeout --no-gpu --budget --continue-pct --gain-pct --regression-pct --max-iterations --max-no-gain --json --help"
+            opts="-h --suite --test --allow --deny --python --filter --stat --class --intensity --runner --slurm-args --queue-timeout --no-gpu --gpus --budget --continue-pct --gain-pct --regression-pct --max-iterations --max-no-gain --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1251,6 +1251,10 @@ _gitcutileperf() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --gpus)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --budget)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1297,7 +1301,7 @@ _gitcutileperf() {
             return 0
             ;;
         gitcutileperf__subcmd__step)
-            opts="-h --notes --budget --continue --cause --opt --json --help"
+            opts="-h --notes --budget --continue --cause --opt --gpus --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1316,6 +1320,10 @@ _gitcutileperf() {
                     return 0
                     ;;
                 --opt)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gpus)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -67,6 +67,7 @@ complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand start" -
 slurm\t''"
 complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand start" -l slurm-args -d 'sbatch options for each iteration\'s allocation, split as a shell would (e.g. "-p gpu --gres=gpu:1 -t 15")' -r
 complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand start" -l queue-timeout -d 'How long an iteration may wait in the Slurm queue (not counted in --budget; default 30m)' -r
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand start" -l gpus -d 'The session\'s GPUs by nvidia-smi\'s index (e.g. 1,2), all of one model: the baseline is measured on the first (CUDA_VISIBLE_DEVICES); default: the environment\'s GPU (local runner only)' -r
 complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand start" -l budget -d 'Time limit for the baseline run (e.g. 10m, 90s, 1m30s)' -r
 complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand start" -l continue-pct -d 'Improvement (%) from which the loop continues at full priority' -r
 complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand start" -l gain-pct -d 'Improvement (%) below which an iteration counts as no gain' -r
@@ -91,6 +92,7 @@ latency\t''
 scheduling\t''
 unknown\t''"
 complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand step" -l opt -d 'The playbook letter this optimization follows (see `git cutile-perf refs playbook`)' -r
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand step" -l gpus -d 'The GPUs to measure on, by nvidia-smi\'s index (e.g. 0,1), each of the session\'s model: a (baseline, candidate) pair per GPU, the configs split among them; default: CUDA_VISIBLE_DEVICES, else every GPU found (local runner only)' -r
 complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand step" -l continue -d 'Run even though the loop has stopped or escalated'
 complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand step" -l json -d 'Print one JSON object instead of text'
 complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand step" -s h -l help -d 'Print help'

@@ -136,6 +136,15 @@ pub fn check_iteration(
         format!("{:?}", session.thresholds),
         format!("{:?}", evidence.thresholds),
     );
+    // every config's rounds on one GPU (a note without GPUs: one GPU)
+    const ONE_GPU: &str = "each config on one GPU";
+    expect(
+        "GPUs",
+        ONE_GPU.into(),
+        evidence
+            .gpu_of_cases()
+            .map_or_else(|why| why, |_| ONE_GPU.into()),
+    );
     if prior.is_empty() {
         // the baseline: its configs and latency combine its benchmark runs, and some correctness case passed
         let runs: Result<Vec<_>, String> = evidence

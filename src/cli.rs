@@ -173,6 +173,10 @@ pub struct StartArgs {
     /// look for one either
     #[arg(long)]
     pub no_gpu: bool,
+    /// The session's GPUs by nvidia-smi's index (e.g. 1,2), all of one model: the baseline is measured
+    /// on the first (CUDA_VISIBLE_DEVICES); default: the environment's GPU (local runner only)
+    #[arg(long, value_name = "LIST", conflicts_with = "no_gpu")]
+    pub gpus: Option<String>,
     /// Time limit for the baseline run (e.g. 10m, 90s, 1m30s)
     #[arg(long, value_parser = parse_duration, default_value = DEFAULT_BUDGET)]
     pub budget: Duration,
@@ -265,6 +269,11 @@ pub struct StepArgs {
     /// The playbook letter this optimization follows (see `git cutile-perf refs playbook`)
     #[arg(long, value_name = "LETTER")]
     pub opt: Option<String>,
+    /// The GPUs to measure on, by nvidia-smi's index (e.g. 0,1), each of the session's model: a
+    /// (baseline, candidate) pair per GPU, the configs split among them; default: CUDA_VISIBLE_DEVICES,
+    /// else every GPU found (local runner only)
+    #[arg(long, value_name = "LIST")]
+    pub gpus: Option<String>,
     #[command(flatten)]
     pub output: JsonArg,
 }

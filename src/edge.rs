@@ -24,6 +24,7 @@ impl TryFrom<cli::StartArgs> for start::StartOptions {
             intensity: args.intensity,
             runner: args.runner.settings()?,
             no_gpu: args.no_gpu,
+            gpus: args.gpus,
             budget: args.budget,
             thresholds: args.thresholds.thresholds(),
         })
@@ -52,6 +53,7 @@ impl From<cli::StepArgs> for step::StepOptions {
             continue_anyway: args.continue_anyway,
             cause: args.cause,
             opt: args.opt,
+            gpus: args.gpus,
         }
     }
 }

@@ -6,7 +6,7 @@
 //! `git log --notes=cutile-perf` shows) followed by the payload: the whole evidence as JSON, gzipped and
 //! base64-encoded in lines of 76 characters, so that 10,000 configs stay a few hundred kilobytes.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{Read, Write};
 
 use anyhow::{Context, Result, bail};
@@ -42,6 +42,10 @@ pub struct RunFile {
     /// kernels that side's code compiled, as cuda-tile dumped them, that no re-roll compares.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compiled: Option<Vec<CompiledKernel>>,
+    /// The GPU that ran this benchmark run, as `CUDA_VISIBLE_DEVICES` named it (`step --gpus`); none in
+    /// older notes or where the environment chose it: one GPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cuda_device: Option<String>,
 }
 
 /// The GPU's state around one run: clocks and temperature as it started and ended, and who else used
@@ -93,7 +97,21 @@ impl RunFile {
             records,
             gpu: None,
             compiled: None,
+            cuda_device: None,
         }
+    }
+
+    /// Whether this is side `side`'s run in round `round` of the rounds named `prefix`, on any GPU:
+    /// `<prefix>-<round>-<side>`, or `<prefix>-<round>-gpu<gpu>-<side>` (`paired::run_name`).
+    pub fn of_round(&self, prefix: &str, round: usize, side: &str) -> bool {
+        let Some(rest) = self.name.strip_prefix(&format!("{prefix}-{round}-")) else {
+            return false;
+        };
+        rest == side
+            || rest
+                .strip_prefix("gpu")
+                .and_then(|rest| rest.strip_suffix(side)?.strip_suffix('-'))
+                .is_some_and(|gpu| !gpu.is_empty() && !gpu.contains('-'))
     }
 
     pub fn cases(&self) -> Result<Vec<CaseReport>> {
@@ -300,6 +318,41 @@ impl Evidence {
         self.runs.iter().find(|r| r.name == name)
     }
 
+    /// The perf cases the benchmark runs measured (JUnit ids, sorted, each once): what a step's GPUs share.
+    pub fn perf_cases(&self) -> Result<Vec<String>> {
+        let mut ids = Vec::new();
+        for run in self
+            .runs
+            .iter()
+            .filter(|run| run.name.starts_with("benchmark") || run.name.contains("round-"))
+        {
+            ids.extend(run.cases()?.into_iter().map(|case| case.id));
+        }
+        ids.sort();
+        ids.dedup();
+        Ok(ids)
+    }
+
+    /// The GPU that measured each perf case of the rounds (`RunFile::cuda_device`; `-` where none is
+    /// named: one GPU, as in older notes). `Err` names a case measured on two GPUs: its rounds would pair
+    /// a side on one GPU with the other side on another.
+    pub fn gpu_of_cases(&self) -> Result<BTreeMap<String, String>, String> {
+        let mut gpu_of: BTreeMap<String, String> = BTreeMap::new();
+        for run in self.runs.iter().filter(|run| run.name.contains("round-")) {
+            let gpu = run.cuda_device.as_deref().unwrap_or("-");
+            for case in run.cases().map_err(|e| format!("{e:#}"))? {
+                let first = gpu_of.entry(case.id).or_insert_with(|| gpu.to_string());
+                if first != gpu {
+                    return Err(format!(
+                        "the run {} measured a case on GPU {gpu} that other runs measured on GPU {first}",
+                        run.name
+                    ));
+                }
+            }
+        }
+        Ok(gpu_of)
+    }
+
     /// The ids of the correctness cases that passed (what a later step may not skip).
     pub fn passed_cases(&self) -> Result<Vec<String>> {
         let Some(run) = self.run("correctness") else {
@@ -493,6 +546,7 @@ mod tests {
                         after: Some(h200("7, a.out, 512\n")),
                     }),
                     compiled: None,
+                    cuda_device: None,
                 },
             ],
             compile: None,
@@ -556,6 +610,51 @@ mod tests {
         assert_eq!(json["text"], run.records.text.as_str());
         let old = serde_json::json!({"name": "correctness", "junit": run.records.text});
         assert_eq!(&serde_json::from_value::<RunFile>(old).unwrap(), run);
+    }
+
+    #[test]
+    fn a_round_run_is_known_by_its_name_on_any_gpu() {
+        let run = |name: &str| RunFile::new(name, junit(String::new()));
+        assert!(run("round-2-candidate").of_round("round", 2, "candidate"));
+        assert!(run("round-2-gpu1-candidate").of_round("round", 2, "candidate"));
+        assert!(!run("round-2-gpu1-candidate").of_round("round", 2, "baseline"));
+        assert!(!run("round-2-gpu1-candidate").of_round("round", 1, "candidate"));
+        assert!(!run("round-12-candidate").of_round("round", 1, "candidate"));
+        assert!(!run("confirm-round-2-candidate").of_round("round", 2, "candidate"));
+        assert!(run("confirm-round-2-gpu0-baseline").of_round("confirm-round", 2, "baseline"));
+        assert!(!run("round-2-gpu-candidate").of_round("round", 2, "candidate"));
+    }
+
+    #[test]
+    fn each_case_is_measured_on_one_gpu_and_older_notes_on_one() {
+        let run = |name: &str, gpu: Option<&str>| RunFile {
+            cuda_device: gpu.map(str::to_string),
+            ..RunFile::new(name, junit(benchmark_junit(1)))
+        };
+        let mut evidence = evidence(1);
+        let case = "tests.ops.test_rms_norm.Test_RMSNorm::test_perf[cutile-static_persistent-0-1024-torch.float16]";
+        evidence.runs = vec![
+            run("round-1-candidate", None),
+            run("round-1-baseline", None),
+        ];
+        assert_eq!(
+            evidence.gpu_of_cases().unwrap(),
+            BTreeMap::from([(case.to_string(), "-".to_string())])
+        );
+        evidence.runs = vec![
+            run("round-1-gpu1-candidate", Some("1")),
+            run("round-1-gpu1-baseline", Some("1")),
+            run("confirm-round-1-gpu1-baseline", Some("1")),
+        ];
+        assert_eq!(
+            evidence.gpu_of_cases().unwrap(),
+            BTreeMap::from([(case.to_string(), "1".to_string())])
+        );
+        evidence.runs.push(run("round-2-baseline", Some("0")));
+        assert_eq!(
+            evidence.gpu_of_cases().unwrap_err(),
+            "the run round-2-baseline measured a case on GPU 0 that other runs measured on GPU 1"
+        );
     }
 
     #[test]

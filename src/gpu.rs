@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::hint::Hinted;
 use crate::process;
 
 /// nvidia-smi answers in well under a second (through srun too); a wedged driver must not hang `start`.
@@ -204,6 +205,110 @@ pub fn probe(nvidia_smi: impl Fn(&[&str]) -> duct::Expression) -> Option<GpuStat
     Some(GpuState { gpu, processes })
 }
 
+/// Every GPU nvidia-smi lists, in its order (by index); empty without nvidia-smi or a GPU.
+pub fn list(nvidia_smi: impl Fn(&[&str]) -> duct::Expression) -> Vec<Gpu> {
+    query(nvidia_smi(&QUERY)).map_or_else(Vec::new, |text| {
+        text.lines().filter_map(Gpu::parse).collect()
+    })
+}
+
+/// `name, compute capability` of an identity line (`name, compute capability, driver`): what two GPUs
+/// must share to measure one session.
+pub fn model_of(identity: &str) -> &str {
+    identity
+        .rsplit_once(',')
+        .map_or(identity, |(model, _)| model)
+}
+
+/// The GPUs a step measures on, one (baseline, candidate) pair each, by index as `CUDA_VISIBLE_DEVICES`
+/// names them: `asked` (`--gpus 0,2`), else `visible` (the environment's `CUDA_VISIBLE_DEVICES`), else
+/// every GPU of `model` (the session's `name, compute capability`) in `found` (nvidia-smi's list). Each
+/// named one must be in `found` and of `model`: the verdict pools their configs. Empty: the environment as it is, one
+/// pair (no GPU was found, or `CUDA_VISIBLE_DEVICES` names its GPUs otherwise than by index).
+pub fn pool(
+    asked: Option<&str>,
+    visible: Option<&str>,
+    found: &[Gpu],
+    model: &str,
+) -> Result<Vec<String>, Hinted> {
+    let listed = |text: &str| -> Vec<String> {
+        text.split(',')
+            .map(str::trim)
+            .filter(|entry| !entry.is_empty())
+            .map(str::to_string)
+            .collect()
+    };
+    let chosen = match (asked, visible.filter(|v| !v.trim().is_empty())) {
+        (Some(asked), _) => listed(asked),
+        (None, Some(visible)) => {
+            let entries = listed(visible);
+            if entries.iter().any(|e| e.parse::<usize>().is_err()) {
+                return Ok(Vec::new());
+            }
+            entries
+        }
+        // another model here (a display GPU, say) is simply not one of the session's
+        (None, None) => (0..found.len())
+            .filter(|&i| format!("{}, {}", found[i].name, found[i].compute_capability) == model)
+            .map(|i| i.to_string())
+            .collect(),
+    };
+    if asked.is_some() && chosen.is_empty() {
+        return Err(Hinted::new(
+            "--gpus names no GPU",
+            "list GPU indexes as nvidia-smi numbers them, e.g. --gpus 0,1",
+        ));
+    }
+    let mut seen = Vec::new();
+    for entry in &chosen {
+        let gpu = entry
+            .parse::<usize>()
+            .ok()
+            .and_then(|index| found.get(index));
+        let Some(gpu) = gpu else {
+            return Err(Hinted::new(
+                format!(
+                    "GPU {entry:?} is not one nvidia-smi lists here ({} GPUs: indexes 0 to {})",
+                    found.len(),
+                    found.len().saturating_sub(1)
+                ),
+                "name GPUs by index as nvidia-smi numbers them, e.g. --gpus 0,1",
+            ));
+        };
+        let its = format!("{}, {}", gpu.name, gpu.compute_capability);
+        if its != model {
+            return Err(Hinted::new(
+                format!("GPU {entry} is a {its}, but the session measures on a {model}"),
+                "every GPU of a step must be the session's model, or the configs measured on it are not \
+                 comparable: pick those with --gpus (nvidia-smi -L lists them)",
+            ));
+        }
+        if seen.contains(entry) {
+            return Err(Hinted::new(
+                format!("GPU {entry} is listed twice"),
+                "name each GPU once, e.g. --gpus 0,1",
+            ));
+        }
+        seen.push(entry.clone());
+    }
+    Ok(seen)
+}
+
+/// `start --gpus`: the GPUs `asked` names, all of the first one's model, and that first GPU: the
+/// session's, where `start` measures the baseline.
+pub fn session_gpus<'a>(asked: &str, found: &'a [Gpu]) -> Result<(Vec<String>, &'a Gpu), Hinted> {
+    let first = asked.split(',').map(str::trim).find(|e| !e.is_empty());
+    let first_gpu = first
+        .and_then(|first| first.parse::<usize>().ok())
+        .and_then(|index| found.get(index));
+    let model = first_gpu.map_or(String::new(), |gpu| {
+        format!("{}, {}", gpu.name, gpu.compute_capability)
+    });
+    // an unknown first GPU is refused by `pool` with the others, in the same words
+    let gpus = pool(Some(asked), None, found, &model)?;
+    Ok((gpus, first_gpu.expect("pool refuses an unknown GPU")))
+}
+
 fn query(command: duct::Expression) -> Option<String> {
     let output = process::capture(command, TIMEOUT).ok()?;
     output
@@ -289,5 +394,55 @@ mod tests {
             "pid 4242 python (2048 MiB), pid 7 /opt/a.out"
         );
         assert!(parse_processes("").is_empty());
+    }
+
+    #[test]
+    fn the_pool_is_the_asked_gpus_else_the_visible_ones_else_every_gpu_found() {
+        let h200 = Gpu::parse(H200).unwrap();
+        let a10_again = || Gpu::parse("NVIDIA A10, 8.6, 550.1, 1, 1, 1, 1, 1").unwrap();
+        let a10 = a10_again();
+        let model = "NVIDIA H200, 9.0";
+        let found = [h200.clone(), h200.clone(), a10];
+        let pool = |asked, visible| pool(asked, visible, &found[..2], model);
+        assert_eq!(pool(None, None).unwrap(), ["0", "1"]);
+        // by default, another model is left out; named, it is refused
+        assert_eq!(super::pool(None, None, &found, model).unwrap(), ["0", "1"]);
+        assert!(super::pool(None, Some("2"), &found, model).is_err());
+        assert_eq!(pool(Some("1"), None).unwrap(), ["1"]);
+        assert_eq!(pool(Some(" 1, 0 "), Some("0")).unwrap(), ["1", "0"]);
+        assert_eq!(pool(None, Some("1")).unwrap(), ["1"]);
+        assert_eq!(pool(None, Some("")).unwrap(), ["0", "1"]);
+        // named by UUID: the environment as it is
+        assert!(pool(None, Some("GPU-8e1f")).unwrap().is_empty());
+        // no GPU at all: one pair, as before
+        assert!(super::pool(None, None, &[], model).unwrap().is_empty());
+        let refused = |asked| super::pool(Some(asked), None, &found, model).unwrap_err();
+        assert_eq!(
+            refused("0,2").message,
+            "GPU 2 is a NVIDIA A10, 8.6, but the session measures on a NVIDIA H200, 9.0"
+        );
+        assert_eq!(
+            refused("3").message,
+            "GPU \"3\" is not one nvidia-smi lists here (3 GPUs: indexes 0 to 2)"
+        );
+        assert_eq!(refused("0,0").message, "GPU 0 is listed twice");
+        assert_eq!(refused(" ,").message, "--gpus names no GPU");
+        assert_eq!(model_of("NVIDIA H200, 9.0, 580.159.04"), model);
+
+        // start: the first GPU named is the session's, and the others must be its model
+        let mixed = [a10_again(), h200.clone(), h200.clone()];
+        let (gpus, first) = session_gpus("2,1", &mixed).unwrap();
+        assert_eq!(
+            (gpus, first),
+            (vec!["2".to_string(), "1".to_string()], &h200)
+        );
+        assert_eq!(
+            session_gpus("1,0", &mixed).unwrap_err().message,
+            "GPU 0 is a NVIDIA A10, 8.6, but the session measures on a NVIDIA H200, 9.0"
+        );
+        assert_eq!(
+            session_gpus("5", &mixed).unwrap_err().message,
+            "GPU \"5\" is not one nvidia-smi lists here (3 GPUs: indexes 0 to 2)"
+        );
     }
 }

@@ -69,10 +69,61 @@ pub enum Paired {
     Interrupted,
 }
 
-/// Both sides of one step's paired rounds, and what decides between them.
-pub struct Rounds<'a> {
+/// One GPU's baseline and candidate sides, and the perf cases they measure there.
+pub struct Pair<'a> {
+    /// The GPU, as `CUDA_VISIBLE_DEVICES` names it; none: whatever the environment gives (one GPU).
+    pub gpu: Option<String>,
     pub candidate: Side<'a>,
     pub baseline: Side<'a>,
+    /// The perf cases (JUnit ids) measured on this GPU, [`split`] among the pairs; none: every case.
+    pub cases: Option<Vec<String>>,
+}
+
+impl Pair<'_> {
+    /// What this pair runs in a round: its own cases, of those still `open` after the first round; `None`
+    /// every case; an empty list nothing (the pair sits the round out).
+    fn cases_in(&self, open: Option<&[String]>) -> Option<Vec<String>> {
+        match (open, &self.cases) {
+            (None, mine) => mine.clone(),
+            (Some(open), None) => Some(open.to_vec()),
+            (Some(open), Some(mine)) => Some(
+                open.iter()
+                    .filter(|case| mine.contains(case))
+                    .cloned()
+                    .collect(),
+            ),
+        }
+    }
+}
+
+/// The perf cases of each of `pairs` GPUs: the cases in sorted order dealt out in turn, so that the GPUs
+/// share them evenly and a config is measured on the same GPU in every round and every step (while the
+/// cases and the number of GPUs stay the same).
+pub fn split(cases: &[String], pairs: usize) -> Vec<Vec<String>> {
+    let mut sorted = cases.to_vec();
+    sorted.sort();
+    sorted.dedup();
+    let mut shares = vec![Vec::new(); pairs.max(1)];
+    let count = shares.len();
+    for (index, case) in sorted.into_iter().enumerate() {
+        shares[index % count].push(case);
+    }
+    shares
+}
+
+/// The name of a benchmark run of the rounds: `<prefix>-<round>-<side>` on the first GPU (as with one
+/// GPU), `<prefix>-<round>-gpu<gpu>-<side>` on another (`evidence::RunFile::of_round` reads both).
+pub fn run_name(prefix: &str, round: usize, other_gpu: Option<&str>, side: &str) -> String {
+    match other_gpu {
+        None => format!("{prefix}-{round}-{side}"),
+        Some(gpu) => format!("{prefix}-{round}-gpu{gpu}-{side}"),
+    }
+}
+
+/// The sides of one step's paired rounds, a pair per GPU (the first pair also runs the checks), and
+/// what decides between them.
+pub struct Rounds<'a> {
+    pub pairs: Vec<Pair<'a>>,
     pub session: &'a Session,
     pub floor: NoiseFloor,
     pub deadline: Instant,
@@ -83,12 +134,42 @@ pub struct Rounds<'a> {
     pub no_reroll: Option<AlikeCheck<'a>>,
 }
 
+impl<'a> Rounds<'a> {
+    /// The first GPU's pair: correctness and the unseen-input checks run there.
+    pub fn first(&mut self) -> &mut Pair<'a> {
+        &mut self.pairs[0]
+    }
+}
+
 /// The no-re-roll check the rounds make after the first round.
 pub type AlikeCheck<'a> = &'a dyn Fn(&mut Vec<RunFile>) -> bool;
 
+/// What one pair's part of a round gave: its runs' files, and its measurements or why it stopped.
+struct PairRound {
+    files: Vec<RunFile>,
+    ended: PairEnded,
+}
+
+enum PairEnded {
+    Measured(Round),
+    Crashed(String),
+    Interrupted,
+}
+
+/// The shared facts of one round every pair runs by.
+struct RoundPlan<'a> {
+    prefix: &'a str,
+    number: usize,
+    candidate_first: bool,
+    session: &'a Session,
+    /// The workers of every pair: ours, idle or measuring on another GPU, not someone else's.
+    ours: &'a [u32],
+}
+
 /// Runs rounds of the baseline and the candidate until the verdict is decided; when the next round would
-/// not fit before the deadline, decides on what there is and says so. Each run's JUnit file is added to
-/// `evidence`, named `<prefix>-<round>-<side>`.
+/// not fit before the deadline, decides on what there is and says so. Each GPU's pair runs its part of a
+/// round (its own cases, A B or B A) beside the others; the round's verdict pools them all. Each run's
+/// JUnit file is added to `evidence` ([`run_name`]), pair by pair in the pool's order.
 pub fn measure(sides: &mut Rounds, prefix: &str, evidence: &mut Vec<RunFile>) -> Result<Paired> {
     let limits = &sides.session.thresholds;
     let floor = &sides.floor;
@@ -99,48 +180,68 @@ pub fn measure(sides: &mut Rounds, prefix: &str, evidence: &mut Vec<RunFile>) ->
     loop {
         let started = Instant::now();
         if sides.measured {
-            // a round is an independent sample only in processes of its own (verdict.rs says why); both
-            // start before either measures, so their start-ups overlap
-            sides.candidate.redraw();
-            sides.baseline.redraw();
+            // a round is an independent sample only in processes of its own (verdict.rs says why); a
+            // pair's two workers start before either measures, so their start-ups overlap
+            for pair in sides.pairs.iter_mut() {
+                if pair.cases_in(open.as_deref()).is_none_or(|cases| !cases.is_empty()) {
+                    pair.candidate.redraw();
+                    pair.baseline.redraw();
+                }
+            }
         }
-        let candidate_first = verdict::candidate_first(rounds.len());
-        let mut round = Round {
-            baseline: Vec::new(),
-            candidate: Vec::new(),
-        };
-        let ours: Vec<u32> = [&sides.candidate, &sides.baseline]
+        let ours: Vec<u32> = sides
+            .pairs
             .iter()
+            .flat_map(|pair| [&pair.candidate, &pair.baseline])
             .filter_map(|side| side.worker_pid())
             .collect();
-        for run_candidate in [candidate_first, !candidate_first] {
-            let (runner, side, into) = if run_candidate {
-                (&mut sides.candidate, "candidate", &mut round.candidate)
-            } else {
-                (&mut sides.baseline, "baseline", &mut round.baseline)
-            };
-            let (measured, file) = benchmark_run::benchmark(
-                runner,
-                sides.session.statistic,
-                &format!("{prefix}-{}-{side}", rounds.len() + 1),
-                &format!("round {} {side}", rounds.len() + 1),
-                sides.session.gpu.is_some(),
-                &ours,
-                open.as_deref(),
-            )?;
-            evidence.extend(file);
-            match measured {
-                BenchmarkRun::Measured(configs) => *into = configs,
-                BenchmarkRun::Crash(why) => {
-                    return Ok(Paired::Crashed(match side {
-                        "baseline" => {
-                            format!("the baseline's run (round {}): {why}", rounds.len() + 1)
-                        }
-                        _ => why,
-                    }));
+        let plan = RoundPlan {
+            prefix,
+            number: rounds.len() + 1,
+            candidate_first: verdict::candidate_first(rounds.len()),
+            session: sides.session,
+            ours: &ours,
+        };
+        let several = sides.pairs.len() > 1;
+        let parts: Vec<Result<PairRound>> = std::thread::scope(|scope| {
+            let running: Vec<_> = sides
+                .pairs
+                .iter_mut()
+                .enumerate()
+                .map(|(index, pair)| {
+                    let cases = pair.cases_in(open.as_deref());
+                    let plan = &plan;
+                    // the first GPU's runs keep the names they have with one GPU
+                    let other_gpu = (index > 0).then(|| pair.gpu.clone()).flatten();
+                    scope.spawn(move || {
+                        pair_round(pair, plan, other_gpu.as_deref(), several, cases.as_deref())
+                    })
+                })
+                .collect();
+            running
+                .into_iter()
+                .map(|part| part.join().expect("a GPU's part of the round panicked"))
+                .collect()
+        });
+        let mut round = Round::default();
+        let mut stopped = None;
+        for part in parts {
+            let PairRound { files, ended } = part?;
+            evidence.extend(files);
+            match ended {
+                PairEnded::Measured(measured) => {
+                    round.baseline.extend(measured.baseline);
+                    round.candidate.extend(measured.candidate);
                 }
-                BenchmarkRun::Interrupted => return Ok(Paired::Interrupted),
+                other => {
+                    stopped.get_or_insert(other);
+                }
             }
+        }
+        match stopped {
+            Some(PairEnded::Crashed(why)) => return Ok(Paired::Crashed(why)),
+            Some(PairEnded::Interrupted) => return Ok(Paired::Interrupted),
+            _ => {}
         }
         rounds.push(round);
         sides.measured = true;
@@ -179,9 +280,114 @@ pub fn measure(sides: &mut Rounds, prefix: &str, evidence: &mut Vec<RunFile>) ->
                 Err(e) => Paired::Crashed(e.to_string()),
             });
         }
-        sides.candidate.runner.progress.line(&format!(
+        sides.pairs[0].candidate.runner.progress.line(&format!(
             "round {}: not decided yet ({ambiguous}); measuring another round",
             rounds.len()
         ));
+    }
+}
+
+/// One pair's part of a round on its GPU: `cases` (none: every case; empty: nothing to run), one side
+/// after the other in the round's order, so that only one side measures on that GPU at a time. The GPU
+/// watch reads nvidia-smi's first GPU only, so only the runs on GPU 0 (or the environment's) keep one.
+fn pair_round(
+    pair: &mut Pair,
+    plan: &RoundPlan,
+    other_gpu: Option<&str>,
+    several: bool,
+    cases: Option<&[String]>,
+) -> Result<PairRound> {
+    let mut part = PairRound {
+        files: Vec::new(),
+        ended: PairEnded::Measured(Round::default()),
+    };
+    if cases.is_some_and(<[String]>::is_empty) {
+        return Ok(part);
+    }
+    let on_gpu = match (several, &pair.gpu) {
+        (true, Some(gpu)) => format!(" on GPU {gpu}"),
+        _ => String::new(),
+    };
+    let mut measured = Round::default();
+    for run_candidate in [plan.candidate_first, !plan.candidate_first] {
+        let (runner, side, into) = if run_candidate {
+            (&mut pair.candidate, "candidate", &mut measured.candidate)
+        } else {
+            (&mut pair.baseline, "baseline", &mut measured.baseline)
+        };
+        let (outcome, file) = benchmark_run::benchmark(
+            runner,
+            plan.session.statistic,
+            &run_name(plan.prefix, plan.number, other_gpu, side),
+            &format!("round {} {side}{on_gpu}", plan.number),
+            // nvidia-smi's view is of its first GPU: watched where that is the one measuring
+            plan.session.gpu.is_some() && pair.gpu.as_deref().is_none_or(|gpu| gpu == "0"),
+            plan.ours,
+            cases,
+        )?;
+        part.files.extend(file.map(|file| RunFile {
+            cuda_device: pair.gpu.clone(),
+            ..file
+        }));
+        match outcome {
+            BenchmarkRun::Measured(configs) => *into = configs,
+            BenchmarkRun::Crash(why) => {
+                part.ended = PairEnded::Crashed(match side {
+                    "baseline" => format!("the baseline's run (round {}): {why}", plan.number),
+                    _ => why,
+                });
+                return Ok(part);
+            }
+            BenchmarkRun::Interrupted => {
+                part.ended = PairEnded::Interrupted;
+                return Ok(part);
+            }
+        }
+    }
+    part.ended = PairEnded::Measured(measured);
+    Ok(part)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids(names: &[&str]) -> Vec<String> {
+        names.iter().map(|name| name.to_string()).collect()
+    }
+
+    #[test]
+    fn the_cases_are_dealt_out_in_sorted_order_so_each_stays_on_one_gpu() {
+        let cases = ids(&["t::p[c]", "t::p[a]", "t::p[d]", "t::p[b]", "t::p[e]"]);
+        assert_eq!(
+            split(&cases, 2),
+            [
+                ids(&["t::p[a]", "t::p[c]", "t::p[e]"]),
+                ids(&["t::p[b]", "t::p[d]"])
+            ]
+        );
+        // the order they come in does not matter, nor does a case listed twice
+        let mut again = cases.clone();
+        again.reverse();
+        again.push("t::p[a]".into());
+        assert_eq!(split(&again, 2), split(&cases, 2));
+        assert_eq!(
+            split(&cases, 1),
+            [ids(&[
+                "t::p[a]", "t::p[b]", "t::p[c]", "t::p[d]", "t::p[e]"
+            ])]
+        );
+        // more GPUs than cases: the others measure nothing
+        assert_eq!(split(&cases[..1], 3), [ids(&["t::p[c]"]), vec![], vec![]]);
+        assert_eq!(split(&cases, 0).len(), 1);
+    }
+
+    #[test]
+    fn runs_on_the_first_gpu_keep_their_names_and_the_others_name_theirs() {
+        assert_eq!(run_name("round", 2, None, "candidate"), "round-2-candidate");
+        assert_eq!(
+            run_name("confirm-round", 1, Some("3"), "baseline"),
+            "confirm-round-1-gpu3-baseline"
+        );
     }
 }

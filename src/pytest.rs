@@ -68,6 +68,8 @@ pub struct Pytest<'a> {
     pub place: &'a dyn Runner,
     /// Where cuda-tile writes every kernel it compiles in these runs ([`dump_env`]); none: no dumps.
     pub dumps: Option<PathBuf>,
+    /// The GPU its runs see (`CUDA_VISIBLE_DEVICES`); none: whatever the environment gives.
+    pub gpu: Option<String>,
     /// Where the runs' progress goes: the verb's.
     pub progress: &'a Progress,
 }
@@ -310,6 +312,9 @@ impl Pytest<'_> {
             std::fs::create_dir_all(dumps)
                 .with_context(|| format!("cannot create {}", dumps.display()))?;
             env.extend(dump_env(dumps).map(|(name, value)| (name, value.into())));
+        }
+        if let Some(gpu) = &self.gpu {
+            env.push(("CUDA_VISIBLE_DEVICES", gpu.into()));
         }
         let mut python_path: Vec<PathBuf> = plugins.into_iter().map(Path::to_path_buf).collect();
         python_path.extend(

@@ -101,18 +101,26 @@ pub fn measured(run: &RunFile, statistic: Statistic) -> Result<Vec<Measurement>,
     records::measurements(&cases, statistic).map_err(|e| format!("{e:#}"))
 }
 
-/// The paired rounds named `<prefix>-<n>-baseline` and `<prefix>-<n>-candidate`.
+/// The paired rounds named `<prefix>-<n>-baseline` and `<prefix>-<n>-candidate`, each round pooling the
+/// runs of every GPU (`RunFile::of_round`) in the order they were noted, as `paired::measure` pooled them.
 fn rounds(runs: &[RunFile], prefix: &str, statistic: Statistic) -> Result<Vec<Round>, String> {
-    let run = |name: String| runs.iter().find(|run| run.name == name);
     let mut rounds = Vec::new();
     for n in 1.. {
-        let side = |side: &str| run(format!("{prefix}-{n}-{side}"));
-        let (Some(baseline), Some(candidate)) = (side("baseline"), side("candidate")) else {
+        let side = |side: &str| -> Result<Option<Vec<Measurement>>, String> {
+            let mut pooled: Option<Vec<Measurement>> = None;
+            for run in runs.iter().filter(|run| run.of_round(prefix, n, side)) {
+                pooled
+                    .get_or_insert_with(Vec::new)
+                    .extend(measured(run, statistic)?);
+            }
+            Ok(pooled)
+        };
+        let (Some(baseline), Some(candidate)) = (side("baseline")?, side("candidate")?) else {
             break;
         };
         rounds.push(Round {
-            baseline: measured(baseline, statistic)?,
-            candidate: measured(candidate, statistic)?,
+            baseline,
+            candidate,
         });
     }
     if rounds.is_empty() {

@@ -72,7 +72,7 @@ pub const ONE_ROUND_DOUBT: f64 = 10.0;
 pub const MAX_ROUNDS: usize = 16;
 
 /// One run of each side, in the order [`candidate_first`] gave.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Round {
     pub baseline: Vec<Measurement>,
     pub candidate: Vec<Measurement>,

@@ -15,6 +15,7 @@ mod faults;
 mod fixture_noise;
 mod gpu;
 mod gpu_commands;
+mod gpus;
 mod hints;
 mod hook;
 mod in_process;

@@ -201,7 +201,8 @@ pub struct PytestCall<'a> {
 }
 
 /// A place that runs a session's GPU commands, held for one verb run (one iteration).
-pub trait Runner {
+/// `Sync`: the GPUs of a step run their parts of a round from threads of their own.
+pub trait Runner: Sync {
     /// `program args`, run in `dir` where the session's GPU is.
     fn command(&self, program: &str, args: &[&str], dir: &Path) -> duct::Expression;
 
@@ -247,6 +248,42 @@ pub trait Runner {
 
     /// Gives the place back; a Slurm job is cancelled and gone from the queue when this returns.
     fn release(self: Box<Self>) {}
+}
+
+/// A runner whose every command sees one GPU (`CUDA_VISIBLE_DEVICES`): `start --gpus`'s first, for the
+/// baseline's runs and the class and compile-fact runs after them alike; a step's first GPU, for its
+/// diagnosis and compile facts after the rounds.
+pub struct OnGpu {
+    pub place: Box<dyn Runner>,
+    pub gpu: String,
+}
+
+impl Runner for OnGpu {
+    fn command(&self, program: &str, args: &[&str], dir: &Path) -> duct::Expression {
+        self.place
+            .command(program, args, dir)
+            .env("CUDA_VISIBLE_DEVICES", &self.gpu)
+    }
+
+    fn find(&self, program: &str, dir: &Path) -> Option<PathBuf> {
+        self.place.find(program, dir)
+    }
+
+    fn keeps_workers(&self) -> bool {
+        self.place.keeps_workers()
+    }
+
+    fn lost(&self) -> Option<String> {
+        self.place.lost()
+    }
+
+    fn placement(&self) -> Option<&Placement> {
+        self.place.placement()
+    }
+
+    fn release(self: Box<Self>) {
+        self.place.release()
+    }
 }
 
 /// What a test puts in place of the runners a verb opens.

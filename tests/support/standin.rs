@@ -3,9 +3,8 @@
 //! that a verb run in-process (`runner::with_stand_in`) takes its decisions without a pytest process
 //! or a GPU. Every other command it is asked for is `true`; it has no GPU.
 
-use std::cell::RefCell;
 use std::path::{Path, PathBuf};
-use std::rc::Rc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
 use git_cutile_perf::gpu::GpuState;
@@ -52,7 +51,17 @@ pub struct StandIn {
     pub benchmark: Replay,
     pub baseline_benchmark: Replay,
     /// Each run replayed, as `correctness candidate`, `benchmark baseline`, ...
-    pub runs: Rc<RefCell<Vec<String>>>,
+    pub runs: Arc<Calls>,
+}
+
+/// The runs replayed so far, shared by the runner's copies (and, as a runner must be, between threads).
+#[derive(Default)]
+pub struct Calls(Mutex<Vec<String>>);
+
+impl Calls {
+    pub fn borrow(&self) -> MutexGuard<'_, Vec<String>> {
+        self.0.lock().unwrap()
+    }
 }
 
 impl StandIn {
@@ -86,7 +95,7 @@ impl Runner for StandIn {
             (PytestRun::Benchmark, _) => ("benchmark", &self.baseline_benchmark),
             (PytestRun::Worker, _) => unreachable!("the stand-in keeps no workers"),
         };
-        self.runs.borrow_mut().push(format!("{name} {side}"));
+        self.runs.borrow().push(format!("{name} {side}"));
         std::fs::write(
             log,
             format!("replayed by the stand-in runner: {name} {side}\n"),

@@ -82,6 +82,8 @@ pub struct StartOptions {
     pub runner: RunnerSettings,
     /// Start without a GPU.
     pub no_gpu: bool,
+    /// `--gpus`: the session's GPUs, the baseline measured on the first; none: the environment's.
+    pub gpus: Option<String>,
     /// Time limit for the baseline run.
     pub budget: Duration,
     pub thresholds: Thresholds,

@@ -16,7 +16,7 @@ use crate::kernel_class::{self, KernelClass};
 use crate::locate::{self, Kernel};
 use crate::pytest::{Pytest, default_python};
 use crate::refusals;
-use crate::runner::{self, Local, Runner};
+use crate::runner::{self, Local, OnGpu, Runner};
 use crate::session::{BRANCH_PREFIX, Session};
 use crate::ui::Progress;
 
@@ -73,6 +73,7 @@ pub fn plan(repo: &Repo, args: &StartOptions, progress: &Progress) -> Result<Pla
         intensity,
         runner,
         no_gpu,
+        gpus,
         budget,
         thresholds,
         ..
@@ -99,6 +100,17 @@ pub fn plan(repo: &Repo, args: &StartOptions, progress: &Progress) -> Result<Pla
     let gpu_state = match no_gpu {
         true => None,
         false => place.gpu(&repo.root),
+    };
+    let (place, gpu_state) = match gpus {
+        Some(asked) => {
+            let (gpu, device) = chosen_gpu(repo, &*place, asked)?;
+            let state = gpu_state.map(|state| GpuState { gpu, ..state });
+            (
+                Box::new(OnGpu { place, gpu: device }) as Box<dyn Runner>,
+                state,
+            )
+        }
+        None => (place, gpu_state),
     };
     if !no_gpu {
         require_gpu(gpu_state.as_ref(), progress)?;
@@ -144,6 +156,21 @@ pub fn plan(repo: &Repo, args: &StartOptions, progress: &Progress) -> Result<Pla
     };
     plan.runner(repo).check_available()?;
     Ok(plan)
+}
+
+/// `--gpus`: the first GPU it names (the session's, as nvidia-smi lists it, and its index), the others
+/// checked to be of its model; on the local runner only.
+fn chosen_gpu(repo: &Repo, place: &dyn Runner, asked: &str) -> Result<(gpu::Gpu, String)> {
+    if place.placement().is_some() {
+        return Err(hinted(
+            "--gpus is not supported with the Slurm runner",
+            "the job's GPUs come from its sbatch options (--gres=gpu:N in --slurm-args); start without \
+             --gpus",
+        ));
+    }
+    let found = gpu::list(|args| place.command("nvidia-smi", args, &repo.root));
+    let (gpus, first) = gpu::session_gpus(asked, &found)?;
+    Ok((first.clone(), gpus[0].clone()))
 }
 
 /// What the session covers: the kernel, what `inspect` read, the test and the allowed paths.
@@ -254,6 +281,7 @@ impl Plan {
             deadline: self.deadline,
             place: &*self.place,
             dumps: None,
+            gpu: None,
             progress: &self.progress,
         }
     }

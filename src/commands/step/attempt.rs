@@ -15,7 +15,7 @@ use crate::diagnose::toolchain;
 use crate::evidence::{Crash, Ended, Evidence, RunFile, Stage, Undecided};
 use crate::git::Repo;
 use crate::history::{History, sandbox};
-use crate::paired::{self, BaselineTree, Paired, Rounds};
+use crate::paired::{self, BaselineTree, Pair, Paired, Rounds};
 use crate::process::Interrupted;
 use crate::pytest::{CorrectnessRun, Pytest, Recorded};
 use crate::replay::{self, Replayed};
@@ -35,6 +35,8 @@ pub struct Tried {
     pub remark: Option<String>,
     pub checks: Checks,
     pub candidate_dumps: PathBuf,
+    /// The GPUs the rounds measured on, a (baseline, candidate) pair each; empty: the environment's one.
+    pub gpus: Vec<String>,
 }
 
 /// What the tool's own checks of a step cost, in seconds, beside what they found: the share of the step
@@ -76,8 +78,11 @@ pub fn attempt(
     tree: &str,
     progress: &Progress,
     deadline: Instant,
+    gpus: &[String],
 ) -> Result<Tried> {
     let session = &history.session;
+    let shares = shares(repo, history, gpus, progress)?;
+    let first_gpu = shares[0].0.clone();
     let baseline_commit = history.current_baseline_commit();
     let baseline_tree = repo.git(&["rev-parse", &format!("{baseline_commit}^{{tree}}")])?;
     let candidate_dumps = dumps_of(repo, tree);
@@ -90,6 +95,7 @@ pub fn attempt(
         deadline,
         place,
         dumps: Some(candidate_dumps.clone()),
+        gpu: first_gpu,
         progress,
     };
     // the baseline's code and both workers first: their start-up overlaps correctness and each other
@@ -100,6 +106,10 @@ pub fn attempt(
         dumps: Some(dumps_of(repo, baseline_tree.trim())),
         ..candidate.clone()
     };
+    let others: Vec<[Pytest; 2]> = shares[1..]
+        .iter()
+        .map(|(gpu, _)| [on_gpu(&candidate, gpu), on_gpu(&baseline, gpu)])
+        .collect();
     let checks = std::cell::RefCell::new(Checks::default());
     let no_reroll = |runs: &mut Vec<RunFile>| {
         let started = Instant::now();
@@ -109,9 +119,23 @@ pub fn attempt(
         checks.not_alike = alike.err();
         checks.not_alike.is_none()
     };
+    let mut pairs = vec![Pair {
+        gpu: shares[0].0.clone(),
+        candidate: side(repo, &candidate, "candidate", None)?,
+        baseline: side(repo, &baseline, "baseline", None)?,
+        cases: shares[0].1.clone(),
+    }];
+    for ((gpu, cases), [candidate, baseline]) in shares[1..].iter().zip(&others) {
+        pairs.push(Pair {
+            gpu: gpu.clone(),
+            candidate: side(repo, candidate, "candidate", gpu.as_deref())?,
+            baseline: side(repo, baseline, "baseline", gpu.as_deref())?,
+            cases: cases.clone(),
+        });
+    }
+    let used: Vec<String> = shares.iter().filter_map(|(gpu, _)| gpu.clone()).collect();
     let mut rounds = Rounds {
-        candidate: side(repo, &candidate, "candidate")?,
-        baseline: side(repo, &baseline, "baseline")?,
+        pairs,
         session,
         floor: NoiseFloor::from_spreads(&session.spread),
         deadline,
@@ -135,16 +159,26 @@ pub fn attempt(
             remark,
             checks,
             candidate_dumps: candidate_dumps.clone(),
+            gpus: used.clone(),
         }
     };
     let mut measured = Measured::default();
-    if !correctness(&baseline_passed, &mut rounds.candidate, &mut measured)? {
+    if !correctness(
+        &baseline_passed,
+        &mut rounds.first().candidate,
+        &mut measured,
+    )? {
         return Ok(tried(measured));
     }
     let first = measured.decided(&mut rounds, "round")?;
     rounds.no_reroll = None;
     if census::unchanged(&measured.runs) {
-        rounds.candidate.runner.progress.line(decision::NO_CHANGE);
+        rounds
+            .first()
+            .candidate
+            .runner
+            .progress
+            .line(decision::NO_CHANGE);
         return Ok(tried(measured));
     }
     if let Ok(decided) = confirmed(first, &mut rounds, &mut measured)? {
@@ -197,14 +231,71 @@ impl Measured {
     }
 }
 
-/// A side of the rounds with its warm worker started, its channel in the git dir; on a Slurm node, a
-/// process per run where the runner keeps none (on a Slurm node they would need a job step of their own).
-fn side<'a>(repo: &Repo, runner: &'a Pytest<'a>, name: &'static str) -> Result<Side<'a>> {
+/// A GPU of the step (none: the environment's) and the perf cases it measures (none: every case).
+type Share = (Option<String>, Option<Vec<String>>);
+
+/// `side` on another GPU than the first: its own sandbox, and no dumps (the first GPU's feed the checks).
+fn on_gpu<'a>(side: &Pytest<'a>, gpu: &Option<String>) -> Pytest<'a> {
+    Pytest {
+        sandbox: side
+            .sandbox
+            .join(format!("gpu{}", gpu.as_deref().unwrap_or_default())),
+        dumps: None,
+        gpu: gpu.clone(),
+        ..side.clone()
+    }
+}
+
+/// Each GPU of the step and the perf cases it measures (none: every case): the environment's GPU alone
+/// without `gpus`, one GPU with every case, or the baseline's perf cases [`paired::split`] among
+/// several (on the first alone when the baseline's evidence lists none).
+fn shares(
+    repo: &Repo,
+    history: &History,
+    gpus: &[String],
+    progress: &Progress,
+) -> Result<Vec<Share>> {
+    let [first, ..] = gpus else {
+        return Ok(vec![(None, None)]);
+    };
+    if gpus.len() == 1 {
+        return Ok(vec![(Some(first.clone()), None)]);
+    }
+    let cases = match Evidence::of(repo, &history.baseline_commit)? {
+        Some(evidence) => evidence.perf_cases()?,
+        None => Vec::new(),
+    };
+    if cases.is_empty() {
+        progress.line(&format!(
+            "the baseline's evidence lists no perf cases to share among GPUs {}: measuring on GPU {first} \
+             alone",
+            gpus.join(", ")
+        ));
+        return Ok(vec![(Some(first.clone()), None)]);
+    }
+    Ok(gpus
+        .iter()
+        .cloned()
+        .zip(paired::split(&cases, gpus.len()))
+        .map(|(gpu, share)| (Some(gpu), Some(share)))
+        .collect())
+}
+
+/// A side of the rounds with its warm worker started, its channel in the git dir (one per GPU, `gpu`
+/// for a GPU after the first); on a Slurm node, a process per run where the runner keeps none (on a
+/// Slurm node they would need a job step of their own).
+fn side<'a>(
+    repo: &Repo,
+    runner: &'a Pytest<'a>,
+    name: &'static str,
+    gpu: Option<&str>,
+) -> Result<Side<'a>> {
     if !runner.place.keeps_workers() {
         return Ok(Side::cold(runner));
     }
+    let on_gpu = gpu.map_or(String::new(), |gpu| format!("-gpu{gpu}"));
     let channel = repo.git_path(&format!(
-        "cutile-perf/workers/{name}-{}",
+        "cutile-perf/workers/{name}-{}{on_gpu}",
         std::process::id()
     ))?;
     Ok(Side::warm(runner, name, &channel))
@@ -264,12 +355,13 @@ fn unseen_inputs(rounds: &mut Rounds, runs: &mut Vec<RunFile>) -> Result<()> {
         .build_hasher()
         .finish() as u32
         | 1;
-    rounds.candidate.runner.progress.line(&format!(
+    rounds.first().candidate.runner.progress.line(&format!(
         "the rounds keep it: correctness on inputs neither side has seen (seeds shifted by {offset})"
     ));
+    let first = rounds.first();
     for (name, side) in [
-        ("candidate", &mut rounds.candidate),
-        ("baseline", &mut rounds.baseline),
+        ("candidate", &mut first.candidate),
+        ("baseline", &mut first.baseline),
     ] {
         let unseen = side.unseen_correctness("unseen", offset)?;
         if let CorrectnessRun::Interrupted = unseen.outcome {
@@ -291,7 +383,7 @@ fn confirmed(
     rounds: &mut Rounds,
     measured: &mut Measured,
 ) -> Result<Result<Decided, String>> {
-    let progress = rounds.candidate.runner.progress;
+    let progress = rounds.first().candidate.runner.progress;
     let (decided, _remark) = verdict::confirmed(first, || {
         progress.line("a config is more than 10x faster than its baseline: measuring again");
         measured.decided(rounds, "confirm-round")
@@ -351,6 +443,7 @@ mod tests {
             deadline: Instant::now(),
             place: &Local,
             dumps: Some(dumps(tree)),
+            gpu: None,
             progress: &progress,
         };
         let (candidate, baseline) = (side("cand"), side("base"));

@@ -25,14 +25,14 @@ use crate::gpu::GpuState;
 use crate::hint::hinted;
 use crate::history::{History, sandbox, write_table};
 use crate::journal::{self, Journal, Lock, Phase, Verb};
-use crate::runner::{self, Placement, Runner};
+use crate::runner::{self, OnGpu, Placement, Runner};
 use crate::session::{Iteration, fmt_change, fmt_ms, short};
 use crate::snapshot::Tested;
 use crate::stats::{self, ConfigChange};
 use crate::ui::{Progress, Render, Ui};
 use crate::{process, recovery, references};
 use attempt::{Checks, Tried, attempt};
-use preflight::{Preflight, gpu_ready, preflight, tests_ready};
+use preflight::{Preflight, gpu_pool, gpu_ready, preflight, tests_ready};
 use record::{Recorded, record};
 
 /// From this share of `--budget` used, the human output says to raise it.
@@ -78,6 +78,9 @@ pub struct StepReport {
     /// The share of `--budget` (percent) the tests used (correctness and the rounds): near 100, a step a
     /// little slower (a kept autotuner tunes again in every worker) would be a crash, so raise `--budget`.
     pub budget_used_pct: f64,
+    /// The GPUs the rounds measured on (`CUDA_VISIBLE_DEVICES` indexes), a (baseline, candidate) pair
+    /// each; empty: the one the environment gave.
+    pub gpus: Vec<String>,
     /// What the loop expects now, with one sentence for an agent.
     pub next_action: NextAction,
 }
@@ -97,6 +100,8 @@ pub struct StepOptions {
     pub cause: Option<Cause>,
     /// The playbook letter it follows.
     pub opt: Option<String>,
+    /// The GPUs to measure on (`0,1`), a (baseline, candidate) pair each; default: those found.
+    pub gpus: Option<String>,
 }
 
 /// One iteration as a pipeline: preflight, attempt, judge, record.
@@ -125,6 +130,7 @@ pub fn run(ui: &mut Ui, repo: &Repo, args: &StepOptions) -> Result<StepReport> {
         progress,
     )?;
     let gpu = gpu_ready(repo, &ready.history.session, &*place, progress)?;
+    let gpus = gpu_pool(repo, &ready.history.session, &*place, args.gpus.as_deref())?;
     let tested = Tested::take(repo)?;
     // after the change is taken: what the check runs (the session's Python) is held to it too
     tests_ready(repo, &ready.history.session, &*place, progress)?;
@@ -150,6 +156,7 @@ pub fn run(ui: &mut Ui, repo: &Repo, args: &StepOptions) -> Result<StepReport> {
     let on = Placed {
         place,
         gpu,
+        gpus,
         progress,
     };
     let result = measure_and_record(repo, args, ready, letter, on, &tested, &mut journal);
@@ -170,12 +177,15 @@ struct Done {
     table: PathBuf,
     checks: Checks,
     budget_used_pct: f64,
+    gpus: Vec<String>,
 }
 
 /// Where the step runs, the GPU there as it began, and where its progress goes.
 struct Placed<'a> {
     place: Box<dyn Runner>,
     gpu: Option<GpuState>,
+    /// The GPUs to measure on (`gpu_pool`).
+    gpus: Vec<String>,
     progress: &'a Progress,
 }
 
@@ -189,6 +199,7 @@ fn measure_and_record(
     Placed {
         place,
         gpu,
+        gpus,
         progress,
     }: Placed,
     tested: &Tested,
@@ -202,10 +213,19 @@ fn measure_and_record(
         &tested.tree,
         progress,
         deadline,
+        &gpus,
     )?;
     let left = deadline.saturating_duration_since(Instant::now());
     let budget_used_pct = 100.0 * (1.0 - left.as_secs_f64() / args.budget.as_secs_f64());
     let placement = place.placement().cloned();
+    // what runs after the rounds (the diagnosis, the compile facts) runs on the first GPU they measured on
+    let place = match tried.gpus.first() {
+        Some(gpu) => Box::new(OnGpu {
+            place,
+            gpu: gpu.clone(),
+        }) as Box<dyn Runner>,
+        None => place,
+    };
     // the verdict is known; a diagnosis may only add the cause (and escalate by its rule), so it runs
     // only where the cause is recorded: measured code without a `--cause`
     let (diagnosed, diagnosis_s) = match (args.cause, &tried.attempt) {
@@ -271,6 +291,7 @@ fn measure_and_record(
         ),
     };
     let mut checks = tried.checks;
+    let gpus = tried.gpus;
     checks.compile_facts_s = facts_started.elapsed().as_secs_f64();
     place.release();
     if compile.is_some() {
@@ -289,6 +310,7 @@ fn measure_and_record(
         table,
         checks,
         budget_used_pct,
+        gpus,
     })
 }
 
@@ -368,6 +390,7 @@ impl Done {
             shortcut_signs: Vec::new(),
             checks: self.checks.clone(),
             budget_used_pct: self.budget_used_pct,
+            gpus: self.gpus.clone(),
             next_action: next_action(Situation::Session(&self.history)),
         }
     }

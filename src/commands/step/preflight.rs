@@ -151,6 +151,7 @@ pub fn tests_ready(
         deadline: std::time::Instant::now(),
         place,
         dumps: None,
+        gpu: None,
         progress,
     }
     .check_available()
@@ -182,15 +183,53 @@ pub fn gpu_ready(
     for warning in warnings {
         progress.line(&format!("warning: {warning}"));
     }
-    if let Some(now) = &state {
-        let model = |identity: &str| identity.rsplitn(2, ',').nth(1).map(str::to_string);
-        if model(&now.gpu.identity()) != model(recorded) {
-            progress.line(&format!(
-                "warning: this step runs on {}, the baseline ran on {recorded}: the paired rounds compare \
-                 on this GPU, but its latencies are not comparable with earlier rows",
-                now.gpu.identity()
-            ));
-        }
+    if let Some(now) = &state
+        && gpu::model_of(&now.gpu.identity()) != gpu::model_of(recorded)
+    {
+        progress.line(&format!(
+            "warning: this step runs on {}, the baseline ran on {recorded}: the paired rounds compare \
+             on this GPU, but its latencies are not comparable with earlier rows",
+            now.gpu.identity()
+        ));
     }
     Ok(state)
+}
+
+/// The GPUs this step measures on, one (baseline, candidate) pair each (`gpu::pool`): `--gpus`
+/// (`asked`), else `CUDA_VISIBLE_DEVICES`, else every GPU nvidia-smi lists, all of the session's model.
+/// Empty: the environment's GPU, as without a pool (a session without a GPU, or a Slurm job, whose GPUs
+/// its sbatch options give).
+pub fn gpu_pool(
+    repo: &Repo,
+    session: &Session,
+    place: &dyn Runner,
+    asked: Option<&str>,
+) -> Result<Vec<String>> {
+    if place.placement().is_some() {
+        return match asked {
+            Some(_) => Err(hinted(
+                "--gpus is not supported with the Slurm runner",
+                "the job's GPUs come from its sbatch options (--gres=gpu:N in cutile-perf.slurm-args); \
+                 run step without --gpus",
+            )),
+            None => Ok(Vec::new()),
+        };
+    }
+    let Some(recorded) = session.gpu.as_deref().filter(|_| !session.no_gpu) else {
+        return match asked {
+            Some(_) => Err(hinted(
+                "--gpus: this session measures without a GPU",
+                "run step without --gpus, or start a session on a GPU machine",
+            )),
+            None => Ok(Vec::new()),
+        };
+    };
+    let found = gpu::list(|args| place.command("nvidia-smi", args, &repo.root));
+    let visible = std::env::var("CUDA_VISIBLE_DEVICES").ok();
+    Ok(gpu::pool(
+        asked,
+        visible.as_deref(),
+        &found,
+        gpu::model_of(recorded),
+    )?)
 }
