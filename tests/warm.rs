@@ -28,6 +28,9 @@ fn counted_step_at(f: &Fixture, (small, large): (f64, f64), env: &[(&str, &str)]
     f.set_latency(small, large);
     let starts = f.root.join("../starts.txt");
     let cases = f.root.join("../cases.txt");
+    // this step's alone
+    let _ = std::fs::remove_file(&starts);
+    let _ = std::fs::remove_file(&cases);
     let mut command = f.command(&["step", "--json", "tile size 256"]);
     command
         .env("CUTILE_PERF_FIXTURE_STARTS", &starts)
@@ -106,10 +109,148 @@ fn one_pytest_start_per_side_whatever_the_rounds() {
         step.stderr
     );
     assert_eq!(step.report["status"], "keep", "{}", step.report);
-    for line in &step.starts {
-        let pid: i32 = line.split_whitespace().next().unwrap().parse().unwrap();
-        assert!(!alive(pid), "worker {pid} outlived the step");
+    // the candidate's worker holds the new baseline's code: it lives on, the baseline's ends
+    let pids = worker_pids_of(&step.starts);
+    let kept = kept_worker(&f);
+    assert!(alive(kept), "the kept worker {kept} is gone");
+    assert_eq!(
+        pids.iter().filter(|&&pid| alive(pid)).collect::<Vec<_>>(),
+        [&kept]
+    );
+    assert!(
+        step.stderr.contains(&format!(
+            "the baseline's warm worker (pid {kept}) lives on for the next step"
+        )),
+        "{}",
+        step.stderr
+    );
+}
+
+/// The pid of the one worker `status --json` lists, which must be kept as the baseline's.
+fn kept_worker(f: &Fixture) -> i32 {
+    let status: serde_json::Value = serde_json::from_str(&f.ok(&["status", "--json"])).unwrap();
+    let workers = status["workers"].as_array().unwrap();
+    assert_eq!(workers.len(), 1, "{status}");
+    assert_eq!(workers[0]["side"], "baseline", "{status}");
+    assert_eq!(workers[0]["alive"], true, "{status}");
+    workers[0]["pid"].as_i64().unwrap() as i32
+}
+
+/// The worker pids among `starts` lines.
+fn worker_pids_of(starts: &[String]) -> Vec<i32> {
+    starts
+        .iter()
+        .filter(|line| line.contains("--cutile-perf-worker="))
+        .map(|line| line.split_whitespace().next().unwrap().parse().unwrap())
+        .collect()
+}
+
+#[test]
+fn each_step_after_the_first_starts_only_the_candidates_worker() {
+    let f = Fixture::new();
+    f.start();
+    // keep: the candidate's worker becomes the baseline's
+    let first = counted_step_at(&f, (0.05, 0.5), &[]);
+    assert_eq!(first.report["status"], "keep", "{}", first.report);
+    assert_eq!(first.starts.len(), 2, "{:#?}", first.starts);
+    let kept = kept_worker(&f);
+    assert_eq!(
+        status_commit(&f),
+        f.head(),
+        "the kept worker holds the kept iteration's commit"
+    );
+    // revert (a clear regression), then keep again: one start each, the kept worker serving
+    for (latency, status) in [((0.08, 0.8), "revert"), ((0.02, 0.2), "keep")] {
+        let step = counted_step_at(&f, latency, &[]);
+        assert_eq!(step.report["status"], status, "{}", step.report);
+        assert_eq!(step.starts.len(), 1, "{:#?}", step.starts);
+        assert!(
+            step.stderr.contains("the baseline's warm worker (pid ")
+                && step.stderr.contains("lives on from an earlier command"),
+            "{}",
+            step.stderr
+        );
+        assert!(
+            step.stderr
+                .contains("round 1 baseline: in the warm baseline worker"),
+            "{}",
+            step.stderr
+        );
     }
+    // after the keep, the step's candidate worker is the one kept; the earlier one ended
+    assert!(!alive(kept), "the replaced baseline worker {kept} lives on");
+    f.ok(&["verify"]);
+}
+
+/// The commit the one kept worker holds, as `status --json` says.
+fn status_commit(f: &Fixture) -> String {
+    let status: serde_json::Value = serde_json::from_str(&f.ok(&["status", "--json"])).unwrap();
+    status["workers"][0]["commit"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn a_kept_worker_killed_between_steps_is_replaced() {
+    let f = Fixture::new();
+    f.start();
+    counted_step_at(&f, (0.05, 0.5), &[]);
+    let kept = kept_worker(&f);
+    unsafe { libc::kill(kept, libc::SIGKILL) };
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while alive(kept) && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let step = counted_step_at(&f, (0.08, 0.8), &[]);
+    assert!(
+        step.stderr.contains(&format!(
+            "the kept worker (pid {kept}) cannot serve this step (it is no longer running)"
+        )),
+        "{}",
+        step.stderr
+    );
+    assert_eq!(step.starts.len(), 2, "{:#?}", step.starts);
+    assert_eq!(step.report["status"], "revert", "{}", step.report);
+    f.ok(&["verify"]);
+}
+
+#[test]
+fn a_kept_worker_whose_commit_is_no_longer_the_baseline_is_ended() {
+    let f = Fixture::new();
+    f.start();
+    counted_step_at(&f, (0.05, 0.5), &[]);
+    let kept = kept_worker(&f);
+    // the user drops the kept iteration: the baseline is iteration 0 again
+    f.git(&["reset", "-q", "--hard", "HEAD~1"]);
+    let step = counted_step_at(&f, (0.05, 0.5), &[]);
+    assert!(
+        step.stderr.contains(&format!(
+            "the kept worker (pid {kept}) cannot serve this step (it holds commit"
+        )),
+        "{}",
+        step.stderr
+    );
+    assert!(!alive(kept), "the stale worker {kept} lives on");
+    assert_eq!(step.starts.len(), 2, "{:#?}", step.starts);
+    assert_eq!(step.report["status"], "keep", "{}", step.report);
+}
+
+#[test]
+fn repair_ends_the_kept_worker() {
+    let f = Fixture::new();
+    f.start();
+    counted_step_at(&f, (0.05, 0.5), &[]);
+    let kept = kept_worker(&f);
+    let repair: serde_json::Value = serde_json::from_str(&f.ok(&["repair", "--json"])).unwrap();
+    assert_eq!(
+        repair["ended_workers"],
+        serde_json::json!([kept]),
+        "{repair}"
+    );
+    assert!(!alive(kept), "worker {kept} outlived repair");
+    let status: serde_json::Value = serde_json::from_str(&f.ok(&["status", "--json"])).unwrap();
+    assert_eq!(status["workers"], serde_json::json!([]), "{status}");
+    // its worktree went with it
+    let worktrees = f.git(&["worktree", "list"]);
+    assert_eq!(worktrees.lines().count(), 1, "{worktrees}");
 }
 
 #[test]

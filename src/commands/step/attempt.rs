@@ -14,23 +14,32 @@ use crate::diagnose::toolchain;
 use crate::evidence::{Evidence, RunFile};
 use crate::git::Repo;
 use crate::history::{History, sandbox};
-use crate::paired::{self, BaselineTree, Paired, Rounds};
+use crate::paired::{self, Held, Paired, Rounds, Wanted};
 use crate::process::Interrupted;
 use crate::pytest::{CorrectnessRun, Pytest, Recorded};
 use crate::runner::Runner;
 use crate::ui::Progress;
 use crate::verdict::{self, NoiseFloor};
 use crate::workers::Side;
+use crate::workers::lasting::{Code, WorkerEnv};
 
 /// What the attempt stage produced: the attempt, the JUnit files of its runs (for the evidence note),
 /// a remark for the reason when a suspicious gain was confirmed, what the tool's own checks cost, and the
 /// folder of the kernels the candidate's runs compiled.
-pub struct Tried {
+pub struct Tried<'a> {
     pub attempt: Attempt,
     pub runs: Vec<RunFile>,
     pub remark: Option<String>,
     pub checks: Checks,
     pub candidate_dumps: PathBuf,
+    /// Each side's code and worker: the one holding the new baseline's code may live on.
+    pub held: HeldSides<'a>,
+}
+
+/// The two sides' code and workers after the attempt.
+pub struct HeldSides<'a> {
+    pub candidate: Held<'a>,
+    pub baseline: Held<'a>,
 }
 
 /// What the tool's own checks of a step cost, in seconds, beside what they found: the share of the step
@@ -63,20 +72,22 @@ pub fn dumps_of(repo: &Repo, tree: &str) -> PathBuf {
 /// Runs correctness, then (if it passed) paired rounds; after the first round, a candidate that compiled
 /// and launched what the baseline does is no change (nothing more is measured); a config more than ten
 /// times faster than its baseline is measured again (a second set of rounds) before it is believed.
-/// `tree` is the candidate's code as a tree object.
-pub fn attempt(
-    repo: &Repo,
+/// `tree` is the candidate's code as a tree object. Each side runs from a worktree of its own code; the
+/// baseline's worker is the one an earlier step kept, where it can serve.
+pub fn attempt<'r>(
+    repo: &'r Repo,
     history: &History,
     place: &dyn Runner,
     tree: &str,
     progress: &Progress,
     deadline: Instant,
-) -> Result<Tried> {
+) -> Result<Tried<'r>> {
     let session = &history.session;
     let baseline_commit = history.current_baseline_commit();
     let baseline_tree = repo.git(&["rev-parse", &format!("{baseline_commit}^{{tree}}")])?;
+    let baseline_tree = baseline_tree.trim();
     let candidate_dumps = dumps_of(repo, tree);
-    let candidate = Pytest {
+    let template = Pytest {
         python: &session.python,
         root: &repo.root,
         test: &session.test,
@@ -84,16 +95,64 @@ pub fn attempt(
         sandbox: sandbox(repo),
         deadline,
         place,
-        dumps: Some(candidate_dumps.clone()),
+        dumps: None,
         progress,
     };
-    // the baseline's code and both workers first: their start-up overlaps correctness and each other
-    let worktree = BaselineTree::add(repo, baseline_commit)?;
+    let env = WorkerEnv::now(
+        &session.python,
+        &session.test,
+        session.filter.as_deref(),
+        WorkerEnv::visible_gpu(),
+    );
+    // both sides' code and workers first: their start-up overlaps correctness and each other
+    let wanted = |side, code| Wanted {
+        side,
+        code,
+        env: env.clone(),
+        template: &template,
+        warm: place.keeps_workers(),
+    };
+    let mut baseline_held = paired::hold(
+        repo,
+        wanted(
+            "baseline",
+            Code {
+                commit: baseline_commit.to_string(),
+                tree: baseline_tree.to_string(),
+            },
+        ),
+    )?;
+    // the snapshot's tree as a commit of its own, for a worktree of it
+    let candidate_commit = repo.git(&[
+        "commit-tree",
+        tree,
+        "-m",
+        "git cutile-perf: the code a step measures",
+    ])?;
+    let mut candidate_held = paired::hold(
+        repo,
+        wanted(
+            "candidate",
+            Code {
+                commit: candidate_commit.trim().to_string(),
+                tree: tree.to_string(),
+            },
+        ),
+    )?;
+    let (candidate_root, baseline_root) = (
+        candidate_held.tree.path.clone(),
+        baseline_held.tree.path.clone(),
+    );
+    let candidate = Pytest {
+        root: &candidate_root,
+        dumps: Some(candidate_dumps.clone()),
+        ..template.clone()
+    };
     let baseline = Pytest {
-        root: &worktree.path,
+        root: &baseline_root,
         sandbox: sandbox(repo).join("baseline"),
-        dumps: Some(dumps_of(repo, baseline_tree.trim())),
-        ..candidate.clone()
+        dumps: Some(dumps_of(repo, baseline_tree)),
+        ..template.clone()
     };
     let checks = std::cell::RefCell::new(Checks::default());
     let no_reroll = |runs: &mut Vec<RunFile>| {
@@ -105,66 +164,69 @@ pub fn attempt(
         checks.not_alike.is_none()
     };
     let mut rounds = Rounds {
-        candidate: side(repo, &candidate, "candidate")?,
-        baseline: side(repo, &baseline, "baseline")?,
+        candidate: Side::new(&candidate, candidate_held.worker.take()),
+        baseline: Side::new(&baseline, baseline_held.worker.take()),
         session,
         floor: NoiseFloor::from_spreads(&session.spread),
         deadline,
         no_reroll: Some(&no_reroll),
     };
     let mut runs = Vec::new();
-    let tried = |attempt, runs: Vec<RunFile>, remark| {
-        let mut checks = checks.borrow().clone();
-        checks.census_s = census::seconds(&runs);
-        Tried {
-            attempt,
-            runs,
-            remark,
-            checks,
-            candidate_dumps: candidate_dumps.clone(),
-        }
-    };
-    if let Some(failed) = correctness(repo, history, &mut rounds.candidate, &mut runs)? {
-        return Ok(tried(failed, runs, None));
+    let (attempt, remark) = attempted(repo, history, &mut rounds, &mut runs, &checks)?;
+    candidate_held.worker = rounds.candidate.into_worker();
+    baseline_held.worker = rounds.baseline.into_worker();
+    let mut checks = checks.into_inner();
+    checks.census_s = census::seconds(&runs);
+    Ok(Tried {
+        attempt,
+        runs,
+        remark,
+        checks,
+        candidate_dumps,
+        held: HeldSides {
+            candidate: candidate_held,
+            baseline: baseline_held,
+        },
+    })
+}
+
+/// The attempt on the sides of `rounds`, with a remark for the reason when a suspicious gain was
+/// confirmed.
+fn attempted(
+    repo: &Repo,
+    history: &History,
+    rounds: &mut Rounds,
+    runs: &mut Vec<RunFile>,
+    checks: &std::cell::RefCell<Checks>,
+) -> Result<(Attempt, Option<String>)> {
+    if let Some(failed) = correctness(repo, history, &mut rounds.candidate, runs)? {
+        return Ok((failed, None));
     }
-    let first = decided(&mut rounds, "round", &mut runs)?;
+    let first = decided(rounds, "round", runs)?;
     rounds.no_reroll = None;
-    if census::unchanged(&runs) {
+    if census::unchanged(runs) {
         rounds.candidate.runner.progress.line(decision::NO_CHANGE);
-        return Ok(tried(Attempt::Unchanged, runs, None));
+        return Ok((Attempt::Unchanged, None));
     }
-    let (measured, remark) = confirmed(first, &mut rounds, &mut runs)?;
+    let (measured, remark) = confirmed(first, rounds, runs)?;
     let attempt = match measured {
         Ok(decided) => {
-            let rules = census::Rules::of(session);
-            let decided = census::gate(decided, &runs, &rules);
+            let rules = census::Rules::of(&history.session);
+            let decided = census::gate(decided, runs, &rules);
             // only a step the rounds would keep needs the inputs nobody has seen
             if decided.tier != Tier::Revert {
                 let started = Instant::now();
-                unseen_inputs(&mut rounds, &mut runs)?;
+                unseen_inputs(rounds, runs)?;
                 checks.borrow_mut().unseen_inputs_s = started.elapsed().as_secs_f64();
             }
-            census::with_unseen(decided, &runs)
+            census::with_unseen(decided, runs)
         }
         Err(why) => Attempt::Crashed {
             correctness: Correctness::Pass,
             why,
         },
     };
-    Ok(tried(attempt, runs, remark))
-}
-
-/// A side of the rounds with its warm worker started, its channel in the git dir; on a Slurm node, a
-/// process per run where the runner keeps none (on a Slurm node they would need a job step of their own).
-fn side<'a>(repo: &Repo, runner: &'a Pytest<'a>, name: &'static str) -> Result<Side<'a>> {
-    if !runner.place.keeps_workers() {
-        return Ok(Side::cold(runner));
-    }
-    let channel = repo.git_path(&format!(
-        "cutile-perf/workers/{name}-{}",
-        std::process::id()
-    ))?;
-    Ok(Side::warm(runner, name, &channel))
+    Ok((attempt, remark))
 }
 
 /// The correctness run, held to the cases that passed at the baseline; `Some` is an attempt that ends

@@ -31,7 +31,7 @@ use crate::snapshot::Tested;
 use crate::stats::{self, ConfigChange};
 use crate::ui::{Progress, Render, Ui};
 use crate::{process, recovery, references};
-use attempt::{Checks, Tried, attempt};
+use attempt::{Checks, HeldSides, Tried, attempt};
 use preflight::{Preflight, gpu_ready, preflight, tests_ready};
 use record::{Recorded, record};
 
@@ -276,7 +276,9 @@ fn measure_and_record(
         attach(repo, &evidence.with_compile(compile), &commit.id, progress);
     }
     let Recorded { id, iteration } = commit;
+    let kept = iteration.status == Status::Keep;
     history.push(id.clone(), iteration);
+    keep_baseline_worker(repo, tried.held, kept, &history, deadline, progress);
     journal.enter(repo, Phase::WritingTable)?;
     let table = write_table(repo, &history)?;
     Ok(Done {
@@ -289,6 +291,36 @@ fn measure_and_record(
         checks,
         budget_used_pct,
     })
+}
+
+/// Leaves the worker that holds the new baseline's code running for the next step (the candidate's
+/// after a keep, the baseline's otherwise); the other ends now. Past the budget, both end: the budget
+/// ends every process group of the step. A worker that cannot be kept is no error: the next step
+/// starts a fresh one.
+fn keep_baseline_worker(
+    repo: &Repo,
+    held: HeldSides,
+    kept: bool,
+    history: &History,
+    deadline: Instant,
+    progress: &Progress,
+) {
+    if Instant::now() >= deadline {
+        return;
+    }
+    let holder = match kept {
+        true => held.candidate,
+        false => held.baseline,
+    };
+    match holder.keep_as_baseline(repo, history.current_baseline_commit()) {
+        Ok(Some(pid)) => progress.line(&format!(
+            "the baseline's warm worker (pid {pid}) lives on for the next step"
+        )),
+        Ok(None) => {}
+        Err(e) => progress.line(&format!(
+            "warning: the baseline's worker could not be kept for the next step: {e:#}"
+        )),
+    }
 }
 
 /// Notes the evidence on the iteration commit; a failure is a warning, since the iteration is recorded.
