@@ -16,6 +16,7 @@ use crate::evidence::RunFile;
 use crate::git::Repo;
 use crate::pytest::{BenchmarkRun, Pytest};
 use crate::session::Session;
+use crate::ui::Progress;
 use crate::verdict::{self, NoiseFloor, Round, Verdict};
 use crate::workers::lasting::{self, Code, WorkerEnv};
 use crate::workers::{Side, Worker, say_cold};
@@ -132,8 +133,7 @@ pub struct Wanted<'t> {
 pub fn hold<'a>(repo: &'a Repo, wanted: Wanted) -> Result<Held<'a>> {
     let progress = wanted.template.progress;
     if wanted.warm && wanted.side == "baseline" {
-        let record = lasting::record_path(repo, wanted.env.gpu.as_deref())?;
-        if let Some(kept) = lasting::load(&record) {
+        if let Some((record, kept)) = lasting::kept(repo, wanted.env.gpu.as_deref())? {
             let tree = CodeTree::adopt(repo, &kept.home);
             let _ = std::fs::remove_file(&record);
             let adopted = match kept.cannot_serve(&wanted.code, &wanted.env) {
@@ -199,11 +199,18 @@ pub fn hold<'a>(repo: &'a Repo, wanted: Wanted) -> Result<Held<'a>> {
 
 impl Held<'_> {
     /// Leaves its worker and tree running past this command as the baseline's, holding `commit` (the
-    /// new baseline's, whose tree this one's code is), recorded for the next step to adopt; where it
-    /// cannot be kept (gone, cold, or no identity), both end now. Returns the worker's pid when kept.
-    pub fn keep_as_baseline(mut self, repo: &Repo, commit: &str) -> Result<Option<u32>> {
-        let Some(worker) = self.worker.take() else {
-            return Ok(None);
+    /// new baseline's, whose tree this one's code is), recorded for the next step to adopt, and says
+    /// so. Past `deadline` (the budget ends every process group of the command), or where it cannot be
+    /// kept (gone, cold, no identity), both end now; that is no error: the next step starts a fresh one.
+    pub fn keep_as_baseline(
+        mut self,
+        repo: &Repo,
+        commit: &str,
+        deadline: Instant,
+        progress: &Progress,
+    ) {
+        let Some(worker) = self.worker.take().filter(|_| Instant::now() < deadline) else {
+            return;
         };
         let pid = worker.pid();
         let code = Code {
@@ -211,16 +218,25 @@ impl Held<'_> {
             ..self.code.clone()
         };
         let Some(record) = worker.keep("baseline", code, self.env.clone()) else {
-            return Ok(None);
+            return;
         };
-        let path = lasting::record_path(repo, self.env.gpu.as_deref())?;
-        if let Err(e) = lasting::save(&path, &record) {
-            // unrecorded, it would be nobody's: it ends with its tree
-            record.end_process();
-            return Err(e);
+        let saved = lasting::record_path(repo, self.env.gpu.as_deref())
+            .and_then(|path| lasting::save(&path, &record));
+        match saved {
+            Ok(()) => {
+                self.tree.kept = true;
+                progress.line(&format!(
+                    "the baseline's warm worker (pid {pid}) lives on for the next step"
+                ));
+            }
+            Err(e) => {
+                // unrecorded, it would be nobody's: it ends with its tree
+                record.end_process();
+                progress.line(&format!(
+                    "warning: the baseline's worker could not be kept for the next step: {e:#}"
+                ));
+            }
         }
-        self.tree.kept = true;
-        Ok(Some(pid))
     }
 }
 

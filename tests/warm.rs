@@ -39,7 +39,13 @@ fn counted_step_at(f: &Fixture, (small, large): (f64, f64), env: &[(&str, &str)]
         command.env(name, value);
     }
     let out = command.output().unwrap();
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{:?} {}{}",
+        out.status,
+        text(&out.stdout),
+        text(&out.stderr)
+    );
     let read = |path| std::fs::read_to_string(path).unwrap_or_default();
     Counted {
         report: serde_json::from_slice(&out.stdout).unwrap(),
@@ -146,40 +152,79 @@ fn worker_pids_of(starts: &[String]) -> Vec<i32> {
 }
 
 #[test]
-fn each_step_after_the_first_starts_only_the_candidates_worker() {
+fn start_and_every_step_start_one_pytest_each_whatever_the_outcome() {
     let f = Fixture::new();
-    f.start();
-    // keep: the candidate's worker becomes the baseline's
-    let first = counted_step_at(&f, (0.05, 0.5), &[]);
-    assert_eq!(first.report["status"], "keep", "{}", first.report);
-    assert_eq!(first.starts.len(), 2, "{:#?}", first.starts);
-    let kept = kept_worker(&f);
-    assert_eq!(
-        status_commit(&f),
-        f.head(),
-        "the kept worker holds the kept iteration's commit"
-    );
-    // revert (a clear regression), then keep again: one start each, the kept worker serving
-    for (latency, status) in [((0.08, 0.8), "revert"), ((0.02, 0.2), "keep")] {
+    let starts = f.root.join("../starts.txt");
+    // iteration 0's correctness and benchmark runs in one worker, kept for the first step
+    let out = f
+        .command(&["start", "vector_add"])
+        .env("CUTILE_PERF_FIXTURE_STARTS", &starts)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let started: Vec<String> = std::fs::read_to_string(&starts)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(worker_pids_of(&started).len(), 1, "{started:#?}");
+    assert_eq!(started.len(), 1, "{started:#?}");
+    let mut kept = kept_worker(&f);
+    assert_eq!(status_commit(&f), f.head(), "it holds the baseline commit");
+    // keeps (the candidate's worker becomes the baseline's) between a revert (a clear regression), a
+    // correctness FAIL and a crash: one start each, the kept worker serving
+    for (latency, edit, status) in [
+        ((0.05, 0.5), None, "keep"),
+        ((0.08, 0.8), None, "revert"),
+        ((0.02, 0.2), None, "keep"),
+        (
+            (0.08, 0.8),
+            Some(("CORRECT = True", "CORRECT = False")),
+            "revert",
+        ),
+        ((0.01, 0.1), None, "keep"),
+        (
+            (0.08, 0.8),
+            Some(("CRASH = \"\"", "CRASH = \"exception\"")),
+            "crash",
+        ),
+    ] {
+        if let Some((from, to)) = edit {
+            f.edit_kernel(from, to);
+        }
         let step = counted_step_at(&f, latency, &[]);
         assert_eq!(step.report["status"], status, "{}", step.report);
         assert_eq!(step.starts.len(), 1, "{:#?}", step.starts);
         assert!(
-            step.stderr.contains("the baseline's warm worker (pid ")
-                && step.stderr.contains("lives on from an earlier command"),
+            step.stderr.contains(&format!(
+                "the baseline's warm worker (pid {kept}) lives on from"
+            )),
             "{}",
             step.stderr
         );
-        assert!(
-            step.stderr
-                .contains("round 1 baseline: in the warm baseline worker"),
-            "{}",
-            step.stderr
-        );
+        let now = kept_worker(&f);
+        // after a keep, the step's candidate worker is the one kept and the earlier one ended
+        assert_eq!(now != kept, status == "keep", "{}", step.stderr);
+        assert_eq!(alive(kept), status != "keep");
+        assert_eq!(status_commit(&f), baseline_commit(&f));
+        kept = now;
     }
-    // after the keep, the step's candidate worker is the one kept; the earlier one ended
-    assert!(!alive(kept), "the replaced baseline worker {kept} lives on");
     f.ok(&["verify"]);
+}
+
+/// The session's current baseline commit: the newest kept iteration's.
+fn baseline_commit(f: &Fixture) -> String {
+    let log = f.git(&[
+        "log",
+        "--format=%H %(trailers:key=Cutile-Perf-Status,valueonly)",
+    ]);
+    log.lines()
+        .find(|line| line.trim_end().ends_with(" keep"))
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string()
 }
 
 /// The commit the one kept worker holds, as `status --json` says.

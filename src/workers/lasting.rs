@@ -59,8 +59,10 @@ pub struct Lasting {
     pub side: String,
     pub code: Code,
     pub env: WorkerEnv,
-    /// Its folder: the worktree it runs from (`tree/`), its channel (`channel/`) and its log.
+    /// Its folder: the worktree it runs from (`tree/`) and its channel (`channel/`).
     pub home: PathBuf,
+    /// Its output.
+    pub log: PathBuf,
     /// Seconds since the epoch.
     pub started: u64,
     pub last_command: u64,
@@ -156,6 +158,26 @@ pub fn load(path: &Path) -> Option<Lasting> {
     serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
 }
 
+/// The worker kept for `gpu`, if this repository's record names one of its own.
+pub fn kept(repo: &Repo, gpu: Option<&str>) -> Result<Option<(PathBuf, Lasting)>> {
+    let path = record_path(repo, gpu)?;
+    own(repo, path)
+}
+
+/// The record at `path` if it names a worker of this repository: a record copied along with the git
+/// dir (a copied repository) names another one's worker, which is not ours to reuse or end, so it is
+/// removed.
+fn own(repo: &Repo, path: PathBuf) -> Result<Option<(PathBuf, Lasting)>> {
+    let Some(record) = load(&path) else {
+        return Ok(None);
+    };
+    if !record.home.starts_with(repo.git_path(WORKERS_DIR)?) {
+        let _ = std::fs::remove_file(&path);
+        return Ok(None);
+    }
+    Ok(Some((path, record)))
+}
+
 /// Every kept worker's record, with its path, in the order of their paths.
 pub fn all(repo: &Repo) -> Result<Vec<(PathBuf, Lasting)>> {
     let dir = repo.git_path(WORKERS_DIR)?;
@@ -170,10 +192,11 @@ pub fn all(repo: &Repo) -> Result<Vec<(PathBuf, Lasting)>> {
         })
         .collect();
     paths.sort();
-    Ok(paths
-        .into_iter()
-        .filter_map(|path| load(&path).map(|record| (path, record)))
-        .collect())
+    let mut records = Vec::new();
+    for path in paths {
+        records.extend(own(repo, path)?);
+    }
+    Ok(records)
 }
 
 /// Seconds since the epoch.
@@ -207,6 +230,7 @@ mod tests {
                 gpu: Some("0".into()),
             },
             home: "/nowhere".into(),
+            log: "/nowhere.log".into(),
             started: 0,
             last_command: 0,
             commands: 3,

@@ -83,8 +83,8 @@ pub enum Served<T> {
 }
 
 impl Worker {
-    /// Starts `runner`'s side as a worker in `home` (its channel, plugins and log there), owned by this
-    /// process; it collects while the caller goes on.
+    /// Starts `runner`'s side as a worker with its channel in `home`, owned by this process; it
+    /// collects while the caller goes on.
     pub fn start(runner: &Pytest, side: &'static str, home: &Path) -> Result<Worker> {
         let channel = home.join("channel");
         if channel.exists() {
@@ -94,10 +94,6 @@ impl Worker {
         std::fs::create_dir_all(&channel)
             .with_context(|| format!("cannot create {}", channel.display()))?;
         own(&channel)?;
-        let runner = &Pytest {
-            sandbox: home.to_path_buf(),
-            ..runner.clone()
-        };
         let plugins = runner.plugin_dir()?;
         let [p, census] = pytest::write_plugin(&plugins, CENSUS_PLUGIN)?;
         let [q, seeds] = pytest::write_plugin(&plugins, SEEDS_PLUGIN)?;
@@ -105,9 +101,14 @@ impl Worker {
         // the worker picks a round's cases by the ids this plugin gives
         pytest::write_plugin(&plugins, CASES_PLUGIN)?;
         let channel_arg = format!("--cutile-perf-worker={}", channel.display());
+        // its log outlives its home: a crash's reason names it
+        let name = format!(
+            "worker-{}",
+            home.file_name().unwrap_or_default().to_string_lossy()
+        );
         let prepared = runner.prepare(
             PytestRun::Worker,
-            "worker",
+            &name,
             // in parentheses: the session's filter is added with `and`, which binds tighter than `or`
             &format!("(({CORRECTNESS_SELECTION}) or ({BENCHMARK_SELECTION}))"),
             &[
@@ -148,7 +149,7 @@ impl Worker {
             channel,
             process: Background::adopt(kept.process.clone()),
             _prepared: None,
-            log: kept.home.join("worker.log"),
+            log: kept.log.clone(),
             started: kept.started,
             last_command: kept.last_command,
             commands: kept.commands,
@@ -179,6 +180,7 @@ impl Worker {
             code,
             env,
             home: self.channel.parent()?.to_path_buf(),
+            log: self.log.clone(),
             started: self.started,
             last_command: self.last_command,
             commands: self.commands,

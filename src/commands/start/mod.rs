@@ -162,6 +162,7 @@ fn commit(
         tests,
         spread,
         junit,
+        held,
     } = baseline;
     let noisy = noisy_configs(&spread, &plan.session.thresholds);
     plan.session.spread = spread;
@@ -211,6 +212,7 @@ fn commit(
         foreign: Default::default(),
     };
     let table = write_table(repo, &history)?;
+    held.keep_as_baseline(repo, &commit, plan.deadline, &plan.progress);
     let next_action = next_action(Situation::Session(&history));
     Ok(StartReport {
         branch: plan.branch,

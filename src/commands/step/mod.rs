@@ -294,9 +294,7 @@ fn measure_and_record(
 }
 
 /// Leaves the worker that holds the new baseline's code running for the next step (the candidate's
-/// after a keep, the baseline's otherwise); the other ends now. Past the budget, both end: the budget
-/// ends every process group of the step. A worker that cannot be kept is no error: the next step
-/// starts a fresh one.
+/// after a keep, the baseline's otherwise); the other ends now.
 fn keep_baseline_worker(
     repo: &Repo,
     held: HeldSides,
@@ -305,22 +303,11 @@ fn keep_baseline_worker(
     deadline: Instant,
     progress: &Progress,
 ) {
-    if Instant::now() >= deadline {
-        return;
-    }
     let holder = match kept {
         true => held.candidate,
         false => held.baseline,
     };
-    match holder.keep_as_baseline(repo, history.current_baseline_commit()) {
-        Ok(Some(pid)) => progress.line(&format!(
-            "the baseline's warm worker (pid {pid}) lives on for the next step"
-        )),
-        Ok(None) => {}
-        Err(e) => progress.line(&format!(
-            "warning: the baseline's worker could not be kept for the next step: {e:#}"
-        )),
-    }
+    holder.keep_as_baseline(repo, history.current_baseline_commit(), deadline, progress);
 }
 
 /// Notes the evidence on the iteration commit; a failure is a warning, since the iteration is recorded.
