@@ -14,6 +14,7 @@ use crate::benchmark_run;
 use crate::decision::Decided;
 use crate::evidence::RunFile;
 use crate::git::Repo;
+use crate::history::sandbox;
 use crate::pytest::{BenchmarkRun, Pytest};
 use crate::session::Session;
 use crate::ui::Progress;
@@ -176,8 +177,12 @@ pub fn hold<'a>(repo: &'a Repo, wanted: Wanted) -> Result<Held<'a>> {
     let worker = match wanted.warm {
         false => None,
         true => {
+            // the dumps name the worktree they were compiled from: only this worker's are read
+            let dumps = dumps_of(repo, &wanted.code.tree);
+            let _ = std::fs::remove_dir_all(&dumps);
             let runner = Pytest {
                 root: &tree.path,
+                dumps: Some(dumps),
                 ..wanted.template.clone()
             };
             match Worker::start(&runner, wanted.side, &home) {
@@ -266,6 +271,12 @@ pub fn end_kept_workers(repo: &Repo) -> Result<Vec<u32>> {
         ended.push(kept.process.pid);
     }
     Ok(ended)
+}
+
+/// Where cuda-tile writes the kernels each side's runs compile: a folder per code, named by its tree,
+/// so that a baseline's dumps belong to the code its worker holds, whichever step's worker wrote them.
+pub fn dumps_of(repo: &Repo, tree: &str) -> PathBuf {
+    sandbox(repo).join("dumps").join(tree)
 }
 
 /// How the paired rounds ended.

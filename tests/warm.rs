@@ -454,3 +454,60 @@ fn workers_end_themselves_when_the_tool_is_killed() {
         assert!(!alive(pid), "worker {pid} outlived the killed tool");
     }
 }
+
+#[test]
+fn the_gpu_check_counts_the_kept_worker_as_ours_and_status_shows_its_memory() {
+    let mut f = Fixture::new();
+    f.fake_gpu(Some(
+        "NVIDIA H200, 9.0, 580.159.04, 1980, 1980, 612, 143771, 41",
+    ));
+    f.gpu_processes("");
+    f.ok(&["start", "vector_add"]);
+    let kept = kept_worker(&f);
+    f.gpu_processes(&format!("{kept}, python3, 1024\n"));
+    let status: serde_json::Value = serde_json::from_str(&f.ok(&["status", "--json"])).unwrap();
+    assert_eq!(status["workers"][0]["gpu_mib"], 1024, "{status}");
+    let text_status = f.ok(&["status"]);
+    assert!(
+        text_status.contains(&format!("worker      pid {kept} (baseline, commit ")),
+        "{text_status}"
+    );
+    f.set_latency(0.05, 0.5);
+    let out = f.run(&["step", "--json", "tile size 256"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(!stderr.contains("other processes"), "{stderr}");
+}
+
+#[test]
+fn ctrl_c_mid_step_ends_the_kept_worker_and_the_candidates() {
+    let f = Fixture::new();
+    f.ok(&["start", "vector_add"]);
+    let kept = kept_worker(&f);
+    f.set_latency(0.09, 0.9);
+    let starts = f.root.join("../starts.txt");
+    let tool = f
+        .command(&["step", "tile size 256"])
+        .env("CUTILE_PERF_FIXTURE_STARTS", &starts)
+        .env("CUTILE_PERF_FIXTURE_CASE_S", "30")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while worker_pids(&starts).is_empty() && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let candidate = worker_pids(&starts);
+    assert_eq!(candidate.len(), 1, "the candidate's worker did not start");
+    // into the rounds (the baseline's case sleeps), then Ctrl-C
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    unsafe { libc::kill(tool.id() as i32, libc::SIGINT) };
+    let out = tool.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
+    for pid in [kept, candidate[0]] {
+        assert!(!alive(pid), "worker {pid} outlived Ctrl-C");
+    }
+    let status: serde_json::Value = serde_json::from_str(&f.ok(&["status", "--json"])).unwrap();
+    assert_eq!(status["workers"], serde_json::json!([]), "{status}");
+}

@@ -10,10 +10,10 @@ use crate::history::{self, Configs, History};
 use crate::journal::Journal;
 use crate::recovery;
 use crate::runner::Placement;
+use crate::runner::{Local, Runner};
 use crate::session::{Iteration, Session, Skip, fmt_ms, short};
 use crate::ui::{Render, Ui};
 use crate::workers::lasting;
-use crate::{gpu, process};
 
 /// An iteration named by number, with its latency.
 #[derive(Debug, Serialize)]
@@ -69,7 +69,8 @@ fn kept_workers(repo: &Repo) -> Result<Vec<KeptWorker>> {
     if kept.is_empty() {
         return Ok(Vec::new());
     }
-    let gpu = gpu::probe(|args| process::command("nvidia-smi", args));
+    // kept workers run on this machine: its GPU
+    let gpu = Local.gpu(&repo.root);
     Ok(kept
         .into_iter()
         .map(|(_, worker)| {

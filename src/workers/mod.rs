@@ -94,7 +94,12 @@ impl Worker {
         std::fs::create_dir_all(&channel)
             .with_context(|| format!("cannot create {}", channel.display()))?;
         own(&channel)?;
-        let plugins = runner.plugin_dir()?;
+        // its own plugin folder: two workers start at once, and a kept one outlives the sandbox's files
+        let plugins = Pytest {
+            sandbox: home.to_path_buf(),
+            ..runner.clone()
+        }
+        .plugin_dir()?;
         let [p, census] = pytest::write_plugin(&plugins, CENSUS_PLUGIN)?;
         let [q, seeds] = pytest::write_plugin(&plugins, SEEDS_PLUGIN)?;
         let [r, worker] = pytest::write_plugin(&plugins, WORKER_PLUGIN)?;

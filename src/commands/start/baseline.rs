@@ -8,7 +8,7 @@ use crate::decision::{Correctness, Decision, Status};
 use crate::evidence::RunFile;
 use crate::git::Repo;
 use crate::hint::hinted;
-use crate::paired::{self, Held, Wanted};
+use crate::paired::{self, Held, Wanted, dumps_of};
 use crate::process::Interrupted;
 use crate::pytest::{BenchmarkRun, CorrectnessRun, Pytest};
 use crate::session::Iteration;
@@ -32,8 +32,13 @@ pub struct Baseline<'a> {
 const BASELINE_RUNS: usize = 2;
 
 pub fn baseline<'r>(repo: &'r Repo, plan: &Plan, original: &str) -> Result<Baseline<'r>> {
-    let template = plan.runner(repo);
     let session = &plan.session;
+    let tree = repo.git(&["rev-parse", "HEAD^{tree}"])?.trim().to_string();
+    // its kernels dumped where the first step's no-re-roll check reads the baseline's
+    let template = Pytest {
+        dumps: Some(dumps_of(repo, &tree)),
+        ..plan.runner(repo)
+    };
     // in a worker of the baseline's code that lives on: the first step starts only the candidate's
     let mut held = paired::hold(
         repo,
@@ -41,7 +46,7 @@ pub fn baseline<'r>(repo: &'r Repo, plan: &Plan, original: &str) -> Result<Basel
             side: "baseline",
             code: Code {
                 commit: repo.head()?,
-                tree: repo.git(&["rev-parse", "HEAD^{tree}"])?.trim().to_string(),
+                tree,
             },
             env: WorkerEnv::now(
                 &session.python,

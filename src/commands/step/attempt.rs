@@ -14,7 +14,7 @@ use crate::diagnose::toolchain;
 use crate::evidence::{Evidence, RunFile};
 use crate::git::Repo;
 use crate::history::{History, sandbox};
-use crate::paired::{self, Held, Paired, Rounds, Wanted};
+use crate::paired::{self, Held, Paired, Rounds, Wanted, dumps_of};
 use crate::process::Interrupted;
 use crate::pytest::{CorrectnessRun, Pytest, Recorded};
 use crate::runner::Runner;
@@ -42,6 +42,17 @@ pub struct HeldSides<'a> {
     pub baseline: Held<'a>,
 }
 
+impl<'a> HeldSides<'a> {
+    /// The side whose code is the baseline after the step (the candidate's when it is `kept`); the
+    /// other ends now.
+    pub fn holder(self, kept: bool) -> Held<'a> {
+        match kept {
+            true => self.candidate,
+            false => self.baseline,
+        }
+    }
+}
+
 /// What the tool's own checks of a step cost, in seconds, beside what they found: the share of the step
 /// they take can be stated from the report alone.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -61,12 +72,6 @@ pub struct Checks {
 
 fn interrupted() -> anyhow::Error {
     Interrupted("nothing was recorded; your changes are as you left them").into()
-}
-
-/// Where cuda-tile writes the kernels each side's runs compile: a folder per code, named by its tree,
-/// so that a baseline's dumps belong to the code its worker holds, whichever step's worker wrote them.
-pub fn dumps_of(repo: &Repo, tree: &str) -> PathBuf {
-    sandbox(repo).join("dumps").join(tree)
 }
 
 /// Runs correctness, then (if it passed) paired rounds; after the first round, a candidate that compiled

@@ -31,7 +31,7 @@ use crate::snapshot::Tested;
 use crate::stats::{self, ConfigChange};
 use crate::ui::{Progress, Render, Ui};
 use crate::{process, recovery, references};
-use attempt::{Checks, HeldSides, Tried, attempt};
+use attempt::{Checks, Tried, attempt};
 use preflight::{Preflight, gpu_ready, preflight, tests_ready};
 use record::{Recorded, record};
 
@@ -223,6 +223,9 @@ fn measure_and_record(
     };
     let found = diagnosed.as_ref().map(|found| &found.diagnosis);
     let (mut iteration, verdict) = judge(&ready.history, &tried, args, letter, found);
+    // the worker that holds the new baseline's code (the candidate's after a keep) stays up through
+    // the commit; the other ends now, so that an interrupt meanwhile has one less to end
+    let holder = tried.held.holder(iteration.status == Status::Keep);
     iteration.placement = placement;
     tested.check(repo)?;
     let Preflight {
@@ -276,9 +279,8 @@ fn measure_and_record(
         attach(repo, &evidence.with_compile(compile), &commit.id, progress);
     }
     let Recorded { id, iteration } = commit;
-    let kept = iteration.status == Status::Keep;
     history.push(id.clone(), iteration);
-    keep_baseline_worker(repo, tried.held, kept, &history, deadline, progress);
+    holder.keep_as_baseline(repo, history.current_baseline_commit(), deadline, progress);
     journal.enter(repo, Phase::WritingTable)?;
     let table = write_table(repo, &history)?;
     Ok(Done {
@@ -291,23 +293,6 @@ fn measure_and_record(
         checks,
         budget_used_pct,
     })
-}
-
-/// Leaves the worker that holds the new baseline's code running for the next step (the candidate's
-/// after a keep, the baseline's otherwise); the other ends now.
-fn keep_baseline_worker(
-    repo: &Repo,
-    held: HeldSides,
-    kept: bool,
-    history: &History,
-    deadline: Instant,
-    progress: &Progress,
-) {
-    let holder = match kept {
-        true => held.candidate,
-        false => held.baseline,
-    };
-    holder.keep_as_baseline(repo, history.current_baseline_commit(), deadline, progress);
 }
 
 /// Notes the evidence on the iteration commit; a failure is a warning, since the iteration is recorded.
