@@ -133,36 +133,37 @@ pub struct Wanted<'t> {
 /// fresh worktree and a fresh worker. The one place a side's worker is obtained.
 pub fn hold<'a>(repo: &'a Repo, wanted: Wanted) -> Result<Held<'a>> {
     let progress = wanted.template.progress;
-    if wanted.warm && wanted.side == "baseline" {
-        if let Some((record, kept)) = lasting::kept(repo, wanted.env.gpu.as_deref())? {
-            let tree = CodeTree::adopt(repo, &kept.home);
-            let _ = std::fs::remove_file(&record);
-            let adopted = match kept.cannot_serve(&wanted.code, &wanted.env) {
-                Some(why) => Err(why),
-                None => Worker::adopt(&kept, wanted.side),
-            };
-            match adopted {
-                Ok(worker) => {
-                    progress.line(&format!(
-                        "the baseline's warm worker (pid {}) lives on from an earlier command",
-                        worker.pid()
-                    ));
-                    return Ok(Held {
-                        worker: Some(worker),
-                        tree,
-                        code: wanted.code,
-                        env: wanted.env,
-                    });
-                }
-                Err(why) => {
-                    progress.line(&format!(
-                        "the kept worker (pid {}) cannot serve this step ({why}): it is ended and a fresh \
-                         one starts",
-                        kept.process.pid
-                    ));
-                    kept.end_process();
-                    drop(tree);
-                }
+    if wanted.warm
+        && wanted.side == "baseline"
+        && let Some((record, kept)) = lasting::kept(repo, wanted.env.gpu.as_deref())?
+    {
+        let tree = CodeTree::adopt(repo, &kept.home);
+        let _ = std::fs::remove_file(&record);
+        let adopted = match kept.cannot_serve(&wanted.code, &wanted.env) {
+            Some(why) => Err(why),
+            None => Worker::adopt(&kept, wanted.side),
+        };
+        match adopted {
+            Ok(worker) => {
+                progress.line(&format!(
+                    "the baseline's warm worker (pid {}) lives on from an earlier command",
+                    worker.pid()
+                ));
+                return Ok(Held {
+                    worker: Some(worker),
+                    tree,
+                    code: wanted.code,
+                    env: wanted.env,
+                });
+            }
+            Err(why) => {
+                progress.line(&format!(
+                    "the kept worker (pid {}) cannot serve this step ({why}): it is ended and a fresh \
+                     one starts",
+                    kept.process.pid
+                ));
+                kept.end_process();
+                drop(tree);
             }
         }
     }

@@ -412,14 +412,14 @@ fn a_process_of_its_own_runs_only_the_open_cases_too() {
     );
 }
 
-/// The worker pids among the pytest starts.
+/// The worker pids among the pytest starts written to `starts`.
 fn worker_pids(starts: &std::path::Path) -> Vec<i32> {
-    std::fs::read_to_string(starts)
+    let lines: Vec<String> = std::fs::read_to_string(starts)
         .unwrap_or_default()
         .lines()
-        .filter(|line| line.contains("--cutile-perf-worker="))
-        .map(|line| line.split_whitespace().next().unwrap().parse().unwrap())
-        .collect()
+        .map(str::to_string)
+        .collect();
+    worker_pids_of(&lines)
 }
 
 #[test]
