@@ -99,7 +99,11 @@ impl Drop for CodeTree<'_> {
                 "--force",
                 &self.path.to_string_lossy(),
             ]);
-            let _ = self.repo.git(&["worktree", "prune"]);
+            // a worker's tree is one git knows, removed with its admin files above; only the
+            // process's own tree may have been left by a killed run of the same pid number
+            if self.home.is_none() {
+                let _ = self.repo.git(&["worktree", "prune"]);
+            }
         });
         if let Some(home) = &self.home {
             let _ = std::fs::remove_dir_all(home);

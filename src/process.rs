@@ -178,8 +178,22 @@ pub fn end_recorded_group(path: &Path) -> Option<libc::pid_t> {
     Some(group)
 }
 
+/// Ends at once the group a kept worker leads (not our child: once dead it may stay a zombie until its
+/// new parent reaps it, which counts as gone), if `leader` is still that process; waits at most
+/// [`GRACE`] for the leader to go.
+pub fn end_led_group(leader: &ProcessIdentity) {
+    if !leader.alive() {
+        return;
+    }
+    kill_group(leader.pid as libc::pid_t, libc::SIGKILL);
+    let until = Instant::now() + GRACE;
+    while Instant::now() < until && leader.alive() {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// Ends a process group that is not our child: SIGTERM, then SIGKILL once it is gone or [`GRACE`] passed.
-pub fn end_group(group: libc::pid_t) {
+fn end_group(group: libc::pid_t) {
     kill_group(group, libc::SIGTERM);
     let until = Instant::now() + GRACE;
     while Instant::now() < until && unsafe { libc::killpg(group, 0) } == 0 {
@@ -318,7 +332,7 @@ fn wait(
 }
 
 /// A long-lived child (a warm worker) in its own process group, both output streams to a log; its whole
-/// group is ended (SIGTERM, then SIGKILL after [`GRACE`]) when it is dropped: on the step's end, an
+/// group is ended (SIGKILL: a worker has nothing to save) when it is dropped: on the step's end, an
 /// error, the budget or Ctrl-C alike, unless it was [`kept`](Background::keep) for a later command,
 /// which [`adopts`](Background::adopt) it.
 pub struct Background {
@@ -420,14 +434,13 @@ impl Drop for Background {
         }
         match &self.handle {
             Some(handle) => {
-                kill_group(self.group, libc::SIGTERM);
-                let _ = handle.wait_deadline(Instant::now() + GRACE);
+                // a warm worker has nothing to save: ended at once, so that Ctrl-C stays quick
                 kill_group(self.group, libc::SIGKILL);
                 let _ = handle.wait();
             }
             None => {
-                if self.leader.as_ref().is_some_and(ProcessIdentity::alive) {
-                    end_group(self.group);
+                if let Some(leader) = &self.leader {
+                    end_led_group(leader);
                 }
             }
         }

@@ -123,9 +123,7 @@ impl Lasting {
 
     /// Ends its process group if it is still the process recorded (never a reused pid).
     pub fn end_process(&self) {
-        if self.process.alive() {
-            process::end_group(self.process.pid as libc::pid_t);
-        }
+        process::end_led_group(&self.process);
     }
 }
 
