@@ -52,7 +52,7 @@ pub fn benchmark(
 }
 
 /// `state` without the processes of the groups `ours`.
-fn without(mut state: GpuState, ours: &[u32]) -> GpuState {
+pub fn without(mut state: GpuState, ours: &[u32]) -> GpuState {
     state.processes.retain(|p| {
         let group = unsafe { libc::getpgid(p.pid as libc::pid_t) };
         !ours.iter().any(|&g| g as libc::pid_t == group)

@@ -1,10 +1,12 @@
 //! Paired measurement: every `step` benchmarks the current baseline's code beside the candidate, in
 //! alternating rounds (A B, B A, ...) on the same GPU, until [`verdict`] can decide or the budget cannot
-//! fit another round; each round after the first in fresh workers. The baseline's code runs from a
-//! detached worktree of its commit under the git dir, so the user's work tree is never touched; the
-//! worktree is removed whatever happens.
+//! fit another round; each round after the first in fresh workers. Each side's code runs from a
+//! detached worktree of its own under the git dir, so the user's work tree is never touched and an edit
+//! made during the step cannot reach the measurement; a worktree is removed with its worker, at the
+//! step's end or, for the worker that holds the new baseline's code, when that worker ends
+//! ([`Held::keep_as_baseline`]).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -13,42 +15,83 @@ use crate::benchmark_run;
 use crate::decision::Decided;
 use crate::evidence::RunFile;
 use crate::git::Repo;
-use crate::pytest::BenchmarkRun;
+use crate::history::sandbox;
+use crate::pytest::{BenchmarkRun, Pytest};
 use crate::session::Session;
+use crate::ui::Progress;
 use crate::verdict::{self, NoiseFloor, Round, Verdict};
-use crate::workers::Side;
+use crate::workers::lasting::{self, Code, WorkerEnv};
+use crate::workers::{Side, Worker, say_cold};
 
-/// A detached worktree of a commit, removed when dropped.
-pub struct BaselineTree<'a> {
+/// A detached worktree of a commit, removed when dropped (with the folder it was made in, if any),
+/// unless it is kept with the worker that runs from it.
+pub struct CodeTree<'a> {
     repo: &'a Repo,
     pub path: PathBuf,
+    /// The folder the tree was made in (a worker's home), removed with it.
+    home: Option<PathBuf>,
+    kept: bool,
 }
 
-impl<'a> BaselineTree<'a> {
-    pub fn add(repo: &'a Repo, commit: &str) -> Result<BaselineTree<'a>> {
+impl<'a> CodeTree<'a> {
+    /// A tree of `commit` for this process alone (`cutile-perf/baseline-<pid>`).
+    pub fn add(repo: &'a Repo, commit: &str) -> Result<CodeTree<'a>> {
         let path = repo.git_path(&format!("cutile-perf/baseline-{}", std::process::id()))?;
+        CodeTree::checkout(repo, path, None, commit)
+    }
+
+    /// A tree of `commit` in `home/tree`, the whole `home` removed with it.
+    pub fn in_home(repo: &'a Repo, home: &Path, commit: &str) -> Result<CodeTree<'a>> {
+        CodeTree::checkout(repo, home.join("tree"), Some(home.to_path_buf()), commit)
+    }
+
+    /// The tree a kept worker runs from, owned (removed when dropped) from now on.
+    fn adopt(repo: &'a Repo, home: &Path) -> CodeTree<'a> {
+        CodeTree {
+            repo,
+            path: home.join("tree"),
+            home: Some(home.to_path_buf()),
+            kept: false,
+        }
+    }
+
+    fn checkout(
+        repo: &'a Repo,
+        path: PathBuf,
+        home: Option<PathBuf>,
+        commit: &str,
+    ) -> Result<CodeTree<'a>> {
         if path.exists() {
             // left by a killed run of this same pid number: it is ours to replace
             let _ = repo.git(&["worktree", "remove", "--force", &path.to_string_lossy()]);
             let _ = std::fs::remove_dir_all(&path);
         }
+        // owned from here: a failed checkout leaves nothing behind either
+        let tree = CodeTree {
+            repo,
+            path,
+            home,
+            kept: false,
+        };
         repo.git(&[
             "worktree",
             "add",
             "--quiet",
             "--detach",
-            &path.to_string_lossy(),
+            &tree.path.to_string_lossy(),
             commit,
         ])
-        .context("could not check out the baseline's code beside the work tree")?;
-        let tree = BaselineTree { repo, path };
+        .context("could not check out a side's code beside the work tree")?;
         crate::ignored::copy_into(repo, &tree.path)?;
         Ok(tree)
     }
 }
 
-impl Drop for BaselineTree<'_> {
+impl Drop for CodeTree<'_> {
     fn drop(&mut self) {
+        if self.kept {
+            return;
+        }
         // after Ctrl-C too: git is not cut short while it puts things back
         crate::process::restoring(|| {
             let _ = self.repo.git(&[
@@ -57,9 +100,214 @@ impl Drop for BaselineTree<'_> {
                 "--force",
                 &self.path.to_string_lossy(),
             ]);
-            let _ = self.repo.git(&["worktree", "prune"]);
+            // a worker's tree is one git knows, removed with its admin files above; only the
+            // process's own tree may have been left by a killed run of the same pid number
+            if self.home.is_none() {
+                let _ = self.repo.git(&["worktree", "prune"]);
+            }
         });
+        if let Some(home) = &self.home {
+            let _ = std::fs::remove_dir_all(home);
+        }
     }
+}
+
+/// One side's code and the warm worker that runs from it: a worktree of its own (never the user's
+/// work tree, which they edit next) that lives exactly as long as the worker, past the step too.
+pub struct Held<'a> {
+    /// Declared first: the worker ends before its tree is removed.
+    pub worker: Option<Worker>,
+    pub tree: CodeTree<'a>,
+    pub code: Code,
+    env: WorkerEnv,
+}
+
+/// Where a side's code and worker come from: `side` (`baseline` or `candidate`) holding `code`, run
+/// by `template` (its root and sandbox replaced), with workers only where `warm` (the runner keeps
+/// them), on the GPU `env` names.
+pub struct Wanted<'t> {
+    pub side: &'static str,
+    pub code: Code,
+    pub env: WorkerEnv,
+    pub template: &'t Pytest<'t>,
+    pub warm: bool,
+}
+
+/// One side's code and worker: for the baseline, the worker kept for this GPU when everything it
+/// depends on still holds and its channel answers (anything else ends it, said once); otherwise a
+/// fresh worktree and a fresh worker. The one place a side's worker is obtained.
+pub fn hold<'a>(repo: &'a Repo, wanted: Wanted) -> Result<Held<'a>> {
+    let progress = wanted.template.progress;
+    if wanted.warm
+        && wanted.side == "baseline"
+        && let Some((record, kept)) = lasting::kept(repo, wanted.env.gpu.as_deref())?
+    {
+        let tree = CodeTree::adopt(repo, &kept.home);
+        let _ = std::fs::remove_file(&record);
+        let adopted = match kept.cannot_serve(&wanted.code, &wanted.env) {
+            Some(why) => Err(why),
+            None => Worker::adopt(&kept, wanted.side),
+        };
+        match adopted {
+            Ok(worker) => {
+                progress.line(&format!(
+                    "the baseline's warm worker (pid {}) lives on from an earlier command",
+                    worker.pid()
+                ));
+                return Ok(Held {
+                    worker: Some(worker),
+                    tree,
+                    code: wanted.code,
+                    env: wanted.env,
+                });
+            }
+            Err(why) => {
+                progress.line(&format!(
+                    "the kept worker (pid {}) cannot serve this step ({why}): it is ended and a fresh \
+                     one starts",
+                    kept.process.pid
+                ));
+                kept.end_process();
+                drop(tree);
+            }
+        }
+    }
+    let home = new_home(repo, wanted.side)?;
+    let started = Instant::now();
+    let tree = CodeTree::in_home(repo, &home, &wanted.code.commit)?;
+    progress.line(&format!(
+        "the {}'s code checked out beside the work tree in {} ms",
+        wanted.side,
+        started.elapsed().as_millis()
+    ));
+    let worker = match wanted.warm {
+        false => None,
+        true => {
+            // the dumps name the worktree they were compiled from: only this worker's are read (and
+            // only where the template asks for dumps: the first GPU's workers)
+            let dumps = wanted
+                .template
+                .dumps
+                .as_ref()
+                .map(|_| dumps_of(repo, &wanted.code.tree));
+            if let Some(dumps) = &dumps {
+                let _ = std::fs::remove_dir_all(dumps);
+            }
+            let runner = Pytest {
+                root: &tree.path,
+                dumps,
+                ..wanted.template.clone()
+            };
+            match Worker::start(&runner, wanted.side, &home) {
+                Ok(worker) => Some(worker),
+                Err(e) => {
+                    say_cold(&runner, wanted.side, &format!("{e:#}"));
+                    None
+                }
+            }
+        }
+    };
+    Ok(Held {
+        worker,
+        tree,
+        code: wanted.code,
+        env: wanted.env,
+    })
+}
+
+impl Held<'_> {
+    /// Leaves its worker and tree running past this command as the baseline's, holding `commit` (the
+    /// new baseline's, whose tree this one's code is), recorded for the next step to adopt, and says
+    /// so. Past `deadline` (the budget ends every process group of the command), or where it cannot be
+    /// kept (gone, cold, no identity), both end now; that is no error: the next step starts a fresh one.
+    pub fn keep_as_baseline(
+        mut self,
+        repo: &Repo,
+        commit: &str,
+        deadline: Instant,
+        progress: &Progress,
+    ) {
+        let Some(worker) = self.worker.take().filter(|_| Instant::now() < deadline) else {
+            return;
+        };
+        let pid = worker.pid();
+        let code = Code {
+            commit: commit.to_string(),
+            ..self.code.clone()
+        };
+        let Some(record) = worker.keep("baseline", code, self.env.clone()) else {
+            return;
+        };
+        let saved = lasting::record_path(repo, self.env.gpu.as_deref())
+            .and_then(|path| lasting::save(&path, &record));
+        match saved {
+            Ok(()) => {
+                self.tree.kept = true;
+                progress.line(&format!(
+                    "the baseline's warm worker (pid {pid}) lives on for the next step"
+                ));
+            }
+            Err(e) => {
+                // unrecorded, it would be nobody's: it ends with its tree
+                record.end_process();
+                progress.line(&format!(
+                    "warning: the baseline's worker could not be kept for the next step: {e:#}"
+                ));
+            }
+        }
+    }
+}
+
+/// The sides holding the new baseline's code after a step, one per GPU.
+pub struct Holders<'a>(pub Vec<Held<'a>>);
+
+impl Holders<'_> {
+    /// Keeps each GPU's worker as the baseline's for the next step ([`Held::keep_as_baseline`]).
+    pub fn keep_as_baseline(
+        self,
+        repo: &Repo,
+        commit: &str,
+        deadline: Instant,
+        progress: &Progress,
+    ) {
+        for held in self.0 {
+            held.keep_as_baseline(repo, commit, deadline, progress);
+        }
+    }
+}
+
+/// A fresh, empty folder for a side's worker and tree: `cutile-perf/workers/<side>-<pid>-<n>`, where
+/// `<pid>` is this process's (so that a later command can tell an orphan by it).
+fn new_home(repo: &Repo, side: &str) -> Result<PathBuf> {
+    let dir = repo.git_path(lasting::WORKERS_DIR)?;
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    for n in 0.. {
+        let home = dir.join(format!("{side}-{}-{n}", std::process::id()));
+        match std::fs::create_dir(&home) {
+            Ok(()) => return Ok(home),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e).with_context(|| format!("cannot create {}", home.display())),
+        }
+    }
+    unreachable!("an unbounded range")
+}
+
+/// Ends every kept worker (its process group, its tree and its record); returns their pids.
+pub fn end_kept_workers(repo: &Repo) -> Result<Vec<u32>> {
+    let mut ended = Vec::new();
+    for (path, kept) in lasting::all(repo)? {
+        kept.end_process();
+        drop(CodeTree::adopt(repo, &kept.home));
+        let _ = std::fs::remove_file(&path);
+        ended.push(kept.process.pid);
+    }
+    Ok(ended)
+}
+
+/// Where cuda-tile writes the kernels each side's runs compile: a folder per code, named by its tree,
+/// so that a baseline's dumps belong to the code its worker holds, whichever step's worker wrote them.
+pub fn dumps_of(repo: &Repo, tree: &str) -> PathBuf {
+    sandbox(repo).join("dumps").join(tree)
 }
 
 /// How the paired rounds ended.
@@ -183,7 +431,10 @@ pub fn measure(sides: &mut Rounds, prefix: &str, evidence: &mut Vec<RunFile>) ->
             // a round is an independent sample only in processes of its own (verdict.rs says why); a
             // pair's two workers start before either measures, so their start-ups overlap
             for pair in sides.pairs.iter_mut() {
-                if pair.cases_in(open.as_deref()).is_none_or(|cases| !cases.is_empty()) {
+                if pair
+                    .cases_in(open.as_deref())
+                    .is_none_or(|cases| !cases.is_empty())
+                {
                     pair.candidate.redraw();
                     pair.baseline.redraw();
                 }

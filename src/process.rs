@@ -174,19 +174,53 @@ pub fn end_recorded_group(path: &Path) -> Option<libc::pid_t> {
     if !ours || unsafe { libc::killpg(group, 0) } != 0 {
         return None;
     }
+    end_group(group);
+    Some(group)
+}
+
+/// Ends at once the group a kept worker leads (not our child: once dead it may stay a zombie until its
+/// new parent reaps it, which counts as gone), if `leader` is still that process; waits at most
+/// [`GRACE`] for the leader to go.
+pub fn end_led_group(leader: &ProcessIdentity) {
+    if !leader.alive() {
+        return;
+    }
+    kill_group(leader.pid as libc::pid_t, libc::SIGKILL);
+    let until = Instant::now() + GRACE;
+    while Instant::now() < until && leader.alive() {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Ends a process group that is not our child: SIGTERM, then SIGKILL once it is gone or [`GRACE`] passed.
+fn end_group(group: libc::pid_t) {
     kill_group(group, libc::SIGTERM);
     let until = Instant::now() + GRACE;
     while Instant::now() < until && unsafe { libc::killpg(group, 0) } == 0 {
         std::thread::sleep(Duration::from_millis(50));
     }
     kill_group(group, libc::SIGKILL);
-    Some(group)
 }
 
 /// A command in its own process group with no stdin.
 pub fn command(program: &str, args: &[&str]) -> duct::Expression {
     duct::cmd(program, args).stdin_null().before_spawn(|cmd| {
         cmd.process_group(0);
+        Ok(())
+    })
+}
+
+/// A command in a session of its own (so also a process group of its own) with no stdin: a warm worker
+/// that may outlive the tool, out of reach of a shell's job control and of the terminal's hang-up.
+pub fn session_command(program: &str, args: &[&str]) -> duct::Expression {
+    duct::cmd(program, args).stdin_null().before_spawn(|cmd| {
+        // SAFETY: setsid is async-signal-safe, and nothing else runs between fork and exec
+        unsafe {
+            cmd.pre_exec(|| match libc::setsid() {
+                -1 => Err(std::io::Error::last_os_error()),
+                _ => Ok(()),
+            });
+        }
         Ok(())
     })
 }
@@ -298,13 +332,19 @@ fn wait(
 }
 
 /// A long-lived child (a warm worker) in its own process group, both output streams to a log; its whole
-/// group is ended (SIGTERM, then SIGKILL after [`GRACE`]) when it is dropped: on the step's end, an
-/// error, the budget or Ctrl-C alike.
+/// group is ended (SIGKILL: a worker has nothing to save) when it is dropped: on the step's end, an
+/// error, the budget or Ctrl-C alike, unless it was [`kept`](Background::keep) for a later command,
+/// which [`adopts`](Background::adopt) it.
 pub struct Background {
-    handle: duct::Handle,
+    /// The child as started by this process; none for one adopted from an earlier command.
+    handle: Option<duct::Handle>,
+    /// The leader as it started: an adopted group is signalled only while it is still that process.
+    leader: Option<ProcessIdentity>,
     group: libc::pid_t,
     /// Where its group is recorded for a later command to end, should the tool be killed.
     recorded: Option<std::path::PathBuf>,
+    /// Left running on purpose: dropping it ends nothing.
+    kept: bool,
 }
 
 impl Background {
@@ -318,19 +358,41 @@ impl Background {
             .start()
             .context("cannot start a background process")?;
         let group = handle.pids()[0] as libc::pid_t;
+        Ok(Background::owning(
+            Some(handle),
+            ProcessIdentity::of(group as u32),
+            group,
+        ))
+    }
+
+    /// The group that `leader` leads, started by an earlier command and kept: this process ends it as
+    /// its own from now on (dropped, it is ended), unless it is kept again.
+    pub fn adopt(leader: ProcessIdentity) -> Background {
+        let group = leader.pid as libc::pid_t;
+        Background::owning(None, Some(leader), group)
+    }
+
+    fn owning(
+        handle: Option<duct::Handle>,
+        leader: Option<ProcessIdentity>,
+        group: libc::pid_t,
+    ) -> Background {
         // as in `wait`: without its identity the group is never recorded
-        let recorded = background_group_file(group)
-            .zip(ProcessIdentity::of(group as u32))
-            .and_then(|(path, leader)| {
-                std::fs::write(&path, leader.to_string())
-                    .ok()
-                    .map(|()| path)
-            });
-        Ok(Background {
+        let recorded =
+            background_group_file(group)
+                .zip(leader.clone())
+                .and_then(|(path, leader)| {
+                    std::fs::write(&path, leader.to_string())
+                        .ok()
+                        .map(|()| path)
+                });
+        Background {
             handle,
+            leader,
             group,
             recorded,
-        })
+            kept: false,
+        }
     }
 
     /// The leader's pid, which is also the group's number.
@@ -338,22 +400,53 @@ impl Background {
         self.group as u32
     }
 
-    /// How it ended, if it has.
+    /// The leader's identity, where `/proc` gave it.
+    pub fn leader(&self) -> Option<&ProcessIdentity> {
+        self.leader.as_ref()
+    }
+
+    /// How it ended, if it has; an adopted process's ending is unknown (signal 0) beyond its being gone.
     pub fn ended(&self) -> Option<Ending> {
-        let output = self.handle.try_wait().ok().flatten()?;
-        Some(ending_of(output.status))
+        match &self.handle {
+            Some(handle) => {
+                let output = handle.try_wait().ok().flatten()?;
+                Some(ending_of(output.status))
+            }
+            None => (!self.leader.as_ref().is_some_and(ProcessIdentity::alive))
+                .then_some(Ending::Signaled(0)),
+        }
+    }
+
+    /// Leaves the group running past this process, no longer recorded as this command's: whoever keeps
+    /// it records it.
+    pub fn keep(&mut self) {
+        self.kept = true;
+        if let Some(path) = self.recorded.take() {
+            let _ = std::fs::remove_file(path);
+        }
     }
 }
 
 impl Drop for Background {
     fn drop(&mut self) {
-        kill_group(self.group, libc::SIGTERM);
-        let _ = self.handle.wait_deadline(Instant::now() + GRACE);
-        kill_group(self.group, libc::SIGKILL);
+        if self.kept {
+            return;
+        }
+        match &self.handle {
+            Some(handle) => {
+                // a warm worker has nothing to save: ended at once, so that Ctrl-C stays quick
+                kill_group(self.group, libc::SIGKILL);
+                let _ = handle.wait();
+            }
+            None => {
+                if let Some(leader) = &self.leader {
+                    end_led_group(leader);
+                }
+            }
+        }
         if let Some(path) = &self.recorded {
             let _ = std::fs::remove_file(path);
         }
-        let _ = self.handle.wait();
     }
 }
 

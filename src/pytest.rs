@@ -214,12 +214,16 @@ struct Run {
 }
 
 impl Pytest<'_> {
-    /// A log's path relative to the work-tree root: reasons end up in trailers, read on other machines.
+    /// A log's path relative to the work-tree root (where the sandbox is, whichever worktree the side ran
+    /// from): reasons end up in trailers, read on other machines.
     fn shown(&self, log: &Path) -> String {
-        log.strip_prefix(self.root)
-            .unwrap_or(log)
-            .display()
-            .to_string()
+        let root = self
+            .sandbox
+            .ancestors()
+            .find(|dir| dir.file_name() == Some(std::ffi::OsStr::new(crate::guard::SANDBOX)))
+            .and_then(Path::parent)
+            .unwrap_or(self.root);
+        log.strip_prefix(root).unwrap_or(log).display().to_string()
     }
 
     /// Fails early, before anything is changed, when the interpreter or pytest is missing.

@@ -13,6 +13,7 @@ use crate::process::{self, GitInterrupted, Interrupted};
 use crate::session::{Iteration, Session, short};
 use crate::trailers::Block;
 use crate::ui::Progress;
+use crate::workers::lasting;
 
 /// What a repair did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -55,25 +56,42 @@ pub fn end_orphaned_tests(repo: &Repo) -> Result<Option<String>> {
     })
 }
 
-/// Removes the baseline worktrees (`cutile-perf/baseline-<pid>`, see `paired::BaselineTree`) of
-/// commands that no longer run; returns how many.
+/// Removes the worktrees of commands that no longer run: `cutile-perf/baseline-<pid>` (see
+/// `paired::CodeTree::add`) and the workers' homes `cutile-perf/workers/<side>-<pid>-<n>` that no kept
+/// worker's record names; returns how many.
 pub fn remove_orphaned_worktrees(repo: &Repo) -> Result<usize> {
-    let dir = repo.git_path("cutile-perf")?;
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        return Ok(0);
+    let kept: Vec<std::path::PathBuf> = lasting::all(repo)?
+        .into_iter()
+        .map(|(_, worker)| worker.home)
+        .collect();
+    let entries = |dir: &str| -> Result<Vec<std::fs::DirEntry>> {
+        let dir = repo.git_path(dir)?;
+        Ok(std::fs::read_dir(&dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .collect())
     };
-    let mut removed = 0;
-    for entry in entries.flatten() {
+    let baselines = entries("cutile-perf")?.into_iter().filter_map(|entry| {
         let name = entry.file_name().to_string_lossy().into_owned();
-        let Some(pid) = name.strip_prefix("baseline-").and_then(|p| p.parse().ok()) else {
-            continue;
-        };
-        if crate::journal::pid_alive(pid) {
+        let pid = name.strip_prefix("baseline-")?.parse().ok()?;
+        Some((pid, entry.path(), entry.path()))
+    });
+    // a home is named `<side>-<pid>-<n>`
+    let homes = entries(lasting::WORKERS_DIR)?
+        .into_iter()
+        .filter_map(|entry| {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let pid = name.rsplit('-').nth(1)?.parse().ok()?;
+            Some((pid, entry.path(), entry.path().join("tree")))
+        });
+    let mut removed = 0;
+    for (pid, dir, worktree) in baselines.chain(homes) {
+        if crate::journal::pid_alive(pid) || kept.contains(&dir) || !dir.is_dir() {
             continue;
         }
-        let path = entry.path();
-        let _ = repo.git(&["worktree", "remove", "--force", &path.to_string_lossy()]);
-        let _ = std::fs::remove_dir_all(&path);
+        let _ = repo.git(&["worktree", "remove", "--force", &worktree.to_string_lossy()]);
+        let _ = std::fs::remove_dir_all(&dir);
         removed += 1;
     }
     if removed > 0 {

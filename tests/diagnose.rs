@@ -101,7 +101,12 @@ fn diagnose_profiles_one_case_of_each_iteration_and_compare_says_what_moved() {
     assert_eq!(first["profile"]["dram_pct"], 64.5);
     let calls = std::fs::read_to_string(ncu_dir.join("calls")).unwrap();
     assert!(calls.contains("/cutile-perf/baseline-"), "{calls}");
-    assert_eq!(fixture.git(&["worktree", "list"]).lines().count(), 1);
+    // the kept baseline worker's worktree aside
+    let worktrees = fixture.git(&["worktree", "list"]);
+    let temporary = worktrees
+        .lines()
+        .filter(|l| !l.contains("/cutile-perf/workers/"));
+    assert_eq!(temporary.count(), 1, "{worktrees}");
     assert_eq!(fixture.status(), "");
 
     // both cached as notes, read back by compare

@@ -30,8 +30,9 @@ const GPU_PROGRAMS: [&str; 9] = [
 const EXCEPTIONS: [(&str, usize, &str); 5] = [
     (
         "process.rs",
-        2,
-        "the spawn primitives themselves: git, and process::command that the runner builds on",
+        3,
+        "the spawn primitives themselves: git, and process::command and process::session_command that \
+         the runner builds on",
     ),
     (
         "demo_python.rs",

@@ -28,6 +28,9 @@ fn counted_step_at(f: &Fixture, (small, large): (f64, f64), env: &[(&str, &str)]
     f.set_latency(small, large);
     let starts = f.root.join("../starts.txt");
     let cases = f.root.join("../cases.txt");
+    // this step's alone
+    let _ = std::fs::remove_file(&starts);
+    let _ = std::fs::remove_file(&cases);
     let mut command = f.command(&["step", "--json", "tile size 256"]);
     command
         .env("CUTILE_PERF_FIXTURE_STARTS", &starts)
@@ -36,7 +39,13 @@ fn counted_step_at(f: &Fixture, (small, large): (f64, f64), env: &[(&str, &str)]
         command.env(name, value);
     }
     let out = command.output().unwrap();
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{:?} {}{}",
+        out.status,
+        text(&out.stdout),
+        text(&out.stderr)
+    );
     let read = |path| std::fs::read_to_string(path).unwrap_or_default();
     Counted {
         report: serde_json::from_slice(&out.stdout).unwrap(),
@@ -116,10 +125,187 @@ fn each_round_after_the_first_in_a_fresh_pair_of_workers() {
         step.stderr
     );
     assert_eq!(step.report["status"], "keep", "{}", step.report);
-    for line in &step.starts {
-        let pid: i32 = line.split_whitespace().next().unwrap().parse().unwrap();
-        assert!(!alive(pid), "worker {pid} outlived the step");
+    // the candidate's worker holds the new baseline's code: it lives on, the baseline's ends
+    let pids = worker_pids_of(&step.starts);
+    let kept = kept_worker(&f);
+    assert!(alive(kept), "the kept worker {kept} is gone");
+    assert_eq!(
+        pids.iter().filter(|&&pid| alive(pid)).collect::<Vec<_>>(),
+        [&kept]
+    );
+    assert!(
+        step.stderr.contains(&format!(
+            "the baseline's warm worker (pid {kept}) lives on for the next step"
+        )),
+        "{}",
+        step.stderr
+    );
+}
+
+/// The pid of the one worker `status --json` lists, which must be kept as the baseline's.
+fn kept_worker(f: &Fixture) -> i32 {
+    let status: serde_json::Value = serde_json::from_str(&f.ok(&["status", "--json"])).unwrap();
+    let workers = status["workers"].as_array().unwrap();
+    assert_eq!(workers.len(), 1, "{status}");
+    assert_eq!(workers[0]["side"], "baseline", "{status}");
+    assert_eq!(workers[0]["alive"], true, "{status}");
+    workers[0]["pid"].as_i64().unwrap() as i32
+}
+
+/// The worker pids among `starts` lines.
+fn worker_pids_of(starts: &[String]) -> Vec<i32> {
+    starts
+        .iter()
+        .filter(|line| line.contains("--cutile-perf-worker="))
+        .map(|line| line.split_whitespace().next().unwrap().parse().unwrap())
+        .collect()
+}
+
+#[test]
+fn start_and_every_step_start_one_pytest_each_whatever_the_outcome() {
+    let f = Fixture::new();
+    let starts = f.root.join("../starts.txt");
+    // iteration 0's correctness and benchmark runs in one worker, kept for the first step
+    let out = f
+        .command(&["start", "vector_add"])
+        .env("CUTILE_PERF_FIXTURE_STARTS", &starts)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let started: Vec<String> = std::fs::read_to_string(&starts)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(worker_pids_of(&started).len(), 1, "{started:#?}");
+    assert_eq!(started.len(), 1, "{started:#?}");
+    let mut kept = kept_worker(&f);
+    assert_eq!(status_commit(&f), f.head(), "it holds the baseline commit");
+    // keeps (the candidate's worker becomes the baseline's) between a revert (a clear regression), a
+    // correctness FAIL and a crash: one start each, the kept worker serving
+    for (latency, edit, status) in [
+        ((0.05, 0.5), None, "keep"),
+        ((0.08, 0.8), None, "revert"),
+        ((0.02, 0.2), None, "keep"),
+        (
+            (0.08, 0.8),
+            Some(("CORRECT = True", "CORRECT = False")),
+            "revert",
+        ),
+        ((0.01, 0.1), None, "keep"),
+        (
+            (0.08, 0.8),
+            Some(("CRASH = \"\"", "CRASH = \"exception\"")),
+            "crash",
+        ),
+    ] {
+        if let Some((from, to)) = edit {
+            f.edit_kernel(from, to);
+        }
+        let step = counted_step_at(&f, latency, &[]);
+        assert_eq!(step.report["status"], status, "{}", step.report);
+        assert_eq!(step.starts.len(), 1, "{:#?}", step.starts);
+        assert!(
+            step.stderr.contains(&format!(
+                "the baseline's warm worker (pid {kept}) lives on from"
+            )),
+            "{}",
+            step.stderr
+        );
+        let now = kept_worker(&f);
+        // after a keep, the step's candidate worker is the one kept and the earlier one ended
+        assert_eq!(now != kept, status == "keep", "{}", step.stderr);
+        assert_eq!(alive(kept), status != "keep");
+        assert_eq!(status_commit(&f), baseline_commit(&f));
+        kept = now;
     }
+    f.ok(&["verify"]);
+}
+
+/// The session's current baseline commit: the newest kept iteration's.
+fn baseline_commit(f: &Fixture) -> String {
+    let log = f.git(&[
+        "log",
+        "--format=%H %(trailers:key=Cutile-Perf-Status,valueonly)",
+    ]);
+    log.lines()
+        .find(|line| line.trim_end().ends_with(" keep"))
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string()
+}
+
+/// The commit the one kept worker holds, as `status --json` says.
+fn status_commit(f: &Fixture) -> String {
+    let status: serde_json::Value = serde_json::from_str(&f.ok(&["status", "--json"])).unwrap();
+    status["workers"][0]["commit"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn a_kept_worker_killed_between_steps_is_replaced() {
+    let f = Fixture::new();
+    f.start();
+    counted_step_at(&f, (0.05, 0.5), &[]);
+    let kept = kept_worker(&f);
+    unsafe { libc::kill(kept, libc::SIGKILL) };
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while alive(kept) && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let step = counted_step_at(&f, (0.08, 0.8), &[]);
+    assert!(
+        step.stderr.contains(&format!(
+            "the kept worker (pid {kept}) cannot serve this step (it is no longer running)"
+        )),
+        "{}",
+        step.stderr
+    );
+    assert_eq!(step.starts.len(), 2, "{:#?}", step.starts);
+    assert_eq!(step.report["status"], "revert", "{}", step.report);
+    f.ok(&["verify"]);
+}
+
+#[test]
+fn a_kept_worker_whose_commit_is_no_longer_the_baseline_is_ended() {
+    let f = Fixture::new();
+    f.start();
+    counted_step_at(&f, (0.05, 0.5), &[]);
+    let kept = kept_worker(&f);
+    // the user drops the kept iteration: the baseline is iteration 0 again
+    f.git(&["reset", "-q", "--hard", "HEAD~1"]);
+    let step = counted_step_at(&f, (0.05, 0.5), &[]);
+    assert!(
+        step.stderr.contains(&format!(
+            "the kept worker (pid {kept}) cannot serve this step (it holds commit"
+        )),
+        "{}",
+        step.stderr
+    );
+    assert!(!alive(kept), "the stale worker {kept} lives on");
+    assert_eq!(step.starts.len(), 2, "{:#?}", step.starts);
+    assert_eq!(step.report["status"], "keep", "{}", step.report);
+}
+
+#[test]
+fn repair_ends_the_kept_worker() {
+    let f = Fixture::new();
+    f.start();
+    counted_step_at(&f, (0.05, 0.5), &[]);
+    let kept = kept_worker(&f);
+    let repair: serde_json::Value = serde_json::from_str(&f.ok(&["repair", "--json"])).unwrap();
+    assert_eq!(
+        repair["ended_workers"],
+        serde_json::json!([kept]),
+        "{repair}"
+    );
+    assert!(!alive(kept), "worker {kept} outlived repair");
+    let status: serde_json::Value = serde_json::from_str(&f.ok(&["status", "--json"])).unwrap();
+    assert_eq!(status["workers"], serde_json::json!([]), "{status}");
+    // its worktree went with it
+    let worktrees = f.git(&["worktree", "list"]);
+    assert_eq!(worktrees.lines().count(), 1, "{worktrees}");
 }
 
 #[test]
@@ -238,14 +424,14 @@ fn a_process_of_its_own_runs_only_the_open_cases_too() {
     assert_eq!(narrowed.len(), 2, "{cold:#?}");
 }
 
-/// The worker pids among the pytest starts.
+/// The worker pids among the pytest starts written to `starts`.
 fn worker_pids(starts: &std::path::Path) -> Vec<i32> {
-    std::fs::read_to_string(starts)
+    let lines: Vec<String> = std::fs::read_to_string(starts)
         .unwrap_or_default()
         .lines()
-        .filter(|line| line.contains("--cutile-perf-worker="))
-        .map(|line| line.split_whitespace().next().unwrap().parse().unwrap())
-        .collect()
+        .map(str::to_string)
+        .collect();
+    worker_pids_of(&lines)
 }
 
 #[test]
@@ -279,4 +465,61 @@ fn workers_end_themselves_when_the_tool_is_killed() {
     for pid in workers {
         assert!(!alive(pid), "worker {pid} outlived the killed tool");
     }
+}
+
+#[test]
+fn the_gpu_check_counts_the_kept_worker_as_ours_and_status_shows_its_memory() {
+    let mut f = Fixture::new();
+    f.fake_gpu(Some(
+        "NVIDIA H200, 9.0, 580.159.04, 1980, 1980, 612, 143771, 41",
+    ));
+    f.gpu_processes("");
+    f.ok(&["start", "vector_add"]);
+    let kept = kept_worker(&f);
+    f.gpu_processes(&format!("{kept}, python3, 1024\n"));
+    let status: serde_json::Value = serde_json::from_str(&f.ok(&["status", "--json"])).unwrap();
+    assert_eq!(status["workers"][0]["gpu_mib"], 1024, "{status}");
+    let text_status = f.ok(&["status"]);
+    assert!(
+        text_status.contains(&format!("worker      pid {kept} (baseline, commit ")),
+        "{text_status}"
+    );
+    f.set_latency(0.05, 0.5);
+    let out = f.run(&["step", "--json", "tile size 256"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(!stderr.contains("other processes"), "{stderr}");
+}
+
+#[test]
+fn ctrl_c_mid_step_ends_the_kept_worker_and_the_candidates() {
+    let f = Fixture::new();
+    f.ok(&["start", "vector_add"]);
+    let kept = kept_worker(&f);
+    f.set_latency(0.09, 0.9);
+    let starts = f.root.join("../starts.txt");
+    let tool = f
+        .command(&["step", "tile size 256"])
+        .env("CUTILE_PERF_FIXTURE_STARTS", &starts)
+        .env("CUTILE_PERF_FIXTURE_CASE_S", "30")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while worker_pids(&starts).is_empty() && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let candidate = worker_pids(&starts);
+    assert_eq!(candidate.len(), 1, "the candidate's worker did not start");
+    // into the rounds (the baseline's case sleeps), then Ctrl-C
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    unsafe { libc::kill(tool.id() as i32, libc::SIGINT) };
+    let out = tool.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
+    for pid in [kept, candidate[0]] {
+        assert!(!alive(pid), "worker {pid} outlived Ctrl-C");
+    }
+    let status: serde_json::Value = serde_json::from_str(&f.ok(&["status", "--json"])).unwrap();
+    assert_eq!(status["workers"], serde_json::json!([]), "{status}");
 }

@@ -7,6 +7,7 @@ use crate::agent::next_action::{NextAction, Situation, next_action};
 use crate::git::Repo;
 use crate::history::{self, Configs};
 use crate::journal::{Journal, Lock};
+use crate::paired;
 use crate::recovery::{self, Action};
 use crate::ui::{Render, Ui};
 
@@ -20,6 +21,8 @@ pub struct RepairReport {
     pub commit: Option<String>,
     /// A pytest process group left running that this repair ended.
     pub ended_tests: Option<String>,
+    /// The warm workers kept between steps that this repair ended (their pids).
+    pub ended_workers: Vec<u32>,
     /// What the loop expects now, with one sentence for an agent.
     pub next_action: NextAction,
 }
@@ -27,6 +30,7 @@ pub struct RepairReport {
 pub fn run(repo: &Repo) -> Result<RepairReport> {
     let _lock = Lock::take(repo, "repair")?;
     let ended_tests = recovery::end_orphaned_tests(repo)?;
+    let ended_workers = paired::end_kept_workers(repo)?;
     let (interrupted, repaired) = match Journal::load(repo)? {
         None => (None, None),
         Some(journal) => (
@@ -47,6 +51,7 @@ pub fn run(repo: &Repo) -> Result<RepairReport> {
             what: "nothing to repair: no command was left unfinished".to_string(),
             commit: None,
             ended_tests,
+            ended_workers: ended_workers.clone(),
             next_action,
         },
         Some(repaired) => RepairReport {
@@ -55,6 +60,7 @@ pub fn run(repo: &Repo) -> Result<RepairReport> {
             what: repaired.what,
             commit: repaired.commit,
             ended_tests,
+            ended_workers,
             next_action,
         },
     };
@@ -66,6 +72,14 @@ impl Render for RepairReport {
         let out = ui.out();
         if let Some(line) = &self.ended_tests {
             writeln!(out, "{line}")?;
+        }
+        if !self.ended_workers.is_empty() {
+            let pids: Vec<String> = self.ended_workers.iter().map(u32::to_string).collect();
+            writeln!(
+                out,
+                "ended the warm workers kept between steps (pid {})",
+                pids.join(", ")
+            )?;
         }
         if let Some(interrupted) = &self.interrupted {
             writeln!(out, "{interrupted}")?;

@@ -10,8 +10,10 @@ use crate::history::{self, Configs, History};
 use crate::journal::Journal;
 use crate::recovery;
 use crate::runner::Placement;
-use crate::session::{Iteration, Session, Skip, fmt_ms};
+use crate::runner::{Local, Runner};
+use crate::session::{Iteration, Session, Skip, fmt_ms, short};
 use crate::ui::{Render, Ui};
+use crate::workers::lasting;
 
 /// An iteration named by number, with its latency.
 #[derive(Debug, Serialize)]
@@ -38,8 +40,60 @@ pub struct StatusReport {
     pub progress: Option<Progress>,
     /// An iteration a killed command left unfinished (`repair` finishes or undoes it).
     pub unfinished: Option<String>,
+    /// The warm workers kept for the next step (the tool's, not another process on the GPU).
+    pub workers: Vec<KeptWorker>,
     /// What the loop expects now, with one sentence for an agent.
     pub next_action: NextAction,
+}
+
+/// A warm worker left running between steps.
+#[derive(Debug, Serialize)]
+pub struct KeptWorker {
+    pub pid: u32,
+    pub side: String,
+    /// The commit whose code it holds.
+    pub commit: String,
+    /// Seconds since its last command (it ends itself when idle too long).
+    pub idle_s: u64,
+    /// Whether it still runs (a dead one is replaced by the next step).
+    pub alive: bool,
+    /// Its `CUDA_VISIBLE_DEVICES`, if set.
+    pub gpu: Option<String>,
+    /// The GPU memory its processes hold, where nvidia-smi reports it.
+    pub gpu_mib: Option<u64>,
+}
+
+/// The kept workers, with the GPU memory of their process groups where nvidia-smi lists them.
+fn kept_workers(repo: &Repo) -> Result<Vec<KeptWorker>> {
+    let kept = lasting::all(repo)?;
+    if kept.is_empty() {
+        return Ok(Vec::new());
+    }
+    // kept workers run on this machine: its GPU
+    let gpu = Local.gpu(&repo.root);
+    Ok(kept
+        .into_iter()
+        .map(|(_, worker)| {
+            let group = worker.process.pid as libc::pid_t;
+            let gpu_mib = gpu.as_ref().and_then(|state| {
+                state
+                    .processes
+                    .iter()
+                    .filter(|p| unsafe { libc::getpgid(p.pid as libc::pid_t) } == group)
+                    .map(|p| p.used_mib)
+                    .sum()
+            });
+            KeptWorker {
+                pid: worker.process.pid,
+                alive: worker.process.alive(),
+                idle_s: worker.idle_s(),
+                side: worker.side,
+                commit: worker.code.commit,
+                gpu: worker.env.gpu,
+                gpu_mib,
+            }
+        })
+        .collect())
 }
 
 /// Where a session stands.
@@ -119,6 +173,7 @@ pub fn run(ui: &mut Ui, repo: &Repo) -> Result<StatusReport> {
         branch: repo.branch()?,
         progress: history.as_ref().map(Progress::new),
         unfinished,
+        workers: kept_workers(repo)?,
         next_action,
     })
 }
@@ -192,6 +247,22 @@ impl Render for StatusReport {
                 "  loop        {state_word} at iteration {number}: {reason}"
             )?,
             _ => writeln!(out, "  loop        {state_word}")?,
+        }
+        for worker in &self.workers {
+            let memory = worker
+                .gpu_mib
+                .map_or(String::new(), |mib| format!(", {mib} MiB of GPU memory"));
+            let state = match worker.alive {
+                true => format!("idle {} s", worker.idle_s),
+                false => "gone (the next step starts a fresh one)".into(),
+            };
+            writeln!(
+                out,
+                "  worker      pid {} ({}, commit {}): {state}{memory}",
+                worker.pid,
+                worker.side,
+                short(&worker.commit)
+            )?;
         }
         writeln!(out, "next: {}", self.next_action.sentence)?;
         Ok(())

@@ -14,14 +14,14 @@ pub const PAUSE_TUNING: (&str, &str) =
     ("cutile_perf_pause_tuning", include_str!("pause_tuning.py"));
 use crate::git::Repo;
 use crate::inspect::module;
-use crate::paired::BaselineTree;
+use crate::paired::CodeTree;
 use crate::runner::Runner;
 use crate::session::Session;
 
 /// Where an iteration's code is: the work tree, or a temporary detached worktree removed on drop.
 pub enum Source<'a> {
     WorkTree,
-    Worktree(BaselineTree<'a>),
+    Worktree(CodeTree<'a>),
 }
 
 impl<'a> Source<'a> {
@@ -30,7 +30,7 @@ impl<'a> Source<'a> {
         if repo.head()? == commit && repo.tracked_changes()?.is_empty() {
             return Ok(Source::WorkTree);
         }
-        Ok(Source::Worktree(BaselineTree::add(repo, commit)?))
+        Ok(Source::Worktree(CodeTree::add(repo, commit)?))
     }
 
     pub fn path(&self, repo: &Repo) -> PathBuf {

@@ -13,6 +13,10 @@ impl Runner for Local {
         process::command(program, args).dir(dir)
     }
 
+    fn lasting_command(&self, program: &str, args: &[&str], dir: &Path) -> duct::Expression {
+        process::session_command(program, args).dir(dir)
+    }
+
     fn keeps_workers(&self) -> bool {
         true
     }

@@ -211,7 +211,10 @@ pub trait Runner: Sync {
 
     /// A pytest command with its environment, not started.
     fn pytest_command(&self, call: &PytestCall) -> duct::Expression {
-        let mut expression = self.command(call.program, call.args, call.dir);
+        let mut expression = match call.run {
+            PytestRun::Worker => self.lasting_command(call.program, call.args, call.dir),
+            _ => self.command(call.program, call.args, call.dir),
+        };
         for (name, value) in call.env {
             expression = expression.env(name, value);
         }
@@ -221,6 +224,13 @@ pub trait Runner: Sync {
     /// One pytest run, its output into `log`, killed at `deadline`.
     fn pytest(&self, call: &PytestCall, log: &Path, deadline: Instant) -> Result<Ending> {
         process::supervise(self.pytest_command(call), log, deadline)
+    }
+
+    /// `program args` as a warm worker that may outlive this process (where [`keeps_workers`]).
+    ///
+    /// [`keeps_workers`]: Runner::keeps_workers
+    fn lasting_command(&self, program: &str, args: &[&str], dir: &Path) -> duct::Expression {
+        self.command(program, args, dir)
     }
 
     /// Whether a warm pytest worker may outlive one command here (`pytest_command` started in the

@@ -9,8 +9,10 @@ The tool owns the channel, a directory given as `--cutile-perf-worker=DIR`:
   among those collected, the cases' JUnit ids (`classname::name`) when a round runs only some of them,
   null for all, and the seed offset of the unseen-input check, 0 for none);
 - the worker runs them and writes `done-N` (JSON: how many ran and failed) once the JUnit file is complete;
-- `stop` ends the worker, as does no command for `--cutile-perf-worker-idle` seconds; a parent gone (the
-  tool killed) ends its whole process group at once, mid-case too.
+- `owner` (text: the pid, start time and boot of the tool that uses the worker now) is watched: its process
+  gone (the tool killed) ends the worker's whole process group at once, mid-case too; no `owner` is a
+  worker kept between commands, which lives on in a session of its own;
+- `stop` ends the worker, as does no command for `--cutile-perf-worker-idle` seconds, or its channel gone.
 
 Each file appears whole (written beside, then renamed), so neither side reads half a message. Files rather
 than a FIFO: a dead peer never blocks an open, and they work where the tests run on a Slurm node that
@@ -31,8 +33,6 @@ import pytest
 from cutile_perf_cases import junit_id
 
 POLL_S = 0.02
-# the tool that started this worker, read as early as the plugin loads (`-p`), before collection
-PARENT = os.getppid()
 
 
 def pytest_addoption(parser):
@@ -86,20 +86,48 @@ def _fresh_junit(config, path):
     return new
 
 
-def _end_with_parent():
-    """Ends this worker's process group (it leads it) as soon as the tool that started it is gone."""
+def _owner_alive(text):
+    """Whether the process the tool wrote as `pid start_ticks boot_id` still runs (not a reused pid)."""
+    try:
+        pid, ticks, boot = text.split()
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            if f.read().strip() != boot:
+                return False
+        with open(f"/proc/{int(pid)}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return fields[0] != "Z" and fields[22 - 3] == ticks
+    except (OSError, ValueError, IndexError):
+        return False
+
+
+def _watch(channel):
+    """Ends this worker's process group (it leads it) as soon as its channel is gone or the tool that owns
+    it now is; between commands it has no owner and lives on."""
+    owner = os.path.join(channel, "owner")
 
     def watch():
-        while os.getppid() == PARENT:
+        while True:
+            if not os.path.isdir(channel):
+                break
+            try:
+                with open(owner) as f:
+                    text = f.read()
+            except FileNotFoundError:
+                text = None
+            except OSError:
+                break
+            if text is not None and not _owner_alive(text):
+                break
             time.sleep(0.2)
         os.killpg(os.getpgrp(), signal.SIGKILL)
 
-    threading.Thread(target=watch, name="cutile-perf-parent-watch", daemon=True).start()
+    threading.Thread(target=watch, name="cutile-perf-owner-watch", daemon=True).start()
 
 
 def pytest_configure(config):
-    if config.getoption("--cutile-perf-worker"):
-        _end_with_parent()
+    channel = config.getoption("--cutile-perf-worker")
+    if channel:
+        _watch(channel)
 
 
 def _command(channel, number, idle_s):

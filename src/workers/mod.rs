@@ -9,6 +9,8 @@
 //! process, a repetition that breaks where the first one worked), the side falls back to one process per
 //! run, and the step says so once.
 
+pub mod lasting;
+
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -16,6 +18,7 @@ use anyhow::{Context, Result};
 use serde::Deserialize;
 
 use crate::process::{self, Background, Ending};
+use crate::process_identity::ProcessIdentity;
 use crate::pytest::{
     self, BENCHMARK_RECORD, BENCHMARK_SELECTION, BenchmarkRun, CASES_PLUGIN, CENSUS_PLUGIN,
     CORRECTNESS_SELECTION, CorrectnessRun, Finished, Prepared, Pytest, RECORD_FORMAT, Recorded,
@@ -23,6 +26,7 @@ use crate::pytest::{
 };
 use crate::records::Statistic;
 use crate::runner::PytestRun;
+use lasting::{Code, Lasting, WorkerEnv};
 
 /// The pytest plugin a worker loads: the repetition loop and its channel.
 pub const WORKER_PLUGIN: (&str, &str) =
@@ -30,6 +34,8 @@ pub const WORKER_PLUGIN: (&str, &str) =
 
 /// How often the tool looks for the worker's answer (a repetition takes seconds).
 const POLL: Duration = Duration::from_millis(20);
+/// How long a kept worker gets to answer a command that runs nothing, before it is reused.
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// One warm pytest process holding one side's code.
 pub struct Worker {
@@ -38,11 +44,19 @@ pub struct Worker {
     channel: PathBuf,
     /// Declared before `prepared`: the process ends before its bytecode directory is removed.
     process: Background,
-    prepared: Prepared,
+    /// The command it was started with (its bytecode directory lives as long); none for a worker kept
+    /// by an earlier command.
+    _prepared: Option<Prepared>,
+    log: PathBuf,
+    /// Seconds since the epoch at its start, and at its last command.
+    started: u64,
+    last_command: u64,
     /// Commands given so far.
     commands: u32,
     /// Whether a repetition has been measured: a crash after one is the worker's, not the code's.
     measured: bool,
+    /// Left running for a later command: dropping it ends nothing.
+    kept: bool,
 }
 
 /// What the worker wrote when a command was over.
@@ -69,25 +83,37 @@ pub enum Served<T> {
 }
 
 impl Worker {
-    /// Starts `runner`'s side as a worker with its channel at `channel` (emptied first); it collects while
-    /// the caller goes on.
-    pub fn start(runner: &Pytest, side: &'static str, channel: &Path) -> Result<Worker> {
+    /// Starts `runner`'s side as a worker with its channel in `home`, owned by this process; it
+    /// collects while the caller goes on.
+    pub fn start(runner: &Pytest, side: &'static str, home: &Path) -> Result<Worker> {
+        let channel = home.join("channel");
         if channel.exists() {
-            std::fs::remove_dir_all(channel)
+            std::fs::remove_dir_all(&channel)
                 .with_context(|| format!("cannot empty {}", channel.display()))?;
         }
-        std::fs::create_dir_all(channel)
+        std::fs::create_dir_all(&channel)
             .with_context(|| format!("cannot create {}", channel.display()))?;
-        let plugins = runner.plugin_dir()?;
+        own(&channel)?;
+        // its own plugin folder: two workers start at once, and a kept one outlives the sandbox's files
+        let plugins = Pytest {
+            sandbox: home.to_path_buf(),
+            ..runner.clone()
+        }
+        .plugin_dir()?;
         let [p, census] = pytest::write_plugin(&plugins, CENSUS_PLUGIN)?;
         let [q, seeds] = pytest::write_plugin(&plugins, SEEDS_PLUGIN)?;
         let [r, worker] = pytest::write_plugin(&plugins, WORKER_PLUGIN)?;
         // the worker picks a round's cases by the ids this plugin gives
         pytest::write_plugin(&plugins, CASES_PLUGIN)?;
         let channel_arg = format!("--cutile-perf-worker={}", channel.display());
+        // its log outlives its home: a crash's reason names it
+        let name = format!(
+            "worker-{}",
+            home.file_name().unwrap_or_default().to_string_lossy()
+        );
         let prepared = runner.prepare(
             PytestRun::Worker,
-            "worker",
+            &name,
             // in parentheses: the session's filter is added with `and`, which binds tighter than `or`
             &format!("(({CORRECTNESS_SELECTION}) or ({BENCHMARK_SELECTION}))"),
             &[
@@ -106,17 +132,93 @@ impl Worker {
         let process = Background::start(expression, &prepared.log)?;
         Ok(Worker {
             side,
-            channel: channel.to_path_buf(),
+            channel,
             process,
-            prepared,
+            log: prepared.log.clone(),
+            _prepared: Some(prepared),
+            started: lasting::now_s(),
+            last_command: lasting::now_s(),
             commands: 0,
             measured: false,
+            kept: false,
+        })
+    }
+
+    /// The worker `kept` left running, owned by this process from now on as its `side`, if its channel
+    /// answers a command that runs nothing; `Err(why)` when it does not (then it is ended).
+    pub fn adopt(kept: &Lasting, side: &'static str) -> Result<Worker, String> {
+        let channel = kept.channel();
+        own(&channel).map_err(|e| format!("{e:#}"))?;
+        let mut worker = Worker {
+            side,
+            channel,
+            process: Background::adopt(kept.process.clone()),
+            _prepared: None,
+            log: kept.log.clone(),
+            started: kept.started,
+            last_command: kept.last_command,
+            commands: kept.commands,
+            measured: kept.measured,
+            kept: false,
+        };
+        match worker.answers() {
+            Ok(true) => Ok(worker),
+            Ok(false) => Err("its channel does not answer".into()),
+            Err(e) => Err(format!("{e:#}")),
+        }
+    }
+
+    /// Leaves the worker running past this process, holding `code` under `env`, as `side`: the record a
+    /// later command adopts it from (none where its identity is unknown: it then ends now).
+    pub fn keep(mut self, side: &str, code: Code, env: WorkerEnv) -> Option<Lasting> {
+        if self.process.ended().is_some() {
+            return None;
+        }
+        let process = self.process.leader()?.clone();
+        // no owner: the worker's watch leaves it running after this process is gone
+        std::fs::remove_file(self.channel.join(OWNER)).ok()?;
+        self.kept = true;
+        self.process.keep();
+        Some(Lasting {
+            process,
+            side: side.to_string(),
+            code,
+            env,
+            home: self.channel.parent()?.to_path_buf(),
+            log: self.log.clone(),
+            started: self.started,
+            last_command: self.last_command,
+            commands: self.commands,
+            measured: self.measured,
         })
     }
 
     /// The worker's pid, also its process group's number.
     pub fn pid(&self) -> u32 {
         self.process.pid()
+    }
+
+    /// Whether the worker answers a command that selects no case, within [`ANSWER_TIMEOUT`].
+    fn answers(&mut self) -> Result<bool> {
+        let number = self.send(serde_json::json!({
+            "junit": self.channel.join("nothing.xml"),
+            "select": "cutile_perf_selects_nothing",
+            "cases": null,
+            "seed_offset": 0,
+        }))?;
+        let answer = self.wait_for(Instant::now() + ANSWER_TIMEOUT, &format!("done-{number}"))?;
+        Ok(matches!(answer, Answer::Arrived(_)))
+    }
+
+    /// Writes the next command; returns its number.
+    fn send(&mut self, command: serde_json::Value) -> Result<u32> {
+        self.commands += 1;
+        self.last_command = lasting::now_s();
+        write_whole(
+            &self.channel.join(format!("run-{}", self.commands)),
+            &command,
+        )?;
+        Ok(self.commands)
     }
 
     /// One more repetition of the perf selection into `runner`'s `benchmark.xml`, its progress shown as
@@ -138,7 +240,7 @@ impl Worker {
             Served::Ran(finished) => finished,
             Served::Cold(why) => return Ok(Served::Cold(why)),
         };
-        let run = finished.benchmark(runner, statistic, &self.prepared.log);
+        let run = finished.benchmark(runner, statistic, &self.log);
         Ok(match run.outcome {
             BenchmarkRun::Crash(why) if self.measured => Served::Cold(format!(
                 "a repetition broke where the first one worked: {why}"
@@ -171,9 +273,7 @@ impl Worker {
                     seed_offset,
                 },
             )? {
-                Served::Ran(finished) => {
-                    Served::Ran(finished.correctness(runner, &self.prepared.log))
-                }
+                Served::Ran(finished) => Served::Ran(finished.correctness(runner, &self.log)),
                 Served::Cold(why) => Served::Cold(why),
             },
         )
@@ -199,15 +299,12 @@ impl Worker {
             Answer::Cold(why) => return Ok(Served::Cold(why)),
             Answer::Ended(ending) => return Ok(self.ended(ending)),
         }
-        self.commands += 1;
-        let number = self.commands;
-        let command = serde_json::json!({
+        let number = self.send(serde_json::json!({
             "junit": junit,
             "select": command.selection,
             "cases": command.cases,
             "seed_offset": command.seed_offset,
-        });
-        write_whole(&self.channel.join(format!("run-{number}")), &command)?;
+        }))?;
         let done: Done = match self.wait_for(runner.deadline, &format!("done-{number}"))? {
             Answer::Arrived(text) => serde_json::from_str(&text)
                 .with_context(|| format!("the {} worker's answer {text:?}", self.side))?,
@@ -234,7 +331,7 @@ impl Worker {
     /// exits the process, a crash of the interpreter) makes the side cold, so that a process of its own
     /// shows what the code does.
     fn ended(&self, ending: Ending) -> Served<Finished> {
-        let log = self.prepared.log.display();
+        let log = self.log.display();
         match ending {
             Ending::TimedOut | Ending::Interrupted => Served::Ran(Finished::unwritten(ending)),
             Ending::Exited(code) => {
@@ -282,8 +379,20 @@ impl Worker {
 impl Drop for Worker {
     fn drop(&mut self) {
         // the process group goes with `process`; the channel is ours alone
-        let _ = std::fs::remove_dir_all(&self.channel);
+        if !self.kept {
+            let _ = std::fs::remove_dir_all(&self.channel);
+        }
     }
+}
+
+/// The channel file that names the process owning the worker now (the plugin's watch reads it).
+const OWNER: &str = "owner";
+
+/// Makes this process the owner of the worker at `channel`: the worker ends when this process does,
+/// unless it is kept first.
+fn own(channel: &Path) -> Result<()> {
+    let me = ProcessIdentity::current().context("cannot read this process's identity in /proc")?;
+    write_text_whole(&channel.join(OWNER), &me.to_string())
 }
 
 enum Answer {
@@ -292,11 +401,15 @@ enum Answer {
     Ended(Ending),
 }
 
-/// Writes `value` as JSON into `path` whole: beside it first, then renamed.
+/// Writes `value` as JSON into `path` whole.
 fn write_whole(path: &Path, value: &serde_json::Value) -> Result<()> {
+    write_text_whole(path, &value.to_string())
+}
+
+/// Writes `text` into `path` whole: beside it first, then renamed.
+fn write_text_whole(path: &Path, text: &str) -> Result<()> {
     let part = path.with_extension("part");
-    std::fs::write(&part, value.to_string())
-        .with_context(|| format!("cannot write {}", part.display()))?;
+    std::fs::write(&part, text).with_context(|| format!("cannot write {}", part.display()))?;
     std::fs::rename(&part, path).with_context(|| format!("cannot write {}", path.display()))
 }
 
@@ -315,29 +428,33 @@ impl<'a> Side<'a> {
         }
     }
 
-    /// A side whose worker is started now (into `channel`); where it cannot be, a cold side, said once.
-    pub fn warm(runner: &'a Pytest<'a>, side: &'static str, channel: &Path) -> Side<'a> {
-        match Worker::start(runner, side, channel) {
-            Ok(worker) => Side {
-                runner,
-                worker: Some(worker),
-            },
-            Err(e) => {
-                say_cold(runner, side, &format!("{e:#}"));
-                Side::cold(runner)
-            }
-        }
+    /// A side served by `worker` where there is one, else a process per run.
+    pub fn new(runner: &'a Pytest<'a>, worker: Option<Worker>) -> Side<'a> {
+        Side { runner, worker }
+    }
+
+    /// Its worker, if it is still warm.
+    pub fn into_worker(self) -> Option<Worker> {
+        self.worker
     }
 
     /// Ends the side's worker, if it has one, and starts a fresh one in its place: a new process draws
     /// again what a process fixes once (an autotuner's pick among near ties, where its arrays land), which
     /// repetitions inside one process never sample. A side without a worker makes a process per run anyway.
     pub fn redraw(&mut self) {
-        if let Some(worker) = self.worker.take() {
-            let (side, channel) = (worker.side, worker.channel.clone());
-            // the old process group ends (and its channel goes) before the new worker takes the channel
-            drop(worker);
-            *self = Side::warm(self.runner, side, &channel);
+        let Some(worker) = self.worker.take() else {
+            return;
+        };
+        let side = worker.side;
+        let home = worker.channel.parent().map(Path::to_path_buf);
+        // the old process group ends (and its channel goes) before the new worker takes the home
+        drop(worker);
+        let Some(home) = home else {
+            return say_cold(self.runner, side, "the worker's folder is gone");
+        };
+        match Worker::start(self.runner, side, &home) {
+            Ok(worker) => self.worker = Some(worker),
+            Err(e) => say_cold(self.runner, side, &format!("{e:#}")),
         }
     }
 
@@ -408,7 +525,8 @@ impl<'a> Side<'a> {
     }
 }
 
-fn say_cold(runner: &Pytest, side: &str, why: &str) {
+/// Says once that `side` runs a process per run from now on, and why.
+pub fn say_cold(runner: &Pytest, side: &str, why: &str) {
     runner.progress.line(&format!(
         "the {side} side cannot be kept warm ({why}): one pytest process per run from now on"
     ));

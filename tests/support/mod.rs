@@ -592,6 +592,8 @@ struct Started {
 static STARTED: LazyLock<Started> = LazyLock::new(|| {
     let fixture = Fixture::new();
     let output = fixture.ok(&["start", "vector_add"]);
+    // the baseline's worker it kept would outlive the test binary (the copies cannot reuse it)
+    fixture.ok(&["repair"]);
     Started { fixture, output }
 });
 

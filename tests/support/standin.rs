@@ -43,7 +43,7 @@ impl Replay {
 }
 
 /// The replies of one verb run: the correctness runs (the unseen-input ones too) and the benchmark
-/// runs of the candidate (the work tree at `root`) and of the baseline (its worktree).
+/// runs of the candidate and of the baseline (each from its worktree).
 #[derive(Clone)]
 pub struct StandIn {
     pub root: PathBuf,
@@ -85,9 +85,11 @@ impl Runner for StandIn {
     }
 
     fn pytest(&self, call: &PytestCall, log: &Path, _deadline: Instant) -> anyhow::Result<Ending> {
-        let side = match call.dir == self.root {
-            true => "candidate",
-            false => "baseline",
+        // the baseline's runs in a step write under `sandbox/baseline/`
+        let baseline = call.junit.parent().and_then(Path::file_name) == Some("baseline".as_ref());
+        let side = match baseline {
+            true => "baseline",
+            false => "candidate",
         };
         let (name, replay) = match (call.run, side) {
             (PytestRun::Correctness | PytestRun::Unseen, _) => ("correctness", &self.correctness),

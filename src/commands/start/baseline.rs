@@ -8,27 +8,63 @@ use crate::decision::{Correctness, Decision, Status};
 use crate::evidence::RunFile;
 use crate::git::Repo;
 use crate::hint::hinted;
+use crate::paired::{self, Held, Wanted, dumps_of};
 use crate::process::Interrupted;
-use crate::pytest::{BenchmarkRun, CorrectnessRun};
+use crate::pytest::{BenchmarkRun, CorrectnessRun, Pytest};
 use crate::session::Iteration;
 use crate::stats::{self, Spread, geometric_mean};
+use crate::workers::Side;
+use crate::workers::lasting::{Code, WorkerEnv};
 
 /// Iteration 0: correctness must pass, then the benchmark gives the baseline latency.
 /// Iteration 0, what its correctness run found, in words, and its noise floor.
-pub struct Baseline {
+pub struct Baseline<'a> {
     pub iteration: Iteration,
     pub tests: String,
     pub spread: Vec<Spread>,
     /// The JUnit file of each run, for the evidence note.
     pub junit: Vec<RunFile>,
+    /// The baseline's code and warm worker, kept for the first step once the baseline is committed.
+    pub held: Held<'a>,
 }
 
 /// The baseline's benchmark runs: at least two, so each config's run-to-run spread is known.
 const BASELINE_RUNS: usize = 2;
 
-pub fn baseline(repo: &Repo, plan: &Plan, original: &str) -> Result<Baseline> {
-    let runner = plan.runner(repo);
-    let correctness = runner.correctness()?;
+pub fn baseline<'r>(repo: &'r Repo, plan: &Plan, original: &str) -> Result<Baseline<'r>> {
+    let session = &plan.session;
+    let tree = repo.git(&["rev-parse", "HEAD^{tree}"])?.trim().to_string();
+    // its kernels dumped where the first step's no-re-roll check reads the baseline's
+    let template = Pytest {
+        dumps: Some(dumps_of(repo, &tree)),
+        ..plan.runner(repo)
+    };
+    // in a worker of the baseline's code that lives on: the first step starts only the candidate's
+    let mut held = paired::hold(
+        repo,
+        Wanted {
+            side: "baseline",
+            code: Code {
+                commit: repo.head()?,
+                tree,
+            },
+            env: WorkerEnv::now(
+                &session.python,
+                &session.test,
+                session.filter.as_deref(),
+                WorkerEnv::visible_gpu(),
+            ),
+            template: &template,
+            warm: plan.place.keeps_workers(),
+        },
+    )?;
+    let root = held.tree.path.clone();
+    let runner = Pytest {
+        root: &root,
+        ..template.clone()
+    };
+    let mut side = Side::new(&runner, held.worker.take());
+    let correctness = side.correctness()?;
     let mut junit: Vec<RunFile> = correctness
         .records
         .map(|records| RunFile::new("correctness", records))
@@ -36,8 +72,7 @@ pub fn baseline(repo: &Repo, plan: &Plan, original: &str) -> Result<Baseline> {
         .collect();
     let tests = correctness_words(correctness.outcome, original, runner.filter)?;
     let mut runs = Vec::new();
-    // a process per run: the spread between them is what later steps' noise floor stands on
-    let mut side = crate::workers::Side::cold(&runner);
+    // repetitions in the worker, as the steps' paired rounds are: their spread is the noise floor
     for number in 1..=BASELINE_RUNS {
         let (measured, file) = crate::benchmark_run::benchmark(
             &mut side,
@@ -79,11 +114,13 @@ pub fn baseline(repo: &Repo, plan: &Plan, original: &str) -> Result<Baseline> {
         placement: plan.place.placement().cloned(),
         rounds: None,
     };
+    held.worker = side.into_worker();
     Ok(Baseline {
         iteration,
         tests,
         spread,
         junit,
+        held,
     })
 }
 

@@ -164,6 +164,7 @@ fn commit(
         tests,
         spread,
         junit,
+        held,
     } = baseline;
     let noisy = noisy_configs(&spread, &plan.session.thresholds);
     plan.session.spread = spread;
@@ -213,6 +214,7 @@ fn commit(
         foreign: Default::default(),
     };
     let table = write_table(repo, &history)?;
+    held.keep_as_baseline(repo, &commit, plan.deadline, &plan.progress);
     let next_action = next_action(Situation::Session(&history));
     Ok(StartReport {
         branch: plan.branch,

@@ -15,20 +15,22 @@ use crate::diagnose::toolchain;
 use crate::evidence::{Crash, Ended, Evidence, RunFile, Stage, Undecided};
 use crate::git::Repo;
 use crate::history::{History, sandbox};
-use crate::paired::{self, BaselineTree, Pair, Paired, Rounds};
+use crate::paired::{self, Held, Holders, Pair, Paired, Rounds, Wanted, dumps_of};
 use crate::process::Interrupted;
 use crate::pytest::{CorrectnessRun, Pytest, Recorded};
 use crate::replay::{self, Replayed};
 use crate::runner::Runner;
+use crate::session::Session;
 use crate::ui::Progress;
 use crate::verdict::{self, NoiseFloor};
 use crate::workers::Side;
+use crate::workers::lasting::{Code, WorkerEnv};
 
 /// What the attempt stage produced: the attempt, the JUnit files of its runs and how the measurement
 /// ended where they cannot say (for the evidence note), a remark for the reason when a suspicious gain
-/// was confirmed, what the tool's own checks cost, and the folder of the kernels the candidate's runs
-/// compiled.
-pub struct Tried {
+/// was confirmed, what the tool's own checks cost, the folder of the kernels the candidate's runs
+/// compiled, and each GPU's two sides' code and workers.
+pub struct Tried<'a> {
     pub attempt: Attempt,
     pub runs: Vec<RunFile>,
     pub ended: Ended,
@@ -37,6 +39,27 @@ pub struct Tried {
     pub candidate_dumps: PathBuf,
     /// The GPUs the rounds measured on, a (baseline, candidate) pair each; empty: the environment's one.
     pub gpus: Vec<String>,
+    /// Each GPU's sides' code and workers: the one holding the new baseline's code may live on.
+    pub held: Vec<HeldSides<'a>>,
+}
+
+/// One GPU's two sides' code and workers after the attempt.
+pub struct HeldSides<'a> {
+    pub candidate: Held<'a>,
+    pub baseline: Held<'a>,
+}
+
+/// On every GPU, the side whose code is the baseline after the step (the candidate's when it is
+/// `kept`); the others end now.
+pub fn holders(held: Vec<HeldSides>, kept: bool) -> Holders {
+    Holders(
+        held.into_iter()
+            .map(|sides| match kept {
+                true => sides.candidate,
+                false => sides.baseline,
+            })
+            .collect(),
+    )
 }
 
 /// What the tool's own checks of a step cost, in seconds, beside what they found: the share of the step
@@ -60,33 +83,28 @@ fn interrupted() -> anyhow::Error {
     Interrupted("nothing was recorded; your changes are as you left them").into()
 }
 
-/// Where cuda-tile writes the kernels each side's runs compile: a folder per code, named by its tree,
-/// so that a baseline's dumps belong to the code its worker holds, whichever step's worker wrote them.
-pub fn dumps_of(repo: &Repo, tree: &str) -> PathBuf {
-    sandbox(repo).join("dumps").join(tree)
-}
-
 /// Runs correctness, then (if it passed) paired rounds; after the first round, a candidate that compiled
 /// and launched what the baseline does is no change (nothing more is measured); a config more than ten
 /// times faster than its baseline is measured again (a second set of rounds) before it is believed; a
 /// step the rounds would keep, on inputs neither side has seen. `tree` is the candidate's code as a tree
-/// object.
-pub fn attempt(
-    repo: &Repo,
+/// object. Each side runs from a worktree of its own code; a GPU's baseline worker is the one an earlier
+/// command kept there, where it can serve.
+pub fn attempt<'r>(
+    repo: &'r Repo,
     history: &History,
     place: &dyn Runner,
     tree: &str,
     progress: &Progress,
     deadline: Instant,
     gpus: &[String],
-) -> Result<Tried> {
+) -> Result<Tried<'r>> {
     let session = &history.session;
     let shares = shares(repo, history, gpus, progress)?;
-    let first_gpu = shares[0].0.clone();
     let baseline_commit = history.current_baseline_commit();
     let baseline_tree = repo.git(&["rev-parse", &format!("{baseline_commit}^{{tree}}")])?;
+    let baseline_tree = baseline_tree.trim();
     let candidate_dumps = dumps_of(repo, tree);
-    let candidate = Pytest {
+    let template = Pytest {
         python: &session.python,
         root: &repo.root,
         test: &session.test,
@@ -94,45 +112,109 @@ pub fn attempt(
         sandbox: sandbox(repo),
         deadline,
         place,
+        // the first GPU's workers dump what they compile (`hold` names the folder by their tree)
         dumps: Some(candidate_dumps.clone()),
-        gpu: first_gpu,
+        gpu: shares[0].0.clone(),
         progress,
     };
-    // the baseline's code and both workers first: their start-up overlaps correctness and each other
-    let worktree = BaselineTree::add(repo, baseline_commit)?;
-    let baseline = Pytest {
-        root: &worktree.path,
-        sandbox: sandbox(repo).join("baseline"),
-        dumps: Some(dumps_of(repo, baseline_tree.trim())),
-        ..candidate.clone()
-    };
-    let others: Vec<[Pytest; 2]> = shares[1..]
+    let templates: Vec<Pytest> = shares
         .iter()
-        .map(|(gpu, _)| [on_gpu(&candidate, gpu), on_gpu(&baseline, gpu)])
+        .enumerate()
+        .map(|(index, (gpu, _))| match index {
+            0 => template.clone(),
+            _ => on_gpu(&template, gpu),
+        })
+        .collect();
+    // the snapshot's tree as a commit of its own, for a worktree of it
+    let candidate_commit = repo.git(&[
+        "commit-tree",
+        tree,
+        "-m",
+        "git cutile-perf: the code a step measures",
+    ])?;
+    let codes = [
+        ("baseline", baseline_commit, baseline_tree),
+        ("candidate", candidate_commit.trim(), tree),
+    ];
+    // every side's code and worker first: their start-ups overlap correctness and each other
+    let mut held = Vec::with_capacity(shares.len());
+    for ((gpu, _), template) in shares.iter().zip(&templates) {
+        let env = WorkerEnv::now(
+            &session.python,
+            &session.test,
+            session.filter.as_deref(),
+            gpu.clone().or_else(WorkerEnv::visible_gpu),
+        );
+        let [baseline, candidate] = codes.map(|(side, commit, tree)| {
+            paired::hold(
+                repo,
+                Wanted {
+                    side,
+                    code: Code {
+                        commit: commit.to_string(),
+                        tree: tree.to_string(),
+                    },
+                    env: env.clone(),
+                    template,
+                    warm: place.keeps_workers(),
+                },
+            )
+        });
+        held.push(HeldSides {
+            baseline: baseline?,
+            candidate: candidate?,
+        });
+    }
+    // each side's tree, where its runs start (the trees stay with `held`)
+    let roots: Vec<[PathBuf; 2]> = held
+        .iter()
+        .map(|sides| {
+            [
+                sides.candidate.tree.path.clone(),
+                sides.baseline.tree.path.clone(),
+            ]
+        })
+        .collect();
+    let runners: Vec<[Pytest; 2]> = roots
+        .iter()
+        .zip(&templates)
+        .enumerate()
+        .map(|(index, ([candidate_root, baseline_root], template))| {
+            let candidate = Pytest {
+                root: candidate_root,
+                dumps: template.dumps.as_ref().map(|_| candidate_dumps.clone()),
+                ..template.clone()
+            };
+            let baseline = Pytest {
+                root: baseline_root,
+                sandbox: template.sandbox.join("baseline"),
+                dumps: (index == 0).then(|| dumps_of(repo, baseline_tree)),
+                ..template.clone()
+            };
+            [candidate, baseline]
+        })
         .collect();
     let checks = std::cell::RefCell::new(Checks::default());
+    let [first_candidate, first_baseline] = &runners[0];
     let no_reroll = |runs: &mut Vec<RunFile>| {
         let started = Instant::now();
-        let alike = first_round_alike(runs, [&candidate, &baseline]);
+        let alike = first_round_alike(runs, [first_candidate, first_baseline]);
         let mut checks = checks.borrow_mut();
         checks.no_reroll_s = started.elapsed().as_secs_f64();
         checks.not_alike = alike.err();
         checks.not_alike.is_none()
     };
-    let mut pairs = vec![Pair {
-        gpu: shares[0].0.clone(),
-        candidate: side(repo, &candidate, "candidate", None)?,
-        baseline: side(repo, &baseline, "baseline", None)?,
-        cases: shares[0].1.clone(),
-    }];
-    for ((gpu, cases), [candidate, baseline]) in shares[1..].iter().zip(&others) {
-        pairs.push(Pair {
+    let pairs = shares
+        .iter()
+        .zip(&runners)
+        .zip(held.iter_mut())
+        .map(|(((gpu, cases), [candidate, baseline]), sides)| Pair {
             gpu: gpu.clone(),
-            candidate: side(repo, candidate, "candidate", gpu.as_deref())?,
-            baseline: side(repo, baseline, "baseline", gpu.as_deref())?,
+            candidate: Side::new(candidate, sides.candidate.worker.take()),
+            baseline: Side::new(baseline, sides.baseline.worker.take()),
             cases: cases.clone(),
-        });
-    }
+        })
+        .collect();
     let used: Vec<String> = shares.iter().filter_map(|(gpu, _)| gpu.clone()).collect();
     let mut rounds = Rounds {
         pairs,
@@ -147,30 +229,47 @@ pub fn attempt(
         Some(evidence) => evidence.passed_cases()?,
         None => Vec::new(),
     };
-    let tried = |Measured { runs, ended }| {
-        let Replayed { attempt, remark } =
-            replay::attempt(&runs, &ended, session, &baseline_passed);
-        let mut checks = checks.borrow().clone();
-        checks.census_s = census::seconds(&runs);
-        Tried {
-            attempt,
-            runs,
-            ended,
-            remark,
-            checks,
-            candidate_dumps: candidate_dumps.clone(),
-            gpus: used.clone(),
-        }
-    };
+    let measured = measure(&mut rounds, &baseline_passed, session, &checks)?;
+    // the workers the rounds ended with go back to their code: the one holding the new baseline's may
+    // live on
+    for (pair, sides) in rounds.pairs.into_iter().zip(held.iter_mut()) {
+        sides.candidate.worker = pair.candidate.into_worker();
+        sides.baseline.worker = pair.baseline.into_worker();
+    }
+    let Measured { runs, ended } = measured;
+    let Replayed { attempt, remark } = replay::attempt(&runs, &ended, session, &baseline_passed);
+    let mut checks = checks.into_inner();
+    checks.census_s = census::seconds(&runs);
+    Ok(Tried {
+        attempt,
+        runs,
+        ended,
+        remark,
+        checks,
+        candidate_dumps,
+        gpus: used,
+        held,
+    })
+}
+
+/// Correctness, the rounds, and what they call for: nothing more for a candidate alike to its
+/// baseline, a second set of rounds for a config too good to be true, the unseen-input check for a
+/// step the rounds would keep.
+fn measure(
+    rounds: &mut Rounds,
+    baseline_passed: &[String],
+    session: &Session,
+    checks: &std::cell::RefCell<Checks>,
+) -> Result<Measured> {
     let mut measured = Measured::default();
     if !correctness(
-        &baseline_passed,
+        baseline_passed,
         &mut rounds.first().candidate,
         &mut measured,
     )? {
-        return Ok(tried(measured));
+        return Ok(measured);
     }
-    let first = measured.decided(&mut rounds, "round")?;
+    let first = measured.decided(rounds, "round")?;
     rounds.no_reroll = None;
     if census::unchanged(&measured.runs) {
         rounds
@@ -179,17 +278,17 @@ pub fn attempt(
             .runner
             .progress
             .line(decision::NO_CHANGE);
-        return Ok(tried(measured));
+        return Ok(measured);
     }
-    if let Ok(decided) = confirmed(first, &mut rounds, &mut measured)? {
+    if let Ok(decided) = confirmed(first, rounds, &mut measured)? {
         // only a step the rounds would keep needs the inputs nobody has seen
         if census::gate(decided, &measured.runs, &census::Rules::of(session)).tier != Tier::Revert {
             let started = Instant::now();
-            unseen_inputs(&mut rounds, &mut measured.runs)?;
+            unseen_inputs(rounds, &mut measured.runs)?;
             checks.borrow_mut().unseen_inputs_s = started.elapsed().as_secs_f64();
         }
     }
-    Ok(tried(measured))
+    Ok(measured)
 }
 
 /// What the step measured so far: its runs, and how the measurement ended where they cannot say.
@@ -279,26 +378,6 @@ fn shares(
         .zip(paired::split(&cases, gpus.len()))
         .map(|(gpu, share)| (Some(gpu), Some(share)))
         .collect())
-}
-
-/// A side of the rounds with its warm worker started, its channel in the git dir (one per GPU, `gpu`
-/// for a GPU after the first); on a Slurm node, a process per run where the runner keeps none (on a
-/// Slurm node they would need a job step of their own).
-fn side<'a>(
-    repo: &Repo,
-    runner: &'a Pytest<'a>,
-    name: &'static str,
-    gpu: Option<&str>,
-) -> Result<Side<'a>> {
-    if !runner.place.keeps_workers() {
-        return Ok(Side::cold(runner));
-    }
-    let on_gpu = gpu.map_or(String::new(), |gpu| format!("-gpu{gpu}"));
-    let channel = repo.git_path(&format!(
-        "cutile-perf/workers/{name}-{}{on_gpu}",
-        std::process::id()
-    ))?;
-    Ok(Side::warm(runner, name, &channel))
 }
 
 /// The correctness run, held to the cases that passed at the baseline: whether it passed (the rounds

@@ -31,7 +31,7 @@ use crate::snapshot::Tested;
 use crate::stats::{self, ConfigChange};
 use crate::ui::{Progress, Render, Ui};
 use crate::{process, recovery, references};
-use attempt::{Checks, Tried, attempt};
+use attempt::{Checks, Tried, attempt, holders};
 use preflight::{Preflight, gpu_pool, gpu_ready, preflight, tests_ready};
 use record::{Recorded, record};
 
@@ -243,6 +243,9 @@ fn measure_and_record(
     };
     let found = diagnosed.as_ref().map(|found| &found.diagnosis);
     let (mut iteration, verdict) = judge(&ready.history, &tried, args, letter, found);
+    // the worker that holds the new baseline's code (the candidate's after a keep) stays up through
+    // the commit; the other ends now, so that an interrupt meanwhile has one less to end
+    let holder = holders(tried.held, iteration.status == Status::Keep);
     iteration.placement = placement;
     tested.check(repo)?;
     let Preflight {
@@ -299,6 +302,7 @@ fn measure_and_record(
     }
     let Recorded { id, iteration } = commit;
     history.push(id.clone(), iteration);
+    holder.keep_as_baseline(repo, history.current_baseline_commit(), deadline, progress);
     journal.enter(repo, Phase::WritingTable)?;
     let table = write_table(repo, &history)?;
     Ok(Done {

@@ -4,6 +4,7 @@
 use anyhow::{Context, Result};
 
 use crate::audit;
+use crate::benchmark_run;
 use crate::decision::LoopState;
 use crate::git::Repo;
 use crate::gpu::{self, GpuState};
@@ -14,6 +15,7 @@ use crate::pytest::Pytest;
 use crate::runner::Runner;
 use crate::session::{Session, short};
 use crate::ui::Progress;
+use crate::workers::lasting;
 
 /// What the checks before any run found: the session read once, and the paths the change touches.
 pub struct Preflight {
@@ -170,7 +172,14 @@ pub fn gpu_ready(
     let Some(recorded) = session.gpu.as_deref().filter(|_| !session.no_gpu) else {
         return Ok(None);
     };
-    let state = place.gpu(&repo.root);
+    // the workers kept between steps are ours, not another process on the GPU
+    let kept: Vec<u32> = lasting::all(repo)?
+        .iter()
+        .map(|(_, worker)| worker.process.pid)
+        .collect();
+    let state = place
+        .gpu(&repo.root)
+        .map(|state| benchmark_run::without(state, &kept));
     let warnings = gpu::check(state.as_ref()).map_err(|why| {
         hinted(
             why,
@@ -226,10 +235,11 @@ pub fn gpu_pool(
     };
     let found = gpu::list(|args| place.command("nvidia-smi", args, &repo.root));
     let visible = std::env::var("CUDA_VISIBLE_DEVICES").ok();
-    Ok(gpu::pool(
-        asked,
-        visible.as_deref(),
-        &found,
-        gpu::model_of(recorded),
-    )?)
+    let pool = gpu::pool(asked, visible.as_deref(), &found, gpu::model_of(recorded))?;
+    // the machine's one GPU, named by nobody, is the environment's: measured as without a pool, so that
+    // the worker `start` kept (pinned to no GPU) serves the step
+    Ok(match (asked, &visible, found.len()) {
+        (None, None, 1) => Vec::new(),
+        _ => pool,
+    })
 }

@@ -1,0 +1,289 @@
+//! Workers that outlive a step: the worker holding the baseline's code after a step is left running, in
+//! a session of its own, and recorded under the git dir (`cutile-perf/workers/lasting-<gpu>.json`), so
+//! that the next step pays no start-up, compile or tuning for the baseline. The record says everything
+//! the worker's runs depend on; a step reuses the worker only when all of it still holds, and ends it
+//! otherwise. The worker ends itself when idle too long or when its channel is gone.
+
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::git::Repo;
+use crate::process;
+use crate::process_identity::ProcessIdentity;
+
+/// The code a worker holds: a commit (for a candidate, one made of the step's snapshot) and its tree.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Code {
+    pub commit: String,
+    pub tree: String,
+}
+
+/// What a worker's runs depend on besides its code.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkerEnv {
+    pub python: String,
+    pub test: String,
+    pub filter: Option<String>,
+    /// The tool's own `PYTHONPATH` (the side's `src/` and the tool's plugins come first).
+    pub python_path: Option<String>,
+    /// `CUDA_VISIBLE_DEVICES`: the GPU the worker's CUDA context is on.
+    pub gpu: Option<String>,
+}
+
+impl WorkerEnv {
+    /// The environment of a session's workers started now, on `gpu`.
+    pub fn now(python: &str, test: &str, filter: Option<&str>, gpu: Option<String>) -> WorkerEnv {
+        WorkerEnv {
+            python: python.to_string(),
+            test: test.to_string(),
+            filter: filter.map(str::to_string),
+            python_path: std::env::var("PYTHONPATH").ok(),
+            gpu,
+        }
+    }
+
+    /// The GPU the tool's environment gives its workers.
+    pub fn visible_gpu() -> Option<String> {
+        std::env::var("CUDA_VISIBLE_DEVICES").ok()
+    }
+}
+
+/// A worker left running between commands, as recorded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lasting {
+    pub process: ProcessIdentity,
+    /// The side it serves: `baseline`.
+    pub side: String,
+    pub code: Code,
+    pub env: WorkerEnv,
+    /// Its folder: the worktree it runs from (`tree/`) and its channel (`channel/`).
+    pub home: PathBuf,
+    /// Its output.
+    pub log: PathBuf,
+    /// Seconds since the epoch.
+    pub started: u64,
+    pub last_command: u64,
+    /// Commands given so far: the next one is numbered after them.
+    pub commands: u32,
+    /// Whether it has measured a repetition (a later crash is then the worker's, not the code's).
+    pub measured: bool,
+}
+
+impl Lasting {
+    /// Why this worker cannot serve `code` under `env` now; `None` when it can (its channel is
+    /// asked separately).
+    pub fn cannot_serve(&self, code: &Code, env: &WorkerEnv) -> Option<String> {
+        let differs = |what: &str, was: &dyn std::fmt::Debug, now: &dyn std::fmt::Debug| {
+            Some(format!("its {what} was {was:?}, now {now:?}"))
+        };
+        if !self.process.alive() {
+            return Some("it is no longer running".into());
+        }
+        if self.code.commit != code.commit {
+            return Some(format!(
+                "it holds commit {}, the baseline is {}",
+                short(&self.code.commit),
+                short(&code.commit)
+            ));
+        }
+        if self.code.tree != code.tree {
+            return differs("tree", &self.code.tree, &code.tree);
+        }
+        let (was, now) = (&self.env, env);
+        if was.python != now.python {
+            return differs("python", &was.python, &now.python);
+        }
+        if was.test != now.test {
+            return differs("test file", &was.test, &now.test);
+        }
+        if was.filter != now.filter {
+            return differs("filter", &was.filter, &now.filter);
+        }
+        if was.python_path != now.python_path {
+            return differs("PYTHONPATH", &was.python_path, &now.python_path);
+        }
+        if was.gpu != now.gpu {
+            return differs("CUDA_VISIBLE_DEVICES", &was.gpu, &now.gpu);
+        }
+        None
+    }
+
+    /// Its channel directory.
+    pub fn channel(&self) -> PathBuf {
+        self.home.join("channel")
+    }
+
+    /// Seconds since its last command.
+    pub fn idle_s(&self) -> u64 {
+        now_s().saturating_sub(self.last_command)
+    }
+
+    /// Ends its process group if it is still the process recorded (never a reused pid).
+    pub fn end_process(&self) {
+        process::end_led_group(&self.process);
+    }
+}
+
+/// Where the worker kept for `gpu` (`CUDA_VISIBLE_DEVICES`; none: all the machine's) is recorded.
+pub fn record_path(repo: &Repo, gpu: Option<&str>) -> Result<PathBuf> {
+    let key: String = gpu
+        .unwrap_or("all")
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    repo.git_path(&format!("{WORKERS_DIR}/lasting-{key}.json"))
+}
+
+/// The folder under the git dir that holds the workers' homes and records.
+pub const WORKERS_DIR: &str = "cutile-perf/workers";
+
+/// Writes `record` whole at `path`.
+pub fn save(path: &Path, record: &Lasting) -> Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    let part = path.with_extension("part");
+    std::fs::write(&part, serde_json::to_string_pretty(record)?)
+        .with_context(|| format!("cannot write {}", part.display()))?;
+    std::fs::rename(&part, path).with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// The record at `path`, if there is a readable one.
+pub fn load(path: &Path) -> Option<Lasting> {
+    serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
+}
+
+/// The worker kept for `gpu`, if this repository's record names one of its own.
+pub fn kept(repo: &Repo, gpu: Option<&str>) -> Result<Option<(PathBuf, Lasting)>> {
+    let path = record_path(repo, gpu)?;
+    own(repo, path)
+}
+
+/// The record at `path` if it names a worker of this repository: a record copied along with the git
+/// dir (a copied repository) names another one's worker, which is not ours to reuse or end, so it is
+/// removed.
+fn own(repo: &Repo, path: PathBuf) -> Result<Option<(PathBuf, Lasting)>> {
+    let Some(record) = load(&path) else {
+        return Ok(None);
+    };
+    if !record.home.starts_with(repo.git_path(WORKERS_DIR)?) {
+        let _ = std::fs::remove_file(&path);
+        return Ok(None);
+    }
+    Ok(Some((path, record)))
+}
+
+/// Every kept worker's record, with its path, in the order of their paths.
+pub fn all(repo: &Repo) -> Result<Vec<(PathBuf, Lasting)>> {
+    let dir = repo.git_path(WORKERS_DIR)?;
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| {
+            let name = path.file_name().unwrap_or_default().to_string_lossy();
+            name.starts_with("lasting-") && name.ends_with(".json")
+        })
+        .collect();
+    paths.sort();
+    let mut records = Vec::new();
+    for path in paths {
+        records.extend(own(repo, path)?);
+    }
+    Ok(records)
+}
+
+/// Seconds since the epoch.
+pub fn now_s() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+fn short(commit: &str) -> &str {
+    &commit[..commit.len().min(12)]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record() -> Lasting {
+        Lasting {
+            process: ProcessIdentity::current().unwrap(),
+            side: "baseline".into(),
+            code: Code {
+                commit: "a".repeat(40),
+                tree: "b".repeat(40),
+            },
+            env: WorkerEnv {
+                python: "python3".into(),
+                test: "tests/t.py".into(),
+                filter: None,
+                python_path: None,
+                gpu: Some("0".into()),
+            },
+            home: "/nowhere".into(),
+            log: "/nowhere.log".into(),
+            started: 0,
+            last_command: 0,
+            commands: 3,
+            measured: true,
+        }
+    }
+
+    #[test]
+    fn a_worker_serves_only_the_code_and_environment_it_was_started_with() {
+        let kept = record();
+        assert_eq!(kept.cannot_serve(&kept.code, &kept.env), None);
+        let other_commit = Code {
+            commit: "c".repeat(40),
+            ..kept.code.clone()
+        };
+        assert_eq!(
+            kept.cannot_serve(&other_commit, &kept.env).as_deref(),
+            Some("it holds commit aaaaaaaaaaaa, the baseline is cccccccccccc")
+        );
+        let other_gpu = WorkerEnv {
+            gpu: Some("1".into()),
+            ..kept.env.clone()
+        };
+        assert_eq!(
+            kept.cannot_serve(&kept.code, &other_gpu).as_deref(),
+            Some("its CUDA_VISIBLE_DEVICES was Some(\"0\"), now Some(\"1\")")
+        );
+        let other_filter = WorkerEnv {
+            filter: Some("large".into()),
+            ..kept.env.clone()
+        };
+        assert!(
+            kept.cannot_serve(&kept.code, &other_filter)
+                .unwrap()
+                .starts_with("its filter was")
+        );
+        let gone = Lasting {
+            process: ProcessIdentity {
+                start_ticks: kept.process.start_ticks + 1,
+                ..kept.process.clone()
+            },
+            ..kept.clone()
+        };
+        assert_eq!(
+            gone.cannot_serve(&kept.code, &kept.env).as_deref(),
+            Some("it is no longer running")
+        );
+    }
+
+    #[test]
+    fn records_are_keyed_by_gpu_and_read_back_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("w/lasting-0.json");
+        save(&path, &record()).unwrap();
+        assert_eq!(load(&path), Some(record()));
+        assert_eq!(load(&dir.path().join("w/none.json")), None);
+    }
+}
