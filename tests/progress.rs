@@ -73,9 +73,9 @@ fn on_a_terminal_the_line_is_drawn_then_cleared_unless_told_not_to() {
     // colour where the terminal allows it
     let Some(started) = on_terminal(&f, &["start", "vector_add", "--no-gpu"], |cmd| {
         cmd.env_remove("NO_COLOR");
-        // iteration 0 runs in a warm worker; its second benchmark repetition exits it, so that run is
-        // a process of its own, drawn live
-        cmd.env("CUTILE_PERF_FIXTURE_EXIT_ON_REPEAT", "1");
+        // iteration 0 runs in warm workers; a perf case exits them here, so the benchmark runs are
+        // processes of their own, drawn live
+        cmd.env("CUTILE_PERF_FIXTURE_EXIT_ON_REPEAT", "worker");
     }) else {
         return;
     };

@@ -72,8 +72,12 @@ pub fn baseline<'r>(repo: &'r Repo, plan: &Plan, original: &str) -> Result<Basel
         .collect();
     let tests = correctness_words(correctness.outcome, original, runner.filter)?;
     let mut runs = Vec::new();
-    // repetitions in the worker, as the steps' paired rounds are: their spread is the noise floor
+    // each run in a process of its own, as the steps' rounds are: their spread is the noise floor, and
+    // a repetition inside one process would not sample what a process fixes once (verdict.rs)
     for number in 1..=BASELINE_RUNS {
+        if number > 1 {
+            side.redraw();
+        }
         let (measured, file) = crate::benchmark_run::benchmark(
             &mut side,
             plan.session.statistic,
