@@ -633,8 +633,8 @@ fn ctrl_c_during_the_baseline_leaves_nothing_behind() {
 }
 
 /// Paired rounds under noise: edits that change no latency, with 1% run-to-run noise on every config, are
-/// not reverted (the single-run rule reverted such edits often). Ten steps, a real pytest each: the rates
-/// themselves are `cargo bench --bench verdicts`'s to measure, over thousands of simulated steps.
+/// not reverted (the single-run rule reverted such edits often). Five steps, real pytest workers each: the
+/// rates themselves are `cargo bench --bench verdicts`'s to measure, over thousands of simulated steps.
 #[test]
 fn null_edits_under_noise_are_kept() {
     let f = Fixture::new();
@@ -646,7 +646,7 @@ fn null_edits_under_noise_are_kept() {
         .unwrap();
     assert!(start.status.success(), "{}", text(&start.stderr));
     let mut reverted = Vec::new();
-    for n in 0..10 {
+    for n in 0..5 {
         // a new kernel at the same simulated latency (a comment alone would be recorded as no change)
         f.edit_kernel(
             "CRASH = \"\"",
