@@ -444,7 +444,7 @@ pub fn measure(sides: &mut Rounds, prefix: &str, evidence: &mut Vec<RunFile>) ->
             .pairs
             .iter()
             .flat_map(|pair| [&pair.candidate, &pair.baseline])
-            .filter_map(|side| side.worker_pid())
+            .flat_map(|side| side.worker_pids())
             .collect();
         let plan = RoundPlan {
             prefix,

@@ -417,20 +417,23 @@ fn write_text_whole(path: &Path, text: &str) -> Result<()> {
 pub struct Side<'a> {
     pub runner: &'a Pytest<'a>,
     worker: Option<Worker>,
+    /// The pids of the workers [`Side::redraw`] ended: nvidia-smi may list one a moment longer, as ours.
+    retired: Vec<u32>,
 }
 
 impl<'a> Side<'a> {
     /// A side that runs a process per benchmark run.
     pub fn cold(runner: &'a Pytest<'a>) -> Side<'a> {
-        Side {
-            runner,
-            worker: None,
-        }
+        Side::new(runner, None)
     }
 
     /// A side served by `worker` where there is one, else a process per run.
     pub fn new(runner: &'a Pytest<'a>, worker: Option<Worker>) -> Side<'a> {
-        Side { runner, worker }
+        Side {
+            runner,
+            worker,
+            retired: Vec::new(),
+        }
     }
 
     /// Its worker, if it is still warm.
@@ -447,6 +450,7 @@ impl<'a> Side<'a> {
         };
         let side = worker.side;
         let home = worker.channel.parent().map(Path::to_path_buf);
+        self.retired.push(worker.pid());
         // the old process group ends (and its channel goes) before the new worker takes the home
         drop(worker);
         let Some(home) = home else {
@@ -458,9 +462,14 @@ impl<'a> Side<'a> {
         }
     }
 
-    /// The worker's pid, while the side is warm.
-    pub fn worker_pid(&self) -> Option<u32> {
-        self.worker.as_ref().map(Worker::pid)
+    /// The pids of the side's workers, the one serving it and those it ended: none of them is another
+    /// process on the GPU.
+    pub fn worker_pids(&self) -> impl Iterator<Item = u32> + '_ {
+        self.worker
+            .as_ref()
+            .map(Worker::pid)
+            .into_iter()
+            .chain(self.retired.iter().copied())
     }
 
     /// One benchmark run of this side (of `cases` only, when given), `label` on the terminal: a warm
