@@ -1,13 +1,15 @@
 //! Warm workers: one pytest process per side of a step that collects the correctness and perf selections
-//! once and runs them again on the tool's command, so that a paired round pays for the cases, not for
-//! start-up (imports, collection, the CUDA context, the kernels' compile and tuning, paid once per
-//! worker); the candidate's correctness and both sides' unseen-input checks run there too.
+//! once and runs them on the tool's command, so that the candidate's correctness, the first paired round
+//! and both sides' unseen-input checks share one start-up (imports, collection, the CUDA context, the
+//! kernels' compile and tuning), and the baseline's worker serves the next step ([`lasting`]). Each round
+//! after the first runs in a fresh pair ([`Side::redraw`]): repetitions inside one process never sample
+//! again what it fixed once, so they are not independent rounds.
 //!
 //! The worker is pytest with the plugin `cutile_perf_worker.py`; the channel is a directory in the git dir
 //! (the plugin's docstring describes it). Each command writes the same JUnit file, with the same records
-//! and census, that a run of its own would write, and is read the same way, once ([`Finished`]). Where a suite cannot be kept warm (pytest-xdist, a test that exits the
-//! process, a repetition that breaks where the first one worked), the side falls back to one process per
-//! run, and the step says so once.
+//! and census, that a run of its own would write, and is read the same way, once ([`Finished`]). Where a
+//! suite cannot be kept warm (pytest-xdist, a test that exits the process, a repetition that breaks where
+//! the first one worked), the side falls back to one process per run, and the step says so once.
 
 pub mod lasting;
 
