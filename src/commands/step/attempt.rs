@@ -178,17 +178,19 @@ pub fn attempt<'r>(
     let runners: Vec<[Pytest; 2]> = roots
         .iter()
         .zip(&templates)
-        .enumerate()
-        .map(|(index, ([candidate_root, baseline_root], template))| {
+        .map(|([candidate_root, baseline_root], template)| {
+            // a template with dumps (the first GPU's) holds the candidate's folder already
             let candidate = Pytest {
                 root: candidate_root,
-                dumps: template.dumps.as_ref().map(|_| candidate_dumps.clone()),
                 ..template.clone()
             };
             let baseline = Pytest {
                 root: baseline_root,
                 sandbox: template.sandbox.join("baseline"),
-                dumps: (index == 0).then(|| dumps_of(repo, baseline_tree)),
+                dumps: template
+                    .dumps
+                    .as_ref()
+                    .map(|_| dumps_of(repo, baseline_tree)),
                 ..template.clone()
             };
             [candidate, baseline]
