@@ -65,6 +65,15 @@ fn off_a_terminal_only_plain_lines_name_each_run() {
             assert!(output.contains(line), "{line:?} missing from:\n{output}");
         }
     }
+    // a worker's first command says what its start-up cost; one kept from `start` paid it there
+    let start_up = |output: &str, label: &str| {
+        let line = output.lines().find(|l| l.starts_with(label)).unwrap();
+        line.contains(" (its start-up before it: ") && line.ends_with("s)")
+    };
+    assert!(start_up(&started, "correctness:"), "{started}");
+    assert!(!start_up(&started, "baseline 1/2:"), "{started}");
+    assert!(start_up(&stepped, "correctness:"), "{stepped}");
+    assert!(!start_up(&stepped, "round 1 baseline:"), "{stepped}");
 }
 
 #[test]

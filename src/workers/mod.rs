@@ -59,6 +59,9 @@ pub struct Worker {
     measured: bool,
     /// Left running for a later command: dropping it ends nothing.
     kept: bool,
+    /// When this process started it (none for one adopted from an earlier command): its first command
+    /// says how long its start-up took, the cost a warm worker saves the next time.
+    spawned: Option<std::time::SystemTime>,
 }
 
 /// What the worker wrote when a command was over.
@@ -143,6 +146,7 @@ impl Worker {
             commands: 0,
             measured: false,
             kept: false,
+            spawned: Some(std::time::SystemTime::now()),
         })
     }
 
@@ -162,6 +166,7 @@ impl Worker {
             commands: kept.commands,
             measured: kept.measured,
             kept: false,
+            spawned: None,
         };
         match worker.answers() {
             Ok(true) => Ok(worker),
@@ -301,6 +306,7 @@ impl Worker {
             Answer::Cold(why) => return Ok(Served::Cold(why)),
             Answer::Ended(ending) => return Ok(self.ended(ending)),
         }
+        let start_up = self.start_up();
         let number = self.send(serde_json::json!({
             "junit": junit,
             "select": command.selection,
@@ -314,11 +320,15 @@ impl Worker {
             Answer::Ended(ending) => return Ok(self.ended(ending)),
         };
         runner.progress.line(&format!(
-            "{label}: in the warm {} worker, {} cases, {} failed, in {:.1}s",
+            "{label}: in the warm {} worker, {} cases, {} failed, in {:.1}s{}",
             self.side,
             done.ran,
             done.failed,
-            started.elapsed().as_secs_f64()
+            started.elapsed().as_secs_f64(),
+            start_up.map_or(String::new(), |took| format!(
+                " (its start-up before it: {:.1}s)",
+                took.as_secs_f64()
+            ))
         ));
         // pytest's own exit codes: 5 when nothing was selected, 1 when a case failed
         let ending = Ending::Exited(match (done.ran, done.failed) {
@@ -327,6 +337,17 @@ impl Worker {
             _ => 1,
         });
         Ok(Served::Ran(Finished::read(ending, &junit)))
+    }
+
+    /// How long the worker took from its start to ready (imports, collection), once: on the first command
+    /// of a worker this process started.
+    fn start_up(&mut self) -> Option<Duration> {
+        let spawned = self.spawned.take()?;
+        let ready = std::fs::metadata(self.channel.join("ready"))
+            .ok()?
+            .modified()
+            .ok()?;
+        ready.duration_since(spawned).ok()
     }
 
     /// A deadline or an interrupt is the run's ending as for any run; the worker's own end (a test that
