@@ -10,6 +10,10 @@
 #             comment-only step (no change: no re-roll)
 #   rope      start on rope's microsecond configs (--filter "not 65536"), then 3 null edits that change
 #             the compiled kernel but not what it does (an index by subtraction, two sums' terms swapped)
+#   attention start on the autotuned float16 grid (--filter "not bfloat16 and not float8", 18 configs, each
+#             tuned by exhaustive_search on its first call), a null edit that changes the compiled kernel
+#             (the head index by subtraction), then a real change (the tuned kernel launched twice:
+#             the same output for twice the work), whose baseline worker is the null step's
 #
 # Each command's stdout, stderr, exit code and wall time go to OUT_DIR (timings.txt); the progress lines in
 # the .err files give each run's own time (correctness, each cold baseline run, each warm command).
@@ -59,6 +63,25 @@ for part in "$@"; do
         run rope-null-2 step --json --continue --cause memory "null edit 2: the q sum's terms swapped"
         edit "$kernel" "k_tile_2 * cos_row + k_tile_1 * sin_row" "k_tile_1 * sin_row + k_tile_2 * cos_row"
         run rope-null-3 step --json --continue --cause memory "null edit 3: the k sum's terms swapped"
+        ;;
+    attention)
+        kernel=src/tilegym/ops/cutile/attention.py
+        # two cold benchmark runs of a tuning kernel: more than the default budget of 10 minutes
+        run attention-start start attention --suite ops --class compute --filter "not bfloat16 and not float8" --budget 15m --json
+        edit "$kernel" "    head_idx = bid_y % H
+" "    head_idx = bid_y - batch_idx * H
+"
+        run attention-null step --json --cause compute "null edit: the head index by subtraction"
+        # a line at the else branch's depth before the wrapper's return: the tuned launch again
+        edit "$kernel" "    return o
+
+
+def _tile_prefill_fmha" "        ct.launch(stream, (math.ceil(q_len / best_cfg.TILE_M), batch_size * num_heads, 1), tuned_kernel, (q, k, v, o, sm_scale, input_pos, hidden_size, num_heads, best_cfg.TILE_M, best_cfg.TILE_N, query_group_size, is_causal, EVEN_K))
+    return o
+
+
+def _tile_prefill_fmha"
+        run attention-twice step --json --continue --cause compute "launch the tuned kernel twice"
         ;;
     *)
         echo "unknown part $part" >&2
