@@ -470,6 +470,27 @@ fn workers_end_themselves_when_the_tool_is_killed() {
 }
 
 #[test]
+fn start_counts_its_own_workers_as_ours_around_its_runs() {
+    let mut f = Fixture::new();
+    f.fake_gpu(Some(
+        "NVIDIA H200, 9.0, 580.159.04, 1980, 1980, 612, 143771, 41",
+    ));
+    f.gpu_processes("");
+    // each worker holds a CUDA context while it measures and while the other one does
+    f.gpu_lists_workers();
+    let started = f.ok_all(&["start", "vector_add"]);
+    assert!(!started.contains("other processes"), "{started}");
+    let note = f.git(&["notes", "--ref", "refs/notes/cutile-perf", "show", "HEAD"]);
+    assert!(note.contains("\n  gpu before SM"), "{note}");
+    assert!(!note.contains("python3"), "{note}");
+    // a step's two workers, the kept one and the candidate's, and a fresh pair for round 2
+    f.set_latency(0.103, 1.0);
+    let stepped = f.ok_all(&["step", "tile size 256"]);
+    assert!(stepped.contains("round 2"), "{stepped}");
+    assert!(!stepped.contains("other processes"), "{stepped}");
+}
+
+#[test]
 fn the_gpu_check_counts_the_kept_worker_as_ours_and_status_shows_its_memory() {
     let mut f = Fixture::new();
     f.fake_gpu(Some(

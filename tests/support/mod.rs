@@ -295,7 +295,7 @@ impl Fixture {
         fs::create_dir_all(&dir).unwrap();
         let script = match gpu {
             Some(_) => {
-                "#!/bin/sh\ndir=$(dirname \"$0\")\ncase \"$1\" in\n  --query-gpu=*) cat \"$dir/gpu.csv\" ;;\n  --query-compute-apps=*) cat \"$dir/apps.csv\" ;;\n  *) exit 2 ;;\nesac\n"
+                "#!/bin/sh\ndir=$(dirname \"$0\")\ncase \"$1\" in\n  --query-gpu=*) cat \"$dir/gpu.csv\" ;;\n  --query-compute-apps=*) cat \"$dir/apps.csv\"\n    if [ -f \"$dir/workers\" ]; then w=$(cat \"$dir/workers\"); for p in /proc/[0-9]*; do case \"$(tr '\\0' ' ' < $p/cmdline 2>/dev/null)\" in *\"$w\"*) echo \"${p#/proc/}, python3, 512\" ;; esac; done; fi ;;\n  *) exit 2 ;;\nesac\n"
             }
             None => {
                 "#!/bin/sh\necho 'NVIDIA-SMI has failed because it could not communicate with the NVIDIA driver.'\nexit 9\n"
@@ -316,6 +316,13 @@ impl Fixture {
     /// `dir`'s programs found first by every command (stand-ins for the toolkit's, say).
     pub fn first_on_path(&mut self, dir: &Path) {
         self.search_path = format!("{}:{}", dir.display(), self.search_path);
+    }
+
+    /// The fake `nvidia-smi` lists every worker of this fixture as using the GPU too, as a real one lists
+    /// a warm worker's CUDA context.
+    pub fn gpu_lists_workers(&self) {
+        let channel = format!("--cutile-perf-worker={}", self.root.display());
+        fs::write(self.home.join("gpu-bin/workers"), channel).unwrap();
     }
 
     /// The processes the fake `nvidia-smi` lists as using the GPU (`pid, name, MiB` lines).
