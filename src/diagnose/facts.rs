@@ -41,10 +41,11 @@ pub struct Place<'a> {
 
 /// The kernels a step's own runs dumped, for compile facts without a run of their own.
 pub struct Dumped<'a> {
-    /// The folder the candidate's runs dumped into.
+    /// The folder the runs of the code dumped into.
     pub dir: &'a Path,
-    /// The step's runs, whose censuses name the kernels each perf case launched.
-    pub runs: &'a [RunFile],
+    /// Those runs (a step's candidate side, `start`'s baseline), whose censuses name the kernels each
+    /// perf case launched.
+    pub runs: Vec<&'a RunFile>,
 }
 
 /// What the step already has that may give the compile facts without a run of their own: its diagnosis,
@@ -115,7 +116,6 @@ fn from_dumps(
     let census = dumped
         .runs
         .iter()
-        .filter(|run| run.name.ends_with("-candidate"))
         .filter_map(|run| run.cases().ok())
         .flatten()
         .filter(|case| case.id == config)
@@ -151,7 +151,7 @@ fn from_dumps(
         Ok(_) => {}
     }
     place.progress.line(&format!(
-        "compile facts of {config} from the dumps of the step's own runs"
+        "compile facts of {config} from the dumps of the runs that measured it"
     ));
     let assembler = Assembler::find(place.runner, &session.python, &repo.root, Some(gpu));
     toolchain::gather(place.runner, &scratch, assembler.as_ref(), deadline)

@@ -1,6 +1,8 @@
 //! Iteration 0: the baseline's correctness run and its benchmark runs, measured before anything is
 //! committed.
 
+use std::path::PathBuf;
+
 use anyhow::{Context, Result, anyhow, bail};
 
 use super::plan::Plan;
@@ -24,6 +26,8 @@ pub struct Baseline<'a> {
     pub spread: Vec<Spread>,
     /// The JUnit file of each run, for the evidence note.
     pub junit: Vec<RunFile>,
+    /// Where its runs dumped the kernels they compiled: the compile facts come from there.
+    pub dumps: PathBuf,
     /// The baseline's code and warm worker, kept for the first step once the baseline is committed.
     pub held: Held<'a>,
 }
@@ -35,8 +39,9 @@ pub fn baseline<'r>(repo: &'r Repo, plan: &Plan, original: &str) -> Result<Basel
     let session = &plan.session;
     let tree = repo.git(&["rev-parse", "HEAD^{tree}"])?.trim().to_string();
     // its kernels dumped where the first step's no-re-roll check reads the baseline's
+    let dumps = dumps_of(repo, &tree);
     let template = Pytest {
-        dumps: Some(dumps_of(repo, &tree)),
+        dumps: Some(dumps.clone()),
         ..plan.runner(repo)
     };
     // in a worker of the baseline's code that lives on: the first step starts only the candidate's
@@ -126,6 +131,7 @@ pub fn baseline<'r>(repo: &'r Repo, plan: &Plan, original: &str) -> Result<Basel
         tests,
         spread,
         junit,
+        dumps,
         held,
     })
 }

@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use crate::agent::next_action::{NextAction, Situation, next_action};
 use crate::decision::{self, Thresholds};
-use crate::diagnose::facts::Place;
+use crate::diagnose::facts::{Already, Dumped, Place};
 use crate::evidence::Evidence;
 use crate::git::Repo;
 use crate::gpu::GpuState;
@@ -164,6 +164,7 @@ fn commit(
         tests,
         spread,
         junit,
+        dumps,
         held,
     } = baseline;
     let noisy = noisy_configs(&spread, &plan.session.thresholds);
@@ -183,7 +184,8 @@ fn commit(
     evidence.attach(repo, &commit)?;
     journal.enter(repo, Phase::WritingTable)?;
     repo.remember_baseline(&plan.branch, &commit)?;
-    // the baseline's compile facts, so that `compare 0 N` reads both sides from evidence
+    // the baseline's compile facts, so that `compare 0 N` reads both sides from evidence: from what its
+    // runs dumped while they compiled anyway
     let place = Place {
         runner: &*plan.place,
         gpu: plan.gpu_state.as_ref(),
@@ -196,7 +198,13 @@ fn commit(
         &plan.session,
         &baseline.configs,
         &commit,
-        Default::default(),
+        Already {
+            diagnosed: None,
+            dumped: Some(Dumped {
+                dir: &dumps,
+                runs: evidence.runs.iter().collect(),
+            }),
+        },
         plan.deadline,
     );
     let compile_facts_s = compile.is_some().then(|| began.elapsed().as_secs_f64());

@@ -287,7 +287,9 @@ fn measure_and_record(
                 diagnosed: diagnosed.as_ref(),
                 dumped: Some(Dumped {
                     dir: &tried.candidate_dumps,
-                    runs: &evidence.runs,
+                    runs: (evidence.runs.iter())
+                        .filter(|run| run.name.ends_with("-candidate"))
+                        .collect(),
                 }),
             },
             deadline,
