@@ -149,8 +149,32 @@ fn the_gpus_measure_at_the_same_time() {
 #[test]
 fn one_gpu_named_measures_every_config_there_under_the_usual_names() {
     let f = started_on(&[H200, H200]);
+    let workers = |f: &Fixture| -> Vec<(i64, serde_json::Value)> {
+        let status: serde_json::Value = serde_json::from_str(&f.ok(&["status", "--json"])).unwrap();
+        let workers = status["workers"].as_array().unwrap().iter();
+        workers
+            .map(|w| (w["pid"].as_i64().unwrap(), w["gpu"].clone()))
+            .collect()
+    };
+    // start kept its worker on the environment's GPUs
+    let [(started, serde_json::Value::Null)] = workers(&f)[..] else {
+        panic!("{:?}", workers(&f));
+    };
     let (report, seen) = step(&f, &["--gpus", "1"]);
     assert_eq!(report["gpus"], serde_json::json!(["1"]), "{report}");
+    // the step's baseline worker lives on for GPU 1; start's, which would idle on a GPU, is gone
+    let after = workers(&f);
+    assert_eq!(after.len(), 1, "{after:?}");
+    assert_eq!(after[0].1, "1", "{after:?}");
+    let gone = !std::path::Path::new(&format!("/proc/{started}")).exists()
+        || std::fs::read_to_string(format!("/proc/{started}/stat")).is_ok_and(|stat| {
+            stat.rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z')
+        });
+    assert!(gone, "start's worker {started} still runs");
     assert_eq!(report["status"], "keep", "{report}");
     assert!(
         !seen.is_empty() && seen.iter().all(|gpu| gpu == "1"),

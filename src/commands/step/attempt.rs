@@ -165,6 +165,16 @@ pub fn attempt<'r>(
             candidate: candidate?,
         });
     }
+    // what is still kept now is for GPUs this step does not measure on (a session started without
+    // --gpus, say): it would hold GPU memory, idle, until its timeout
+    let unheld = paired::end_kept_workers(repo)?;
+    if !unheld.is_empty() {
+        let pids: Vec<String> = unheld.iter().map(u32::to_string).collect();
+        progress.line(&format!(
+            "ended the kept worker (pid {}): kept for other GPUs than this step's",
+            pids.join(", ")
+        ));
+    }
     // each side's tree, where its runs start (the trees stay with `held`)
     let roots: Vec<[PathBuf; 2]> = held
         .iter()
