@@ -51,11 +51,13 @@ pub fn benchmark(
     Ok((measured.outcome, file))
 }
 
-/// `state` without the processes of the groups `ours`.
+/// `state` without the processes `ours` and those of their groups.
 pub fn without(mut state: GpuState, ours: &[u32]) -> GpuState {
     state.processes.retain(|p| {
         let group = unsafe { libc::getpgid(p.pid as libc::pid_t) };
-        !ours.iter().any(|&g| g as libc::pid_t == group)
+        !ours
+            .iter()
+            .any(|&g| g == p.pid || g as libc::pid_t == group)
     });
     state
 }

@@ -17,6 +17,7 @@ use crate::evidence::RunFile;
 use crate::git::Repo;
 use crate::history::sandbox;
 use crate::pytest::{BenchmarkRun, Pytest};
+use crate::runner::Workers;
 use crate::session::Session;
 use crate::ui::Progress;
 use crate::verdict::{self, NoiseFloor, Round, Verdict};
@@ -120,17 +121,18 @@ pub struct Held<'a> {
     pub tree: CodeTree<'a>,
     pub code: Code,
     env: WorkerEnv,
+    /// Whether its worker may outlive the command ([`Workers::Lasting`]).
+    workers: Workers,
 }
 
 /// Where a side's code and worker come from: `side` (`baseline` or `candidate`) holding `code`, run
-/// by `template` (its root and sandbox replaced), with workers only where `warm` (the runner keeps
-/// them), on the GPU `env` names.
+/// by `template` (its root and sandbox replaced), with workers where its runner runs them, on the GPU
+/// `env` names.
 pub struct Wanted<'t> {
     pub side: &'static str,
     pub code: Code,
     pub env: WorkerEnv,
     pub template: &'t Pytest<'t>,
-    pub warm: bool,
 }
 
 /// One side's code and worker: for the baseline, the worker kept for this GPU when everything it
@@ -138,7 +140,8 @@ pub struct Wanted<'t> {
 /// fresh worktree and a fresh worker. The one place a side's worker is obtained.
 pub fn hold<'a>(repo: &'a Repo, wanted: Wanted) -> Result<Held<'a>> {
     let progress = wanted.template.progress;
-    if wanted.warm
+    let workers = wanted.template.place.workers();
+    if workers == Workers::Lasting
         && wanted.side == "baseline"
         && let Some((record, kept)) = lasting::kept(repo, wanted.env.gpu.as_deref())?
     {
@@ -159,6 +162,7 @@ pub fn hold<'a>(repo: &'a Repo, wanted: Wanted) -> Result<Held<'a>> {
                     tree,
                     code: wanted.code,
                     env: wanted.env,
+                    workers,
                 });
             }
             Err(why) => {
@@ -180,7 +184,7 @@ pub fn hold<'a>(repo: &'a Repo, wanted: Wanted) -> Result<Held<'a>> {
         wanted.side,
         started.elapsed().as_millis()
     ));
-    let worker = match wanted.warm {
+    let worker = match workers.warm() {
         false => None,
         true => {
             // the dumps name the worktree they were compiled from: only this worker's are read (and
@@ -212,6 +216,7 @@ pub fn hold<'a>(repo: &'a Repo, wanted: Wanted) -> Result<Held<'a>> {
         tree,
         code: wanted.code,
         env: wanted.env,
+        workers,
     })
 }
 
@@ -227,7 +232,10 @@ impl Held<'_> {
         deadline: Instant,
         progress: &Progress,
     ) {
-        let Some(worker) = self.worker.take().filter(|_| Instant::now() < deadline) else {
+        // a worker that ends with the place (a Slurm job) ends here too
+        let Some(worker) = (self.worker.take())
+            .filter(|_| self.workers == Workers::Lasting && Instant::now() < deadline)
+        else {
             return;
         };
         let pid = worker.pid();

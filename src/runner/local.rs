@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::Runner;
+use super::{Runner, Workers};
 use crate::process;
 
 /// This machine.
@@ -17,8 +17,8 @@ impl Runner for Local {
         process::session_command(program, args).dir(dir)
     }
 
-    fn keeps_workers(&self) -> bool {
-        true
+    fn workers(&self) -> Workers {
+        Workers::Lasting
     }
 
     fn find(&self, program: &str, dir: &Path) -> Option<PathBuf> {

@@ -226,17 +226,17 @@ pub trait Runner: Sync {
         process::supervise(self.pytest_command(call), log, deadline)
     }
 
-    /// `program args` as a warm worker that may outlive this process (where [`keeps_workers`]).
+    /// `program args` as a warm worker, which may outlive this process where [`workers`] says so.
     ///
-    /// [`keeps_workers`]: Runner::keeps_workers
+    /// [`workers`]: Runner::workers
     fn lasting_command(&self, program: &str, args: &[&str], dir: &Path) -> duct::Expression {
         self.command(program, args, dir)
     }
 
-    /// Whether a warm pytest worker may outlive one command here (`pytest_command` started in the
-    /// background); where not, every run is a process of its own.
-    fn keeps_workers(&self) -> bool {
-        false
+    /// Whether warm pytest workers run here (`pytest_command` started in the background), and for how
+    /// long.
+    fn workers(&self) -> Workers {
+        Workers::None
     }
 
     /// The GPU where the commands run, and who else uses it.
@@ -260,6 +260,25 @@ pub trait Runner: Sync {
     fn release(self: Box<Self>) {}
 }
 
+/// Where warm pytest workers may serve a command's runs, and how long they live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Workers {
+    /// None: every run is a process of its own.
+    None,
+    /// For one command, on the place's machine (a Slurm job's node), ending with the place. The tool is
+    /// not on that machine, so a worker cannot watch it: the place's end ends the worker.
+    ForTheCommand,
+    /// On this machine, watching the tool that uses them, and kept past the command.
+    Lasting,
+}
+
+impl Workers {
+    /// Whether the runs are served by warm workers at all.
+    pub fn warm(self) -> bool {
+        self != Workers::None
+    }
+}
+
 /// A runner whose every command sees one GPU (`CUDA_VISIBLE_DEVICES`): `start --gpus`'s first, for the
 /// baseline's runs and the class and compile-fact runs after them alike; a step's first GPU, for its
 /// diagnosis and compile facts after the rounds.
@@ -279,8 +298,14 @@ impl Runner for OnGpu {
         self.place.find(program, dir)
     }
 
-    fn keeps_workers(&self) -> bool {
-        self.place.keeps_workers()
+    fn lasting_command(&self, program: &str, args: &[&str], dir: &Path) -> duct::Expression {
+        self.place
+            .lasting_command(program, args, dir)
+            .env("CUDA_VISIBLE_DEVICES", &self.gpu)
+    }
+
+    fn workers(&self) -> Workers {
+        self.place.workers()
     }
 
     fn lost(&self) -> Option<String> {

@@ -12,7 +12,7 @@ use anyhow::{Context, Result};
 
 use serde::Serialize;
 
-use super::{Placement, Runner};
+use super::{Placement, Runner, Workers};
 use crate::hint::{Hinted, hinted};
 use crate::process::{Ending, Interrupted};
 use crate::trailers::Block;
@@ -433,6 +433,11 @@ impl Runner for Allocation {
         let output = process::capture(look, FIND_TIMEOUT).ok()?;
         let path = String::from_utf8_lossy(&output.stdout).trim().to_string();
         (output.success() && !path.is_empty()).then(|| PathBuf::from(path))
+    }
+
+    /// Workers run as steps of the job, on its node, and end with it.
+    fn workers(&self) -> Workers {
+        Workers::ForTheCommand
     }
 
     fn placement(&self) -> Option<&Placement> {

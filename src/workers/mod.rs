@@ -27,7 +27,7 @@ use crate::pytest::{
     SEEDS_PLUGIN,
 };
 use crate::records::Statistic;
-use crate::runner::PytestRun;
+use crate::runner::{PytestRun, Workers};
 use lasting::{Code, Lasting, WorkerEnv};
 
 /// The pytest plugin a worker loads: the repetition loop and its channel.
@@ -98,7 +98,10 @@ impl Worker {
         }
         std::fs::create_dir_all(&channel)
             .with_context(|| format!("cannot create {}", channel.display()))?;
-        own(&channel)?;
+        // a worker on another machine (a Slurm job's node) cannot see this process: the job's end ends it
+        if runner.place.workers() == Workers::Lasting {
+            own(&channel)?;
+        }
         // its own plugin folder: two workers start at once, and a kept one outlives the sandbox's files
         let plugins = Pytest {
             sandbox: home.to_path_buf(),
@@ -203,6 +206,19 @@ impl Worker {
     /// The worker's pid, also its process group's number.
     pub fn pid(&self) -> u32 {
         self.process.pid()
+    }
+
+    /// Its pid, and the pid its pytest wrote when ready where that differs (a Slurm job step: the pid on
+    /// the node, which that node's nvidia-smi lists).
+    fn pids(&self) -> Vec<u32> {
+        let ready = std::fs::read_to_string(self.channel.join("ready")).ok();
+        let on_its_machine = ready
+            .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+            .and_then(|ready| ready["pid"].as_u64())
+            .and_then(|pid| u32::try_from(pid).ok());
+        let mut pids = vec![self.pid()];
+        pids.extend(on_its_machine.filter(|&pid| pid != self.pid()));
+        pids
     }
 
     /// Whether the worker answers a command that selects no case, within [`ANSWER_TIMEOUT`].
@@ -473,7 +489,7 @@ impl<'a> Side<'a> {
         };
         let side = worker.side;
         let home = worker.channel.parent().map(Path::to_path_buf);
-        self.retired.push(worker.pid());
+        self.retired.extend(worker.pids());
         // the old process group ends (and its channel goes) before the new worker takes the home
         drop(worker);
         let Some(home) = home else {
@@ -490,8 +506,9 @@ impl<'a> Side<'a> {
     pub fn worker_pids(&self) -> impl Iterator<Item = u32> + '_ {
         self.worker
             .as_ref()
-            .map(Worker::pid)
+            .map(Worker::pids)
             .into_iter()
+            .flatten()
             .chain(self.retired.iter().copied())
     }
 

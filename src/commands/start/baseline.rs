@@ -60,7 +60,6 @@ pub fn baseline<'r>(repo: &'r Repo, plan: &Plan, original: &str) -> Result<Basel
                 WorkerEnv::visible_gpu(),
             ),
             template: &template,
-            warm: plan.place.keeps_workers(),
         },
     )?;
     let root = held.tree.path.clone();

@@ -156,7 +156,6 @@ pub fn attempt<'r>(
                     },
                     env: env.clone(),
                     template,
-                    warm: place.keeps_workers(),
                 },
             )
         });
