@@ -328,6 +328,24 @@ impl Repo {
         Ok(String::from_utf8_lossy(raw).into_owned())
     }
 
+    /// The paths where the worktree at `tree` (one of this repository's) differs from its commit,
+    /// untracked files included, ignored ones not.
+    pub fn worktree_changes(&self, tree: &Path) -> Result<Vec<String>> {
+        let tree = tree.to_string_lossy();
+        let status = self.git(&[
+            "-C",
+            &tree,
+            "status",
+            "--porcelain",
+            "--untracked-files=all",
+            "--no-renames",
+        ])?;
+        Ok(status
+            .lines()
+            .map(|line| line.get(3..).unwrap_or(line).to_string())
+            .collect())
+    }
+
     /// The hooks that may rewrite a commit message, as present in this repository, in words.
     fn message_rewriters(&self) -> String {
         let found: Vec<String> = ["prepare-commit-msg", "commit-msg"]

@@ -46,6 +46,24 @@ impl<'a> CodeTree<'a> {
         CodeTree::checkout(repo, home.join("tree"), Some(home.to_path_buf()), commit)
     }
 
+    /// Why the tree is not its commit's code any more (a path written into it, or git unable to say),
+    /// if it is not.
+    pub fn changed(&self) -> Option<String> {
+        match self.repo.worktree_changes(&self.path) {
+            Ok(paths) if paths.is_empty() => None,
+            Ok(paths) => {
+                let shown = paths[..paths.len().min(3)].join(", ");
+                Some(match paths.len().saturating_sub(3) {
+                    0 => format!("its code beside the work tree was changed: {shown}"),
+                    more => format!(
+                        "its code beside the work tree was changed: {shown} and {more} more"
+                    ),
+                })
+            }
+            Err(e) => Some(format!("cannot tell whether its code was changed: {e:#}")),
+        }
+    }
+
     /// The tree a kept worker runs from, owned (removed when dropped) from now on.
     fn adopt(repo: &'a Repo, home: &Path) -> CodeTree<'a> {
         CodeTree {
@@ -147,10 +165,12 @@ pub fn hold<'a>(repo: &'a Repo, wanted: Wanted) -> Result<Held<'a>> {
     {
         let tree = CodeTree::adopt(repo, &kept.home);
         let _ = std::fs::remove_file(&record);
-        let adopted = match kept.cannot_serve(&wanted.code, &wanted.env) {
-            Some(why) => Err(why),
-            None => Worker::adopt(&kept, wanted.side),
-        };
+        // between commands its tree is anybody's to write: it serves only as committed
+        let adopted =
+            match (kept.cannot_serve(&wanted.code, &wanted.env)).or_else(|| tree.changed()) {
+                Some(why) => Err(why),
+                None => Worker::adopt(&kept, wanted.side),
+            };
         match adopted {
             Ok(worker) => {
                 progress.line(&format!(

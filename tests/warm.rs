@@ -469,6 +469,51 @@ fn workers_end_themselves_when_the_tool_is_killed() {
     }
 }
 
+/// Appended to the candidate's kernel: on import, it writes into the baseline's code beside the work tree
+/// (six levels up from the kernel file is the workers' folder), as a kernel cheating its comparison might.
+const WRITES_THE_BASELINE: &str = r#"
+import glob as _glob, os as _os
+_up = [_os.pardir] * 6
+for _path in _glob.glob(_os.path.join(_os.path.dirname(_os.path.abspath(__file__)), *_up, "baseline-*", "tree", "src", "tilegym", "ops", "cutile", "vector_add.py")):
+    with open(_path, "a") as _file:
+        _file.write("\n# slower now\n")
+"#;
+
+#[test]
+fn a_side_whose_code_is_written_during_the_step_is_a_crash_and_its_worker_is_not_reused() {
+    let f = Fixture::new();
+    f.ok(&["start", "vector_add"]);
+    let kept = kept_worker(&f);
+    f.edit_kernel("TILE_SIZE = 128", "TILE_SIZE = 256");
+    f.append(support::KERNEL, WRITES_THE_BASELINE);
+    let report = f.step_json(&["tile size 256, and a write into the baseline"]);
+    assert_eq!(report["status"], "crash", "{report}");
+    let reason = report["reason"].as_str().unwrap();
+    assert!(
+        reason.contains(
+            "a side's code changed on disk while the step measured it (the baseline: its code beside \
+             the work tree was changed: src/tilegym/ops/cutile/vector_add.py)"
+        ),
+        "{reason}"
+    );
+    f.ok(&["verify"]);
+    // the baseline's worker outlived the crash, but its tree is not its commit's code any more
+    assert_eq!(kept_worker(&f), kept);
+    f.edit_kernel("TILE_SIZE = 128", "TILE_SIZE = 256");
+    let out = f.run(&["step", "--json", "tile size 256"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "the kept worker (pid {kept}) cannot serve this step (its code beside the work tree was \
+             changed: src/tilegym/ops/cutile/vector_add.py)"
+        )),
+        "{stderr}"
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_ne!(report["status"], "crash", "{report}");
+}
+
 #[test]
 fn start_counts_its_own_workers_as_ours_around_its_runs() {
     let mut f = Fixture::new();

@@ -240,7 +240,17 @@ pub fn attempt<'r>(
         Some(evidence) => evidence.passed_cases()?,
         None => Vec::new(),
     };
-    let measured = measure(&mut rounds, &baseline_passed, session, &checks)?;
+    let mut measured = measure(&mut rounds, &baseline_passed, session, &checks)?;
+    // another process wrote into a side's worktree while it was measured (the candidate's code into
+    // the baseline's, say): what ran is not the code the record names
+    if measured.ended.crash.is_none()
+        && let Some(why) = code_changed(&held)
+    {
+        measured.crashed(
+            Stage::Rounds,
+            &format!("a side's code changed on disk while the step measured it ({why})"),
+        );
+    }
     // the workers the rounds ended with go back to their code: the one holding the new baseline's may
     // live on
     for (pair, sides) in rounds.pairs.into_iter().zip(held.iter_mut()) {
@@ -260,6 +270,18 @@ pub fn attempt<'r>(
         candidate_dumps,
         gpus: used,
         held,
+    })
+}
+
+/// Why a side's worktree is not its code any more, if one is not.
+fn code_changed(held: &[HeldSides]) -> Option<String> {
+    held.iter().find_map(|sides| {
+        [
+            ("baseline", &sides.baseline),
+            ("candidate", &sides.candidate),
+        ]
+        .into_iter()
+        .find_map(|(side, held)| held.tree.changed().map(|why| format!("the {side}: {why}")))
     })
 }
 
