@@ -114,10 +114,17 @@ fn reason(report: &serde_json::Value) -> &str {
 
 #[test]
 fn a_session_runs_each_iteration_in_its_own_job_and_records_where() {
-    let Some(f) = slurm_fixture("a_session_runs_each_iteration_in_its_own_job_and_records_where")
+    let Some(mut f) =
+        slurm_fixture("a_session_runs_each_iteration_in_its_own_job_and_records_where")
     else {
         return;
     };
+    // a GPU on the node whose nvidia-smi lists the workers, as a real one lists their CUDA contexts
+    f.fake_gpu(Some(
+        "NVIDIA H200, 9.0, 580.159.04, 1980, 1980, 612, 143771, 41",
+    ));
+    f.gpu_processes("");
+    f.gpu_lists_workers();
     let node = output("srun", &["-N1", "--quiet", "hostname", "-s"])
         .unwrap()
         .trim()
@@ -135,12 +142,46 @@ fn a_session_runs_each_iteration_in_its_own_job_and_records_where() {
     assert_job_ended_cancelled(&baseline_job);
 
     f.set_latency(0.09, 0.9);
-    let r = f.step_json(&["tile size 256"]);
+    let starts = f.root.join("../starts.txt");
+    let out = f
+        .command(&["step", "--json", "tile size 256"])
+        .env("CUTILE_PERF_FIXTURE_STARTS", &starts)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", both(&out));
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(r["status"], "keep", "{r}");
     let keep_job = f.trailer("HEAD", "Cutile-Perf-Slurm-Job");
     assert_ne!(keep_job, baseline_job, "one allocation per iteration");
     assert_eq!(f.trailer("HEAD", "Cutile-Perf-Node"), node);
     assert_job_ended_cancelled(&keep_job);
+    // correctness, the round and the unseen inputs in one warm worker per side, each a step of the job
+    let stderr = text(&out.stderr);
+    let started: Vec<String> = std::fs::read_to_string(&starts)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(started.len(), 2, "{started:#?}");
+    for line in &started {
+        assert!(line.contains("--cutile-perf-worker="), "{line}");
+        assert!(line.ends_with(&format!(" slurm-job={keep_job}")), "{line}");
+    }
+    for said in [
+        "correctness: in the warm candidate worker",
+        "round 1 baseline: in the warm baseline worker",
+        "unseen inputs: in the warm baseline worker",
+    ] {
+        assert!(stderr.contains(said), "{said:?} missing from:\n{stderr}");
+    }
+    // the node's nvidia-smi lists them by the pids they have there: ours, not other processes
+    assert!(!stderr.contains("other processes"), "{stderr}");
+    // none outlives its job
+    assert!(!stderr.contains("lives on"), "{stderr}");
+    for line in &started {
+        let pid: i32 = line.split_whitespace().next().unwrap().parse().unwrap();
+        assert!(!alive(pid), "worker {pid} outlived its job");
+    }
 
     f.set_latency(0.2, 0.9);
     let r = f.step_json(&["a slower idea"]);
@@ -161,62 +202,7 @@ fn a_session_runs_each_iteration_in_its_own_job_and_records_where() {
     let json: serde_json::Value = serde_json::from_str(&f.ok(&["status", "--json"])).unwrap();
     assert_eq!(json["session"]["runner"]["kind"], "slurm");
     assert_eq!(json["last_placement"]["job"], revert_job.as_str());
-}
-
-#[test]
-fn a_steps_runs_share_two_warm_workers_inside_its_job_and_end_with_it() {
-    let test = "a_steps_runs_share_two_warm_workers_inside_its_job_and_end_with_it";
-    let Some(mut f) = slurm_fixture(test) else {
-        return;
-    };
-    // a GPU on the node whose nvidia-smi lists the workers, as a real one lists their CUDA contexts
-    f.fake_gpu(Some(
-        "NVIDIA H200, 9.0, 580.159.04, 1980, 1980, 612, 143771, 41",
-    ));
-    f.gpu_processes("");
-    f.gpu_lists_workers();
-    start_slurm(&f, "-t 5");
-    let starts = f.root.join("../starts.txt");
-    f.set_latency(0.09, 0.9);
-    let out = f
-        .command(&["step", "--json", "tile size 256"])
-        .env("CUTILE_PERF_FIXTURE_STARTS", &starts)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", both(&out));
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(report["status"], "keep", "{report}");
-    let stderr = text(&out.stderr);
-    let job = f.trailer("HEAD", "Cutile-Perf-Slurm-Job");
-    // correctness, the round and the unseen inputs in one worker per side, each a step of the job
-    let started: Vec<String> = std::fs::read_to_string(&starts)
-        .unwrap()
-        .lines()
-        .map(str::to_string)
-        .collect();
-    assert_eq!(started.len(), 2, "{started:#?}");
-    for line in &started {
-        assert!(line.contains("--cutile-perf-worker="), "{line}");
-        assert!(line.ends_with(&format!(" slurm-job={job}")), "{line}");
-    }
-    for said in [
-        "correctness: in the warm candidate worker",
-        "round 1 baseline: in the warm baseline worker",
-        "unseen inputs: in the warm baseline worker",
-    ] {
-        assert!(stderr.contains(said), "{said:?} missing from:\n{stderr}");
-    }
-    // the node's nvidia-smi lists them by the pids they have there: ours, not other processes
-    assert!(!stderr.contains("other processes"), "{stderr}");
-    // none outlives the job
-    assert!(!stderr.contains("lives on"), "{stderr}");
-    assert_job_ended_cancelled(&job);
-    let status: serde_json::Value = serde_json::from_str(&f.ok(&["status", "--json"])).unwrap();
-    assert_eq!(status["workers"], serde_json::json!([]), "{status}");
-    for line in &started {
-        let pid: i32 = line.split_whitespace().next().unwrap().parse().unwrap();
-        assert!(!alive(pid), "worker {pid} outlived its job");
-    }
+    assert_eq!(json["workers"], serde_json::json!([]), "{json}");
 }
 
 #[test]
