@@ -469,6 +469,34 @@ fn workers_end_themselves_when_the_tool_is_killed() {
     }
 }
 
+#[test]
+fn another_sessions_kept_worker_on_the_gpu_is_named_with_how_to_end_it() {
+    let other = Fixture::new();
+    other.ok(&["start", "vector_add"]);
+    let theirs = kept_worker(&other);
+    let mut f = Fixture::new();
+    f.fake_gpu(Some(
+        "NVIDIA H200, 9.0, 580.159.04, 1980, 1980, 612, 143771, 41",
+    ));
+    f.gpu_processes(&format!("{theirs}, python3, 1024\n"));
+    let started = f.ok_all(&["start", "vector_add"]);
+    let named = format!(
+        "pid {theirs} is a warm worker git cutile-perf keeps for the session in {}, idle between its \
+         steps; `git cutile-perf repair` there ends it",
+        other.root.display()
+    );
+    assert!(
+        started.contains(&named),
+        "{named:?} missing from:\n{started}"
+    );
+    // still another process: the warning stays, and the record says so
+    assert!(
+        started.contains("warning: other processes use the GPU"),
+        "{started}"
+    );
+    other.ok(&["repair"]);
+}
+
 /// Appended to the candidate's kernel: on import, it writes into the baseline's code beside the work tree
 /// (six levels up from the kernel file is the workers' folder), as a kernel cheating its comparison might.
 const WRITES_THE_BASELINE: &str = r#"

@@ -10,9 +10,12 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
+use super::CHANNEL_OPTION;
 use crate::git::Repo;
+use crate::gpu::GpuState;
 use crate::process;
 use crate::process_identity::ProcessIdentity;
+use crate::runner::{Runner, Workers};
 
 /// The code a worker holds: a commit (for a candidate, one made of the step's snapshot) and its tree.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -195,6 +198,43 @@ pub fn all(repo: &Repo) -> Result<Vec<(PathBuf, Lasting)>> {
         records.extend(own(repo, path)?);
     }
     Ok(records)
+}
+
+/// For each process of `state` that is a warm worker of git cutile-perf kept for another repository's
+/// session on this machine (`runner` runs here), a line saying whose it is and how to end it: such a
+/// worker is idle between that session's steps, but it holds GPU memory.
+pub fn others_on_gpu(state: Option<&GpuState>, runner: &dyn Runner) -> Vec<String> {
+    if runner.workers() != Workers::Lasting {
+        return Vec::new();
+    }
+    let processes = state.map_or(&[][..], |state| &state.processes[..]);
+    processes
+        .iter()
+        .filter_map(|p| {
+            let repository = worker_repository(p.pid)?;
+            Some(format!(
+                "pid {} is a warm worker git cutile-perf keeps for the session in {}, idle between its \
+                 steps; `git cutile-perf repair` there ends it",
+                p.pid,
+                repository.display()
+            ))
+        })
+        .collect()
+}
+
+/// The repository a warm worker on this machine serves, read from its command line: its channel is
+/// `<git dir>/cutile-perf/workers/<home>/channel`.
+fn worker_repository(pid: u32) -> Option<PathBuf> {
+    let command_line = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    let channel = command_line
+        .split(|&byte| byte == 0)
+        .find_map(|arg| arg.strip_prefix(CHANNEL_OPTION.as_bytes()))?;
+    let channel = Path::new(std::str::from_utf8(channel).ok()?);
+    let git_dir = channel.ancestors().nth(4)?;
+    Some(match git_dir.file_name() {
+        Some(name) if name == ".git" => git_dir.parent()?.to_path_buf(),
+        _ => git_dir.to_path_buf(),
+    })
 }
 
 /// Seconds since the epoch.

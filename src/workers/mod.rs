@@ -34,6 +34,8 @@ use lasting::{Code, Lasting, WorkerEnv};
 pub const WORKER_PLUGIN: (&str, &str) =
     ("cutile_perf_worker", include_str!("cutile_perf_worker.py"));
 
+/// The worker's option naming its channel, as its command line carries it.
+const CHANNEL_OPTION: &str = "--cutile-perf-worker=";
 /// How often the tool looks for the worker's answer (a repetition takes seconds).
 const POLL: Duration = Duration::from_millis(20);
 /// How long a kept worker gets to answer a command that runs nothing, before it is reused.
@@ -113,7 +115,7 @@ impl Worker {
         let [r, worker] = pytest::write_plugin(&plugins, WORKER_PLUGIN)?;
         // the worker picks a round's cases by the ids this plugin gives
         pytest::write_plugin(&plugins, CASES_PLUGIN)?;
-        let channel_arg = format!("--cutile-perf-worker={}", channel.display());
+        let channel_arg = format!("{CHANNEL_OPTION}{}", channel.display());
         // its log outlives its home: a crash's reason names it
         let name = format!(
             "worker-{}",

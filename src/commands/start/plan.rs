@@ -19,6 +19,7 @@ use crate::refusals;
 use crate::runner::{self, Local, OnGpu, Runner};
 use crate::session::{BRANCH_PREFIX, Session};
 use crate::ui::Progress;
+use crate::workers::lasting;
 
 /// The paths the inspection found, with `--allow` added and `--deny` removed; never none.
 fn allowed_paths(
@@ -114,6 +115,9 @@ pub fn plan(repo: &Repo, args: &StartOptions, progress: &Progress) -> Result<Pla
     };
     if !no_gpu {
         require_gpu(gpu_state.as_ref(), progress)?;
+        for line in lasting::others_on_gpu(gpu_state.as_ref(), &*place) {
+            progress.line(&line);
+        }
     }
     let estimate = inspection.report.as_ref().and_then(|r| r.class.as_ref());
     // an option names the class; otherwise ncu may measure it after the baseline

@@ -192,6 +192,9 @@ pub fn gpu_ready(
     for warning in warnings {
         progress.line(&format!("warning: {warning}"));
     }
+    for line in lasting::others_on_gpu(state.as_ref(), place) {
+        progress.line(&line);
+    }
     if let Some(now) = &state
         && gpu::model_of(&now.gpu.identity()) != gpu::model_of(recorded)
     {
