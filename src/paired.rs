@@ -332,6 +332,18 @@ pub fn end_kept_workers(repo: &Repo) -> Result<Vec<u32>> {
     Ok(ended)
 }
 
+/// Removes the dumps of every code but `tree`'s (the baseline's after a step: the next step compares its
+/// candidate with them): what they gave is in the evidence notes, so the folder stays one code's size
+/// however long the session.
+pub fn prune_dumps(repo: &Repo, tree: &str) {
+    let dir = sandbox(repo).join("dumps");
+    for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+        if entry.file_name() != tree {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
 /// Where cuda-tile writes the kernels each side's runs compile: a folder per code, named by its tree,
 /// so that a baseline's dumps belong to the code its worker holds, whichever step's worker wrote them.
 pub fn dumps_of(repo: &Repo, tree: &str) -> PathBuf {

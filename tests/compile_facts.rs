@@ -245,6 +245,12 @@ fn a_steps_evidence_carries_its_compile_facts() {
     assert_eq!(step("even bigger tiles")["status"], "revert");
     let reverted = compile("HEAD").expect("the reverted iteration's compile facts");
     assert_eq!(reverted.tile_ir[&signature(512)].view_loads, 4);
+    // the dumps of the baseline's code alone are left: the next step compares with them
+    let dumps: Vec<String> = std::fs::read_dir(fixture.root.join("sandbox/dumps"))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(dumps, [fixture.git(&["rev-parse", "HEAD^{tree}"]).trim()]);
     fixture.ok(&["verify"]);
     let text = fixture.ok(&["compare", "1", "2"]);
     assert!(text.contains("compile:\n  view loads 2 -> 4\n"), "{text}");

@@ -30,7 +30,7 @@ use crate::session::{Iteration, fmt_change, fmt_ms, short};
 use crate::snapshot::Tested;
 use crate::stats::{self, ConfigChange};
 use crate::ui::{Progress, Render, Ui};
-use crate::{process, recovery, references};
+use crate::{paired, process, recovery, references};
 use attempt::{Checks, Tried, attempt, holders};
 use preflight::{Preflight, gpu_pool, gpu_ready, preflight, tests_ready};
 use record::{Recorded, record};
@@ -305,6 +305,12 @@ fn measure_and_record(
     let Recorded { id, iteration } = commit;
     history.push(id.clone(), iteration);
     holder.keep_as_baseline(repo, history.current_baseline_commit(), deadline, progress);
+    if let Ok(tree) = repo.git(&[
+        "rev-parse",
+        &format!("{}^{{tree}}", history.current_baseline_commit()),
+    ]) {
+        paired::prune_dumps(repo, tree.trim());
+    }
     journal.enter(repo, Phase::WritingTable)?;
     let table = write_table(repo, &history)?;
     Ok(Done {
