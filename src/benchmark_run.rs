@@ -24,17 +24,15 @@ pub fn benchmark(
     cases: Option<&[String]>,
 ) -> Result<(BenchmarkRun, Option<RunFile>)> {
     let runner = side.runner;
-    let read_gpu = || {
-        watch_gpu
-            .then(|| runner.place.gpu(runner.root))
-            .flatten()
-            .map(|state| without(state, ours))
-    };
+    let read_gpu = || watch_gpu.then(|| runner.place.gpu(runner.root)).flatten();
     let before = read_gpu();
     let measured = side.benchmark(statistic, label, cases)?;
+    let after = read_gpu();
+    // the side's worker says its pid once it runs (a worker started just now had not yet)
+    let ours: Vec<u32> = ours.iter().copied().chain(side.worker_pids()).collect();
     let watch = watch_gpu.then(|| GpuWatch {
-        before,
-        after: read_gpu(),
+        before: before.map(|state| without(state, &ours)),
+        after: after.map(|state| without(state, &ours)),
     });
     if let Some(others) = watch.as_ref().map(GpuWatch::others)
         && !others.is_empty()

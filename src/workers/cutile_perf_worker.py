@@ -3,7 +3,8 @@ the perf selection once, then runs it again each time the tool asks, one repetit
 
 The tool owns the channel, a directory given as `--cutile-perf-worker=DIR`:
 
-- the worker writes `ready` (JSON: its pid and the cases it collected) when collection is over, or
+- the worker writes `pid` (JSON: its pid where it runs) as it starts, and `ready` (JSON: its pid and the
+  cases it collected) when collection is over, or
   `cold` (JSON: why) when the suite cannot be kept warm (then it runs nothing and ends);
 - the tool writes `run-N` (JSON: the JUnit path of command N, the `-k` expression that picks its cases
   among those collected, the cases' JUnit ids (`classname::name`) when a round runs only some of them,
@@ -127,6 +128,8 @@ def _watch(channel):
 def pytest_configure(config):
     channel = config.getoption("--cutile-perf-worker")
     if channel:
+        # its pid where it runs (a Slurm node's), before collection: the tool's GPU watch counts it as ours
+        _write(channel, "pid", {"pid": os.getpid()})
         _watch(channel)
 
 

@@ -210,11 +210,11 @@ impl Worker {
         self.process.pid()
     }
 
-    /// Its pid, and the pid its pytest wrote when ready where that differs (a Slurm job step: the pid on
-    /// the node, which that node's nvidia-smi lists).
+    /// Its pid, and the pid its pytest wrote as it started where that differs (a Slurm job step: the pid
+    /// on the node, which that node's nvidia-smi lists).
     fn pids(&self) -> Vec<u32> {
-        let ready = std::fs::read_to_string(self.channel.join("ready")).ok();
-        let on_its_machine = ready
+        let written = std::fs::read_to_string(self.channel.join("pid")).ok();
+        let on_its_machine = written
             .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
             .and_then(|ready| ready["pid"].as_u64())
             .and_then(|pid| u32::try_from(pid).ok());
