@@ -12,8 +12,9 @@ use crate::records::Statistic;
 use crate::workers::Side;
 
 /// Runs `side`'s benchmark as run `name` (`label` on the terminal); `watch_gpu` reads the GPU around
-/// it (a session without a GPU skips that), leaving out the process groups `ours` (the workers). `cases`
-/// narrows a warm repetition to those test cases (a round on the configs still open).
+/// it (a session without a GPU skips that), leaving out `side`'s own workers and the process groups
+/// `ours` (the other workers). `cases` narrows a warm repetition to those test cases (a round on the
+/// configs still open).
 pub fn benchmark(
     side: &mut Side,
     statistic: Statistic,

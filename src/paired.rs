@@ -290,6 +290,11 @@ impl Held<'_> {
 pub struct Holders<'a>(pub Vec<Held<'a>>);
 
 impl Holders<'_> {
+    /// The tree of the code they hold: the new baseline's.
+    pub fn tree(&self) -> Option<&str> {
+        self.0.first().map(|held| held.code.tree.as_str())
+    }
+
     /// Keeps each GPU's worker as the baseline's for the next step ([`Held::keep_as_baseline`]).
     pub fn keep_as_baseline(
         self,

@@ -304,12 +304,10 @@ fn measure_and_record(
     }
     let Recorded { id, iteration } = commit;
     history.push(id.clone(), iteration);
+    let baseline_tree = holder.tree().map(str::to_string);
     holder.keep_as_baseline(repo, history.current_baseline_commit(), deadline, progress);
-    if let Ok(tree) = repo.git(&[
-        "rev-parse",
-        &format!("{}^{{tree}}", history.current_baseline_commit()),
-    ]) {
-        paired::prune_dumps(repo, tree.trim());
+    if let Some(tree) = baseline_tree {
+        paired::prune_dumps(repo, &tree);
     }
     journal.enter(repo, Phase::WritingTable)?;
     let table = write_table(repo, &history)?;
