@@ -395,7 +395,7 @@ mod tests {
                 stage: Stage::Correctness,
                 why: "pytest was killed by signal 9".into(),
             }),
-            undecided: Vec::new(),
+            ..Ended::default()
         });
         assert_eq!(
             check_iteration(&session, &prior, &crashed, &newer, &[]),

@@ -20,6 +20,7 @@ use crate::gpu::{GpuProcess, GpuState};
 use crate::records::{CaseOutcome, CaseReport, RecordFile};
 use crate::session::Session;
 use crate::trailers::Block;
+use crate::verdict::Rules;
 
 /// The notes ref the evidence lives in.
 pub const NOTES_REF: &str = "refs/notes/cutile-perf";
@@ -142,8 +143,12 @@ pub struct Evidence {
     /// The commit the note was written for, as it was then (none in notes written before it was kept).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub binding: Option<Binding>,
-    /// How the step's measurement ended where its runs' files cannot say (empty in older notes).
-    #[serde(default, skip_serializing_if = "Ended::is_empty")]
+    /// How the step's measurement ended where its runs' files cannot say, and by which revision of the
+    /// rounds' rules (none in older notes: the first).
+    #[serde(
+        default = "Ended::of_older_note",
+        skip_serializing_if = "Ended::is_empty"
+    )]
     pub ended: Ended,
 }
 
@@ -159,11 +164,28 @@ pub struct Ended {
     /// round fitted: why (the budget left, a round's length).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub undecided: Vec<Undecided>,
+    /// The revision of the rounds' rules that decided them; a note written before it was kept was
+    /// decided by the first.
+    #[serde(default = "first_rules")]
+    pub rules: Rules,
+}
+
+fn first_rules() -> Rules {
+    Rules::First
 }
 
 impl Ended {
+    /// What a note written before `Ended` was kept says: nothing, under the first rules.
+    fn of_older_note() -> Ended {
+        Ended {
+            rules: Rules::First,
+            ..Ended::default()
+        }
+    }
+
+    /// Whether it says no more than an older note without it.
     pub fn is_empty(&self) -> bool {
-        self.crash.is_none() && self.undecided.is_empty()
+        *self == Ended::of_older_note()
     }
 
     /// Why the rounds named `prefix` were decided on their means, where the step said so.
@@ -599,6 +621,22 @@ mod tests {
         let json = serde_json::to_string(&old).unwrap();
         assert!(!json.contains("gpu_state") && !json.contains("\"before\""));
         assert_eq!(serde_json::from_str::<Evidence>(&json).unwrap(), old);
+    }
+
+    #[test]
+    fn a_note_names_the_rules_that_decided_it_and_older_notes_read_as_the_first() {
+        let evidence = evidence(1);
+        let json = serde_json::to_value(&evidence).unwrap();
+        assert_eq!(json["ended"], serde_json::json!({"rules": "pooled"}));
+        let mut older = json.clone();
+        older.as_object_mut().unwrap().remove("ended");
+        let read: Evidence = serde_json::from_value(older).unwrap();
+        assert_eq!(read.ended.rules, Rules::First);
+        let mut crashed_older = json;
+        crashed_older["ended"] = serde_json::json!({"crash": {"stage": "rounds", "why": "x"}});
+        let read: Evidence = serde_json::from_value(crashed_older).unwrap();
+        assert_eq!(read.ended.rules, Rules::First);
+        assert!(read.ended.crash.is_some());
     }
 
     #[test]

@@ -138,7 +138,7 @@ fn decided(
     session: &Session,
 ) -> Result<Decided, String> {
     let rounds = rounds(runs, prefix, session.statistic)?;
-    let floor = verdict::NoiseFloor::from_spreads(&session.spread);
+    let floor = verdict::NoiseFloor::from_spreads(&session.spread).under(ended.rules);
     let why = ended.undecided(prefix).unwrap_or(NO_FURTHER_ROUND);
     verdict::decide_anyway(&rounds, &session.thresholds, &floor, why).map_err(|e| e.to_string())
 }
@@ -148,6 +148,7 @@ mod tests {
     use super::*;
     use crate::records::{RecordFile, RecordFormat};
     use crate::session::tests::session;
+    use crate::verdict::Rules;
 
     fn correctness(cases: &str) -> RunFile {
         RunFile::new(
@@ -165,7 +166,7 @@ mod tests {
                 stage,
                 why: "pytest was killed by signal 9".into(),
             }),
-            undecided: Vec::new(),
+            ..Ended::default()
         }
     }
 
@@ -198,6 +199,64 @@ mod tests {
             Attempt::Crashed {
                 correctness: Correctness::Pass,
                 why: "no round benchmark runs".into()
+            }
+        );
+    }
+
+    /// A benchmark run `name` of configs `t::<id>` with these medians (ms).
+    fn benchmark(name: &str, configs: &[(&str, f64)]) -> RunFile {
+        let cases: String = configs
+            .iter()
+            .map(|(id, ms)| {
+                format!(
+                    r#"<testcase classname="t" name="{id}"><properties><property name="benchmark" value="{{'cutile': {{'forward': {{'median': {ms}}}}}}}"/></properties></testcase>"#
+                )
+            })
+            .collect();
+        RunFile::new(
+            name,
+            RecordFile {
+                format: RecordFormat::Junit,
+                text: format!("<testsuite>{cases}</testsuite>"),
+            },
+        )
+    }
+
+    #[test]
+    fn a_note_is_replayed_by_the_rules_that_decided_it() {
+        // round 1: a 3% faster, clear of the limit; b (1.5 us) within noise of it; round 2 ran b only,
+        // as the first rules asked, and the budget ended the step there
+        let runs = [
+            correctness(r#"<testcase classname="t" name="a"/><testcase classname="t" name="b"/>"#),
+            benchmark("round-1-baseline", &[("a", 1.0), ("b", 0.0015)]),
+            benchmark("round-1-candidate", &[("a", 0.97), ("b", 0.0015)]),
+            benchmark("round-2-candidate", &[("b", 0.0015)]),
+            benchmark("round-2-baseline", &[("b", 0.0015)]),
+        ];
+        let under = |rules| {
+            let ended = Ended {
+                rules,
+                ..Ended::default()
+            };
+            attempt(&runs, &ended, &session(), &[]).attempt
+        };
+        let Attempt::Measured {
+            paired: decided, ..
+        } = under(Rules::First)
+        else {
+            panic!("not decided under the first rules")
+        };
+        assert!(
+            decided.reason.contains("decided on the means"),
+            "{}",
+            decided.reason
+        );
+        // the rules of today would have measured a again in round 2
+        assert_eq!(
+            under(Rules::Pooled),
+            Attempt::Crashed {
+                correctness: Correctness::Pass,
+                why: "t::a forward is missing from round 2's baseline run".into()
             }
         );
     }

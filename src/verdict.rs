@@ -27,7 +27,15 @@
 //! (`stats.rs` says why) with the configs' variances added; its interval picks the tier: continue
 //! (all >= `continue_pct`), lower-priority (all in `gain_pct..continue_pct`), stop (all < `gain_pct`).
 //! Anything straddling a threshold is ambiguous and asks for another round, as git-perf's audits refuse to
-//! judge below a minimum count of measurements. A config regressed beyond noise reverts from the second
+//! judge below a minimum count of measurements. A later round runs only the configs still open against the
+//! regression limit, unless the aggregate straddles a tier: then every config, since the aggregate cannot
+//! narrow through configs left at one round. And the configs measured more than once lend their excess
+//! scatter to every config's prior ([`excess_noise`]): where processes land further apart than the model
+//! says, a config closed on the model alone opens again. From [`ROUNDS_FOR_ORDER`] rounds on, a config's
+//! change is fitted with the order of the sides as a second term (a crossover design's period effect):
+//! on an H200 the side measured second was often 2-7% slower on microsecond configs, which alternating
+//! takes out of the mean of an even count of rounds but not out of their scatter. Notes say which
+//! revision of these rules decided them ([`Rules`]), and are replayed by it. A config regressed beyond noise reverts from the second
 //! round on ([`ROUNDS_TO_REVERT`]): one round cannot tell a real change from a noise model wrong for this
 //! GPU, unless it would be beyond noise were the model [`ONE_ROUND_DOUBT`] times too optimistic.
 //! When the budget (or [`MAX_ROUNDS`]) allows no further round, [`decide_anyway`] applies the single-run
@@ -122,12 +130,28 @@ pub enum RoundsError {
     },
 }
 
+/// The revisions of these rules, as the evidence notes them (`evidence::Ended::rules`): `verify` replays
+/// a note by the rules that decided it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Rules {
+    /// A later round runs the configs open against the regression limit only (every config once none
+    /// is and the aggregate straddles a tier); each config's prior is the model's or the floor's.
+    First,
+    /// Every config while the aggregate straddles a tier, and the other configs' excess scatter widens
+    /// each prior ([`excess_noise`]).
+    #[default]
+    Pooled,
+}
+
 /// The noise the session measured at `start` (each config's spread between the baseline's runs), which
-/// raises a config's prior above the model where this GPU and grid are noisier than the model says.
+/// raises a config's prior above the model where this GPU and grid are noisier than the model says, and
+/// the revision of the rules that weighs it.
 #[derive(Debug, Clone, Default)]
 pub struct NoiseFloor {
     /// Per (pass, test): the standard deviation of one run's log latency.
     sd: HashMap<(String, String), f64>,
+    rules: Rules,
 }
 
 impl NoiseFloor {
@@ -142,7 +166,13 @@ impl NoiseFloor {
                     (key, s.spread_pct / 100.0 / two_over_root_pi)
                 })
                 .collect(),
+            rules: Rules::default(),
         }
+    }
+
+    /// The same floor, weighed by an earlier revision of the rules (a note's).
+    pub fn under(self, rules: Rules) -> NoiseFloor {
+        NoiseFloor { rules, ..self }
     }
 
     /// One run's standard deviation of log latency for a config: the model's, or the measured floor if
@@ -180,6 +210,7 @@ pub fn decide(
             test: config.test.clone(),
             ratios: Vec::new(),
             bases: Vec::new(),
+            orders: Vec::new(),
         })
         .collect();
     let mut open = vec![true; tallies.len()];
@@ -203,6 +234,9 @@ pub fn decide(
             let c = *candidate.get(&key).ok_or_else(|| missing("candidate"))?;
             tally.ratios.push(c.ln() - b.ln());
             tally.bases.push(b.ln());
+            tally
+                .orders
+                .push(if candidate_first(index) { 1.0 } else { -1.0 });
         }
         let (judged, still_open) = judge(&tallies, index + 1, limits, floor);
         // a decided prefix leaves nothing open; rounds after it (none in a step) count every config
@@ -212,12 +246,101 @@ pub fn decide(
     Ok(verdict.expect("at least one round"))
 }
 
-/// One config's paired log ratios and baseline log latencies, one per round that counted it.
+/// One config's paired log ratios, baseline log latencies and orders (1 candidate first, -1 baseline
+/// first), one per round that counted it.
 struct Tally {
     pass: String,
     test: String,
     ratios: Vec<f64>,
     bases: Vec<f64>,
+    orders: Vec<f64>,
+}
+
+/// A config's change fitted over its rounds: the log ratio, the mean baseline log latency, the residual
+/// sum of squares with its degrees of freedom, and the share of one round's variance in the change's.
+struct Fit {
+    change: f64,
+    base: f64,
+    residual: f64,
+    dof: f64,
+    share: f64,
+}
+
+/// Rounds from which a config's change is fitted with the order of its sides taken out (two rounds'
+/// residual freedom): fewer would leave nothing to measure the noise by.
+const ROUNDS_FOR_ORDER: usize = 4;
+
+impl Tally {
+    /// The mean log ratio over the rounds; under the pooled rules, from [`ROUNDS_FOR_ORDER`] rounds in
+    /// both orders on, less the order's effect (a least-squares line in the order): on an H200 the side
+    /// measured second was often 2-7% slower on rope's microsecond configs, which the alternation takes
+    /// out of the mean but not out of the scatter (`tests/data/rope-paired-h200/`).
+    fn fit(&self, rules: Rules) -> Fit {
+        let n = self.ratios.len() as f64;
+        let mean = self.ratios.iter().sum::<f64>() / n;
+        let base = self.bases.iter().sum::<f64>() / n;
+        let plain = Fit {
+            change: mean,
+            base,
+            residual: self.ratios.iter().map(|d| (d - mean).powi(2)).sum(),
+            dof: n - 1.0,
+            share: 1.0 / n,
+        };
+        let order_mean = self.orders.iter().sum::<f64>() / n;
+        let spread: f64 = self.orders.iter().map(|s| (s - order_mean).powi(2)).sum();
+        if rules == Rules::First || self.ratios.len() < ROUNDS_FOR_ORDER || spread == 0.0 {
+            return plain;
+        }
+        let order = self
+            .orders
+            .iter()
+            .zip(&self.ratios)
+            .map(|(s, d)| (s - order_mean) * (d - mean))
+            .sum::<f64>()
+            / spread;
+        let change = mean - order * order_mean;
+        Fit {
+            change,
+            base,
+            residual: self
+                .orders
+                .iter()
+                .zip(&self.ratios)
+                .map(|(s, d)| (d - change - order * s).powi(2))
+                .sum(),
+            dof: n - 2.0,
+            share: 1.0 / n + order_mean.powi(2) / spread,
+        }
+    }
+
+    /// The variance of one round's log ratio that the noise model and the session's floor expect.
+    fn prior(&self, floor: &NoiseFloor) -> f64 {
+        let base = self.bases.iter().sum::<f64>() / self.bases.len() as f64;
+        2.0 * floor.process_sd(&self.pass, &self.test, base.exp()).powi(2)
+    }
+}
+
+/// How much noisier than their priors the other configs measured more than once were, pooled over them
+/// (at least 1): for each config, a factor on its prior variance. A config closed after one round rests
+/// on its prior alone; where the others' rounds show this GPU noisier than the model and the floor say (on
+/// an H200, processes of rope's microsecond configs landed 2-7% apart, `tests/data/rope-paired-h200/`), its
+/// interval widens with theirs and it is measured again. A config's own scatter is left out of its factor
+/// (it counts once, in its own variance), and the model counts as [`PRIOR_DOF`] degrees of freedom here
+/// too, so a few rounds' scatter moves it only as far as they weigh.
+fn excess_noise(tallies: &[Tally], floor: &NoiseFloor) -> Vec<f64> {
+    let own: Vec<(f64, f64)> = tallies
+        .iter()
+        .map(|tally| {
+            let fit = tally.fit(floor.rules);
+            (fit.residual / tally.prior(floor), fit.dof)
+        })
+        .collect();
+    let (relative, dof) = own
+        .iter()
+        .fold((0.0, 0.0), |(r, d), (own_r, own_d)| (r + own_r, d + own_d));
+    own.iter()
+        .map(|(own_r, own_d)| ((PRIOR_DOF + relative - own_r) / (PRIOR_DOF + dof - own_d)).max(1.0))
+        .collect()
 }
 
 /// The verdict after `rounds` rounds, and which configs stay open (`None` when decided).
@@ -272,11 +395,13 @@ fn judge(
         );
     }
     let agg = &estimate.aggregate;
-    let tier = if ambiguous.is_empty() {
-        interval_tier(agg.low_pct, agg.high_pct, limits)
-    } else {
-        None
-    };
+    let agg_tier = interval_tier(agg.low_pct, agg.high_pct, limits);
+    if agg_tier.is_none() && (floor.rules == Rules::Pooled || ambiguous.is_empty()) {
+        // the aggregate needs every config: one measured only in round 1 would otherwise weigh in it
+        // unmeasured while the open ones narrow it (an H200 null edit of rope was kept as a 3% gain so)
+        open = vec![true; changes.len()];
+    }
+    let tier = if ambiguous.is_empty() { agg_tier } else { None };
     match tier {
         Some(tier) => {
             let reason = gain_reason(tier, agg, limits);
@@ -300,8 +425,6 @@ fn judge(
                     fmt_pct(limits.gain_pct),
                     fmt_pct(limits.continue_pct)
                 );
-                // every config is clear of the limit: the aggregate, which needs them all, is open
-                open = vec![true; changes.len()];
             }
             let open_cases = open_cases(tallies, &open);
             (
@@ -467,17 +590,20 @@ fn estimate(tallies: &[Tally], rounds: usize, floor: &NoiseFloor) -> (Estimate, 
     let mut configs = Vec::with_capacity(tallies.len());
     let mut changes = Vec::with_capacity(tallies.len());
     let (mut agg_log, mut agg_var, mut agg_base) = (0.0, 0.0, 0.0);
-    for tally in tallies {
-        let n = tally.ratios.len() as f64;
-        let mean = tally.ratios.iter().sum::<f64>() / n;
-        let base = tally.bases.iter().sum::<f64>() / n;
-        let scatter: f64 = tally.ratios.iter().map(|d| (d - mean).powi(2)).sum();
-        let prior = 2.0
-            * floor
-                .process_sd(&tally.pass, &tally.test, base.exp())
-                .powi(2);
-        let sd = ((PRIOR_DOF * prior + scatter) / (PRIOR_DOF + n - 1.0)).sqrt();
-        let se = sd / n.sqrt();
+    let excess = match floor.rules {
+        Rules::First => vec![1.0; tallies.len()],
+        Rules::Pooled => excess_noise(tallies, floor),
+    };
+    for (tally, excess) in tallies.iter().zip(excess) {
+        let Fit {
+            change: mean,
+            base,
+            residual,
+            dof,
+            share,
+        } = tally.fit(floor.rules);
+        let prior = excess * tally.prior(floor);
+        let se = ((PRIOR_DOF * prior + residual) / (PRIOR_DOF + dof) * share).sqrt();
         configs.push(ConfigEstimate {
             pass: tally.pass.clone(),
             test: tally.test.clone(),
@@ -793,6 +919,56 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn a_config_closed_in_round_one_is_measured_again_while_the_aggregate_straddles_a_tier() {
+        // t0 3% faster, clear of the limit; t1 (1.5 us) within noise of it; the aggregate on the 2% edge
+        let Verdict::NeedMoreRounds { open, estimate, .. } = decide(
+            &[round(&[1.0, 0.0015], &[0.97, 0.0015])],
+            &limits(),
+            &NoiseFloor::default(),
+        )
+        .unwrap() else {
+            panic!("decided in round one")
+        };
+        assert!(estimate.configs[0].high_pct < 0.0);
+        assert!(estimate.aggregate.low_pct < 2.0 && estimate.aggregate.high_pct > 2.0);
+        assert_eq!(open, ["t0", "t1"]);
+    }
+
+    /// A tally of one config over rounds that alternate the order from round 1 (baseline first), each
+    /// round's ratio `change` plus `order` when the candidate runs second.
+    fn alternating(rounds: usize, change: f64, order: f64) -> Tally {
+        let orders: Vec<f64> = (0..rounds)
+            .map(|i| if candidate_first(i) { 1.0 } else { -1.0 })
+            .collect();
+        Tally {
+            pass: "forward".into(),
+            test: "t0".into(),
+            ratios: orders.iter().map(|s| change - order * s).collect(),
+            bases: vec![0.0; rounds],
+            orders,
+        }
+    }
+
+    #[test]
+    fn the_order_of_the_sides_is_taken_out_of_a_configs_change_from_four_rounds_on() {
+        let (change, order) = (-0.03, 0.04);
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-12;
+        let fit = alternating(4, change, order).fit(Rules::Pooled);
+        assert!(close(fit.change, change) && close(fit.residual, 0.0));
+        assert_eq!((fit.dof, fit.share), (2.0, 0.25));
+        // an odd count: the plain mean would carry a fifth of the order's effect
+        let fit = alternating(5, change, order).fit(Rules::Pooled);
+        assert!(close(fit.change, change) && close(fit.residual, 0.0));
+        assert!(close(fit.share, 0.2 + 0.04 / 4.8) && fit.dof == 3.0);
+        // three rounds leave too little to fit it by, and the first rules never did
+        let fit = alternating(3, change, order).fit(Rules::Pooled);
+        assert!(close(fit.change, change + order / 3.0) && fit.dof == 2.0);
+        let fit = alternating(4, change, order).fit(Rules::First);
+        assert!(close(fit.change, change) && close(fit.residual, 4.0 * order * order));
+        assert_eq!((fit.dof, fit.share), (3.0, 0.25));
+    }
+
+    #[test]
     fn scatter_between_rounds_widens_the_interval() {
         let rounds = [
             round(&[1.0], &[0.96]),
@@ -873,5 +1049,129 @@ pub(crate) mod tests {
             matches!(&with_floor, Verdict::NeedMoreRounds { ambiguous, .. } if ambiguous.contains("within noise of the 2% regression limit")),
             "{with_floor:?}"
         );
+    }
+}
+
+/// The paired rounds of three null edits of rope on an H200 (`tests/data/rope-paired-h200/`), replayed.
+#[cfg(test)]
+mod h200_rounds {
+    use super::*;
+    use crate::records::{self, RecordFormat, Statistic};
+
+    const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/rope-paired-h200");
+
+    fn run(name: &str) -> Option<Vec<Measurement>> {
+        let text = std::fs::read_to_string(format!("{DATA}/{name}.xml")).ok()?;
+        let cases = RecordFormat::Junit.parse(&text).unwrap();
+        Some(records::measurements(&cases, Statistic::Mean).unwrap())
+    }
+
+    /// The session's floor: the spread of its two baseline runs.
+    fn floor() -> NoiseFloor {
+        let runs = [
+            run("00-benchmark-1").unwrap(),
+            run("00-benchmark-2").unwrap(),
+        ];
+        NoiseFloor::from_spreads(&crate::stats::combine_runs(&runs).unwrap().1)
+    }
+
+    fn rounds(iteration: u32) -> Vec<Round> {
+        (1..)
+            .map_while(|n| {
+                Some(Round {
+                    baseline: run(&format!("{iteration:02}-round-{n}-baseline"))?,
+                    candidate: run(&format!("{iteration:02}-round-{n}-candidate"))?,
+                })
+            })
+            .collect()
+    }
+
+    /// The second null edit (two terms of a sum swapped): round 1 put rope's 1.5-2 us configs 4-6.5%
+    /// faster in the candidate, clear of the regression limit, and the rule then measured only the two
+    /// configs still open; seven rounds later it kept the edit as a 3.24% gain (2.11% to 4.34%) from the
+    /// others' single round. The aggregate straddling the 2% tier keeps every config in the rounds.
+    #[test]
+    fn a_null_edits_aggregate_straddling_a_tier_keeps_every_config_measured() {
+        let rounds = rounds(2);
+        assert_eq!(rounds.len(), 9);
+        match decide(&rounds[..1], &Thresholds::default(), &floor()).unwrap() {
+            Verdict::NeedMoreRounds { open, estimate, .. } => {
+                let agg = &estimate.aggregate;
+                assert!(agg.low_pct < 2.0 && agg.high_pct > 2.0, "{agg:?}");
+                assert_eq!(open.len(), 8, "{open:?}");
+            }
+            decided => panic!("decided after one round: {decided:?}"),
+        }
+    }
+
+    /// The first null edit: round 2's scatter (processes 2-6% apart on microsecond configs, where the
+    /// model and the floor allow 0.4-1.3%) reopens the configs round 1 closed on their priors.
+    #[test]
+    fn the_scatter_of_the_configs_measured_twice_widens_those_measured_once() {
+        let rounds = rounds(1);
+        let floor = floor();
+        let first = decide(&rounds[..1], &Thresholds::default(), &floor).unwrap();
+        let Verdict::NeedMoreRounds { open, .. } = first else {
+            panic!("decided after one round: {first:?}")
+        };
+        assert_eq!(open.len(), 6);
+        let tallies = tallies_of(&rounds[..2]);
+        // the two configs round 1 closed, from the six round 2 measured
+        let once: Vec<f64> = excess_noise(&tallies, &floor)
+            .into_iter()
+            .zip(&tallies)
+            .filter(|(_, tally)| tally.ratios.len() == 1)
+            .map(|(factor, _)| factor)
+            .collect();
+        assert_eq!(once.len(), 2);
+        assert!(once.iter().all(|&factor| factor > 4.0), "{once:?}");
+    }
+
+    /// The first null edit's 15 rounds of `8-128-32-8-128-0.5` (4.6 us): the side measured second was
+    /// about 2% slower in each, which the order's fit takes out of the scatter.
+    #[test]
+    fn the_h200s_order_effect_leaves_a_fraction_of_the_scatter() {
+        let tallies = tallies_of(&rounds(1));
+        let tally = tallies
+            .iter()
+            .find(|t| {
+                t.test
+                    .ends_with("[cutile-torch.float16-8-128-32-8-128-0.5]")
+            })
+            .unwrap();
+        assert_eq!(tally.ratios.len(), 15);
+        let sd = |fit: Fit| (fit.residual / fit.dof).sqrt();
+        let (plain, fitted) = (sd(tally.fit(Rules::First)), sd(tally.fit(Rules::Pooled)));
+        assert!(plain > 0.02 && fitted < 0.01, "{plain} {fitted}");
+    }
+
+    /// Each config's tally over `rounds`: the rounds that measured it.
+    fn tallies_of(rounds: &[Round]) -> Vec<Tally> {
+        rounds[0]
+            .baseline
+            .iter()
+            .map(|config| {
+                let value = |run: &[Measurement]| {
+                    run.iter()
+                        .find(|m| m.pass == config.pass && m.test == config.test)
+                        .map(|m| m.value)
+                };
+                let pairs: Vec<(f64, f64, f64)> = rounds
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, r)| {
+                        let order = if candidate_first(i) { 1.0 } else { -1.0 };
+                        Some((value(&r.baseline)?, value(&r.candidate)?, order))
+                    })
+                    .collect();
+                Tally {
+                    pass: config.pass.clone(),
+                    test: config.test.clone(),
+                    ratios: pairs.iter().map(|(b, c, _)| c.ln() - b.ln()).collect(),
+                    bases: pairs.iter().map(|(b, _, _)| b.ln()).collect(),
+                    orders: pairs.iter().map(|(_, _, order)| *order).collect(),
+                }
+            })
+            .collect()
     }
 }
