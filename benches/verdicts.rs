@@ -6,12 +6,15 @@
 //! `latency * effect * exp(sd * N(0,1))`, rounded to the GPU timer's tick, with `sd` either the noise
 //! model of `noise.rs` for the config's latency ("model", the one fitted on all H200 data) or the spread
 //! of that config's own ten runs ("measured"). Most of that spread is fixed for a process's life
-//! ([`FIXED_PER_PROCESS`]): a run in a process that has measured before draws only the rest.
+//! ([`FIXED_PER_PROCESS`]): a run in a process that has measured before draws only the rest. "order" adds
+//! to the measured spread what a later H200 session showed: the side measured second in a round slower,
+//! by up to about 0.1 us ([`ORDER_MS`]).
 //!
 //! The single-run rule compares one candidate run with one baseline run measured earlier; the paired
 //! rules measure both sides in rounds until `verdict::decide` decides (at most `MAX_ROUNDS`): "one pair"
 //! repeats every round in the same two processes (the warm workers before rounds in fresh processes),
-//! "paired" measures each round after the first in a fresh pair, as `paired.rs` does. A fixed seed makes
+//! "paired" measures each round after the first in a fresh pair, as `paired.rs` does, by today's rules
+//! ("paired first": by their first revision, `verdict::Rules::First`). A fixed seed makes
 //! the table reproducible. A 3% regression hits one config, a different one each trial.
 //!
 //! A second table prices each paired step in GPU seconds, from the H200 costs of rope and rms_norm
@@ -28,7 +31,7 @@ use git_cutile_perf::decision::{Thresholds, Tier};
 use git_cutile_perf::noise::{TIMER_TICK_MS, process_sd};
 use git_cutile_perf::records::{self, Measurement, Statistic};
 use git_cutile_perf::stats;
-use git_cutile_perf::verdict::{self, Round, Verdict};
+use git_cutile_perf::verdict::{self, Round, Rules, Verdict};
 
 const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data");
 const TRIALS: usize = 4000;
@@ -56,10 +59,12 @@ impl Rng {
     }
 }
 
-/// Configs with their latency (ms) and spread (sd of ln median between runs).
+/// Configs with their latency (ms) and spread (sd of ln median between runs), and how much slower the
+/// side measured second in a round may be (the scale of a penalty in ln latency; none in the model).
 struct Grid {
     latency_ms: Vec<f64>,
     sd: Vec<f64>,
+    order: Vec<f64>,
 }
 
 /// Rope's runs of unchanged code on an H200, in sets of back-to-back runs: three processes, and the
@@ -100,6 +105,7 @@ fn measured_grid() -> Grid {
     let mut grid = Grid {
         latency_ms: Vec::new(),
         sd: Vec::new(),
+        order: Vec::new(),
     };
     for config in &sets[0][0] {
         let key = (config.pass.as_str(), config.test.as_str());
@@ -123,6 +129,7 @@ fn measured_grid() -> Grid {
         grid.latency_ms
             .push((values.iter().sum::<f64>() / values.len() as f64).exp());
         grid.sd.push((squares / dof).sqrt());
+        grid.order.push(0.0);
     }
     grid
 }
@@ -131,7 +138,25 @@ fn measured_grid() -> Grid {
 fn model_grid() -> Grid {
     let latency_ms = measured_grid().latency_ms;
     let sd = latency_ms.iter().map(|&l| process_sd(l)).collect();
-    Grid { latency_ms, sd }
+    let order = vec![0.0; latency_ms.len()];
+    Grid {
+        latency_ms,
+        sd,
+        order,
+    }
+}
+
+/// How much later the side measured second may be, in ms: on an H200 the second side of a round was often
+/// 2-7% slower on rope's 1.7-6 us configs, about 0.1 us whatever the config
+/// (`sandbox/examples/warm/rope-mean/`).
+const ORDER_MS: f64 = 1.0e-4;
+
+/// The measured grid with an order effect: each step draws, per config, the second side's penalty
+/// `ORDER_MS / latency * |N(0,1)|` (in ln latency), which holds for every round of the step.
+fn ordered_grid() -> Grid {
+    let mut grid = measured_grid();
+    grid.order = grid.latency_ms.iter().map(|&l| ORDER_MS / l).collect();
+    grid
 }
 
 /// The share of a config's variance between runs that is fixed for a process's life (an autotuner's
@@ -217,30 +242,51 @@ struct PairedTrial {
     on_means: bool,
 }
 
-/// The paired rule, every round in the same pair of processes (`one_pair`) or each in a fresh pair.
+/// The paired rule by `rules`, every round in the same pair of processes (`one_pair`) or each in a fresh
+/// pair, the side measured second in each round slowed by the grid's order effect.
 fn paired(
     rng: &mut Rng,
     grid: &Grid,
     effects: &[f64],
     limits: &Thresholds,
     one_pair: bool,
+    rules: Rules,
 ) -> PairedTrial {
     let mut rounds = Vec::new();
     let mut cases = vec![effects.len()];
     let mut pair = [process(rng, grid), process(rng, grid)];
+    // no draw without an order effect: the other grids' trials stay as they were
+    let penalty: Vec<f64> = grid
+        .order
+        .iter()
+        .map(|&o| {
+            if o == 0.0 {
+                1.0
+            } else {
+                (o * rng.normal()).abs().exp()
+            }
+        })
+        .collect();
+    let floor = verdict::NoiseFloor::default().under(rules);
     loop {
         if !rounds.is_empty() && !one_pair {
             pair = [process(rng, grid), process(rng, grid)];
         }
+        let second = |effects: &[f64]| -> Vec<f64> {
+            effects.iter().zip(&penalty).map(|(e, p)| e * p).collect()
+        };
+        let baseline = vec![1.0; effects.len()];
+        let (baseline, candidate) = match verdict::candidate_first(rounds.len()) {
+            true => (second(&baseline), effects.to_vec()),
+            false => (baseline, second(effects)),
+        };
         rounds.push(Round {
-            baseline: run_in(rng, grid, &vec![1.0; effects.len()], &pair[0]),
-            candidate: run_in(rng, grid, effects, &pair[1]),
+            baseline: run_in(rng, grid, &baseline, &pair[0]),
+            candidate: run_in(rng, grid, &candidate, &pair[1]),
         });
         // every config is measured (the verdict counts the open ones only); the next round's price is
         // the open ones'
-        match verdict::decide(&rounds, limits, &verdict::NoiseFloor::default())
-            .expect("same configs")
-        {
+        match verdict::decide(&rounds, limits, &floor).expect("same configs") {
             Verdict::Decided(d) => {
                 return PairedTrial {
                     kept: Kept::of(d.tier),
@@ -372,24 +418,29 @@ fn main() {
             right: Kept::LowerPriority,
         },
     ];
-    let grids = [("model", model_grid()), ("measured", measured_grid())];
+    let grids = [
+        ("model", model_grid()),
+        ("measured", measured_grid()),
+        ("order", ordered_grid()),
+    ];
     println!(
         "rope's grid (12 configs, 1.5 us to 4.4 ms), H200 noise, {TRIALS} trials each, seed {SEED:#x}"
     );
     println!(
-        "| {:<8} | {:<34} | {:>6} | {:>10} | {:>8} | {:>7} | {:>16} | {:>8} |",
+        "| {:<8} | {:<34} | {:>6} | {:>10} | {:>8} | {:>12} | {:>7} | {:>16} | {:>8} |",
         "noise",
         "scenario",
         "target",
         "single-run",
         "one pair",
+        "paired first",
         "paired",
         "paired runs/step",
         "on means"
     );
     println!(
-        "|{:-<10}|{:-<36}|{:->8}|{:->12}|{:->10}|{:->9}|{:->18}|{:->10}|",
-        "", "", "", "", "", "", "", ""
+        "|{:-<10}|{:-<36}|{:->8}|{:->12}|{:->10}|{:->14}|{:->9}|{:->18}|{:->10}|",
+        "", "", "", "", "", "", "", "", ""
     );
     // per noise and scenario: [per-process, one pair, fresh pairs] seconds summed over trials, per cost
     // grid
@@ -398,18 +449,21 @@ fn main() {
         let n = grid.latency_ms.len();
         for s in &scenarios {
             let mut rng = Rng(SEED);
-            let (mut single_hits, mut one_pair_hits, mut paired_hits) = (0, 0, 0);
+            let (mut single_hits, mut one_pair_hits, mut first_hits, mut paired_hits) =
+                (0, 0, 0, 0);
             let (mut runs, mut forced) = (0, 0);
             let mut seconds = vec![[0.0; 3]; COSTS.len()];
             for t in 0..TRIALS {
                 let effects: Vec<f64> = (0..n).map(|i| (s.effect)(i, n, t)).collect();
-                single_hits +=
-                    usize::from(single_run(&mut rng, grid, &effects, &limits) == s.right);
-                let one_pair = paired(&mut rng, grid, &effects, &limits, true);
-                one_pair_hits += usize::from(one_pair.kept == s.right);
-                let trial = paired(&mut rng, grid, &effects, &limits, false);
+                let counts = |kept: Kept| usize::from(kept == s.right);
+                single_hits += counts(single_run(&mut rng, grid, &effects, &limits));
+                let one_pair = paired(&mut rng, grid, &effects, &limits, true, Rules::default());
+                one_pair_hits += counts(one_pair.kept);
+                let trial = paired(&mut rng, grid, &effects, &limits, false, Rules::default());
                 let rounds = trial.cases.len();
-                paired_hits += usize::from(trial.kept == s.right);
+                paired_hits += counts(trial.kept);
+                let first = paired(&mut rng, grid, &effects, &limits, false, Rules::First);
+                first_hits += counts(first.kept);
                 runs += 2 * rounds;
                 forced += usize::from(trial.on_means);
                 let kept = trial.kept != Kept::Reverted;
@@ -422,12 +476,13 @@ fn main() {
             }
             let pct = |n: usize| 100.0 * n as f64 / TRIALS as f64;
             println!(
-                "| {:<8} | {:<34} | {:>6} | {:>9.2}% | {:>7.2}% | {:>6.2}% | {:>16.2} | {:>7.1}% |",
+                "| {:<8} | {:<34} | {:>6} | {:>9.2}% | {:>7.2}% | {:>11.2}% | {:>6.2}% | {:>16.2} | {:>7.1}% |",
                 noise,
                 s.name,
                 s.target,
                 pct(single_hits),
                 pct(one_pair_hits),
+                pct(first_hits),
                 pct(paired_hits),
                 runs as f64 / TRIALS as f64,
                 pct(forced)
@@ -470,8 +525,10 @@ fn main() {
     println!(
         "single-run: 1 benchmark run per step against a stored baseline; one pair: every round in the same two \
          processes; paired: 2 runs per round (baseline and candidate), each round after the first in a fresh \
-         pair, at most {} rounds; on means: the rounds ran out before the intervals decided; {:.0}% of a \
-         config's variance between runs fixed per process",
+         pair, at most {} rounds (paired first: by the rules' first revision, verdict::Rules::First); on \
+         means: the rounds ran out before the intervals decided; {:.0}% of a config's variance between runs \
+         fixed per process; order: the measured noise, and the side measured second in a round slower by \
+         up to about 0.1 us",
         verdict::MAX_ROUNDS,
         100.0 * FIXED_PER_PROCESS
     );
