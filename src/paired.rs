@@ -604,6 +604,10 @@ fn pair_round(
         (true, Some(gpu)) => format!(" on GPU {gpu}"),
         _ => String::new(),
     };
+    // both sides' start-ups (their GPU contexts among them) end before either measures: each then
+    // measures beside the other's idle context, whatever the order
+    pair.candidate.await_ready()?;
+    pair.baseline.await_ready()?;
     let mut measured = Round::default();
     for run_candidate in [plan.candidate_first, !plan.candidate_first] {
         let (runner, side, into) = if run_candidate {

@@ -66,11 +66,78 @@ fn benchmark_starts(starts: &[String]) -> Vec<&String> {
         .collect()
 }
 
+/// `(pid, began, ended)` of each `event` the fixture's stand-in torch logged.
+fn cuda_events(log: &std::path::Path, event: &str) -> Vec<(i32, f64, f64)> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            (fields.get(1) == Some(&event)).then(|| {
+                let time = |i: usize| fields[i].parse().unwrap();
+                (fields[0].parse().unwrap(), time(2), time(3))
+            })
+        })
+        .collect()
+}
+
 #[test]
 fn each_round_after_the_first_in_a_fresh_pair_of_workers() {
     let f = Fixture::new();
     f.start();
-    let step = counted_step(&f, &[]);
+    // a stand-in torch with a GPU whose context takes a second in the candidate's workers: a worker's
+    // context is made before it is ready, and neither side measures while the other's is being made
+    let cuda_log = f.root.join("../cuda.txt");
+    let (case_s, context_s) = (0.2, 1.0);
+    let step = counted_step(
+        &f,
+        &[
+            ("CUTILE_PERF_FIXTURE_CUDA_LOG", cuda_log.to_str().unwrap()),
+            (
+                "CUTILE_PERF_FIXTURE_CANDIDATE_CONTEXT_S",
+                &context_s.to_string(),
+            ),
+            ("CUTILE_PERF_FIXTURE_CASE_S", &case_s.to_string()),
+        ],
+    );
+    let timed: Vec<(i32, f64)> = std::fs::read_to_string(f.root.join("../cases.txt"))
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            (fields[0].parse().unwrap(), fields[3].parse().unwrap())
+        })
+        .collect();
+    let contexts = cuda_events(&cuda_log, "context");
+    assert!(contexts.len() >= 3, "{contexts:?}");
+    for &(pid, began, made) in &contexts {
+        for &(other, ended) in timed.iter().filter(|(other, _)| *other != pid) {
+            let (case, context) = ((ended - case_s, ended), (began, made));
+            assert!(
+                case.1 <= context.0 || context.1 <= case.0,
+                "worker {other} measured while worker {pid} made its GPU context: {case:?} {context:?}"
+            );
+        }
+        // its cached blocks go back after its last case
+        let last = timed.iter().filter(|(p, _)| *p == pid).map(|&(_, t)| t);
+        let released = cuda_events(&cuda_log, "empty-cache");
+        assert!(
+            last.fold(None, |latest: Option<f64>, t| Some(
+                latest.map_or(t, |l| l.max(t))
+            ))
+            .is_none_or(|end| released.iter().any(|&(p, _, t)| p == pid && t >= end)),
+            "{released:?}"
+        );
+    }
+    // the candidate's slow contexts: one in each of its workers
+    assert!(
+        contexts
+            .iter()
+            .filter(|(_, began, made)| made - began >= context_s)
+            .count()
+            >= 1,
+        "{contexts:?}"
+    );
     assert!(
         step.stderr
             .contains("more than 10x faster than its baseline: measuring again"),

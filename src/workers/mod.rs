@@ -223,6 +223,12 @@ impl Worker {
         pids
     }
 
+    /// Waits until the worker has collected and made its GPU context (`ready`), it turned cold or ended,
+    /// or `deadline`: what its next command then finds, it says.
+    fn await_ready(&self, deadline: Instant) -> Result<()> {
+        self.wait_for(deadline, "ready").map(drop)
+    }
+
     /// Whether the worker answers a command that selects no case, within [`ANSWER_TIMEOUT`].
     fn answers(&mut self) -> Result<bool> {
         let number = self.send(serde_json::json!({
@@ -500,6 +506,15 @@ impl<'a> Side<'a> {
         match Worker::start(self.runner, side, &home) {
             Ok(worker) => self.worker = Some(worker),
             Err(e) => say_cold(self.runner, side, &format!("{e:#}")),
+        }
+    }
+
+    /// Waits for the side's worker to be ready (none: nothing to wait for), so that its start-up (its
+    /// GPU context among it) is over before the other side measures.
+    pub fn await_ready(&self) -> Result<()> {
+        match &self.worker {
+            Some(worker) => worker.await_ready(self.runner.deadline),
+            None => Ok(()),
         }
     }
 
