@@ -35,7 +35,9 @@
 //! change is fitted with the order of the sides as a second term (a crossover design's period effect):
 //! on an H200 the side measured second was often 2-7% slower on microsecond configs, which alternating
 //! takes out of the mean of an even count of rounds but not out of their scatter. Notes say which
-//! revision of these rules decided them ([`Rules`]), and are replayed by it. A config regressed beyond noise reverts from the second
+//! revision of these rules decided them ([`Rules`]), and are replayed by it.
+//!
+//! A config regressed beyond noise reverts from the second
 //! round on ([`ROUNDS_TO_REVERT`]): one round cannot tell a real change from a noise model wrong for this
 //! GPU, unless it would be beyond noise were the model [`ONE_ROUND_DOUBT`] times too optimistic.
 //! When the budget (or [`MAX_ROUNDS`]) allows no further round, [`decide_anyway`] applies the single-run
@@ -138,8 +140,9 @@ pub enum Rules {
     /// A later round runs the configs open against the regression limit only (every config once none
     /// is and the aggregate straddles a tier); each config's prior is the model's or the floor's.
     First,
-    /// Every config while the aggregate straddles a tier, and the other configs' excess scatter widens
-    /// each prior ([`excess_noise`]).
+    /// Every config while the aggregate straddles a tier, the other configs' excess scatter widens each
+    /// prior (`excess_noise`), and from `ROUNDS_FOR_ORDER` rounds the order of the sides is fitted out
+    /// of a config's change (`Tally::fit`).
     #[default]
     Pooled,
 }
