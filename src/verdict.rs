@@ -30,8 +30,8 @@
 //! judge below a minimum count of measurements. A later round runs only the configs still open against the
 //! regression limit, unless the aggregate straddles a tier: then every config, since the aggregate cannot
 //! narrow through configs left at one round. And the configs measured more than once lend their excess
-//! scatter to every config's prior ([`excess_noise`]): where processes land further apart than the model
-//! says, a config closed on the model alone opens again. From [`ROUNDS_FOR_ORDER`] rounds on, a config's
+//! scatter to every config's prior (`excess_noise`): where processes land further apart than the model
+//! says, a config closed on the model alone opens again. From `ROUNDS_FOR_ORDER` rounds on, a config's
 //! change is fitted with the order of the sides as a second term (a crossover design's period effect):
 //! on an H200 the side measured second was often 2-7% slower on microsecond configs, which alternating
 //! takes out of the mean of an even count of rounds but not out of their scatter. Notes say which
