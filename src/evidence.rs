@@ -402,6 +402,7 @@ impl Evidence {
             self.thresholds.max_iterations,
             self.thresholds.max_no_gain,
         );
+        text.push_str(&format!("rules: {}\n", self.ended.rules.name()));
         if let Some(state) = &self.gpu_state {
             text.push_str(&format!("gpu state: {}\n", state.gpu.state_line()));
         }
@@ -586,6 +587,7 @@ mod tests {
         assert!(note.contains(
             "\nthresholds: continue 5%, gain 2%, regression 2%, at most 25 iterations, 2 without a gain\n"
         ));
+        assert!(note.contains("\nrules: pooled\n"));
         assert!(note.contains("\nrun correctness: 2 cases: 1 passed, 1 skipped, 0 failed; JUnit "));
         assert!(note.contains("\ngpu state: SM 1980/1980 MHz, 41 C, memory 612/143771 MiB\n"));
         assert!(note.contains("\nrun benchmark: 2 cases: 2 passed, 0 skipped, 0 failed; JUnit "));

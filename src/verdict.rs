@@ -147,6 +147,16 @@ pub enum Rules {
     Pooled,
 }
 
+impl Rules {
+    /// Its name in the notes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Rules::First => "first",
+            Rules::Pooled => "pooled",
+        }
+    }
+}
+
 /// The noise the session measured at `start` (each config's spread between the baseline's runs), which
 /// raises a config's prior above the model where this GPU and grid are noisier than the model says, and
 /// the revision of the rules that weighs it.
