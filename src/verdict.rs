@@ -326,10 +326,15 @@ impl Tally {
         }
     }
 
-    /// The variance of one round's log ratio that the noise model and the session's floor expect.
-    fn prior(&self, floor: &NoiseFloor) -> f64 {
-        let base = self.bases.iter().sum::<f64>() / self.bases.len() as f64;
-        2.0 * floor.process_sd(&self.pass, &self.test, base.exp()).powi(2)
+    /// Its fit under `floor`'s rules, and the variance of one round's log ratio that the noise model and
+    /// the session's floor expect.
+    fn fitted(&self, floor: &NoiseFloor) -> (Fit, f64) {
+        let fit = self.fit(floor.rules);
+        let prior = 2.0
+            * floor
+                .process_sd(&self.pass, &self.test, fit.base.exp())
+                .powi(2);
+        (fit, prior)
     }
 }
 
@@ -340,13 +345,10 @@ impl Tally {
 /// interval widens with theirs and it is measured again. A config's own scatter is left out of its factor
 /// (it counts once, in its own variance), and the model counts as [`PRIOR_DOF`] degrees of freedom here
 /// too, so a few rounds' scatter moves it only as far as they weigh.
-fn excess_noise(tallies: &[Tally], floor: &NoiseFloor) -> Vec<f64> {
-    let own: Vec<(f64, f64)> = tallies
+fn excess_noise(fitted: &[(Fit, f64)]) -> Vec<f64> {
+    let own: Vec<(f64, f64)> = fitted
         .iter()
-        .map(|tally| {
-            let fit = tally.fit(floor.rules);
-            (fit.residual / tally.prior(floor), fit.dof)
-        })
+        .map(|(fit, prior)| (fit.residual / prior, fit.dof))
         .collect();
     let (relative, dof) = own
         .iter()
@@ -603,19 +605,20 @@ fn estimate(tallies: &[Tally], rounds: usize, floor: &NoiseFloor) -> (Estimate, 
     let mut configs = Vec::with_capacity(tallies.len());
     let mut changes = Vec::with_capacity(tallies.len());
     let (mut agg_log, mut agg_var, mut agg_base) = (0.0, 0.0, 0.0);
+    let fitted: Vec<(Fit, f64)> = tallies.iter().map(|t| t.fitted(floor)).collect();
     let excess = match floor.rules {
         Rules::First => vec![1.0; tallies.len()],
-        Rules::Pooled => excess_noise(tallies, floor),
+        Rules::Pooled => excess_noise(&fitted),
     };
-    for (tally, excess) in tallies.iter().zip(excess) {
+    for ((tally, (fit, prior)), excess) in tallies.iter().zip(fitted).zip(excess) {
         let Fit {
             change: mean,
             base,
             residual,
             dof,
             share,
-        } = tally.fit(floor.rules);
-        let prior = excess * tally.prior(floor);
+        } = fit;
+        let prior = excess * prior;
         let se = ((PRIOR_DOF * prior + residual) / (PRIOR_DOF + dof) * share).sqrt();
         configs.push(ConfigEstimate {
             pass: tally.pass.clone(),
@@ -1130,7 +1133,8 @@ mod h200_rounds {
         assert_eq!(open.len(), 6);
         let tallies = tallies_of(&rounds[..2]);
         // the two configs round 1 closed, from the six round 2 measured
-        let once: Vec<f64> = excess_noise(&tallies, &floor)
+        let fitted: Vec<(Fit, f64)> = tallies.iter().map(|t| t.fitted(&floor)).collect();
+        let once: Vec<f64> = excess_noise(&fitted)
             .into_iter()
             .zip(&tallies)
             .filter(|(_, tally)| tally.ratios.len() == 1)

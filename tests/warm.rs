@@ -109,6 +109,7 @@ fn each_round_after_the_first_in_a_fresh_pair_of_workers() {
         })
         .collect();
     let contexts = cuda_events(&cuda_log, "context");
+    let released = cuda_events(&cuda_log, "empty-cache");
     assert!(contexts.len() >= 3, "{contexts:?}");
     for &(pid, began, made) in &contexts {
         for &(other, ended) in timed.iter().filter(|(other, _)| *other != pid) {
@@ -119,13 +120,13 @@ fn each_round_after_the_first_in_a_fresh_pair_of_workers() {
             );
         }
         // its cached blocks go back after its last case
-        let last = timed.iter().filter(|(p, _)| *p == pid).map(|&(_, t)| t);
-        let released = cuda_events(&cuda_log, "empty-cache");
+        let last = timed
+            .iter()
+            .filter(|(p, _)| *p == pid)
+            .map(|&(_, t)| t)
+            .reduce(f64::max);
         assert!(
-            last.fold(None, |latest: Option<f64>, t| Some(
-                latest.map_or(t, |l| l.max(t))
-            ))
-            .is_none_or(|end| released.iter().any(|&(p, _, t)| p == pid && t >= end)),
+            last.is_none_or(|end| released.iter().any(|&(p, _, t)| p == pid && t >= end)),
             "{released:?}"
         );
     }
