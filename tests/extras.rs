@@ -28,7 +28,19 @@ fn tool(args: &[&str]) -> Command {
 }
 
 fn run_ok(cmd: &mut Command) -> Output {
-    let output = cmd.output().expect("run git-cutile-perf");
+    // a binary just copied can be busy for a moment: a process another test thread forked meanwhile holds
+    // the copy's write descriptor until it execs (ETXTBSY)
+    let mut output = cmd.output();
+    for _ in 0..50 {
+        match &output {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                output = cmd.output();
+            }
+            _ => break,
+        }
+    }
+    let output = output.expect("run git-cutile-perf");
     assert!(
         output.status.success(),
         "{cmd:?} failed: {}\n{}",
