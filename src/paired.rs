@@ -605,16 +605,27 @@ fn pair_round(
         _ => String::new(),
     };
     // both sides' start-ups (their GPU contexts among them) end before either measures: each then
-    // measures beside the other's idle context, whatever the order
+    // measures beside the other's idle context, whatever the order, the other's worker held still
     pair.candidate.await_ready()?;
     pair.baseline.await_ready()?;
     let mut measured = Round::default();
     for run_candidate in [plan.candidate_first, !plan.candidate_first] {
-        let (runner, side, into) = if run_candidate {
-            (&mut pair.candidate, "candidate", &mut measured.candidate)
+        let (runner, other, side, into) = if run_candidate {
+            (
+                &mut pair.candidate,
+                &pair.baseline,
+                "candidate",
+                &mut measured.candidate,
+            )
         } else {
-            (&mut pair.baseline, "baseline", &mut measured.baseline)
+            (
+                &mut pair.baseline,
+                &pair.candidate,
+                "baseline",
+                &mut measured.baseline,
+            )
         };
+        let _held = other.hold_while(runner)?;
         let (outcome, file) = benchmark_run::benchmark(
             runner,
             plan.session.statistic,

@@ -195,6 +195,8 @@ pub fn end_led_group(leader: &ProcessIdentity) {
 /// Ends a process group that is not our child: SIGTERM, then SIGKILL once it is gone or [`GRACE`] passed.
 fn end_group(group: libc::pid_t) {
     kill_group(group, libc::SIGTERM);
+    // a worker held still (stopped) while the other side measured acts on it only once it goes on
+    kill_group(group, libc::SIGCONT);
     let until = Instant::now() + GRACE;
     while Instant::now() < until && unsafe { libc::killpg(group, 0) } == 0 {
         std::thread::sleep(Duration::from_millis(50));

@@ -537,6 +537,56 @@ fn workers_end_themselves_when_the_tool_is_killed() {
     }
 }
 
+/// Whether process `pid` is stopped (state `T` in `/proc/PID/stat`).
+fn stopped(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(") ")
+            .is_some_and(|(_, rest)| rest.starts_with('T'))
+    })
+}
+
+#[test]
+fn a_worker_held_while_the_tool_is_killed_ends_too() {
+    let f = Fixture::new();
+    f.ok(&["start", "vector_add"]);
+    let kept = kept_worker(&f);
+    f.set_latency(0.09, 0.9);
+    let starts = f.root.join("../starts.txt");
+    let log = f.root.join("../step.txt");
+    // slow cases in the candidate's worker (the kept one has start's environment): while the candidate
+    // measures, the baseline's worker is held
+    let mut tool = f
+        .command(&["step", "tile size 256"])
+        .env("CUTILE_PERF_FIXTURE_STARTS", &starts)
+        .env("CUTILE_PERF_FIXTURE_CASE_S", "30")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !stopped(kept) {
+        assert!(
+            std::time::Instant::now() < until,
+            "the kept worker was not held: {}",
+            std::fs::read_to_string(&log).unwrap()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let workers: Vec<i32> = worker_pids(&starts).into_iter().chain([kept]).collect();
+    tool.kill().unwrap();
+    tool.wait().unwrap();
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while workers.iter().any(|&pid| alive(pid)) && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    for pid in workers {
+        assert!(
+            !alive(pid),
+            "worker {pid} outlived the killed tool (the kept one: {kept})"
+        );
+    }
+}
+
 #[test]
 fn another_sessions_kept_worker_on_the_gpu_is_named_with_how_to_end_it() {
     let other = Fixture::new();
@@ -690,4 +740,71 @@ fn ctrl_c_mid_step_ends_the_kept_worker_and_the_candidates() {
     }
     let status: serde_json::Value = serde_json::from_str(&f.ok(&["status", "--json"])).unwrap();
     assert_eq!(status["workers"], serde_json::json!([]), "{status}");
+}
+
+/// Appended to the candidate's kernel: on import, a thread that writes its pid and the time to the file
+/// `CUTILE_PERF_TEST_TICKS` names every 5 ms, as one putting work on the GPU under the other side's
+/// measurement would run.
+const TICKS_WHILE_IDLE: &str = r#"
+import os as _os, threading as _threading, time as _time
+def _tick():
+    while True:
+        with open(_os.environ["CUTILE_PERF_TEST_TICKS"], "a") as _file:
+            _file.write(f"{_os.getpid()} {_time.time()}\n")
+        _time.sleep(0.005)
+_threading.Thread(target=_tick, daemon=True).start()
+"#;
+
+#[test]
+fn the_other_side_is_held_still_while_one_side_measures() {
+    let f = Fixture::new();
+    f.start();
+    f.append(support::KERNEL, TICKS_WHILE_IDLE);
+    let ticks = f.root.join("../ticks.txt");
+    let case_s = 0.2;
+    let step = counted_step(
+        &f,
+        &[
+            ("CUTILE_PERF_TEST_TICKS", ticks.to_str().unwrap()),
+            ("CUTILE_PERF_FIXTURE_CASE_S", &case_s.to_string()),
+        ],
+    );
+    let ticks: Vec<(i32, f64)> = std::fs::read_to_string(&ticks)
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let (pid, time) = line.split_once(' ').unwrap();
+            (pid.parse().unwrap(), time.parse().unwrap())
+        })
+        .collect();
+    let tickers: std::collections::HashSet<i32> = ticks.iter().map(|&(pid, _)| pid).collect();
+    // each timed case's pid and end; the baseline's are those of workers that never tick
+    let timed: Vec<(i32, f64)> = std::fs::read_to_string(f.root.join("../cases.txt"))
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            (fields[0].parse().unwrap(), fields[3].parse().unwrap())
+        })
+        .collect();
+    let (candidate, baseline): (Vec<_>, Vec<_>) =
+        timed.iter().partition(|(pid, _)| tickers.contains(pid));
+    assert!(candidate.len() >= 2 && baseline.len() >= 2, "{timed:?}");
+    // a margin for the stop's and the clocks' latency at the case's edges
+    let margin = 0.03;
+    let ticking_in = |(_, end): &(i32, f64)| {
+        ticks
+            .iter()
+            .filter(|&&(_, t)| end - case_s + margin < t && t < end - margin)
+            .count()
+    };
+    // the candidate's thread runs while its own side measures, and never while the baseline does
+    assert!(
+        candidate.iter().all(|case| ticking_in(case) > 0),
+        "{ticks:?}"
+    );
+    for case in &baseline {
+        assert_eq!(ticking_in(case), 0, "the candidate ran during {case:?}");
+    }
+    assert_eq!(step.report["status"], "keep", "{}", step.report);
 }

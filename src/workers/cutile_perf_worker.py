@@ -13,6 +13,9 @@ The tool owns the channel, a directory given as `--cutile-perf-worker=DIR`:
 - `owner` (text: the pid, start time and boot of the tool that uses the worker now) is watched: its process
   gone (the tool killed) ends the worker's whole process group at once, mid-case too; no `owner` is a
   worker kept between commands, which lives on in a session of its own;
+- `held` (text: a process group) names the other side's worker, which the tool stops (SIGSTOP) while this
+  one measures; should the tool be killed meanwhile, this worker's watch lets it go on (SIGCONT) before it
+  ends its own group, so that the other's watch ends that one too;
 - `stop` ends the worker, as does no command for `--cutile-perf-worker-idle` seconds, or its channel gone.
 
 Each file appears whole (written beside, then renamed), so neither side reads half a message. Files rather
@@ -128,6 +131,11 @@ def _watch(channel):
             if text is not None and not _owner_alive(text):
                 break
             time.sleep(0.2)
+        try:
+            with open(os.path.join(channel, "held")) as f:
+                os.killpg(int(f.read()), signal.SIGCONT)
+        except (OSError, ValueError):
+            pass
         os.killpg(os.getpgrp(), signal.SIGKILL)
 
     threading.Thread(target=watch, name="cutile-perf-owner-watch", daemon=True).start()

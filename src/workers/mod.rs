@@ -434,6 +434,8 @@ impl Drop for Worker {
 
 /// The channel file that names the process owning the worker now (the plugin's watch reads it).
 const OWNER: &str = "owner";
+/// The channel file naming the other side's worker, stopped while this one measures.
+const HELD: &str = "held";
 
 /// Makes this process the owner of the worker at `channel`: the worker ends when this process does,
 /// unless it is kept first.
@@ -518,6 +520,37 @@ impl<'a> Side<'a> {
         }
     }
 
+    /// Stops this side's worker (its whole process group) until the returned [`Held`] is dropped, while
+    /// `measuring` measures: no thread of this side's code (one a candidate's module started at import,
+    /// say) can put work on the GPU or the CPUs under the other's measurement. Only a worker on this
+    /// machine is held: a Slurm node's is beyond this process's signals.
+    pub fn hold_while(&self, measuring: &Side) -> Result<Held> {
+        let Some(worker) = self
+            .worker
+            .as_ref()
+            .filter(|_| self.runner.place.workers() == Workers::Lasting)
+        else {
+            return Ok(Held::default());
+        };
+        let group = worker.pid() as libc::pid_t;
+        // should this process be killed while it is held, the measuring worker's watch lets it go on
+        let note = match &measuring.worker {
+            Some(measuring) => {
+                let note = measuring.channel.join(HELD);
+                write_text_whole(&note, &group.to_string())?;
+                Some(note)
+            }
+            None => None,
+        };
+        // an ended group's number may be another process's by now; a failed stop leaves it as it is
+        let stopped =
+            worker.process.ended().is_none() && unsafe { libc::killpg(group, libc::SIGSTOP) } == 0;
+        Ok(Held {
+            group: stopped.then_some(group),
+            note,
+        })
+    }
+
     /// The pids of the side's workers, the one serving it and those it ended: none of them is another
     /// process on the GPU.
     pub fn worker_pids(&self) -> impl Iterator<Item = u32> + '_ {
@@ -587,6 +620,28 @@ impl<'a> Side<'a> {
                 }
                 None
             }
+        }
+    }
+}
+
+/// A side's worker stopped while the other side measures ([`Side::hold_while`]); dropped, it goes on.
+#[derive(Default)]
+#[must_use]
+pub struct Held {
+    group: Option<libc::pid_t>,
+    /// The measuring worker's note of the group.
+    note: Option<PathBuf>,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        if let Some(group) = self.group {
+            unsafe {
+                libc::killpg(group, libc::SIGCONT);
+            }
+        }
+        if let Some(note) = &self.note {
+            let _ = std::fs::remove_file(note);
         }
     }
 }
