@@ -5,6 +5,9 @@
 
 use crate::support;
 
+use std::path::Path;
+use std::time::{Duration, Instant};
+
 use support::{Fixture, alive, text};
 
 /// What a step with more than one round per side left: its report, its stderr, and the pytest starts
@@ -66,6 +69,18 @@ fn benchmark_starts(starts: &[String]) -> Vec<&String> {
         .collect()
 }
 
+/// `(pid, ended)` of each timed case the fixture logged (`CUTILE_PERF_FIXTURE_CASES` at `../cases.txt`).
+fn timed_cases(f: &Fixture) -> Vec<(i32, f64)> {
+    std::fs::read_to_string(f.root.join("../cases.txt"))
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            (fields[0].parse().unwrap(), fields[3].parse().unwrap())
+        })
+        .collect()
+}
+
 /// `(pid, began, ended)` of each `event` the fixture's stand-in torch logged.
 fn cuda_events(log: &std::path::Path, event: &str) -> Vec<(i32, f64, f64)> {
     std::fs::read_to_string(log)
@@ -100,14 +115,7 @@ fn each_round_after_the_first_in_a_fresh_pair_of_workers() {
             ("CUTILE_PERF_FIXTURE_CASE_S", &case_s.to_string()),
         ],
     );
-    let timed: Vec<(i32, f64)> = std::fs::read_to_string(f.root.join("../cases.txt"))
-        .unwrap()
-        .lines()
-        .map(|line| {
-            let fields: Vec<&str> = line.split_whitespace().collect();
-            (fields[0].parse().unwrap(), fields[3].parse().unwrap())
-        })
-        .collect();
+    let timed = timed_cases(&f);
     let contexts = cuda_events(&cuda_log, "context");
     let released = cuda_events(&cuda_log, "empty-cache");
     assert!(contexts.len() >= 3, "{contexts:?}");
@@ -320,9 +328,9 @@ fn a_kept_worker_killed_between_steps_is_replaced() {
     counted_step_at(&f, (0.05, 0.5), &[]);
     let kept = kept_worker(&f);
     unsafe { libc::kill(kept, libc::SIGKILL) };
-    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while alive(kept) && std::time::Instant::now() < until {
-        std::thread::sleep(std::time::Duration::from_millis(50));
+    let until = Instant::now() + Duration::from_secs(10);
+    while alive(kept) && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(50));
     }
     let step = counted_step_at(&f, (0.08, 0.8), &[]);
     assert!(
@@ -504,37 +512,49 @@ fn worker_pids(starts: &std::path::Path) -> Vec<i32> {
     worker_pids_of(&lines)
 }
 
+/// A step of a candidate 10% faster whose timed cases take 30 s each in the workers it starts, running
+/// in the background: pytest's starts go to `starts`, the tool's stderr to `log`.
+fn slow_step(f: &Fixture, starts: &Path, log: &Path) -> std::process::Child {
+    f.set_latency(0.09, 0.9);
+    f.command(&["step", "tile size 256"])
+        .env("CUTILE_PERF_FIXTURE_STARTS", starts)
+        .env("CUTILE_PERF_FIXTURE_CASE_S", "30")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(log).unwrap())
+        .spawn()
+        .unwrap()
+}
+
+/// SIGKILLs `tool` (no cleanup of its own runs), then expects every one of `workers` gone within a minute.
+fn kill_and_expect_gone(mut tool: std::process::Child, workers: &[i32]) {
+    tool.kill().unwrap();
+    tool.wait().unwrap();
+    let until = Instant::now() + Duration::from_secs(60);
+    while workers.iter().any(|&pid| alive(pid)) && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    for &pid in workers {
+        assert!(
+            !alive(pid),
+            "worker {pid} outlived the killed tool ({workers:?})"
+        );
+    }
+}
+
 #[test]
 fn workers_end_themselves_when_the_tool_is_killed() {
     let f = Fixture::new();
     f.start();
-    f.set_latency(0.09, 0.9);
     let starts = f.root.join("../starts.txt");
     // slow cases: the tool is still in the rounds when it is killed
-    let mut tool = f
-        .command(&["step", "tile size 256"])
-        .env("CUTILE_PERF_FIXTURE_STARTS", &starts)
-        .env("CUTILE_PERF_FIXTURE_CASE_S", "30")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while worker_pids(&starts).len() < 2 && std::time::Instant::now() < until {
-        std::thread::sleep(std::time::Duration::from_millis(100));
+    let tool = slow_step(&f, &starts, &f.root.join("../step.txt"));
+    let until = Instant::now() + Duration::from_secs(60);
+    while worker_pids(&starts).len() < 2 && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(100));
     }
     let workers = worker_pids(&starts);
     assert_eq!(workers.len(), 2, "the workers did not start");
-    // SIGKILL: no cleanup of the tool's own runs; the workers see their parent gone
-    tool.kill().unwrap();
-    tool.wait().unwrap();
-    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while workers.iter().any(|&pid| alive(pid)) && std::time::Instant::now() < until {
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
-    for pid in workers {
-        assert!(!alive(pid), "worker {pid} outlived the killed tool");
-    }
+    kill_and_expect_gone(tool, &workers);
 }
 
 /// Whether process `pid` is stopped (state `T` in `/proc/PID/stat`).
@@ -550,41 +570,22 @@ fn a_worker_held_while_the_tool_is_killed_ends_too() {
     let f = Fixture::new();
     f.ok(&["start", "vector_add"]);
     let kept = kept_worker(&f);
-    f.set_latency(0.09, 0.9);
     let starts = f.root.join("../starts.txt");
     let log = f.root.join("../step.txt");
-    // slow cases in the candidate's worker (the kept one has start's environment): while the candidate
-    // measures, the baseline's worker is held
-    let mut tool = f
-        .command(&["step", "tile size 256"])
-        .env("CUTILE_PERF_FIXTURE_STARTS", &starts)
-        .env("CUTILE_PERF_FIXTURE_CASE_S", "30")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
-    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    // the kept worker has start's environment, its cases quick: while the candidate's slow ones are
+    // measured, it is held
+    let tool = slow_step(&f, &starts, &log);
+    let until = Instant::now() + Duration::from_secs(60);
     while !stopped(kept) {
         assert!(
-            std::time::Instant::now() < until,
+            Instant::now() < until,
             "the kept worker was not held: {}",
             std::fs::read_to_string(&log).unwrap()
         );
-        std::thread::sleep(std::time::Duration::from_millis(50));
+        std::thread::sleep(Duration::from_millis(50));
     }
     let workers: Vec<i32> = worker_pids(&starts).into_iter().chain([kept]).collect();
-    tool.kill().unwrap();
-    tool.wait().unwrap();
-    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while workers.iter().any(|&pid| alive(pid)) && std::time::Instant::now() < until {
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
-    for pid in workers {
-        assert!(
-            !alive(pid),
-            "worker {pid} outlived the killed tool (the kept one: {kept})"
-        );
-    }
+    kill_and_expect_gone(tool, &workers);
 }
 
 #[test]
@@ -724,14 +725,14 @@ fn ctrl_c_mid_step_ends_the_kept_worker_and_the_candidates() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while worker_pids(&starts).is_empty() && std::time::Instant::now() < until {
-        std::thread::sleep(std::time::Duration::from_millis(100));
+    let until = Instant::now() + Duration::from_secs(60);
+    while worker_pids(&starts).is_empty() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(100));
     }
     let candidate = worker_pids(&starts);
     assert_eq!(candidate.len(), 1, "the candidate's worker did not start");
     // into the rounds (the baseline's case sleeps), then Ctrl-C
-    std::thread::sleep(std::time::Duration::from_secs(3));
+    std::thread::sleep(Duration::from_secs(3));
     unsafe { libc::kill(tool.id() as i32, libc::SIGINT) };
     let out = tool.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
@@ -779,14 +780,7 @@ fn the_other_side_is_held_still_while_one_side_measures() {
         .collect();
     let tickers: std::collections::HashSet<i32> = ticks.iter().map(|&(pid, _)| pid).collect();
     // each timed case's pid and end; the baseline's are those of workers that never tick
-    let timed: Vec<(i32, f64)> = std::fs::read_to_string(f.root.join("../cases.txt"))
-        .unwrap()
-        .lines()
-        .map(|line| {
-            let fields: Vec<&str> = line.split_whitespace().collect();
-            (fields[0].parse().unwrap(), fields[3].parse().unwrap())
-        })
-        .collect();
+    let timed = timed_cases(&f);
     let (candidate, baseline): (Vec<_>, Vec<_>) =
         timed.iter().partition(|(pid, _)| tickers.contains(pid));
     assert!(candidate.len() >= 2 && baseline.len() >= 2, "{timed:?}");
