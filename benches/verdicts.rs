@@ -532,4 +532,17 @@ fn main() {
         verdict::MAX_ROUNDS,
         100.0 * FIXED_PER_PROCESS
     );
+    // the cheapest any paired rule can be: one round, whatever the noise
+    for costs in &COSTS {
+        let one_round = |kept| costs.fresh_pairs(&[1], 1, kept);
+        println!(
+            "floor, {}: a step decided in its first round, the baseline's worker kept from the step before: \
+             {:.1} s ({:.2}x) not kept, {:.1} s ({:.2}x) kept (the unseen-input check on both sides)",
+            costs.name,
+            one_round(false),
+            one_round(false) / costs.reference(),
+            one_round(true),
+            one_round(true) / costs.reference()
+        );
+    }
 }
