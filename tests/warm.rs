@@ -802,3 +802,32 @@ fn the_other_side_is_held_still_while_one_side_measures() {
     }
     assert_eq!(step.report["status"], "keep", "{}", step.report);
 }
+
+#[test]
+fn worker_logs_stay_one_steps_worth() {
+    let f = Fixture::new();
+    f.ok(&["start", "vector_add"]);
+    let logs = || {
+        let mut names: Vec<String> = std::fs::read_dir(f.path("sandbox"))
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| name.starts_with("worker-") && name.ends_with(".log"))
+            .collect();
+        names.sort();
+        names
+    };
+    // start's second worker starts in the first one's home, and writes its log afresh
+    assert_eq!(logs().len(), 1, "{:?}", logs());
+    // a keep: the candidate's worker, kept, is all there is; a revert: the kept baseline's and this
+    // step's candidate's, for the reason to name
+    for (latency, status, left) in [
+        ((0.05, 0.5), "keep", 1),
+        ((0.08, 0.8), "revert", 2),
+        ((0.02, 0.2), "keep", 1),
+        ((0.08, 0.8), "revert", 2),
+    ] {
+        let step = counted_step_at(&f, latency, &[]);
+        assert_eq!(step.report["status"], status, "{}", step.report);
+        assert_eq!(logs().len(), left, "after a {status}: {:?}", logs());
+    }
+}

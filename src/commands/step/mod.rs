@@ -306,6 +306,7 @@ fn measure_and_record(
     history.push(id.clone(), iteration);
     let baseline_tree = holder.tree().map(str::to_string);
     holder.keep_as_baseline(repo, history.current_baseline_commit(), deadline, progress);
+    paired::prune_worker_logs(repo);
     if let Some(tree) = baseline_tree {
         paired::prune_dumps(repo, &tree);
     }
