@@ -101,7 +101,7 @@ fn session(iterations: usize, configs: usize) -> Fixture {
 }
 
 fn iteration(number: u32, configs: usize) -> Iteration {
-    let status = if number % 3 == 0 {
+    let status = if number.is_multiple_of(3) {
         Status::Revert
     } else {
         Status::Keep
@@ -154,6 +154,8 @@ fn measure(f: &Fixture, program: &std::ffi::OsStr, args: &[&str]) -> String {
 /// Runs one child to its end; its wall time and its own peak resident set (KiB).
 fn run(f: &Fixture, program: &std::ffi::OsStr, args: &[&str], dir: &Path) -> (Duration, i64) {
     let started = Instant::now();
+    // reaped by wait4 below, which also gives its resource usage
+    #[allow(clippy::zombie_processes)]
     let child = f
         .program(program, dir)
         .args(args)

@@ -1,4 +1,6 @@
 //! The command line: every verb and flag of `git cutile-perf`.
+// the doc comments are clap's help text, read in a terminal: `<kernel>` there is a placeholder, not HTML
+#![allow(rustdoc::invalid_html_tags)]
 
 use std::path::PathBuf;
 use std::time::Duration;

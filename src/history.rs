@@ -623,7 +623,7 @@ pub(crate) mod tests {
         let full = read(Configs::All);
         assert!(full.iterations().all(|it| !it.configs.is_empty()));
         assert!(
-            History::from_commits(commits[..4].to_vec().into_iter().map(Ok), Configs::All)
+            History::from_commits(commits[..4].iter().cloned().map(Ok), Configs::All)
                 .unwrap()
                 .is_none()
         );

@@ -31,7 +31,7 @@ pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::SeqCst)
 }
 
-/// Routes the usual termination signals to [`INTERRUPTED`] instead of killing the process.
+/// Routes the usual termination signals to `INTERRUPTED` instead of killing the process.
 pub fn install_interrupt_handler() -> Result<()> {
     for signal in [
         signal_hook::consts::SIGINT,
@@ -45,7 +45,7 @@ pub fn install_interrupt_handler() -> Result<()> {
 }
 
 /// Runs git in `dir` and returns its stdout; a failure carries git's stderr. The one way the tool runs
-/// git. An interrupt ends git (and a hook it runs) within [`GIT_GRACE`] with [`GitInterrupted`], except
+/// git. An interrupt ends git (and a hook it runs) within `GIT_GRACE` with [`GitInterrupted`], except
 /// inside [`restoring`], where the commands that put the repository back run to their end.
 pub fn git(dir: &Path, args: &[&str], env: &[(&str, &std::ffi::OsStr)]) -> Result<String> {
     String::from_utf8(git_bytes(dir, args, env, None)?)
@@ -180,7 +180,7 @@ pub fn end_recorded_group(path: &Path) -> Option<libc::pid_t> {
 
 /// Ends at once the group a kept worker leads (not our child: once dead it may stay a zombie until its
 /// new parent reaps it, which counts as gone), if `leader` is still that process; waits at most
-/// [`GRACE`] for the leader to go.
+/// `GRACE` for the leader to go.
 pub fn end_led_group(leader: &ProcessIdentity) {
     if !leader.alive() {
         return;

@@ -7,7 +7,7 @@
 //! into `<property name="benchmark" value="...">`; some forks print `Cutile: {'forward': {...}} ms`
 //! instead, which `-o junit_logging=system-out` puts into the case's `<system-out>`. The warm workers
 //! write the same JUnit file per repetition. Adding a format (pytest-benchmark's JSON, say) is its parser,
-//! a [`RecordFormat`] variant and its row in [`FORMATS`], and a [`RecordSource`] when its records are
+//! a [`RecordFormat`] variant and its row in `FORMATS`, and a [`RecordSource`] when its records are
 //! shaped otherwise.
 
 use std::fmt;

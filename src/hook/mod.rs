@@ -13,7 +13,7 @@
 //! The hook cannot see `--no-verify`, cherry-pick, merge or rebase; `step` applies the same rule itself.
 //!
 //! Which hook managers are known, and how each displaces a hook, is data in [`managers`]; a new manager
-//! is one entry there. Installing and removing our script is [`install`]; the check it runs is [`check`].
+//! is one entry there. Installing and removing our script is [`install`]; the check it runs is `check`.
 
 mod check;
 mod install;

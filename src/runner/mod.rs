@@ -5,7 +5,7 @@
 //! process either way (`srun` forwards signals to the node and returns the task's exit code).
 //!
 //! Adding a runner: one file with a type that implements [`Runner`] (and its settings, if it has
-//! any), one [`RunnerKind`] variant, and its row in [`RUNNERS`].
+//! any), one [`RunnerKind`] variant, and its row in `RUNNERS`.
 
 pub mod local;
 pub mod slurm;
@@ -329,7 +329,7 @@ thread_local! {
 }
 
 /// The session's runner, ready: nothing to do locally; a Slurm allocation (waiting in the queue, not
-/// counted in the budget) whose node is checked to see `root`; whatever [`RUNNERS`] says for the kind.
+/// counted in the budget) whose node is checked to see `root`; whatever `RUNNERS` says for the kind.
 pub fn open(
     settings: &RunnerSettings,
     root: &Path,

@@ -85,9 +85,9 @@ impl<'t> Module<'t> {
                 .into_iter()
                 .filter(|e| e.kind() == "call")
             {
-                if !self
+                if self
                     .callee(call)
-                    .is_some_and(|c| c.rsplit('.').next() == Some(REGISTER_IMPL))
+                    .is_none_or(|c| c.rsplit('.').next() != Some(REGISTER_IMPL))
                 {
                     continue;
                 }

@@ -124,13 +124,12 @@ impl Module<'_> {
                             shapes.insert(self.source.flat_text(shape));
                         }
                     }
-                    "binary_operator" => {
+                    "binary_operator"
                         if node
                             .child_by_field_name("operator")
-                            .is_some_and(|op| self.source.text_of(op) == "@")
-                        {
-                            mma = true;
-                        }
+                            .is_some_and(|op| self.source.text_of(op) == "@") =>
+                    {
+                        mma = true;
                     }
                     "attribute" => {
                         let name = self.source.dotted(node).map(|d| self.canonical(&d));
