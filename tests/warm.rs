@@ -801,6 +801,16 @@ fn the_other_side_is_held_still_while_one_side_measures() {
         assert_eq!(ticking_in(case), 0, "the candidate ran during {case:?}");
     }
     assert_eq!(step.report["status"], "keep", "{}", step.report);
+    // and the report names what the change started
+    assert!(
+        step.report["shortcut_signs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|sign| sign.as_str().unwrap().starts_with("a thread of its own")),
+        "{}",
+        step.report
+    );
 }
 
 #[test]

@@ -529,7 +529,8 @@ fn gpu_work(run: &RunFile) -> Result<GpuWork, String> {
 }
 
 /// What a change adds that often signals a shortcut rather than a faster kernel: calls into libraries
-/// that do the work themselves, and caches that remember results. A note for the step's report, not a
+/// that do the work themselves, caches that remember results, and threads or processes of its own (work
+/// beside the measured kernel, or under the other side's measurement). A note for the step's report, not a
 /// gate: an honest change may have a reason for each. `diff` is a unified diff of the change.
 pub fn shortcut_signs(diff: &str) -> Vec<String> {
     const LIBRARY_CALLS: &[(&str, &str)] = &[
@@ -556,6 +557,11 @@ pub fn shortcut_signs(diff: &str) -> Vec<String> {
         ),
         ("lru_cache", "a memoizing decorator"),
         ("@cache", "a memoizing decorator"),
+        ("threading", "a thread of its own"),
+        ("multiprocessing", "a process of its own"),
+        ("subprocess", "a process of its own"),
+        ("os.fork(", "a process of its own"),
+        ("os.setsid(", "a process of its own"),
     ];
     let mut signs = Vec::new();
     for line in diff.lines() {
@@ -694,6 +700,13 @@ mod tests {
                 "a key from a tensor's address (a cache of results?): `key = (x.data_ptr(), mode)`",
                 "a matrix multiply by `@` (torch's, not a cuTile kernel): `return a @ b  # fast`",
                 "a torch matrix multiply: `z = torch.matmul(a, b)`",
+            ]
+        );
+        assert_eq!(
+            shortcut_signs("+import threading\n+    subprocess.Popen(['burn'])\n"),
+            [
+                "a thread of its own: `import threading`",
+                "a process of its own: `subprocess.Popen(['burn'])`",
             ]
         );
         assert!(shortcut_signs("+    TILE_SIZE = 256\n").is_empty());
