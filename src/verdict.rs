@@ -1074,32 +1074,77 @@ mod h200_rounds {
     use super::*;
     use crate::records::{self, RecordFormat, Statistic};
 
+    /// Stop 36's session (`sandbox/examples/warm/rope-mean/`).
     const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/rope-paired-h200");
+    /// Stop 37's, both workers ready before either measured (`sandbox/examples/warm/rope-mean-ready/`).
+    const READY: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/rope-paired-h200-ready"
+    );
 
-    fn run(name: &str) -> Option<Vec<Measurement>> {
-        let text = std::fs::read_to_string(format!("{DATA}/{name}.xml")).ok()?;
+    fn run_in(dir: &str, name: &str) -> Option<Vec<Measurement>> {
+        let text = std::fs::read_to_string(format!("{dir}/{name}.xml")).ok()?;
         let cases = RecordFormat::Junit.parse(&text).unwrap();
         Some(records::measurements(&cases, Statistic::Mean).unwrap())
     }
 
-    /// The session's floor: the spread of its two baseline runs.
-    fn floor() -> NoiseFloor {
+    /// A session's floor: the spread of its two baseline runs.
+    fn floor_in(dir: &str) -> NoiseFloor {
         let runs = [
-            run("00-benchmark-1").unwrap(),
-            run("00-benchmark-2").unwrap(),
+            run_in(dir, "00-benchmark-1").unwrap(),
+            run_in(dir, "00-benchmark-2").unwrap(),
         ];
         NoiseFloor::from_spreads(&crate::stats::combine_runs(&runs).unwrap().1)
     }
 
-    fn rounds(iteration: u32) -> Vec<Round> {
+    fn floor() -> NoiseFloor {
+        floor_in(DATA)
+    }
+
+    fn rounds_in(dir: &str, iteration: u32) -> Vec<Round> {
         (1..)
             .map_while(|n| {
                 Some(Round {
-                    baseline: run(&format!("{iteration:02}-round-{n}-baseline"))?,
-                    candidate: run(&format!("{iteration:02}-round-{n}-candidate"))?,
+                    baseline: run_in(dir, &format!("{iteration:02}-round-{n}-baseline"))?,
+                    candidate: run_in(dir, &format!("{iteration:02}-round-{n}-candidate"))?,
                 })
             })
             .collect()
+    }
+
+    fn rounds(iteration: u32) -> Vec<Round> {
+        rounds_in(DATA, iteration)
+    }
+
+    /// The later session's two null steps, replayed round by round by today's rules: after each round
+    /// the configs still open are exactly those its next round measured, and after the last one (the
+    /// budget spent) both are still open, so the tool decided them on the means.
+    #[test]
+    fn a_later_sessions_rounds_replay_as_the_tool_ran_them() {
+        let floor = floor_in(READY);
+        // each step's rounds, and its change on the means as the step reported it (`change_pct`, %)
+        for (iteration, count, change) in [(1, 11, 0.27), (2, 9, -1.32)] {
+            let rounds = rounds_in(READY, iteration);
+            assert_eq!(rounds.len(), count);
+            for measured in 1..=count {
+                let verdict = decide(&rounds[..measured], &Thresholds::default(), &floor).unwrap();
+                let Verdict::NeedMoreRounds { mut open, .. } = verdict else {
+                    panic!("iteration {iteration} decided after {measured} rounds: {verdict:?}")
+                };
+                if let Some(next) = rounds.get(measured) {
+                    let mut ran: Vec<String> =
+                        next.baseline.iter().map(|m| m.test.clone()).collect();
+                    open.sort();
+                    ran.sort();
+                    assert_eq!(open, ran, "iteration {iteration}, after round {measured}");
+                }
+            }
+            let means =
+                decide_anyway(&rounds, &Thresholds::default(), &floor, "the budget").unwrap();
+            assert!(means.undecided.is_some(), "{means:?}");
+            let improvement = means.estimate.aggregate.improvement_pct;
+            assert!((improvement + change).abs() < 0.005, "{improvement}");
+        }
     }
 
     /// The second null edit (two terms of a sum swapped): round 1 put rope's 1.5-2 us configs 4-6.5%
