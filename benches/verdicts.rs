@@ -7,8 +7,8 @@
 //! model of `noise.rs` for the config's latency ("model", the one fitted on all H200 data) or the spread
 //! of that config's own ten runs ("measured"). Most of that spread is fixed for a process's life
 //! ([`FIXED_PER_PROCESS`]): a run in a process that has measured before draws only the rest. "order" adds
-//! to the measured spread what a later H200 session showed: the side measured second in a round slower,
-//! by up to about 0.1 us ([`ORDER_MS`]).
+//! to the measured spread what two later H200 sessions showed: the side measured second in a round slower,
+//! or faster, by up to about 0.1 us ([`ORDER_MS`]).
 //!
 //! The single-run rule compares one candidate run with one baseline run measured earlier; the paired
 //! rules measure both sides in rounds until `verdict::decide` decides (at most `MAX_ROUNDS`): "one pair"
@@ -146,13 +146,15 @@ fn model_grid() -> Grid {
     }
 }
 
-/// How much later the side measured second may be, in ms: on an H200 the second side of a round was often
-/// 2-7% slower on rope's 1.7-6 us configs, about 0.1 us whatever the config
-/// (`sandbox/examples/warm/rope-mean/`).
+/// How much later (or sooner) the side measured second may be, in ms: on an H200 the second side of a
+/// round was often 2-7% slower on rope's 1.7-6 us configs, about 0.1 us whatever the config
+/// (`sandbox/examples/warm/rope-mean/`), and with both workers ready before either measured, 1-3% faster
+/// on the 1.5-2 us ones (`sandbox/examples/warm/rope-mean-ready/`).
 const ORDER_MS: f64 = 1.0e-4;
 
 /// The measured grid with an order effect: each step draws, per config, the second side's penalty
-/// `ORDER_MS / latency * |N(0,1)|` (in ln latency), which holds for every round of the step.
+/// `ORDER_MS / latency * N(0,1)` (in ln latency; below 0 it measures faster), which holds for every round
+/// of the step.
 fn ordered_grid() -> Grid {
     let mut grid = measured_grid();
     grid.order = grid.latency_ms.iter().map(|&l| ORDER_MS / l).collect();
@@ -263,7 +265,7 @@ fn paired(
             if o == 0.0 {
                 1.0
             } else {
-                (o * rng.normal()).abs().exp()
+                (o * rng.normal()).exp()
             }
         })
         .collect();
@@ -527,8 +529,8 @@ fn main() {
          processes; paired: 2 runs per round (baseline and candidate), each round after the first in a fresh \
          pair, at most {} rounds (paired first: by the rules' first revision, verdict::Rules::First); on \
          means: the rounds ran out before the intervals decided; {:.0}% of a config's variance between runs \
-         fixed per process; order: the measured noise, and the side measured second in a round slower by \
-         up to about 0.1 us",
+         fixed per process; order: the measured noise, and the side measured second in a round slower or \
+         faster by up to about 0.1 us",
         verdict::MAX_ROUNDS,
         100.0 * FIXED_PER_PROCESS
     );
