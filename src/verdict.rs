@@ -33,8 +33,9 @@
 //! scatter to every config's prior (`excess_noise`): where processes land further apart than the model
 //! says, a config closed on the model alone opens again. From `ROUNDS_FOR_ORDER` rounds on, a config's
 //! change is fitted with the order of the sides as a second term (a crossover design's period effect):
-//! on an H200 the side measured second was often 2-7% slower on microsecond configs, which alternating
-//! takes out of the mean of an even count of rounds but not out of their scatter. Notes say which
+//! on an H200 the side measured second was often 2-7% slower on microsecond configs (in a later session,
+//! 1-3% faster), which alternating takes out of the mean of an even count of rounds but not out of their
+//! scatter. Notes say which
 //! revision of these rules decided them ([`Rules`]), and are replayed by it.
 //!
 //! A config regressed beyond noise reverts from the second
@@ -286,8 +287,9 @@ const ROUNDS_FOR_ORDER: usize = 4;
 impl Tally {
     /// The mean log ratio over the rounds; under the pooled rules, from [`ROUNDS_FOR_ORDER`] rounds in
     /// both orders on, less the order's effect (a least-squares line in the order): on an H200 the side
-    /// measured second was often 2-7% slower on rope's microsecond configs, which the alternation takes
-    /// out of the mean but not out of the scatter (`tests/data/rope-paired-h200/`).
+    /// measured second was often 2-7% slower on rope's microsecond configs, or in a later session 1-3%
+    /// faster, which the alternation takes out of the mean but not out of the scatter
+    /// (`tests/data/rope-paired-h200/`, `tests/data/rope-paired-h200-ready/`).
     fn fit(&self, rules: Rules) -> Fit {
         let n = self.ratios.len() as f64;
         let mean = self.ratios.iter().sum::<f64>() / n;
@@ -1068,7 +1070,8 @@ pub(crate) mod tests {
     }
 }
 
-/// The paired rounds of three null edits of rope on an H200 (`tests/data/rope-paired-h200/`), replayed.
+/// The paired rounds of rope's null edits in two H200 sessions (`tests/data/rope-paired-h200/` and
+/// `tests/data/rope-paired-h200-ready/`), replayed.
 #[cfg(test)]
 mod h200_rounds {
     use super::*;
@@ -1097,10 +1100,6 @@ mod h200_rounds {
         NoiseFloor::from_spreads(&crate::stats::combine_runs(&runs).unwrap().1)
     }
 
-    fn floor() -> NoiseFloor {
-        floor_in(DATA)
-    }
-
     fn rounds_in(dir: &str, iteration: u32) -> Vec<Round> {
         (1..)
             .map_while(|n| {
@@ -1110,10 +1109,6 @@ mod h200_rounds {
                 })
             })
             .collect()
-    }
-
-    fn rounds(iteration: u32) -> Vec<Round> {
-        rounds_in(DATA, iteration)
     }
 
     /// The later session's two null steps, replayed round by round by today's rules: after each round
@@ -1153,9 +1148,9 @@ mod h200_rounds {
     /// others' single round. The aggregate straddling the 2% tier keeps every config in the rounds.
     #[test]
     fn a_null_edits_aggregate_straddling_a_tier_keeps_every_config_measured() {
-        let rounds = rounds(2);
+        let rounds = rounds_in(DATA, 2);
         assert_eq!(rounds.len(), 9);
-        match decide(&rounds[..1], &Thresholds::default(), &floor()).unwrap() {
+        match decide(&rounds[..1], &Thresholds::default(), &floor_in(DATA)).unwrap() {
             Verdict::NeedMoreRounds { open, estimate, .. } => {
                 let agg = &estimate.aggregate;
                 assert!(agg.low_pct < 2.0 && agg.high_pct > 2.0, "{agg:?}");
@@ -1169,8 +1164,8 @@ mod h200_rounds {
     /// model and the floor allow 0.4-1.3%) reopens the configs round 1 closed on their priors.
     #[test]
     fn the_scatter_of_the_configs_measured_twice_widens_those_measured_once() {
-        let rounds = rounds(1);
-        let floor = floor();
+        let rounds = rounds_in(DATA, 1);
+        let floor = floor_in(DATA);
         let first = decide(&rounds[..1], &Thresholds::default(), &floor).unwrap();
         let Verdict::NeedMoreRounds { open, .. } = first else {
             panic!("decided after one round: {first:?}")
@@ -1193,7 +1188,7 @@ mod h200_rounds {
     /// about 2% slower in each, which the order's fit takes out of the scatter.
     #[test]
     fn the_h200s_order_effect_leaves_a_fraction_of_the_scatter() {
-        let tallies = tallies_of(&rounds(1));
+        let tallies = tallies_of(&rounds_in(DATA, 1));
         let tally = tallies
             .iter()
             .find(|t| {

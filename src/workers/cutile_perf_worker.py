@@ -31,7 +31,8 @@ makes its CUDA context before it says `ready` (the tool waits for both sides' `r
 measures), and hands its cached blocks back to the driver after each command. On an H200, with the
 context made in the first case and the cache kept, the side measured second in a round ran beside the
 first's context and cached blocks, the first on an empty GPU, and the second was often 2-7% slower on
-microsecond kernels.
+microsecond kernels; with this, a later session saw it 1-3% faster instead: the tool's verdict fits the
+order of the sides out either way.
 """
 
 import json
