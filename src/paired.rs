@@ -461,10 +461,13 @@ impl<'a> Rounds<'a> {
 /// The no-re-roll check the rounds make after the first round.
 pub type AlikeCheck<'a> = &'a dyn Fn(&mut Vec<RunFile>) -> bool;
 
-/// What one pair's part of a round gave: its runs' files, and its measurements or why it stopped.
+/// What one pair's part of a round gave: its runs' files, its measurements or why it stopped, and when
+/// both its sides were ready to measure (since the round began) and how many cases each side ran.
 struct PairRound {
     files: Vec<RunFile>,
     ended: PairEnded,
+    ready_after: Duration,
+    cases: usize,
 }
 
 enum PairEnded {
@@ -477,6 +480,7 @@ enum PairEnded {
 struct RoundPlan<'a> {
     prefix: &'a str,
     number: usize,
+    began: Instant,
     candidate_first: bool,
     session: &'a Session,
     /// The workers of every pair: ours, idle or measuring on another GPU, not someone else's.
@@ -491,7 +495,7 @@ pub fn measure(sides: &mut Rounds, prefix: &str, evidence: &mut Vec<RunFile>) ->
     let limits = &sides.session.thresholds;
     let floor = &sides.floor;
     let mut rounds: Vec<Round> = Vec::new();
-    let mut durations: Vec<Duration> = Vec::new();
+    let mut times: Vec<verdict::RoundTime> = Vec::new();
     // round 1 runs every case; a later one only those of the configs still open
     let mut open: Option<Vec<String>> = None;
     loop {
@@ -518,6 +522,7 @@ pub fn measure(sides: &mut Rounds, prefix: &str, evidence: &mut Vec<RunFile>) ->
         let plan = RoundPlan {
             prefix,
             number: rounds.len() + 1,
+            began: started,
             candidate_first: verdict::candidate_first(rounds.len()),
             session: sides.session,
             ours: &ours,
@@ -545,9 +550,21 @@ pub fn measure(sides: &mut Rounds, prefix: &str, evidence: &mut Vec<RunFile>) ->
         });
         let mut round = Round::default();
         let mut stopped = None;
+        let mut time = verdict::RoundTime {
+            took: Duration::ZERO,
+            before_measuring: Duration::ZERO,
+            cases: 0,
+        };
         for part in parts {
-            let PairRound { files, ended } = part?;
+            let PairRound {
+                files,
+                ended,
+                ready_after,
+                cases,
+            } = part?;
             evidence.extend(files);
+            time.before_measuring = time.before_measuring.max(ready_after);
+            time.cases = time.cases.max(cases);
             match ended {
                 PairEnded::Measured(measured) => {
                     round.baseline.extend(measured.baseline);
@@ -565,7 +582,10 @@ pub fn measure(sides: &mut Rounds, prefix: &str, evidence: &mut Vec<RunFile>) ->
         }
         rounds.push(round);
         sides.measured = true;
-        durations.push(started.elapsed());
+        times.push(verdict::RoundTime {
+            took: started.elapsed(),
+            ..time
+        });
         if rounds.len() == 1 && sides.no_reroll.is_some_and(|alike| alike(evidence)) {
             // the same work measured again could only draw another sample: decided on what there is
             return Ok(
@@ -588,11 +608,17 @@ pub fn measure(sides: &mut Rounds, prefix: &str, evidence: &mut Vec<RunFile>) ->
             Err(e) => return Ok(Paired::Crashed(e.to_string())),
         };
         let left = sides.deadline.saturating_duration_since(Instant::now());
-        if !verdict::another_round_fits(&durations, left) {
-            let longest = durations.iter().max().copied().unwrap_or_default();
+        let next_cases = (sides.pairs.iter())
+            .filter_map(|pair| pair.cases_in(open.as_deref()).map(|cases| cases.len()))
+            .max()
+            .unwrap_or_default();
+        if !verdict::another_round_fits(&times, next_cases, left) {
+            let estimate = verdict::round_estimate(&times, next_cases).unwrap_or_default();
             let why = format!(
-                "a round takes {:.0} s and {:.0} s of the budget are left",
-                longest.as_secs_f64(),
+                "the next round, of {next_cases} case{} a side, would take about {:.0} s and {:.0} s \
+                 of the budget are left",
+                if next_cases == 1 { "" } else { "s" },
+                estimate.as_secs_f64(),
                 left.as_secs_f64()
             );
             return Ok(match verdict::decide_anyway(&rounds, limits, floor, &why) {
@@ -620,6 +646,8 @@ fn pair_round(
     let mut part = PairRound {
         files: Vec::new(),
         ended: PairEnded::Measured(Round::default()),
+        ready_after: Duration::ZERO,
+        cases: 0,
     };
     if cases.is_some_and(<[String]>::is_empty) {
         return Ok(part);
@@ -632,6 +660,7 @@ fn pair_round(
     // measures beside the other's idle context, whatever the order, the other's worker held still
     pair.candidate.await_ready()?;
     pair.baseline.await_ready()?;
+    part.ready_after = plan.began.elapsed();
     let mut measured = Round::default();
     for run_candidate in [plan.candidate_first, !plan.candidate_first] {
         let (runner, other, side, into) = if run_candidate {
@@ -665,7 +694,12 @@ fn pair_round(
             ..file
         }));
         match outcome {
-            BenchmarkRun::Measured(configs) => *into = configs,
+            BenchmarkRun::Measured(configs) => {
+                let tests: std::collections::HashSet<&str> =
+                    configs.iter().map(|m| m.test.as_str()).collect();
+                part.cases = part.cases.max(tests.len());
+                *into = configs;
+            }
             BenchmarkRun::Crash(why) => {
                 part.ended = PairEnded::Crashed(match side {
                     "baseline" => format!("the baseline's run (round {}): {why}", plan.number),

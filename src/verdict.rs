@@ -94,13 +94,35 @@ pub fn candidate_first(index: usize) -> bool {
     index % 2 == 1
 }
 
-/// Whether another round fits in what is left of the budget, a round estimated by the longest so far
-/// (with none so far there is nothing to estimate from, and the first round is the step's own run).
-pub fn another_round_fits(rounds_taken: &[Duration], left: Duration) -> bool {
-    rounds_taken
+/// How long a round took: `took` in all, `before_measuring` of it until both sides of every pair were
+/// ready (fresh workers' start-ups), and the most cases one side of a pair ran in it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RoundTime {
+    pub took: Duration,
+    pub before_measuring: Duration,
+    pub cases: usize,
+}
+
+/// What a round of `cases` cases per side is estimated to take: the longest wait for start-ups so far,
+/// plus `cases` at the most any round took per case (round 1's includes compiling the candidate). Late
+/// rounds run only the few configs still open: priced as the longest round (every config), one that fits
+/// would be given up. `None` before any round: there is nothing to estimate from, and the first round is
+/// the step's own run.
+pub fn round_estimate(rounds: &[RoundTime], cases: usize) -> Option<Duration> {
+    let waits = rounds.iter().map(|r| r.before_measuring).max()?;
+    let per_case = rounds
         .iter()
-        .max()
-        .is_none_or(|longest| *longest <= left)
+        .map(|r| r.took.saturating_sub(r.before_measuring).as_secs_f64() / r.cases.max(1) as f64)
+        .fold(0.0, f64::max);
+    Some(waits + Duration::from_secs_f64(per_case * cases as f64))
+}
+
+/// Whether a round of `cases` cases per side fits in what is `left` of the budget ([`round_estimate`]).
+pub fn another_round_fits(rounds: &[RoundTime], cases: usize, left: Duration) -> bool {
+    match round_estimate(rounds, cases) {
+        None => true,
+        Some(estimate) => !left.is_zero() && estimate <= left,
+    }
 }
 
 /// What `decide` concludes from the rounds so far.
@@ -735,11 +757,24 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn a_round_fits_when_the_longest_so_far_does() {
+    fn a_round_is_priced_by_its_cases_after_the_start_ups() {
         let secs = Duration::from_secs;
-        assert!(another_round_fits(&[], secs(0)));
-        assert!(another_round_fits(&[secs(140), secs(150)], secs(150)));
-        assert!(!another_round_fits(&[secs(140), secs(150)], secs(149)));
+        let time = |took, before_measuring, cases| RoundTime {
+            took: secs(took),
+            before_measuring: secs(before_measuring),
+            cases,
+        };
+        assert!(another_round_fits(&[], 8, secs(0)));
+        // no time left: no round, however quick they were
+        assert!(!another_round_fits(&[time(0, 0, 8)], 1, secs(0)));
+        // 8 cases in 56 s with no start-up (7 s a case); 7 cases in 54 s after 10 s of start-ups
+        let rounds = [time(56, 0, 8), time(54, 10, 7)];
+        assert_eq!(round_estimate(&rounds, 1), Some(secs(17)));
+        assert_eq!(round_estimate(&rounds, 8), Some(secs(66)));
+        assert!(another_round_fits(&rounds, 1, secs(17)));
+        assert!(!another_round_fits(&rounds, 1, secs(16)));
+        // priced as the longest round, the one-case round would not have fit
+        assert!(!another_round_fits(&rounds, 8, secs(65)));
     }
 
     #[test]
