@@ -22,7 +22,8 @@
 //! one pair of warm workers per step with later rounds on the configs still open ("one pair", with its
 //! own rounds); and the warm workers of today ("fresh pairs"): the baseline's lives on from an earlier
 //! step, so round 1 pays only the candidate's start-up and first, compiling repetition, and each later
-//! round a fresh pair's start-ups (side by side) and first repetitions; each against the reference of
+//! round a fresh pair's start-ups (side by side; from round 3 on, only what the round before did not hide)
+//! and first repetitions; each against the reference of
 //! correctness plus one cold run. A repetition is priced per case it runs.
 
 use std::collections::HashMap;
@@ -311,6 +312,9 @@ struct Costs {
     first_repetition: f64,
     /// Each later run in the same process: the cases.
     repetition: f64,
+    /// Collecting the perf selection after the imports (its `--collect-only` less `IMPORTS_S`): a worker
+    /// does it before it is ready.
+    collection: f64,
 }
 
 const COSTS: [Costs; 2] = [
@@ -319,12 +323,14 @@ const COSTS: [Costs; 2] = [
         cold_run: 49.8,
         first_repetition: 43.3,
         repetition: 26.5,
+        collection: 22.8 - IMPORTS_S,
     },
     Costs {
         name: "rms_norm",
         cold_run: 37.4,
         first_repetition: 27.9,
         repetition: 12.5,
+        collection: 12.0 - IMPORTS_S,
     },
 ];
 /// The rounds after the first, each counted by the share of the `configs` cases it ran.
@@ -334,9 +340,11 @@ fn later_share(cases: &[usize], configs: usize) -> f64 {
 
 /// The correctness selection in a process of its own (rms_norm's, measured in a kept step).
 const CORRECTNESS_S: f64 = 27.0;
-/// What any pytest process pays before its first case: `import torch, cuda.tile, tilegym` and the first
-/// CUDA call.
-const STARTUP_S: f64 = 9.3 + 5.6;
+/// What any pytest process pays before its first case: `import torch, cuda.tile, tilegym`
+/// ([`IMPORTS_S`]) and the first CUDA call ([`CONTEXT_S`]).
+const STARTUP_S: f64 = IMPORTS_S + CONTEXT_S;
+const IMPORTS_S: f64 = 9.3;
+const CONTEXT_S: f64 = 5.6;
 
 impl Costs {
     /// A step of `rounds` paired rounds, one process per run; a kept step runs correctness on unseen
@@ -359,15 +367,28 @@ impl Costs {
 
     /// Today's warm workers: the baseline's lives on from an earlier step, so round 1 pays only the
     /// candidate's start-up and first repetition; each later round, on the open configs, a fresh pair's
-    /// start-ups (side by side) and first repetitions (one after the other: they compile and tune).
+    /// start-ups with their collection (side by side: a worker collects before it is ready) and first
+    /// repetitions (one after the other: they compile and tune). From round 3 on, a side's worker imported
+    /// and collected while that side measured the round before (held while the other side did), so only
+    /// what that did not hide and its GPU context are paid.
     fn fresh_pairs(&self, cases: &[usize], configs: usize, kept: bool) -> f64 {
-        let compile = self.first_repetition - self.repetition;
+        let compile = self.first_repetition - self.repetition - self.collection;
+        let start_ups: f64 = (1..cases.len())
+            .map(|round| match round {
+                1 => STARTUP_S + self.collection,
+                _ => {
+                    let own_side = cases[round - 1] as f64 / configs as f64 * self.repetition;
+                    CONTEXT_S + (IMPORTS_S + self.collection - own_side).max(0.0)
+                }
+            })
+            .sum();
         let later_rounds = (cases.len() - 1) as f64;
         STARTUP_S
             + self.warm_correctness(kept)
             + self.first_repetition
             + self.repetition
-            + later_rounds * (STARTUP_S + 2.0 * compile)
+            + start_ups
+            + later_rounds * 2.0 * compile
             + 2.0 * later_share(cases, configs) * self.repetition
     }
 

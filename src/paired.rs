@@ -1,6 +1,7 @@
 //! Paired measurement: every `step` benchmarks the current baseline's code beside the candidate, in
 //! alternating rounds (A B, B A, ...) on the same GPU, until [`verdict`] can decide or the budget cannot
-//! fit another round; each round after the first in fresh workers. Each side's code runs from a
+//! fit another round; each round after the first in fresh workers, from round 3 on started (imports and
+//! collection, not their GPU contexts) while the round before measured. Each side's code runs from a
 //! detached worktree of its own under the git dir, so the user's work tree is never touched and an edit
 //! made during the step cannot reach the measurement; a worktree is removed with its worker, at the
 //! step's end or, for the worker that holds the new baseline's code, when that worker ends
@@ -511,6 +512,15 @@ pub fn measure(sides: &mut Rounds, prefix: &str, evidence: &mut Vec<RunFile>) ->
                     pair.candidate.redraw();
                     pair.baseline.redraw();
                 }
+            }
+        }
+        // the next round's workers start now, to import and collect while this one measures: from the
+        // second round on (a step that needs one measures near ties, which take more; one decided in its
+        // first starts nothing it does not use)
+        if (2..verdict::MAX_ROUNDS).contains(&(rounds.len() + 1)) {
+            for pair in sides.pairs.iter_mut() {
+                pair.candidate.stand_by();
+                pair.baseline.stand_by();
             }
         }
         let ours: Vec<u32> = sides

@@ -13,9 +13,12 @@ The tool owns the channel, a directory given as `--cutile-perf-worker=DIR`:
 - `owner` (text: the pid, start time and boot of the tool that uses the worker now) is watched: its process
   gone (the tool killed) ends the worker's whole process group at once, mid-case too; no `owner` is a
   worker kept between commands, which lives on in a session of its own;
-- `held` (text: a process group) names the other side's worker, which the tool stops (SIGSTOP) while this
-  one measures; should the tool be killed meanwhile, this worker's watch lets it go on (SIGCONT) before it
-  ends its own group, so that the other's watch ends that one too;
+- `held` (text: process groups, space-separated) names the other side's workers, which the tool stops
+  (SIGSTOP) while this one measures; should the tool be killed meanwhile, this worker's watch lets them go
+  on (SIGCONT) before it ends its own group, so that their watches end them too;
+- `standby` (empty), there before the worker starts, makes it wait once collected: the tool starts a later
+  round's worker while this round measures, and takes the file away when that round begins; only then does
+  the worker make its CUDA context and say `ready`;
 - `stop` ends the worker, as does no command for `--cutile-perf-worker-idle` seconds, or its channel gone.
 
 Each file appears whole (written beside, then renamed), so neither side reads half a message. Files rather
@@ -134,9 +137,14 @@ def _watch(channel):
             time.sleep(0.2)
         try:
             with open(os.path.join(channel, "held")) as f:
-                os.killpg(int(f.read()), signal.SIGCONT)
+                groups = [int(group) for group in f.read().split()]
         except (OSError, ValueError):
-            pass
+            groups = []
+        for group in groups:
+            try:
+                os.killpg(group, signal.SIGCONT)
+            except OSError:
+                pass
         os.killpg(os.getpgrp(), signal.SIGKILL)
 
     threading.Thread(target=watch, name="cutile-perf-owner-watch", daemon=True).start()
@@ -187,6 +195,19 @@ def _command(channel, number, idle_s):
         time.sleep(POLL_S)
         waited += POLL_S
     return "stop", None
+
+
+def _stood_by(channel, idle_s):
+    """Waits while the channel holds `standby`; False when told to stop or idle too long meanwhile."""
+    standby = os.path.join(channel, "standby")
+    stop = os.path.join(channel, "stop")
+    waited = 0.0
+    while os.path.exists(standby):
+        if os.path.exists(stop) or waited >= idle_s:
+            return False
+        time.sleep(POLL_S)
+        waited += POLL_S
+    return True
 
 
 def _chosen(items, expression):
@@ -247,6 +268,8 @@ def pytest_runtestloop(session):
         _write(channel, "cold", {"why": why})
         return True
     items = list(session.items)
+    if not _stood_by(channel, config.getoption("--cutile-perf-worker-idle")):
+        return True
     _cuda_context()
     _write(channel, "ready", {"pid": os.getpid(), "cases": [item.nodeid for item in items]})
     number = 1

@@ -73,6 +73,10 @@ pub struct Lasting {
     pub commands: u32,
     /// Whether it has measured a repetition (a later crash is then the worker's, not the code's).
     pub measured: bool,
+    /// Whether its channel is the home's second one ([`channel_in`]): a worker started ahead of its round
+    /// beside the one measuring.
+    #[serde(default)]
+    pub alternate: bool,
 }
 
 impl Lasting {
@@ -116,7 +120,7 @@ impl Lasting {
 
     /// Its channel directory.
     pub fn channel(&self) -> PathBuf {
-        self.home.join("channel")
+        channel_in(&self.home, self.alternate)
     }
 
     /// Seconds since its last command.
@@ -128,6 +132,12 @@ impl Lasting {
     pub fn end_process(&self) {
         process::end_led_group(&self.process);
     }
+}
+
+/// The channel of a worker in `home`: `channel/`, or `channel.1/` for the `alternate` one, which starts
+/// while the other still serves (a later round's worker, started ahead of it).
+pub fn channel_in(home: &Path, alternate: bool) -> PathBuf {
+    home.join(if alternate { "channel.1" } else { "channel" })
 }
 
 /// Where the worker kept for `gpu` (`CUDA_VISIBLE_DEVICES`; none: all the machine's) is recorded.
@@ -273,6 +283,7 @@ mod tests {
             last_command: 0,
             commands: 3,
             measured: true,
+            alternate: false,
         }
     }
 

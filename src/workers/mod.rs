@@ -3,7 +3,10 @@
 //! and both sides' unseen-input checks share one start-up (imports, collection, the CUDA context, the
 //! kernels' compile and tuning), and the baseline's worker serves the next step ([`lasting`]). Each round
 //! after the first runs in a fresh pair ([`Side::redraw`]): repetitions inside one process never sample
-//! again what it fixed once, so they are not independent rounds.
+//! again what it fixed once, so they are not independent rounds. From round 2 on, the pair of the round
+//! after starts while a round measures ([`Side::stand_by`]) and waits, collected, for its turn to make its
+//! GPU context: held like the side it will serve while the other side measures, so a candidate's code
+//! never runs under the baseline's measurement.
 //!
 //! The worker is pytest with the plugin `cutile_perf_worker.py`; the channel is a directory in the git dir
 //! (the plugin's docstring describes it). Each command writes the same JUnit file, with the same records
@@ -61,6 +64,8 @@ pub struct Worker {
     measured: bool,
     /// Left running for a later command: dropping it ends nothing.
     kept: bool,
+    /// Whether its channel is its home's second one ([`lasting::channel_in`]).
+    alternate: bool,
     /// When this process started it (none for one adopted from an earlier command): its first command
     /// says how long its start-up took, the cost a warm worker saves the next time.
     spawned: Option<std::time::SystemTime>,
@@ -93,13 +98,29 @@ impl Worker {
     /// Starts `runner`'s side as a worker with its channel in `home`, owned by this process; it
     /// collects while the caller goes on.
     pub fn start(runner: &Pytest, side: &'static str, home: &Path) -> Result<Worker> {
-        let channel = home.join("channel");
+        Worker::spawn(runner, side, home, false, false)
+    }
+
+    /// Starts a worker in the `alternate` channel of `home` (beside one in the other), standing by: it
+    /// imports and collects, then waits for [`Worker::go`] before it makes its GPU context and says
+    /// `ready`, so that it can start while another worker measures.
+    fn spawn(
+        runner: &Pytest,
+        side: &'static str,
+        home: &Path,
+        alternate: bool,
+        standby: bool,
+    ) -> Result<Worker> {
+        let channel = lasting::channel_in(home, alternate);
         if channel.exists() {
             std::fs::remove_dir_all(&channel)
                 .with_context(|| format!("cannot empty {}", channel.display()))?;
         }
         std::fs::create_dir_all(&channel)
             .with_context(|| format!("cannot create {}", channel.display()))?;
+        if standby {
+            write_text_whole(&channel.join(STANDBY), "")?;
+        }
         // a worker on another machine (a Slurm job's node) cannot see this process: the job's end ends it
         if runner.place.workers() == Workers::Lasting {
             own(&channel)?;
@@ -118,8 +139,9 @@ impl Worker {
         let channel_arg = format!("{CHANNEL_OPTION}{}", channel.display());
         // its log outlives its home: a crash's reason names it
         let name = format!(
-            "worker-{}",
-            home.file_name().unwrap_or_default().to_string_lossy()
+            "worker-{}{}",
+            home.file_name().unwrap_or_default().to_string_lossy(),
+            if alternate { ".1" } else { "" }
         );
         let prepared = runner.prepare(
             PytestRun::Worker,
@@ -151,8 +173,19 @@ impl Worker {
             commands: 0,
             measured: false,
             kept: false,
+            alternate,
             spawned: Some(std::time::SystemTime::now()),
         })
+    }
+
+    /// Lets a worker standing by go on: it makes its GPU context and says `ready`. Its start-up is
+    /// counted from now, the part of it nothing hid.
+    fn go(&mut self) -> Result<()> {
+        let standby = self.channel.join(STANDBY);
+        std::fs::remove_file(&standby)
+            .with_context(|| format!("cannot remove {}", standby.display()))?;
+        self.spawned = Some(std::time::SystemTime::now());
+        Ok(())
     }
 
     /// The worker `kept` left running, owned by this process from now on as its `side`, if its channel
@@ -171,6 +204,7 @@ impl Worker {
             commands: kept.commands,
             measured: kept.measured,
             kept: false,
+            alternate: kept.alternate,
             spawned: None,
         };
         match worker.answers() {
@@ -202,6 +236,7 @@ impl Worker {
             last_command: self.last_command,
             commands: self.commands,
             measured: self.measured,
+            alternate: self.alternate,
         })
     }
 
@@ -434,8 +469,10 @@ impl Drop for Worker {
 
 /// The channel file that names the process owning the worker now (the plugin's watch reads it).
 const OWNER: &str = "owner";
-/// The channel file naming the other side's worker, stopped while this one measures.
+/// The channel file naming the other side's workers' process groups, stopped while this one measures.
 const HELD: &str = "held";
+/// The channel file that keeps a worker started ahead of its round from its GPU context and `ready`.
+const STANDBY: &str = "standby";
 
 /// Makes this process the owner of the worker at `channel`: the worker ends when this process does,
 /// unless it is kept first.
@@ -466,6 +503,8 @@ fn write_text_whole(path: &Path, text: &str) -> Result<()> {
 pub struct Side<'a> {
     pub runner: &'a Pytest<'a>,
     worker: Option<Worker>,
+    /// The next round's worker, started ahead of it ([`Side::stand_by`]).
+    standby: Option<Worker>,
     /// The pids of the workers [`Side::redraw`] ended: nvidia-smi may list one a moment longer, as ours.
     retired: Vec<u32>,
 }
@@ -481,6 +520,7 @@ impl<'a> Side<'a> {
         Side {
             runner,
             worker,
+            standby: None,
             retired: Vec::new(),
         }
     }
@@ -490,9 +530,27 @@ impl<'a> Side<'a> {
         self.worker
     }
 
-    /// Ends the side's worker, if it has one, and starts a fresh one in its place: a new process draws
-    /// again what a process fixes once (an autotuner's pick among near ties, where its arrays land), which
-    /// repetitions inside one process never sample. A side without a worker makes a process per run anyway.
+    /// Starts the worker of the side's next [`Side::redraw`] now, in its worker's home, so that its
+    /// imports and collection run while this round measures (held, as the side's worker is, while the
+    /// other side measures); it makes its GPU context only when the redraw lets it go. Nothing for a side
+    /// without a worker, or one already standing by; one that cannot start leaves the redraw to start it.
+    pub fn stand_by(&mut self) {
+        let Some(worker) = &self.worker else {
+            return;
+        };
+        if self.standby.is_some() {
+            return;
+        }
+        let Some(home) = worker.channel.parent() else {
+            return;
+        };
+        self.standby = Worker::spawn(self.runner, worker.side, home, !worker.alternate, true).ok();
+    }
+
+    /// Ends the side's worker, if it has one, and puts a fresh one in its place (the one standing by, if
+    /// any): a new process draws again what a process fixes once (an autotuner's pick among near ties,
+    /// where its arrays land), which repetitions inside one process never sample. A side without a worker
+    /// makes a process per run anyway.
     pub fn redraw(&mut self) {
         let Some(worker) = self.worker.take() else {
             return;
@@ -502,6 +560,12 @@ impl<'a> Side<'a> {
         self.retired.extend(worker.pids());
         // the old process group ends (and its channel goes) before the new worker takes the home
         drop(worker);
+        if let Some(mut standby) = self.standby.take()
+            && standby.go().is_ok()
+        {
+            self.worker = Some(standby);
+            return;
+        }
         let Some(home) = home else {
             return say_cold(self.runner, side, "the worker's folder is gone");
         };
@@ -520,33 +584,40 @@ impl<'a> Side<'a> {
         }
     }
 
-    /// Stops this side's worker (its whole process group) until the returned [`Held`] is dropped, while
-    /// `measuring` measures: no thread of this side's code (one a candidate's module started at import,
-    /// say) can put work on the GPU or the CPUs under the other's measurement. Only a worker on this
-    /// machine is held: a Slurm node's is beyond this process's signals.
+    /// Stops this side's workers (each one's whole process group: the one serving it and the one
+    /// standing by) until the returned [`Held`] is dropped, while `measuring` measures: no thread of this
+    /// side's code (one a candidate's module started at import, say) can put work on the GPU or the CPUs
+    /// under the other's measurement. Only workers on this machine are held: a Slurm node's are beyond
+    /// this process's signals.
     pub fn hold_while(&self, measuring: &Side) -> Result<Held> {
-        let Some(worker) = self
-            .worker
-            .as_ref()
-            .filter(|_| self.runner.place.workers() == Workers::Lasting)
-        else {
+        if self.runner.place.workers() != Workers::Lasting {
             return Ok(Held::default());
-        };
-        let group = worker.pid() as libc::pid_t;
-        // should this process be killed while it is held, the measuring worker's watch lets it go on
+        }
+        // an ended group's number may be another process's by now
+        let groups: Vec<libc::pid_t> = (self.worker.iter().chain(&self.standby))
+            .filter(|worker| worker.process.ended().is_none())
+            .map(|worker| worker.pid() as libc::pid_t)
+            .collect();
+        if groups.is_empty() {
+            return Ok(Held::default());
+        }
+        // should this process be killed while they are held, the measuring worker's watch lets them go on
         let note = match &measuring.worker {
             Some(measuring) => {
                 let note = measuring.channel.join(HELD);
-                write_text_whole(&note, &group.to_string())?;
+                let named: Vec<String> = groups.iter().map(ToString::to_string).collect();
+                write_text_whole(&note, &named.join(" "))?;
                 Some(note)
             }
             None => None,
         };
-        // an ended group's number may be another process's by now; a failed stop leaves it as it is
-        let stopped =
-            worker.process.ended().is_none() && unsafe { libc::killpg(group, libc::SIGSTOP) } == 0;
+        // a failed stop leaves that group as it is
+        let stopped = groups
+            .into_iter()
+            .filter(|&group| unsafe { libc::killpg(group, libc::SIGSTOP) } == 0)
+            .collect();
         Ok(Held {
-            group: stopped.then_some(group),
+            groups: stopped,
             note,
         })
     }
@@ -554,11 +625,8 @@ impl<'a> Side<'a> {
     /// The pids of the side's workers, the one serving it and those it ended: none of them is another
     /// process on the GPU.
     pub fn worker_pids(&self) -> impl Iterator<Item = u32> + '_ {
-        self.worker
-            .as_ref()
-            .map(Worker::pids)
-            .into_iter()
-            .flatten()
+        (self.worker.iter().chain(&self.standby))
+            .flat_map(Worker::pids)
             .chain(self.retired.iter().copied())
     }
 
@@ -628,14 +696,14 @@ impl<'a> Side<'a> {
 #[derive(Default)]
 #[must_use]
 pub struct Held {
-    group: Option<libc::pid_t>,
+    groups: Vec<libc::pid_t>,
     /// The measuring worker's note of the group.
     note: Option<PathBuf>,
 }
 
 impl Drop for Held {
     fn drop(&mut self) {
-        if let Some(group) = self.group {
+        for &group in &self.groups {
             unsafe {
                 libc::killpg(group, libc::SIGCONT);
             }
