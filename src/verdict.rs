@@ -1105,8 +1105,8 @@ pub(crate) mod tests {
     }
 }
 
-/// The paired rounds of rope's null edits in two H200 sessions (`tests/data/rope-paired-h200/` and
-/// `tests/data/rope-paired-h200-ready/`), replayed.
+/// The paired rounds of rope's null edits in three H200 sessions (`tests/data/rope-paired-h200/`,
+/// `tests/data/rope-paired-h200-ready/` and `tests/data/rope-paired-h200-standby/`), replayed.
 #[cfg(test)]
 mod h200_rounds {
     use super::*;
@@ -1118,6 +1118,12 @@ mod h200_rounds {
     const READY: &str = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/tests/data/rope-paired-h200-ready"
+    );
+    /// Stop 39's, a later round's pair started while the round before it measured
+    /// (`sandbox/examples/warm/rope-mean-standby/`).
+    const STANDBY: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/rope-paired-h200-standby"
     );
 
     fn run_in(dir: &str, name: &str) -> Option<Vec<Measurement>> {
@@ -1146,35 +1152,84 @@ mod h200_rounds {
             .collect()
     }
 
-    /// The later session's two null steps, replayed round by round by today's rules: after each round
-    /// the configs still open are exactly those its next round measured, and after the last one (the
-    /// budget spent) both are still open, so the tool decided them on the means.
+    /// Stop 37's two null steps, replayed round by round by today's rules: after each round the
+    /// configs still open are exactly those its next round measured, and after the last one (the budget
+    /// spent) both are still open, so the tool decided them on the means.
     #[test]
     fn a_later_sessions_rounds_replay_as_the_tool_ran_them() {
-        let floor = floor_in(READY);
         // each step's rounds, and its change on the means as the step reported it (`change_pct`, %)
         for (iteration, count, change) in [(1, 11, 0.27), (2, 9, -1.32)] {
-            let rounds = rounds_in(READY, iteration);
-            assert_eq!(rounds.len(), count);
-            for measured in 1..=count {
-                let verdict = decide(&rounds[..measured], &Thresholds::default(), &floor).unwrap();
-                let Verdict::NeedMoreRounds { mut open, .. } = verdict else {
-                    panic!("iteration {iteration} decided after {measured} rounds: {verdict:?}")
-                };
-                if let Some(next) = rounds.get(measured) {
-                    let mut ran: Vec<String> =
-                        next.baseline.iter().map(|m| m.test.clone()).collect();
-                    open.sort();
-                    ran.sort();
-                    assert_eq!(open, ran, "iteration {iteration}, after round {measured}");
-                }
-            }
-            let means =
-                decide_anyway(&rounds, &Thresholds::default(), &floor, "the budget").unwrap();
-            assert!(means.undecided.is_some(), "{means:?}");
+            let means = decided_on_the_means(READY, iteration, count);
             let improvement = means.estimate.aggregate.improvement_pct;
             assert!((improvement + change).abs() < 0.005, "{improvement}");
         }
+    }
+
+    /// Stop 39's: the first null step still open after 11 rounds (decided on the means, 0.96% slower),
+    /// the second decided by the intervals after 6 rounds: reverted, its `8-128-32-8-128-1.0` 4.64%
+    /// slower (2.95% to 6.35%), the candidate's processes in the same two states as the first step's.
+    #[test]
+    fn a_stand_by_sessions_rounds_replay_as_the_tool_ran_them() {
+        let means = decided_on_the_means(STANDBY, 1, 11);
+        assert!((means.estimate.aggregate.improvement_pct + 0.964).abs() < 0.005);
+        let Verdict::Decided(reverted) = replay(STANDBY, 2, 6) else {
+            panic!("the second null step still open after its 6 rounds")
+        };
+        assert_eq!(reverted.tier, Tier::Revert);
+        assert_eq!(reverted.undecided, None);
+        let slow = reverted
+            .estimate
+            .configs
+            .iter()
+            .find(|c| {
+                c.test
+                    .ends_with("[cutile-torch.float16-8-128-32-8-128-1.0]")
+            })
+            .unwrap();
+        assert!((slow.change_pct - 4.64).abs() < 0.01, "{slow:?}");
+        assert!(slow.low_pct > 2.0, "{slow:?}");
+    }
+
+    /// A step's `count` rounds replayed one by one: after each but the last, the rules leave open
+    /// exactly the configs the next round measured. The verdict after the last.
+    fn replay(dir: &str, iteration: u32, count: usize) -> Verdict {
+        let floor = floor_in(dir);
+        let rounds = rounds_in(dir, iteration);
+        assert_eq!(rounds.len(), count);
+        for measured in 1..count {
+            let verdict = decide(&rounds[..measured], &Thresholds::default(), &floor).unwrap();
+            let Verdict::NeedMoreRounds { mut open, .. } = verdict else {
+                panic!("iteration {iteration} decided after {measured} rounds: {verdict:?}")
+            };
+            let mut ran: Vec<String> = rounds[measured]
+                .baseline
+                .iter()
+                .map(|m| m.test.clone())
+                .collect();
+            open.sort();
+            ran.sort();
+            assert_eq!(open, ran, "iteration {iteration}, after round {measured}");
+        }
+        decide(&rounds, &Thresholds::default(), &floor).unwrap()
+    }
+
+    /// A step whose last round left it open, as the tool then decided it: on the means.
+    fn decided_on_the_means(dir: &str, iteration: u32, count: usize) -> Decided {
+        let verdict = replay(dir, iteration, count);
+        assert!(
+            matches!(verdict, Verdict::NeedMoreRounds { .. }),
+            "{verdict:?}"
+        );
+        let rounds = rounds_in(dir, iteration);
+        let means = decide_anyway(
+            &rounds,
+            &Thresholds::default(),
+            &floor_in(dir),
+            "the budget",
+        )
+        .unwrap();
+        assert!(means.undecided.is_some(), "{means:?}");
+        means
     }
 
     /// The second null edit (two terms of a sum swapped): round 1 put rope's 1.5-2 us configs 4-6.5%
