@@ -5,10 +5,12 @@ Usage (on the GPU machine, the side's TileGym src first on PYTHONPATH):
     tools/rope_occupancy.py LABEL [SELECTIONS] [REPS]
 For one perf config (8-128-32-8-128-1.0: batch 8, 128 rows, 32 q and 8 kv heads, head dim 128), it runs
 rope's occupancy search SELECTIONS times (the tuning cache emptied before each) and prints the picks, then
-times each occupancy REPS times the way TileGym's harness does (an idle GPU, then events around one call:
-the host's launch included), in turns, and prints each one's mean in microseconds. One JSON line out.
-Why: on the H200 the null edits' candidates read +6% on this config in about half of their processes and
-their baselines never; a pick that flips between processes would do that.
+times each occupancy REPS times, in turns, with events around one launch after a GPU sleep: `mean_us` with
+the L2 cache as the last launch left it, `cold_us` after 256 MB are written first, as TileGym's harness does
+before each repetition. One JSON line out.
+Why: on the H200 the null edits' candidates read +4-7% on this config in about half of their processes and
+their baselines never; a pick that flips between processes would do that, if one occupancy is slow only
+where the search does not look (the search times warm launches; the benchmark, cold ones).
 """
 import json
 import sys
@@ -41,17 +43,26 @@ for _ in range(selections):
     picks.append(next((o for o, kern in kernels.items() if kern is chosen), None))
 
 stream = torch.cuda.current_stream()
-times = {o: [] for o in occupancies}
+flush = torch.empty(256 * 1024 * 1024, dtype=torch.int8, device="cuda")
+
+
+def timed(cold):
+    """Each occupancy's mean launch time, in microseconds."""
+    times = {o: [] for o in occupancies}
+    for _ in range(reps):
+        for o in occupancies:
+            if cold:
+                flush.zero_()
+            torch.cuda._sleep(1_000_000)
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            ct.launch(stream, grid, kernels[o], args)
+            end.record()
+            times[o].append((start, end))
+    torch.cuda.synchronize()
+    return {o: round(1000 * sum(s.elapsed_time(e) for s, e in pairs) / len(pairs), 3) for o, pairs in times.items()}
+
+
 for o in occupancies:
     ct.launch(stream, grid, kernels[o], args)
-for _ in range(reps):
-    for o in occupancies:
-        torch.cuda._sleep(1_000_000)
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        ct.launch(stream, grid, kernels[o], args)
-        end.record()
-        times[o].append((start, end))
-torch.cuda.synchronize()
-means = {o: round(1000 * sum(s.elapsed_time(e) for s, e in pairs) / len(pairs), 3) for o, pairs in times.items()}
-print(json.dumps({"side": label, "picks": picks, "mean_us": means}), flush=True)
+print(json.dumps({"side": label, "picks": picks, "mean_us": timed(False), "cold_us": timed(True)}), flush=True)
