@@ -1167,7 +1167,7 @@ mod h200_rounds {
 
     /// Stop 39's: the first null step still open after 11 rounds (decided on the means, 0.96% slower),
     /// the second decided by the intervals after 6 rounds: reverted, its `8-128-32-8-128-1.0` 4.64%
-    /// slower (2.95% to 6.35%), the candidate's processes in the same two states as the first step's.
+    /// slower (2.95% to 6.35%).
     #[test]
     fn a_stand_by_sessions_rounds_replay_as_the_tool_ran_them() {
         let means = decided_on_the_means(STANDBY, 1, 11);
