@@ -502,8 +502,9 @@ pub fn measure(sides: &mut Rounds, prefix: &str, evidence: &mut Vec<RunFile>) ->
     loop {
         let started = Instant::now();
         if sides.measured {
-            // a round is an independent sample only in processes of its own (verdict.rs says why); a
-            // pair's two workers start before either measures, so their start-ups overlap
+            // a round is an independent sample only in processes of its own (verdict.rs says why): every
+            // old worker ends here, and the new ones import and collect side by side, standing by until
+            // the round lets them make their GPU contexts (`pair_round`)
             for pair in sides.pairs.iter_mut() {
                 if pair
                     .cases_in(open.as_deref())
@@ -667,9 +668,16 @@ fn pair_round(
         _ => String::new(),
     };
     // both sides' start-ups (their GPU contexts among them) end before either measures: each then
-    // measures beside the other's idle context, whatever the order, the other's worker held still
-    pair.candidate.await_ready()?;
-    pair.baseline.await_ready()?;
+    // measures beside the other's idle context, whatever the order, the other's worker held still. The
+    // new workers make their contexts one at a time, the side measuring first first: on an H200, with
+    // the candidate's always made first and beside the old workers' teardown, the candidate's processes
+    // of identical code read 1-5% slower on a microsecond config in many rounds, the baseline's never
+    let (first, second) = match plan.candidate_first {
+        true => (&mut pair.candidate, &mut pair.baseline),
+        false => (&mut pair.baseline, &mut pair.candidate),
+    };
+    first.ready()?;
+    second.ready()?;
     part.ready_after = plan.began.elapsed();
     let mut measured = Round::default();
     for run_candidate in [plan.candidate_first, !plan.candidate_first] {

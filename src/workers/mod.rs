@@ -66,9 +66,20 @@ pub struct Worker {
     kept: bool,
     /// Whether its channel is its home's second one ([`lasting::channel_in`]).
     alternate: bool,
+    /// Set while it stands by: it has imported and collected, and makes its GPU context when let go.
+    standing_by: Option<StandBy>,
     /// When this process started it (none for one adopted from an earlier command): its first command
     /// says how long its start-up took, the cost a warm worker saves the next time.
     spawned: Option<std::time::SystemTime>,
+}
+
+/// Why a worker stands by, which says where its start-up is counted from when it goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StandBy {
+    /// Started while an earlier round measured: what it took then was hidden, counted from its go.
+    Ahead,
+    /// Started for the round about to measure: nothing hid it, counted from its start.
+    ForThisRound,
 }
 
 /// What the worker wrote when a command was over.
@@ -98,18 +109,19 @@ impl Worker {
     /// Starts `runner`'s side as a worker with its channel in `home`, owned by this process; it
     /// collects while the caller goes on.
     pub fn start(runner: &Pytest, side: &'static str, home: &Path) -> Result<Worker> {
-        Worker::spawn(runner, side, home, false, false)
+        Worker::spawn(runner, side, home, false, None)
     }
 
-    /// Starts a worker in the `alternate` channel of `home` (beside one in the other), standing by: it
-    /// imports and collects, then waits for [`Worker::go`] before it makes its GPU context and says
-    /// `ready`, so that it can start while another worker measures.
+    /// Starts a worker in the `alternate` channel of `home` (beside one in the other), standing by when
+    /// `standby` says why: it imports and collects, then waits for [`Worker::go`] before it makes its GPU
+    /// context and says `ready`, so that it can start while another worker measures, and so that a
+    /// round's new workers make their contexts one after the other, in the round's order.
     fn spawn(
         runner: &Pytest,
         side: &'static str,
         home: &Path,
         alternate: bool,
-        standby: bool,
+        standby: Option<StandBy>,
     ) -> Result<Worker> {
         let channel = lasting::channel_in(home, alternate);
         if channel.exists() {
@@ -118,7 +130,7 @@ impl Worker {
         }
         std::fs::create_dir_all(&channel)
             .with_context(|| format!("cannot create {}", channel.display()))?;
-        if standby {
+        if standby.is_some() {
             write_text_whole(&channel.join(STANDBY), "")?;
         }
         // a worker on another machine (a Slurm job's node) cannot see this process: the job's end ends it
@@ -174,17 +186,22 @@ impl Worker {
             measured: false,
             kept: false,
             alternate,
+            standing_by: standby,
             spawned: Some(std::time::SystemTime::now()),
         })
     }
 
     /// Lets a worker standing by go on: it makes its GPU context and says `ready`. Its start-up is
-    /// counted from now, the part of it nothing hid.
+    /// counted from now when an earlier round hid the rest of it. Nothing for a worker not standing by.
     fn go(&mut self) -> Result<()> {
-        let standby = self.channel.join(STANDBY);
-        std::fs::remove_file(&standby)
-            .with_context(|| format!("cannot remove {}", standby.display()))?;
-        self.spawned = Some(std::time::SystemTime::now());
+        let Some(standby) = self.standing_by.take() else {
+            return Ok(());
+        };
+        let file = self.channel.join(STANDBY);
+        std::fs::remove_file(&file).with_context(|| format!("cannot remove {}", file.display()))?;
+        if standby == StandBy::Ahead {
+            self.spawned = Some(std::time::SystemTime::now());
+        }
         Ok(())
     }
 
@@ -205,6 +222,7 @@ impl Worker {
             measured: kept.measured,
             kept: false,
             alternate: kept.alternate,
+            standing_by: None,
             spawned: None,
         };
         match worker.answers() {
@@ -352,6 +370,8 @@ impl Worker {
         label: &str,
         command: Command,
     ) -> Result<Served<Finished>> {
+        // one standing by that no round let go yet goes now (`start`'s second run)
+        self.go()?;
         let started = Instant::now();
         let junit = runner.sandbox.join(RECORD_FORMAT.file_name(command.name));
         match std::fs::remove_file(&junit) {
@@ -544,13 +564,23 @@ impl<'a> Side<'a> {
         let Some(home) = worker.channel.parent() else {
             return;
         };
-        self.standby = Worker::spawn(self.runner, worker.side, home, !worker.alternate, true).ok();
+        let alternate = !worker.alternate;
+        self.standby = Worker::spawn(
+            self.runner,
+            worker.side,
+            home,
+            alternate,
+            Some(StandBy::Ahead),
+        )
+        .ok();
     }
 
     /// Ends the side's worker, if it has one, and puts a fresh one in its place (the one standing by, if
-    /// any): a new process draws again what a process fixes once (an autotuner's pick among near ties,
-    /// where its arrays land), which repetitions inside one process never sample. A side without a worker
-    /// makes a process per run anyway.
+    /// any), still standing by: a new process draws again what a process fixes once (an autotuner's pick
+    /// among near ties, where its arrays land), which repetitions inside one process never sample. It makes
+    /// its GPU context when [`Side::ready`] lets it: after every old worker of the round has ended and in
+    /// the round's order, so that neither side's context is made beside another's being made or torn
+    /// down. A side without a worker makes a process per run anyway.
     pub fn redraw(&mut self) {
         let Some(worker) = self.worker.take() else {
             return;
@@ -560,24 +590,31 @@ impl<'a> Side<'a> {
         self.retired.extend(worker.pids());
         // the old process group ends (and its channel goes) before the new worker takes the home
         drop(worker);
-        if let Some(mut standby) = self.standby.take()
-            && standby.go().is_ok()
-        {
+        if let Some(standby) = self.standby.take() {
             self.worker = Some(standby);
             return;
         }
         let Some(home) = home else {
             return say_cold(self.runner, side, "the worker's folder is gone");
         };
-        match Worker::start(self.runner, side, &home) {
+        match Worker::spawn(self.runner, side, &home, false, Some(StandBy::ForThisRound)) {
             Ok(worker) => self.worker = Some(worker),
             Err(e) => say_cold(self.runner, side, &format!("{e:#}")),
         }
     }
 
-    /// Waits for the side's worker to be ready (none: nothing to wait for), so that its start-up (its
-    /// GPU context among it) is over before the other side measures.
-    pub fn await_ready(&self) -> Result<()> {
+    /// Lets the side's worker go if it stands by, and waits for it to be ready (none: nothing to wait
+    /// for), so that its start-up (its GPU context among it) is over before the other side's begins and
+    /// before either measures. One that cannot be let go is ended: the side turns cold.
+    pub fn ready(&mut self) -> Result<()> {
+        if let Some(worker) = &mut self.worker
+            && let Err(e) = worker.go()
+        {
+            let side = worker.side;
+            self.retired.extend(worker.pids());
+            self.worker = None;
+            say_cold(self.runner, side, &format!("{e:#}"));
+        }
         match &self.worker {
             Some(worker) => worker.await_ready(self.runner.deadline),
             None => Ok(()),
