@@ -12,6 +12,9 @@
 #             the compiled kernel but not what it does (an index by subtraction, two sums' terms swapped)
 #   rope-mean the same, the decisions on each config's mean (--stat mean): medians of microsecond kernels
 #             move in whole 32 ns ticks of the GPU timer, 2% of rope's fastest configs
+#   rope-swap null edit 1 with the roles swapped (the edited code as the baseline, the step undoes it), with
+#             --stat mean: whether the slow state of `sandbox/examples/warm/rope-mean-standby/` follows the
+#             candidate's role or its code
 #   attention start on the autotuned float16 grid (--filter "not bfloat16 and not float8", 18 configs, each
 #             tuned by exhaustive_search on its first call), a null edit that changes the compiled kernel
 #             (the head index by subtraction), then a real change (the tuned kernel launched twice:
@@ -67,6 +70,17 @@ for part in "$@"; do
         run "$part-null-2" step --json --continue --cause memory "null edit 2: the q sum's terms swapped"
         edit "$kernel" "k_tile_2 * cos_row + k_tile_1 * sin_row" "k_tile_1 * sin_row + k_tile_2 * cos_row"
         run "$part-null-3" step --json --continue --cause memory "null edit 3: the k sum's terms swapped"
+        ;;
+    rope-swap)
+        # null edit 1 with the roles swapped: the edited code is the session's baseline and the step puts
+        # the upstream code back. A state that follows the candidate's role, not its code, is the tool's.
+        kernel=src/tilegym/ops/cutile/rope.py
+        cp "$kernel" "$work/rope.upstream.py"
+        edit "$kernel" "bid % SEQ_LEN" "bid - batch_idx * SEQ_LEN"
+        git commit -qam "baseline: the row index by subtraction (null edit 1)" --no-verify
+        run "$part-start" start rope --suite ops --class memory --filter "not 65536" --stat mean --json
+        cp "$work/rope.upstream.py" "$kernel"
+        run "$part-null" step --json --continue --cause memory "null edit 1 undone: the row index by modulo"
         ;;
     attention)
         kernel=src/tilegym/ops/cutile/attention.py
