@@ -120,6 +120,14 @@ fn an_honest_gain_is_kept_and_its_census_is_in_the_evidence() {
             "{}",
             run.records.text
         );
+        // with the hints each kernel was compiled with (an autotuner's pick, on a real GPU)
+        assert!(
+            run.records
+                .text
+                .contains("&quot;hints&quot;: [{&quot;opt_level&quot;: 3}]"),
+            "{}",
+            run.records.text
+        );
     }
     let verify = f.run(&["verify"]);
     assert!(verify.status.success(), "{}", both(&verify));

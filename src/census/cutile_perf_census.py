@@ -4,7 +4,8 @@ For each perf case, right after the test's benchmark harness has timed its funct
 called once more, untimed, and two things are recorded about that call:
 
 - every cuTile launch (`cuda.tile.launch`): the kernel's Python name, the file that defines it (relative
-  to pytest's root), the grid, and the bytes, shapes and dtypes of the distinct arrays passed to it;
+  to pytest's root), the grid, the compiler hints it was launched with (an autotuner's pick, such as an
+  occupancy, is drawn once per process), and the bytes, shapes and dtypes of the distinct arrays passed to it;
 - the GPU time of every kernel that ran, by name (torch's profiler over CUPTI; a conftest may supply
   its own source through the `pytest_cutile_perf_device_times` hook, as the project's test fixture does).
 
@@ -13,6 +14,7 @@ The census is attached to the case as the JUnit property `cutile_perf_census` (J
 repetitions themselves are not touched. Where the harness is not found the census says so.
 """
 
+import dataclasses
 import functools
 import json
 import os
@@ -52,6 +54,22 @@ def _function_of(kernel):
     return kernel if hasattr(kernel, "__code__") else None
 
 
+def _hints_of(kernel):
+    """The compiler hints a cuTile kernel object carries (`occupancy`, `num_ctas`, ...), those set only;
+    None for a kernel without them (a stand-in)."""
+    options = getattr(kernel, "_compiler_options", None)
+    try:
+        fields = dataclasses.asdict(options)
+    except TypeError:
+        return None
+    # a per-target value (`ByTarget`) is no JSON number: its repr says what it holds
+    return {
+        name: value if isinstance(value, (int, float, str)) else repr(value)
+        for name, value in fields.items()
+        if value is not None
+    }
+
+
 # array.array's type codes for the dtypes torch would name (the project's test fixture passes these)
 _TYPECODES = {"d": "float64", "f": "float32", "q": "int64", "i": "int32", "h": "int16", "b": "int8"}
 
@@ -89,6 +107,7 @@ def _recording(launch):
                     "kernel": getattr(function, "__name__", None) or type(kernel).__name__,
                     "file": getattr(getattr(function, "__code__", None), "co_filename", None),
                     "grid": [int(g) for g in grid] if isinstance(grid, (tuple, list)) else [int(grid)],
+                    "hints": _hints_of(kernel),
                     "bytes": sum(nbytes for nbytes, _ in arrays),
                     "arrays": [array for _, array in arrays],
                 }
@@ -155,6 +174,8 @@ def _take_census(config, fn):
         entry["count"] += 1
         if launch["grid"] not in entry["grids"]:
             entry["grids"].append(launch["grid"])
+        if launch["hints"] and launch["hints"] not in entry.setdefault("hints", []):
+            entry["hints"].append(launch["hints"])
     return {
         "taken": True,
         "launches": list(kernels.values()),

@@ -56,6 +56,10 @@ pub struct Launch {
     pub file: Option<String>,
     pub grids: Vec<Vec<u64>>,
     pub count: u32,
+    /// The distinct compiler hints it was launched with (`{"occupancy": 7, "opt_level": 3}`): what an
+    /// autotuner picked in this process. None for kernels without hints, and in censuses older than it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hints: Vec<BTreeMap<String, serde_json::Value>>,
 }
 
 /// An array a cuTile launch was given: its shape and its dtype (`float16`, as torch names it).
@@ -481,7 +485,13 @@ fn gpu_work(run: &RunFile) -> Result<GpuWork, String> {
         if census.launches.is_empty() {
             return Err(format!("{}: no cuTile launch", case.id));
         }
-        let mut launches = census.launches;
+        // an autotuner's pick is drawn per process: the code's identity is its Tile IR, compared below
+        let mut launches: Vec<Launch> = (census.launches.into_iter())
+            .map(|launch| Launch {
+                hints: Vec::new(),
+                ..launch
+            })
+            .collect();
         launches.sort_by(|a, b| (&a.kernel, &a.file).cmp(&(&b.kernel, &b.file)));
         let device = census
             .device
@@ -627,6 +637,7 @@ mod tests {
                     file: Some(file.to_string()),
                     grids: vec![vec![132]],
                     count: 1,
+                    hints: Vec::new(),
                 })
                 .collect(),
             bytes,
@@ -745,6 +756,37 @@ mod tests {
 
     const SIGNATURE: &str = "k_Kt1_A1f16_1l0_I128";
     const DEVICE: &str = "k_Kt1_A1f16_1l0_I128";
+
+    #[test]
+    fn the_two_sides_autotuned_picks_are_recorded_and_do_not_make_them_differ() {
+        let census: Census = serde_json::from_str(
+            r#"{"taken": true, "launches": [{"kernel": "k", "file": "k.py", "grids": [[8]], "count": 2,
+                "hints": [{"occupancy": 7, "opt_level": 3}]}]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            census.launches[0].hints,
+            [BTreeMap::from([
+                ("occupancy".to_string(), serde_json::json!(7)),
+                ("opt_level".to_string(), serde_json::json!(3)),
+            ])]
+        );
+        let picked = |side, occupancy: u32| {
+            let mut run = first_round(side, "k", 8, Some(DEVICE), &[("b1", SIGNATURE)]);
+            let mut census = census.clone();
+            census.launches[0].hints[0].insert("occupancy".into(), occupancy.into());
+            census.device = Some(vec![DeviceTime {
+                name: DEVICE.into(),
+                us: 1.0,
+            }]);
+            run.records = run_with_census("round-1", &census).records;
+            run
+        };
+        assert_eq!(
+            alike(&[picked("candidate", 7), picked("baseline", 9)]),
+            Ok(())
+        );
+    }
 
     #[test]
     fn no_change_needs_the_same_dumps_launches_and_gpu_kernels_on_both_sides() {

@@ -518,6 +518,7 @@ mod tests {
                 file: Some("k.py".into()),
                 grids: vec![vec![1]],
                 count: 1,
+                hints: Vec::new(),
             }],
             bytes: 0,
             arrays: Vec::new(),
