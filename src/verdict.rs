@@ -1126,6 +1126,13 @@ mod h200_rounds {
         "/tests/data/rope-paired-h200-standby"
     );
 
+    /// Stop 40's, the roles swapped: null edit 1 the baseline, the upstream code the candidate
+    /// (`sandbox/examples/warm/rope-swap/`).
+    const SWAP: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/rope-paired-h200-swap"
+    );
+
     fn run_in(dir: &str, name: &str) -> Option<Vec<Measurement>> {
         let text = std::fs::read_to_string(format!("{dir}/{name}.xml")).ok()?;
         let cases = RecordFormat::Junit.parse(&text).unwrap();
@@ -1188,6 +1195,22 @@ mod h200_rounds {
             .unwrap();
         assert!((slow.change_pct - 4.64).abs() < 0.01, "{slow:?}");
         assert!(slow.low_pct > 2.0, "{slow:?}");
+    }
+
+    /// Stop 40's swapped null: 16 rounds, the most the rule takes, on fewer configs round by round (8 cases,
+    /// then 7, 4, 3 and 2), the last still undecided: the rule decides on the means, 0.27% slower, a stop.
+    /// Its `8-128-32-8-128-1.0` read the candidate slower in 13 of the 16 rounds (+1.24%, +0.52% to +1.96%).
+    #[test]
+    fn the_swapped_sessions_rounds_replay_as_the_tool_ran_them() {
+        let Verdict::Decided(means) = replay(SWAP, 1, MAX_ROUNDS) else {
+            panic!("still open after the most rounds the rule takes")
+        };
+        assert_eq!(means.tier, Tier::Stop);
+        assert_eq!(
+            means.undecided.as_deref(),
+            Some("16 rounds, the most the rule takes")
+        );
+        assert!((means.estimate.aggregate.improvement_pct + 0.265).abs() < 0.005);
     }
 
     /// A step's `count` rounds replayed one by one: after each but the last, the rules leave open
