@@ -1133,6 +1133,14 @@ mod h200_rounds {
         "/tests/data/rope-paired-h200-swap"
     );
 
+    /// Stop 41's, a round's new workers making their GPU contexts one at a time
+    /// (`sandbox/examples/warm/rope-nulls-in-turn/`): null edit 1 from the upstream code (`a`), then null
+    /// edits 2 and 3 from a session whose baseline is null edit 1 (`b`).
+    const IN_TURN: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/rope-paired-h200-in-turn"
+    );
+
     fn run_in(dir: &str, name: &str) -> Option<Vec<Measurement>> {
         let text = std::fs::read_to_string(format!("{dir}/{name}.xml")).ok()?;
         let cases = RecordFormat::Junit.parse(&text).unwrap();
@@ -1211,6 +1219,31 @@ mod h200_rounds {
             Some("16 rounds, the most the rule takes")
         );
         assert!((means.estimate.aggregate.improvement_pct + 0.265).abs() < 0.005);
+    }
+
+    /// Stop 41's three nulls, each decided by the intervals (none on the means, none reverted) after 9, 11
+    /// and 9 rounds: 0.20% faster, 1.17% faster (0.62% to 1.73%: null edit 2 is faster on two partial
+    /// rotary configs, as in stop 37) and 0.01% faster, each a stop under the 2% tier.
+    #[test]
+    fn the_in_turn_sessions_nulls_are_decided_by_the_intervals() {
+        for (session, iteration, count, improvement) in [
+            ("a", 1, 9, 0.2007),
+            ("b", 1, 11, 1.1707),
+            ("b", 2, 9, 0.0101),
+        ] {
+            let Verdict::Decided(decided) =
+                replay(&format!("{IN_TURN}/{session}"), iteration, count)
+            else {
+                panic!("{session} {iteration} still open after its {count} rounds")
+            };
+            assert_eq!(decided.tier, Tier::Stop);
+            assert_eq!(decided.undecided, None);
+            let found = decided.estimate.aggregate.improvement_pct;
+            assert!(
+                (found - improvement).abs() < 0.005,
+                "{session} {iteration}: {found}"
+            );
+        }
     }
 
     /// A step's `count` rounds replayed one by one: after each but the last, the rules leave open

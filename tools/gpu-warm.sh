@@ -12,6 +12,7 @@
 #             the compiled kernel but not what it does (an index by subtraction, two sums' terms swapped)
 #   rope-mean the same, the decisions on each config's mean (--stat mean): medians of microsecond kernels
 #             move in whole 32 ns ticks of the GPU timer, 2% of rope's fastest configs
+#   rope-mean-2 the same from null edit 1 committed as the baseline: null edits 2 and 3 only
 #   rope-swap null edit 1 with the roles swapped (the edited code as the baseline, the step undoes it), with
 #             --stat mean: whether the slow state of `sandbox/examples/warm/rope-mean-standby/` follows the
 #             candidate's role or its code
@@ -58,14 +59,20 @@ for part in "$@"; do
         run rms_norm-reroll step --json --continue --cause memory "the same kernel with a comment added"
         (cd sandbox/dumps && find . -type f -exec sha1sum {} + | sort -k2) > "$out/rms_norm-reroll-dumps.txt"
         ;;
-    rope|rope-mean)
+    rope|rope-mean|rope-mean-2)
         kernel=src/tilegym/ops/cutile/rope.py
         statistic=median
-        [ "$part" = rope-mean ] && statistic=mean
-        run "$part-start" start rope --suite ops --class memory --filter "not 65536" --stat $statistic --json
+        [ "$part" != rope ] && statistic=mean
         # each edit changes the compiled kernel (a comment alone is "no change" now) but not its speed
-        edit "$kernel" "bid % SEQ_LEN" "bid - batch_idx * SEQ_LEN"
-        run "$part-null-1" step --json --continue --cause memory "null edit 1: the row index by subtraction"
+        if [ "$part" = rope-mean-2 ]; then
+            edit "$kernel" "bid % SEQ_LEN" "bid - batch_idx * SEQ_LEN"
+            git commit -qam "baseline: null edit 1 (the row index by subtraction)" --no-verify
+            run "$part-start" start rope --suite ops --class memory --filter "not 65536" --stat $statistic --json
+        else
+            run "$part-start" start rope --suite ops --class memory --filter "not 65536" --stat $statistic --json
+            edit "$kernel" "bid % SEQ_LEN" "bid - batch_idx * SEQ_LEN"
+            run "$part-null-1" step --json --continue --cause memory "null edit 1: the row index by subtraction"
+        fi
         edit "$kernel" "q_tile_2 * cos_row + q_tile_1 * sin_row" "q_tile_1 * sin_row + q_tile_2 * cos_row"
         run "$part-null-2" step --json --continue --cause memory "null edit 2: the q sum's terms swapped"
         edit "$kernel" "k_tile_2 * cos_row + k_tile_1 * sin_row" "k_tile_1 * sin_row + k_tile_2 * cos_row"
