@@ -483,6 +483,8 @@ struct RoundPlan<'a> {
     number: usize,
     began: Instant,
     candidate_first: bool,
+    /// Whether each side starts its next round's worker as it begins to measure ([`Side::stand_by`]).
+    stand_by: bool,
     session: &'a Session,
     /// The workers of every pair: ours, idle or measuring on another GPU, not someone else's.
     ours: &'a [u32],
@@ -515,15 +517,6 @@ pub fn measure(sides: &mut Rounds, prefix: &str, evidence: &mut Vec<RunFile>) ->
                 }
             }
         }
-        // the next round's workers start now, to import and collect while this one measures: from the
-        // second round on (a step that needs one measures near ties, which take more; one decided in its
-        // first starts nothing it does not use)
-        if (2..verdict::MAX_ROUNDS).contains(&(rounds.len() + 1)) {
-            for pair in sides.pairs.iter_mut() {
-                pair.candidate.stand_by();
-                pair.baseline.stand_by();
-            }
-        }
         let ours: Vec<u32> = sides
             .pairs
             .iter()
@@ -535,6 +528,9 @@ pub fn measure(sides: &mut Rounds, prefix: &str, evidence: &mut Vec<RunFile>) ->
             number: rounds.len() + 1,
             began: started,
             candidate_first: verdict::candidate_first(rounds.len()),
+            // from the second round on (a step that needs one measures near ties, which take more; one
+            // decided in its first starts nothing it does not use)
+            stand_by: (2..verdict::MAX_ROUNDS).contains(&(rounds.len() + 1)),
             session: sides.session,
             ours: &ours,
         };
@@ -696,6 +692,18 @@ fn pair_round(
                 &mut measured.baseline,
             )
         };
+        // the side's next worker starts up beside this side's own measurement, from its first case: each
+        // side measures beside the same part of a start-up. On an H200, with both started as the round
+        // began, the side measuring first had the start-up's busiest seconds beside its first configs and
+        // the other side a start-up already under way, and rope's first-measured 2 us configs read 3-4%
+        // apart by order.
+        if plan.stand_by {
+            runner.stand_by();
+        }
+        let ours: Vec<u32> = (plan.ours.iter().copied())
+            .chain(runner.worker_pids())
+            .chain(other.worker_pids())
+            .collect();
         let _held = other.hold_while(runner)?;
         let (outcome, file) = benchmark_run::benchmark(
             runner,
@@ -704,7 +712,7 @@ fn pair_round(
             &format!("round {} {side}{on_gpu}", plan.number),
             // nvidia-smi's view is of its first GPU: watched where that is the one measuring
             plan.session.gpu.is_some() && pair.gpu.as_deref().is_none_or(|gpu| gpu == "0"),
-            plan.ours,
+            &ours,
             cases,
         )?;
         part.files.extend(file.map(|file| RunFile {

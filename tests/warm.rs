@@ -915,7 +915,16 @@ fn a_later_rounds_workers_start_up_while_the_round_before_measures_held_while_th
     assert_eq!(pids.len(), 8, "{timed:?}");
     let (round_2, round_3) = (&timed[4..6], &timed[6..8]);
     let start_ups = start_ups(&step.starts);
-    for &(pid, _) in round_3 {
+    // round 2 measures the candidate first, round 3 the baseline: round 3's baseline worker began to start
+    // up as the baseline began to measure in round 2, after the candidate had, and round 3's candidate
+    // worker as the candidate began, after round 1: each side measured beside the same part of its own
+    // next worker's start-up (a process's start is known to 10 ms)
+    let round_1_end = timed[3].1;
+    let slack = 0.02;
+    for (&(pid, _), (after, by)) in round_3
+        .iter()
+        .zip([(round_2[0].1, round_2[1].1), (round_1_end, round_2[0].1)])
+    {
         assert!(
             !pids[..6].contains(&pid),
             "round 3 in a fresh worker: {timed:?}"
@@ -924,8 +933,11 @@ fn a_later_rounds_workers_start_up_while_the_round_before_measures_held_while_th
             .iter()
             .find(|(p, _, _)| *p == pid)
             .expect("its start-up");
-        // it began to start up before round 2 measured (and was done before round 3 did)
-        assert!(began < round_2[0].1 - case_s, "{began} {round_2:?}");
+        assert!(
+            after - slack < began && began < by - case_s + slack,
+            "worker {pid} began at {began}, not as its side began to measure: {timed:?}"
+        );
+        // and was done before round 3 measured
         assert!(ended < round_3[0].1 - case_s, "{ended} {round_3:?}");
     }
     // the candidate's code ticks on import: the candidate's workers of rounds 2 and 3 and the one standing
