@@ -202,6 +202,15 @@ fn a_kernel_right_only_on_the_inputs_its_tests_draw_fails_on_unseen_ones() {
             && reason.ends_with("), where the baseline's code passes: tests.ops.test_vector_add::test_op_seeded[cutile]"),
         "{reason}"
     );
+    // the candidate failed a case: the baseline's code ran on the same inputs, to tell the test's failures
+    // from the change's
+    let names: Vec<String> = evidence_runs(&f).into_iter().map(|run| run.name).collect();
+    assert!(
+        names
+            .iter()
+            .any(|name| name.starts_with("unseen-") && name.ends_with("-baseline")),
+        "{names:?}"
+    );
     let verify = f.run(&["verify"]);
     assert!(verify.status.success(), "{}", both(&verify));
     f.replays_as_recorded();

@@ -170,7 +170,7 @@ fn a_session_runs_each_iteration_in_its_own_job_and_records_where() {
     for said in [
         "correctness: in the warm candidate worker",
         "round 1 baseline: in the warm baseline worker",
-        "unseen inputs: in the warm baseline worker",
+        "unseen inputs: in the warm candidate worker",
     ] {
         assert!(stderr.contains(said), "{said:?} missing from:\n{stderr}");
     }

@@ -1,6 +1,6 @@
 //! Warm workers: one pytest process per side of a step that collects the correctness and perf selections
 //! once and runs them on the tool's command, so that the candidate's correctness, the first paired round
-//! and both sides' unseen-input checks share one start-up (imports, collection, the CUDA context, the
+//! and the unseen-input checks share one start-up (imports, collection, the CUDA context, the
 //! kernels' compile and tuning), and the baseline's worker serves the next step ([`lasting`]). Each round
 //! after the first runs in a fresh pair ([`Side::redraw`]): repetitions inside one process never sample
 //! again what it fixed once, so they are not independent rounds. From round 2 on, the pair of the round
