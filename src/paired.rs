@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 
 use crate::benchmark_run;
-use crate::decision::Decided;
+use crate::decision::{Decided, Decision};
 use crate::evidence::RunFile;
 use crate::git::Repo;
 use crate::history::sandbox;
@@ -294,6 +294,23 @@ impl Holders<'_> {
     /// The tree of the code they hold: the new baseline's.
     pub fn tree(&self) -> Option<&str> {
         self.0.first().map(|held| held.code.tree.as_str())
+    }
+
+    /// Ends their workers, and says so where one was warm: the loop has halted (`decision`), and until
+    /// the user says `--continue` none should idle on a GPU that others may want.
+    pub fn end_with_the_loop(self, decision: Decision, progress: &Progress) {
+        // one that ends with its place anyway (a Slurm job's) goes unsaid
+        let pids: Vec<String> = (self.0.iter())
+            .filter(|held| held.workers == Workers::Lasting)
+            .filter_map(|held| held.worker.as_ref())
+            .map(|worker| worker.pid().to_string())
+            .collect();
+        if !pids.is_empty() {
+            progress.line(&format!(
+                "the loop halted ({decision}): the baseline's warm worker (pid {}) ends with it; `step --continue` starts a fresh one",
+                pids.join(", ")
+            ));
+        }
     }
 
     /// Keeps each GPU's worker as the baseline's for the next step ([`Held::keep_as_baseline`]).

@@ -335,6 +335,45 @@ fn every_step_decided_in_one_round_starts_one_pytest_whatever_the_outcome() {
     f.ok(&["verify"]);
 }
 
+#[test]
+fn a_step_that_halts_the_loop_ends_the_worker_and_continue_starts_a_fresh_one() {
+    let f = Fixture::new();
+    f.start();
+    // 1% faster: kept, and the loop stops (< 2%) until the user says `--continue`
+    let step = counted_step_at(&f, (0.099, 0.99), &[]);
+    assert_eq!(step.report["decision"], "stop", "{}", step.report);
+    // the candidate's worker, which holds the kept code
+    let (candidate, _) = (step.starts.iter())
+        .find(|line| line.contains("/workers/candidate-"))
+        .and_then(|line| line.split_once(' '))
+        .expect("the candidate's worker");
+    assert!(
+        step.stderr.contains(&format!(
+            "the loop halted (stop): the baseline's warm worker (pid {candidate}) ends with it"
+        )),
+        "{}",
+        step.stderr
+    );
+    let workers = worker_pids_of(&step.starts);
+    assert!(workers.iter().all(|&pid| !alive(pid)), "{workers:?}");
+    let status: serde_json::Value = serde_json::from_str(&f.ok(&["status", "--json"])).unwrap();
+    assert_eq!(status["workers"], serde_json::json!([]), "{status}");
+    // resumed, the step starts both sides' workers, and keeps the one holding the new baseline
+    let starts = f.root.join("../starts.txt");
+    std::fs::remove_file(&starts).unwrap();
+    f.set_latency(0.05, 0.5);
+    let out = f
+        .command(&["step", "--continue", "tile size 512"])
+        .env("CUTILE_PERF_FIXTURE_STARTS", &starts)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let started = std::fs::read_to_string(&starts).unwrap();
+    let started: Vec<String> = started.lines().map(str::to_string).collect();
+    assert_eq!(worker_pids_of(&started).len(), 2, "{started:#?}");
+    assert!(alive(kept_worker(&f)));
+}
+
 /// The session's current baseline commit: the newest kept iteration's.
 fn baseline_commit(f: &Fixture) -> String {
     let log = f.git(&[

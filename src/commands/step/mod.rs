@@ -305,7 +305,11 @@ fn measure_and_record(
     let Recorded { id, iteration } = commit;
     history.push(id.clone(), iteration);
     let baseline_tree = holder.tree().map(str::to_string);
-    holder.keep_as_baseline(repo, history.current_baseline_commit(), deadline, progress);
+    if verdict.decision.halts() {
+        holder.end_with_the_loop(verdict.decision, progress);
+    } else {
+        holder.keep_as_baseline(repo, history.current_baseline_commit(), deadline, progress);
+    }
     paired::prune_worker_logs(repo);
     if let Some(tree) = baseline_tree {
         paired::prune_dumps(repo, &tree);
