@@ -166,8 +166,11 @@ pub enum Rules {
     /// Every config while the aggregate straddles a tier, the other configs' excess scatter widens each
     /// prior (`excess_noise`), and from `ROUNDS_FOR_ORDER` rounds the order of the sides is fitted out
     /// of a config's change (`Tally::fit`).
-    #[default]
     Pooled,
+    /// As pooled, and a config measured in more than one round, all in the same order of the sides,
+    /// stays open until a round in the other order (`Tally::one_sided`).
+    #[default]
+    Balanced,
 }
 
 impl Rules {
@@ -176,7 +179,13 @@ impl Rules {
         match self {
             Rules::First => "first",
             Rules::Pooled => "pooled",
+            Rules::Balanced => "balanced",
         }
+    }
+
+    /// Whether the configs' scatter is pooled and the order fitted out (every revision but the first).
+    fn pools(self) -> bool {
+        self != Rules::First
     }
 }
 
@@ -350,6 +359,13 @@ impl Tally {
         }
     }
 
+    /// Measured in more than one round, every one in the same order of the sides (a config closed after
+    /// round 1 and reopened after an even number of rounds): its mean carries the order's whole effect,
+    /// which its rounds' scatter cannot show, so it needs a round in the other order.
+    fn one_sided(&self) -> bool {
+        self.orders.len() >= 2 && self.orders.iter().all(|&s| s == self.orders[0])
+    }
+
     /// Its fit under `floor`'s rules, and the variance of one round's log ratio that the noise model and
     /// the session's floor expect.
     fn fitted(&self, floor: &NoiseFloor) -> (Fit, f64) {
@@ -415,7 +431,14 @@ fn judge(
         .map(|&(mean, se)| mean + Z_REGRESSED * se > bounds.regression)
         .collect();
     for (i, &(mean, se)) in changes.iter().enumerate() {
-        let why = if regressed.contains(&i) {
+        let one_sided = floor.rules == Rules::Balanced && tallies[i].one_sided();
+        if one_sided {
+            open[i] = true;
+        }
+        let why = if one_sided {
+            "measured again in the same order of the sides only, whose effect its scatter cannot show"
+                .to_string()
+        } else if regressed.contains(&i) {
             "beyond noise in one round, which a second round in fresh processes confirms or not"
                 .to_string()
         } else if mean + Z * se > bounds.regression {
@@ -435,7 +458,7 @@ fn judge(
     }
     let agg = &estimate.aggregate;
     let agg_tier = interval_tier(agg.low_pct, agg.high_pct, limits);
-    if agg_tier.is_none() && (floor.rules == Rules::Pooled || ambiguous.is_empty()) {
+    if agg_tier.is_none() && (floor.rules.pools() || ambiguous.is_empty()) {
         // the aggregate needs every config: one measured only in round 1 would otherwise weigh in it
         // unmeasured while the open ones narrow it (an H200 null edit of rope was kept as a 3% gain so)
         open = vec![true; changes.len()];
@@ -632,7 +655,7 @@ fn estimate(tallies: &[Tally], rounds: usize, floor: &NoiseFloor) -> (Estimate, 
     let fitted: Vec<(Fit, f64)> = tallies.iter().map(|t| t.fitted(floor)).collect();
     let excess = match floor.rules {
         Rules::First => vec![1.0; tallies.len()],
-        Rules::Pooled => excess_noise(&fitted),
+        Rules::Pooled | Rules::Balanced => excess_noise(&fitted),
     };
     for ((tally, (fit, prior)), excess) in tallies.iter().zip(fitted).zip(excess) {
         let Fit {
@@ -969,6 +992,46 @@ pub(crate) mod tests {
             panic!("decided at the edge")
         };
         assert_eq!(open, ["t0", "t1"]);
+    }
+
+    #[test]
+    fn a_config_measured_again_in_the_same_order_only_waits_for_the_other_order() {
+        // t0 (1 ms) unchanged in rounds 1 and 3, both with the baseline first (closed in round 1, reopened
+        // while the aggregate straddled a tier): its rounds agree, and would agree however much the side
+        // measured second is slowed
+        let tally = |orders: Vec<f64>| Tally {
+            pass: "forward".into(),
+            test: "t0".into(),
+            ratios: vec![0.0; orders.len()],
+            bases: vec![0.0; orders.len()],
+            orders,
+        };
+        let judged = |orders: Vec<f64>, rules| {
+            let floor = NoiseFloor::default().under(rules);
+            judge(&[tally(orders)], 3, &limits(), &floor).0
+        };
+        assert!(matches!(
+            judged(vec![-1.0, -1.0], Rules::Pooled),
+            Verdict::Decided(_)
+        ));
+        let Verdict::NeedMoreRounds {
+            open, ambiguous, ..
+        } = judged(vec![-1.0, -1.0], Rules::Balanced)
+        else {
+            panic!("decided on one order")
+        };
+        assert_eq!(open, ["t0"]);
+        assert!(
+            ambiguous.contains("in the same order of the sides only"),
+            "{ambiguous}"
+        );
+        // one round, or both orders: decided as before
+        for orders in [vec![-1.0], vec![-1.0, 1.0], vec![-1.0, -1.0, 1.0]] {
+            assert!(matches!(
+                judged(orders, Rules::Balanced),
+                Verdict::Decided(_)
+            ));
+        }
     }
 
     #[test]
