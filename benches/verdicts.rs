@@ -243,6 +243,8 @@ struct PairedTrial {
     cases: Vec<usize>,
     /// It had to decide on the means.
     on_means: bool,
+    /// Where only one config changed: its index and the rounds that counted it.
+    changed: Option<(usize, usize)>,
 }
 
 /// The paired rule by `rules`, every round in the same pair of processes (`one_pair`) or each in a fresh
@@ -291,10 +293,16 @@ fn paired(
         // the open ones'
         match verdict::decide(&rounds, limits, &floor).expect("same configs") {
             Verdict::Decided(d) => {
+                let mut changed = effects.iter().enumerate().filter(|(_, e)| **e != 1.0);
+                let changed = match (changed.next(), changed.next()) {
+                    (Some((i, _)), None) => Some((i, d.estimate.configs[i].rounds)),
+                    _ => None,
+                };
                 return PairedTrial {
                     kept: Kept::of(d.tier),
                     cases,
                     on_means: d.undecided.is_some(),
+                    changed,
                 };
             }
             Verdict::NeedMoreRounds { open, .. } => cases.push(open.len()),
@@ -468,6 +476,8 @@ fn main() {
     // per noise and scenario: [per-process, one pair, fresh pairs] seconds summed over trials, per cost
     // grid
     let mut priced: Vec<(&str, &str, Vec<[f64; 3]>)> = Vec::new();
+    // per noise: what the paired rule's missed one-config regressions have in common
+    let mut missed: Vec<String> = Vec::new();
     for (noise, grid) in &grids {
         let n = grid.latency_ms.len();
         for s in &scenarios {
@@ -475,6 +485,8 @@ fn main() {
             let (mut single_hits, mut one_pair_hits, mut first_hits, mut paired_hits) =
                 (0, 0, 0, 0);
             let (mut runs, mut forced) = (0, 0);
+            // each missed regression's config: its latency, decided on the means, the rounds counting it
+            let mut misses: Vec<(f64, bool, usize)> = Vec::new();
             let mut seconds = vec![[0.0; 3]; COSTS.len()];
             for t in 0..TRIALS {
                 let effects: Vec<f64> = (0..n).map(|i| (s.effect)(i, n, t)).collect();
@@ -489,6 +501,11 @@ fn main() {
                 first_hits += counts(first.kept);
                 runs += 2 * rounds;
                 forced += usize::from(trial.on_means);
+                if let (Kept::Reverted, Some((i, counted))) = (s.right, trial.changed)
+                    && trial.kept != Kept::Reverted
+                {
+                    misses.push((grid.latency_ms[i], trial.on_means, counted));
+                }
                 let kept = trial.kept != Kept::Reverted;
                 for (sum, costs) in seconds.iter_mut().zip(&COSTS) {
                     sum[0] += costs.per_process(rounds, kept);
@@ -511,7 +528,24 @@ fn main() {
                 pct(forced)
             );
             priced.push((noise, s.name, seconds));
+            if !misses.is_empty() {
+                let share = |f: &dyn Fn(&(f64, bool, usize)) -> bool| {
+                    100.0 * misses.iter().filter(|m| f(m)).count() as f64 / misses.len() as f64
+                };
+                missed.push(format!(
+                    "{noise}, {}: {} of {TRIALS} kept by the paired rule: {:.0}% on the 1.5-2 us configs, \
+                     {:.0}% decided on the means, {:.0}% with the config closed after round 1",
+                    s.name,
+                    misses.len(),
+                    share(&|m| m.0 < 0.0025),
+                    share(&|m| m.1),
+                    share(&|m| !m.1 && m.2 == 1)
+                ));
+            }
         }
+    }
+    for line in &missed {
+        println!("misses, {line}");
     }
     println!();
     println!(
