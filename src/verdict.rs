@@ -412,10 +412,12 @@ fn judge(
     let regressed: Vec<usize> = (0..changes.len())
         .filter(|&i| lowest_bound(i) > bounds.regression)
         .collect();
+    // rounds in one order only say no more about the change than a single round does
+    let one_sided = |i: usize| floor.rules == Rules::Balanced && tallies[i].one_sided();
     if let Some(&i) = regressed
         .iter()
         .filter(|&&i| {
-            tallies[i].ratios.len() >= ROUNDS_TO_REVERT
+            (tallies[i].ratios.len() >= ROUNDS_TO_REVERT && !one_sided(i))
                 || changes[i].0 - Z_REGRESSED * ONE_ROUND_DOUBT * changes[i].1 > bounds.regression
         })
         .max_by(|&&a, &&b| lowest_bound(a).total_cmp(&lowest_bound(b)))
@@ -431,11 +433,10 @@ fn judge(
         .map(|&(mean, se)| mean + Z_REGRESSED * se > bounds.regression)
         .collect();
     for (i, &(mean, se)) in changes.iter().enumerate() {
-        let one_sided = floor.rules == Rules::Balanced && tallies[i].one_sided();
-        if one_sided {
+        if one_sided(i) {
             open[i] = true;
         }
-        let why = if one_sided {
+        let why = if one_sided(i) {
             "measured again in the same order of the sides only, whose effect its scatter cannot show"
                 .to_string()
         } else if regressed.contains(&i) {
@@ -1032,6 +1033,19 @@ pub(crate) mod tests {
                 Verdict::Decided(_)
             ));
         }
+        // 3% slower in both: beyond noise of the limit, but the order may be all of it; 50% slower is not
+        let slower = |ratio: f64, rules| {
+            let tally = Tally {
+                ratios: vec![ratio; 2],
+                ..tally(vec![-1.0, -1.0])
+            };
+            judge(&[tally], 3, &limits(), &NoiseFloor::default().under(rules)).0
+        };
+        let reverted =
+            |verdict: Verdict| matches!(verdict, Verdict::Decided(d) if d.tier == Tier::Revert);
+        assert!(reverted(slower(0.03, Rules::Pooled)));
+        assert!(!reverted(slower(0.03, Rules::Balanced)));
+        assert!(reverted(slower(0.5, Rules::Balanced)));
     }
 
     #[test]
