@@ -654,9 +654,9 @@ fn estimate(tallies: &[Tally], rounds: usize, floor: &NoiseFloor) -> (Estimate, 
     let mut changes = Vec::with_capacity(tallies.len());
     let (mut agg_log, mut agg_var, mut agg_base) = (0.0, 0.0, 0.0);
     let fitted: Vec<(Fit, f64)> = tallies.iter().map(|t| t.fitted(floor)).collect();
-    let excess = match floor.rules {
-        Rules::First => vec![1.0; tallies.len()],
-        Rules::Pooled | Rules::Balanced => excess_noise(&fitted),
+    let excess = match floor.rules.pools() {
+        true => excess_noise(&fitted),
+        false => vec![1.0; tallies.len()],
     };
     for ((tally, (fit, prior)), excess) in tallies.iter().zip(fitted).zip(excess) {
         let Fit {
@@ -1182,41 +1182,34 @@ pub(crate) mod tests {
     }
 }
 
-/// The paired rounds of rope's null edits in three H200 sessions (`tests/data/rope-paired-h200/`,
-/// `tests/data/rope-paired-h200-ready/` and `tests/data/rope-paired-h200-standby/`), replayed.
+/// The paired rounds of rope's null edits in the H200 sessions under `tests/data/rope-paired-h200*/`,
+/// replayed.
 #[cfg(test)]
 mod h200_rounds {
     use super::*;
     use crate::records::{self, RecordFormat, Statistic};
 
+    /// A session's folder under `tests/data/`.
+    macro_rules! data {
+        ($name:literal) => {
+            concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/", $name)
+        };
+    }
+
     /// Stop 36's session (`sandbox/examples/warm/rope-mean/`).
-    const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/rope-paired-h200");
+    const DATA: &str = data!("rope-paired-h200");
     /// Stop 37's, both workers ready before either measured (`sandbox/examples/warm/rope-mean-ready/`).
-    const READY: &str = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/data/rope-paired-h200-ready"
-    );
+    const READY: &str = data!("rope-paired-h200-ready");
     /// Stop 39's, a later round's pair started while the round before it measured
     /// (`sandbox/examples/warm/rope-mean-standby/`).
-    const STANDBY: &str = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/data/rope-paired-h200-standby"
-    );
-
+    const STANDBY: &str = data!("rope-paired-h200-standby");
     /// Stop 40's, the roles swapped: null edit 1 the baseline, the upstream code the candidate
     /// (`sandbox/examples/warm/rope-swap/`).
-    const SWAP: &str = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/data/rope-paired-h200-swap"
-    );
-
+    const SWAP: &str = data!("rope-paired-h200-swap");
     /// Stop 41's, a round's new workers making their GPU contexts one at a time
     /// (`sandbox/examples/warm/rope-nulls-in-turn/`): null edit 1 from the upstream code (`a`), then null
     /// edits 2 and 3 from a session whose baseline is null edit 1 (`b`).
-    const IN_TURN: &str = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/data/rope-paired-h200-in-turn"
-    );
+    const IN_TURN: &str = data!("rope-paired-h200-in-turn");
 
     fn run_in(dir: &str, name: &str) -> Option<Vec<Measurement>> {
         let text = std::fs::read_to_string(format!("{dir}/{name}.xml")).ok()?;

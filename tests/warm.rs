@@ -263,6 +263,20 @@ fn kept_worker(f: &Fixture) -> i32 {
     workers[0]["pid"].as_i64().unwrap() as i32
 }
 
+/// The pytest starts of one successful command of the tool (`CUTILE_PERF_FIXTURE_STARTS`'s lines).
+fn pytest_starts_of(f: &Fixture, args: &[&str]) -> Vec<String> {
+    let starts = f.root.join("../starts.txt");
+    let _ = std::fs::remove_file(&starts);
+    let out = f
+        .command(args)
+        .env("CUTILE_PERF_FIXTURE_STARTS", &starts)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let started = std::fs::read_to_string(&starts).unwrap_or_default();
+    started.lines().map(str::to_string).collect()
+}
+
 /// The worker pids among `starts` lines.
 fn worker_pids_of(starts: &[String]) -> Vec<i32> {
     starts
@@ -275,20 +289,9 @@ fn worker_pids_of(starts: &[String]) -> Vec<i32> {
 #[test]
 fn every_step_decided_in_one_round_starts_one_pytest_whatever_the_outcome() {
     let f = Fixture::new();
-    let starts = f.root.join("../starts.txt");
     // iteration 0's correctness and first benchmark run in one worker, its second run in a fresh one (the
     // two runs' spread is the noise between processes), kept for the first step
-    let out = f
-        .command(&["start", "vector_add"])
-        .env("CUTILE_PERF_FIXTURE_STARTS", &starts)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let started: Vec<String> = std::fs::read_to_string(&starts)
-        .unwrap()
-        .lines()
-        .map(str::to_string)
-        .collect();
+    let started = pytest_starts_of(&f, &["start", "vector_add"]);
     assert_eq!(worker_pids_of(&started).len(), 2, "{started:#?}");
     assert_eq!(started.len(), 2, "{started:#?}");
     let mut kept = kept_worker(&f);
@@ -359,17 +362,8 @@ fn a_step_that_halts_the_loop_ends_the_worker_and_continue_starts_a_fresh_one() 
     let status: serde_json::Value = serde_json::from_str(&f.ok(&["status", "--json"])).unwrap();
     assert_eq!(status["workers"], serde_json::json!([]), "{status}");
     // resumed, the step starts both sides' workers, and keeps the one holding the new baseline
-    let starts = f.root.join("../starts.txt");
-    std::fs::remove_file(&starts).unwrap();
     f.set_latency(0.05, 0.5);
-    let out = f
-        .command(&["step", "--continue", "tile size 512"])
-        .env("CUTILE_PERF_FIXTURE_STARTS", &starts)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let started = std::fs::read_to_string(&starts).unwrap();
-    let started: Vec<String> = started.lines().map(str::to_string).collect();
+    let started = pytest_starts_of(&f, &["step", "--continue", "tile size 512"]);
     assert_eq!(worker_pids_of(&started).len(), 2, "{started:#?}");
     assert!(alive(kept_worker(&f)));
 }
