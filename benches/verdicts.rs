@@ -24,7 +24,9 @@
 //! step, so round 1 pays only the candidate's start-up and first, compiling repetition, and each later
 //! round a fresh pair's start-ups (side by side; from round 3 on, only what the round before did not hide)
 //! and first repetitions; each against the reference of
-//! correctness plus one cold run. A repetition is priced per case it runs.
+//! correctness plus one cold run. A repetition is priced per case it runs. Its last lines price the
+//! cheapest step any paired rule can take ("floor") and the least any rule meeting the targets can pay on
+//! average ("least", Wald's bound, [`LeastRounds`]).
 
 use std::collections::HashMap;
 
@@ -601,5 +603,90 @@ fn main() {
             one_round(true),
             one_round(true) / costs.reference()
         );
+    }
+    // the cheapest any rule can be that meets the targets under this noise (Wald's bound)
+    for (noise, grid) in &grids[..2] {
+        for costs in &COSTS {
+            let bound = LeastRounds::of(grid);
+            println!(
+                "least, {noise}, {}: Wald's bound at the targets (1% wrong each way): the noisiest config \
+                 needs {:.1} rounds, all configs {:.1}; any paired rule pays at least {:.0} s ({:.2}x) to keep \
+                 a null change and {:.0} s ({:.2}x) to revert a one-config regression (start-ups and compiles \
+                 after round 1 free); a rule that knew the baseline exactly {:.2}x and {:.2}x",
+                costs.name,
+                bound.paired.iter().cloned().fold(0.0, f64::max),
+                bound.paired.iter().sum::<f64>(),
+                bound.null_kept(costs, true),
+                bound.null_kept(costs, true) / costs.reference(),
+                bound.regression_reverted(costs, true),
+                bound.regression_reverted(costs, true) / costs.reference(),
+                bound.null_kept(costs, false) / costs.reference(),
+                bound.regression_reverted(costs, false) / costs.reference(),
+            );
+        }
+    }
+}
+
+/// The fewest rounds each config needs, on average, for any sequential rule to keep a null change and
+/// revert a 3% regression of that config, each with at most 1% wrong (the issue's targets): Wald's
+/// bound, `E[N] >= ((1-a) ln((1-a)/b) + a ln(a/(1-b))) / KL`, with `KL = ln(1.03)^2 / (2 v)` per round
+/// for a config of spread `sd` when the round's change has variance `v`: `2 sd^2` when both sides are
+/// fresh processes (paired), `sd^2` when the baseline is known exactly. A config's rounds tell nothing
+/// about another's (their noise is drawn apart), so each needs its own.
+struct LeastRounds {
+    paired: Vec<f64>,
+    known_baseline: Vec<f64>,
+}
+
+impl LeastRounds {
+    fn of(grid: &Grid) -> LeastRounds {
+        let (alpha, beta): (f64, f64) = (0.01, 0.01);
+        let wald =
+            (1.0 - alpha) * ((1.0 - alpha) / beta).ln() + alpha * (alpha / (1.0 - beta)).ln();
+        let shift = 1.03_f64.ln().powi(2);
+        let rounds = |variance: f64| (wald * 2.0 * variance / shift).max(1.0);
+        LeastRounds {
+            paired: grid.sd.iter().map(|sd| rounds(2.0 * sd * sd)).collect(),
+            known_baseline: grid.sd.iter().map(|sd| rounds(sd * sd)).collect(),
+        }
+    }
+
+    fn rounds(&self, paired: bool) -> &[f64] {
+        if paired {
+            &self.paired
+        } else {
+            &self.known_baseline
+        }
+    }
+
+    /// A step's cost beyond its first round: each config's rounds after the first, a case each, on one
+    /// side (the baseline known) or both, priced as the bench prices a later round's share.
+    fn later(costs: &Costs, extra_rounds: f64, configs: usize, paired: bool) -> f64 {
+        let sides = if paired { 2.0 } else { 1.0 };
+        sides * extra_rounds / configs as f64 * costs.repetition
+    }
+
+    /// The first round as cheap as it comes (the floor, less the baseline's repetition where it is known),
+    /// then every config's own least rounds, start-ups and compiles free.
+    fn null_kept(&self, costs: &Costs, paired: bool) -> f64 {
+        let rounds = self.rounds(paired);
+        let extra: f64 = rounds.iter().map(|n| n - 1.0).sum();
+        Self::first_round(costs, true, paired) + Self::later(costs, extra, rounds.len(), paired)
+    }
+
+    /// The same for a 3% regression on one config, any config alike: only that config must be decided.
+    fn regression_reverted(&self, costs: &Costs, paired: bool) -> f64 {
+        let rounds = self.rounds(paired);
+        let extra = rounds.iter().map(|n| n - 1.0).sum::<f64>() / rounds.len() as f64;
+        Self::first_round(costs, false, paired) + Self::later(costs, extra, rounds.len(), paired)
+    }
+
+    fn first_round(costs: &Costs, kept: bool, paired: bool) -> f64 {
+        let floor = costs.fresh_pairs(&[1], 1, kept);
+        if paired {
+            floor
+        } else {
+            floor - costs.repetition
+        }
     }
 }
