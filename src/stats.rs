@@ -200,8 +200,184 @@ pub fn combine_runs(
     Ok((combined, spreads))
 }
 
+/// A least-squares fit of `y` on columns of regressors: the coefficients, the residual sum of squares
+/// and the first coefficient's variance per unit of residual variance (`(X'X)^-1` at (0, 0)).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LeastSquares {
+    pub coefficients: Vec<f64>,
+    pub residual: f64,
+    pub first_variance: f64,
+}
+
+/// Fits `y` on `columns` (each as long as `y`) by the normal equations; `None` when the columns are
+/// linearly dependent. Meant for a handful of columns: Gauss-Jordan with partial pivoting.
+pub fn least_squares(columns: &[Vec<f64>], y: &[f64]) -> Option<LeastSquares> {
+    let k = columns.len();
+    let dot = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f64>();
+    // [X'X | X'y | e_0]: one elimination gives the coefficients and the first column of the inverse
+    let mut rows: Vec<Vec<f64>> = (0..k)
+        .map(|i| {
+            let mut row: Vec<f64> = columns.iter().map(|c| dot(&columns[i], c)).collect();
+            row.push(dot(&columns[i], y));
+            row.push(if i == 0 { 1.0 } else { 0.0 });
+            row
+        })
+        .collect();
+    let scale = rows
+        .iter()
+        .map(|r| r[..k].iter().fold(0.0f64, |m, v| m.max(v.abs())))
+        .fold(0.0, f64::max);
+    for i in 0..k {
+        let pivot = (i..k).max_by(|&a, &b| rows[a][i].abs().total_cmp(&rows[b][i].abs()))?;
+        if rows[pivot][i].abs() <= 1e-12 * scale {
+            return None;
+        }
+        rows.swap(i, pivot);
+        let lead = rows[i].clone();
+        for (r, row) in rows.iter_mut().enumerate() {
+            if r != i {
+                let factor = row[i] / lead[i];
+                row.iter_mut()
+                    .zip(&lead)
+                    .for_each(|(v, l)| *v -= factor * l);
+            }
+        }
+    }
+    let coefficients: Vec<f64> = rows
+        .iter()
+        .enumerate()
+        .map(|(i, row)| row[k] / row[i])
+        .collect();
+    let residual = y
+        .iter()
+        .enumerate()
+        .map(|(n, v)| {
+            (v - columns
+                .iter()
+                .zip(&coefficients)
+                .map(|(c, b)| b * c[n])
+                .sum::<f64>())
+            .powi(2)
+        })
+        .sum();
+    Some(LeastSquares {
+        first_variance: rows[0][k + 1] / rows[0][0],
+        coefficients,
+        residual,
+    })
+}
+
+/// The chance that an F-distributed statistic with `(q, dof)` degrees of freedom exceeds `f`: the
+/// p-value of a nested model's `q` extra terms, `F = (RSS_small - RSS_large) / q / (RSS_large / dof)`.
+pub fn f_exceedance(f: f64, q: f64, dof: f64) -> f64 {
+    if f <= 0.0 {
+        return 1.0;
+    }
+    regularized_beta(dof / (dof + q * f), dof / 2.0, q / 2.0)
+}
+
+/// I_x(a, b) by its continued fraction (modified Lentz), on the side where it converges fast.
+fn regularized_beta(x: f64, a: f64, b: f64) -> f64 {
+    if x <= 0.0 {
+        return 0.0;
+    }
+    if x >= 1.0 {
+        return 1.0;
+    }
+    let front =
+        (ln_gamma(a + b) - ln_gamma(a) - ln_gamma(b) + a * x.ln() + b * (1.0 - x).ln()).exp();
+    if x < (a + 1.0) / (a + b + 2.0) {
+        front * beta_fraction(x, a, b) / a
+    } else {
+        1.0 - front * beta_fraction(1.0 - x, b, a) / b
+    }
+}
+
+fn beta_fraction(x: f64, a: f64, b: f64) -> f64 {
+    const TINY: f64 = 1e-300;
+    let clamp = |v: f64| if v.abs() < TINY { TINY } else { v };
+    let mut c = 1.0;
+    let mut d = 1.0 / clamp(1.0 - (a + b) * x / (a + 1.0));
+    let mut h = d;
+    for m in 1..300 {
+        let m = m as f64;
+        let even = m * (b - m) * x / ((a + 2.0 * m - 1.0) * (a + 2.0 * m));
+        let odd = -(a + m) * (a + b + m) * x / ((a + 2.0 * m) * (a + 2.0 * m + 1.0));
+        for step in [even, odd] {
+            d = 1.0 / clamp(1.0 + step * d);
+            c = clamp(1.0 + step / c);
+            h *= d * c;
+        }
+        if (d * c - 1.0).abs() < 1e-15 {
+            break;
+        }
+    }
+    h
+}
+
+/// ln Γ(x) for x > 0 (Lanczos, g = 7, nine terms: about 15 digits).
+fn ln_gamma(x: f64) -> f64 {
+    const G: [f64; 9] = [
+        0.999_999_999_999_809_9,
+        676.520_368_121_885_1,
+        -1_259.139_216_722_402_8,
+        771.323_428_777_653_1,
+        -176.615_029_162_140_6,
+        12.507_343_278_686_905,
+        -0.138_571_095_265_720_12,
+        9.984_369_578_019_572e-6,
+        1.505_632_735_149_311_6e-7,
+    ];
+    if x < 0.5 {
+        return (std::f64::consts::PI / (std::f64::consts::PI * x).sin()).ln() - ln_gamma(1.0 - x);
+    }
+    let x = x - 1.0;
+    let t = x + 7.5;
+    let sum = G[1..]
+        .iter()
+        .enumerate()
+        .fold(G[0], |s, (i, g)| s + g / (x + i as f64 + 1.0));
+    0.5 * (2.0 * std::f64::consts::PI).ln() + (x + 0.5) * t.ln() - t + sum.ln()
+}
+
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_line_through_points_fits_exactly_and_dependent_columns_are_refused() {
+        let x = vec![1.0, 2.0, 3.0, 4.0];
+        let y: Vec<f64> = x.iter().map(|v| 2.0 - 0.5 * v).collect();
+        let fit = least_squares(&[vec![1.0; 4], x.clone()], &y).unwrap();
+        assert!(
+            (fit.coefficients[0] - 2.0).abs() < 1e-12 && (fit.coefficients[1] + 0.5).abs() < 1e-12
+        );
+        assert!(fit.residual < 1e-20);
+        // the intercept's variance per unit of noise: sum(x^2) / (n sum(x^2) - sum(x)^2) = 30 / 20
+        assert!(
+            (fit.first_variance - 1.5).abs() < 1e-12,
+            "{}",
+            fit.first_variance
+        );
+        let doubled: Vec<f64> = x.iter().map(|v| 2.0 * v).collect();
+        assert_eq!(least_squares(&[x, doubled], &y), None);
+    }
+
+    #[test]
+    fn the_f_distributions_tail_matches_its_tables() {
+        // 1% critical values: F(1, 5) 16.258, F(3, 11) 6.217, F(2, 20) 5.849; 5%: F(4, 10) 3.478
+        for (f, q, dof, p) in [
+            (16.258, 1.0, 5.0, 0.01),
+            (6.217, 3.0, 11.0, 0.01),
+            (5.849, 2.0, 20.0, 0.01),
+            (3.478, 4.0, 10.0, 0.05),
+        ] {
+            let found = f_exceedance(f, q, dof);
+            assert!((found - p).abs() < 2e-5, "F({q}, {dof}) > {f}: {found}");
+        }
+        assert_eq!(f_exceedance(0.0, 1.0, 5.0), 1.0);
+        assert!(f_exceedance(1e6, 1.0, 5.0) < 1e-6);
+    }
+
     use super::*;
 
     fn m(pass: &str, test: &str, value: f64) -> Measurement {

@@ -35,7 +35,8 @@
 //! change is fitted with the order of the sides as a second term (a crossover design's period effect):
 //! on an H200 the side measured second was often 2-7% slower on microsecond configs (in a later session,
 //! 1-3% faster), which alternating takes out of the mean of an even count of rounds but not out of their
-//! scatter. Notes say which
+//! scatter. Where the rounds ran different sets of cases in both orders, and an order term per set fits
+//! beyond chance, each set gets its own: the effect changes with what a run holds. Notes say which
 //! revision of these rules decided them ([`Rules`]), and are replayed by it.
 //!
 //! A config regressed beyond noise reverts from the second
@@ -157,7 +158,19 @@ pub enum RoundsError {
 
 /// The revisions of these rules, as the evidence notes them (`evidence::Ended::rules`): `verify` replays
 /// a note by the rules that decided it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+/// Later revisions compare greater: each keeps what the ones before it added.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    serde::Serialize,
+    serde::Deserialize,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Rules {
     /// A later round runs the configs open against the regression limit only (every config once none
@@ -169,8 +182,11 @@ pub enum Rules {
     Pooled,
     /// As pooled, and a config measured in more than one round, all in the same order of the sides,
     /// stays open until a round in the other order (`Tally::one_sided`).
-    #[default]
     Balanced,
+    /// As balanced, and the order's effect fitted per set of cases the rounds ran where that fits a
+    /// config's rounds better beyond chance (`Tally::grouped_fit`).
+    #[default]
+    Grouped,
 }
 
 impl Rules {
@@ -180,6 +196,7 @@ impl Rules {
             Rules::First => "first",
             Rules::Pooled => "pooled",
             Rules::Balanced => "balanced",
+            Rules::Grouped => "grouped",
         }
     }
 
@@ -256,11 +273,18 @@ pub fn decide(
             ratios: Vec::new(),
             bases: Vec::new(),
             orders: Vec::new(),
+            shapes: Vec::new(),
         })
         .collect();
     let mut open = vec![true; tallies.len()];
+    // the distinct sets of open configs so far: a round's shape is its set's place here
+    let mut shapes: Vec<Vec<bool>> = Vec::new();
     let mut verdict = None;
     for (index, round) in rounds.iter().enumerate() {
+        let shape = shapes.iter().position(|s| *s == open).unwrap_or_else(|| {
+            shapes.push(open.clone());
+            shapes.len() - 1
+        });
         let (baseline, candidate) = (lookup(&round.baseline), lookup(&round.candidate));
         for tally in tallies
             .iter_mut()
@@ -282,6 +306,7 @@ pub fn decide(
             tally
                 .orders
                 .push(if candidate_first(index) { 1.0 } else { -1.0 });
+            tally.shapes.push(shape);
         }
         let (judged, still_open) = judge(&tallies, index + 1, limits, floor);
         // a decided prefix leaves nothing open; rounds after it (none in a step) count every config
@@ -291,14 +316,15 @@ pub fn decide(
     Ok(verdict.expect("at least one round"))
 }
 
-/// One config's paired log ratios, baseline log latencies and orders (1 candidate first, -1 baseline
-/// first), one per round that counted it.
+/// One config's paired log ratios, baseline log latencies, orders (1 candidate first, -1 baseline
+/// first) and shapes (which set of open configs the round ran), one per round that counted it.
 struct Tally {
     pass: String,
     test: String,
     ratios: Vec<f64>,
     bases: Vec<f64>,
     orders: Vec<f64>,
+    shapes: Vec<usize>,
 }
 
 /// A config's change fitted over its rounds: the log ratio, the mean baseline log latency, the residual
@@ -314,6 +340,10 @@ struct Fit {
 /// Rounds from which a config's change is fitted with the order of its sides taken out (two rounds'
 /// residual freedom): fewer would leave nothing to measure the noise by.
 const ROUNDS_FOR_ORDER: usize = 4;
+
+/// The F test's level at which the order's effect is fitted per shape of round: the extra terms fit
+/// noise this well by chance once in ten thousand configs, so they seldom narrow an interval on noise.
+const GROUPED_P: f64 = 1e-4;
 
 impl Tally {
     /// The mean log ratio over the rounds; under the pooled rules, from [`ROUNDS_FOR_ORDER`] rounds in
@@ -345,7 +375,7 @@ impl Tally {
             .sum::<f64>()
             / spread;
         let change = mean - order * order_mean;
-        Fit {
+        let one_order = Fit {
             change,
             base,
             residual: self
@@ -356,7 +386,63 @@ impl Tally {
                 .sum(),
             dof: n - 2.0,
             share: 1.0 / n + order_mean.powi(2) / spread,
+        };
+        match rules {
+            Rules::Grouped => self.grouped_fit(&one_order).unwrap_or(one_order),
+            _ => one_order,
         }
+    }
+
+    /// The change with the order's effect fitted per shape of round (each shape measured in both orders
+    /// its own term, the other rounds one between them), where that beats one effect for every round by
+    /// an F test at [`GROUPED_P`]. The order's effect changes with the cases a run holds: on an H200 the
+    /// null edit 2 of stop 42 read rope's `8-1-32-8-128-1.0` about 6% slower on the side measured first
+    /// in each of its seven one-case rounds, within 1.5% either way in the nine rounds of 3-8 cases
+    /// before them (`tests/data/rope-paired-h200-mean-2/`); one term for all sixteen left a residual of
+    /// 2.8%, per-shape terms 0.8%.
+    fn grouped_fit(&self, one_order: &Fit) -> Option<Fit> {
+        let n = self.ratios.len();
+        let both_orders = |shape: usize| {
+            let mut signs = (self.orders.iter().zip(&self.shapes))
+                .filter(|(_, s)| **s == shape)
+                .map(|(o, _)| *o > 0.0);
+            signs
+                .next()
+                .is_some_and(|first| signs.any(|other| other != first))
+        };
+        // each round's order term: its shape's own where that shape ran in both orders, else a shared one
+        let round_terms: Vec<Option<usize>> = (self.shapes.iter())
+            .map(|s| both_orders(*s).then_some(*s))
+            .collect();
+        let mut terms: Vec<Option<usize>> = Vec::new();
+        for term in &round_terms {
+            if !terms.contains(term) {
+                terms.push(*term);
+            }
+        }
+        if terms.len() < 2 {
+            return None;
+        }
+        let mut columns = vec![vec![1.0; n]];
+        columns.extend(terms.iter().map(|term| {
+            (self.orders.iter().zip(&round_terms))
+                .map(|(o, t)| if t == term { *o } else { 0.0 })
+                .collect()
+        }));
+        let dof = (n - columns.len()) as f64;
+        if dof < 2.0 {
+            return None;
+        }
+        let fit = crate::stats::least_squares(&columns, &self.ratios)?;
+        let extra = (columns.len() - 2) as f64;
+        let f = (one_order.residual - fit.residual) / extra / (fit.residual / dof);
+        (crate::stats::f_exceedance(f, extra, dof) < GROUPED_P).then(|| Fit {
+            change: fit.coefficients[0],
+            base: one_order.base,
+            residual: fit.residual,
+            dof,
+            share: fit.first_variance,
+        })
     }
 
     /// Measured in more than one round, every one in the same order of the sides (a config closed after
@@ -413,7 +499,7 @@ fn judge(
         .filter(|&i| lowest_bound(i) > bounds.regression)
         .collect();
     // rounds in one order only say no more about the change than a single round does
-    let one_sided = |i: usize| floor.rules == Rules::Balanced && tallies[i].one_sided();
+    let one_sided = |i: usize| floor.rules >= Rules::Balanced && tallies[i].one_sided();
     if let Some(&i) = regressed
         .iter()
         .filter(|&&i| {
@@ -1005,6 +1091,7 @@ pub(crate) mod tests {
             test: "t0".into(),
             ratios: vec![0.0; orders.len()],
             bases: vec![0.0; orders.len()],
+            shapes: vec![0; orders.len()],
             orders,
         };
         let judged = |orders: Vec<f64>, rules| {
@@ -1075,8 +1162,42 @@ pub(crate) mod tests {
             test: "t0".into(),
             ratios: orders.iter().map(|s| change - order * s).collect(),
             bases: vec![0.0; rounds],
+            shapes: vec![0; rounds],
             orders,
         }
+    }
+
+    #[test]
+    fn an_order_effect_that_changes_with_the_cases_a_round_ran_is_fitted_per_set_of_cases() {
+        // nine rounds of every case (shape 0), then seven of this config alone (shape 1), a little noise
+        let noise = [
+            0.002, -0.001, 0.003, -0.002, 0.0, 0.001, -0.003, 0.002, -0.001, 0.001, -0.002, 0.003,
+            -0.001, 0.0, 0.002, -0.002,
+        ];
+        let change = -0.01;
+        let tally = |order_in_shape: [f64; 2]| {
+            let mut tally = alternating(noise.len(), 0.0, 0.0);
+            tally.shapes = (0..noise.len()).map(|i| usize::from(i >= 9)).collect();
+            tally.ratios = (tally.orders.iter().zip(&tally.shapes).zip(noise))
+                .map(|((o, s), e)| change - order_in_shape[*s] * o + e)
+                .collect();
+            tally
+        };
+        // none in the nine, 6% in the seven: one term for both leaves the seven's effect in the scatter
+        let moving = tally([0.0, 0.06]);
+        let (one, grouped) = (moving.fit(Rules::Balanced), moving.fit(Rules::Grouped));
+        assert!(one.residual > 0.01, "{}", one.residual);
+        assert!(grouped.residual < 1e-4, "{}", grouped.residual);
+        assert!(
+            (grouped.change - change).abs() < 0.002,
+            "{}",
+            grouped.change
+        );
+        assert_eq!(grouped.dof, 13.0);
+        // the same 3% in both: the extra term fits noise only, and one term stays
+        let steady = tally([0.03, 0.03]);
+        let (one, grouped) = (steady.fit(Rules::Balanced), steady.fit(Rules::Grouped));
+        assert_eq!((grouped.change, grouped.dof), (one.change, one.dof));
     }
 
     #[test]
@@ -1210,6 +1331,9 @@ mod h200_rounds {
     /// (`sandbox/examples/warm/rope-nulls-in-turn/`): null edit 1 from the upstream code (`a`), then null
     /// edits 2 and 3 from a session whose baseline is null edit 1 (`b`).
     const IN_TURN: &str = data!("rope-paired-h200-in-turn");
+    /// Stop 42's null edit 2, from a session whose baseline is stop 41's null edit 1
+    /// (`sandbox/examples/warm/rope-mean-2/`).
+    const MEAN_2: &str = data!("rope-paired-h200-mean-2");
 
     fn run_in(dir: &str, name: &str) -> Option<Vec<Measurement>> {
         let text = std::fs::read_to_string(format!("{dir}/{name}.xml")).ok()?;
@@ -1217,13 +1341,15 @@ mod h200_rounds {
         Some(records::measurements(&cases, Statistic::Mean).unwrap())
     }
 
-    /// A session's floor: the spread of its two baseline runs.
+    /// A session's floor: the spread of its two baseline runs, under the balanced rules, which decided
+    /// stops 41 and 42 and replay the sessions before them as they ran.
     fn floor_in(dir: &str) -> NoiseFloor {
         let runs = [
             run_in(dir, "00-benchmark-1").unwrap(),
             run_in(dir, "00-benchmark-2").unwrap(),
         ];
         NoiseFloor::from_spreads(&crate::stats::combine_runs(&runs).unwrap().1)
+            .under(Rules::Balanced)
     }
 
     fn rounds_in(dir: &str, iteration: u32) -> Vec<Round> {
@@ -1314,6 +1440,44 @@ mod h200_rounds {
                 "{session} {iteration}: {found}"
             );
         }
+    }
+
+    /// Stop 42's null edit 2: 16 rounds by the balanced rules, the last 7 on `8-1-32-8-128-1.0` alone,
+    /// whose side measured first read about 6% slower in each of them, so its scatter kept it open and
+    /// the rule decided on the means (1.09% faster). Fitting the order per set of cases the rounds ran
+    /// decides it by the intervals after 13: 1.12% faster (0.57% to 1.66%), a stop.
+    #[test]
+    fn an_order_effect_that_moves_with_the_cases_run_is_decided_by_the_intervals() {
+        let means = replay(MEAN_2, 1, MAX_ROUNDS);
+        let Verdict::Decided(means) = means else {
+            panic!("still open after the most rounds the rule takes")
+        };
+        assert_eq!(
+            means.undecided.as_deref(),
+            Some("16 rounds, the most the rule takes")
+        );
+        assert!((means.estimate.aggregate.improvement_pct - 1.09).abs() < 0.005);
+        let grouped = floor_in(MEAN_2).under(Rules::Grouped);
+        let rounds = rounds_in(MEAN_2, 1);
+        let decide_after =
+            |count: usize| decide(&rounds[..count], &Thresholds::default(), &grouped);
+        assert!(matches!(
+            decide_after(12).unwrap(),
+            Verdict::NeedMoreRounds { .. }
+        ));
+        let Verdict::Decided(decided) = decide_after(13).unwrap() else {
+            panic!("open after 13 rounds")
+        };
+        assert_eq!((decided.tier, decided.undecided), (Tier::Stop, None));
+        let aggregate = &decided.estimate.aggregate;
+        assert!(
+            (aggregate.improvement_pct - 1.12).abs() < 0.005,
+            "{aggregate:?}"
+        );
+        assert!(
+            aggregate.low_pct > 0.5 && aggregate.high_pct < 1.7,
+            "{aggregate:?}"
+        );
     }
 
     /// A step's `count` rounds replayed one by one: after each but the last, the rules leave open
@@ -1442,6 +1606,7 @@ mod h200_rounds {
                     test: config.test.clone(),
                     ratios: pairs.iter().map(|(b, c, _)| c.ln() - b.ln()).collect(),
                     bases: pairs.iter().map(|(b, _, _)| b.ln()).collect(),
+                    shapes: vec![0; pairs.len()],
                     orders: pairs.iter().map(|(_, _, order)| *order).collect(),
                 }
             })
