@@ -13,6 +13,7 @@
 #   rope-mean the same, the decisions on each config's mean (--stat mean): medians of microsecond kernels
 #             move in whole 32 ns ticks of the GPU timer, 2% of rope's fastest configs
 #   rope-mean-2 the same from null edit 1 committed as the baseline: null edits 2 and 3 only
+#   rope-mean-3 the same from null edits 1 and 2 committed as the baseline: null edit 3 only
 #   rope-swap null edit 1 with the roles swapped (the edited code as the baseline, the step undoes it), with
 #             --stat mean: whether the slow state of `sandbox/examples/warm/rope-mean-standby/` follows the
 #             candidate's role or its code
@@ -61,12 +62,17 @@ for part in "$@"; do
         run rms_norm-reroll step --json --continue --cause memory "the same kernel with a comment added"
         (cd sandbox/dumps && find . -type f -exec sha1sum {} + | sort -k2) > "$out/rms_norm-reroll-dumps.txt"
         ;;
-    rope|rope-mean|rope-mean-2)
+    rope|rope-mean|rope-mean-2|rope-mean-3)
         kernel=src/tilegym/ops/cutile/rope.py
         statistic=median
         [ "$part" != rope ] && statistic=mean
         # each edit changes the compiled kernel (a comment alone is "no change" now) but not its speed
-        if [ "$part" = rope-mean-2 ]; then
+        if [ "$part" = rope-mean-3 ]; then
+            edit "$kernel" "bid % SEQ_LEN" "bid - batch_idx * SEQ_LEN"
+            edit "$kernel" "q_tile_2 * cos_row + q_tile_1 * sin_row" "q_tile_1 * sin_row + q_tile_2 * cos_row"
+            git commit -qam "baseline: null edits 1 and 2" --no-verify
+            run "$part-start" start rope --suite ops --class memory --filter "not 65536" --stat $statistic --json
+        elif [ "$part" = rope-mean-2 ]; then
             edit "$kernel" "bid % SEQ_LEN" "bid - batch_idx * SEQ_LEN"
             git commit -qam "baseline: null edit 1 (the row index by subtraction)" --no-verify
             run "$part-start" start rope --suite ops --class memory --filter "not 65536" --stat $statistic --json
@@ -75,8 +81,10 @@ for part in "$@"; do
             edit "$kernel" "bid % SEQ_LEN" "bid - batch_idx * SEQ_LEN"
             run "$part-null-1" step --json --continue --cause memory "null edit 1: the row index by subtraction"
         fi
-        edit "$kernel" "q_tile_2 * cos_row + q_tile_1 * sin_row" "q_tile_1 * sin_row + q_tile_2 * cos_row"
-        run "$part-null-2" step --json --continue --cause memory "null edit 2: the q sum's terms swapped"
+        if [ "$part" != rope-mean-3 ]; then
+            edit "$kernel" "q_tile_2 * cos_row + q_tile_1 * sin_row" "q_tile_1 * sin_row + q_tile_2 * cos_row"
+            run "$part-null-2" step --json --continue --cause memory "null edit 2: the q sum's terms swapped"
+        fi
         edit "$kernel" "k_tile_2 * cos_row + k_tile_1 * sin_row" "k_tile_1 * sin_row + k_tile_2 * cos_row"
         run "$part-null-3" step --json --continue --cause memory "null edit 3: the k sum's terms swapped"
         ;;
@@ -92,11 +100,12 @@ for part in "$@"; do
         run "$part-null" step --json --continue --cause memory "null edit 1 undone: the row index by modulo"
         ;;
     rope-order)
-        # the order of the sides without the tool: 8 rounds of fresh pairs of plain processes in TileGym's
-        # harness, without and with a 5 s pause after their contexts (tools/rope_order_probe.py)
+        # the order of the sides without the tool: 5 rounds of fresh pairs of plain processes in TileGym's
+        # harness each: the old pair ended just before the new contexts (the tool's way) or long before, and a
+        # 2 or 6 s pause after the contexts (tools/rope_order_probe.py)
         start=$(date +%s)
-        PYTHONPATH="$PWD/src:$PWD" python3 "$tools/rope_order_probe.py" 8 0 5 > "$out/rope-order.txt" 2> "$out/rope-order.err"
-        echo "rope-order rc=$? wall=$(( $(date +%s) - start ))s: tools/rope_order_probe.py 8 0 5" | tee -a "$out/timings.txt"
+        PYTHONPATH="$PWD/src:$PWD${base_pythonpath:+:$base_pythonpath}" python3 "$tools/rope_order_probe.py" 5 0:late 0 2:late 6:late > "$out/rope-order.txt" 2> "$out/rope-order.err"
+        echo "rope-order rc=$? wall=$(( $(date +%s) - start ))s: tools/rope_order_probe.py 5 0:late 0 2:late 6:late" | tee -a "$out/timings.txt"
         continue
         ;;
     attention)

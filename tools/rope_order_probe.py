@@ -2,14 +2,16 @@
 """Where the order effect on rope's 1.5-2 us configs comes from, in TileGym's own harness, without the tool.
 
 Usage (on the GPU machine, from TileGym's root, its src first on PYTHONPATH, then the root):
-    tools/rope_order_probe.py ROUNDS [SETTLE_S...]
+    tools/rope_order_probe.py ROUNDS [VARIANT...]
 Each round starts two processes of the same code side by side, as the tool's fresh pairs do: each imports
 torch and tilegym, then, when told, one at a time, makes its CUDA context and its inputs and launches each
 config once (compile and tune). Then the first measures both configs with the perf test's harness (a CUDA
 graph replayed after an L2 flush) while the other is stopped (SIGSTOP), then the other while the first is;
-rounds alternate which process goes first. Each SETTLE_S (default 0, the tool's way) is a variant: that many
-seconds between the contexts and the first measurement. One JSON line per round, then per variant and
-config the second side's mean over the first's (ln, %): its mean and sd over the rounds.
+rounds alternate which process goes first. A VARIANT is `SETTLE_S` or `SETTLE_S:late` (default `0:late`,
+the tool's way): SETTLE_S seconds between the contexts and the first measurement; `late`: the round before's
+pair ends only once the new pair has imported, just before the new contexts (as the tool's redraw ends a
+round's old workers), otherwise it ends before the new pair starts. One JSON line per round, then per
+variant and config the second side's mean over the first's (ln, %): its mean and sd over the rounds.
 Why: in every paired session on the H200 the side measured second read 1-3% faster on these configs in
 rounds of fresh pairs, and much less in round 1, whose workers had made their contexts long before.
 """
@@ -61,7 +63,10 @@ def child():
             say([round(1000 * f["mean"], 4) for f in forward])
 
 
-def round_of(settle_s, first_is_a):
+def round_of(settle_s, late, first_is_a, previous):
+    """The two sides' means of one round; its pair is left running for the next round to end."""
+    if not late:
+        end(previous)
     pair = [
         subprocess.Popen([sys.executable, __file__, "--child"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         for _ in range(2)
@@ -75,6 +80,8 @@ def round_of(settle_s, first_is_a):
 
     for process in pair:
         ask(process, None)  # imported, side by side
+    if late:
+        end(previous)
     order = pair if first_is_a else pair[::-1]
     for process in order:
         ask(process, "ready")
@@ -84,29 +91,35 @@ def round_of(settle_s, first_is_a):
         os.kill(other.pid, signal.SIGSTOP)
         means.append(ask(process, "measure"))
         os.kill(other.pid, signal.SIGCONT)
+    return means, pair
+
+
+def end(pair):
     for process in pair:
         process.kill()
         process.wait()
-    return means
 
 
 def main():
     rounds = int(sys.argv[1])
-    settles = [float(s) for s in sys.argv[2:]] or [0.0]
-    second_over_first = {settle: [[] for _ in CONFIGS] for settle in settles}
+    variants = sys.argv[2:] or ["0:late"]
+    second_over_first = {variant: [[] for _ in CONFIGS] for variant in variants}
+    pair = []
     for n in range(rounds):
         # the variants in turns, so that a drift of the GPU's state falls on each alike
-        for settle in settles:
-            first, second = round_of(settle, first_is_a=n % 2 == 0)
-            print(json.dumps({"settle_s": settle, "round": n + 1, "first_us": first, "second_us": second}), flush=True)
+        for variant in variants:
+            settle, _, when = variant.partition(":")
+            (first, second), pair = round_of(float(settle), when == "late", n % 2 == 0, pair)
+            print(json.dumps({"variant": variant, "round": n + 1, "first_us": first, "second_us": second}), flush=True)
             for i, (a, b) in enumerate(zip(first, second)):
-                second_over_first[settle][i].append(100 * math.log(b / a))
-    for settle, per_config in second_over_first.items():
+                second_over_first[variant][i].append(100 * math.log(b / a))
+    end(pair)
+    for variant, per_config in second_over_first.items():
         for config, ratios in zip(CONFIGS, per_config):
             mean = sum(ratios) / len(ratios)
             sd = math.sqrt(sum((r - mean) ** 2 for r in ratios) / max(len(ratios) - 1, 1))
             name = "-".join(str(v) for v in config)
-            print(f"settle {settle:g} s, {name}: the second side {mean:+.2f}% (sd {sd:.2f}%, {len(ratios)} rounds)")
+            print(f"{variant}, {name}: the second side {mean:+.2f}% (sd {sd:.2f}%, {len(ratios)} rounds)")
 
 
 if __name__ == "__main__":
