@@ -342,42 +342,6 @@ fn ln_gamma(x: f64) -> f64 {
 
 #[cfg(test)]
 mod tests {
-
-    #[test]
-    fn a_line_through_points_fits_exactly_and_dependent_columns_are_refused() {
-        let x = vec![1.0, 2.0, 3.0, 4.0];
-        let y: Vec<f64> = x.iter().map(|v| 2.0 - 0.5 * v).collect();
-        let fit = least_squares(&[vec![1.0; 4], x.clone()], &y).unwrap();
-        assert!(
-            (fit.coefficients[0] - 2.0).abs() < 1e-12 && (fit.coefficients[1] + 0.5).abs() < 1e-12
-        );
-        assert!(fit.residual < 1e-20);
-        // the intercept's variance per unit of noise: sum(x^2) / (n sum(x^2) - sum(x)^2) = 30 / 20
-        assert!(
-            (fit.first_variance - 1.5).abs() < 1e-12,
-            "{}",
-            fit.first_variance
-        );
-        let doubled: Vec<f64> = x.iter().map(|v| 2.0 * v).collect();
-        assert_eq!(least_squares(&[x, doubled], &y), None);
-    }
-
-    #[test]
-    fn the_f_distributions_tail_matches_its_tables() {
-        // 1% critical values: F(1, 5) 16.258, F(3, 11) 6.217, F(2, 20) 5.849; 5%: F(4, 10) 3.478
-        for (f, q, dof, p) in [
-            (16.258, 1.0, 5.0, 0.01),
-            (6.217, 3.0, 11.0, 0.01),
-            (5.849, 2.0, 20.0, 0.01),
-            (3.478, 4.0, 10.0, 0.05),
-        ] {
-            let found = f_exceedance(f, q, dof);
-            assert!((found - p).abs() < 2e-5, "F({q}, {dof}) > {f}: {found}");
-        }
-        assert_eq!(f_exceedance(0.0, 1.0, 5.0), 1.0);
-        assert!(f_exceedance(1e6, 1.0, 5.0) < 1e-6);
-    }
-
     use super::*;
 
     fn m(pass: &str, test: &str, value: f64) -> Measurement {
@@ -459,5 +423,40 @@ mod tests {
             missing.unwrap_err(),
             ("forward".to_string(), "b".to_string())
         );
+    }
+
+    #[test]
+    fn a_line_through_points_fits_exactly_and_dependent_columns_are_refused() {
+        let x = vec![1.0, 2.0, 3.0, 4.0];
+        let y: Vec<f64> = x.iter().map(|v| 2.0 - 0.5 * v).collect();
+        let fit = least_squares(&[vec![1.0; 4], x.clone()], &y).unwrap();
+        assert!(
+            (fit.coefficients[0] - 2.0).abs() < 1e-12 && (fit.coefficients[1] + 0.5).abs() < 1e-12
+        );
+        assert!(fit.residual < 1e-20);
+        // the intercept's variance per unit of noise: sum(x^2) / (n sum(x^2) - sum(x)^2) = 30 / 20
+        assert!(
+            (fit.first_variance - 1.5).abs() < 1e-12,
+            "{}",
+            fit.first_variance
+        );
+        let doubled: Vec<f64> = x.iter().map(|v| 2.0 * v).collect();
+        assert_eq!(least_squares(&[x, doubled], &y), None);
+    }
+
+    #[test]
+    fn the_f_distributions_tail_matches_its_tables() {
+        // 1% critical values: F(1, 5) 16.258, F(3, 11) 6.217, F(2, 20) 5.849; 5%: F(4, 10) 3.478
+        for (f, q, dof, p) in [
+            (16.258, 1.0, 5.0, 0.01),
+            (6.217, 3.0, 11.0, 0.01),
+            (5.849, 2.0, 20.0, 0.01),
+            (3.478, 4.0, 10.0, 0.05),
+        ] {
+            let found = f_exceedance(f, q, dof);
+            assert!((found - p).abs() < 2e-5, "F({q}, {dof}) > {f}: {found}");
+        }
+        assert_eq!(f_exceedance(0.0, 1.0, 5.0), 1.0);
+        assert!(f_exceedance(1e6, 1.0, 5.0) < 1e-6);
     }
 }

@@ -1332,7 +1332,7 @@ mod h200_rounds {
     /// edits 2 and 3 from a session whose baseline is null edit 1 (`b`).
     const IN_TURN: &str = data!("rope-paired-h200-in-turn");
     /// Stop 42's null edit 2, from a session whose baseline is stop 41's null edit 1
-    /// (`sandbox/examples/warm/rope-mean-2/`).
+    /// (`sandbox/examples/warm/rope-order-moves/`).
     const MEAN_2: &str = data!("rope-paired-h200-mean-2");
 
     fn run_in(dir: &str, name: &str) -> Option<Vec<Measurement>> {
