@@ -8,7 +8,7 @@
 //! of that config's own ten runs ("measured"). Most of that spread is fixed for a process's life
 //! ([`FIXED_PER_PROCESS`]): a run in a process that has measured before draws only the rest. "order" adds
 //! to the measured spread what two later H200 sessions showed: the side measured second in a round slower,
-//! or faster, by up to about 0.1 us ([`ORDER_MS`]).
+//! or faster, by up to about 0.1 us ([`ORDER_JITTER_MS`], the verdict's own allowance for it).
 //!
 //! The single-run rule compares one candidate run with one baseline run measured earlier; the paired
 //! rules measure both sides in rounds until `verdict::decide` decides (at most `MAX_ROUNDS`): "one pair"
@@ -31,7 +31,7 @@
 use std::collections::HashMap;
 
 use git_cutile_perf::decision::{Thresholds, Tier};
-use git_cutile_perf::noise::{TIMER_TICK_MS, process_sd};
+use git_cutile_perf::noise::{ORDER_JITTER_MS, TIMER_TICK_MS, process_sd};
 use git_cutile_perf::records::{self, Measurement, Statistic};
 use git_cutile_perf::stats;
 use git_cutile_perf::verdict::{self, Round, Rules, Verdict};
@@ -149,18 +149,16 @@ fn model_grid() -> Grid {
     }
 }
 
-/// How much later (or sooner) the side measured second may be, in ms: on an H200 the second side of a
-/// round was often 2-7% slower on rope's 1.7-6 us configs, about 0.1 us whatever the config
-/// (`sandbox/examples/warm/rope-mean/`), and with both workers ready before either measured, 1-3% faster
-/// on the 1.5-2 us ones (`sandbox/examples/warm/rope-mean-ready/`).
-const ORDER_MS: f64 = 1.0e-4;
-
 /// The measured grid with an order effect: each step draws, per config, the second side's penalty
-/// `ORDER_MS / latency * N(0,1)` (in ln latency; below 0 it measures faster), which holds for every round
+/// `ORDER_JITTER_MS / latency * N(0,1)` (in ln latency; below 0 it measures faster), which holds for every round
 /// of the step.
 fn ordered_grid() -> Grid {
     let mut grid = measured_grid();
-    grid.order = grid.latency_ms.iter().map(|&l| ORDER_MS / l).collect();
+    grid.order = grid
+        .latency_ms
+        .iter()
+        .map(|&l| ORDER_JITTER_MS / l)
+        .collect();
     grid
 }
 
@@ -451,11 +449,20 @@ fn main() {
             right: Kept::LowerPriority,
         },
     ];
-    let grids = [
-        ("model", model_grid()),
-        ("measured", measured_grid()),
-        ("order", ordered_grid()),
-    ];
+    // `cargo bench --bench verdicts -- order` runs that noise's rows only (cargo adds `--bench`)
+    let only: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
+    let grids: Vec<(&str, Grid)> = [
+        ("model", model_grid as fn() -> Grid),
+        ("measured", measured_grid),
+        ("order", ordered_grid),
+    ]
+    .into_iter()
+    .filter(|(name, _)| only.is_empty() || only.iter().any(|o| o == name))
+    .map(|(name, grid)| (name, grid()))
+    .collect();
     println!(
         "rope's grid (12 configs, 1.5 us to 4.4 ms), H200 noise, {TRIALS} trials each, seed {SEED:#x}"
     );
@@ -604,8 +611,12 @@ fn main() {
             one_round(true) / costs.reference()
         );
     }
-    // the cheapest any rule can be that meets the targets under this noise (Wald's bound)
-    for (noise, grid) in &grids[..2] {
+    // the cheapest any rule can be that meets the targets under this noise (Wald's bound; an order
+    // effect is not noise a round's scatter shows)
+    for (noise, grid) in grids
+        .iter()
+        .filter(|(_, g)| g.order.iter().all(|&o| o == 0.0))
+    {
         for costs in &COSTS {
             let bound = LeastRounds::of(grid);
             println!(

@@ -19,6 +19,13 @@
 pub const PROCESS_FLOOR: f64 = 5.22e-4;
 /// Absolute spread between processes (ms), which dominates short kernels.
 pub const PROCESS_JITTER_MS: f64 = 1.98e-5;
+/// How much later (or sooner) the side measured second in a paired round may read (ms), about
+/// whatever the config: on an H200 rope's 1.7-6 us configs read 2-7% slower on the second side
+/// (`sandbox/examples/warm/rope-mean/`), 1-3% faster on the 1.5-2 us ones with both workers ready
+/// first (`sandbox/examples/warm/rope-mean-ready/`), and one 2 us config 6% slower on the first side
+/// (`sandbox/examples/warm/rope-order-moves/`). Taken as the standard deviation of a config's order
+/// effect, which alternating the sides cancels and one order alone cannot show.
+pub const ORDER_JITTER_MS: f64 = 1.0e-4;
 /// Resolution of the GPU timer behind the records (ms): medians of microsecond kernels are multiples of it.
 pub const TIMER_TICK_MS: f64 = 3.2e-5;
 /// In-run rel_std (percent) is about `IN_RUN_COEF * latency_ms.powf(-IN_RUN_EXPONENT)`.

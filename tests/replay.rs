@@ -273,7 +273,8 @@ fn a_run_killed_at_the_budget_is_a_crash_in_the_rounds_or_a_fail_in_correctness(
 fn rounds_the_budget_leaves_undecided_are_decided_on_their_means_saying_why() {
     let session = Session::start(rope_unchanged(1));
     // the stand-in's runs take no time, but the budget is spent by the time the first round ends, and
-    // one round of two processes of the same rope code leaves the microsecond configs within noise
+    // one round of two processes of the same rope code leaves the microsecond configs within noise (of
+    // what the order of the sides may do to them) and so the aggregate too: all 12 run again
     let (report, _) = session.step_with(
         &["--budget", "1ms"],
         Replay::text(PASSED, 0),
@@ -285,7 +286,7 @@ fn rounds_the_budget_leaves_undecided_are_decided_on_their_means_saying_why() {
     // the live why (how long a round took, what was left), kept in the evidence for its replay
     assert!(
         reason.contains(
-            "undecided after 1 round (the next round, of 4 cases a side, would take about "
+            "undecided after 1 round (the next round, of 12 cases a side, would take about "
         ) && reason.ends_with(" s and 0 s of the budget are left): decided on the means"),
         "{reason}"
     );
