@@ -645,8 +645,10 @@ fn null_edits_under_noise_are_kept() {
         .output()
         .unwrap();
     assert!(start.status.success(), "{}", text(&start.stderr));
+    // three steps of 2-12 rounds each (a fresh pair of workers per round: the suite's costliest test);
+    // none reverted, where the bench's rules revert 0.03-0.12% of null changes
     let mut reverted = Vec::new();
-    for n in 0..5 {
+    for n in 0..3 {
         // a new kernel at the same simulated latency (a comment alone would be recorded as no change)
         f.edit_kernel(
             "CRASH = \"\"",
@@ -664,5 +666,5 @@ fn null_edits_under_noise_are_kept() {
             reverted.push(reason(&r).to_string());
         }
     }
-    assert!(reverted.len() <= 1, "{reverted:#?}");
+    assert!(reverted.is_empty(), "{reverted:#?}");
 }
