@@ -8,7 +8,8 @@
 //! of that config's own ten runs ("measured"). Most of that spread is fixed for a process's life
 //! ([`FIXED_PER_PROCESS`]): a run in a process that has measured before draws only the rest. "order" adds
 //! to the measured spread what two later H200 sessions showed: the side measured second in a round slower,
-//! or faster, by up to about 0.1 us ([`ORDER_JITTER_MS`], the verdict's own allowance for it).
+//! or faster, by up to about 0.1 us ([`ORDER_JITTER_MS`], the verdict's own allowance for it). "mean" is
+//! "order" as `--stat mean` records it: the same spread, the values not rounded to the timer's tick.
 //!
 //! The single-run rule compares one candidate run with one baseline run measured earlier; the paired
 //! rules measure both sides in rounds until `verdict::decide` decides (at most `MAX_ROUNDS`): "one pair"
@@ -63,11 +64,13 @@ impl Rng {
 }
 
 /// Configs with their latency (ms) and spread (sd of ln median between runs), and how much slower the
-/// side measured second in a round may be (the scale of a penalty in ln latency; none in the model).
+/// side measured second in a round may be (the scale of a penalty in ln latency; none in the model), and
+/// whether a run's records are medians in whole ticks of the GPU timer (`--stat mean`'s are not).
 struct Grid {
     latency_ms: Vec<f64>,
     sd: Vec<f64>,
     order: Vec<f64>,
+    ticks: bool,
 }
 
 /// Rope's runs of unchanged code on an H200, in sets of back-to-back runs: three processes, and the
@@ -109,6 +112,7 @@ fn measured_grid() -> Grid {
         latency_ms: Vec::new(),
         sd: Vec::new(),
         order: Vec::new(),
+        ticks: true,
     };
     for config in &sets[0][0] {
         let key = (config.pass.as_str(), config.test.as_str());
@@ -146,6 +150,7 @@ fn model_grid() -> Grid {
         latency_ms,
         sd,
         order,
+        ticks: true,
     }
 }
 
@@ -160,6 +165,14 @@ fn ordered_grid() -> Grid {
         .map(|&l| ORDER_JITTER_MS / l)
         .collect();
     grid
+}
+
+/// The ordered grid as `--stat mean` records it: the same spread, the values not in whole timer ticks.
+fn mean_grid() -> Grid {
+    Grid {
+        ticks: false,
+        ..ordered_grid()
+    }
 }
 
 /// The share of a config's variance between runs that is fixed for a process's life (an autotuner's
@@ -188,7 +201,10 @@ fn run_in(rng: &mut Rng, grid: &Grid, effects: &[f64], fixed: &[f64]) -> Vec<Mea
             Measurement {
                 pass: "forward".into(),
                 test: format!("config-{i}"),
-                value: (value / TIMER_TICK_MS).round().max(1.0) * TIMER_TICK_MS,
+                value: match grid.ticks {
+                    true => (value / TIMER_TICK_MS).round().max(1.0) * TIMER_TICK_MS,
+                    false => value,
+                },
             }
         })
         .collect()
@@ -458,6 +474,7 @@ fn main() {
         ("model", model_grid as fn() -> Grid),
         ("measured", measured_grid),
         ("order", ordered_grid),
+        ("mean", mean_grid),
     ]
     .into_iter()
     .filter(|(name, _)| only.is_empty() || only.iter().any(|o| o == name))
@@ -594,7 +611,7 @@ fn main() {
          pair, at most {} rounds (paired first: by the rules' first revision, verdict::Rules::First); on \
          means: the rounds ran out before the intervals decided; {:.0}% of a config's variance between runs \
          fixed per process; order: the measured noise, and the side measured second in a round slower or \
-         faster by up to about 0.1 us",
+         faster by up to about 0.1 us; mean: order, the values not in whole timer ticks (--stat mean)",
         verdict::MAX_ROUNDS,
         100.0 * FIXED_PER_PROCESS
     );
