@@ -673,10 +673,13 @@ fn null_edits_under_noise_are_kept() {
 /// the statistic that decides it sooner; under `--stat mean` none is.
 #[test]
 fn start_names_the_configs_whose_median_moves_in_timer_ticks() {
-    let f = Fixture::new();
-    f.set_latency(0.002, 1.0);
-    f.git(&["commit", "-q", "-am", "a 2 us small config"]);
-    let out = f.ok(&["start", "vector_add"]);
+    let with_a_2_us_config = || {
+        let f = Fixture::new();
+        f.set_latency(0.002, 1.0);
+        f.git(&["commit", "-q", "-am", "a 2 us small config"]);
+        f
+    };
+    let out = with_a_2_us_config().ok(&["start", "vector_add"]);
     assert!(
         out.contains(
             "1 config runs under 3.2 us, where a median moves in whole 32 ns timer ticks: `start --stat \
@@ -684,10 +687,7 @@ fn start_names_the_configs_whose_median_moves_in_timer_ticks() {
         ),
         "{out}"
     );
-    let f = Fixture::new();
-    f.set_latency(0.002, 1.0);
-    f.git(&["commit", "-q", "-am", "a 2 us small config"]);
-    let report: serde_json::Value =
-        serde_json::from_str(&f.ok(&["start", "vector_add", "--stat", "mean", "--json"])).unwrap();
+    let mean = with_a_2_us_config().ok(&["start", "vector_add", "--stat", "mean", "--json"]);
+    let report: serde_json::Value = serde_json::from_str(&mean).unwrap();
     assert_eq!(report["ticked"], serde_json::json!([]), "{report}");
 }

@@ -20,6 +20,7 @@ use crate::history::{History, write_table};
 use crate::inspect::Report;
 use crate::journal::{self, Journal, Lock, Phase, Verb};
 use crate::kernel_class::KernelClass;
+use crate::noise::TIMER_TICK_MS;
 use crate::records::{Measurement, Statistic};
 use crate::runner::RunnerSettings;
 use crate::session::{Session, fmt_ms};
@@ -257,7 +258,10 @@ fn noisy_configs(spread: &[Spread], limits: &Thresholds) -> Vec<Spread> {
         .collect()
 }
 
-/// Configs whose `statistic` moves in whole ticks of the GPU timer of 1% or more of it (under 3.2 us):
+/// The share of a config's latency from which a timer tick is named (`ticked_configs`).
+const TICK_SHARE: f64 = 0.01;
+
+/// Configs whose `statistic` moves in whole ticks of the GPU timer of [`TICK_SHARE`] of it or more:
 /// in the verdicts' bench, on rope's grid under the H200's order effect, 98.60% of 3% regressions of one
 /// config were caught on medians and 99.75% on means, which no tick rounds.
 fn ticked_configs(configs: &[Measurement], statistic: Statistic) -> Vec<String> {
@@ -266,7 +270,7 @@ fn ticked_configs(configs: &[Measurement], statistic: Statistic) -> Vec<String> 
     }
     configs
         .iter()
-        .filter(|c| crate::noise::TIMER_TICK_MS / c.value >= 0.01)
+        .filter(|c| TIMER_TICK_MS / c.value >= TICK_SHARE)
         .map(|c| format!("{} {}", c.test, c.pass))
         .collect()
 }
@@ -326,9 +330,12 @@ impl Render for StartReport {
             };
             writeln!(
                 out,
-                "{} {configs} under 3.2 us, where a {} moves in whole 32 ns timer ticks: `start --stat \
+                "{} {configs} under {:.1} us, where a {} moves in whole {:.0} ns timer ticks: `start --stat \
                  mean` decides such configs in fewer rounds, more surely",
-                words[2], session.statistic
+                words[2],
+                TIMER_TICK_MS / TICK_SHARE * 1e3,
+                session.statistic,
+                TIMER_TICK_MS * 1e6
             )?;
             for config in &report.ticked {
                 writeln!(out, "  {config}")?;
