@@ -52,6 +52,9 @@ pub struct Repo {
     repo: gix::Repository,
     /// Absolute path of the work-tree root.
     pub root: PathBuf,
+    /// [`Repo::git_path`]'s answers: where git keeps a file cannot move while a command runs, and a step
+    /// asks for its own directory dozens of times (a `git` process each).
+    git_paths: std::sync::Mutex<std::collections::HashMap<String, PathBuf>>,
 }
 
 /// The binary the hook runs on the tool's own commits when this process is not it: a test that runs
@@ -89,7 +92,11 @@ impl Repo {
         let root = std::path::absolute(workdir)
             .and_then(|p| p.canonicalize())
             .context("cannot resolve the work-tree path")?;
-        Ok(Repo { repo, root })
+        Ok(Repo {
+            repo,
+            root,
+            git_paths: Default::default(),
+        })
     }
 
     /// Runs git at the work-tree root and returns its stdout; a failure carries git's stderr.
@@ -156,8 +163,17 @@ impl Repo {
 
     /// Where git keeps a file of the repository (`info/exclude`, `hooks`), as an absolute path.
     pub fn git_path(&self, name: &str) -> Result<PathBuf> {
+        let known = self.git_paths.lock().unwrap_or_else(|e| e.into_inner()).get(name).cloned();
+        if let Some(path) = known {
+            return Ok(path);
+        }
         let path = self.git(&["rev-parse", "--git-path", name])?;
-        Ok(self.root.join(path.trim_end_matches('\n')))
+        let path = self.root.join(path.trim_end_matches('\n'));
+        self.git_paths
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(name.to_string(), path.clone());
+        Ok(path)
     }
 
     /// Adds `pattern` to `.git/info/exclude` unless it is there already.
