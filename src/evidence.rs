@@ -486,15 +486,9 @@ pub fn noted_commits(repo: &Repo) -> Result<HashMap<String, String>> {
 
 /// The text of `commit`'s note in [`NOTES_REF`], if it has one.
 pub fn note(repo: &Repo, commit: &str) -> Result<Option<String>> {
-    let listed = noted_commits(repo)?;
-    if listed.is_empty() {
-        return Ok(None);
-    }
-    let full = repo.git(&["rev-parse", "--verify", &format!("{commit}^{{commit}}")])?;
-    let Some(blob) = listed.get(full.trim()) else {
-        return Ok(None);
-    };
-    Ok(Some(repo.git(&["cat-file", "blob", blob])?))
+    let blob = repo.note(NOTES_REF, commit)?;
+    blob.map(|bytes| String::from_utf8(bytes).context("the evidence note is not UTF-8"))
+        .transpose()
 }
 
 /// A run in one line: its cases by outcome and the file's size.

@@ -163,7 +163,12 @@ impl Repo {
 
     /// Where git keeps a file of the repository (`info/exclude`, `hooks`), as an absolute path.
     pub fn git_path(&self, name: &str) -> Result<PathBuf> {
-        let known = self.git_paths.lock().unwrap_or_else(|e| e.into_inner()).get(name).cloned();
+        let known = self
+            .git_paths
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(name)
+            .cloned();
         if let Some(path) = known {
             return Ok(path);
         }
@@ -332,6 +337,55 @@ impl Repo {
             .config_snapshot()
             .string("user.signingkey")
             .is_some_and(|key| !key.is_empty())
+    }
+
+    /// The note `notes_ref` holds for `commit` (a full id), read in-process as git looks one up: the
+    /// notes tree names each note by its commit's id, split into fan-out directories (`ab/cdef...`) once
+    /// there are many, so a note costs the same whatever the number of notes. `None` without the ref or
+    /// a note.
+    pub fn note(&self, notes_ref: &str, commit: &str) -> Result<Option<Vec<u8>>> {
+        gix::ObjectId::from_hex(commit.as_bytes()).context("bad commit id")?;
+        let Some(mut reference) = self
+            .repo
+            .try_find_reference(notes_ref)
+            .with_context(|| format!("cannot read {notes_ref}"))?
+        else {
+            return Ok(None);
+        };
+        let notes = reference
+            .peel_to_commit()
+            .with_context(|| format!("{notes_ref} is not a commit"))?;
+        let mut tree = notes
+            .tree()
+            .with_context(|| format!("cannot read {notes_ref}'s tree"))?;
+        let mut rest = commit;
+        loop {
+            if let Some(entry) = tree.find_entry(rest).filter(|e| e.mode().is_blob()) {
+                let blob = self
+                    .repo
+                    .find_blob(entry.object_id())
+                    .context("cannot read a note")?;
+                return Ok(Some(blob.data.clone()));
+            }
+            let Some((dir, tail)) = rest
+                .split_at_checked(2)
+                .filter(|(_, tail)| !tail.is_empty())
+            else {
+                return Ok(None);
+            };
+            let Some(next) = tree
+                .find_entry(dir)
+                .filter(|e| e.mode().is_tree())
+                .map(|e| e.object_id())
+            else {
+                return Ok(None);
+            };
+            tree = self
+                .repo
+                .find_tree(next)
+                .context("cannot read the notes' tree")?;
+            rest = tail;
+        }
     }
 
     /// The raw message of a commit.

@@ -144,3 +144,52 @@ fn a_refusal_keeps_its_hint_as_data() {
     assert!(!report.error.contains("hint:"), "{}", report.error);
     assert!(report.hint.unwrap().contains("start"));
 }
+
+/// A note is read as git reads it, wherever the notes tree files it: flat (`<id>`), or in fan-out
+/// directories (`ab/<38 hex>`, `ab/cd/<36 hex>`) as git writes once a session has many notes. C git's
+/// `notes show` is asked too, so the two cannot agree on a layout git does not use.
+#[test]
+fn a_note_is_found_flat_or_in_fan_out_directories() {
+    let f = Fixture::new();
+    let repo = Repo::discover(&f.root).unwrap();
+    let commit = f.head();
+    let notes_ref = "refs/notes/fanout-test";
+    assert_eq!(repo.note(notes_ref, &commit).unwrap(), None, "no ref yet");
+    // a git plumbing command fed `input`, its one-line answer
+    let piped = |args: &[&str], input: &str| {
+        let out = support::with_input(f.program("git", &f.root).args(args), input);
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    };
+    let hash = |text: &str| piped(&["hash-object", "-w", "--stdin"], text);
+    let mktree = |entries: &str| piped(&["mktree"], entries);
+    for levels in 0..3 {
+        let text = format!("evidence filed {levels} directories deep\n");
+        let mut tree = mktree(&format!(
+            "100644 blob {}\t{}\n",
+            hash(&text),
+            &commit[2 * levels..]
+        ));
+        for level in (0..levels).rev() {
+            tree = mktree(&format!(
+                "040000 tree {tree}\t{}\n",
+                &commit[2 * level..2 * level + 2]
+            ));
+        }
+        let notes = f.git(&["commit-tree", "-m", "notes", &tree]);
+        f.git(&["update-ref", notes_ref, notes.trim()]);
+        assert_eq!(f.git(&["notes", "--ref", notes_ref, "show", &commit]), text);
+        assert_eq!(
+            repo.note(notes_ref, &commit).unwrap().as_deref(),
+            Some(text.as_bytes()),
+            "{levels} levels"
+        );
+        // another commit's note is not this one's
+        let other = f.git(&[
+            "commit-tree",
+            "-m",
+            "other",
+            &format!("{}^{{tree}}", commit),
+        ]);
+        assert_eq!(repo.note(notes_ref, other.trim()).unwrap(), None);
+    }
+}
