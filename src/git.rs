@@ -48,6 +48,9 @@ pub fn check_git_version() -> Result<()> {
         .map_err(anyhow::Error::from)
 }
 
+/// The name the tool's own files in the git dir begin with (`cutile-perf/`, `cutile-perf-commit-nonce`).
+pub const TOOL_FILES: &str = "cutile-perf";
+
 pub struct Repo {
     repo: gix::Repository,
     /// Absolute path of the work-tree root.
@@ -161,7 +164,8 @@ impl Repo {
             .to_string())
     }
 
-    /// Where git keeps a file of the repository (`info/exclude`, `hooks`), as an absolute path.
+    /// Where git keeps a file of the repository (`info/exclude`, `hooks`, [`TOOL_FILES`]`/journal.json`), as
+    /// an absolute path.
     pub fn git_path(&self, name: &str) -> Result<PathBuf> {
         let known = self
             .git_paths
@@ -172,8 +176,19 @@ impl Repo {
         if let Some(path) = known {
             return Ok(path);
         }
-        let path = self.git(&["rev-parse", "--git-path", name])?;
-        let path = self.root.join(path.trim_end_matches('\n'));
+        // git files a name it has no rule for (ours all begin with TOOL_FILES) in the work tree's own
+        // git dir, whatever follows: one answer places them all
+        let path = match name.strip_prefix(TOOL_FILES) {
+            Some(rest) if rest.starts_with(['/', '-']) => {
+                let tool_files = self.git_path(TOOL_FILES)?;
+                let own_git_dir = tool_files.parent().context("a git path has a parent")?;
+                own_git_dir.join(name)
+            }
+            _ => {
+                let path = self.git(&["rev-parse", "--git-path", name])?;
+                self.root.join(path.trim_end_matches('\n'))
+            }
+        };
         self.git_paths
             .lock()
             .unwrap_or_else(|e| e.into_inner())

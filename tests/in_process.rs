@@ -193,3 +193,40 @@ fn a_note_is_found_flat_or_in_fan_out_directories() {
         assert_eq!(repo.note(notes_ref, other.trim()).unwrap(), None);
     }
 }
+
+/// The tool's files are placed where git places them, from one answer of git's, in the main work tree
+/// and in a linked one (whose own git dir is under `worktrees/`).
+#[test]
+fn the_tools_files_are_where_git_puts_them() {
+    let f = Fixture::new();
+    let linked = f.path("../linked tree");
+    f.git(&[
+        "worktree",
+        "add",
+        "-q",
+        "--detach",
+        linked.to_str().unwrap(),
+    ]);
+    for dir in [f.root.clone(), linked] {
+        let repo = Repo::discover(&dir).unwrap();
+        for name in [
+            "cutile-perf/workers/lasting-all.json",
+            "cutile-perf-commit-nonce",
+            "cutile-perf",
+            "info/grafts",
+        ] {
+            let git = f.run_in(
+                &dir,
+                "git",
+                &["rev-parse", "--path-format=absolute", "--git-path", name],
+            );
+            let expected = String::from_utf8(git.stdout).unwrap();
+            assert_eq!(
+                repo.git_path(name).unwrap(),
+                std::path::Path::new(expected.trim_end()),
+                "{name} in {}",
+                dir.display()
+            );
+        }
+    }
+}
