@@ -37,7 +37,7 @@ pub fn has_pytest(words: &[&str]) -> bool {
         return false;
     };
     let mut full = args.to_vec();
-    full.extend(crate::pytest::FINDS_PYTEST);
+    full.extend(["-m", "pytest", "--version"]);
     process::command(program, &full)
         .stdout_null()
         .stderr_null()

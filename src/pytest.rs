@@ -40,16 +40,8 @@ pub const SEEDS_PLUGIN: (&str, &str) = (
 /// ids): a paired round on the configs still open. The warm worker picks its cases by the same ids.
 pub const CASES_PLUGIN: (&str, &str) = ("cutile_perf_cases", include_str!("cutile_perf_cases.py"));
 
-/// An interpreter that hangs must not hang `start` or `step`.
+/// `python -m pytest --version` takes a second or two; an interpreter that hangs must not hang `start`.
 const AVAILABILITY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
-
-/// The interpreter's arguments that ask whether it can import pytest, without importing it: `-m pytest
-/// --version` loads pytest and its plugins (0.16 s of CPU in a bare environment, seconds beside torch's
-/// plugins) before every step, where finding the package takes 0.015 s. Exits 1 saying what is missing.
-pub const FINDS_PYTEST: [&str; 2] = [
-    "-c",
-    "import importlib.util, sys; sys.exit(importlib.util.find_spec('pytest') is None and 'No module named pytest')",
-];
 
 /// The Python that runs pytest when none is given: `python3` where `place` runs commands has it.
 pub fn default_python(place: &dyn Runner, dir: &Path) -> String {
@@ -243,7 +235,7 @@ impl Pytest<'_> {
             .find(program, self.root)
             .with_context(|| format!("{program} not found on PATH; pass --python CMD"))?;
         let mut full = args;
-        full.extend(FINDS_PYTEST);
+        full.extend(["-m", "pytest", "--version"]);
         let output = process::capture(
             self.place.command(program, &full, self.root),
             AVAILABILITY_TIMEOUT,
