@@ -614,6 +614,42 @@ fn missing_python_or_pytest_is_an_error_before_anything_is_made() {
     assert_eq!(f.git(&["branch", "--list", "cutile-perf-*"]), "");
 }
 
+/// A pytest there but broken since `start` (an upgrade half done: importing it fails) is refused by `step`
+/// before anything runs: no crash of the kernel is recorded for it, and the edit stays.
+#[test]
+fn a_pytest_broken_since_start_is_refused_before_anything_runs() {
+    let f = Fixture::new();
+    let broken = f.path("../broken pytest");
+    std::fs::create_dir_all(broken.join("pytest")).unwrap();
+    std::fs::write(
+        broken.join("pytest/__init__.py"),
+        "raise ImportError('cannot import name HookimplMarker from pluggy')\n",
+    )
+    .unwrap();
+    // python3, with the broken pytest first once `broken/on` exists
+    let python = f.path("../python");
+    support::write_script(
+        &python,
+        &format!(
+            "#!/bin/sh\n[ -e '{b}/on' ] && export PYTHONPATH='{b}'${{PYTHONPATH:+:$PYTHONPATH}}\nexec python3 \"$@\"\n",
+            b = broken.display()
+        ),
+    );
+    let python = format!("'{}'", python.display());
+    f.ok(&["start", "vector_add", "--python", &python]);
+    let recorded = f.head();
+    f.set_latency(0.05, 0.5);
+    std::fs::write(broken.join("on"), "").unwrap();
+    let err = f.fails(&["step", "faster"]);
+    assert!(err.contains("pytest is not available to"), "{err}");
+    assert!(err.contains("cannot import name HookimplMarker"), "{err}");
+    assert_eq!(f.head(), recorded, "nothing is recorded");
+    assert!(
+        f.git(&["status", "--porcelain"]).contains("vector_add.py"),
+        "the edit stays"
+    );
+}
+
 #[test]
 fn ctrl_c_during_the_baseline_leaves_nothing_behind() {
     let f = Fixture::new();
