@@ -167,12 +167,7 @@ impl Repo {
     /// Where git keeps a file of the repository (`info/exclude`, `hooks`, [`TOOL_FILES`]`/journal.json`), as
     /// an absolute path.
     pub fn git_path(&self, name: &str) -> Result<PathBuf> {
-        let known = self
-            .git_paths
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(name)
-            .cloned();
+        let known = self.known_git_paths().get(name).cloned();
         if let Some(path) = known {
             return Ok(path);
         }
@@ -189,11 +184,18 @@ impl Repo {
                 self.root.join(path.trim_end_matches('\n'))
             }
         };
-        self.git_paths
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+        self.known_git_paths()
             .insert(name.to_string(), path.clone());
         Ok(path)
+    }
+
+    /// [`Repo::git_path`]'s answers so far (a thread that panicked holding them left them whole).
+    fn known_git_paths(
+        &self,
+    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, PathBuf>> {
+        self.git_paths
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Adds `pattern` to `.git/info/exclude` unless it is there already.

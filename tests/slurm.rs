@@ -341,7 +341,7 @@ fn the_queue_timeout_cancels_the_pending_job() {
     let slurm_args = pending_job(&comment);
     let err = f.fails(&slurm_start(&slurm_args, &["--queue-timeout", "2s"]));
     let job = job_with_comment(&comment);
-    // the reason is Slurm's: BeginTime, or None when a loaded controller has not looked at the job yet
+    // the reason is Slurm's: BeginTime here, but once another under the whole suite's load
     assert!(
         err.contains(&format!(
             "no node within the queue timeout of 2s (Slurm job {job} still PENDING: "
