@@ -234,31 +234,19 @@ pub struct Binding {
 }
 
 impl Binding {
-    /// `commit` as git holds it now (objects read without replacements).
+    /// `commit` (a full id) as git holds it now (objects read without replacements, in-process: `verify`
+    /// reads every commit's). An attempt the trailers name that is not a commit here has no tree.
     pub fn of(repo: &Repo, commit: &str) -> Result<Binding> {
-        let ids = repo.git(&[
-            "rev-parse",
-            &format!("{commit}^{{commit}}"),
-            &format!("{commit}^{{tree}}"),
-            &format!("{commit}^@"),
-        ])?;
-        let mut ids = ids.lines().map(str::to_string);
-        let (Some(commit), Some(tree)) = (ids.next(), ids.next()) else {
-            bail!("git rev-parse did not name the commit {commit} and its tree");
-        };
-        let block = Block::from_message(&repo.message(&commit)?);
-        let attempt_tree = match block.get("Attempt")? {
-            Some(attempt) => Some(
-                repo.git(&["rev-parse", &format!("{attempt}^{{tree}}")])?
-                    .trim()
-                    .to_string(),
-            ),
-            None => None,
-        };
+        let (tree, parents) = repo.commit_parts(commit)?;
+        let block = Block::from_message(&repo.message(commit)?);
+        let attempt_tree = block
+            .get("Attempt")?
+            .and_then(|attempt| repo.commit_parts(attempt).ok())
+            .map(|(tree, _)| tree);
         Ok(Binding {
-            commit,
+            commit: commit.to_string(),
             tree,
-            parents: ids.collect(),
+            parents,
             attempt_tree,
             trailers: block.render(),
         })

@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, anyhow};
+use anyhow::{Context, Result, anyhow, bail};
 
 use crate::hint::{Hinted, hinted};
 use crate::process;
@@ -257,6 +257,69 @@ impl Repo {
             .filter(|p| !p.is_empty())
             .map(str::to_string)
             .collect())
+    }
+
+    /// The paths each of `commits` (full ids) changes against its first parent (a root commit: every
+    /// path it holds), in the order given, from one git process for all of them: `verify` asks this of
+    /// every commit in a session.
+    pub fn changed_by_commits(&self, commits: &[String]) -> Result<Vec<Vec<String>>> {
+        let mut input = String::new();
+        for commit in commits {
+            let (_, parents) = self.commit_parts(commit)?;
+            // a commit followed by one id is compared with that id alone, as `commit^ commit` would be
+            let first_parent = parents.first().map_or(String::new(), |p| format!(" {p}"));
+            input += &format!("{commit}{first_parent}\n");
+        }
+        let out = self.git_input(
+            &[
+                "diff-tree",
+                "--stdin",
+                "--always",
+                "--root",
+                "-r",
+                "--raw",
+                "-z",
+                "--no-renames",
+                IGNORE_ONLY_SUBMODULE_WORK_TREES,
+            ],
+            &input,
+        )?;
+        // per commit `<commit>\0`, then per path `:<modes ids status>\0<path>\0`: a path always follows
+        // a `:` field, so one that spells a commit's id is still a path
+        let mut changed: Vec<Vec<String>> = Vec::with_capacity(commits.len());
+        let mut tokens = out.split('\0').filter(|t| !t.is_empty());
+        while let Some(token) = tokens.next() {
+            if !token.starts_with(':') {
+                match commits.get(changed.len()) {
+                    Some(next) if next == token => changed.push(Vec::new()),
+                    _ => bail!("git diff-tree printed {token} where a commit was expected"),
+                }
+                continue;
+            }
+            match (changed.last_mut(), tokens.next()) {
+                (Some(paths), Some(path)) => paths.push(path.to_string()),
+                _ => bail!("git diff-tree printed a change outside any commit, or without its path"),
+            }
+        }
+        if changed.len() != commits.len() {
+            bail!(
+                "git diff-tree reported {} of {} commits",
+                changed.len(),
+                commits.len()
+            );
+        }
+        Ok(changed)
+    }
+
+    /// A commit's tree and parents (full ids), read in-process from `id` (a full id).
+    pub fn commit_parts(&self, id: &str) -> Result<(String, Vec<String>)> {
+        let id = gix::ObjectId::from_hex(id.as_bytes()).context("bad commit id")?;
+        let commit = self.repo.find_commit(id).context("cannot read a commit")?;
+        let decoded = commit.decode().context("cannot decode a commit")?;
+        Ok((
+            decoded.tree().to_string(),
+            decoded.parents().map(|p| p.to_string()).collect(),
+        ))
     }
 
     /// The commits from HEAD back along first parents, newest first, each as its id and message. Each

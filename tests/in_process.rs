@@ -194,6 +194,48 @@ fn a_note_is_found_flat_or_in_fan_out_directories() {
     }
 }
 
+/// What `verify` reads of every commit at once is what `git diff --name-only` says of each against its
+/// first parent: an edit, an empty commit, a merge (its first parent only), a root commit (all its
+/// paths), and paths git quotes, that spell a commit's id or that begin with a colon.
+#[test]
+fn the_paths_of_many_commits_are_git_diffs_of_each() {
+    let f = Fixture::new();
+    let repo_commit = |message: &str| {
+        f.git(&["add", "-A"]);
+        f.git(&["commit", "-q", "--allow-empty", "-m", message]);
+        f.head()
+    };
+    let first = f.head();
+    std::fs::write(f.path("a b\nc.py"), "x").unwrap();
+    std::fs::write(f.path(&first), "a path that spells a commit's id").unwrap();
+    std::fs::write(f.path(":colon.py"), "a path that begins as git's change lines do").unwrap();
+    let edit = repo_commit("edit");
+    let empty = repo_commit("empty");
+    f.git(&["checkout", "-q", "-b", "side", &first]);
+    std::fs::write(f.path("side.py"), "y").unwrap();
+    repo_commit("side");
+    f.git(&["checkout", "-q", "-"]);
+    f.git(&["merge", "-q", "--no-ff", "-m", "merge", "side"]);
+    let merge = f.head();
+    f.git(&["checkout", "-q", "--orphan", "alone"]);
+    let root = repo_commit("root");
+    let commits = [edit, empty, merge, root.clone(), first.clone()];
+    let repo = Repo::discover(&f.root).unwrap();
+    let changed = repo.changed_by_commits(&commits).unwrap();
+    const EMPTY_TREE: &str = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
+    for (commit, changed) in commits.iter().zip(&changed) {
+        // a root commit (the orphan, and the fixture's first) against the empty tree
+        let from = match [&root, &commits[4]].contains(&commit) {
+            true => EMPTY_TREE.to_string(),
+            false => format!("{commit}^"),
+        };
+        assert_eq!(changed, &repo.changed_between(&from, commit).unwrap(), "{commit}");
+    }
+    assert_eq!(changed[1], Vec::<String>::new(), "the empty commit");
+    assert_eq!(changed[2], vec!["side.py".to_string()], "the merge, against its first parent");
+    assert!(changed[0].contains(&first), "{:?}", changed[0]);
+}
+
 /// The tool's files are placed where git places them, from one answer of git's, in the main work tree
 /// and in a linked one (whose own git dir is under `worktrees/`).
 #[test]

@@ -1,7 +1,7 @@
 //! `verify`: audits the session branch's record and fails on any finding. It gathers what git holds
 //! (commits, trees, evidence notes); the checks on those values are `src/audit.rs`.
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use serde::Serialize;
 
 use crate::audit::{self, Finding, Kind};
@@ -12,6 +12,7 @@ use crate::guard;
 use crate::hint::Hinted;
 use crate::history::{Configs, History, require_history};
 use crate::session::Iteration;
+use crate::trailers::Block;
 use crate::ui::{Render, Ui};
 
 /// What `verify --json` prints.
@@ -28,7 +29,9 @@ pub struct VerifyReport {
 
 /// The session's record audited; a finding is in the report, and [`VerifyReport::verdict`] fails on it.
 pub fn run(repo: &Repo) -> Result<VerifyReport> {
-    let report = match require_history(repo, Configs::All) {
+    // each iteration's configs are read again as its evidence is checked, one at a time: the audit's
+    // memory does not grow with the session's configs
+    let report = match require_history(repo, Configs::CurrentBaseline) {
         Ok(history) => audit_history(repo, &history)?,
         // a history that cannot be read at all is itself the finding
         Err(e)
@@ -156,35 +159,45 @@ fn signatures(repo: &Repo, history: &History) -> Result<(Vec<u32>, Vec<Finding>)
 /// Commit by commit since the baseline, the paths outside the allowed set.
 fn outside_allowed(repo: &Repo, history: &History) -> Result<Vec<Finding>> {
     let range = format!("{}..HEAD", history.baseline_commit);
-    let commits = repo.git(&["rev-list", "--first-parent", &range])?;
-    let mut findings = Vec::new();
-    for commit in commits.lines() {
-        let changed = repo.changed_between(&format!("{commit}^"), commit)?;
-        let outside = guard::disallowed(&changed, &history.session.allowed);
-        if !outside.is_empty() {
-            findings.push(Finding {
+    let commits: Vec<String> = repo
+        .git(&["rev-list", "--first-parent", &range])?
+        .lines()
+        .map(str::to_string)
+        .collect();
+    let changed = repo.changed_by_commits(&commits)?;
+    Ok(commits
+        .into_iter()
+        .zip(changed)
+        .filter_map(|(commit, changed)| {
+            let outside = guard::disallowed(&changed, &history.session.allowed);
+            (!outside.is_empty()).then(|| Finding {
                 kind: Kind::OutsideAllowed,
-                commit: commit.to_string(),
+                commit,
                 detail: format!("changes {}", outside.join(", ")),
-            });
-        }
-    }
-    Ok(findings)
+            })
+        })
+        .collect())
 }
 
 /// A reverted or crashed iteration sits on its attempt and returns the tree to the attempt's parent.
 fn undone_attempts(repo: &Repo, history: &History) -> Result<Vec<Finding>> {
-    let tree = |rev: &str| repo.git(&["rev-parse", &format!("{rev}^{{tree}}")]);
+    // the tree before a commit: its first parent's (none for a root commit)
+    let tree_before = |commit: &str| -> Result<Option<String>> {
+        match repo.commit_parts(commit)?.1.first() {
+            Some(parent) => Ok(Some(repo.commit_parts(parent)?.0)),
+            None => Ok(None),
+        }
+    };
     let mut findings = Vec::new();
     for (commit, it) in history.iterations.iter().skip(1) {
         let problem = match (&it.attempt, it.status) {
             (None, crate::decision::Status::Keep) => continue,
             (None, status) => Some(format!("a {status} iteration names no attempt")),
             (Some(attempt), _) => {
-                let parent = repo.git(&["rev-parse", &format!("{commit}^")])?;
-                if parent.trim() != attempt {
+                let (tree, parents) = repo.commit_parts(commit)?;
+                if parents.first() != Some(attempt) {
                     Some(format!("its attempt {attempt} is not its parent"))
-                } else if tree(commit)? != tree(&format!("{attempt}^"))? {
+                } else if tree_before(attempt)? != Some(tree) {
                     Some(format!(
                         "its tree is not the tree before its attempt {}",
                         crate::session::short(attempt)
@@ -209,7 +222,7 @@ fn evidence_findings(repo: &Repo, history: &History) -> Result<(usize, Vec<Findi
     let mut with_evidence = 0;
     let mut baseline_passed = Vec::new();
     let mut prior: Vec<Iteration> = Vec::new();
-    for (commit, it) in &history.iterations {
+    for (commit, lean) in &history.iterations {
         let finding = |kind, detail: String| Finding {
             kind,
             commit: commit.clone(),
@@ -221,13 +234,16 @@ fn evidence_findings(repo: &Repo, history: &History) -> Result<(usize, Vec<Findi
                 format!(
                     "iteration {} has no evidence note in {ref_}: recorded before the tool wrote notes, \
                      its notes not fetched (`git fetch origin {ref_}:{ref_}`), or not made by the tool",
-                    it.number,
+                    lean.number,
                     ref_ = crate::evidence::NOTES_REF
                 ),
             )),
             Err(e) => findings.push(finding(Kind::UnreadableEvidence, format!("{e:#}"))),
             Ok(Some(evidence)) => {
                 with_evidence += 1;
+                // the iteration with its configs, as the history read it before dropping them
+                let it = &Iteration::read(&Block::from_message(&repo.message(commit)?))?
+                    .context("an iteration's trailers are gone from its commit")?;
                 if it.number == 0 {
                     baseline_passed = evidence.passed_cases().unwrap_or_default();
                 }
@@ -248,7 +264,8 @@ fn evidence_findings(repo: &Repo, history: &History) -> Result<(usize, Vec<Findi
                 }
             }
         }
-        prior.push(it.clone());
+        // the rules read the earlier iterations' statuses and changes only
+        prior.push(lean.clone());
     }
     Ok((with_evidence, findings))
 }
