@@ -664,7 +664,17 @@ pub fn copy_dir(from: &Path, to: &Path) {
 /// benchmarks that need a session without running pytest: `kernel` and `test` are the session's,
 /// `allowed` its allowed paths, and the baseline has one config of 1 ms.
 pub fn baseline_message(kernel: &str, test: &str, allowed: &[&str]) -> String {
-    let session = Session {
+    let config = Measurement {
+        pass: "forward".to_string(),
+        test: format!("{test}::test_perf"),
+        value: 1.0,
+    };
+    measured_baseline_message(&session_of(kernel, test, allowed), vec![config])
+}
+
+/// A session without a GPU as `start` declares it, by the default rules on medians.
+pub fn session_of(kernel: &str, test: &str, allowed: &[&str]) -> Session {
+    Session {
         kernel: kernel.to_string(),
         test: test.to_string(),
         allowed: allowed.iter().map(|p| p.to_string()).collect(),
@@ -679,24 +689,27 @@ pub fn baseline_message(kernel: &str, test: &str, allowed: &[&str]) -> String {
         no_gpu: true,
         runner: git_cutile_perf::runner::RunnerSettings::default(),
         spread: Vec::new(),
-    };
+    }
+}
+
+/// The baseline commit's message for `session` with the baseline's `configs`, its latency their
+/// geometric mean as `start` records it.
+pub fn measured_baseline_message(session: &Session, configs: Vec<Measurement>) -> String {
+    let latency = git_cutile_perf::stats::geometric_mean(configs.iter().map(|c| c.value))
+        .expect("a baseline measures some config");
     let baseline = Iteration {
         number: 0,
         optimization: "baseline".to_string(),
         letter: None,
         cause: None,
-        latency_ms: Some(1.0),
+        latency_ms: Some(latency),
         correctness: Correctness::Pass,
         status: Status::Keep,
-        baseline_ms: 1.0,
+        baseline_ms: latency,
         change_pct: Some(0.0),
         decision: Decision::Continue,
         reason: "baseline".to_string(),
-        configs: vec![Measurement {
-            pass: "forward".to_string(),
-            test: format!("{test}::test_perf"),
-            value: 1.0,
-        }],
+        configs,
         attempt: None,
         placement: None,
         rounds: None,
@@ -704,5 +717,5 @@ pub fn baseline_message(kernel: &str, test: &str, allowed: &[&str]) -> String {
     let mut block = Block::default();
     baseline.write(&mut block);
     session.write(&mut block);
-    render_message("cutile-perf: baseline 1.000000 ms", None, &block)
+    render_message(&format!("cutile-perf: baseline {latency:.6} ms"), None, &block)
 }
