@@ -28,7 +28,9 @@ use git_cutile_perf::evidence::{Binding, Evidence, RunFile};
 use git_cutile_perf::records::{Measurement, RecordFile, RecordFormat};
 use git_cutile_perf::session::{Iteration, Session};
 use git_cutile_perf::trailers::{Block, render_message};
-use support::{BIN, Fixture, KERNEL, TEST, baseline_message, measured_baseline_message, session_of};
+use support::{
+    BIN, Fixture, KERNEL, TEST, baseline_message, measured_baseline_message, session_of,
+};
 
 const RUNS: usize = 5;
 const BRANCH: &str = "cutile-perf-vector_add-20260101";
@@ -278,7 +280,10 @@ fn evidenced_session(iterations: usize, configs: usize) -> Fixture {
             }),
             ..evidence
         };
-        let blob = repo.write_blob(evidence.to_note().unwrap()).unwrap().detach();
+        let blob = repo
+            .write_blob(evidence.to_note().unwrap())
+            .unwrap()
+            .detach();
         notes.push((commit.to_string(), blob));
     };
 
@@ -292,10 +297,18 @@ fn evidenced_session(iterations: usize, configs: usize) -> Fixture {
     let measured = git_cutile_perf::replay::measured(&baseline_runs[1], session.statistic).unwrap();
     let message = measured_baseline_message(&session, measured);
     let mut tip = commit(trees[0], &f.head(), &message);
-    f.git(&["update-ref", &git_cutile_perf::git::baseline_ref(BRANCH), &tip]);
+    f.git(&[
+        "update-ref",
+        &git_cutile_perf::git::baseline_ref(BRANCH),
+        &tip,
+    ]);
     let baseline_evidence = Evidence::new(&session, 0, None, baseline_runs);
     let baseline_passed = baseline_evidence.passed_cases().unwrap();
-    let mut prior = vec![Iteration::read(&Block::from_message(&message)).unwrap().unwrap()];
+    let mut prior = vec![
+        Iteration::read(&Block::from_message(&message))
+            .unwrap()
+            .unwrap(),
+    ];
     note(baseline_evidence, &tip, trees[0], &f.head(), None, &message);
 
     let mut current = 0;
@@ -341,7 +354,14 @@ fn evidenced_session(iterations: usize, configs: usize) -> Fixture {
         };
         let message = render_message(&format!("cutile-perf: vector_add #{number}"), None, &block);
         tip = commit(trees[current], &parent, &message);
-        note(evidence, &tip, trees[current], &parent, attempt_tree, &message);
+        note(
+            evidence,
+            &tip,
+            trees[current],
+            &parent,
+            attempt_tree,
+            &message,
+        );
         prior.push(Iteration::read(&block).unwrap().unwrap());
     }
     write_notes(&repo, &f, &notes);
@@ -381,7 +401,10 @@ fn judged(
         configs, paired, ..
     } = &replayed.attempt
     else {
-        panic!("the synthetic runs were not measured: {:?}", replayed.attempt);
+        panic!(
+            "the synthetic runs were not measured: {:?}",
+            replayed.attempt
+        );
     };
     let comparison = replayed.attempt.comparison().expect("measured");
     it.latency_ms = Some(comparison.latency_ms);
@@ -448,7 +471,19 @@ fn write_notes(repo: &gix::Repository, f: &Fixture, notes: &[(String, gix::Objec
             }
         })
         .collect();
-    let tree = repo.write_object(&gix::objs::Tree { entries }).unwrap().detach();
-    let commit = f.git(&["commit-tree", &tree.to_string(), "-m", "Notes added by the bench"]);
-    f.git(&["update-ref", git_cutile_perf::evidence::NOTES_REF, commit.trim()]);
+    let tree = repo
+        .write_object(&gix::objs::Tree { entries })
+        .unwrap()
+        .detach();
+    let commit = f.git(&[
+        "commit-tree",
+        &tree.to_string(),
+        "-m",
+        "Notes added by the bench",
+    ]);
+    f.git(&[
+        "update-ref",
+        git_cutile_perf::evidence::NOTES_REF,
+        commit.trim(),
+    ]);
 }

@@ -588,7 +588,8 @@ fn main() {
                     .filter(|m| m.on_one_tick)
                     .map(|m| m.change_pct)
                     .collect();
-                let range = |f: fn(f64, f64) -> f64| read.iter().copied().reduce(f).unwrap_or(f64::NAN);
+                let range =
+                    |f: fn(f64, f64) -> f64| read.iter().copied().reduce(f).unwrap_or(f64::NAN);
                 missed.push(format!(
                     "{noise}, {}: {} of {TRIALS} kept by the paired rule: {:.0}% on the 1.5-2 us configs, \
                      {:.0}% decided on the means, {:.0}% with the config closed after round 1, {:.0}% on a \

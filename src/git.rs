@@ -298,7 +298,9 @@ impl Repo {
             }
             match (changed.last_mut(), tokens.next()) {
                 (Some(paths), Some(path)) => paths.push(path.to_string()),
-                _ => bail!("git diff-tree printed a change outside any commit, or without its path"),
+                _ => {
+                    bail!("git diff-tree printed a change outside any commit, or without its path")
+                }
             }
         }
         if changed.len() != commits.len() {

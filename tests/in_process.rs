@@ -208,7 +208,11 @@ fn the_paths_of_many_commits_are_git_diffs_of_each() {
     let first = f.head();
     std::fs::write(f.path("a b\nc.py"), "x").unwrap();
     std::fs::write(f.path(&first), "a path that spells a commit's id").unwrap();
-    std::fs::write(f.path(":colon.py"), "a path that begins as git's change lines do").unwrap();
+    std::fs::write(
+        f.path(":colon.py"),
+        "a path that begins as git's change lines do",
+    )
+    .unwrap();
     let edit = repo_commit("edit");
     let empty = repo_commit("empty");
     f.git(&["checkout", "-q", "-b", "side", &first]);
@@ -229,10 +233,18 @@ fn the_paths_of_many_commits_are_git_diffs_of_each() {
             true => EMPTY_TREE.to_string(),
             false => format!("{commit}^"),
         };
-        assert_eq!(changed, &repo.changed_between(&from, commit).unwrap(), "{commit}");
+        assert_eq!(
+            changed,
+            &repo.changed_between(&from, commit).unwrap(),
+            "{commit}"
+        );
     }
     assert_eq!(changed[1], Vec::<String>::new(), "the empty commit");
-    assert_eq!(changed[2], vec!["side.py".to_string()], "the merge, against its first parent");
+    assert_eq!(
+        changed[2],
+        vec!["side.py".to_string()],
+        "the merge, against its first parent"
+    );
     assert!(changed[0].contains(&first), "{:?}", changed[0]);
 }
 

@@ -717,5 +717,9 @@ pub fn measured_baseline_message(session: &Session, configs: Vec<Measurement>) -
     let mut block = Block::default();
     baseline.write(&mut block);
     session.write(&mut block);
-    render_message(&format!("cutile-perf: baseline {latency:.6} ms"), None, &block)
+    render_message(
+        &format!("cutile-perf: baseline {latency:.6} ms"),
+        None,
+        &block,
+    )
 }
