@@ -23,7 +23,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use git_cutile_perf::audit;
-use git_cutile_perf::decision::{Attempt, Correctness, Decision, Status};
+use git_cutile_perf::decision::{Correctness, Decision, Status};
 use git_cutile_perf::evidence::{Binding, Evidence, RunFile};
 use git_cutile_perf::records::{Measurement, RecordFile, RecordFormat};
 use git_cutile_perf::session::{Iteration, Session};
@@ -378,45 +378,18 @@ fn judged(
     evidence: &Evidence,
     baseline_passed: &[String],
 ) -> Iteration {
-    let mut it = Iteration {
-        number,
-        optimization: format!("optimization {number}"),
-        letter: None,
-        cause: None,
-        latency_ms: None,
-        correctness: Correctness::Pass,
-        status: Status::Keep,
-        baseline_ms: 0.0,
-        change_pct: None,
-        decision: Decision::Continue,
-        reason: String::new(),
-        configs: Vec::new(),
-        attempt: None,
-        placement: None,
-        rounds: None,
-    };
     let (replayed, verdict) =
-        audit::replayed_verdict(session, prior, &it, evidence, baseline_passed);
-    let Attempt::Measured {
-        configs, paired, ..
-    } = &replayed.attempt
-    else {
-        panic!(
-            "the synthetic runs were not measured: {:?}",
-            replayed.attempt
-        );
-    };
-    let comparison = replayed.attempt.comparison().expect("measured");
-    it.latency_ms = Some(comparison.latency_ms);
-    it.baseline_ms = comparison.baseline_ms;
-    it.change_pct = Some(comparison.change_pct());
-    it.correctness = replayed.attempt.correctness();
-    it.status = verdict.status;
-    it.decision = verdict.decision;
-    it.reason = verdict.reason;
-    it.configs = configs.clone();
-    it.rounds = Some(paired.estimate.rounds as u32);
-    it
+        audit::replayed_verdict(session, prior, number, None, evidence, baseline_passed);
+    let optimization = format!("optimization {number}");
+    Iteration::judged(
+        number,
+        optimization,
+        None,
+        None,
+        &replayed.attempt,
+        &verdict,
+        0.0,
+    )
 }
 
 const CORRECTNESS_CASE: &str =

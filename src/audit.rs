@@ -8,7 +8,7 @@ use std::fmt;
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::decision::{self, Attempt, Status, Verdict};
+use crate::decision::{self, Attempt, Cause, Status, Verdict};
 use crate::evidence::Evidence;
 use crate::git::Repo;
 use crate::history::History;
@@ -90,7 +90,8 @@ impl fmt::Display for Finding {
 pub fn replayed_verdict(
     session: &Session,
     prior: &[Iteration],
-    it: &Iteration,
+    number: u32,
+    cause: Option<Cause>,
     evidence: &Evidence,
     baseline_passed: &[String],
 ) -> (Replayed, Verdict) {
@@ -103,9 +104,9 @@ pub fn replayed_verdict(
         .count() as u32;
     let verdict = decision::decide(
         &replayed.attempt,
-        it.number,
+        number,
         no_gain_before,
-        it.cause,
+        cause,
         &session.thresholds,
     );
     (replayed, verdict)
@@ -187,8 +188,14 @@ pub fn check_iteration(
         );
         return differences;
     };
-    let (Replayed { attempt, .. }, verdict) =
-        replayed_verdict(session, prior, it, evidence, baseline_passed);
+    let (Replayed { attempt, .. }, verdict) = replayed_verdict(
+        session,
+        prior,
+        it.number,
+        it.cause,
+        evidence,
+        baseline_passed,
+    );
     // a crash in a note older than `ended` needs no numbers: pytest's exit code, which that note does not
     // hold, may have made it; a newer note holds the crash, and its replay is checked as any other
     if it.status == Status::Crash && evidence.ended.crash.is_none() {

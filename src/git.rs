@@ -315,8 +315,7 @@ impl Repo {
 
     /// A commit's tree and parents (full ids), read in-process from `id` (a full id).
     pub fn commit_parts(&self, id: &str) -> Result<(String, Vec<String>)> {
-        let id = gix::ObjectId::from_hex(id.as_bytes()).context("bad commit id")?;
-        let commit = self.repo.find_commit(id).context("cannot read a commit")?;
+        let commit = self.find_commit(id)?;
         let decoded = commit.decode().context("cannot decode a commit")?;
         Ok((
             decoded.tree().to_string(),
@@ -472,12 +471,17 @@ impl Repo {
 
     /// The raw message of a commit.
     pub fn message(&self, id: &str) -> Result<String> {
-        let id = gix::ObjectId::from_hex(id.as_bytes()).context("bad commit id")?;
-        let commit = self.repo.find_commit(id).context("cannot read a commit")?;
+        let commit = self.find_commit(id)?;
         let raw = commit
             .message_raw()
             .context("cannot read a commit message")?;
         Ok(String::from_utf8_lossy(raw).into_owned())
+    }
+
+    /// The commit `id` (a full id) names, read in-process.
+    fn find_commit(&self, id: &str) -> Result<gix::Commit<'_>> {
+        let id = gix::ObjectId::from_hex(id.as_bytes()).context("bad commit id")?;
+        self.repo.find_commit(id).context("cannot read a commit")
     }
 
     /// The paths where the worktree at `tree` (one of this repository's) differs from its commit,

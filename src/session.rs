@@ -6,7 +6,9 @@
 
 use anyhow::{Context, Result, bail};
 
-use crate::decision::{Cause, Correctness, Decision, Status, Thresholds, fmt_pct};
+use crate::decision::{
+    Attempt, Cause, Correctness, Decision, Status, Thresholds, Verdict, fmt_pct,
+};
 use crate::kernel_class::KernelClass;
 use crate::records::{Measurement, Statistic};
 use crate::runner::{Placement, RunnerSettings};
@@ -226,6 +228,44 @@ fn read_spread(text: &str) -> Result<Spread> {
 }
 
 impl Iteration {
+    /// Iteration `number` as the rules judged `attempt` (`verdict`), not yet committed: its latency,
+    /// change and configs as measured, and the baseline's latency measured beside it, else
+    /// `stored_baseline_ms`. The description, letter and cause are the caller's.
+    pub fn judged(
+        number: u32,
+        optimization: String,
+        letter: Option<String>,
+        cause: Option<Cause>,
+        attempt: &Attempt,
+        verdict: &Verdict,
+        stored_baseline_ms: f64,
+    ) -> Iteration {
+        let comparison = attempt.comparison();
+        let (configs, rounds) = match attempt {
+            Attempt::Measured {
+                configs, paired, ..
+            } => (configs.clone(), Some(paired.estimate.rounds as u32)),
+            _ => (Vec::new(), None),
+        };
+        Iteration {
+            number,
+            optimization,
+            letter,
+            cause,
+            latency_ms: comparison.map(|c| c.latency_ms),
+            correctness: attempt.correctness(),
+            status: verdict.status,
+            baseline_ms: comparison.map_or(stored_baseline_ms, |c| c.baseline_ms),
+            change_pct: comparison.map(|c| c.change_pct()),
+            decision: verdict.decision,
+            reason: verdict.reason.clone(),
+            configs,
+            attempt: None,
+            placement: None,
+            rounds,
+        }
+    }
+
     pub fn write(&self, block: &mut Block) {
         block.push("Iteration", self.number.to_string());
         block.push("Optimization", &self.optimization);

@@ -200,7 +200,7 @@ fn a_note_is_found_flat_or_in_fan_out_directories() {
 #[test]
 fn the_paths_of_many_commits_are_git_diffs_of_each() {
     let f = Fixture::new();
-    let repo_commit = |message: &str| {
+    let commit_all = |message: &str| {
         f.git(&["add", "-A"]);
         f.git(&["commit", "-q", "--allow-empty", "-m", message]);
         f.head()
@@ -213,23 +213,23 @@ fn the_paths_of_many_commits_are_git_diffs_of_each() {
         "a path that begins as git's change lines do",
     )
     .unwrap();
-    let edit = repo_commit("edit");
-    let empty = repo_commit("empty");
+    let edit = commit_all("edit");
+    let empty = commit_all("empty");
     f.git(&["checkout", "-q", "-b", "side", &first]);
     std::fs::write(f.path("side.py"), "y").unwrap();
-    repo_commit("side");
+    commit_all("side");
     f.git(&["checkout", "-q", "-"]);
     f.git(&["merge", "-q", "--no-ff", "-m", "merge", "side"]);
     let merge = f.head();
     f.git(&["checkout", "-q", "--orphan", "alone"]);
-    let root = repo_commit("root");
+    let root = commit_all("root");
     let commits = [edit, empty, merge, root.clone(), first.clone()];
     let repo = Repo::discover(&f.root).unwrap();
     let changed = repo.changed_by_commits(&commits).unwrap();
     const EMPTY_TREE: &str = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
     for (commit, changed) in commits.iter().zip(&changed) {
         // a root commit (the orphan, and the fixture's first) against the empty tree
-        let from = match [&root, &commits[4]].contains(&commit) {
+        let from = match [&root, &first].contains(&commit) {
             true => EMPTY_TREE.to_string(),
             false => format!("{commit}^"),
         };

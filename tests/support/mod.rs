@@ -526,7 +526,8 @@ impl Fixture {
         let (replayed, verdict) = git_cutile_perf::audit::replayed_verdict(
             &history.session,
             prior,
-            it,
+            it.number,
+            it.cause,
             &evidence(head),
             &baseline_passed,
         );

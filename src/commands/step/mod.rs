@@ -437,34 +437,16 @@ fn judge(
         verdict.reason += &format!(" ({})", d.because);
     }
     let baseline = history.current_baseline();
-    let iteration = Iteration {
+    let iteration = Iteration::judged(
         number,
-        optimization: crate::trailers::one_line(&args.description),
+        crate::trailers::one_line(&args.description),
         letter,
         cause,
-        latency_ms: attempt.comparison().map(|c| c.latency_ms),
-        correctness: attempt.correctness(),
-        status: verdict.status,
-        // measured beside the candidate in this step; without a measurement, the stored one
-        baseline_ms: attempt
-            .comparison()
-            .map_or(baseline.latency_ms.unwrap_or(baseline.baseline_ms), |c| {
-                c.baseline_ms
-            }),
-        change_pct: attempt.comparison().map(|c| c.change_pct()),
-        decision: verdict.decision,
-        reason: verdict.reason.clone(),
-        configs: match attempt {
-            Attempt::Measured { configs, .. } => configs.clone(),
-            _ => Vec::new(),
-        },
-        attempt: None,
-        placement: None,
-        rounds: match attempt {
-            Attempt::Measured { paired, .. } => Some(paired.estimate.rounds as u32),
-            _ => None,
-        },
-    };
+        attempt,
+        &verdict,
+        // without a measurement beside the candidate, the stored one
+        baseline.latency_ms.unwrap_or(baseline.baseline_ms),
+    );
     (iteration, verdict)
 }
 
