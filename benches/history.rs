@@ -177,6 +177,7 @@ fn iteration(number: u32, configs: usize) -> Iteration {
                     "tests/ops/test_matmul.py::test_perf[cutile-{c}-4096-4096-4096-bf16]"
                 ),
                 value: 0.1 + (number as f64 + c as f64) * 1e-6,
+                mean: None,
             })
             .collect(),
         attempt: None,

@@ -101,6 +101,7 @@ impl Changes {
                         value_ms: now.value,
                         change_pct: change_pct(b.value, now.value),
                         rounds: None,
+                        on_record_means: None,
                     })
                 })
                 .collect(),
@@ -210,6 +211,7 @@ mod tests {
                 pass: "forward".into(),
                 test: "t0".into(),
                 rounds: 2,
+                on_record_means: false,
                 baseline_ms: 1.0,
                 candidate_ms: 1.03,
                 change_pct: 3.0,

@@ -149,6 +149,9 @@ pub struct ConfigEstimate {
     pub test: String,
     /// The rounds that measured it: the first, then each one it was still open for.
     pub rounds: usize,
+    /// Its change is the ratio of the records' means, its latencies the session's statistic: that
+    /// moves in whole timer ticks here (`verdict::Rules::Ticked`).
+    pub on_record_means: bool,
     /// Geometric mean of the baseline's runs.
     pub baseline_ms: f64,
     /// Geometric mean of the candidate's runs.
@@ -160,11 +163,19 @@ pub struct ConfigEstimate {
 }
 
 impl ConfigEstimate {
-    /// `t1 forward: +5.00% (+4.85% to +5.15%)`
+    /// `t1 forward: +5.00% (+4.85% to +5.15%)`, and `, on the records' means` where they judged it.
     pub(crate) fn summary(&self) -> String {
         format!(
-            "{} {}: {:+.2}% ({:+.2}% to {:+.2}%)",
-            self.test, self.pass, self.change_pct, self.low_pct, self.high_pct
+            "{} {}: {:+.2}% ({:+.2}% to {:+.2}%{})",
+            self.test,
+            self.pass,
+            self.change_pct,
+            self.low_pct,
+            self.high_pct,
+            match self.on_record_means {
+                true => ", on the records' means",
+                false => "",
+            }
         )
     }
 }
@@ -223,6 +234,7 @@ impl Estimate {
                     value_ms: c.candidate_ms,
                     change_pct: c.change_pct,
                     rounds: Some(c.rounds),
+                    on_record_means: Some(c.on_record_means),
                 })
                 .collect(),
             baseline_ms: self.aggregate.baseline_ms,
@@ -287,6 +299,7 @@ impl Attempt {
                 pass: c.pass.clone(),
                 test: c.test.clone(),
                 value: c.value_ms,
+                mean: None,
             })
             .collect();
         Attempt::Measured {
@@ -417,6 +430,7 @@ mod tests {
                     pass: "forward".into(),
                     test: "t0".into(),
                     rounds: 1,
+                    on_record_means: false,
                     baseline_ms: 1.0,
                     candidate_ms,
                     change_pct,

@@ -569,7 +569,7 @@ mod tests {
         assert!(note.contains(
             "\nthresholds: continue 5%, gain 2%, regression 2%, at most 25 iterations, 2 without a gain\n"
         ));
-        assert!(note.contains("\nrules: ordered\n"));
+        assert!(note.contains("\nrules: ticked\n"));
         assert!(note.contains("\nrun correctness: 2 cases: 1 passed, 1 skipped, 0 failed; JUnit "));
         assert!(note.contains("\ngpu state: SM 1980/1980 MHz, 41 C, memory 612/143771 MiB\n"));
         assert!(note.contains("\nrun benchmark: 2 cases: 2 passed, 0 skipped, 0 failed; JUnit "));
@@ -611,7 +611,7 @@ mod tests {
     fn a_note_names_the_rules_that_decided_it_and_older_notes_read_as_the_first() {
         let evidence = evidence(1);
         let json = serde_json::to_value(&evidence).unwrap();
-        assert_eq!(json["ended"], serde_json::json!({"rules": "ordered"}));
+        assert_eq!(json["ended"], serde_json::json!({"rules": "ticked"}));
         let mut older = json.clone();
         older.as_object_mut().unwrap().remove("ended");
         let read: Evidence = serde_json::from_value(older).unwrap();

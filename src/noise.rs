@@ -28,6 +28,14 @@ pub const PROCESS_JITTER_MS: f64 = 1.98e-5;
 pub const ORDER_JITTER_MS: f64 = 1.0e-4;
 /// Resolution of the GPU timer behind the records (ms): medians of microsecond kernels are multiples of it.
 pub const TIMER_TICK_MS: f64 = 3.2e-5;
+/// The share of a latency from which one timer tick counts ([`in_whole_ticks`]): 3.2 us and under.
+pub const TICK_SHARE: f64 = 0.01;
+
+/// Whether a median (or min) of this latency moves in timer ticks of [`TICK_SHARE`] of it or more: a
+/// change smaller than one tick moves it by a whole tick or not at all.
+pub fn in_whole_ticks(latency_ms: f64) -> bool {
+    TIMER_TICK_MS / latency_ms >= TICK_SHARE
+}
 /// In-run rel_std (percent) is about `IN_RUN_COEF * latency_ms.powf(-IN_RUN_EXPONENT)`.
 pub const IN_RUN_COEF: f64 = 0.21;
 pub const IN_RUN_EXPONENT: f64 = 0.52;

@@ -173,6 +173,10 @@ pub struct Measurement {
     pub test: String,
     #[serde(rename = "value_ms")]
     pub value: f64,
+    /// The record's mean too, where it holds one: a paired verdict reads it for a config whose median
+    /// moves in whole timer ticks (`verdict::Rules::Ticked`).
+    #[serde(skip)]
+    pub mean: Option<f64>,
 }
 
 /// The shortest latency a record may hold: 100 ns. A kernel launch alone takes microseconds, so a
@@ -411,6 +415,10 @@ pub fn measurements(cases: &[CaseReport], statistic: Statistic) -> Result<Vec<Me
                 pass: pass.to_string(),
                 test: case.id.clone(),
                 value: value.as_f64().expect("checked above"),
+                mean: record
+                    .get(Statistic::Mean.as_str())
+                    .and_then(|mean| mean.as_f64())
+                    .filter(|&mean| mean.is_finite() && mean >= MIN_LATENCY_MS),
             });
             found = true;
         }
@@ -509,7 +517,8 @@ Cutile: {'forward': {'median': 0.5, 'kernel': 'a&lt;b&gt;'}} ms
             vec![Measurement {
                 pass: "forward".into(),
                 test: "t.C::test_perf[a]".into(),
-                value: 0.5
+                value: 0.5,
+                mean: None
             }]
         );
     }

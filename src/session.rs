@@ -324,6 +324,7 @@ impl Iteration {
                     pass,
                     test: decode_field(test)?,
                     value,
+                    mean: None,
                 })
             })
             .collect::<Result<_>>()?;
@@ -445,6 +446,7 @@ pub(crate) mod tests {
                 pass: "forward".into(),
                 test: "t::p[a b]".into(),
                 value: 0.1234567891,
+                mean: None,
             }],
             attempt: None,
             placement: None,

@@ -39,6 +39,10 @@ pub struct ConfigChange {
     /// The paired rounds that measured it (a config left open runs more of them); none for a single run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rounds: Option<usize>,
+    /// Whether paired rounds judged its change on the records' means (its statistic moves in whole
+    /// timer ticks, `verdict::Rules::Ticked`); none for a single run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub on_record_means: Option<bool>,
 }
 
 /// A run compared with the baseline, config by config.
@@ -90,6 +94,7 @@ pub fn compare(
             value_ms: value,
             change_pct: change_pct(base.value, value),
             rounds: None,
+            on_record_means: None,
         });
     }
     let baseline_ms = geometric_mean(configs.iter().map(|c| c.baseline_ms)).unwrap_or(f64::NAN);
@@ -190,6 +195,7 @@ pub fn combine_runs(
             pass: config.pass.clone(),
             test: config.test.clone(),
             value: mean,
+            mean: None,
         });
         spreads.push(Spread {
             pass: config.pass.clone(),
@@ -349,6 +355,7 @@ mod tests {
             pass: pass.into(),
             test: test.into(),
             value,
+            mean: None,
         }
     }
 

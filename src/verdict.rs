@@ -36,8 +36,10 @@
 //! on an H200 the side measured second was often 2-7% slower on microsecond configs (in a later session,
 //! 1-3% faster), which alternating takes out of the mean of an even count of rounds but not out of their
 //! scatter. Where the rounds ran different sets of cases in both orders, and an order term per set fits
-//! beyond chance, each set gets its own: the effect changes with what a run holds. Notes say which
-//! revision of these rules decided them ([`Rules`]), and are replayed by it.
+//! beyond chance, each set gets its own: the effect changes with what a run holds. A config under 3.2 us
+//! is judged on the ratio of its records' means, whose median moves in whole timer ticks of 1-2% of it
+//! ([`Rules::Ticked`]). Notes say which revision of these rules decided them ([`Rules`]), and are
+//! replayed by it.
 //!
 //! A config regressed beyond noise reverts from the second
 //! round on ([`ROUNDS_TO_REVERT`]): one round cannot tell a real change from a noise model wrong for this
@@ -154,6 +156,16 @@ pub enum RoundsError {
         round: usize,
         side: &'static str,
     },
+    #[error(
+        "{test} {pass} has no mean in round {round}'s {side} run, which judges it: its median moves in \
+         whole timer ticks"
+    )]
+    NoMean {
+        pass: String,
+        test: String,
+        round: usize,
+        side: &'static str,
+    },
 }
 
 /// The revisions of these rules, as the evidence notes them (`evidence::Ended::rules`): `verify` replays
@@ -189,8 +201,12 @@ pub enum Rules {
     /// As grouped, and a config measured in one order of the sides only has the order's possible
     /// effect ([`noise::ORDER_JITTER_MS`]) in its interval: round 1 alone cannot close a microsecond
     /// config, nor revert it.
-    #[default]
     Ordered,
+    /// As ordered, and a config whose baseline read under 3.2 us in round 1 ([`noise::in_whole_ticks`])
+    /// is judged on the ratio of its records' means: its median moves in whole 32 ns timer ticks, so a
+    /// 3% regression of a 1.56 us config reads as one tick, 1.9%, under the 2% limit.
+    #[default]
+    Ticked,
 }
 
 impl Rules {
@@ -202,6 +218,7 @@ impl Rules {
             Rules::Balanced => "balanced",
             Rules::Grouped => "grouped",
             Rules::Ordered => "ordered",
+            Rules::Ticked => "ticked",
         }
     }
 
@@ -275,6 +292,9 @@ pub fn decide(
         .map(|config| Tally {
             pass: config.pass.clone(),
             test: config.test.clone(),
+            on_record_means: floor.rules >= Rules::Ticked
+                && noise::in_whole_ticks(config.value)
+                && config.mean.is_some(),
             ratios: Vec::new(),
             bases: Vec::new(),
             orders: Vec::new(),
@@ -306,8 +326,19 @@ pub fn decide(
             };
             let b = *baseline.get(&key).ok_or_else(|| missing("baseline"))?;
             let c = *candidate.get(&key).ok_or_else(|| missing("candidate"))?;
-            tally.ratios.push(c.ln() - b.ln());
-            tally.bases.push(b.ln());
+            let judged = |m: &Measurement, side| match tally.on_record_means {
+                false => Ok(m.value),
+                true => m.mean.ok_or_else(|| RoundsError::NoMean {
+                    pass: tally.pass.clone(),
+                    test: tally.test.clone(),
+                    round: index + 1,
+                    side,
+                }),
+            };
+            tally
+                .ratios
+                .push(judged(c, "candidate")?.ln() - judged(b, "baseline")?.ln());
+            tally.bases.push(b.value.ln());
             tally
                 .orders
                 .push(if candidate_first(index) { 1.0 } else { -1.0 });
@@ -322,10 +353,12 @@ pub fn decide(
 }
 
 /// One config's paired log ratios, baseline log latencies, orders (1 candidate first, -1 baseline
-/// first) and shapes (which set of open configs the round ran), one per round that counted it.
+/// first) and shapes (which set of open configs the round ran), one per round that counted it; the
+/// ratios of the records' means where `on_record_means`, the latencies always the session's statistic.
 struct Tally {
     pass: String,
     test: String,
+    on_record_means: bool,
     ratios: Vec<f64>,
     bases: Vec<f64>,
     orders: Vec<f64>,
@@ -393,7 +426,9 @@ impl Tally {
             share: 1.0 / n + order_mean.powi(2) / spread,
         };
         match rules {
-            Rules::Grouped | Rules::Ordered => self.grouped_fit(&one_order).unwrap_or(one_order),
+            Rules::Grouped | Rules::Ordered | Rules::Ticked => {
+                self.grouped_fit(&one_order).unwrap_or(one_order)
+            }
             Rules::First | Rules::Pooled | Rules::Balanced => one_order,
         }
     }
@@ -771,6 +806,7 @@ fn estimate(tallies: &[Tally], rounds: usize, floor: &NoiseFloor) -> (Estimate, 
             pass: tally.pass.clone(),
             test: tally.test.clone(),
             rounds: tally.ratios.len(),
+            on_record_means: tally.on_record_means,
             baseline_ms: base.exp(),
             candidate_ms: (base + mean).exp(),
             change_pct: pct(mean),
@@ -801,9 +837,9 @@ fn estimate(tallies: &[Tally], rounds: usize, floor: &NoiseFloor) -> (Estimate, 
     (estimate, changes)
 }
 
-fn lookup(run: &[Measurement]) -> HashMap<(&str, &str), f64> {
+fn lookup(run: &[Measurement]) -> HashMap<(&str, &str), &Measurement> {
     run.iter()
-        .map(|m| ((m.pass.as_str(), m.test.as_str()), m.value))
+        .map(|m| ((m.pass.as_str(), m.test.as_str()), m))
         .collect()
 }
 
@@ -821,6 +857,7 @@ pub(crate) mod tests {
                 pass: "forward".into(),
                 test: format!("t{i}"),
                 value,
+                mean: None,
             })
             .collect()
     }
@@ -841,6 +878,94 @@ pub(crate) mod tests {
             Verdict::Decided(d) => d,
             other => panic!("not decided: {other:?}"),
         }
+    }
+
+    /// A 1.7 us config regressed by 3%: its medians read 53 timer ticks at the baseline and 54 in the
+    /// candidate (+1.89%), every round; its means 1.700 and 1.751 us (+3.00%).
+    fn one_tick_rounds(count: usize) -> Vec<Round> {
+        let run = |median_ticks: f64, mean_us: f64| {
+            vec![Measurement {
+                pass: "forward".into(),
+                test: "t0".into(),
+                value: median_ticks * noise::TIMER_TICK_MS,
+                mean: Some(mean_us * 1e-3),
+            }]
+        };
+        (0..count)
+            .map(|_| Round {
+                baseline: run(53.0, 1.700),
+                candidate: run(54.0, 1.751),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_regression_of_less_than_a_timer_tick_on_the_median_is_judged_on_the_means() {
+        let rounds = one_tick_rounds(MAX_ROUNDS);
+        let under = |rules| NoiseFloor::default().under(rules);
+        // on its medians: one tick, under the 2% limit however often it repeats
+        let ordered = decide_anyway(&rounds, &limits(), &under(Rules::Ordered), "-").unwrap();
+        assert_eq!(ordered.tier, Tier::Stop, "{}", ordered.reason);
+        let config = &ordered.estimate.configs[0];
+        assert!(!config.on_record_means);
+        assert!((config.change_pct - 1.887).abs() < 0.001, "{config:?}");
+        // on its means: 3%, reverted beyond noise, its latencies still the medians
+        let Verdict::Decided(ticked) = decide(&rounds, &limits(), &under(Rules::Ticked)).unwrap()
+        else {
+            panic!("open after {MAX_ROUNDS} rounds")
+        };
+        assert_eq!((ticked.tier, ticked.undecided), (Tier::Revert, None));
+        let config = &ticked.estimate.configs[0];
+        assert!(config.on_record_means);
+        assert!((config.change_pct - 3.0).abs() < 0.001, "{config:?}");
+        assert!((config.baseline_ms - 53.0 * noise::TIMER_TICK_MS).abs() < 1e-12);
+        assert!(
+            ticked.reason.contains(": +3.00% (+")
+                && ticked.reason.contains(", on the records' means)"),
+            "{}",
+            ticked.reason
+        );
+    }
+
+    #[test]
+    fn a_config_over_3_2_us_or_a_record_without_a_mean_is_judged_on_its_statistic() {
+        let at = |value: f64, mean: Option<f64>| {
+            let run = |scale: f64| {
+                vec![Measurement {
+                    pass: "forward".into(),
+                    test: "t0".into(),
+                    value: value * scale,
+                    mean: mean.map(|m| m * scale * scale),
+                }]
+            };
+            let rounds = [Round {
+                baseline: run(1.0),
+                candidate: run(1.01),
+            }];
+            let (Verdict::Decided(Decided { estimate, .. })
+            | Verdict::NeedMoreRounds { estimate, .. }) =
+                decide(&rounds, &limits(), &NoiseFloor::default()).unwrap();
+            let config = estimate.configs[0].clone();
+            (
+                config.on_record_means,
+                (config.change_pct * 100.0).round() / 100.0,
+            )
+        };
+        assert_eq!(at(0.00319, Some(0.00319)), (true, 2.01));
+        assert_eq!(at(0.00321, Some(0.00321)), (false, 1.0));
+        assert_eq!(at(0.0016, None), (false, 1.0));
+    }
+
+    #[test]
+    fn a_round_without_the_mean_that_judges_a_config_is_an_error() {
+        let mut rounds = one_tick_rounds(2);
+        rounds[1].candidate[0].mean = None;
+        let err = decide(&rounds, &limits(), &NoiseFloor::default()).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "t0 forward has no mean in round 2's candidate run, which judges it: its median moves in \
+             whole timer ticks"
+        );
     }
 
     #[test]
@@ -1115,6 +1240,7 @@ pub(crate) mod tests {
         let tally = |orders: Vec<f64>| Tally {
             pass: "forward".into(),
             test: "t0".into(),
+            on_record_means: false,
             ratios: vec![0.0; orders.len()],
             bases: vec![0.0; orders.len()],
             shapes: vec![0; orders.len()],
@@ -1186,6 +1312,7 @@ pub(crate) mod tests {
         Tally {
             pass: "forward".into(),
             test: "t0".into(),
+            on_record_means: false,
             ratios: orders.iter().map(|s| change - order * s).collect(),
             bases: vec![0.0; rounds],
             shapes: vec![0; rounds],
@@ -1665,6 +1792,7 @@ mod h200_rounds {
                 Tally {
                     pass: config.pass.clone(),
                     test: config.test.clone(),
+                    on_record_means: false,
                     ratios: pairs.iter().map(|(b, c, _)| c.ln() - b.ln()).collect(),
                     bases: pairs.iter().map(|(b, _, _)| b.ln()).collect(),
                     shapes: vec![0; pairs.len()],

@@ -707,7 +707,7 @@ fn null_edits_under_noise_are_kept() {
 }
 
 /// A config so fast that its median moves in whole timer ticks of 1% or more is named by `start`, with
-/// the statistic that decides it sooner; under `--stat mean` none is.
+/// what judges it; under `--stat mean` none is.
 #[test]
 fn start_names_the_configs_whose_median_moves_in_timer_ticks() {
     let with_a_2_us_config = || {
@@ -719,12 +719,39 @@ fn start_names_the_configs_whose_median_moves_in_timer_ticks() {
     let out = with_a_2_us_config().ok(&["start", "vector_add"]);
     assert!(
         out.contains(
-            "1 config runs under 3.2 us, where a median moves in whole 32 ns timer ticks: `start --stat \
-             mean` decides such configs in fewer rounds, more surely\n  "
+            "1 config runs under 3.2 us, where a median moves in whole 32 ns timer ticks: each step \
+             judges their change on the records' means, which no tick rounds, where the records hold one; \
+             latencies stay medians\n  "
         ),
         "{out}"
     );
     let mean = with_a_2_us_config().ok(&["start", "vector_add", "--stat", "mean", "--json"]);
     let report: serde_json::Value = serde_json::from_str(&mean).unwrap();
     assert_eq!(report["ticked"], serde_json::json!([]), "{report}");
+}
+
+/// A step judges a config under 3.2 us on its records' means and says so; its latency stays the median,
+/// and `verify` replays the verdict by the same rule.
+#[test]
+fn a_step_judges_a_config_under_3_2_us_on_its_records_means() {
+    let f = Fixture::new();
+    f.set_latency(0.002, 1.0);
+    f.git(&["commit", "-q", "-am", "a 2 us small config"]);
+    f.start();
+    f.set_latency(0.0018, 0.9);
+    let r = f.step_json(&["10% faster"]);
+    assert_eq!(r["status"], "keep", "{r}");
+    // the fixture's records hold a mean 1% above the median: the latencies are the medians
+    let judged: Vec<(bool, f64)> = r["configs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let baseline_ns = c["baseline_ms"].as_f64().unwrap() * 1e6;
+            (c["on_record_means"].as_bool().unwrap(), baseline_ns.round())
+        })
+        .collect();
+    assert_eq!(judged, [(true, 2000.0), (false, 1e6)], "{r}");
+    f.ok(&["verify"]);
+    f.replays_as_recorded();
 }

@@ -236,6 +236,7 @@ mod tests {
             pass: "forward".into(),
             test: test.into(),
             value,
+            mean: None,
         };
         let configs = [
             measure("small", 0.1),

@@ -669,6 +669,7 @@ pub fn baseline_message(kernel: &str, test: &str, allowed: &[&str]) -> String {
         pass: "forward".to_string(),
         test: format!("{test}::test_perf"),
         value: 1.0,
+        mean: None,
     };
     measured_baseline_message(&session_of(kernel, test, allowed), vec![config])
 }

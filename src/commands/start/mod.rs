@@ -20,7 +20,7 @@ use crate::history::{History, write_table};
 use crate::inspect::Report;
 use crate::journal::{self, Journal, Lock, Phase, Verb};
 use crate::kernel_class::KernelClass;
-use crate::noise::TIMER_TICK_MS;
+use crate::noise::{TICK_SHARE, TIMER_TICK_MS, in_whole_ticks};
 use crate::records::{Measurement, Statistic};
 use crate::runner::RunnerSettings;
 use crate::session::{Session, fmt_ms};
@@ -258,19 +258,17 @@ fn noisy_configs(spread: &[Spread], limits: &Thresholds) -> Vec<Spread> {
         .collect()
 }
 
-/// The share of a config's latency from which a timer tick is named (`ticked_configs`).
-const TICK_SHARE: f64 = 0.01;
-
-/// Configs whose `statistic` moves in whole ticks of the GPU timer of [`TICK_SHARE`] of it or more:
-/// in the verdicts' bench, on rope's grid under the H200's order effect, 98.60% of 3% regressions of one
-/// config were caught on medians and 99.75% on means, which no tick rounds.
+/// Configs whose `statistic` moves in whole ticks of the GPU timer of [`TICK_SHARE`] of it or more,
+/// which the paired verdicts judge on the records' means (`verdict::Rules::Ticked`): in the verdicts'
+/// bench, on rope's grid under the H200's order effect, 98.60% of 3% regressions of one config were
+/// caught on medians alone and 99.65% so.
 fn ticked_configs(configs: &[Measurement], statistic: Statistic) -> Vec<String> {
     if statistic == Statistic::Mean {
         return Vec::new();
     }
     configs
         .iter()
-        .filter(|c| TIMER_TICK_MS / c.value >= TICK_SHARE)
+        .filter(|c| in_whole_ticks(c.value))
         .map(|c| format!("{} {}", c.test, c.pass))
         .collect()
 }
@@ -330,12 +328,14 @@ impl Render for StartReport {
             };
             writeln!(
                 out,
-                "{} {configs} under {:.1} us, where a {} moves in whole {:.0} ns timer ticks: `start --stat \
-                 mean` decides such configs in fewer rounds, more surely",
+                "{} {configs} under {:.1} us, where a {} moves in whole {:.0} ns timer ticks: each step \
+                 judges their change on the records' means, which no tick rounds, where the records hold \
+                 one; latencies stay {}s",
                 words[2],
                 TIMER_TICK_MS / TICK_SHARE * 1e3,
                 session.statistic,
-                TIMER_TICK_MS * 1e6
+                TIMER_TICK_MS * 1e6,
+                session.statistic,
             )?;
             for config in &report.ticked {
                 writeln!(out, "  {config}")?;
