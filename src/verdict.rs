@@ -1490,22 +1490,31 @@ mod h200_rounds {
     /// Stop 45's null edit 3 under the ordered rules, from a session whose baseline is null edits 1 and 2
     /// (`sandbox/examples/warm/rope-ordered/`).
     const ORDERED: &str = data!("rope-paired-h200-ordered");
+    /// Stop 48's three null edits on the session's default statistic, the median, under the ticked rules
+    /// (`sandbox/examples/warm/rope-ticked/`).
+    const TICKED: &str = data!("rope-paired-h200-ticked");
 
+    /// A run's records under the statistic its session took: every session before stop 48's `--stat mean`.
     fn run_in(dir: &str, name: &str) -> Option<Vec<Measurement>> {
         let text = std::fs::read_to_string(format!("{dir}/{name}.xml")).ok()?;
         let cases = RecordFormat::Junit.parse(&text).unwrap();
-        Some(records::measurements(&cases, Statistic::Mean).unwrap())
+        let statistic = match dir {
+            TICKED => Statistic::Median,
+            _ => Statistic::Mean,
+        };
+        Some(records::measurements(&cases, statistic).unwrap())
     }
 
     /// A session's floor: the spread of its two baseline runs, under the rules that decided it: the
-    /// ordered rules stop 45's, the balanced ones stops 41 and 42, which replay the sessions before them
-    /// as they ran.
+    /// ticked rules stop 48's, the ordered ones stop 45's, the balanced ones stops 41 and 42, which
+    /// replay the sessions before them as they ran.
     fn floor_in(dir: &str) -> NoiseFloor {
         let runs = [
             run_in(dir, "00-benchmark-1").unwrap(),
             run_in(dir, "00-benchmark-2").unwrap(),
         ];
         let rules = match dir {
+            TICKED => Rules::Ticked,
             ORDERED => Rules::Ordered,
             _ => Rules::Balanced,
         };
@@ -1666,6 +1675,27 @@ mod h200_rounds {
             panic!("decided after round 1")
         };
         assert!(open.len() < rounds[0].baseline.len(), "{open:?}");
+    }
+
+    /// Stop 48's three null edits on medians: rope's four configs under 3.2 us judged on the records'
+    /// means, each edit kept by the intervals after 13, 11 and 14 rounds, none reverted: 0.15% faster
+    /// (-0.39% to +0.69%), 1.26% faster (0.67% to 1.85%: null edit 2's partial-rotary configs 3-5%
+    /// faster, as in stops 37 and 41) and 0.19% slower (-0.65% to +0.28%).
+    #[test]
+    fn null_edits_on_medians_are_kept_by_the_intervals_with_microsecond_configs_on_their_means() {
+        for (iteration, count, improvement) in [(1, 13, 0.151), (2, 11, 1.263), (3, 14, -0.185)] {
+            let Verdict::Decided(kept) = replay(TICKED, iteration, count) else {
+                panic!("{iteration} still open after its {count} rounds")
+            };
+            assert_eq!((kept.tier, kept.undecided), (Tier::Stop, None));
+            let found = kept.estimate.aggregate.improvement_pct;
+            assert!((found - improvement).abs() < 0.001, "{iteration}: {found}");
+            let on_means = kept.estimate.configs.iter().filter(|c| c.on_record_means);
+            assert!(
+                on_means.clone().all(|c| c.baseline_ms < 0.0032) && on_means.count() == 4,
+                "{iteration}"
+            );
+        }
     }
 
     /// A step's `count` rounds replayed one by one: after each but the last, the rules leave open
