@@ -149,12 +149,13 @@ pub struct ConfigEstimate {
     pub test: String,
     /// The rounds that measured it: the first, then each one it was still open for.
     pub rounds: usize,
-    /// Its change is the ratio of the records' means, its latencies the session's statistic: that
-    /// moves in whole timer ticks here (`verdict::Rules::Ticked`).
+    /// Its change is the ratio of the records' means: the session's statistic moves in whole timer
+    /// ticks here (`verdict::Rules::Ticked`). `baseline_ms` stays that statistic.
     pub on_record_means: bool,
     /// Geometric mean of the baseline's runs.
     pub baseline_ms: f64,
-    /// Geometric mean of the candidate's runs.
+    /// `baseline_ms` moved by the change: the geometric mean of the candidate's runs where the change
+    /// is their plain ratio (no order term, no records' means).
     pub candidate_ms: f64,
     /// Candidate against baseline in percent (positive is slower), with its interval.
     pub change_pct: f64,

@@ -354,7 +354,8 @@ pub fn decide(
 
 /// One config's paired log ratios, baseline log latencies, orders (1 candidate first, -1 baseline
 /// first) and shapes (which set of open configs the round ran), one per round that counted it; the
-/// ratios of the records' means where `on_record_means`, the latencies always the session's statistic.
+/// ratios of the records' means where `on_record_means`, the baseline's latencies always the session's
+/// statistic.
 struct Tally {
     pass: String,
     test: String,

@@ -721,7 +721,7 @@ fn start_names_the_configs_whose_median_moves_in_timer_ticks() {
         out.contains(
             "1 config runs under 3.2 us, where a median moves in whole 32 ns timer ticks: each step \
              judges their change on the records' means, which no tick rounds, where the records hold one; \
-             latencies stay medians\n  "
+             the table stays in medians\n  "
         ),
         "{out}"
     );

@@ -330,7 +330,7 @@ impl Render for StartReport {
                 out,
                 "{} {configs} under {:.1} us, where a {} moves in whole {:.0} ns timer ticks: each step \
                  judges their change on the records' means, which no tick rounds, where the records hold \
-                 one; latencies stay {}s",
+                 one; the table stays in {}s",
                 words[2],
                 TIMER_TICK_MS / TICK_SHARE * 1e3,
                 session.statistic,
