@@ -157,8 +157,8 @@ pub enum RoundsError {
         side: &'static str,
     },
     #[error(
-        "{test} {pass} has no mean in round {round}'s {side} run, which judges it: its median moves in \
-         whole timer ticks"
+        "{test} {pass} has no mean in round {round}'s {side} run, which judges it: its statistic moves \
+         in whole timer ticks"
     )]
     NoMean {
         pass: String,
@@ -964,7 +964,7 @@ pub(crate) mod tests {
         let err = decide(&rounds, &limits(), &NoiseFloor::default()).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "t0 forward has no mean in round 2's candidate run, which judges it: its median moves in \
+            "t0 forward has no mean in round 2's candidate run, which judges it: its statistic moves in \
              whole timer ticks"
         );
     }
