@@ -67,6 +67,31 @@ fn a_memoized_output_with_a_decoy_launch_is_reverted() {
     );
 }
 
+/// A wrapper that tells the harness's timed calls from others by its call stack, and computes the output
+/// on the host there instead of launching: the census's own call launches as the baseline did.
+#[test]
+fn a_launch_skipped_only_while_timed_is_reverted() {
+    let f = Fixture::new();
+    f.start();
+    f.edit_kernel(
+        "import cuda.tile as ct",
+        "import sys\n\nimport cuda.tile as ct",
+    );
+    replace_wrapper(
+        &f,
+        "def _timed():\n    frame = sys._getframe(1)\n    while frame is not None:\n        if frame.f_code.co_name == \"benchmark\":\n            return True\n        frame = frame.f_back\n    return False\n\n\ndef vector_add(a, b):\n    out = array(\"d\", bytes(8 * len(a)))\n    if _timed():\n        out = array(\"d\", (x + y for x, y in zip(a, b)))\n    else:\n        ct.launch(None, (1,), vector_add_kernel, (a, b, out, TILE_SIZE))\n    return list(out)\n",
+    );
+    let report = step_refused(&f, "skip the launch while timed");
+    let reason = report["reason"].as_str().unwrap();
+    assert!(
+        reason.contains(
+            "the timed calls launched vector_add_kernel 0% as often per call as the census's own call did \
+             (baseline 100%): launches skipped while timed"
+        ),
+        "{reason}"
+    );
+}
+
 #[test]
 fn work_moved_out_of_the_allowed_paths_is_reverted() {
     let f = Fixture::new();

@@ -9,9 +9,14 @@ called once more, untimed, and two things are recorded about that call:
 - the GPU time of every kernel that ran, by name (torch's profiler over CUPTI; a conftest may supply
   its own source through the `pytest_cutile_perf_device_times` hook, as the project's test fixture does).
 
+The timed calls themselves are counted, not recorded: how often the harness called the function and how
+often each cuTile kernel was launched with each grid meanwhile (`timed`), so that a launch skipped only
+while timed shows (a wrapper can tell the harness's calls from the census's). Counting costs the host a
+dictionary update per launch, which the harness's GPU sleep before each timed call hides.
+
 The census is attached to the case as the JUnit property `cutile_perf_census` (JSON), beside TileGym's
-`benchmark` property, so it travels in the same file the tool already keeps as evidence. The timed
-repetitions themselves are not touched. Where the harness is not found the census says so.
+`benchmark` property, so it travels in the same file the tool already keeps as evidence. Where the harness
+is not found the census says so.
 """
 
 import dataclasses
@@ -29,6 +34,8 @@ PROPERTY = "cutile_perf_census"
 HARNESS = (os.environ.get("CUTILE_PERF_HARNESS") or "tests.common:benchmark").split(":")
 
 _launches = None  # the list launches are recorded into while a census call runs, else None
+_timed = None  # {(id(kernel), grid): launches} while the harness times a case, else None
+_timed_kernels = {}  # id(kernel) -> kernel, for the kernels counted in `_timed`
 _seen_arrays = set()  # the arrays counted in this census call's bytes (an array is counted once)
 _census = None  # the current case's census, filled by the harness wrapper
 
@@ -99,6 +106,10 @@ def _new_array(value, seen):
 def _recording(launch):
     @functools.wraps(launch)
     def recorded(stream, grid, kernel, args, *rest):
+        if _timed is not None:
+            key = (id(kernel), tuple(grid) if isinstance(grid, (tuple, list)) else (grid,))
+            _timed[key] = _timed.get(key, 0) + 1
+            _timed_kernels[key[0]] = kernel
         if _launches is not None:
             function = _function_of(kernel)
             arrays = [found for found in (_new_array(a, _seen_arrays) for a in args) if found]
@@ -165,9 +176,7 @@ def _take_census(config, fn):
         _launches = None
     kernels = {}
     for launch in launches:
-        file = launch["file"]
-        if file and os.path.isabs(file):
-            file = os.path.relpath(file, root)
+        file = _relative(launch["file"], root)
         entry = kernels.setdefault(
             (launch["kernel"], file), {"kernel": launch["kernel"], "file": file, "grids": [], "count": 0}
         )
@@ -187,19 +196,53 @@ def _take_census(config, fn):
     }
 
 
+def _relative(file, root):
+    return os.path.relpath(file, root) if file and os.path.isabs(file) else file
+
+
+def _timed_launches(counts, root):
+    """The counted launches as `[{"kernel", "file", "grid", "count"}, ...]`."""
+    found = []
+    for (kernel_id, grid), count in counts.items():
+        function = _function_of(_timed_kernels[kernel_id])
+        found.append(
+            {
+                "kernel": getattr(function, "__name__", None) or type(_timed_kernels[kernel_id]).__name__,
+                "file": _relative(getattr(getattr(function, "__code__", None), "co_filename", None), root),
+                "grid": [int(g) for g in grid],
+                "count": count,
+            }
+        )
+    return found
+
+
 def _census_harness(harness):
     @functools.wraps(harness)
     def with_census(fn, *args, **kwargs):
-        global _census
-        timed = harness(fn, *args, **kwargs)
+        global _census, _timed
+        item = _current_item
+        counting = item is not None and _census is None
+        calls = [0]
+
+        def counted(*fn_args, **fn_kwargs):
+            calls[0] += 1
+            return fn(*fn_args, **fn_kwargs)
+
+        if counting:
+            _timed = {}
+            _timed_kernels.clear()
+        try:
+            timed = harness(counted if counting else fn, *args, **kwargs)
+        finally:
+            counts, _timed = _timed, None
         # after the timed repetitions, so that the census sees the call as they saw it last (a cache
         # warmed by them included), and they are not disturbed
-        item = _current_item
-        if item is not None and _census is None:
+        if counting:
             try:
                 _census = _take_census(item.config, fn)
             except Exception as why:
                 _census = {"taken": False, "why": f"the census call failed: {type(why).__name__}: {why}"}
+            _census["timed"] = {"calls": calls[0], "launches": _timed_launches(counts, str(item.config.rootpath))}
         return timed
 
     with_census.cutile_perf_census = True

@@ -5,6 +5,8 @@
 //!
 //! - in every config the candidate must launch a cuTile kernel defined in the session's allowed paths;
 //! - those kernels must do at least the baseline's share of the GPU time, less [`SHARE_SLACK`];
+//! - the timed calls must launch them as often per call as the census's own call does, as far as the
+//!   baseline's did ([`LAUNCH_SLACK`]): a launch skipped only while timed lowers a mean by its share;
 //! - the latency must not imply more memory bandwidth or math than the session's GPU has ([`physics`]).
 //!
 //! A candidate that fails any of them is reverted, with the config and what ran instead as the reason.
@@ -25,6 +27,11 @@ pub mod physics;
 /// How far below the baseline's share of GPU time the allowed cuTile kernels may fall (a fraction):
 /// an honest change moves a small copy or fill in or out of the kernel, not a tenth of the work.
 pub const SHARE_SLACK: f64 = 0.10;
+
+/// How far below the baseline's launches per timed call an allowed kernel's may fall (a fraction): a
+/// kernel launches the same grids in every call of a case, so any shortfall is a launch skipped while
+/// timed; a hundredth would move a mean by a hundredth, under the smallest gain tier.
+pub const LAUNCH_SLACK: f64 = 0.01;
 
 /// One case's census, as the plugin writes it.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -47,6 +54,24 @@ pub struct Census {
     /// How long the census's untimed call took (none in censuses older than it).
     #[serde(default)]
     pub seconds: Option<f64>,
+    /// What the harness's timed calls launched, counted (none in censuses older than it).
+    #[serde(default)]
+    pub timed: Option<Timed>,
+}
+
+/// The harness's calls of a case's function and the cuTile launches they made, per kernel and grid.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+pub struct Timed {
+    pub calls: u64,
+    pub launches: Vec<TimedLaunch>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+pub struct TimedLaunch {
+    pub kernel: String,
+    pub file: Option<String>,
+    pub grid: Vec<u64>,
+    pub count: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -250,10 +275,10 @@ fn refusal(decided: &Decided, runs: &[RunFile], rules: &Rules) -> Option<String>
                 "{test}: no census of the candidate's timed call ({why})"
             ));
         }
-        if let Some(why) = ours
-            .iter()
-            .find_map(|census| share_refusal(census, &theirs, rules.allowed))
-        {
+        if let Some(why) = ours.iter().find_map(|census| {
+            share_refusal(census, &theirs, rules.allowed)
+                .or_else(|| skipped_launches(census, &theirs, rules.allowed))
+        }) {
             return Some(format!("{test}: {why}"));
         }
         if let Some(why) = rules.peak.and_then(|peak| {
@@ -296,6 +321,53 @@ fn share_refusal(census: &Census, baseline: &[Census], allowed: &[String]) -> Op
             share * 100.0,
             required * 100.0,
             instead(other)
+        )
+    })
+}
+
+impl Census {
+    /// The launches per timed call of each allowed kernel, against its launches in the census's own
+    /// call (with the grids that call used): 1 where every timed call launched it as that call did. None
+    /// without the timed counts (censuses older than them) or a timed call.
+    fn timed_rates(&self, allowed: &[String]) -> Option<Vec<(String, f64)>> {
+        let timed = self.timed.as_ref().filter(|timed| timed.calls > 0)?;
+        let rates = (self.launches.iter())
+            .filter(|launch| launch.file.as_ref().is_some_and(|f| allowed.contains(f)))
+            .map(|launch| {
+                let counted: u64 = (timed.launches.iter())
+                    .filter(|t| {
+                        t.kernel == launch.kernel
+                            && t.file == launch.file
+                            && launch.grids.contains(&t.grid)
+                    })
+                    .map(|t| t.count)
+                    .sum();
+                let rate = counted as f64 / timed.calls as f64 / f64::from(launch.count.max(1));
+                (launch.kernel.clone(), rate)
+            })
+            .collect();
+        Some(rates)
+    }
+}
+
+/// One candidate census against the baseline's: each allowed kernel launched in the timed calls as often
+/// per call as in the census's own call, as far as the baseline's were (its least rate, at most 1).
+fn skipped_launches(census: &Census, baseline: &[Census], allowed: &[String]) -> Option<String> {
+    let required = (baseline.iter())
+        .filter_map(|b| b.timed_rates(allowed))
+        .flatten()
+        .map(|(_, rate)| rate)
+        .fold(1.0, f64::min);
+    let (kernel, rate) = census
+        .timed_rates(allowed)?
+        .into_iter()
+        .min_by(|a, b| a.1.total_cmp(&b.1))?;
+    (rate < required - LAUNCH_SLACK).then(|| {
+        format!(
+            "the timed calls launched {kernel} {:.0}% as often per call as the census's own call did \
+             (baseline {:.0}%): launches skipped while timed",
+            rate * 100.0,
+            required * 100.0
         )
     })
 }
@@ -702,6 +774,7 @@ mod tests {
             bytes,
             arrays: Vec::new(),
             seconds: None,
+            timed: None,
             device: Some(
                 device
                     .iter()
@@ -758,6 +831,49 @@ mod tests {
         );
         let honest = census(&[("k", KERNEL)], &[("k", 88.0), ("memset", 12.0)], 0);
         assert_eq!(share_refusal(&honest, &baseline, &allowed()), None);
+    }
+
+    /// A census of kernel `k` (grid 132, once per call) whose harness called the function `calls` times
+    /// and launched `k` with each of `grids` as often as given.
+    fn timed(calls: u64, grids: &[(u64, u64)]) -> Census {
+        Census {
+            timed: Some(Timed {
+                calls,
+                launches: (grids.iter())
+                    .map(|&(grid, count)| TimedLaunch {
+                        kernel: "k".into(),
+                        file: Some(KERNEL.into()),
+                        grid: vec![grid],
+                        count,
+                    })
+                    .collect(),
+            }),
+            ..census(&[("k", KERNEL)], &[("k", 100.0)], 0)
+        }
+    }
+
+    #[test]
+    fn launches_skipped_while_timed_are_refused_as_far_as_the_baseline_made_them_all() {
+        let baseline = [timed(200, &[(132, 200)])];
+        let skipped = |census: &Census| skipped_launches(census, &baseline, &allowed());
+        assert_eq!(
+            skipped(&timed(200, &[(132, 180)])).unwrap(),
+            "the timed calls launched k 90% as often per call as the census's own call did (baseline \
+             100%): launches skipped while timed"
+        );
+        // a decoy grid is not the census's launch
+        assert!(skipped(&timed(200, &[(132, 100), (1, 100)])).is_some());
+        // every call, or more (an autotuner's first call tries several), or a census without counts
+        assert_eq!(skipped(&timed(200, &[(132, 200)])), None);
+        assert_eq!(skipped(&timed(200, &[(132, 204)])), None);
+        assert_eq!(skipped(&census(&[("k", KERNEL)], &[("k", 1.0)], 0)), None);
+        // where the baseline's own timed calls launched it less often, the candidate is held to that
+        let sparing = [timed(200, &[(132, 190)])];
+        assert_eq!(
+            skipped_launches(&timed(200, &[(132, 190)]), &sparing, &allowed()),
+            None
+        );
+        assert!(skipped_launches(&timed(200, &[(132, 180)]), &sparing, &allowed()).is_some());
     }
 
     #[test]

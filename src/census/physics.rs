@@ -180,6 +180,7 @@ mod tests {
             arrays,
             device: None,
             seconds: None,
+            timed: None,
         }
     }
 

@@ -525,6 +525,7 @@ mod tests {
             }],
             bytes: 0,
             arrays: Vec::new(),
+            timed: None,
             device: Some(vec![census::DeviceTime {
                 name: device.into(),
                 us: 1.0,
