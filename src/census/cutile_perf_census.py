@@ -224,6 +224,7 @@ def _census_harness(harness):
         counting = item is not None and _census is None
         calls = [0]
 
+        @functools.wraps(fn)
         def counted(*fn_args, **fn_kwargs):
             calls[0] += 1
             return fn(*fn_args, **fn_kwargs)
