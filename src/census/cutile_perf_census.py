@@ -103,6 +103,13 @@ def _new_array(value, seen):
     return nbytes, {"shape": shape, "dtype": dtype}
 
 
+def _identity(kernel):
+    """A cuTile kernel's Python name and the file that defines it (None where unknown)."""
+    function = _function_of(kernel)
+    name = getattr(function, "__name__", None) or type(kernel).__name__
+    return name, getattr(getattr(function, "__code__", None), "co_filename", None)
+
+
 def _recording(launch):
     @functools.wraps(launch)
     def recorded(stream, grid, kernel, args, *rest):
@@ -111,12 +118,12 @@ def _recording(launch):
             _timed[key] = _timed.get(key, 0) + 1
             _timed_kernels[key[0]] = kernel
         if _launches is not None:
-            function = _function_of(kernel)
+            name, file = _identity(kernel)
             arrays = [found for found in (_new_array(a, _seen_arrays) for a in args) if found]
             _launches.append(
                 {
-                    "kernel": getattr(function, "__name__", None) or type(kernel).__name__,
-                    "file": getattr(getattr(function, "__code__", None), "co_filename", None),
+                    "kernel": name,
+                    "file": file,
                     "grid": [int(g) for g in grid] if isinstance(grid, (tuple, list)) else [int(grid)],
                     "hints": _hints_of(kernel),
                     "bytes": sum(nbytes for nbytes, _ in arrays),
@@ -204,15 +211,8 @@ def _timed_launches(counts, root):
     """The counted launches as `[{"kernel", "file", "grid", "count"}, ...]`."""
     found = []
     for (kernel_id, grid), count in counts.items():
-        function = _function_of(_timed_kernels[kernel_id])
-        found.append(
-            {
-                "kernel": getattr(function, "__name__", None) or type(_timed_kernels[kernel_id]).__name__,
-                "file": _relative(getattr(getattr(function, "__code__", None), "co_filename", None), root),
-                "grid": [int(g) for g in grid],
-                "count": count,
-            }
-        )
+        name, file = _identity(_timed_kernels[kernel_id])
+        found.append({"kernel": name, "file": _relative(file, root), "grid": [int(g) for g in grid], "count": count})
     return found
 
 

@@ -174,6 +174,29 @@ impl Census {
             heaviest_other.map(|h| (h.name.clone(), h.us / total)),
         ))
     }
+
+    /// The launches per timed call of each allowed kernel, against its launches in the census's own
+    /// call (with the grids that call used): 1 where every timed call launched it as that call did. None
+    /// without the timed counts (censuses older than them) or a timed call.
+    fn timed_rates(&self, allowed: &[String]) -> Option<Vec<(String, f64)>> {
+        let timed = self.timed.as_ref().filter(|timed| timed.calls > 0)?;
+        let rates = (self.launches.iter())
+            .filter(|launch| launch.file.as_ref().is_some_and(|f| allowed.contains(f)))
+            .map(|launch| {
+                let counted: u64 = (timed.launches.iter())
+                    .filter(|t| {
+                        t.kernel == launch.kernel
+                            && t.file == launch.file
+                            && launch.grids.contains(&t.grid)
+                    })
+                    .map(|t| t.count)
+                    .sum();
+                let rate = counted as f64 / timed.calls as f64 / f64::from(launch.count.max(1));
+                (launch.kernel.clone(), rate)
+            })
+            .collect();
+        Some(rates)
+    }
 }
 
 /// Each config's censuses from the runs of one side (`candidate` or `baseline`), rounds and
@@ -323,31 +346,6 @@ fn share_refusal(census: &Census, baseline: &[Census], allowed: &[String]) -> Op
             instead(other)
         )
     })
-}
-
-impl Census {
-    /// The launches per timed call of each allowed kernel, against its launches in the census's own
-    /// call (with the grids that call used): 1 where every timed call launched it as that call did. None
-    /// without the timed counts (censuses older than them) or a timed call.
-    fn timed_rates(&self, allowed: &[String]) -> Option<Vec<(String, f64)>> {
-        let timed = self.timed.as_ref().filter(|timed| timed.calls > 0)?;
-        let rates = (self.launches.iter())
-            .filter(|launch| launch.file.as_ref().is_some_and(|f| allowed.contains(f)))
-            .map(|launch| {
-                let counted: u64 = (timed.launches.iter())
-                    .filter(|t| {
-                        t.kernel == launch.kernel
-                            && t.file == launch.file
-                            && launch.grids.contains(&t.grid)
-                    })
-                    .map(|t| t.count)
-                    .sum();
-                let rate = counted as f64 / timed.calls as f64 / f64::from(launch.count.max(1));
-                (launch.kernel.clone(), rate)
-            })
-            .collect();
-        Some(rates)
-    }
 }
 
 /// One candidate census against the baseline's: each allowed kernel launched in the timed calls as often
