@@ -183,6 +183,11 @@ pub struct Measurement {
 /// smaller number (5e-324, a unit mistake) is a broken record, never a gain.
 pub const MIN_LATENCY_MS: f64 = 1e-4;
 
+/// Whether a record's number can be a latency: finite and at least [`MIN_LATENCY_MS`].
+fn plausible_ms(value: f64) -> bool {
+    value.is_finite() && value >= MIN_LATENCY_MS
+}
+
 /// The backend whose numbers the loop optimizes.
 const BACKEND: &str = "cutile";
 
@@ -400,7 +405,7 @@ pub fn measurements(cases: &[CaseReport], statistic: Statistic) -> Result<Vec<Me
                 bail!("{pass} record of {} has no '{statistic}'", case.id)
             };
             match value.as_f64() {
-                Some(v) if v.is_finite() && v >= MIN_LATENCY_MS => {}
+                Some(v) if plausible_ms(v) => {}
                 Some(v) if v.is_finite() && v > 0.0 => bail!(
                     "{pass} {statistic} of {} is {v:e} ms, below {MIN_LATENCY_MS:e} ms (100 ns), which no GPU \
                      kernel launch takes: the record is broken",
@@ -418,7 +423,7 @@ pub fn measurements(cases: &[CaseReport], statistic: Statistic) -> Result<Vec<Me
                 mean: record
                     .get(Statistic::Mean.as_str())
                     .and_then(|mean| mean.as_f64())
-                    .filter(|&mean| mean.is_finite() && mean >= MIN_LATENCY_MS),
+                    .filter(|&mean| plausible_ms(mean)),
             });
             found = true;
         }
