@@ -36,6 +36,8 @@ pub enum Kind {
     UnreadableEvidence,
     /// A trailer differs from what the evidence gives.
     EvidenceMismatch,
+    /// A note's readable summary says what its payload does not (it was edited after the tool wrote it).
+    SummaryMismatch,
     /// An evidence note sits on a commit other than the one it measured (or names none).
     UnboundEvidence,
     /// The session's baseline ref is missing or names another commit than the history's baseline.
@@ -57,6 +59,7 @@ impl Kind {
             Kind::MissingEvidence => "missing-evidence",
             Kind::UnreadableEvidence => "unreadable-evidence",
             Kind::EvidenceMismatch => "evidence-mismatch",
+            Kind::SummaryMismatch => "summary-mismatch",
             Kind::UnboundEvidence => "unbound-evidence",
             Kind::BaselineRef => "baseline-ref",
             Kind::ReplacedObjects => "replaced-objects",
@@ -134,8 +137,8 @@ pub fn check_iteration(
     );
     expect(
         "thresholds",
-        format!("{:?}", session.thresholds),
-        format!("{:?}", evidence.thresholds),
+        session.thresholds.to_string(),
+        evidence.thresholds.to_string(),
     );
     // every config's rounds on one GPU (a note without GPUs: one GPU)
     const ONE_GPU: &str = "each config on one GPU";
@@ -408,5 +411,23 @@ mod tests {
             check_iteration(&session, &prior, &crashed, &newer, &[]),
             [("correctness", "PASS".to_string(), "FAIL".to_string())]
         );
+    }
+
+    #[test]
+    fn thresholds_that_differ_read_as_words() {
+        let session = session();
+        let prior = [iteration(0, Status::Keep, Some(0.0), Decision::Continue)];
+        let mut crashed = iteration(1, Status::Crash, None, Decision::TryNext);
+        crashed.configs.clear();
+        let mut evidence = Evidence::new(&session, 1, None, Vec::new());
+        evidence.thresholds.regression_pct = 50.0;
+        let differences = check_iteration(&session, &prior, &crashed, &evidence, &[]);
+        let (what, recorded, found) = &differences[0];
+        assert_eq!(*what, "thresholds");
+        assert_eq!(
+            recorded,
+            "continue 5%, gain 2%, regression 2%, at most 25 iterations, 2 without a gain"
+        );
+        assert!(found.contains("regression 50%,"), "{found}");
     }
 }

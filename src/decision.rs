@@ -59,6 +59,22 @@ impl Thresholds {
     }
 }
 
+/// `continue 5%, gain 2%, regression 2%, at most 25 iterations, 2 without a gain`: as a note's summary
+/// and `verify`'s findings name them.
+impl std::fmt::Display for Thresholds {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "continue {}%, gain {}%, regression {}%, at most {} iterations, {} without a gain",
+            self.continue_pct,
+            self.gain_pct,
+            self.regression_pct,
+            self.max_iterations,
+            self.max_no_gain
+        )
+    }
+}
+
 impl Default for Thresholds {
     fn default() -> Self {
         Thresholds::DEFAULT

@@ -376,19 +376,15 @@ impl Evidence {
             .collect())
     }
 
-    /// The note's text: a summary, then the payload.
-    pub fn to_note(&self) -> Result<String> {
+    /// The note's readable summary: what `git log --notes` shows a reviewer, all of it from the payload.
+    fn summary(&self) -> String {
         let mut text = format!(
-            "{HEADER}\ntool: git-cutile-perf {}\niteration: {}\ngpu: {}\nstatistic: {}\nthresholds: continue {}%, gain {}%, regression {}%, at most {} iterations, {} without a gain\n",
+            "{HEADER}\ntool: git-cutile-perf {}\niteration: {}\ngpu: {}\nstatistic: {}\nthresholds: {}\n",
             self.tool_version,
             self.iteration,
             self.gpu.as_deref().unwrap_or("none found"),
             self.statistic,
-            self.thresholds.continue_pct,
-            self.thresholds.gain_pct,
-            self.thresholds.regression_pct,
-            self.thresholds.max_iterations,
-            self.thresholds.max_no_gain,
+            self.thresholds,
         );
         text.push_str(&format!("rules: {}\n", self.ended.rules.name()));
         if let Some(state) = &self.gpu_state {
@@ -400,6 +396,12 @@ impl Evidence {
                 text.push_str(&format!("  gpu {}\n", watch.describe()));
             }
         }
+        text
+    }
+
+    /// The note's text: a summary, then the payload.
+    pub fn to_note(&self) -> Result<String> {
+        let mut text = self.summary();
         let json = serde_json::to_vec(self)?;
         let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
         gz.write_all(&json)?;
@@ -427,6 +429,28 @@ impl Evidence {
             .read_to_end(&mut json)
             .context("the evidence payload is not gzip")?;
         serde_json::from_slice(&json).context("the evidence payload is not the expected JSON")
+    }
+
+    /// The lines of a note's readable summary that its payload does not give: a summary rewritten after
+    /// the tool wrote it (`git notes edit`) tells a reader of `git log --notes` what was not measured.
+    /// A line the payload gives that the note lacks is not one: older notes had fewer lines.
+    pub fn rewritten_summary(&self, note: &str) -> Vec<String> {
+        let Some((stored, _)) = note.split_once(PAYLOAD) else {
+            return Vec::new();
+        };
+        let summary = self.summary();
+        let mut given = summary.lines();
+        let mut rewritten = Vec::new();
+        for line in stored.lines().filter(|line| !line.trim().is_empty()) {
+            // in order: a line the payload gives, after the ones matched before it
+            match given.clone().position(|expected| expected == line) {
+                Some(at) => {
+                    given.nth(at);
+                }
+                None => rewritten.push(line.to_string()),
+            }
+        }
+        rewritten
     }
 
     /// Adds the note to `commit` (replacing one there), bound to that commit, its text through stdin.
@@ -689,5 +713,24 @@ mod tests {
             1,
         );
         assert!(Evidence::from_note(&damaged).is_err());
+    }
+
+    #[test]
+    fn a_summary_edited_after_the_fact_is_named_and_an_older_shorter_one_is_not() {
+        let evidence = evidence(1);
+        let note = evidence.to_note().unwrap();
+        assert!(evidence.rewritten_summary(&note).is_empty());
+        let edited = note
+            .replace("\niteration: 3\n", "\niteration: 7\n")
+            .replace("statistic: median", "statistic: min");
+        assert_eq!(
+            Evidence::from_note(&edited)
+                .unwrap()
+                .rewritten_summary(&edited),
+            ["iteration: 7", "statistic: min"]
+        );
+        // written before the summary named the rules
+        let older = note.replace("\nrules: ticked\n", "\n");
+        assert!(evidence.rewritten_summary(&older).is_empty());
     }
 }

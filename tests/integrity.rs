@@ -101,6 +101,25 @@ fn each_iteration_carries_its_evidence_and_verify_holds() {
     assert_eq!(report["with_evidence"], 3);
     assert_eq!(report["findings"], serde_json::json!([]));
     assert!(f.ok(&["verify"]).contains("2 iterations since"));
+    // what `git log --notes` shows a reviewer, rewritten after the fact, is a finding
+    let note = f.git(&["notes", NOTES, "show", "HEAD"]);
+    let edited = f.path(".git/edited-note");
+    std::fs::write(&edited, note.replace("statistic: median", "statistic: min")).unwrap();
+    f.git(&[
+        "notes",
+        NOTES,
+        "add",
+        "-f",
+        "-F",
+        &edited.to_string_lossy(),
+        "HEAD",
+    ]);
+    let out = f.run(&["verify"]);
+    let out = both(&out);
+    assert!(
+        out.contains("summary-mismatch") && out.contains("\"statistic: min\""),
+        "{out}"
+    );
 }
 
 #[test]

@@ -258,6 +258,7 @@ fn evidence_findings(repo: &Repo, history: &History) -> Result<(usize, Vec<Findi
                         ),
                     ));
                 }
+                findings.extend(rewritten_summary(repo, commit, &evidence)?);
                 // the baseline's binding is part of `identity_findings`
                 if it.number > 0 {
                     findings.extend(audit::binding_finding(repo, commit, &evidence)?);
@@ -268,4 +269,23 @@ fn evidence_findings(repo: &Repo, history: &History) -> Result<(usize, Vec<Findi
         prior.push(lean.clone());
     }
     Ok((with_evidence, findings))
+}
+
+/// A note whose readable summary (what `git log --notes` shows) says what its payload does not.
+fn rewritten_summary(repo: &Repo, commit: &str, evidence: &Evidence) -> Result<Option<Finding>> {
+    let note = crate::evidence::note(repo, commit)?.unwrap_or_default();
+    let rewritten = evidence.rewritten_summary(&note);
+    Ok((!rewritten.is_empty()).then(|| Finding {
+        kind: Kind::SummaryMismatch,
+        commit: commit.to_string(),
+        detail: format!(
+            "iteration {}'s note says {} where its payload gives otherwise (the summary was edited)",
+            evidence.iteration,
+            rewritten
+                .iter()
+                .map(|line| format!("{line:?}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }))
 }
