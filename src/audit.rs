@@ -358,12 +358,13 @@ fn replaced_objects(repo: &Repo) -> Result<Vec<Finding>> {
     Ok(findings)
 }
 
-/// Iterations without an evidence note in a session whose baseline has one: commits the tool did not
-/// make (a trailer commit on another branch, brought in by a merge or fast-forward, passes no hook of the
-/// session branch). Sessions recorded before notes existed have none at all, and pass.
+/// Iterations without an evidence note in a session that notes every iteration (it says so, or its
+/// baseline has one): commits the tool did not make (a trailer commit on another branch, brought in by
+/// a merge or fast-forward, passes no hook of the session branch), or notes not fetched. Sessions recorded
+/// before notes existed have none at all, and pass.
 pub fn unnoted_iterations(repo: &Repo, history: &History) -> Result<Vec<Finding>> {
     let noted = crate::evidence::noted_commits(repo)?;
-    if !noted.contains_key(&history.baseline_commit) {
+    if !history.session.noted && !noted.contains_key(&history.baseline_commit) {
         return Ok(Vec::new());
     }
     Ok(history
@@ -374,9 +375,9 @@ pub fn unnoted_iterations(repo: &Repo, history: &History) -> Result<Vec<Finding>
             kind: Kind::MissingEvidence,
             commit: commit.clone(),
             detail: format!(
-                "iteration {} has no evidence note though the session's baseline has one: the tool did not \
-                 record it (a trailer commit made on another branch and merged or fast-forwarded in passes no \
-                 hook of the session branch)",
+                "iteration {} has no evidence note though the session notes every iteration: its notes are \
+                 not fetched, or the tool did not record it (a trailer commit made on another branch and \
+                 merged or fast-forwarded in passes no hook of the session branch)",
                 it.number
             ),
         })

@@ -467,6 +467,24 @@ impl Evidence {
         Ok(())
     }
 
+    /// Writes the note into the object store before the commit it is for exists, and returns its blob:
+    /// what `repair` attaches ([`Evidence::attach_stashed`]) where a kill came between the commit and
+    /// its note.
+    pub fn stash(&self, repo: &Repo) -> Result<String> {
+        let blob = repo
+            .git_input(&["hash-object", "-w", "--stdin"], &self.to_note()?)
+            .context("cannot keep the evidence note for the commit")?;
+        Ok(blob.trim().to_string())
+    }
+
+    /// Attaches the note [`Evidence::stash`] kept as `blob` to `commit`, bound to it.
+    pub fn attach_stashed(repo: &Repo, blob: &str, commit: &str) -> Result<()> {
+        let note = repo.git(&["cat-file", "blob", blob])?;
+        Evidence::from_note(&note)
+            .with_context(|| format!("the evidence note kept as blob {blob}"))?
+            .attach(repo, commit)
+    }
+
     /// The evidence noted on `commit`: `None` without a note; an error for a note that is not ours.
     pub fn of(repo: &Repo, commit: &str) -> Result<Option<Evidence>> {
         let Some(text) = note(repo, commit)? else {

@@ -69,6 +69,11 @@ pub struct Journal {
     /// The work tree, tracked and untracked, saved as a tree object before an undo moved anything.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub work_tree: Option<String>,
+    /// The evidence note of the commit being made, as a blob written before the commit: a kill between
+    /// the commit and its note leaves the note here for `repair` to attach (none before a commit phase,
+    /// and in journals written before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
     /// The writing process as the kernel knows it, so a reused `pid` does not pass for it (none in
     /// journals written before it was kept).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -277,6 +282,7 @@ mod tests {
             original: None,
             edit_tree: Some("def".into()),
             work_tree: None,
+            note: Some("0123".into()),
             writer: ProcessIdentity::current(),
         };
         let text = serde_json::to_string(&journal).unwrap();

@@ -5,6 +5,7 @@
 use anyhow::{Context, Result};
 use serde::Serialize;
 
+use crate::evidence::Evidence;
 use crate::git::Repo;
 use crate::hint::{self, Hinted, hinted};
 use crate::history::{Configs, require_history, write_table};
@@ -358,12 +359,27 @@ fn finish_step(repo: &Repo, journal: &Journal) -> Result<Option<String>> {
     let Some(last) = commits.last() else {
         return Ok(None);
     };
-    if Iteration::read(&Block::from_message(&repo.message(last)?))?.is_none() {
+    if Iteration::read(&Block::from_message(&repo.message(last)?))?.is_none()
+        || !noted(repo, journal, last)?
+    {
         return Ok(None);
     }
     let history = require_history(repo, Configs::CurrentBaseline)?;
     write_table(repo, &history)?;
     Ok(Some(last.clone()))
+}
+
+/// Whether the command's last commit carries its evidence note, attaching the one its journal kept
+/// where a kill came between the two; `false` where neither has it: the commit is then undone, since
+/// an iteration without its note would stand in the record for ever unchecked.
+fn noted(repo: &Repo, journal: &Journal, commit: &str) -> Result<bool> {
+    if crate::evidence::note(repo, commit)?.is_some() {
+        return Ok(true);
+    }
+    match &journal.note {
+        Some(blob) => Evidence::attach_stashed(repo, blob, commit).map(|()| true),
+        None => Ok(false),
+    }
 }
 
 fn undo_start(repo: &Repo, journal: &Journal) -> Result<String> {
@@ -419,7 +435,7 @@ fn finish_start(repo: &Repo, journal: &Journal) -> Result<Option<String>> {
         return Ok(None);
     }
     let head = repo.head()?;
-    if head == journal.base || !is_baseline(repo, &head)? {
+    if head == journal.base || !is_baseline(repo, &head)? || !noted(repo, journal, &head)? {
         return Ok(None);
     }
     repo.remember_baseline(&journal.branch, &head)?;

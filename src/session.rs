@@ -44,6 +44,10 @@ pub struct Session {
     pub gpu_state: Option<String>,
     /// Started with `--no-gpu`: no GPU was required, and steps do not check for one.
     pub no_gpu: bool,
+    /// Every iteration, the baseline too, carries an evidence note (`Evidence: notes`): a session
+    /// started since `start` says so. Only a session without it (recorded before notes existed) may
+    /// lack its baseline's note, where a missing note is otherwise a note lost or not fetched.
+    pub noted: bool,
     /// Where the tests run: here, or on a Slurm node per iteration.
     pub runner: RunnerSettings,
     /// The noise floor: how far each config moved between the baseline's runs (none in histories
@@ -141,6 +145,9 @@ impl Session {
         if self.no_gpu {
             block.push("No-GPU", "true");
         }
+        if self.noted {
+            block.push("Evidence", "notes");
+        }
         self.runner.write(block);
         for s in &self.spread {
             block.push(
@@ -201,6 +208,11 @@ impl Session {
                 None => false,
                 Some("true") => true,
                 Some(other) => bail!("bad No-GPU trailer {other:?}"),
+            },
+            noted: match block.get("Evidence")? {
+                None => false,
+                Some("notes") => true,
+                Some(other) => bail!("bad Evidence trailer {other:?}"),
             },
             runner: RunnerSettings::read(block)?,
             spread: block
@@ -415,6 +427,7 @@ pub(crate) mod tests {
             gpu: None,
             gpu_state: Some("SM 1980/1980 MHz; other processes: pid 7 a.out".into()),
             no_gpu: true,
+            noted: true,
             runner: RunnerSettings::default(),
             spread: vec![Spread {
                 pass: "forward".into(),

@@ -194,8 +194,12 @@ fn start_stopped_in_any_phase_leaves_nothing_or_a_session() {
                 assert_eq!(f.branch(), "main", "{phase:?} {signal:?}");
                 assert_eq!(f.status(), "");
             } else {
-                // only a finished baseline survives, and then the session works
+                // only a finished baseline survives, its evidence note with it, and then the session works
                 f.ok(&["status"]);
+                assert!(
+                    f.ok(&["verify"]).contains("the record holds"),
+                    "{phase:?} {signal:?}"
+                );
             }
             // the next case starts afresh from main
             f.git(&["checkout", "-q", "main"]);
@@ -310,6 +314,11 @@ fn step_stopped_in_any_phase_keeps_the_edit(kept: bool, phases: &[Phase]) {
                 };
                 assert_eq!(f.git(&["show", &format!("{holder}:{KERNEL}")]), edit);
                 f.ok(&["status"]);
+                // a whole iteration: its evidence note was written too, and the record holds
+                assert!(
+                    f.ok(&["verify"]).contains("the record holds"),
+                    "{phase:?} {signal:?}"
+                );
             } else {
                 let now = std::fs::read_to_string(f.path(KERNEL)).unwrap();
                 assert_eq!(

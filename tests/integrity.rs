@@ -296,6 +296,25 @@ fn a_case_that_passed_at_the_baseline_and_skips_now_fails() {
 }
 
 #[test]
+fn a_session_whose_baseline_note_is_gone_is_not_taken_for_one_recorded_before_notes() {
+    let f = Fixture::new();
+    f.start();
+    assert_eq!(f.trailer("HEAD", "Cutile-Perf-Evidence"), "notes");
+    f.git(&["notes", NOTES, "remove", "HEAD"]);
+    f.edit_kernel(
+        "    out = array(\"d\", bytes(8 * len(a)))\n",
+        "    if len(a) == 7:\n        import pytest\n        pytest.skip(\"not today\")\n    out = array(\"d\", bytes(8 * len(a)))\n",
+    );
+    // without the note, the baseline's passing cases are unknown: nothing is judged without them
+    let err = f.fails(&["step", "skip a case"]);
+    assert!(
+        err.contains("iteration 0 has no evidence note") && err.contains("git cutile-perf fetch"),
+        "{err}"
+    );
+    assert_eq!(f.status(), format!(" M {KERNEL}\n"));
+}
+
+#[test]
 fn only_the_tool_writes_trailers_on_a_session_branch() {
     let f = Fixture::new();
     // a commit-msg hook that was there before (Gerrit's, say) is kept, runs first, and comes back

@@ -112,6 +112,7 @@ pub fn run(ui: &mut Ui, repo: &Repo, args: &StartOptions) -> Result<StartReport>
         original: Some(original.clone()),
         edit_tree: None,
         work_tree: None,
+        note: None,
         writer: crate::process_identity::ProcessIdentity::current(),
     };
     journal.save(repo)?;
@@ -182,9 +183,11 @@ fn commit(
         plan.kernel_name,
         fmt_ms(Some(latency))
     );
+    let evidence = Evidence::new(&plan.session, 0, plan.gpu_state.clone(), junit);
+    // kept before the commit: a kill between the commit and its note leaves it to `repair`
+    journal.note = Some(evidence.stash(repo)?);
     journal.enter(repo, Phase::CommittingBaseline)?;
     let commit = hook::message::commit(repo, &render_message(&subject, None, &block), true)?;
-    let evidence = Evidence::new(&plan.session, 0, plan.gpu_state.clone(), junit);
     evidence.attach(repo, &commit)?;
     journal.enter(repo, Phase::WritingTable)?;
     repo.remember_baseline(&plan.branch, &commit)?;

@@ -144,6 +144,7 @@ pub fn plan(repo: &Repo, args: &StartOptions, progress: &Progress) -> Result<Pla
         gpu: gpu_state.as_ref().map(|s| s.gpu.identity()),
         gpu_state: gpu_state.as_ref().map(describe_state),
         no_gpu: *no_gpu,
+        noted: true,
         runner,
         spread: Vec::new(),
     };

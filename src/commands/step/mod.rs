@@ -150,6 +150,7 @@ pub fn run(ui: &mut Ui, repo: &Repo, args: &StepOptions) -> Result<StepReport> {
         original: None,
         edit_tree: Some(tested.tree.clone()),
         work_tree: None,
+        note: None,
         writer: crate::process_identity::ProcessIdentity::current(),
     };
     journal.save(repo)?;
@@ -252,6 +253,10 @@ fn measure_and_record(
         mut history,
         changed,
     } = ready;
+    let evidence =
+        Evidence::new(&history.session, iteration.number, gpu, tried.runs).with_ended(tried.ended);
+    // kept before the commit: a kill between the commit and its note leaves it to `repair`
+    journal.note = Some(evidence.stash(repo)?);
     let commit = record(
         repo,
         journal,
@@ -261,8 +266,6 @@ fn measure_and_record(
         args.notes.as_deref(),
     )?;
     let code = commit.iteration.attempt.as_deref().unwrap_or(&commit.id);
-    let evidence = Evidence::new(&history.session, commit.iteration.number, gpu, tried.runs)
-        .with_ended(tried.ended);
     attach(repo, &evidence, &commit.id, progress);
     if let Some(found) = &diagnosed {
         // only `compare`'s cache: losing it loses nothing recorded

@@ -101,7 +101,7 @@ fn refuse_broken_history(repo: &Repo, history: &History) -> Result<()> {
                 one_a_line(&record)
             ),
             "nothing is recorded until it does; a missing baseline ref is fetched with the notes (`git fetch \
-             origin 'refs/cutile-perf/*:refs/cutile-perf/*'`), a replacement removed with `git replace -d`, an \
+             origin 'refs/cutile-perf/*:refs/cutile-perf/*'`), missing notes with `git cutile-perf fetch`, a replacement removed with `git replace -d`, an \
              iteration the tool did not record reset away (`git reset --hard <its parent>`); `git cutile-perf \
              verify` lists every finding",
         ));
