@@ -15,15 +15,13 @@ pub fn parse_pct(text: &str) -> Result<f64, String> {
 /// The longest budget accepted: a week, far beyond any iteration, and safe to add to `Instant::now()`.
 const MAX_BUDGET: Duration = Duration::from_secs(7 * 24 * 3600);
 
-/// `10m`, `90s`, `1m30s`, `1.5m`, `1h 30m`, `500ms` (jiff's friendly format, or ISO 8601's `PT90S`), or
-/// plain seconds.
+/// `10m`, `90s`, `1m30s`, `1.5m`, `1h 30m`, `500ms`, `2d`, `1w` (jiff's friendly format, or ISO 8601's
+/// `PT90S`), or plain seconds.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let hint = "use e.g. 10m, 90s, 1m30s, 1.5h";
+    let hint = "use e.g. 10m, 90s, 1m30s, 1.5h, 2d, 1w";
     let parsed = match text.trim().parse::<u64>() {
         Ok(seconds) => Ok(Duration::from_secs(seconds)),
-        Err(_) => text
-            .trim()
-            .parse::<jiff::SignedDuration>()
+        Err(_) => parse_signed(text.trim())
             .map_err(|err| format!("invalid duration {text:?}: {err}; {hint}"))
             .and_then(|signed| {
                 Duration::try_from(signed)
@@ -36,6 +34,16 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         ));
     }
     Ok(parsed)
+}
+
+/// A duration in jiff's friendly or ISO 8601 format; days and weeks (which a duration of clock time
+/// refuses, a calendar's day not always being 24 hours) as 24 hours and 7 of them.
+fn parse_signed(text: &str) -> Result<jiff::SignedDuration, jiff::Error> {
+    text.parse::<jiff::SignedDuration>().or_else(|err| {
+        text.parse::<jiff::Span>()
+            .and_then(|span| span.to_duration(jiff::SpanRelativeTo::days_are_24_hours()))
+            .map_err(|_| err)
+    })
 }
 
 #[cfg(test)]
@@ -55,6 +63,10 @@ mod tests {
             ("PT90S", 90.0),
             ("90", 90.0),
             ("500ms", 0.5),
+            ("2d", 2.0 * 86400.0),
+            ("7d", 7.0 * 86400.0),
+            ("1w", 7.0 * 86400.0),
+            ("1d12h", 1.5 * 86400.0),
         ] {
             assert_eq!(
                 parse_duration(text),
@@ -70,6 +82,7 @@ mod tests {
             "-1m",
             "0",
             "8d",
+            "2w",
             "99999999999999999999h",
             "18446744073709551615h",
         ] {
@@ -78,7 +91,10 @@ mod tests {
                 err.starts_with(&format!("invalid duration {bad:?}: ")),
                 "{err}"
             );
-            assert!(err.ends_with("use e.g. 10m, 90s, 1m30s, 1.5h"), "{err}");
+            assert!(
+                err.ends_with("use e.g. 10m, 90s, 1m30s, 1.5h, 2d, 1w"),
+                "{err}"
+            );
         }
     }
 
