@@ -58,14 +58,7 @@ pub fn kernel(root: &Path, name: &str, suite: Option<&str>) -> Result<Kernel> {
     }
     match candidates.len() {
         1 => Ok(candidates.remove(0)),
-        0 if all.is_empty() => Err(Hinted {
-            message: format!(
-                "no cuTile kernel named {name}: looked for {file} under src/tilegym/ops/cutile/ and \
-                 src/tilegym/suites/*/cutile/"
-            ),
-            hint: suggestion(&closest(name, kernel_names(root))),
-        }
-        .into()),
+        0 if all.is_empty() => Err(no_kernel(root, name, &file)),
         0 => bail!(
             "no cuTile kernel named {name} in suite {}; it exists in: {}",
             suite.unwrap_or_default(),
@@ -83,6 +76,37 @@ pub fn kernel(root: &Path, name: &str, suite: Option<&str>) -> Result<Kernel> {
                 .join("\n")
         ),
     }
+}
+
+/// Why no kernel file is named `name`: one that is a symbolic link (the search follows none: the record
+/// holds the file a commit holds), or none at all, with the names nearest it.
+fn no_kernel(root: &Path, name: &str, file: &str) -> anyhow::Error {
+    let links: Vec<String> = kernel_dirs(root)
+        .iter()
+        .flat_map(|(_, dir)| entries_where(root, dir, |n, t| t.is_symlink() && n == file))
+        .collect();
+    if let Some(link) = links.first() {
+        let target = std::fs::read_link(root.join(link))
+            .map_or_else(|_| "?".to_string(), |p| p.display().to_string());
+        return hinted(
+            format!(
+                "the kernel {link} is a symbolic link (to {target}): a session edits and records the file \
+                 itself, not what a link points at"
+            ),
+            format!(
+                "put the file in the link's place (`cp --remove-destination \"$(readlink -f {link})\" {link}`), \
+                 commit it, then start again"
+            ),
+        );
+    }
+    Hinted {
+        message: format!(
+            "no cuTile kernel named {name}: looked for {file} under src/tilegym/ops/cutile/ and \
+             src/tilegym/suites/*/cutile/"
+        ),
+        hint: suggestion(&closest(name, kernel_names(root))),
+    }
+    .into()
 }
 
 /// The folders that hold cuTile kernels, each with its suite.
@@ -251,6 +275,16 @@ fn files_named(root: &Path, dir: &str, name: &str) -> Vec<String> {
 
 /// Repository-relative paths of files anywhere under `dir` whose name passes `keep`, sorted.
 fn files_where(root: &Path, dir: &str, keep: impl Fn(&str) -> bool) -> Vec<String> {
+    entries_where(root, dir, |name, kind| kind.is_file() && keep(name))
+}
+
+/// Repository-relative paths of entries anywhere under `dir` (but directories) whose name and type pass
+/// `keep`, sorted.
+fn entries_where(
+    root: &Path,
+    dir: &str,
+    keep: impl Fn(&str, std::fs::FileType) -> bool,
+) -> Vec<String> {
     let mut found = Vec::new();
     let mut pending = vec![dir.to_string()];
     while let Some(rel) = pending.pop() {
@@ -263,7 +297,7 @@ fn files_where(root: &Path, dir: &str, keep: impl Fn(&str) -> bool) -> Vec<Strin
             // symlinks are not followed: a loop must not hang the search
             match entry.file_type() {
                 Ok(t) if t.is_dir() => pending.push(child),
-                Ok(t) if t.is_file() && keep(&file_name) => found.push(child),
+                Ok(t) if keep(&file_name, t) => found.push(child),
                 _ => {}
             }
         }
@@ -411,6 +445,25 @@ mod tests {
                 .unwrap_err()
                 .to_string(),
             "no cuTile kernel named flash in suite liger; it exists in: ops"
+        );
+    }
+
+    #[test]
+    fn a_kernel_that_is_a_link_is_named_as_one() {
+        let dir = tree(&["src/tilegym/ops/cutile/rms_norm.py"]);
+        let root = dir.path();
+        std::os::unix::fs::symlink("rms_norm.py", root.join("src/tilegym/ops/cutile/linked.py"))
+            .unwrap();
+        let err = kernel(root, "linked", None).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the kernel src/tilegym/ops/cutile/linked.py is a symbolic link (to rms_norm.py): a session \
+             edits and records the file itself, not what a link points at"
+        );
+        assert!(
+            crate::hint::of(&err)
+                .unwrap()
+                .contains("--remove-destination")
         );
     }
 

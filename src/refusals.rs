@@ -81,6 +81,15 @@ pub fn check_allowed(repo: &Repo, path: &str) -> Result<()> {
             "name each file iterations may change",
         ));
     }
+    if path
+        .split('/')
+        .any(|part| part.eq_ignore_ascii_case(".git"))
+    {
+        return Err(hinted(
+            format!("--allow {path} is inside git's own directory, which no commit holds"),
+            "name files of the work tree that iterations may change",
+        ));
+    }
     Ok(())
 }
 

@@ -170,6 +170,29 @@ pub fn built_in_default(command: &Command, setting: &Setting) -> Option<String> 
     Some(first.to_string_lossy().into_owned())
 }
 
+/// Why `value` is no value for `setting`'s flag (what the flag given it would say), if it is not one: a
+/// command that reads the setting would refuse it.
+pub fn invalid(command: &Command, setting: &Setting, value: &str) -> Option<String> {
+    let verb = command.find_subcommand(setting.verbs[0])?;
+    let arg = verb.get_arguments().find(|a| a.get_id() == setting.arg)?;
+    let given = format!("--{}={value}", arg.get_long()?);
+    // the flag alone, parsed as the verb parses it
+    let err = Command::new("config")
+        .arg(arg.clone().required(false))
+        .try_get_matches_from(["config", given.as_str()])
+        .err()?;
+    let why = match std::error::Error::source(&err) {
+        Some(source) => source.to_string(),
+        None => err.render().to_string(),
+    };
+    let words: Vec<&str> = why
+        .lines()
+        .map(|line| line.trim().trim_start_matches("error: "))
+        .filter(|line| !line.is_empty() && !line.starts_with("For more information"))
+        .collect();
+    Some(words.join(" "))
+}
+
 /// The long flag `setting` defaults, e.g. `--gain-pct`.
 pub fn flag(command: &Command, setting: &Setting) -> String {
     command
@@ -300,5 +323,23 @@ mod tests {
             built_in_default(&command, &SETTINGS[6]).as_deref(),
             Some("2")
         );
+    }
+
+    #[test]
+    fn a_configured_value_no_flag_takes_is_named_with_why() {
+        let command = Cli::command();
+        let setting = |key: &str| SETTINGS.iter().find(|s| s.key == key).unwrap();
+        assert_eq!(invalid(&command, setting("budget"), "10m"), None);
+        assert_eq!(invalid(&command, setting("gainPct"), "2.5"), None);
+        let budget = invalid(&command, setting("budget"), "-5m").unwrap();
+        assert!(budget.starts_with("invalid duration \"-5m\""), "{budget}");
+        let pct = invalid(&command, setting("gainPct"), "abc").unwrap();
+        assert!(pct.starts_with("invalid percentage \"abc\""), "{pct}");
+        let runner = invalid(&command, setting("runner"), "abc").unwrap();
+        assert!(
+            runner.contains("abc") && runner.contains("slurm"),
+            "{runner}"
+        );
+        assert!(invalid(&command, setting("maxIterations"), "x").is_some());
     }
 }

@@ -81,6 +81,11 @@ fn odd_arguments_are_refused() {
     );
     start_refused(
         &f,
+        &["--allow", ".git/config"],
+        "--allow .git/config is inside git's own directory",
+    );
+    start_refused(
+        &f,
         &["--continue-pct", "1", "--gain-pct", "5"],
         "--continue-pct 1 is below --gain-pct 5",
     );

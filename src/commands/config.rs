@@ -26,6 +26,9 @@ pub struct SettingValue {
     /// The flag that overrides it for one command.
     pub flag: String,
     pub verbs: &'static [&'static str],
+    /// Why the configured value is not one the flag takes (the commands that read it refuse it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub invalid: Option<String>,
 }
 
 /// The settings as git config in the current directory holds them.
@@ -43,12 +46,16 @@ pub fn run() -> Result<ConfigList> {
                         "default".to_string(),
                     ),
                 };
+                let invalid = configured
+                    .get(setting.key)
+                    .and_then(|found| settings::invalid(&command, setting, &found.value));
                 SettingValue {
                     key: format!("cutile-perf.{}", setting.key),
                     value,
                     source,
                     flag: settings::flag(&command, setting),
                     verbs: setting.verbs,
+                    invalid,
                 }
             })
             .collect(),
@@ -69,6 +76,9 @@ impl Render for ConfigList {
                 setting.flag,
                 setting.verbs.join(", ")
             )?;
+            if let Some(why) = &setting.invalid {
+                writeln!(out, "  invalid: {why}; the commands that read it refuse it")?;
+            }
         }
         writeln!(
             out,
