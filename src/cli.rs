@@ -60,10 +60,10 @@ pub enum Command {
     /// Audit the session's record: trailers against their evidence notes, undone attempts, allowed paths, foreign commits
     Verify(JsonArg),
     /// Push the session branch with its evidence notes and session refs (plain `git push` leaves them
-    /// behind); diverged notes are refused unless --force
+    /// behind); the remote's notes on other commits are merged in first
     Push(TravelArgs),
     /// Fetch the session branches, evidence notes and session refs of a remote, so `verify` can run
-    /// here; notes only move forward, diverged notes are refused unless --force
+    /// here; notes on different commits are merged, yours kept
     Fetch(TravelArgs),
     /// Add the notes and session refs to remote.<name>.push and .fetch, so plain `git push` and `git
     /// fetch` carry them from then on
@@ -109,8 +109,8 @@ pub struct JsonArg {
 pub struct TravelArgs {
     /// The remote (default: the branch's upstream remote, else origin)
     pub remote: Option<String>,
-    /// Where the notes diverged, take this side's (push: the remote's are replaced) or the remote's
-    /// (fetch: yours stay in your reflog)
+    /// Where both sides noted one commit differently, keep this side's note there (push) or take the
+    /// remote's (fetch); every other note of both sides is kept either way
     #[arg(long)]
     pub force: bool,
     #[command(flatten)]

@@ -71,7 +71,7 @@ fn statuses(report: &serde_json::Value) -> Vec<(String, String)> {
 }
 
 #[test]
-fn a_pushed_session_verifies_in_another_clone_and_diverged_notes_are_refused() {
+fn a_pushed_session_verifies_in_another_clone_and_notes_merge_unless_they_conflict() {
     let (_remotes, remote, author, branch) = author_with_remote();
 
     // a plain push leaves the evidence behind
@@ -118,7 +118,8 @@ fn a_pushed_session_verifies_in_another_clone_and_diverged_notes_are_refused() {
         "{again}"
     );
 
-    // the author records more; the reviewer notes something of their own: the notes diverge
+    // the author records more; the reviewer notes something of their own, on another commit: the notes
+    // refs diverge, the notes never disagree, and a fetch merges them
     author.set_latency(0.08, 0.8);
     author.step_json(&["tile size 512"]);
     let advanced = author.git(&["rev-parse", NOTES]).trim().to_string();
@@ -126,40 +127,76 @@ fn a_pushed_session_verifies_in_another_clone_and_diverged_notes_are_refused() {
     assert_eq!(remote_ref(&author, NOTES), advanced);
     note_of_ones_own(&reviewer);
     let reviewers = reviewer.git(&["rev-parse", NOTES]).trim().to_string();
+    let merged = json(&reviewer.run(&["fetch", "--json"]));
+    assert!(
+        statuses(&merged).contains(&(NOTES.into(), "merged".into())),
+        "{merged}"
+    );
+    for side in [&advanced, &reviewers] {
+        reviewer.git(&["merge-base", "--is-ancestor", side, NOTES]);
+    }
+    let root = reviewer.git(&["rev-list", "--max-parents=0", "HEAD"]);
+    let root = root.trim();
+    assert_eq!(
+        reviewer.git(&["notes", "--ref=cutile-perf", "show", root]),
+        "a reviewer's\n"
+    );
 
-    let refused = reviewer.run(&["fetch"]);
+    // the reviewer's branch is behind the remote's: the push names the branch, not the notes
+    let behind = reviewer.run(&["push"]);
+    assert!(!behind.status.success(), "{}", both(&behind));
+    let stderr = text(&behind.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "the branch was rejected: origin's {branch} has commits"
+        )),
+        "{stderr}"
+    );
+    reviewer.git(&["merge", "-q", "--ff-only", &format!("origin/{branch}")]);
+    assert!(reviewer.ok(&["verify"]).contains("the record holds"));
+    reviewer.ok(&["push"]);
+    let shared = reviewer.git(&["rev-parse", NOTES]).trim().to_string();
+    assert_eq!(remote_ref(&author, NOTES), shared);
+
+    // the author notes the same commit otherwise: a true conflict, refused both ways, naming it
+    author.git(&[
+        "notes",
+        "--ref=cutile-perf",
+        "add",
+        "-m",
+        "the author's",
+        root,
+    ]);
+    let authors = author.git(&["rev-parse", NOTES]).trim().to_string();
+    let push_refused = author.run(&["push"]);
+    assert!(!push_refused.status.success(), "{}", both(&push_refused));
+    let stderr = text(&push_refused.stderr);
+    assert!(
+        stderr.contains(root) && stderr.contains("push --force keeps yours"),
+        "{stderr}"
+    );
+    assert_eq!(remote_ref(&author, NOTES), shared);
+    let refused = author.run(&["fetch"]);
     assert!(!refused.status.success(), "{}", both(&refused));
     let stderr = text(&refused.stderr);
     assert!(
-        stderr.contains(&format!("{NOTES} diverged from origin's")),
+        stderr.contains("noted the same commit(s) differently") && stderr.contains(root),
         "{stderr}"
     );
-    assert!(
-        stderr.contains("hint: both sides recorded evidence"),
-        "{stderr}"
-    );
-    assert_eq!(reviewer.git(&["rev-parse", NOTES]).trim(), reviewers);
+    assert_eq!(author.git(&["rev-parse", NOTES]).trim(), authors);
 
-    // pushing the reviewer's side is refused as well, and the remote keeps the author's
-    let push_refused = reviewer.run(&["push"]);
-    assert!(!push_refused.status.success(), "{}", both(&push_refused));
-    assert!(text(&push_refused.stderr).contains("git cutile-perf fetch origin"));
-    assert_eq!(remote_ref(&author, NOTES), advanced);
-
-    let forced = json(&reviewer.run(&["fetch", "--force", "--json"]));
+    // `fetch --force` takes the remote's note there, and keeps every note of the author's own
+    let forced = json(&author.run(&["fetch", "--force", "--json"]));
     assert!(
         statuses(&forced).contains(&(NOTES.into(), "forced".into())),
         "{forced}"
     );
-    assert_eq!(reviewer.git(&["rev-parse", NOTES]).trim(), advanced);
-    let replaced = reviewer.git(&["rev-parse", &format!("{NOTES}@{{1}}")]);
+    author.git(&["merge-base", "--is-ancestor", &authors, NOTES]);
     assert_eq!(
-        replaced.trim(),
-        reviewers,
-        "the reflog keeps the reviewer's notes"
+        author.git(&["notes", "--ref=cutile-perf", "show", root]),
+        "a reviewer's\n"
     );
-    reviewer.git(&["merge", "-q", "--ff-only", &format!("origin/{branch}")]);
-    assert!(reviewer.ok(&["verify"]).contains("the record holds"));
+    assert!(author.ok(&["verify"]).contains("the record holds"));
 }
 
 #[test]

@@ -3,9 +3,12 @@
 //! (`refs/cutile-perf/...`), which a plain `git push` or `git fetch` leaves behind; without them a
 //! reviewer's or CI's clone cannot `verify` a pushed session.
 //!
-//! Notes are one history per ref: two clones that both wrote notes have diverged, and taking either side
-//! drops the other's evidence. So a notes ref only ever fast-forwards unless `--force` says which side
-//! wins (after `fetch --force` ours stay in the reflog; after `push --force` the remote's are replaced).
+//! Notes are one history per ref, but each note sits on its own commit: two clones that recorded
+//! sessions of their own have diverged notes refs that never disagree on a commit. Those are merged
+//! (`git notes merge`), before a push and on a fetch, so that both sides' evidence is kept. Only a
+//! commit both sides noted differently (a true conflict) refuses, naming the commit, unless `--force`
+//! says whose note it keeps there: `fetch --force` the remote's, `push --force` ours; every other note of
+//! either side stays (and the ref's earlier value is in its reflog).
 
 use anyhow::Result;
 use serde::Serialize;
@@ -41,7 +44,10 @@ pub enum RefStatus {
     UpToDate,
     /// Ours has everything the other side has, and more: kept.
     Ahead,
-    /// Diverged, and replaced because `--force` was given.
+    /// Diverged notes on different commits: both sides' kept in a merge.
+    Merged,
+    /// Diverged: a notes ref merged with the notes both sides wrote on one commit taken from the
+    /// remote (`fetch --force`); another record ref replaced.
     Forced,
     /// Diverged, and left as it was.
     Refused,
@@ -53,6 +59,10 @@ pub struct RefUpdate {
     #[serde(rename = "ref")]
     pub name: String,
     pub status: RefStatus,
+    /// The commits both sides noted differently: left as ours (refused), or given the remote's note
+    /// (forced).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub conflicts: Vec<String>,
 }
 
 /// What `push --json` prints.
@@ -104,10 +114,10 @@ pub fn push(repo: &Repo, options: &TravelOptions) -> Result<PushReport> {
         ));
     };
     let remote = resolve_remote(repo, remote.as_deref())?;
+    merge_remote_notes(repo, &remote, *force)?;
     let head = format!("refs/heads/{branch}:refs/heads/{branch}");
+    // a diverged branch is refused always; the notes, merged above, fast-forward the remote's
     let [notes, session_refs] = record_refspecs();
-    // a diverged branch is refused always; the notes only unless `--force` picks ours
-    let notes = if *force { format!("+{notes}") } else { notes };
     let pushed = repo.git(&[
         "push",
         "--atomic",
@@ -119,21 +129,135 @@ pub fn push(repo: &Repo, options: &TravelOptions) -> Result<PushReport> {
     ]);
     let lines = match pushed {
         Ok(lines) => lines,
-        Err(err) => {
-            return Err(hinted(
-                format!("{err:#}"),
-                format!(
-                    "a rejected notes ref means the remote's evidence has notes yours lack: `git cutile-perf \
-                     fetch {remote}` first; `push --force` replaces the remote's notes with yours"
-                ),
-            ));
-        }
+        Err(err) => return Err(hinted(format!("{err:#}"), rejected(repo, &remote, &branch))),
     };
     Ok(PushReport {
         remote,
         branch,
         updates: pushed_updates(&lines),
     })
+}
+
+/// What to do about a refused push: the branch, when the remote's has commits ours lacks; else the
+/// record refs, which moved on the remote since they were merged.
+fn rejected(repo: &Repo, remote: &str, branch: &str) -> String {
+    let listed = repo
+        .git(&["ls-remote", remote, &format!("refs/heads/{branch}")])
+        .unwrap_or_default();
+    let theirs = listed.split('\t').next().unwrap_or_default().trim();
+    if !theirs.is_empty() && !is_ancestor(repo, theirs, "HEAD") {
+        return format!(
+            "the branch was rejected: {remote}'s {branch} has commits yours lacks; `git cutile-perf fetch \
+             {remote}` and `git merge --ff-only {remote}/{branch}` bring them (a session branch is one line of \
+             iterations: where both sides recorded on it, record yours on a session of your own)"
+        );
+    }
+    format!(
+        "the record refs were rejected: {remote}'s moved since they were merged; push again (`git \
+         cutile-perf fetch {remote}` shows what came)"
+    )
+}
+
+/// Before a push: the remote's notes merged into ours where both sides noted different commits, so that
+/// ours fast-forward the remote's. Where both noted one commit differently, the push is refused naming
+/// it, unless `force` keeps our note there (the remote's other notes are kept all the same).
+fn merge_remote_notes(repo: &Repo, remote: &str, force: bool) -> Result<()> {
+    let incoming = format!("+{NOTES}:{INCOMING}{NOTES}");
+    let merged = repo
+        .git(&["fetch", "--no-tags", "--refmap=", remote, &incoming])
+        .and_then(|_| {
+            for (staged, theirs) in refs_under(repo, INCOMING)? {
+                let name = &staged[INCOMING.len()..];
+                let Ok(mine) = repo.git(&["rev-parse", "-q", "--verify", name]) else {
+                    continue;
+                };
+                let mine = mine.trim();
+                if is_ancestor(repo, mine, &theirs) || is_ancestor(repo, &theirs, mine) {
+                    continue;
+                }
+                let (status, conflicts) =
+                    merge_notes(repo, name, mine, &theirs, force.then_some("ours"))?;
+                if status == RefStatus::Refused {
+                    return Err(conflict(
+                        name,
+                        remote,
+                        &conflicts,
+                        "push --force keeps yours there",
+                    ));
+                }
+            }
+            Ok(())
+        });
+    for (name, _) in refs_under(repo, INCOMING)? {
+        repo.git(&["update-ref", "-d", &name])?;
+    }
+    merged
+}
+
+/// Notes both sides wrote on the same commits: what no merge takes both of.
+fn conflict(name: &str, remote: &str, commits: &[String], force: &str) -> anyhow::Error {
+    hinted(
+        format!(
+            "{name}: you and {remote} noted the same commit(s) differently: {}",
+            commits.join(", ")
+        ),
+        format!(
+            "compare them (`git notes --ref={name} show <commit>`, and {remote}'s after `git cutile-perf \
+             fetch`); `{force}`, every other note of both sides kept"
+        ),
+    )
+}
+
+/// Merges the notes commit `theirs` into our notes ref `name` (at `mine`): notes on different commits
+/// are all kept. Where both sides noted a commit differently, `prefer` (`ours` or `theirs`) says whose
+/// note stays; without it nothing is merged (`Refused`). Returns the commits that conflicted.
+fn merge_notes(
+    repo: &Repo,
+    name: &str,
+    mine: &str,
+    theirs: &str,
+    prefer: Option<&str>,
+) -> Result<(RefStatus, Vec<String>)> {
+    let ours = notes_in(repo, mine)?;
+    let conflicts: Vec<String> = notes_in(repo, theirs)?
+        .into_iter()
+        .filter(|(object, blob)| ours.get(object).is_some_and(|mine| mine != blob))
+        .map(|(object, _)| object)
+        .collect();
+    let (strategy, status) = match (conflicts.is_empty(), prefer) {
+        // nothing noted differently: any strategy takes every note
+        (true, _) => ("ours", RefStatus::Merged),
+        (false, Some(side)) => (side, RefStatus::Forced),
+        (false, None) => return Ok((RefStatus::Refused, conflicts)),
+    };
+    // `git notes merge` takes a notes ref: the remote's notes, named for the merge only
+    const MERGING: &str = "refs/notes/merging-cutile-perf";
+    repo.git(&["update-ref", MERGING, theirs])?;
+    let merged = repo.git(&[
+        "notes",
+        &format!("--ref={name}"),
+        "merge",
+        "-q",
+        "-s",
+        strategy,
+        MERGING,
+    ]);
+    repo.git(&["update-ref", "-d", MERGING])?;
+    merged?;
+    Ok((status, conflicts))
+}
+
+/// The notes a notes commit holds: each annotated object with its note's blob (fanout paths joined).
+fn notes_in(repo: &Repo, notes: &str) -> Result<std::collections::BTreeMap<String, String>> {
+    let listed = repo.git(&["ls-tree", "-r", notes])?;
+    Ok(listed
+        .lines()
+        .filter_map(|line| {
+            let (meta, path) = line.split_once('\t')?;
+            let blob = meta.split(' ').nth(2)?;
+            Some((path.replace('/', ""), blob.to_string()))
+        })
+        .collect())
 }
 
 impl Render for PushReport {
@@ -161,6 +285,7 @@ fn pushed_updates(porcelain: &str) -> Vec<RefUpdate> {
             Some(RefUpdate {
                 name: to.to_string(),
                 status,
+                conflicts: Vec::new(),
             })
         })
         .collect()
@@ -216,6 +341,26 @@ impl FetchReport {
         if refused.is_empty() {
             return Ok(());
         }
+        let conflicts: Vec<String> = (self.updates.iter())
+            .flat_map(|u| u.conflicts.iter().cloned())
+            .collect();
+        if !conflicts.is_empty() {
+            return Err(Reported(Hinted::new(
+                format!(
+                    "{} left as it was: you and {} noted the same commit(s) differently: {}",
+                    refused.join(", "),
+                    self.remote,
+                    conflicts.join(", ")
+                ),
+                format!(
+                    "compare them (`git notes --ref=<ref> show <commit>`); `fetch --force` takes {}'s note \
+                     on those commits and keeps every other note of yours (the ref's earlier value stays in \
+                     its reflog: `git reflog {}`)",
+                    self.remote, refused[0]
+                ),
+            ))
+            .into());
+        }
         Err(Reported(Hinted::new(
             format!(
                 "{} diverged from {}'s and was left as it was",
@@ -223,8 +368,8 @@ impl FetchReport {
                 self.remote
             ),
             format!(
-                "both sides recorded evidence the other lacks; `fetch --force` takes {}'s (yours stays in \
-                 the reflog: `git reflog {}`)",
+                "both sides recorded a session ref the other lacks; `fetch --force` takes {}'s (yours stays \
+                 in the reflog: `git reflog {}`)",
                 self.remote, refused[0]
             ),
         ))
@@ -245,21 +390,30 @@ fn take_incoming(repo: &Repo, force: bool) -> Result<Vec<RefUpdate>> {
     let mut updates = Vec::new();
     for (staged, theirs) in refs_under(repo, INCOMING)? {
         let name = staged[INCOMING.len()..].to_string();
+        let mut conflicts = Vec::new();
         let status = match ours.get(&name) {
             None => RefStatus::New,
             Some(mine) if *mine == theirs => RefStatus::UpToDate,
             Some(mine) if is_ancestor(repo, mine, &theirs) => RefStatus::FastForward,
             Some(mine) if is_ancestor(repo, &theirs, mine) => RefStatus::Ahead,
+            // notes are merged: both sides' kept, the remote's taken only where both noted a commit
+            Some(mine) if name.starts_with("refs/notes/") => {
+                let merged = merge_notes(repo, &name, mine, &theirs, force.then_some("theirs"))?;
+                conflicts = merged.1;
+                merged.0
+            }
             Some(_) if force => RefStatus::Forced,
             Some(_) => RefStatus::Refused,
         };
-        if matches!(
-            status,
-            RefStatus::New | RefStatus::FastForward | RefStatus::Forced
-        ) {
+        let replaced = status == RefStatus::Forced && !name.starts_with("refs/notes/");
+        if matches!(status, RefStatus::New | RefStatus::FastForward) || replaced {
             repo.git(&["update-ref", &name, &theirs])?;
         }
-        updates.push(RefUpdate { name, status });
+        updates.push(RefUpdate {
+            name,
+            status,
+            conflicts,
+        });
     }
     Ok(updates)
 }
@@ -365,9 +519,21 @@ fn is_ancestor(repo: &Repo, older: &str, newer: &str) -> bool {
 fn render_updates(ui: &mut Ui, title: &str, updates: &[RefUpdate]) -> Result<()> {
     let out = ui.out();
     writeln!(out, "{title}")?;
-    for RefUpdate { name, status } in updates {
+    for RefUpdate {
+        name,
+        status,
+        conflicts,
+    } in updates
+    {
         let word = serde_json::to_value(status)?;
         writeln!(out, "  {:<14} {name}", word.as_str().unwrap_or_default())?;
+        if !conflicts.is_empty() {
+            let what = match status {
+                RefStatus::Forced => "the remote's note taken on",
+                _ => "noted differently on each side:",
+            };
+            writeln!(out, "    {what} {}", conflicts.join(", "))?;
+        }
     }
     Ok(())
 }
