@@ -12,6 +12,16 @@ use crate::hint::{Hinted, hinted};
 use crate::process;
 use crate::trailers::Block;
 
+/// The refusal of a shallow clone (`why` says where it fell short): the record is read from the whole
+/// history.
+pub fn shallow(why: &str) -> anyhow::Error {
+    hinted(
+        format!("this clone is shallow: {why}"),
+        "fetch the whole history (`git fetch --unshallow`; in CI, a full clone, e.g. fetch-depth: 0), then \
+         run this again",
+    )
+}
+
 /// The oldest git the tool supports and its tests run on: Debian 12's (2.39.5). An older git is refused
 /// up front rather than trusted with the record untested.
 pub const MINIMUM_GIT: (u32, u32) = (2, 39);
@@ -337,7 +347,8 @@ impl Repo {
         Ok(std::iter::from_fn(move || {
             let id = next.take()?;
             let mut read = || -> Result<(String, String)> {
-                let commit = self.repo.find_commit(id).context("cannot read a commit")?;
+                let commit = (self.repo.find_commit(id))
+                    .map_err(|err| self.missing_commit(err.into(), &id.to_string()))?;
                 let decoded = commit.decode().context("cannot decode a commit")?;
                 next = decoded.parents().next();
                 Ok((
@@ -480,8 +491,23 @@ impl Repo {
 
     /// The commit `id` (a full id) names, read in-process.
     fn find_commit(&self, id: &str) -> Result<gix::Commit<'_>> {
-        let id = gix::ObjectId::from_hex(id.as_bytes()).context("bad commit id")?;
-        self.repo.find_commit(id).context("cannot read a commit")
+        let oid = gix::ObjectId::from_hex(id.as_bytes()).context("bad commit id")?;
+        (self.repo.find_commit(oid)).map_err(|err| self.missing_commit(err.into(), id))
+    }
+
+    /// Whether this is a shallow clone: its history stops where `git clone --depth` cut it.
+    pub fn is_shallow(&self) -> bool {
+        self.repo.is_shallow().unwrap_or(false)
+    }
+
+    /// A commit git cannot read: in a shallow clone, the history that was cut, said so with the way out.
+    fn missing_commit(&self, err: anyhow::Error, id: &str) -> anyhow::Error {
+        if !self.is_shallow() {
+            return err.context("cannot read a commit");
+        }
+        shallow(&format!(
+            "its history stops before commit {id}, which the session's record reaches"
+        ))
     }
 
     /// The paths where the worktree at `tree` (one of this repository's) differs from its commit,

@@ -16,6 +16,12 @@ pub fn check_start(repo: &Repo, test: &str) -> Result<()> {
             "commit the TileGym checkout first; a session branches from a commit",
         ));
     }
+    if repo.is_shallow() {
+        return Err(crate::git::shallow(
+            "a session reads the branch's history back to its baseline, and the hook reads it at every \
+             commit",
+        ));
+    }
     if !tracked(repo, test)? {
         return Err(hinted(
             format!(

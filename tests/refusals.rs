@@ -91,6 +91,45 @@ fn odd_arguments_are_refused() {
     );
 }
 
+/// A clone of `f` cut to its last commit on `branch` (CI's default).
+fn shallow_clone(f: &Fixture, branch: &str) -> Fixture {
+    let clone = Fixture::empty();
+    let url = format!("file://{}", f.root.display());
+    clone.git(&["clone", "-q", "--depth", "1", "--branch", branch, &url, "."]);
+    clone
+}
+
+#[test]
+fn a_shallow_clone_is_refused_up_front_and_a_cut_record_says_so() {
+    let f = Fixture::new();
+    let shallow = shallow_clone(&f, "main");
+    let err = shallow.fails(&["start", "vector_add"]);
+    assert!(
+        err.contains("this clone is shallow") && err.contains("git fetch --unshallow"),
+        "{err}"
+    );
+    assert_eq!(shallow.git(&["branch", "--list", "cutile-perf-*"]), "");
+    // a session whose baseline lies past the cut: every reader says so, none prints git's raw error
+    f.session("cutile-perf-x", &[KERNEL]);
+    f.git(&[
+        "commit",
+        "-q",
+        "--allow-empty",
+        "--no-verify",
+        "-m",
+        "later",
+    ]);
+    let cut = shallow_clone(&f, "cutile-perf-x");
+    for verb in ["status", "verify", "table"] {
+        let err = cut.fails(&[verb]);
+        assert!(
+            err.contains("this clone is shallow") && err.contains("git fetch --unshallow"),
+            "{verb}: {err}"
+        );
+        assert!(!err.contains("could not be found"), "{verb}: {err}");
+    }
+}
+
 #[test]
 fn an_empty_description_is_refused() {
     let f = Fixture::new();
