@@ -238,6 +238,19 @@ impl Repo {
         ])?))
     }
 
+    /// Stages `paths` as the work tree has them: changed, new or deleted. A deletion the user already
+    /// staged (`git rm`) is kept, where `git add` would refuse the path as matching no file.
+    pub fn stage(&self, paths: &[String]) -> Result<()> {
+        let mut input = Vec::new();
+        for path in paths {
+            input.extend_from_slice(path.as_bytes());
+            input.push(0);
+        }
+        let args = ["update-index", "--add", "--remove", "-z", "--stdin"];
+        self.git_with(&args, &[], Some(&input))?;
+        Ok(())
+    }
+
     /// Every changed path, tracked or untracked, both sides of a rename, as git stores them.
     pub fn all_changes(&self) -> Result<Vec<String>> {
         Ok(status_paths(&self.git(&[

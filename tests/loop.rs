@@ -351,6 +351,22 @@ fn empty_change_is_refused() {
 }
 
 #[test]
+fn a_deletion_staged_with_git_rm_is_recorded() {
+    let f = Fixture::new();
+    let other = "src/tilegym/suites/liger/cutile/rms_norm.py";
+    f.ok(&["start", "vector_add", "--allow", other]);
+    f.git(&["rm", "-q", other]);
+    f.set_latency(0.09, 0.9);
+    let r = f.step_json(&["drop the unused module"]);
+    assert_eq!(r["status"], "keep", "{r}");
+    assert_eq!(
+        f.git(&["diff", "--name-status", "HEAD~1", "HEAD"]),
+        format!("M\t{KERNEL}\nD\t{other}\n")
+    );
+    assert_eq!(f.status(), "");
+}
+
+#[test]
 fn dirty_start_is_refused_and_nothing_is_made() {
     let f = Fixture::new();
     f.edit("setup.py", "fixture", "dirty");

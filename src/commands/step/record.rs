@@ -26,8 +26,6 @@ pub fn record(
     changed: &[String],
     notes: Option<&str>,
 ) -> Result<Recorded> {
-    let mut add = vec!["--literal-pathspecs", "add", "-A", "--"];
-    add.extend(changed.iter().map(String::as_str));
     let kernel_name = std::path::Path::new(&history.session.kernel)
         .file_stem()
         .map_or(String::new(), |s| s.to_string_lossy().into_owned());
@@ -40,7 +38,7 @@ pub fn record(
             Phase::CommittingAttempt
         },
     )?;
-    repo.git(&add)?;
+    repo.stage(changed)?;
     if !kept {
         let subject = format!(
             "cutile-perf: attempt {} on {kernel_name}: {}",
