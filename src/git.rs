@@ -208,12 +208,12 @@ impl Repo {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Adds `pattern` to `.git/info/exclude` unless it is there already.
-    pub fn exclude(&self, pattern: &str) -> Result<()> {
+    /// Adds `pattern` to `.git/info/exclude` unless it is there already; whether it added it.
+    pub fn exclude(&self, pattern: &str) -> Result<bool> {
         let path = self.git_path("info/exclude")?;
         let existing = std::fs::read_to_string(&path).unwrap_or_default();
         if existing.lines().any(|line| line.trim() == pattern) {
-            return Ok(());
+            return Ok(false);
         }
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)?;
@@ -224,7 +224,21 @@ impl Repo {
             "\n"
         };
         std::fs::write(&path, format!("{existing}{separator}{pattern}\n"))
-            .with_context(|| format!("cannot write {}", path.display()))
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        Ok(true)
+    }
+
+    /// Takes back the line [`Repo::exclude`] added for `pattern`.
+    pub fn unexclude(&self, pattern: &str) -> Result<()> {
+        let path = self.git_path("info/exclude")?;
+        let Ok(existing) = std::fs::read_to_string(&path) else {
+            return Ok(());
+        };
+        let kept: String = existing
+            .split_inclusive('\n')
+            .filter(|line| line.trim() != pattern)
+            .collect();
+        std::fs::write(&path, kept).with_context(|| format!("cannot write {}", path.display()))
     }
 
     /// Paths with tracked changes (staged or not) relative to HEAD.

@@ -51,6 +51,18 @@ impl Phase {
     }
 }
 
+/// What `start` made outside its branch, that undoing it removes: only what was not there before.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Made {
+    /// The hooks (none of ours was installed).
+    Hooks,
+    /// The `/sandbox/` line of `.git/info/exclude`.
+    ExcludeLine,
+    /// The `sandbox/` directory.
+    Sandbox,
+}
+
 /// An iteration in progress, as written to `journal.json`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Journal {
@@ -74,6 +86,9 @@ pub struct Journal {
     /// and in journals written before it was kept).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// `start`: what it made beside the branch, in the order it made them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub made: Vec<Made>,
     /// The writing process as the kernel knows it, so a reused `pid` does not pass for it (none in
     /// journals written before it was kept).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -283,6 +298,7 @@ mod tests {
             edit_tree: Some("def".into()),
             work_tree: None,
             note: Some("0123".into()),
+            made: vec![Made::Hooks],
             writer: ProcessIdentity::current(),
         };
         let text = serde_json::to_string(&journal).unwrap();

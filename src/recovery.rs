@@ -9,7 +9,7 @@ use crate::evidence::Evidence;
 use crate::git::Repo;
 use crate::hint::{self, Hinted, hinted};
 use crate::history::{Configs, require_history, write_table};
-use crate::journal::{Journal, Phase, Verb, group_file};
+use crate::journal::{Journal, Made, Phase, Verb, group_file};
 use crate::process::{self, GitInterrupted, Interrupted};
 use crate::session::{Iteration, Session, short};
 use crate::trailers::Block;
@@ -411,9 +411,39 @@ fn undo_start(repo: &Repo, journal: &Journal) -> Result<String> {
     }
     repo.git(&["branch", "-q", "-D", &journal.branch])?;
     Ok(format!(
-        "the half-made branch {} is deleted",
-        journal.branch
+        "the half-made branch {} is deleted{}",
+        journal.branch,
+        take_back_made(repo, &journal.made)?
     ))
+}
+
+/// Removes what `start` made beside its branch, newest first; says what, for the user.
+fn take_back_made(repo: &Repo, made: &[Made]) -> Result<String> {
+    let mut removed = Vec::new();
+    for thing in made.iter().rev() {
+        match thing {
+            Made::Hooks => {
+                crate::hook::uninstall(repo)?;
+                removed.push("its hooks");
+            }
+            Made::ExcludeLine => {
+                repo.unexclude(&format!("/{}/", crate::guard::SANDBOX))?;
+                removed.push("its line in .git/info/exclude");
+            }
+            Made::Sandbox => {
+                let sandbox = crate::history::sandbox(repo);
+                if sandbox.exists() {
+                    std::fs::remove_dir_all(&sandbox)
+                        .with_context(|| format!("cannot remove {}", sandbox.display()))?;
+                }
+                removed.push("sandbox/ with the baseline's logs");
+            }
+        }
+    }
+    Ok(match removed.is_empty() {
+        true => String::new(),
+        false => format!(", as are {}", removed.join(", ")),
+    })
 }
 
 /// The baseline commit `start` made, judged by what a hook cannot have changed: the tool's subject and

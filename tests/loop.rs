@@ -384,6 +384,7 @@ fn failing_baseline_leaves_nothing_behind() {
     let f = Fixture::new();
     f.edit_kernel("CORRECT = True", "CORRECT = False");
     f.git(&["commit", "-qam", "broken kernel"]);
+    let exclude = std::fs::read_to_string(f.path(".git/info/exclude")).unwrap_or_default();
     let err = f.fails(&["start", "vector_add"]);
     assert!(
         err.contains("the baseline fails its correctness tests"),
@@ -392,6 +393,19 @@ fn failing_baseline_leaves_nothing_behind() {
     assert_eq!(f.branch(), "main");
     assert_eq!(f.git(&["branch", "--list", "cutile-perf-*"]), "");
     assert_eq!(f.status(), "");
+    // what `start` made beside its branch is gone too, as it says
+    assert!(!f.hooks().join("pre-commit").exists() && !f.hooks().join("commit-msg").exists());
+    assert!(!f.path("sandbox").exists());
+    assert_eq!(
+        std::fs::read_to_string(f.path(".git/info/exclude")).unwrap_or_default(),
+        exclude
+    );
+    assert!(
+        err.contains(
+            "is deleted, as are its hooks, its line in .git/info/exclude, sandbox/ with the baseline's logs"
+        ),
+        "{err}"
+    );
     // a retry after the fix works
     f.edit_kernel("CORRECT = False", "CORRECT = True");
     f.git(&["commit", "-qam", "fixed"]);

@@ -18,7 +18,7 @@ use crate::git::Repo;
 use crate::gpu::GpuState;
 use crate::history::{History, write_table};
 use crate::inspect::Report;
-use crate::journal::{self, Journal, Lock, Phase, Verb};
+use crate::journal::{self, Journal, Lock, Made, Phase, Verb};
 use crate::kernel_class::KernelClass;
 use crate::noise::{TICK_SHARE, TIMER_TICK_MS, in_whole_ticks};
 use crate::records::{Measurement, Statistic};
@@ -113,14 +113,14 @@ pub fn run(ui: &mut Ui, repo: &Repo, args: &StartOptions) -> Result<StartReport>
         edit_tree: None,
         work_tree: None,
         note: None,
+        made: Vec::new(),
         writer: crate::process_identity::ProcessIdentity::current(),
     };
     journal.save(repo)?;
     let result = (|| {
         repo.git(&["checkout", "-q", "-b", &plan.branch])?;
-        repo.exclude(&format!("/{}/", crate::guard::SANDBOX))?;
+        make_beside_the_branch(ui, repo, &mut journal)?;
         crate::ignored::record(repo, &plan.branch)?;
-        ui.progress(&hook::describe(hook::install(repo)?));
         journal.enter(repo, Phase::RunningTests)?;
         let baseline = baseline(repo, &plan, &original)?;
         let mut plan = plan;
@@ -155,6 +155,25 @@ pub fn run(ui: &mut Ui, repo: &Repo, args: &StartOptions) -> Result<StartReport>
         })
     })();
     recovery::settle(repo, &journal, result)
+}
+
+/// The scratch directory's exclude line and the hooks, each noted in the journal where `start` made it,
+/// so that undoing `start` leaves the repository as it found it.
+fn make_beside_the_branch(ui: &mut Ui, repo: &Repo, journal: &mut Journal) -> Result<()> {
+    if !crate::history::sandbox(repo).exists() {
+        journal.made.push(Made::Sandbox);
+    }
+    if repo.exclude(&format!("/{}/", crate::guard::SANDBOX))? {
+        journal.made.push(Made::ExcludeLine);
+    }
+    journal.save(repo)?;
+    let change = hook::install(repo)?;
+    if matches!(change, hook::Change::Installed { .. }) {
+        journal.made.push(Made::Hooks);
+        journal.save(repo)?;
+    }
+    ui.progress(&hook::describe(change));
+    Ok(())
 }
 
 /// Commits the baseline with the session, remembers it for the hook, and writes the table.

@@ -151,6 +151,7 @@ pub fn run(ui: &mut Ui, repo: &Repo, args: &StepOptions) -> Result<StepReport> {
         edit_tree: Some(tested.tree.clone()),
         work_tree: None,
         note: None,
+        made: Vec::new(),
         writer: crate::process_identity::ProcessIdentity::current(),
     };
     journal.save(repo)?;
