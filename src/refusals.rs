@@ -40,6 +40,9 @@ pub fn check_start(repo: &Repo, test: &str) -> Result<()> {
             format!("move them out of {SANDBOX}/ and commit that first"),
         ));
     }
+    if let Some(shared) = crate::hook::shared_dir(repo)? {
+        return Err(crate::hook::refuse_shared(&shared));
+    }
     let hooks = repo.git_path("hooks")?;
     if let Ok(inside) = hooks
         .canonicalize()

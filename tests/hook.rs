@@ -296,6 +296,46 @@ fn core_hooks_path_is_honoured() {
 }
 
 #[test]
+fn a_hooks_directory_other_repositories_share_is_left_alone() {
+    let repo = Fixture::new();
+    let shared = tempfile::tempdir().unwrap();
+    let canonical = shared.path().canonicalize().unwrap();
+    let dir = canonical.to_str().unwrap();
+    repo.git(&["config", "--global", "core.hooksPath", dir]);
+    // another repository's guard, installed there by an earlier version
+    let guard = "#!/bin/sh\n# cutile-perf-hook-marker: 7c1e9d04-b1a2-4f33-9a5e-cutile-perf\n";
+    fs::write(shared.path().join("pre-commit"), guard).unwrap();
+    let listing = || {
+        let mut names: Vec<_> = fs::read_dir(shared.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        names.sort();
+        names
+    };
+    let before = listing();
+    for args in [
+        &["start", "vector_add"][..],
+        &["hook", "install"],
+        &["hook", "uninstall"],
+    ] {
+        let err = repo.fails(args);
+        assert!(
+            err.contains(&format!(
+                "core.hooksPath points at {dir}, outside this repository"
+            )) && err.contains("git config core.hooksPath"),
+            "{args:?}: {err}"
+        );
+        assert_eq!(listing(), before, "{args:?}");
+    }
+    assert_eq!(
+        fs::read_to_string(shared.path().join("pre-commit")).unwrap(),
+        guard
+    );
+    assert_eq!(repo.git(&["branch", "--list", "cutile-perf-*"]), "");
+}
+
+#[test]
 fn commits_from_a_subdirectory_are_checked_with_repository_paths() {
     let repo = Fixture::new();
     repo.session(BRANCH, &[KERNEL]);

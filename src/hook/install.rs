@@ -94,8 +94,41 @@ pub fn describe(change: Change) -> String {
     }
 }
 
+/// The hooks directory when other repositories may run it too: `core.hooksPath` pointing outside this
+/// repository (its work tree and git directory), as a machine-wide hooks directory does. Our hook there
+/// would act on every repository using it, and `uninstall` in any of them would take this one's away.
+pub fn shared_dir(repo: &Repo) -> Result<Option<PathBuf>> {
+    let resolve = |path: &Path| path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+    let hooks = resolve(&repo.git_path("hooks")?);
+    let common = repo.git(&["rev-parse", "--path-format=absolute", "--git-common-dir"])?;
+    let inside = hooks.starts_with(resolve(Path::new(common.trim())))
+        || hooks.starts_with(resolve(&repo.root));
+    Ok((!inside).then_some(hooks))
+}
+
+/// The refusal to install into, or remove from, a hooks directory other repositories use.
+pub fn refuse_shared(dir: &Path) -> anyhow::Error {
+    crate::hint::hinted(
+        format!(
+            "core.hooksPath points at {}, outside this repository: other repositories run the hooks there, \
+             so the session's guard would act on them, and removing it from any of them would unguard this \
+             one",
+            dir.display()
+        ),
+        format!(
+            "give this repository hooks of its own, with copies of the shared ones (the guard runs them \
+             first): `h=\"$(git rev-parse --path-format=absolute --git-common-dir)/hooks\" && mkdir -p \"$h\" \
+             && cp -a '{}'/. \"$h\"/ && git config core.hooksPath \"$h\"`",
+            dir.display()
+        ),
+    )
+}
+
 /// Installs our hook; idempotent. An existing foreign hook is kept as [`SAVED`] and runs first.
 pub fn install(repo: &Repo) -> Result<Change> {
+    if let Some(dir) = shared_dir(repo)? {
+        return Err(refuse_shared(&dir));
+    }
     let state = State::read(repo)?;
     let dir = &state.hooks_dir;
     if let Some(name) = &state.installed_as {
@@ -120,9 +153,14 @@ pub fn install(repo: &Repo) -> Result<Change> {
     Ok(Change::Installed { chained })
 }
 
-/// Removes our hook and puts back what was there before, byte for byte.
+/// Removes our hook and puts back what was there before, byte for byte; never from a hooks directory
+/// other repositories use (their sessions' guard is the same file).
 pub fn uninstall(repo: &Repo) -> Result<Change> {
     let state = State::read(repo)?;
+    let ours = state.installed_as.is_some() || state.commit_msg_current.is_some();
+    if ours && let Some(dir) = shared_dir(repo)? {
+        return Err(refuse_shared(&dir));
+    }
     let dir = &state.hooks_dir;
     let Some(name) = &state.installed_as else {
         return match &state.stale {

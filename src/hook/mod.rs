@@ -21,7 +21,7 @@ pub mod managers;
 pub mod message;
 
 pub use check::pre_commit;
-pub use install::{Change, State, describe};
+pub use install::{Change, State, describe, refuse_shared, shared_dir};
 
 /// Installs the pre-commit hook and, beside it, the commit-msg hook ([`message`]).
 pub fn install(repo: &crate::git::Repo) -> anyhow::Result<Change> {
