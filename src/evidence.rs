@@ -27,6 +27,11 @@ pub const NOTES_REF: &str = "refs/notes/cutile-perf";
 /// The line after which the payload starts.
 const PAYLOAD: &str = "payload (gzip, base64):";
 const HEADER: &str = "cutile-perf evidence, schema 1";
+/// The most of one case's printed output (`<system-out>`, `<system-err>`) a note keeps: a kernel that
+/// prints megabytes per call would otherwise make a note of tens of megabytes.
+const OUTPUT_KEPT: usize = 64 * 1024;
+/// What stands where printed output was cut, with how many bytes.
+const CUT: &str = "cutile-perf: cut from this output";
 
 /// One pytest run's records file, exactly as it was read and parsed, and its format.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -120,6 +125,90 @@ impl RunFile {
             .cases()
             .with_context(|| format!("the {} run's records", self.name))
     }
+
+    /// The run with each case's printed output beyond [`OUTPUT_KEPT`] cut to its head, its tail and the
+    /// record lines between them, a line saying how much was cut. Kept whole where the cut would change
+    /// what its cases read as: the replay of the verdict reads them.
+    fn bounded(self) -> RunFile {
+        let Some(text) = bound_output(&self.records.text) else {
+            return self;
+        };
+        let cut = RunFile {
+            records: RecordFile {
+                text,
+                ..self.records.clone()
+            },
+            ..self.clone()
+        };
+        match (self.cases(), cut.cases()) {
+            (Ok(whole), Ok(kept)) if whole == kept => cut,
+            _ => self,
+        }
+    }
+
+    /// Whether some of its printed output was cut ([`RunFile::bounded`]).
+    fn was_cut(&self) -> bool {
+        self.records.text.contains(CUT)
+    }
+}
+
+/// `text` with the content of each `<system-out>` and `<system-err>` longer than [`OUTPUT_KEPT`] cut;
+/// `None` where none is.
+fn bound_output(text: &str) -> Option<String> {
+    let mut bounded = None;
+    for tag in ["system-out", "system-err"] {
+        let (open, close) = (format!("<{tag}>"), format!("</{tag}>"));
+        let source = bounded.as_deref().unwrap_or(text);
+        let mut out = String::new();
+        let mut rest = source;
+        let mut cut_any = false;
+        while let Some(at) = rest.find(&open) {
+            let body = at + open.len();
+            let Some(length) = rest[body..].find(&close) else {
+                break;
+            };
+            out.push_str(&rest[..body]);
+            let content = &rest[body..body + length];
+            cut_any |= content.len() > OUTPUT_KEPT;
+            match content.len() > OUTPUT_KEPT {
+                true => out.push_str(&cut_output(content)),
+                false => out.push_str(content),
+            }
+            rest = &rest[body + length..];
+        }
+        if cut_any {
+            out.push_str(rest);
+            bounded = Some(out);
+        }
+    }
+    bounded
+}
+
+/// Printed output cut to its first and last lines (half of [`OUTPUT_KEPT`] each) and the record lines
+/// (`Cutile: ...`) between them; cut at line ends, so an escaped character is never split.
+fn cut_output(content: &str) -> String {
+    let bytes = content.as_bytes();
+    let half = OUTPUT_KEPT / 2;
+    let head = bytes[..half]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |at| at + 1);
+    let from = bytes.len() - half;
+    let tail = bytes[from..]
+        .iter()
+        .position(|&b| b == b'\n')
+        .map_or(bytes.len(), |at| from + at + 1);
+    let middle = &content[head..tail];
+    let records: String = middle
+        .split_inclusive('\n')
+        .filter(|line| line.trim_start().starts_with("Cutile:"))
+        .collect();
+    format!(
+        "{}[{CUT}: {} bytes; the record lines in them kept]\n{records}{}",
+        &content[..head],
+        middle.len() - records.len(),
+        &content[tail..]
+    )
 }
 
 /// Everything an iteration's verdict was made from.
@@ -307,7 +396,7 @@ impl Evidence {
             gpu_state,
             statistic: session.statistic.to_string(),
             thresholds: session.thresholds,
-            runs,
+            runs: runs.into_iter().map(RunFile::bounded).collect(),
             compile: None,
             binding: None,
             ended: Ended::default(),
@@ -530,11 +619,16 @@ fn summary(run: &RunFile) -> String {
     };
     let count = |f: fn(&CaseOutcome) -> bool| cases.iter().filter(|c| f(&c.outcome)).count();
     format!(
-        "{} cases: {} passed, {} skipped, {} failed; {format} {bytes} bytes",
+        "{} cases: {} passed, {} skipped, {} failed; {format} {bytes} bytes{}",
         cases.len(),
         count(|o| *o == CaseOutcome::Passed),
         count(|o| *o == CaseOutcome::Skipped),
         count(|o| matches!(o, CaseOutcome::Failed(_) | CaseOutcome::Error(_))),
+        if run.was_cut() {
+            ", printed output cut"
+        } else {
+            ""
+        }
     )
 }
 
@@ -750,5 +844,37 @@ mod tests {
         // written before the summary named the rules
         let older = note.replace("\nrules: ticked\n", "\n");
         assert!(evidence.rewritten_summary(&older).is_empty());
+    }
+
+    #[test]
+    fn printed_output_is_kept_bounded_with_its_record_lines_and_the_cut_said() {
+        let noise = "x".repeat(99) + "\n";
+        let printed = format!(
+            "{}Cutile: {{'forward': {{'median': 0.5}}}} ms\n{}",
+            noise.repeat(20_000),
+            noise.repeat(20_000)
+        );
+        let xml = format!(
+            r#"<testsuite><testcase classname="t" name="test_perf[a]"><system-out>{printed}</system-out><system-err>{}</system-err></testcase></testsuite>"#,
+            noise.repeat(40_000)
+        );
+        let session = crate::session::tests::session();
+        let whole = RunFile::new("round-1-candidate", junit(xml));
+        let evidence = Evidence::new(&session, 1, None, vec![whole.clone()]);
+        let kept = &evidence.runs[0];
+        assert!(whole.records.text.len() > 8_000_000);
+        assert!(
+            kept.records.text.len() < 3 * OUTPUT_KEPT,
+            "{}",
+            kept.records.text.len()
+        );
+        assert_eq!(kept.cases().unwrap(), whole.cases().unwrap());
+        assert!(kept.cases().unwrap()[0].record.is_some());
+        assert!(kept.records.text.contains(&format!("[{CUT}: ")));
+        let note = evidence.to_note().unwrap();
+        assert!(note.contains("printed output cut\n"), "{}", &note[..400]);
+        // a short output is kept as it was
+        let short = RunFile::new("correctness", junit(benchmark_junit(2)));
+        assert_eq!(short.clone().bounded(), short);
     }
 }
