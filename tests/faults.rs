@@ -363,6 +363,36 @@ fn a_killed_step_is_reported_until_repaired() {
 }
 
 #[test]
+fn an_iteration_killed_before_its_note_without_the_note_kept_is_taken_back() {
+    let f = Fixture::new();
+    install_pausing_hooks(&f);
+    f.start();
+    let base = f.head();
+    f.set_latency(0.05, 0.5);
+    let edit = std::fs::read_to_string(f.path(KERNEL)).unwrap();
+    let phase = Phase {
+        name: "iteration landed",
+        hook: "post-commit",
+        at: 1,
+    };
+    let (code, _) = stop_at(&f, &["step", "faster"], phase, Signal::Kill);
+    assert_eq!(code, None);
+    // a journal that kept no note (as one written before notes were kept there)
+    let path = f.path(".git/cutile-perf/journal.json");
+    let mut journal: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert!(journal["note"].is_string(), "{journal}");
+    journal.as_object_mut().unwrap().remove("note");
+    std::fs::write(&path, journal.to_string()).unwrap();
+    // an iteration without its note would stand unchecked: it is taken back, the edit kept
+    let report: serde_json::Value = serde_json::from_str(&f.ok(&["repair", "--json"])).unwrap();
+    assert_eq!(report["action"], "undone", "{report}");
+    assert_eq!(f.head(), base);
+    assert_eq!(std::fs::read_to_string(f.path(KERNEL)).unwrap(), edit);
+    assert!(f.ok(&["verify"]).contains("the record holds"));
+}
+
+#[test]
 fn a_second_command_waits_for_the_lock_and_a_dead_holder_does_not_block() {
     let f = Fixture::new();
     f.start();
