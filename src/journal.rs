@@ -78,6 +78,10 @@ pub struct Journal {
     /// `step`: the tested change as a tree object (allowed paths over `base`), so the edit can be found
     /// whatever happened to the work tree.
     pub edit_tree: Option<String>,
+    /// `step`: the index as the user had it when the step began, as a tree object (none with unmerged
+    /// paths), put back by an undo before anything was committed: what the user staged stays staged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index: Option<String>,
     /// The work tree, tracked and untracked, saved as a tree object before an undo moved anything.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub work_tree: Option<String>,
@@ -296,6 +300,7 @@ mod tests {
             base: "abc".into(),
             original: None,
             edit_tree: Some("def".into()),
+            index: None,
             work_tree: None,
             note: Some("0123".into()),
             made: vec![Made::Hooks],

@@ -151,9 +151,7 @@ pub fn settle<T>(repo: &Repo, journal: &Journal, result: Result<T>) -> Result<T>
             } else if err.is::<GitInterrupted>() || process::interrupted() {
                 Err(Interrupted(match journal.verb {
                     Verb::Start => "nothing was created; you are back where you started",
-                    Verb::Step => {
-                        "nothing was recorded; your changes are in the work tree, unstaged"
-                    }
+                    Verb::Step => "nothing was recorded; your changes are in the work tree",
                 })
                 .into())
             } else {
@@ -286,14 +284,21 @@ fn commits_since_base(repo: &Repo, journal: &Journal) -> Result<Vec<String>> {
     Ok(commits)
 }
 
+/// Where the edit is after a step that committed nothing was undone.
+const AS_LEFT: &str = "your changes are as you left them, in the work tree and the index";
+
 fn undo_step(repo: &Repo, journal: &Journal) -> Result<String> {
     if journal.phase == Phase::RunningTests {
         return Ok("your changes are as you left them".to_string());
     }
     let commits = commits_since_base(repo, journal)?;
     let Some(edit) = commits.first() else {
-        repo.git(&["reset", "-q"])?;
-        return Ok("your changes are in the work tree, unstaged".to_string());
+        // the index as the user had it: what they staged (a `git rm`, say) stays staged
+        match &journal.index {
+            Some(index) => repo.git(&["read-tree", index])?,
+            None => repo.git(&["reset", "-q"])?,
+        };
+        return Ok(AS_LEFT.to_string());
     };
     // the work tree as it is now, saved before anything moves: edits made since the step began (the
     // kernel edited after a kill, a file outside the session) are in it, and no reset below touches it

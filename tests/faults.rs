@@ -634,14 +634,16 @@ fn a_refused_commit_reports_git_and_keeps_the_edit() {
     let base = f.head();
     commit_msg_hook(&f, "echo 'policy: no commits today' >&2; exit 1");
     f.set_latency(0.2, 2.0);
+    // what the user staged stays staged
+    f.git(&["add", KERNEL]);
     let err = f.fails(&["step", "slower"]);
     assert!(err.contains("policy: no commits today"), "{err}");
     assert!(
-        err.contains("your changes are in the work tree, unstaged"),
+        err.contains("your changes are as you left them, in the work tree and the index"),
         "{err}"
     );
     assert_eq!(f.head(), base);
-    assert_eq!(f.status(), format!(" M {KERNEL}\n"));
+    assert_eq!(f.status(), format!("M  {KERNEL}\n"));
 }
 
 #[test]

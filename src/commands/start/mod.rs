@@ -111,6 +111,7 @@ pub fn run(ui: &mut Ui, repo: &Repo, args: &StartOptions) -> Result<StartReport>
         base: repo.head()?,
         original: Some(original.clone()),
         edit_tree: None,
+        index: None,
         work_tree: None,
         note: None,
         made: Vec::new(),

@@ -149,6 +149,7 @@ pub fn run(ui: &mut Ui, repo: &Repo, args: &StepOptions) -> Result<StepReport> {
         base: tested.head.clone(),
         original: None,
         edit_tree: Some(tested.tree.clone()),
+        index: (repo.git(&["write-tree"]).ok()).map(|tree| tree.trim().to_string()),
         work_tree: None,
         note: None,
         made: Vec::new(),
