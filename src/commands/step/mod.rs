@@ -268,7 +268,8 @@ fn measure_and_record(
         args.notes.as_deref(),
     )?;
     let code = commit.iteration.attempt.as_deref().unwrap_or(&commit.id);
-    attach(repo, &evidence, &commit.id, progress);
+    // an iteration without its note would stand unchecked: a failure here undoes the commit
+    evidence.attach(repo, &commit.id)?;
     if let Some(found) = &diagnosed {
         // only `compare`'s cache: losing it loses nothing recorded
         let _ = cache::remember(repo, code, found);
@@ -334,11 +335,11 @@ fn measure_and_record(
     })
 }
 
-/// Notes the evidence on the iteration commit; a failure is a warning, since the iteration is recorded.
+/// Adds the compile facts to the iteration's note; a failure is a warning, since the note it had stands.
 fn attach(repo: &Repo, evidence: &Evidence, commit: &str, progress: &Progress) {
     if let Err(e) = evidence.attach(repo, commit) {
         progress.line(&format!(
-            "warning: the iteration is recorded, but its evidence note is not: {e:#}"
+            "warning: the iteration's evidence note stands without its compile facts: {e:#}"
         ));
     }
 }
