@@ -153,8 +153,8 @@ fn rejected(repo: &Repo, remote: &str, branch: &str) -> String {
         );
     }
     format!(
-        "the record refs were rejected: {remote}'s moved since they were merged; push again (`git \
-         cutile-perf fetch {remote}` shows what came)"
+        "the record refs were rejected: {remote}'s notes or session refs hold what yours lack; `git \
+         cutile-perf fetch {remote}` brings them (and names what diverged), then push again"
     )
 }
 
