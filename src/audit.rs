@@ -12,6 +12,7 @@ use crate::decision::{self, Attempt, Cause, Status, Verdict};
 use crate::evidence::Evidence;
 use crate::git::Repo;
 use crate::history::History;
+use crate::records::Measurement;
 use crate::replay::{self, Replayed};
 use crate::session::{Iteration, Session, fmt_change, fmt_ms};
 use crate::stats::{self, Comparison, geometric_mean};
@@ -170,11 +171,8 @@ pub fn check_iteration(
                     fmt_ms(it.latency_ms),
                     fmt_ms(geometric_mean(configs.iter().map(|c| c.value))),
                 );
-                expect(
-                    "configs",
-                    format!("{:?}", it.configs),
-                    format!("{configs:?}"),
-                );
+                let (recorded, found) = configs_in_words(&it.configs, &configs);
+                expect("configs", recorded, found);
             }
             Err(why) => expect("benchmark", "measured".into(), why),
         }
@@ -227,13 +225,38 @@ pub fn check_iteration(
         fmt_change(comparison.map(Comparison::change_pct)),
     );
     if let Attempt::Measured { configs, .. } = &attempt {
-        expect(
-            "configs",
-            format!("{:?}", it.configs),
-            format!("{configs:?}"),
-        );
+        let (recorded, found) = configs_in_words(&it.configs, configs);
+        expect("configs", recorded, found);
     }
     differences
+}
+
+/// Two lists of configs in words, alike where the lists are: their counts where those differ, else the
+/// first config that differs, as each list has it.
+fn configs_in_words(recorded: &[Measurement], found: &[Measurement]) -> (String, String) {
+    if recorded.len() != found.len() {
+        return (
+            format!("{} config(s)", recorded.len()),
+            format!("{} config(s)", found.len()),
+        );
+    }
+    // each config as its fields print: two values differ in words exactly when they differ
+    let words = |m: &Measurement| {
+        format!(
+            "{} {} {:?} ms{}",
+            m.test,
+            m.pass,
+            m.value,
+            m.mean
+                .map_or(String::new(), |mean| format!(" (mean {mean:?} ms)"))
+        )
+    };
+    recorded
+        .iter()
+        .zip(found)
+        .map(|(a, b)| (words(a), words(b)))
+        .find(|(a, b)| a != b)
+        .unwrap_or_default()
 }
 
 /// Commits the tool did not make: a second session block, and runs of commits that record no iteration
@@ -430,5 +453,32 @@ mod tests {
             "continue 5%, gain 2%, regression 2%, at most 25 iterations, 2 without a gain"
         );
         assert!(found.contains("regression 50%,"), "{found}");
+    }
+
+    #[test]
+    fn configs_that_differ_read_as_the_first_that_does() {
+        let config = |test: &str, value: f64| Measurement {
+            pass: "forward".into(),
+            test: test.into(),
+            value,
+            mean: None,
+        };
+        let recorded = [config("t::a", 1.0), config("t::b", 2.0)];
+        assert_eq!(
+            configs_in_words(&recorded, &recorded),
+            (String::new(), String::new())
+        );
+        let found = [config("t::a", 1.0), config("t::b", 2.5)];
+        assert_eq!(
+            configs_in_words(&recorded, &found),
+            (
+                "t::b forward 2.0 ms".to_string(),
+                "t::b forward 2.5 ms".to_string()
+            )
+        );
+        assert_eq!(
+            configs_in_words(&recorded, &found[..1]),
+            ("2 config(s)".to_string(), "1 config(s)".to_string())
+        );
     }
 }
