@@ -98,7 +98,16 @@ pub fn describe(change: Change) -> String {
 /// repository (its work tree and git directory), as a machine-wide hooks directory does. Our hook there
 /// would act on every repository using it, and `uninstall` in any of them would take this one's away.
 pub fn shared_dir(repo: &Repo) -> Result<Option<PathBuf>> {
-    let resolve = |path: &Path| path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+    // links resolved (a hooks directory not made yet, through its parent), so that a path through a
+    // link is not taken for one outside
+    let resolve = |path: &Path| {
+        path.canonicalize()
+            .or_else(|err| match (path.parent(), path.file_name()) {
+                (Some(parent), Some(name)) => parent.canonicalize().map(|p| p.join(name)),
+                _ => Err(err),
+            })
+            .unwrap_or_else(|_| path.to_path_buf())
+    };
     let hooks = resolve(&repo.git_path("hooks")?);
     let common = repo.git(&["rev-parse", "--path-format=absolute", "--git-common-dir"])?;
     let inside = hooks.starts_with(resolve(Path::new(common.trim())))
