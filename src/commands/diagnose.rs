@@ -57,7 +57,7 @@ pub fn run(ui: &mut Ui, repo: &Repo, args: &DiagnoseOptions) -> Result<DiagnoseR
         Some(number) => find(&history, number)?,
         None => {
             let baseline = history.current_baseline();
-            (code_commit(&history, baseline.number), baseline)
+            (code_commit(&history, baseline.number)?, baseline)
         }
     };
     let config = match &args.config {
@@ -121,7 +121,7 @@ impl Render for DiagnoseReport {
 
 /// The iteration numbered `number` and the commit holding its code.
 fn find(history: &History, number: u32) -> Result<(String, &Iteration)> {
-    Ok((code_commit(history, number), iteration(history, number)?))
+    Ok((code_commit(history, number)?, iteration(history, number)?))
 }
 
 /// Where `diagnose --save DIR` keeps the report of `config` in iteration `number`: an absolute path (ncu
