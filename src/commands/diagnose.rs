@@ -17,7 +17,7 @@ use crate::diagnose::facts::Place;
 use crate::diagnose::profile::{heaviest, profile};
 use crate::git::Repo;
 use crate::hint::{Hinted, hinted};
-use crate::history::{Configs, History, code_commit, iteration, require_history, sandbox};
+use crate::history::{Configs, History, code_commit, iteration, made_sandbox, require_history};
 use crate::runner::{self, Runner};
 use crate::session::{Iteration, short};
 use crate::ui::{self, Render, Ui};
@@ -75,7 +75,7 @@ pub fn run(ui: &mut Ui, repo: &Repo, args: &DiagnoseOptions) -> Result<DiagnoseR
     let place = runner::open(
         &history.session.runner,
         &repo.root,
-        &sandbox(repo),
+        &made_sandbox(repo)?,
         ui.sink(),
     )?;
     require_ncu(&*place, &repo.root)?;

@@ -187,10 +187,7 @@ fn perf_case_command(args: &InspectOptions, test: &TestMatch) -> Result<Vec<Stri
 /// Where ncu writes its log and its CSV, in the sandbox (which git ignores); no CSV of an earlier
 /// run is left there.
 fn ncu_outputs(repo: &Repo) -> Result<(PathBuf, PathBuf)> {
-    repo.exclude(&format!("/{}/", crate::guard::SANDBOX))?;
-    let sandbox = crate::history::sandbox(repo);
-    std::fs::create_dir_all(&sandbox)
-        .with_context(|| format!("cannot create {}", sandbox.display()))?;
+    let sandbox = crate::history::made_sandbox(repo)?;
     let (log, csv) = (sandbox.join("ncu.log"), sandbox.join("ncu.csv"));
     // a CSV left by an earlier run must never be read as this one's
     std::fs::remove_file(&csv).ok();

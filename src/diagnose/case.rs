@@ -86,8 +86,7 @@ impl Case {
         let mut command = crate::pytest::python_words(&session.python)?;
         command
             .extend(["-m", "pytest", &node_id, "-q", "-p", "no:cacheprovider"].map(str::to_string));
-        repo.exclude(&format!("/{}/", crate::guard::SANDBOX))?;
-        let dir = crate::history::sandbox(repo).join(scratch);
+        let dir = crate::history::made_sandbox(repo)?.join(scratch);
         let _ = std::fs::remove_dir_all(&dir);
         let dumps = dir.join("tileir");
         std::fs::create_dir_all(&dumps)

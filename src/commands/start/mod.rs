@@ -117,7 +117,7 @@ pub fn run(ui: &mut Ui, repo: &Repo, args: &StartOptions) -> Result<StartReport>
     journal.save(repo)?;
     let result = (|| {
         repo.git(&["checkout", "-q", "-b", &plan.branch])?;
-        repo.exclude(&format!("/{}/", crate::guard::SANDBOX))?;
+        crate::history::made_sandbox(repo)?;
         crate::ignored::record(repo, &plan.branch)?;
         ui.progress(&hook::describe(hook::install(repo)?));
         journal.enter(repo, Phase::RunningTests)?;
