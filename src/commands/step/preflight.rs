@@ -33,7 +33,7 @@ pub fn preflight(repo: &Repo, continue_anyway: bool) -> Result<Preflight> {
     made_sandbox(repo)?;
     refuse_halted(&history, continue_anyway)?;
     let allowed = &history.session.allowed;
-    crate::refusals::check_step(repo, allowed)?;
+    crate::refusals::check_step(repo, allowed, &history.session.test)?;
     if let Some(branch) = repo.branch()? {
         crate::ignored::check(repo, &branch)?;
     }
