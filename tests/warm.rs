@@ -263,13 +263,15 @@ fn kept_worker(f: &Fixture) -> i32 {
     workers[0]["pid"].as_i64().unwrap() as i32
 }
 
-/// The pytest starts of one successful command of the tool (`CUTILE_PERF_FIXTURE_STARTS`'s lines).
+/// The pytest starts of one successful command of the tool (`CUTILE_PERF_FIXTURE_STARTS`'s lines), run
+/// with the environment [`counted_step`] gives a step (a worker it keeps serves only that environment).
 fn pytest_starts_of(f: &Fixture, args: &[&str]) -> Vec<String> {
     let starts = f.root.join("../starts.txt");
     let _ = std::fs::remove_file(&starts);
     let out = f
         .command(args)
         .env("CUTILE_PERF_FIXTURE_STARTS", &starts)
+        .env("CUTILE_PERF_FIXTURE_CASES", f.root.join("../cases.txt"))
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -580,13 +582,25 @@ fn worker_pids(starts: &std::path::Path) -> Vec<i32> {
     worker_pids_of(&lines)
 }
 
-/// A step of a candidate 10% faster whose timed cases take 30 s each in the workers it starts, running
-/// in the background: pytest's starts go to `starts`, the tool's stderr to `log`.
+/// Appended to the candidate's kernel: each timed call (the perf cases pass arrays, the correctness cases
+/// lists) takes 30 s.
+const SLOW_TIMED_CALLS: &str = r#"
+import time as _time
+_quick = vector_add
+def vector_add(a, b):
+    if isinstance(a, array):
+        _time.sleep(30)
+    return _quick(a, b)
+"#;
+
+/// A step of a candidate 10% faster whose timed cases take 30 s each, running in the background:
+/// pytest's starts go to `starts`, the tool's stderr to `log`.
 fn slow_step(f: &Fixture, starts: &Path, log: &Path) -> std::process::Child {
     f.set_latency(0.09, 0.9);
+    f.append(support::KERNEL, SLOW_TIMED_CALLS);
     f.command(&["step", "tile size 256"])
         .env("CUTILE_PERF_FIXTURE_STARTS", starts)
-        .env("CUTILE_PERF_FIXTURE_CASE_S", "30")
+        .env("CUTILE_PERF_FIXTURE_CASES", f.root.join("../cases.txt"))
         .stdout(std::process::Stdio::null())
         .stderr(std::fs::File::create(log).unwrap())
         .spawn()
@@ -636,11 +650,11 @@ fn stopped(pid: i32) -> bool {
 #[test]
 fn a_worker_held_while_the_tool_is_killed_ends_too() {
     let f = Fixture::new();
-    f.ok(&["start", "vector_add"]);
-    let kept = kept_worker(&f);
     let starts = f.root.join("../starts.txt");
+    pytest_starts_of(&f, &["start", "vector_add"]);
+    let kept = kept_worker(&f);
     let log = f.root.join("../step.txt");
-    // the kept worker has start's environment, its cases quick: while the candidate's slow ones are
+    // the kept worker holds the baseline's code, its cases quick: while the candidate's slow ones are
     // measured, it is held
     let tool = slow_step(&f, &starts, &log);
     let until = Instant::now() + Duration::from_secs(60);
@@ -889,7 +903,8 @@ fn the_other_side_is_held_still_while_one_side_measures() {
 #[test]
 fn worker_logs_stay_one_steps_worth() {
     let f = Fixture::new();
-    f.ok(&["start", "vector_add"]);
+    // in the steps' environment: its kept worker serves the first
+    pytest_starts_of(&f, &["start", "vector_add"]);
     let logs = || {
         let mut names: Vec<String> = std::fs::read_dir(f.path("sandbox"))
             .unwrap()
@@ -1003,4 +1018,35 @@ fn a_later_rounds_workers_start_up_while_the_round_before_measures_held_while_th
             .iter()
             .all(|&pid| !alive(pid) || pid == kept_worker(&f))
     );
+}
+
+/// A switch the kernel's module reads at import, as TileGym's read `TILEGYM_DISABLE_AUTOTUNE`: set, every
+/// config takes half as long.
+const HALVED_BY_A_SWITCH: &str = r#"
+import os as _os
+if _os.environ.get("FIXTURE_FAST_SWITCH"):
+    LATENCY_MS = {size: ms / 2 for size, ms in LATENCY_MS.items()}
+"#;
+
+#[test]
+fn a_kept_worker_started_under_another_environment_is_not_reused() {
+    let f = Fixture::new();
+    f.start();
+    f.append(support::KERNEL, HALVED_BY_A_SWITCH);
+    let step = counted_step_at(&f, (0.05, 0.5), &[]);
+    assert_eq!(step.report["status"], "keep", "{}", step.report);
+    let kept = kept_worker(&f);
+    // a comment alone, stepped with the switch set: the kept worker runs the code without it
+    f.append(support::KERNEL, "\n# the same code\n");
+    let step = counted_step_at(&f, (0.05, 0.5), &[("FIXTURE_FAST_SWITCH", "1")]);
+    assert!(
+        step.stderr.contains(&format!(
+            "the kept worker (pid {kept}) cannot serve this step (its environment was another: \
+             FIXTURE_FAST_SWITCH set)"
+        )),
+        "{}",
+        step.stderr
+    );
+    assert!(!alive(kept));
+    assert_ne!(step.report["status"], "keep", "{}", step.report);
 }
