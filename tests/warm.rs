@@ -726,21 +726,85 @@ fn a_side_whose_code_is_written_during_the_step_is_a_crash_and_its_worker_is_not
         "{reason}"
     );
     f.ok(&["verify"]);
-    // the baseline's worker outlived the crash, but its tree is not its commit's code any more
+    // the baseline's worker outlived the crash, but its tree is not its commit's code any more: the
+    // next step names what was written there, and removes nothing
     assert_eq!(kept_worker(&f), kept);
     f.edit_kernel("TILE_SIZE = 128", "TILE_SIZE = 256");
+    let err = f.fails(&["step", "tile size 256"]);
+    assert!(
+        err.contains("a side's code beside the work tree was edited there")
+            && err.contains("/tree: src/tilegym/ops/cutile/vector_add.py"),
+        "{err}"
+    );
+    // undone there, as the hint says: the step goes on
+    let tree = baseline_tree(&f);
+    f.run_in(&tree, "git", &["reset", "-q", "--hard"]);
     let out = f.run(&["step", "--json", "tile size 256"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let stderr = text(&out.stderr);
-    assert!(
-        stderr.contains(&format!(
-            "the kept worker (pid {kept}) cannot serve this step (its code beside the work tree was \
-             changed: src/tilegym/ops/cutile/vector_add.py)"
-        )),
-        "{stderr}"
-    );
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_ne!(report["status"], "crash", "{report}");
+}
+
+/// The worktree the one kept worker runs from (`.git/cutile-perf/workers/<home>/tree`).
+fn baseline_tree(f: &Fixture) -> std::path::PathBuf {
+    let homes: Vec<_> = std::fs::read_dir(f.root.join(".git/cutile-perf/workers"))
+        .unwrap()
+        .flatten()
+        .map(|entry| entry.path().join("tree"))
+        .filter(|tree| tree.is_dir())
+        .collect();
+    assert_eq!(homes.len(), 1, "{homes:?}");
+    homes[0].clone()
+}
+
+#[test]
+fn an_edit_made_in_the_kept_workers_tree_is_never_removed() {
+    let f = Fixture::new();
+    f.ok(&["start", "vector_add"]);
+    // an editor following a traceback into the kept worker's tree edits the kernel there
+    let tree = baseline_tree(&f);
+    let edited = tree.join(support::KERNEL);
+    let text = std::fs::read_to_string(&edited).unwrap();
+    std::fs::write(&edited, text.replace("TILE_SIZE = 128", "TILE_SIZE = 256")).unwrap();
+    f.edit_kernel("CORRECT = True", "CORRECT = True  # checked");
+    let err = f.fails(&["step", "a comment"]);
+    assert!(
+        err.contains(&format!("{}: {}", tree.display(), support::KERNEL)),
+        "{err}"
+    );
+    assert!(err.contains("diff HEAD | git apply"), "{err}");
+    // neither a refused step nor `repair`, which ends the worker, removes it
+    f.ok(&["repair"]);
+    assert!(
+        std::fs::read_to_string(&edited)
+            .unwrap()
+            .contains("TILE_SIZE = 256")
+    );
+    assert!(f.fails(&["step", "a comment"]).contains("was edited there"));
+    // taken to the work tree and undone there, as the hint says: the step measures it
+    f.git(&["checkout", "--", support::KERNEL]);
+    let diff = f.run_in(&tree, "git", &["diff", "HEAD"]);
+    let applied = f
+        .program("git", &f.root)
+        .args(["apply"])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut apply| {
+            use std::io::Write;
+            apply.stdin.take().unwrap().write_all(&diff.stdout)?;
+            apply.wait()
+        })
+        .unwrap();
+    assert!(applied.success());
+    f.run_in(&tree, "git", &["reset", "-q", "--hard"]);
+    f.set_latency(0.05, 0.5);
+    let report = f.step_json(&["tile size 256"]);
+    assert_eq!(report["status"], "keep", "{report}");
+    assert!(
+        std::fs::read_to_string(f.path(support::KERNEL))
+            .unwrap()
+            .contains("TILE_SIZE = 256")
+    );
 }
 
 #[test]

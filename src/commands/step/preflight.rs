@@ -1,5 +1,6 @@
-//! The checks before any run: a halted loop, an empty change, paths outside the allowed set, a history
-//! that broke the rule or holds commits the tool did not make. Nothing runs here, and the one thing
+//! The checks before any run: an edit made in a side's worktree beside the work tree, a halted loop, an
+//! empty change, paths outside the allowed set, a history that broke the rule or holds commits the tool
+//! did not make. Nothing runs here, and the one thing
 //! written is the sandbox's line in this clone's `.git/info/exclude`, so that the tool's own outputs are
 //! not counted among the change's paths.
 
@@ -31,6 +32,7 @@ pub fn preflight(repo: &Repo, continue_anyway: bool) -> Result<Preflight> {
     // every iteration's configs: the report's `next_action` finds the variants in them
     let history = require_history(repo, Configs::All)?;
     made_sandbox(repo)?;
+    crate::paired::refuse_edited_trees(repo)?;
     refuse_halted(&history, continue_anyway)?;
     let allowed = &history.session.allowed;
     crate::refusals::check_step(repo, allowed, &history.session.test)?;
