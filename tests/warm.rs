@@ -1114,3 +1114,42 @@ fn a_kept_worker_started_under_another_environment_is_not_reused() {
     assert!(!alive(kept));
     assert_ne!(step.report["status"], "keep", "{}", step.report);
 }
+
+/// Appended to the candidate's kernel: at import, a `.pyc` of the standard library's `random` written
+/// where this process's bytecode directory keeps it, whose `Random.gauss` returns 1000 in the baseline's
+/// processes (those running from `workers/baseline-*`): a baseline that loads it draws its noise 1000
+/// standard deviations up, and so runs slower.
+const PLANTS_BYTECODE: &str = r#"
+import importlib.util as _util, importlib._bootstrap_external as _external, os as _os, random as _random
+_source = _random.__file__
+with open(_source) as _file:
+    _text = _file.read() + """
+import os as _o
+if "/workers/baseline-" in _o.getcwd():
+    Random.gauss = lambda self, mu=0.0, sigma=1.0: 1000.0
+"""
+_stat = _os.stat(_source)
+_pyc = _util.cache_from_source(_source)
+_os.makedirs(_os.path.dirname(_pyc), exist_ok=True)
+with open(_pyc, "wb") as _file:
+    _file.write(_external._code_to_timestamp_pyc(compile(_text, _source, "exec"), _stat.st_mtime, _stat.st_size))
+"#;
+
+#[test]
+fn the_candidates_code_cannot_leave_bytecode_for_the_baseline() {
+    let f = Fixture::new();
+    // a small noise the harness draws from `random`, in every command's environment
+    let noise = [("CUTILE_PERF_FIXTURE_NOISE", "0.0001")];
+    let mut start = f.command(&["start", "vector_add"]);
+    start.envs(noise);
+    assert!(start.output().unwrap().status.success());
+    f.append(support::KERNEL, PLANTS_BYTECODE);
+    counted_step_at(&f, (0.05, 0.5), &noise);
+    // the baseline's next processes start afresh (`repair` ends the kept worker), beside a change as
+    // fast as it: no change, whatever the step before left behind
+    f.ok(&["repair"]);
+    f.append(support::KERNEL, "\nUNUSED = 1\n");
+    let step = counted_step_at(&f, (0.05, 0.5), &noise);
+    let change = step.report["change_pct"].as_f64().unwrap();
+    assert!(change.abs() < 1.0, "{}", step.report);
+}

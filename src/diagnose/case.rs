@@ -94,7 +94,7 @@ impl Case {
         let python_path = crate::pytest::sources_first(&root)?
             .map(|path| path.to_string_lossy().into_owned())
             .unwrap_or_else(|| std::env::var("PYTHONPATH").unwrap_or_default());
-        let bytecode = crate::pytest::Bytecode::for_checkout(&root)?;
+        let bytecode = crate::pytest::Bytecode::private_in(&dir)?;
         let mut env = vec![
             ("TILEGYM_DISABLE_AUTOTUNE", "1".to_string()),
             ("PYTHONPATH", python_path),
