@@ -87,7 +87,8 @@ impl<'a> CodeTree<'a> {
         commit: &str,
     ) -> Result<CodeTree<'a>> {
         if path.exists() {
-            // left by a killed run of this same pid number: it is ours to replace
+            // left by a killed run of this same pid number: it is ours to replace, but for an edit in it
+            refuse_edited_trees(repo)?;
             let _ = repo.git(&["worktree", "remove", "--force", &path.to_string_lossy()]);
             let _ = std::fs::remove_dir_all(&path);
         }
