@@ -668,10 +668,8 @@ pub(crate) mod tests {
         assert!(err.contains("iterations 0 to 1"), "{err}");
         // past the last iteration: the same refusal, not an index out of bounds
         let err = crate::hint::shown(&code_commit(&history, 2).unwrap_err());
-        assert_eq!(
-            err,
-            "the session has no iteration 2\nhint: `git cutile-perf table` lists iterations 0 to 1"
-        );
+        assert!(err.starts_with("the session has no iteration 2"), "{err}");
+        assert!(err.ends_with("lists iterations 0 to 1"), "{err}");
     }
 
     /// An iteration with `letter` and configs `t0`, `t1`, ... of these latencies.
