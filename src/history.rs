@@ -427,10 +427,20 @@ pub fn sandbox(repo: &Repo) -> PathBuf {
     repo.root.join(SANDBOX)
 }
 
+/// The sandbox directory, made if missing and kept out of git in the clone the command runs in (`/sandbox/`
+/// in its `.git/info/exclude`, which no clone or fetch carries): every command that writes there comes
+/// through here first, so that the tool's own outputs are never taken for the user's changes, in the
+/// repository a session began in or in one it was fetched into.
+pub fn made_sandbox(repo: &Repo) -> Result<PathBuf> {
+    repo.exclude(&format!("/{SANDBOX}/"))?;
+    let dir = sandbox(repo);
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    Ok(dir)
+}
+
 /// Writes sandbox/perf_results.md from the history and returns its path.
 pub fn write_table(repo: &Repo, history: &History) -> Result<PathBuf> {
-    let dir = sandbox(repo);
-    std::fs::create_dir_all(&dir)?;
+    let dir = made_sandbox(repo)?;
     let path = dir.join("perf_results.md");
     std::fs::write(&path, crate::table::markdown(history.iterations()))?;
     Ok(path)
@@ -438,9 +448,20 @@ pub fn write_table(repo: &Repo, history: &History) -> Result<PathBuf> {
 
 /// The iteration numbered `number`, or an error naming those there are.
 pub fn iteration(history: &History, number: u32) -> Result<&Iteration> {
-    history
-        .iterations()
-        .find(|it| it.number == number)
+    entry(history, number).map(|(_, iteration)| iteration)
+}
+
+/// The commit whose tree holds the code of iteration `number`: its attempt when it was undone, else
+/// itself; an error naming the iterations there are when the session has no such one.
+pub fn code_commit(history: &History, number: u32) -> Result<String> {
+    let (commit, iteration) = entry(history, number)?;
+    Ok(iteration.attempt.clone().unwrap_or_else(|| commit.clone()))
+}
+
+/// Iteration `number` and its commit, or an error naming the iterations there are.
+fn entry(history: &History, number: u32) -> Result<&(String, Iteration)> {
+    (history.iterations.iter())
+        .find(|(_, it)| it.number == number)
         .with_context(|| {
             Hinted::new(
                 format!("the session has no iteration {number}"),
@@ -450,12 +471,6 @@ pub fn iteration(history: &History, number: u32) -> Result<&Iteration> {
                 ),
             )
         })
-}
-
-/// The commit whose tree holds an iteration's code: its attempt when it was undone, else itself.
-pub fn code_commit(history: &History, number: u32) -> String {
-    let (commit, iteration) = &history.iterations[number as usize];
-    iteration.attempt.clone().unwrap_or_else(|| commit.clone())
 }
 
 #[cfg(test)]
@@ -646,11 +661,15 @@ pub(crate) mod tests {
             skipped: Vec::new(),
             foreign: Default::default(),
         };
-        assert_eq!(code_commit(&history, 0), "c0");
-        assert_eq!(code_commit(&history, 1), "a1");
+        assert_eq!(code_commit(&history, 0).unwrap(), "c0");
+        assert_eq!(code_commit(&history, 1).unwrap(), "a1");
         let err = iteration_or_err(&history, 7);
         assert!(err.contains("no iteration 7"), "{err}");
         assert!(err.contains("iterations 0 to 1"), "{err}");
+        // past the last iteration: the same refusal, not an index out of bounds
+        let err = crate::hint::shown(&code_commit(&history, 2).unwrap_err());
+        assert!(err.starts_with("the session has no iteration 2"), "{err}");
+        assert!(err.ends_with("lists iterations 0 to 1"), "{err}");
     }
 
     /// An iteration with `letter` and configs `t0`, `t1`, ... of these latencies.

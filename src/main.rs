@@ -15,11 +15,6 @@ use git_cutile_perf::ui::{Render, Ui};
 use git_cutile_perf::{errors, git, process};
 
 fn main() -> ExitCode {
-    // a closed pipe (`status | head -1`) ends the program quietly, as for any Unix filter, instead of
-    // making println! panic
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
     let (cli, json) = match errors::parse_command_line() {
         Ok(parsed) => parsed,
         Err(code) => return code,
@@ -32,12 +27,16 @@ fn main() -> ExitCode {
             Err(err) => errors::report(&mut Ui::terminal(&mut std::io::stdout(), json), &err),
         };
     }
+    // SIGPIPE stays ignored, as Rust leaves it: a reader that stops early (`step | head -1`) must not
+    // kill a step between its tests and its record; the report's writes fail instead, and `Ui` says so
     let mut stdout = std::io::stdout().lock();
     let mut ui = Ui::terminal(&mut stdout, json);
-    match run(&mut ui, cli) {
+    let code = match run(&mut ui, cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => errors::report(&mut ui, &err),
-    }
+    };
+    ui.say_if_cut_short();
+    code
 }
 
 /// Runs a verb and shows its report, or passes its failure on.

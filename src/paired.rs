@@ -26,13 +26,17 @@ use crate::workers::lasting::{self, Code, WorkerEnv};
 use crate::workers::{Side, Worker, say_cold};
 
 /// A detached worktree of a commit, removed when dropped (with the folder it was made in, if any),
-/// unless it is kept with the worker that runs from it.
+/// unless it is kept with the worker that runs from it, or it holds an edit: tracebacks, logs and JUnit
+/// files point into it, so an editor may follow them there, and an edit is never removed ([`edited_trees`]
+/// names it until it is taken to the work tree or undone).
 pub struct CodeTree<'a> {
     repo: &'a Repo,
     pub path: PathBuf,
     /// The folder the tree was made in (a worker's home), removed with it.
     home: Option<PathBuf>,
     kept: bool,
+    /// Whether its checkout finished: a half-made tree holds no edit of anyone's.
+    made: bool,
 }
 
 impl<'a> CodeTree<'a> {
@@ -72,6 +76,7 @@ impl<'a> CodeTree<'a> {
             path: home.join("tree"),
             home: Some(home.to_path_buf()),
             kept: false,
+            made: true,
         }
     }
 
@@ -82,16 +87,18 @@ impl<'a> CodeTree<'a> {
         commit: &str,
     ) -> Result<CodeTree<'a>> {
         if path.exists() {
-            // left by a killed run of this same pid number: it is ours to replace
+            // left by a killed run of this same pid number: it is ours to replace, but for an edit in it
+            refuse_edited_trees(repo)?;
             let _ = repo.git(&["worktree", "remove", "--force", &path.to_string_lossy()]);
             let _ = std::fs::remove_dir_all(&path);
         }
         // owned from here: a failed checkout leaves nothing behind either
-        let tree = CodeTree {
+        let mut tree = CodeTree {
             repo,
             path,
             home,
             kept: false,
+            made: false,
         };
         repo.git(&[
             "worktree",
@@ -103,13 +110,14 @@ impl<'a> CodeTree<'a> {
         ])
         .context("could not check out a side's code beside the work tree")?;
         crate::ignored::copy_into(repo, &tree.path)?;
+        tree.made = true;
         Ok(tree)
     }
 }
 
 impl Drop for CodeTree<'_> {
     fn drop(&mut self) {
-        if self.kept {
+        if self.kept || (self.made && !edits_in(self.repo, &self.path).is_empty()) {
             return;
         }
         // after Ctrl-C too: git is not cut short while it puts things back
@@ -130,6 +138,67 @@ impl Drop for CodeTree<'_> {
             let _ = std::fs::remove_dir_all(home);
         }
     }
+}
+
+/// The paths an edit left in the worktree at `path` (git's status there): none when it is its commit's
+/// code, or not a worktree git can read.
+pub fn edits_in(repo: &Repo, path: &Path) -> Vec<String> {
+    repo.worktree_changes(path).unwrap_or_default()
+}
+
+/// Every side's worktree under the git dir (a worker's, `cutile-perf/workers/<home>/tree`, or a
+/// command's own, `cutile-perf/baseline-<pid>`) that holds an edit, with the edited paths.
+pub fn edited_trees(repo: &Repo) -> Result<Vec<(PathBuf, Vec<String>)>> {
+    let entries = |dir: PathBuf| {
+        std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|entry| entry.path())
+    };
+    let homes = entries(repo.git_path(lasting::WORKERS_DIR)?).map(|home| home.join("tree"));
+    let own = entries(repo.git_path("cutile-perf")?).filter(|path| {
+        (path.file_name().unwrap_or_default().to_string_lossy()).starts_with("baseline-")
+    });
+    Ok(homes
+        .chain(own)
+        .filter(|tree| tree.is_dir())
+        .map(|tree| {
+            let edits = edits_in(repo, &tree);
+            (tree, edits)
+        })
+        .filter(|(_, edits)| !edits.is_empty())
+        .collect())
+}
+
+/// Refuses while a side's worktree holds an edit, before anything could remove it: names the files and
+/// how to take them to the work tree.
+pub fn refuse_edited_trees(repo: &Repo) -> Result<()> {
+    let edited = edited_trees(repo)?;
+    let Some((first, _)) = edited.first() else {
+        return Ok(());
+    };
+    let listed: Vec<String> = (edited.iter())
+        .map(|(tree, edits)| format!("{}: {}", tree.display(), edits.join(", ")))
+        .collect();
+    let tree = shell_quoted(first);
+    Err(crate::hint::hinted(
+        format!(
+            "a side's code beside the work tree was edited there (where tracebacks and logs point), and \
+             the tool never removes an edit:\n  {}",
+            listed.join("\n  ")
+        ),
+        format!(
+            "take the edit to your work tree (from its top: `git -C {tree} diff HEAD | git apply`, and copy \
+             any new file), then undo it there (`git -C {tree} reset -q --hard && git -C {tree} clean -fdq`) \
+             and run the command again"
+        ),
+    ))
+}
+
+/// `path` quoted for a POSIX shell.
+fn shell_quoted(path: &Path) -> String {
+    format!("'{}'", path.display().to_string().replace('\'', r"'\''"))
 }
 
 /// One side's code and the warm worker that runs from it: a worktree of its own (never the user's

@@ -113,7 +113,8 @@ pub enum BenchmarkRun {
 /// The flag of TileGym's perf tests that prints each case's record (a fork may only print it).
 pub const BENCHMARK_RECORD: &str = "--print-record";
 
-/// A pytest command ready to start, and the fresh bytecode directory it keeps to while it runs.
+/// A pytest command ready to start, and the fresh bytecode directory of its own it keeps to while it runs
+/// ([`Bytecode`]).
 pub struct Prepared {
     run: PytestRun,
     program: String,
@@ -128,6 +129,11 @@ pub struct Prepared {
 }
 
 impl Prepared {
+    /// Leaves its bytecode directory in place past it, for a worker that outlives this command.
+    pub fn leave_bytecode(self) {
+        self._bytecode.leave();
+    }
+
     /// Runs `body` with the command as the runner gets it.
     pub fn with_call<T>(&self, body: impl FnOnce(&PytestCall) -> T) -> T {
         let args: Vec<&str> = self.args.iter().map(String::as_str).collect();
@@ -308,7 +314,8 @@ impl Pytest<'_> {
             &junit_arg,
         ]);
         args.extend_from_slice(extra);
-        let bytecode = Bytecode::for_checkout(self.root)?;
+        // a worker's own next to its plugins, in its home; a run's in the sandbox
+        let bytecode = Bytecode::private_in(plugins.unwrap_or(&self.sandbox))?;
         let mut env: Vec<(&'static str, std::ffi::OsString)> =
             vec![("PYTHONUNBUFFERED", "1".into())];
         env.extend(bytecode.env().map(|(name, value)| (name, value.into())));
@@ -565,49 +572,27 @@ pub fn python_words(python: &str) -> Result<Vec<String>> {
     })
 }
 
-/// Python's bytecode for a test process, kept out of the checkout (`__pycache__` next to the kernel would
-/// be an untracked change where it is not ignored): under `PYTHONPYCACHEPREFIX` in the user's cache, so the
-/// interpreter's, pytest's and torch's modules compile once per machine instead of in every run (a second
-/// per run on the fixture, seconds with torch). The part of that tree that mirrors the checkout (its
-/// baseline worktrees included, which are under its git dir) is emptied first, so a stale or planted `.pyc`
-/// cannot stand in for the source the tests import. Without a usable cache: a fresh empty directory.
+/// Python's bytecode for one test process: a fresh, empty directory of its own (`PYTHONPYCACHEPREFIX`,
+/// writing allowed), removed when the process is done. Kept out of the checkout (`__pycache__` next to
+/// the kernel would be an untracked change where it is not ignored), and shared with no other process:
+/// a cache every process writes is one where a candidate's code, at import, can leave a `.pyc` for the
+/// baseline's worktree that the baseline's next process loads instead of its source. Each process
+/// compiles what it imports once (pytest and the standard library among it, most of a second of CPU on
+/// the fixture).
 pub struct Bytecode {
-    prefix: PathBuf,
-    _fresh: Option<tempfile::TempDir>,
+    dir: tempfile::TempDir,
 }
 
-/// Where the shared bytecode tree lives, under the cache directory.
-const BYTECODE_CACHE: &str = "git-cutile-perf/pycache";
-
 impl Bytecode {
-    /// Bytecode for runs of the tests of the checkout at `root`.
-    pub fn for_checkout(root: &Path) -> Result<Bytecode> {
-        let shared = process::cache_dir().map(|cache| cache.join(BYTECODE_CACHE));
-        if let Some(prefix) = shared.filter(|prefix| Self::empty_mirror(prefix, root)) {
-            return Ok(Bytecode {
-                prefix,
-                _fresh: None,
-            });
-        }
-        let fresh = tempfile::Builder::new()
-            .prefix("cutile-perf-pycache-")
-            .tempdir()
+    /// A fresh, empty bytecode directory in `dir` (one the test process can reach: a Slurm job's node
+    /// sees the repository, not this machine's temporary directory).
+    pub fn private_in(dir: &Path) -> Result<Bytecode> {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        let dir = tempfile::Builder::new()
+            .prefix("pycache-")
+            .tempdir_in(dir)
             .context("cannot create an empty bytecode directory for the tests")?;
-        Ok(Bytecode {
-            prefix: fresh.path().to_path_buf(),
-            _fresh: Some(fresh),
-        })
-    }
-
-    /// Whether the mirror of `root` under `prefix` is gone (Python mirrors absolute source paths there).
-    fn empty_mirror(prefix: &Path, root: &Path) -> bool {
-        let Ok(relative) = root.strip_prefix("/") else {
-            return false;
-        };
-        match std::fs::remove_dir_all(prefix.join(relative)) {
-            Ok(()) => true,
-            Err(e) => e.kind() == std::io::ErrorKind::NotFound,
-        }
+        Ok(Bytecode { dir })
     }
 
     /// The environment of a test process that keeps to it (writing allowed, whatever the caller's
@@ -617,9 +602,15 @@ impl Bytecode {
             ("PYTHONDONTWRITEBYTECODE", String::new()),
             (
                 "PYTHONPYCACHEPREFIX",
-                self.prefix.to_string_lossy().into_owned(),
+                self.dir.path().to_string_lossy().into_owned(),
             ),
         ]
+    }
+
+    /// Leaves the directory where it is when this value goes: a kept worker still writes there (it is
+    /// in the worker's home, removed with it).
+    fn leave(self) {
+        let _ = self.dir.keep();
     }
 }
 

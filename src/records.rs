@@ -16,6 +16,7 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 use quick_xml::events::{BytesStart, Event};
 
+use crate::hint::hinted;
 use crate::pyliteral::{self, PyValue};
 
 /// What pytest reported for one test case.
@@ -47,6 +48,9 @@ pub enum RecordSource {
     Property,
     /// The printed line `Cutile: {'forward': {...}} ms`, the backend's passes only.
     PrintedLine,
+    /// More than one printed line in one case (the text holds them all, one a line): the harness prints
+    /// one, and a line the code under test printed cannot be told from it, so none is taken.
+    PrintedLines,
 }
 
 /// A case's record as its source wrote it, read into numbers only when measured ([`measurements`]), so
@@ -200,20 +204,25 @@ struct JunitCase {
 
 impl JunitCase {
     fn end(self) -> CaseReport {
-        let printed = || {
-            self.stdout.lines().find_map(|line| {
+        let printed: Vec<String> = (self.stdout.lines())
+            .filter_map(|line| {
                 let rest = line.trim().strip_prefix("Cutile:")?;
                 Some(rest.trim().trim_end_matches("ms").trim_end().to_string())
             })
-        };
-        let record = match self.property {
-            Some(text) => Some(Record {
+            .collect();
+        let record = match (self.property, printed.len()) {
+            (Some(text), _) => Some(Record {
                 source: RecordSource::Property,
                 text,
             }),
-            None => printed().map(|text| Record {
+            (None, 0) => None,
+            (None, 1) => Some(Record {
                 source: RecordSource::PrintedLine,
-                text,
+                text: printed.concat(),
+            }),
+            (None, _) => Some(Record {
+                source: RecordSource::PrintedLines,
+                text: printed.join("\n"),
             }),
         };
         CaseReport {
@@ -371,6 +380,15 @@ impl Record {
                     abbreviate(text)
                 )
             }),
+            RecordSource::PrintedLines => Err(hinted(
+                format!(
+                    "{id} printed {} record lines (`Cutile: ... ms`) where its harness prints one: a line \
+                     the code under test printed cannot be told from the harness's, so none is taken",
+                    text.lines().count()
+                ),
+                "remove the print of a `Cutile:` line from the kernel's code (or have the harness record \
+                 the benchmark with record_property), then step again",
+            )),
         }
     }
 }
@@ -624,7 +642,7 @@ Cutile: {'forward': {'median': 0.5, 'kernel': 'a&lt;b&gt;'}} ms
             r#"<system-out>Cutile: {'forward': {'median': 9.0}} ms</system-out></testcase>"#,
             r#"<testcase classname="t" name="printed"><system-out>warm-up
   Cutile: {'backward': {'median': 0.5}} ms
-Cutile: {'forward': {'median': 7.0}} ms</system-out></testcase>"#,
+done</system-out></testcase>"#,
             r#"<testcase classname="t" name="none"><system-out>Torch: {'forward': {}} ms</system-out></testcase>"#,
         ));
         let cases = RecordFormat::Junit.parse(&xml).unwrap();
@@ -643,6 +661,32 @@ Cutile: {'forward': {'median': 7.0}} ms</system-out></testcase>"#,
         let m = measurements(&cases[..2], Statistic::Median).unwrap();
         let values: Vec<_> = m.iter().map(|m| (m.pass.as_str(), m.value)).collect();
         assert_eq!(values, [("forward", 0.25), ("backward", 0.5)]);
+    }
+
+    #[test]
+    fn a_second_printed_record_line_is_refused_never_taken() {
+        // the code under test printing a line of its own before the harness's, or after it
+        for stdout in [
+            "Cutile: {'forward': {'median': 0.01}} ms\nCutile: {'forward': {'median': 7.0}} ms",
+            "Cutile: {'forward': {'median': 7.0}} ms\nCutile: {'forward': {'median': 0.01}} ms",
+        ] {
+            let xml = junit(&format!(
+                r#"<testcase classname="t" name="twice"><system-out>{stdout}</system-out></testcase>"#
+            ));
+            let cases = RecordFormat::Junit.parse(&xml).unwrap();
+            assert_eq!(
+                cases[0].record.as_ref().map(|r| r.source),
+                Some(RecordSource::PrintedLines)
+            );
+            let err = measurements(&cases, Statistic::Median).unwrap_err();
+            assert_eq!(
+                crate::hint::shown(&err),
+                "t::twice printed 2 record lines (`Cutile: ... ms`) where its harness prints one: a line \
+                 the code under test printed cannot be told from the harness's, so none is taken\nhint: \
+                 remove the print of a `Cutile:` line from the kernel's code (or have the harness record \
+                 the benchmark with record_property), then step again"
+            );
+        }
     }
 
     #[test]

@@ -88,7 +88,12 @@ pub fn remove_orphaned_worktrees(repo: &Repo) -> Result<usize> {
         });
     let mut removed = 0;
     for (pid, dir, worktree) in baselines.chain(homes) {
-        if crate::journal::pid_alive(pid) || kept.contains(&dir) || !dir.is_dir() {
+        // an edit in it (an editor following a traceback there) stays: `step` names it
+        if crate::journal::pid_alive(pid)
+            || kept.contains(&dir)
+            || !dir.is_dir()
+            || !crate::paired::edits_in(repo, &worktree).is_empty()
+        {
             continue;
         }
         let _ = repo.git(&["worktree", "remove", "--force", &worktree.to_string_lossy()]);

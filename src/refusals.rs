@@ -22,6 +22,7 @@ pub fn check_start(repo: &Repo, test: &str) -> Result<()> {
              commit",
         ));
     }
+    refuse_linked_test(repo, test)?;
     if !tracked(repo, test)? {
         return Err(hinted(
             format!(
@@ -63,8 +64,10 @@ pub fn check_start(repo: &Repo, test: &str) -> Result<()> {
     check_tree(repo)
 }
 
-/// Before every `step` runs anything: what could have changed since `start` checked it.
-pub fn check_step(repo: &Repo, allowed: &[String]) -> Result<()> {
+/// Before every `step` runs anything: what could have changed since `start` checked it (the session's
+/// `test` file among it: one a session began with, before links were refused, is refused now).
+pub fn check_step(repo: &Repo, allowed: &[String], test: &str) -> Result<()> {
+    refuse_linked_test(repo, test)?;
     for path in allowed {
         let full = repo.root.join(path);
         if std::fs::symlink_metadata(&full).is_ok_and(|m| m.file_type().is_symlink()) {
@@ -77,6 +80,28 @@ pub fn check_step(repo: &Repo, allowed: &[String]) -> Result<()> {
         }
     }
     check_tree(repo)
+}
+
+/// The test file must be the file itself: through a symbolic link, what the tests run could change
+/// where git does not see it (a file outside the repository), and a side's worktree would run what the
+/// link points at rather than its own commit's test.
+fn refuse_linked_test(repo: &Repo, test: &str) -> Result<()> {
+    let path = repo.root.join(test);
+    if !std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Ok(());
+    }
+    let target =
+        std::fs::read_link(&path).map_or_else(|_| "?".to_string(), |p| p.display().to_string());
+    Err(hinted(
+        format!(
+            "the test file {test} is a symbolic link (to {target}): what the tests run could change \
+             where git does not see it"
+        ),
+        format!(
+            "put a copy of the file itself in its place and commit it (`cp --remove-destination \
+             \"$(readlink -f {test})\" {test} && git commit {test}`), then start a session from that commit"
+        ),
+    ))
 }
 
 /// A path given to `--allow`: one file, not a directory (a directory never matches the rule's paths).

@@ -24,6 +24,8 @@ pub struct Ui<'a> {
     progress: Progress,
     json: bool,
     colour: bool,
+    /// Whether `out` was closed by its reader (`| head -1`) before the report was all written.
+    cut_short: bool,
 }
 
 impl<'a> Ui<'a> {
@@ -35,6 +37,7 @@ impl<'a> Ui<'a> {
             progress: Progress::stderr(json),
             json,
             colour: console::colors_enabled(),
+            cut_short: false,
         }
     }
 
@@ -45,6 +48,7 @@ impl<'a> Ui<'a> {
             progress,
             json,
             colour: false,
+            cut_short: false,
         }
     }
 
@@ -68,14 +72,31 @@ impl<'a> Ui<'a> {
         &self.progress
     }
 
-    /// The one place a verb's report is printed: as one JSON document under `--json`, else its text.
+    /// The one place a verb's report is printed: as one JSON document under `--json`, else its text. A
+    /// reader that closed `out` before the end (`| head -1`) is no failure of the verb, whose work is
+    /// done: the rest is dropped and [`Ui::say_if_cut_short`] says so.
     pub fn show(&mut self, report: &impl Render) -> anyhow::Result<()> {
-        if self.json {
-            return write_json(self.out, report);
+        let shown = match self.json {
+            true => write_json(self.out, report),
+            false => report.render(self).and_then(|()| Ok(self.out.flush()?)),
+        };
+        match shown {
+            Err(e) if is_closed_pipe(&e) => {
+                self.cut_short = true;
+                Ok(())
+            }
+            shown => shown,
         }
-        report.render(self)?;
-        self.out.flush()?;
-        Ok(())
+    }
+
+    /// Says on the progress sink (stderr) that the report was cut short, if it was.
+    pub fn say_if_cut_short(&mut self) {
+        if self.cut_short {
+            self.progress(
+                "the report was cut short: its reader closed stdout (the command itself ran to its end; \
+                 `git cutile-perf status` shows the record)",
+            );
+        }
     }
 
     pub fn bold<'t>(&self, text: &'t str) -> console::StyledObject<&'t str> {
@@ -216,8 +237,14 @@ pub fn word(word: impl Word) -> console::StyledObject<&'static str> {
     }
 }
 
-/// Writes a value as one JSON document. (A closed pipe, `| head`, ends the process quietly: `main`
-/// leaves SIGPIPE at its default.)
+/// Whether `err` is a write to a pipe its reader closed.
+fn is_closed_pipe(err: &anyhow::Error) -> bool {
+    err.chain()
+        .filter_map(|cause| cause.downcast_ref::<std::io::Error>())
+        .any(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+}
+
+/// Writes a value as one JSON document.
 pub fn write_json(out: &mut dyn Write, value: &impl serde::Serialize) -> anyhow::Result<()> {
     writeln!(out, "{}", serde_json::to_string_pretty(value)?)?;
     out.flush()?;

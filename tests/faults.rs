@@ -801,3 +801,48 @@ fn repair_after_a_kill_keeps_the_kernel_as_edited_since() {
     assert_eq!(f.head(), base);
     assert_eq!(f.status(), format!(" M {KERNEL}\n"));
 }
+
+/// `step` whose stdout (and, with `stderr_too`, stderr) is a pipe its reader closed at once, as
+/// `step | head -1` leaves it once head has its line: how it ended, and its stderr when that was kept.
+fn step_into_a_closed_pipe(f: &Fixture, stderr_too: bool) -> (std::process::ExitStatus, String) {
+    let (reader, writer) = std::io::pipe().unwrap();
+    let mut command = f.command(&["step", "tile size 256"]);
+    command.stdout(writer.try_clone().unwrap());
+    match stderr_too {
+        true => command.stderr(writer),
+        false => command.stderr(Stdio::piped()),
+    };
+    let child = command.spawn().unwrap();
+    // the reader goes before the tool writes a word; so does this process's copy of the writer
+    drop(reader);
+    drop(command);
+    let out = child.wait_with_output().unwrap();
+    (out.status, text(&out.stderr))
+}
+
+#[test]
+fn a_reader_that_closes_the_pipe_does_not_cut_a_step_short() {
+    let f = Fixture::new();
+    f.start();
+    // its progress and its report into a closed pipe (`step ... 2>&1 | head -1`): the step runs to its
+    // end and is recorded, nothing left for `repair`
+    f.edit_kernel("TILE_SIZE = 128", "TILE_SIZE = 256");
+    f.set_latency(0.05, 0.5);
+    let (status, _) = step_into_a_closed_pipe(&f, true);
+    assert!(status.success(), "{status:?}");
+    let subjects = || f.git(&["log", "--format=%s"]);
+    assert!(subjects().contains("#1 keep"), "{}", subjects());
+    assert_eq!(f.status(), "");
+    assert!(!f.ok_all(&["status"]).contains("repair"));
+    // its report alone into one: said on stderr
+    f.edit_kernel("TILE_SIZE = 256", "TILE_SIZE = 512");
+    f.set_latency(0.03, 0.3);
+    let (status, stderr) = step_into_a_closed_pipe(&f, false);
+    assert!(status.success(), "{status:?} {stderr}");
+    assert!(
+        stderr.contains("the report was cut short: its reader closed stdout"),
+        "{stderr}"
+    );
+    assert!(subjects().contains("#2 keep"), "{}", subjects());
+    f.ok(&["verify"]);
+}

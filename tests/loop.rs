@@ -785,3 +785,44 @@ fn a_step_judges_a_config_under_3_2_us_on_its_records_means() {
     f.ok(&["verify"]);
     f.replays_as_recorded();
 }
+
+/// A clone of `author`'s session branch with its record (notes and refs): its `.git/info/exclude` is its
+/// own, without `/sandbox/`.
+fn clone_of_session(author: &Fixture) -> Fixture {
+    let clone = Fixture::empty();
+    let origin = author.root.to_str().unwrap();
+    clone.git(&["clone", "-q", "-b", &author.session_branch(), origin, "."]);
+    clone.git(&[
+        "fetch",
+        "-q",
+        "origin",
+        "refs/notes/*:refs/notes/*",
+        "refs/cutile-perf/*:refs/cutile-perf/*",
+    ]);
+    clone
+}
+
+#[test]
+fn in_a_clone_the_session_was_fetched_into_the_tools_outputs_are_not_the_users_changes() {
+    let author = Fixture::new();
+    author.start();
+    // steps: the second is not refused for the first one's outputs
+    let clone = clone_of_session(&author);
+    clone.edit_kernel("TILE_SIZE = 128", "TILE_SIZE = 256");
+    clone.set_latency(0.05, 0.5);
+    let report = clone.step_json(&["tile size 256"]);
+    assert_eq!(word(&report, "status"), "keep", "{report}");
+    assert_eq!(clone.status(), "");
+    clone.edit_kernel("TILE_SIZE = 256", "TILE_SIZE = 512");
+    clone.set_latency(0.03, 0.3);
+    let report = clone.step_json(&["tile size 512"]);
+    assert_eq!(word(&report, "status"), "keep", "{report}");
+    // a verb that only writes the table
+    let clone = clone_of_session(&author);
+    clone.ok(&["table", "--write"]);
+    assert_eq!(
+        clone.status(),
+        "",
+        "the table in sandbox/ is no change of the user's"
+    );
+}

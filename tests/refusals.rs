@@ -202,6 +202,23 @@ fn reftable_repositories_get_no_hook() {
 }
 
 #[test]
+fn a_test_file_that_is_a_link_out_of_the_repository_is_refused() {
+    let f = Fixture::new();
+    let outside = tempfile::tempdir().unwrap();
+    let copy = outside.path().join("test_vector_add.py");
+    std::fs::copy(f.path(TEST), &copy).unwrap();
+    std::fs::remove_file(f.path(TEST)).unwrap();
+    symlink(&copy, f.path(TEST)).unwrap();
+    f.git(&["add", TEST]);
+    f.git(&["commit", "-qm", "the test kept elsewhere"]);
+    start_refused(
+        &f,
+        &["--test", TEST],
+        &format!("the test file {TEST} is a symbolic link"),
+    );
+}
+
+#[test]
 fn a_kernel_replaced_by_a_link_is_refused() {
     let f = Fixture::new();
     f.start();

@@ -263,13 +263,15 @@ fn kept_worker(f: &Fixture) -> i32 {
     workers[0]["pid"].as_i64().unwrap() as i32
 }
 
-/// The pytest starts of one successful command of the tool (`CUTILE_PERF_FIXTURE_STARTS`'s lines).
+/// The pytest starts of one successful command of the tool (`CUTILE_PERF_FIXTURE_STARTS`'s lines), run
+/// with the environment [`counted_step`] gives a step (a worker it keeps serves only that environment).
 fn pytest_starts_of(f: &Fixture, args: &[&str]) -> Vec<String> {
     let starts = f.root.join("../starts.txt");
     let _ = std::fs::remove_file(&starts);
     let out = f
         .command(args)
         .env("CUTILE_PERF_FIXTURE_STARTS", &starts)
+        .env("CUTILE_PERF_FIXTURE_CASES", f.root.join("../cases.txt"))
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -580,13 +582,25 @@ fn worker_pids(starts: &std::path::Path) -> Vec<i32> {
     worker_pids_of(&lines)
 }
 
-/// A step of a candidate 10% faster whose timed cases take 30 s each in the workers it starts, running
-/// in the background: pytest's starts go to `starts`, the tool's stderr to `log`.
+/// Appended to the candidate's kernel: each timed call (the perf cases pass arrays, the correctness cases
+/// lists) takes 30 s.
+const SLOW_TIMED_CALLS: &str = r#"
+import time as _time
+_quick = vector_add
+def vector_add(a, b):
+    if isinstance(a, array):
+        _time.sleep(30)
+    return _quick(a, b)
+"#;
+
+/// A step of a candidate 10% faster whose timed cases take 30 s each, running in the background:
+/// pytest's starts go to `starts`, the tool's stderr to `log`.
 fn slow_step(f: &Fixture, starts: &Path, log: &Path) -> std::process::Child {
     f.set_latency(0.09, 0.9);
+    f.append(support::KERNEL, SLOW_TIMED_CALLS);
     f.command(&["step", "tile size 256"])
         .env("CUTILE_PERF_FIXTURE_STARTS", starts)
-        .env("CUTILE_PERF_FIXTURE_CASE_S", "30")
+        .env("CUTILE_PERF_FIXTURE_CASES", f.root.join("../cases.txt"))
         .stdout(std::process::Stdio::null())
         .stderr(std::fs::File::create(log).unwrap())
         .spawn()
@@ -636,11 +650,11 @@ fn stopped(pid: i32) -> bool {
 #[test]
 fn a_worker_held_while_the_tool_is_killed_ends_too() {
     let f = Fixture::new();
-    f.ok(&["start", "vector_add"]);
-    let kept = kept_worker(&f);
     let starts = f.root.join("../starts.txt");
+    pytest_starts_of(&f, &["start", "vector_add"]);
+    let kept = kept_worker(&f);
     let log = f.root.join("../step.txt");
-    // the kept worker has start's environment, its cases quick: while the candidate's slow ones are
+    // the kept worker holds the baseline's code, its cases quick: while the candidate's slow ones are
     // measured, it is held
     let tool = slow_step(&f, &starts, &log);
     let until = Instant::now() + Duration::from_secs(60);
@@ -712,21 +726,85 @@ fn a_side_whose_code_is_written_during_the_step_is_a_crash_and_its_worker_is_not
         "{reason}"
     );
     f.ok(&["verify"]);
-    // the baseline's worker outlived the crash, but its tree is not its commit's code any more
+    // the baseline's worker outlived the crash, but its tree is not its commit's code any more: the
+    // next step names what was written there, and removes nothing
     assert_eq!(kept_worker(&f), kept);
     f.edit_kernel("TILE_SIZE = 128", "TILE_SIZE = 256");
+    let err = f.fails(&["step", "tile size 256"]);
+    assert!(
+        err.contains("a side's code beside the work tree was edited there")
+            && err.contains("/tree: src/tilegym/ops/cutile/vector_add.py"),
+        "{err}"
+    );
+    // undone there, as the hint says: the step goes on
+    let tree = baseline_tree(&f);
+    f.run_in(&tree, "git", &["reset", "-q", "--hard"]);
     let out = f.run(&["step", "--json", "tile size 256"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let stderr = text(&out.stderr);
-    assert!(
-        stderr.contains(&format!(
-            "the kept worker (pid {kept}) cannot serve this step (its code beside the work tree was \
-             changed: src/tilegym/ops/cutile/vector_add.py)"
-        )),
-        "{stderr}"
-    );
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_ne!(report["status"], "crash", "{report}");
+}
+
+/// The worktree the one kept worker runs from (`.git/cutile-perf/workers/<home>/tree`).
+fn baseline_tree(f: &Fixture) -> std::path::PathBuf {
+    let homes: Vec<_> = std::fs::read_dir(f.root.join(".git/cutile-perf/workers"))
+        .unwrap()
+        .flatten()
+        .map(|entry| entry.path().join("tree"))
+        .filter(|tree| tree.is_dir())
+        .collect();
+    assert_eq!(homes.len(), 1, "{homes:?}");
+    homes[0].clone()
+}
+
+#[test]
+fn an_edit_made_in_the_kept_workers_tree_is_never_removed() {
+    let f = Fixture::new();
+    f.ok(&["start", "vector_add"]);
+    // an editor following a traceback into the kept worker's tree edits the kernel there
+    let tree = baseline_tree(&f);
+    let edited = tree.join(support::KERNEL);
+    let text = std::fs::read_to_string(&edited).unwrap();
+    std::fs::write(&edited, text.replace("TILE_SIZE = 128", "TILE_SIZE = 256")).unwrap();
+    f.edit_kernel("CORRECT = True", "CORRECT = True  # checked");
+    let err = f.fails(&["step", "a comment"]);
+    assert!(
+        err.contains(&format!("{}: {}", tree.display(), support::KERNEL)),
+        "{err}"
+    );
+    assert!(err.contains("diff HEAD | git apply"), "{err}");
+    // neither a refused step nor `repair`, which ends the worker, removes it
+    f.ok(&["repair"]);
+    assert!(
+        std::fs::read_to_string(&edited)
+            .unwrap()
+            .contains("TILE_SIZE = 256")
+    );
+    assert!(f.fails(&["step", "a comment"]).contains("was edited there"));
+    // taken to the work tree and undone there, as the hint says: the step measures it
+    f.git(&["checkout", "--", support::KERNEL]);
+    let diff = f.run_in(&tree, "git", &["diff", "HEAD"]);
+    let applied = f
+        .program("git", &f.root)
+        .args(["apply"])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut apply| {
+            use std::io::Write;
+            apply.stdin.take().unwrap().write_all(&diff.stdout)?;
+            apply.wait()
+        })
+        .unwrap();
+    assert!(applied.success());
+    f.run_in(&tree, "git", &["reset", "-q", "--hard"]);
+    f.set_latency(0.05, 0.5);
+    let report = f.step_json(&["tile size 256"]);
+    assert_eq!(report["status"], "keep", "{report}");
+    assert!(
+        std::fs::read_to_string(f.path(support::KERNEL))
+            .unwrap()
+            .contains("TILE_SIZE = 256")
+    );
 }
 
 #[test]
@@ -889,7 +967,8 @@ fn the_other_side_is_held_still_while_one_side_measures() {
 #[test]
 fn worker_logs_stay_one_steps_worth() {
     let f = Fixture::new();
-    f.ok(&["start", "vector_add"]);
+    // in the steps' environment: its kept worker serves the first
+    pytest_starts_of(&f, &["start", "vector_add"]);
     let logs = || {
         let mut names: Vec<String> = std::fs::read_dir(f.path("sandbox"))
             .unwrap()
@@ -1003,4 +1082,74 @@ fn a_later_rounds_workers_start_up_while_the_round_before_measures_held_while_th
             .iter()
             .all(|&pid| !alive(pid) || pid == kept_worker(&f))
     );
+}
+
+/// A switch the kernel's module reads at import, as TileGym's read `TILEGYM_DISABLE_AUTOTUNE`: set, every
+/// config takes half as long.
+const HALVED_BY_A_SWITCH: &str = r#"
+import os as _os
+if _os.environ.get("FIXTURE_FAST_SWITCH"):
+    LATENCY_MS = {size: ms / 2 for size, ms in LATENCY_MS.items()}
+"#;
+
+#[test]
+fn a_kept_worker_started_under_another_environment_is_not_reused() {
+    let f = Fixture::new();
+    f.start();
+    f.append(support::KERNEL, HALVED_BY_A_SWITCH);
+    let step = counted_step_at(&f, (0.05, 0.5), &[]);
+    assert_eq!(step.report["status"], "keep", "{}", step.report);
+    let kept = kept_worker(&f);
+    // a comment alone, stepped with the switch set: the kept worker runs the code without it
+    f.append(support::KERNEL, "\n# the same code\n");
+    let step = counted_step_at(&f, (0.05, 0.5), &[("FIXTURE_FAST_SWITCH", "1")]);
+    assert!(
+        step.stderr.contains(&format!(
+            "the kept worker (pid {kept}) cannot serve this step (its environment was another: \
+             FIXTURE_FAST_SWITCH set)"
+        )),
+        "{}",
+        step.stderr
+    );
+    assert!(!alive(kept));
+    assert_ne!(step.report["status"], "keep", "{}", step.report);
+}
+
+/// Appended to the candidate's kernel: at import, a `.pyc` of the standard library's `random` written
+/// where this process's bytecode directory keeps it, whose `Random.gauss` returns 1000 in the baseline's
+/// processes (those running from `workers/baseline-*`): a baseline that loads it draws its noise 1000
+/// standard deviations up, and so runs slower.
+const PLANTS_BYTECODE: &str = r#"
+import importlib.util as _util, importlib._bootstrap_external as _external, os as _os, random as _random
+_source = _random.__file__
+with open(_source) as _file:
+    _text = _file.read() + """
+import os as _o
+if "/workers/baseline-" in _o.getcwd():
+    Random.gauss = lambda self, mu=0.0, sigma=1.0: 1000.0
+"""
+_stat = _os.stat(_source)
+_pyc = _util.cache_from_source(_source)
+_os.makedirs(_os.path.dirname(_pyc), exist_ok=True)
+with open(_pyc, "wb") as _file:
+    _file.write(_external._code_to_timestamp_pyc(compile(_text, _source, "exec"), _stat.st_mtime, _stat.st_size))
+"#;
+
+#[test]
+fn the_candidates_code_cannot_leave_bytecode_for_the_baseline() {
+    let f = Fixture::new();
+    // a small noise the harness draws from `random`, in every command's environment
+    let noise = [("CUTILE_PERF_FIXTURE_NOISE", "0.0001")];
+    let mut start = f.command(&["start", "vector_add"]);
+    start.envs(noise);
+    assert!(start.output().unwrap().status.success());
+    f.append(support::KERNEL, PLANTS_BYTECODE);
+    counted_step_at(&f, (0.05, 0.5), &noise);
+    // the baseline's next processes start afresh (`repair` ends the kept worker), beside a change as
+    // fast as it: no change, whatever the step before left behind
+    f.ok(&["repair"]);
+    f.append(support::KERNEL, "\nUNUSED = 1\n");
+    let step = counted_step_at(&f, (0.05, 0.5), &noise);
+    let change = step.report["change_pct"].as_f64().unwrap();
+    assert!(change.abs() < 1.0, "{}", step.report);
 }

@@ -86,8 +86,8 @@ pub fn run(repo: &Repo, number_a: u32, number_b: u32) -> Result<CompareReport> {
         iteration(&history, number_b)?,
     );
     let (commit_a, commit_b) = (
-        code_commit(&history, number_a),
-        code_commit(&history, number_b),
+        code_commit(&history, number_a)?,
+        code_commit(&history, number_b)?,
     );
     let mut diff_args = vec!["diff", "--stat", &commit_a, &commit_b, "--"];
     diff_args.extend(history.session.allowed.iter().map(String::as_str));

@@ -176,12 +176,14 @@ impl<'a> Demo<'a> {
         demo.git(&["config", "user.email", "demo@localhost"])?;
         demo.git(&["add", "-A"])?;
         demo.git(&["commit", "-q", "-m", "A TileGym-shaped repository"])?;
-        println!(
+        say(&format!(
             "{} a TileGym-shaped repository in {}",
             ui::bold("demo:"),
             root.display()
-        );
-        println!("      its tests simulate latency and correctness from constants in {KERNEL}\n");
+        ));
+        say(&format!(
+            "      its tests simulate latency and correctness from constants in {KERNEL}\n"
+        ));
         Ok(demo)
     }
 
@@ -229,7 +231,11 @@ impl<'a> Demo<'a> {
                 }
             })
             .collect();
-        println!("\n{} git cutile-perf {}", ui::bold("$"), shown.join(" "));
+        say(&format!(
+            "\n{} git cutile-perf {}",
+            ui::bold("$"),
+            shown.join(" ")
+        ));
         let mut tool = process::command(&self.exe.to_string_lossy(), args).dir(self.root);
         if let Some(path) = &self.search_path {
             tool = tool.env("PATH", path);
@@ -255,9 +261,16 @@ impl<'a> Demo<'a> {
             text = text.replacen(from, to, 1);
         }
         std::fs::write(&path, text)?;
-        println!("\n{} edit {KERNEL}: {what}", ui::bold("demo:"));
+        say(&format!("\n{} edit {KERNEL}: {what}", ui::bold("demo:")));
         Ok(())
     }
+}
+
+/// A line of the demo's narration on stdout; a reader that stopped reading (`| head`) loses it, and the
+/// demo goes on.
+fn say(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stdout(), "{line}");
 }
 
 #[cfg(test)]

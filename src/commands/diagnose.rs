@@ -17,7 +17,7 @@ use crate::diagnose::facts::Place;
 use crate::diagnose::profile::{heaviest, profile};
 use crate::git::Repo;
 use crate::hint::{Hinted, hinted};
-use crate::history::{Configs, History, code_commit, iteration, require_history, sandbox};
+use crate::history::{Configs, History, code_commit, iteration, made_sandbox, require_history};
 use crate::runner::{self, Runner};
 use crate::session::{Iteration, short};
 use crate::ui::{self, Render, Ui};
@@ -57,7 +57,7 @@ pub fn run(ui: &mut Ui, repo: &Repo, args: &DiagnoseOptions) -> Result<DiagnoseR
         Some(number) => find(&history, number)?,
         None => {
             let baseline = history.current_baseline();
-            (code_commit(&history, baseline.number), baseline)
+            (code_commit(&history, baseline.number)?, baseline)
         }
     };
     let config = match &args.config {
@@ -75,7 +75,7 @@ pub fn run(ui: &mut Ui, repo: &Repo, args: &DiagnoseOptions) -> Result<DiagnoseR
     let place = runner::open(
         &history.session.runner,
         &repo.root,
-        &sandbox(repo),
+        &made_sandbox(repo)?,
         ui.sink(),
     )?;
     require_ncu(&*place, &repo.root)?;
@@ -121,7 +121,7 @@ impl Render for DiagnoseReport {
 
 /// The iteration numbered `number` and the commit holding its code.
 fn find(history: &History, number: u32) -> Result<(String, &Iteration)> {
-    Ok((code_commit(history, number), iteration(history, number)?))
+    Ok((code_commit(history, number)?, iteration(history, number)?))
 }
 
 /// Where `diagnose --save DIR` keeps the report of `config` in iteration `number`: an absolute path (ncu

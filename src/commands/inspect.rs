@@ -102,7 +102,7 @@ fn measure(
             .filter(|dir| !dir.as_os_str().is_empty())
             .chain([plugin_dir.to_path_buf()]),
     )?;
-    let bytecode = pytest::Bytecode::for_checkout(&repo.root)?;
+    let bytecode = pytest::Bytecode::private_in(plugin_dir)?;
     let [no_write, prefix] = bytecode.env();
     let metrics = ncu::metrics(ncu::query_metrics(&Local, &repo.root).as_deref());
     let ncu_args = ncu::args(metrics, &names.join("|"), WARM_UP_LAUNCHES, 1, &csv);
@@ -187,10 +187,7 @@ fn perf_case_command(args: &InspectOptions, test: &TestMatch) -> Result<Vec<Stri
 /// Where ncu writes its log and its CSV, in the sandbox (which git ignores); no CSV of an earlier
 /// run is left there.
 fn ncu_outputs(repo: &Repo) -> Result<(PathBuf, PathBuf)> {
-    repo.exclude(&format!("/{}/", crate::guard::SANDBOX))?;
-    let sandbox = crate::history::sandbox(repo);
-    std::fs::create_dir_all(&sandbox)
-        .with_context(|| format!("cannot create {}", sandbox.display()))?;
+    let sandbox = crate::history::made_sandbox(repo)?;
     let (log, csv) = (sandbox.join("ncu.log"), sandbox.join("ncu.csv"));
     // a CSV left by an earlier run must never be read as this one's
     std::fs::remove_file(&csv).ok();

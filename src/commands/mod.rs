@@ -28,7 +28,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 
 use crate::git::Repo;
-use crate::history::{History, sandbox};
+use crate::history::{History, made_sandbox, sandbox};
 
 /// Writes `contents` to `path`, saying which file could not be written.
 fn write_file(path: PathBuf, contents: &str) -> Result<PathBuf> {
@@ -62,7 +62,5 @@ pub fn write_report(
 
 /// `name` under the sandbox, which is made if missing.
 pub fn in_sandbox(repo: &Repo, name: &str) -> Result<PathBuf> {
-    let dir = sandbox(repo);
-    std::fs::create_dir_all(&dir)?;
-    Ok(dir.join(name))
+    Ok(made_sandbox(repo)?.join(name))
 }

@@ -86,8 +86,7 @@ impl Case {
         let mut command = crate::pytest::python_words(&session.python)?;
         command
             .extend(["-m", "pytest", &node_id, "-q", "-p", "no:cacheprovider"].map(str::to_string));
-        repo.exclude(&format!("/{}/", crate::guard::SANDBOX))?;
-        let dir = crate::history::sandbox(repo).join(scratch);
+        let dir = crate::history::made_sandbox(repo)?.join(scratch);
         let _ = std::fs::remove_dir_all(&dir);
         let dumps = dir.join("tileir");
         std::fs::create_dir_all(&dumps)
@@ -95,7 +94,7 @@ impl Case {
         let python_path = crate::pytest::sources_first(&root)?
             .map(|path| path.to_string_lossy().into_owned())
             .unwrap_or_else(|| std::env::var("PYTHONPATH").unwrap_or_default());
-        let bytecode = crate::pytest::Bytecode::for_checkout(&root)?;
+        let bytecode = crate::pytest::Bytecode::private_in(&dir)?;
         let mut env = vec![
             ("TILEGYM_DISABLE_AUTOTUNE", "1".to_string()),
             ("PYTHONPATH", python_path),

@@ -4,6 +4,7 @@
 //! the worker's runs depend on; a step reuses the worker only when all of it still holds, and ends it
 //! otherwise. The worker ends itself when idle too long or when its channel is gone.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -24,26 +25,50 @@ pub struct Code {
     pub tree: String,
 }
 
-/// What a worker's runs depend on besides its code.
+/// What a worker's runs depend on besides its code: a kept worker serves a later command only when all
+/// of it is the same then.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WorkerEnv {
     pub python: String,
     pub test: String,
+    /// The test file's content as the work tree holds it (links followed): its git blob id; none where
+    /// it cannot be read. A test that changed where git does not see it (a file a link points at) ends
+    /// the worker that collected the old one.
+    #[serde(default)]
+    pub test_content: Option<String>,
     pub filter: Option<String>,
-    /// The tool's own `PYTHONPATH` (the side's `src/` and the tool's plugins come first).
-    pub python_path: Option<String>,
+    /// Every variable of the environment the tool passes on to its tests (a switch the code reads, as
+    /// `TILEGYM_DISABLE_AUTOTUNE` or a `CUDA_*` one, `PYTHONPATH`), by name, each value as a digest (its
+    /// git blob id) so that the record on disk holds no value: a worker started under other values
+    /// would run other code than a fresh one. The shell's own bookkeeping ([`NOT_PASSED_ON`]) is left
+    /// out. Empty in a record written before it was kept, which no worker serves then.
+    #[serde(default)]
+    pub environment: BTreeMap<String, String>,
     /// `CUDA_VISIBLE_DEVICES`: the GPU the worker's CUDA context is on.
     pub gpu: Option<String>,
 }
 
+/// Variables a shell sets afresh for each command it runs, which say where and how it was typed, not
+/// what the tests run: a worker is not ended for them.
+const NOT_PASSED_ON: [&str; 4] = ["_", "OLDPWD", "PWD", "SHLVL"];
+
 impl WorkerEnv {
-    /// The environment of a session's workers started now, on `gpu`.
-    pub fn now(python: &str, test: &str, filter: Option<&str>, gpu: Option<String>) -> WorkerEnv {
+    /// The environment of a session's workers started now from the work tree at `root`, on `gpu`.
+    pub fn now(
+        root: &Path,
+        python: &str,
+        test: &str,
+        filter: Option<&str>,
+        gpu: Option<String>,
+    ) -> WorkerEnv {
         WorkerEnv {
             python: python.to_string(),
             test: test.to_string(),
+            test_content: std::fs::read(root.join(test))
+                .ok()
+                .map(|bytes| blob_id(&bytes)),
             filter: filter.map(str::to_string),
-            python_path: std::env::var("PYTHONPATH").ok(),
+            environment: environment(std::env::vars_os()),
             gpu,
         }
     }
@@ -52,6 +77,40 @@ impl WorkerEnv {
     pub fn visible_gpu() -> Option<String> {
         std::env::var("CUDA_VISIBLE_DEVICES").ok()
     }
+}
+
+/// The environment `vars` as [`WorkerEnv::environment`] keeps it: each value a digest.
+fn environment(
+    vars: impl Iterator<Item = (std::ffi::OsString, std::ffi::OsString)>,
+) -> BTreeMap<String, String> {
+    vars.filter(|(name, _)| !NOT_PASSED_ON.iter().any(|shell| name == *shell))
+        .map(|(name, value)| {
+            (
+                name.to_string_lossy().into_owned(),
+                blob_id(value.as_encoded_bytes()),
+            )
+        })
+        .collect()
+}
+
+/// The git blob id of `bytes`: a digest that names content, as git does.
+fn blob_id(bytes: &[u8]) -> String {
+    gix::objs::compute_hash(gix::hash::Kind::Sha1, gix::objs::Kind::Blob, bytes)
+        .map_or_else(|e| format!("unhashed: {e}"), |id| id.to_string())
+}
+
+/// The names of the variables whose values differ between `was` and `now` (set, unset or changed).
+fn differing(was: &BTreeMap<String, String>, now: &BTreeMap<String, String>) -> Vec<String> {
+    let names: std::collections::BTreeSet<&String> = was.keys().chain(now.keys()).collect();
+    names
+        .into_iter()
+        .filter_map(|name| match (was.get(name), now.get(name)) {
+            (Some(a), Some(b)) if a == b => None,
+            (Some(_), Some(_)) => Some(format!("{name} changed")),
+            (None, _) => Some(format!("{name} set")),
+            (_, None) => Some(format!("{name} unset")),
+        })
+        .collect()
 }
 
 /// A worker left running between commands, as recorded.
@@ -106,14 +165,22 @@ impl Lasting {
         if was.test != now.test {
             return differs("test file", &was.test, &now.test);
         }
+        if was.test_content != now.test_content {
+            return Some(format!("the test file {} has other content now", now.test));
+        }
         if was.filter != now.filter {
             return differs("filter", &was.filter, &now.filter);
         }
-        if was.python_path != now.python_path {
-            return differs("PYTHONPATH", &was.python_path, &now.python_path);
-        }
         if was.gpu != now.gpu {
             return differs("CUDA_VISIBLE_DEVICES", &was.gpu, &now.gpu);
+        }
+        let changed = differing(&was.environment, &now.environment);
+        if !changed.is_empty() {
+            let shown = changed[..changed.len().min(3)].join(", ");
+            return Some(match changed.len().saturating_sub(3) {
+                0 => format!("its environment was another: {shown}"),
+                more => format!("its environment was another: {shown} and {more} more"),
+            });
         }
         None
     }
@@ -273,8 +340,13 @@ mod tests {
             env: WorkerEnv {
                 python: "python3".into(),
                 test: "tests/t.py".into(),
+                test_content: Some(blob_id(b"def test_perf(): pass\n")),
                 filter: None,
-                python_path: None,
+                environment: environment(
+                    [("PATH", "/usr/bin"), ("TILEGYM_DISABLE_AUTOTUNE", "0")]
+                        .into_iter()
+                        .map(|(name, value)| (name.into(), value.into())),
+                ),
                 gpu: Some("0".into()),
             },
             home: "/nowhere".into(),
@@ -316,6 +388,41 @@ mod tests {
                 .unwrap()
                 .starts_with("its filter was")
         );
+        let other_test = WorkerEnv {
+            test_content: Some(blob_id(b"def test_perf(): faster()\n")),
+            ..kept.env.clone()
+        };
+        assert_eq!(
+            kept.cannot_serve(&kept.code, &other_test).as_deref(),
+            Some("the test file tests/t.py has other content now")
+        );
+        let other_environment = WorkerEnv {
+            environment: environment(
+                [("PATH", "/usr/bin"), ("TILEGYM_DISABLE_AUTOTUNE", "1")]
+                    .into_iter()
+                    .chain([("CUDA_LAUNCH_BLOCKING", "1")])
+                    .map(|(name, value)| (name.into(), value.into())),
+            ),
+            ..kept.env.clone()
+        };
+        assert_eq!(
+            kept.cannot_serve(&kept.code, &other_environment).as_deref(),
+            Some(
+                "its environment was another: CUDA_LAUNCH_BLOCKING set, TILEGYM_DISABLE_AUTOTUNE changed"
+            )
+        );
+        // what the shell sets afresh for each command is no part of it; no value is kept in the clear
+        let shell = environment(
+            [
+                ("_", "/usr/bin/git"),
+                ("PWD", "/home/me"),
+                ("SECRET", "hunter2"),
+            ]
+            .into_iter()
+            .map(|(name, value)| (name.into(), value.into())),
+        );
+        assert_eq!(shell.keys().collect::<Vec<_>>(), ["SECRET"]);
+        assert!(!serde_json::to_string(&shell).unwrap().contains("hunter2"));
         let gone = Lasting {
             process: ProcessIdentity {
                 start_ticks: kept.process.start_ticks + 1,

@@ -51,9 +51,9 @@ pub struct Worker {
     channel: PathBuf,
     /// Declared before `prepared`: the process ends before its bytecode directory is removed.
     process: Background,
-    /// The command it was started with (its bytecode directory lives as long); none for a worker kept
-    /// by an earlier command.
-    _prepared: Option<Prepared>,
+    /// The command it was started with (its bytecode directory lives as long, or, kept, as long as its
+    /// home); none for a worker kept by an earlier command.
+    prepared: Option<Prepared>,
     log: PathBuf,
     /// Seconds since the epoch at its start, and at its last command.
     started: u64,
@@ -179,7 +179,7 @@ impl Worker {
             channel,
             process,
             log: prepared.log.clone(),
-            _prepared: Some(prepared),
+            prepared: Some(prepared),
             started: lasting::now_s(),
             last_command: lasting::now_s(),
             commands: 0,
@@ -214,7 +214,7 @@ impl Worker {
             side,
             channel,
             process: Background::adopt(kept.process.clone()),
-            _prepared: None,
+            prepared: None,
             log: kept.log.clone(),
             started: kept.started,
             last_command: kept.last_command,
@@ -242,6 +242,9 @@ impl Worker {
         // no owner: the worker's watch leaves it running after this process is gone
         std::fs::remove_file(self.channel.join(OWNER)).ok()?;
         self.kept = true;
+        if let Some(prepared) = self.prepared.take() {
+            prepared.leave_bytecode();
+        }
         self.process.keep();
         Some(Lasting {
             process,

@@ -47,19 +47,10 @@ pub static SEARCH_PATH: LazyLock<String> = LazyLock::new(|| {
 });
 
 /// The cache directory (`XDG_CACHE_HOME`) of every fixture of this test binary, beside the binary so it
-/// outlives the run: there the tool keeps the tests' Python bytecode, so pytest and the standard library
-/// are compiled once instead of in each test's first pytest run (0.7 s of CPU each, most of a run). The
-/// part that mirrors a checkout is emptied before each run, and each fixture's checkout is a new
-/// directory, so no test reads another's bytecode of the fixture's own code. Those mirrors (all under
-/// the temporary directory) are removed when a run begins, so the cache does not grow run after run; one
-/// still in use by another test binary is only written again.
+/// outlives the run. (The tests' Python bytecode is not kept there: each test process compiles its own,
+/// in a directory of its own.)
 static SHARED_CACHE: LazyLock<PathBuf> = LazyLock::new(|| {
     let dir = BIN.parent().unwrap().join("cutile-perf-test-cache");
-    let temp = std::env::temp_dir();
-    let mirrors = dir
-        .join("git-cutile-perf/pycache")
-        .join(temp.strip_prefix("/").unwrap_or(&temp));
-    let _ = fs::remove_dir_all(mirrors);
     fs::create_dir_all(&dir).unwrap();
     dir
 });

@@ -97,9 +97,10 @@ pub fn input_schema(verb: &clap::Command) -> Map<String, Value> {
     schema
 }
 
-/// The words after the verb for a tool call's `arguments`: options first, then `--` and the positional
-/// arguments in their order (so a description that starts with `-` stays a description). clap checks
-/// the values as it does on the command line.
+/// The words after the verb for a tool call's `arguments`: options first, each as one word `--name=value`
+/// (so a value that starts with `-`, a note such as "-5% expected", stays that option's value), then `--`
+/// and the positional arguments in their order (so a description that starts with `-` stays a
+/// description). clap checks the values as it does on the command line.
 pub fn command_line(verb: &clap::Command, arguments: &Map<String, Value>) -> Result<Vec<String>> {
     let args: Vec<&Arg> = tool_arguments(verb).collect();
     if let Some(unknown) = arguments
@@ -131,10 +132,7 @@ pub fn command_line(verb: &clap::Command, arguments: &Map<String, Value>) -> Res
                 }
             }
             Some(long) => {
-                for v in values {
-                    options.push(format!("--{long}"));
-                    options.push(v);
-                }
+                options.extend(values.into_iter().map(|v| format!("--{long}={v}")));
             }
         }
     }
@@ -225,12 +223,9 @@ mod tests {
             command_line(&verb(), arguments.as_object().unwrap()).unwrap(),
             [
                 "--continue",
-                "--allow",
-                "a.py",
-                "--allow",
-                "b c.py",
-                "--iteration",
-                "3",
+                "--allow=a.py",
+                "--allow=b c.py",
+                "--iteration=3",
                 "--",
                 "-5% trick"
             ]
@@ -240,6 +235,25 @@ mod tests {
             command_line(&verb(), off.as_object().unwrap())
                 .unwrap()
                 .is_empty()
+        );
+    }
+
+    #[test]
+    fn an_option_value_that_starts_with_a_dash_stays_the_options_value() {
+        let arguments = json!({
+            "description": "unrolled",
+            "allow": ["-5% expected", "--json"],
+        });
+        let words = command_line(&verb(), arguments.as_object().unwrap()).unwrap();
+        let matches = verb()
+            .try_get_matches_from(std::iter::once("step".to_string()).chain(words))
+            .unwrap();
+        let allowed: Vec<&String> = matches.get_many("allow").unwrap().collect();
+        assert_eq!(allowed, ["-5% expected", "--json"]);
+        assert!(!matches.get_flag("json"));
+        assert_eq!(
+            matches.get_one::<String>("description").unwrap(),
+            "unrolled"
         );
     }
 

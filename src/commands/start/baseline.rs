@@ -54,6 +54,7 @@ pub fn baseline<'r>(repo: &'r Repo, plan: &Plan, original: &str) -> Result<Basel
                 tree,
             },
             env: WorkerEnv::now(
+                &repo.root,
                 &session.python,
                 &session.test,
                 session.filter.as_deref(),

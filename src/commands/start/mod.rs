@@ -121,6 +121,7 @@ pub fn run(ui: &mut Ui, repo: &Repo, args: &StartOptions) -> Result<StartReport>
     let result = (|| {
         repo.git(&["checkout", "-q", "-b", &plan.branch])?;
         make_beside_the_branch(ui, repo, &mut journal)?;
+        crate::history::made_sandbox(repo)?;
         crate::ignored::record(repo, &plan.branch)?;
         journal.enter(repo, Phase::RunningTests)?;
         let baseline = baseline(repo, &plan, &original)?;

@@ -218,7 +218,7 @@ fn scope(repo: &Repo, args: &StartOptions, progress: &Progress) -> Result<Scope>
         &args.deny,
     )?;
     refusals::check_start(repo, &test)?;
-    refusals::check_step(repo, &allowed)?;
+    refusals::check_step(repo, &allowed, &test)?;
     Ok(Scope {
         found,
         inspection,

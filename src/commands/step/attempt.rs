@@ -140,6 +140,7 @@ pub fn attempt<'r>(
     let mut held = Vec::with_capacity(shares.len());
     for ((gpu, _), template) in shares.iter().zip(&templates) {
         let env = WorkerEnv::now(
+            &repo.root,
             &session.python,
             &session.test,
             session.filter.as_deref(),

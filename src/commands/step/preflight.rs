@@ -1,5 +1,8 @@
-//! The checks before any run: a halted loop, an empty change, paths outside the allowed set, a history
-//! that broke the rule or holds commits the tool did not make. Nothing runs and nothing changes here.
+//! The checks before any run: an edit made in a side's worktree beside the work tree, a halted loop, an
+//! empty change, paths outside the allowed set, a history that broke the rule or holds commits the tool
+//! did not make. Nothing runs here, and the one thing
+//! written is the sandbox's line in this clone's `.git/info/exclude`, so that the tool's own outputs are
+//! not counted among the change's paths.
 
 use anyhow::{Context, Result};
 
@@ -10,7 +13,7 @@ use crate::git::Repo;
 use crate::gpu::{self, GpuState};
 use crate::guard;
 use crate::hint::hinted;
-use crate::history::{Configs, History, require_history};
+use crate::history::{Configs, History, made_sandbox, require_history};
 use crate::pytest::Pytest;
 use crate::runner::Runner;
 use crate::session::{Session, short};
@@ -28,9 +31,11 @@ pub struct Preflight {
 pub fn preflight(repo: &Repo, continue_anyway: bool) -> Result<Preflight> {
     // every iteration's configs: the report's `next_action` finds the variants in them
     let history = require_history(repo, Configs::All)?;
+    made_sandbox(repo)?;
+    crate::paired::refuse_edited_trees(repo)?;
     refuse_halted(&history, continue_anyway)?;
     let allowed = &history.session.allowed;
-    crate::refusals::check_step(repo, allowed)?;
+    crate::refusals::check_step(repo, allowed, &history.session.test)?;
     if let Some(branch) = repo.branch()? {
         crate::ignored::check(repo, &branch)?;
     }
