@@ -462,17 +462,23 @@ def _synchronize():
 
 
 def _harness_settings(harness, args, kwargs):
-    """The harness call's settings, its defaults filled in (TileGym's come from its environment:
-    `CUPTI`, `CUDAGRAPH`, `WARMUP`, `REP`, ...): those of plain values."""
+    """The harness call's settings: its parameters that have a default, as the call gave them or the
+    default filled in (TileGym's defaults come from its environment: `CUPTI`, `CUDAGRAPH`, `WARMUP`,
+    `REP`, ...), those of plain values."""
     import inspect
 
     try:
-        bound = inspect.signature(harness).bind(None, *args, **kwargs)
+        signature = inspect.signature(harness)
+        bound = signature.bind(None, *args, **kwargs)
     except (TypeError, ValueError):
         return None
     bound.apply_defaults()
     plain = (bool, int, float, str, type(None))
-    return {name: value for name, value in list(bound.arguments.items())[1:] if isinstance(value, plain)}
+    return {
+        name: value
+        for name, value in bound.arguments.items()
+        if signature.parameters[name].default is not inspect.Parameter.empty and isinstance(value, plain)
+    }
 
 
 def _after_harness(item, fn, kept, seed):

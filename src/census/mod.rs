@@ -331,20 +331,19 @@ impl Outputs {
         let how = match (&c.why, c.max_abs) {
             (Some(why), _) => why.clone(),
             (None, max) => format!(
-                "{} of {} elements off, by up to {}",
+                "{} of {} elements off, {}",
                 c.differing,
                 c.elements,
-                max.map_or("NaN".into(), |m| format!("{m:.3e}"))
+                max.map_or("not a number where the census's output is".into(), |m| {
+                    format!("by up to {m:.3e}")
+                })
             ),
         };
         let rule = match (&self.tolerance, self.deterministic) {
             (_, true) | (None, _) => {
                 "bit for bit, as two untimed calls agreed bit for bit".to_string()
             }
-            (Some(t), false) => format!(
-                "within rtol {}, atol {} ({})",
-                t.rtol, t.atol, t.source
-            ),
+            (Some(t), false) => format!("within rtol {}, atol {} ({})", t.rtol, t.atol, t.source),
         };
         Some(format!(
             "timed call {} returned other output than the census's own call: {how} (held {rule})",
@@ -383,7 +382,7 @@ pub fn seconds(runs: &[RunFile], of: fn(&Census) -> Option<f64>) -> f64 {
         .flatten()
         .filter_map(|case| Census::of(&case).ok().flatten())
         .filter_map(|census| of(&census))
-        .sum()
+        .fold(0.0, |sum, seconds| sum + seconds)
 }
 
 /// What the gate needs of the session.
@@ -559,10 +558,8 @@ fn other_arguments(census: &Census, baseline: &[Census], allowed: &[String]) -> 
 /// Where a timed launch's signature differs from the census call's, part by part (the stream, then
 /// each argument by its position).
 fn differing_parts(timed: &str, census: &str) -> String {
-    let (ours, theirs): (Vec<&str>, Vec<&str>) = (
-        timed.split(' ').collect(),
-        census.split(' ').collect(),
-    );
+    let (ours, theirs): (Vec<&str>, Vec<&str>) =
+        (timed.split(' ').collect(), census.split(' ').collect());
     if ours.len() != theirs.len() {
         return format!("timed `{timed}`, census `{census}`");
     }
