@@ -213,15 +213,21 @@ fn an_honest_gain_is_kept_and_its_census_is_in_the_evidence() {
             "{}",
             run.records.text
         );
-        // with the hints each kernel was compiled with (an autotuner's pick, on a real GPU)
-        assert!(
-            run.records
-                .text
-                .contains("&quot;hints&quot;: [{&quot;opt_level&quot;: 3}]"),
-            "{}",
-            run.records.text
-        );
+        // with the hints each kernel was compiled with (an autotuner's pick, on a real GPU), and the
+        // timed call's output held bit for bit to the census call's
+        for shown in [
+            "&quot;hints&quot;: [{&quot;opt_level&quot;: 3}]",
+            "&quot;applied&quot;: &quot;bit-identical&quot;",
+            "&quot;equal&quot;: true",
+        ] {
+            assert!(run.records.text.contains(shown), "{}", run.records.text);
+        }
     }
+    // what the check of the timed outputs cost is in the report
+    assert!(
+        report["checks"]["timed_outputs_s"].as_f64().unwrap() > 0.0,
+        "{report}"
+    );
     let verify = f.run(&["verify"]);
     assert!(verify.status.success(), "{}", both(&verify));
     f.replays_as_recorded();

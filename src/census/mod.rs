@@ -1116,6 +1116,135 @@ mod tests {
         assert!(skipped_launches(&timed(200, &[(132, 180)]), &sparing, &allowed()).is_some());
     }
 
+    const SIGNED: &str = "stream=0 float16[4096,1024]/1024,1 16 1e-05";
+
+    /// A census of kernel `k` whose call launched it with [`SIGNED`], and whose harness launched it with
+    /// each of `signatures` as often as given.
+    fn signed(signatures: &[(&str, u64)]) -> Census {
+        let mut census = timed(200, &[]);
+        census.launches[0].signatures = vec![SIGNED.into()];
+        census.timed.as_mut().unwrap().launches = (signatures.iter())
+            .map(|&(signature, count)| TimedLaunch {
+                kernel: "k".into(),
+                file: Some(KERNEL.into()),
+                grid: vec![132],
+                signature: Some(signature.into()),
+                count,
+            })
+            .collect();
+        census
+    }
+
+    #[test]
+    fn arguments_other_than_the_census_call_s_are_refused_as_far_as_the_baseline_gave_them() {
+        let baseline = [signed(&[(SIGNED, 200)])];
+        let other = |census: &Census| other_arguments(census, &baseline, &allowed());
+        let half = "stream=0 float16[2048,1024]/1024,1 16 1e-05";
+        assert_eq!(
+            other(&signed(&[(SIGNED, 100), (half, 100)])).unwrap(),
+            "the timed calls gave k other arguments than the census's own call in 50% of its launches \
+             (baseline 0%): argument 1 float16[2048,1024]/1024,1 (census float16[4096,1024]/1024,1)"
+        );
+        let stream = "stream=7 float16[4096,1024]/1024,1 16 1e-05";
+        assert!(
+            other(&signed(&[(stream, 200)]))
+                .unwrap()
+                .ends_with(": stream=7 (census stream=0)")
+        );
+        assert_eq!(other(&signed(&[(SIGNED, 200)])), None);
+        // censuses without signatures, and a baseline whose own timed launches differed as much
+        assert_eq!(other(&timed(200, &[(132, 200)])), None);
+        let differing = [signed(&[(SIGNED, 100), (half, 100)])];
+        assert_eq!(
+            other_arguments(
+                &signed(&[(SIGNED, 100), (half, 100)]),
+                &differing,
+                &allowed()
+            ),
+            None
+        );
+    }
+
+    /// Outputs compared in `calls`, each equal or not (4 of 8 elements off by 0.5).
+    fn outputs(deterministic: bool, calls: &[(u64, bool)]) -> Outputs {
+        Outputs {
+            seed: 7,
+            why: None,
+            deterministic,
+            tolerance: Some(Tolerance {
+                rtol: 0.01,
+                atol: 0.01,
+                source: "tests.common:get_dtype_tolerances(float16)".into(),
+            }),
+            compared: (calls.iter())
+                .map(|&(call, equal)| Compared {
+                    call,
+                    equal,
+                    max_abs: (!equal).then_some(0.5),
+                    differing: if equal { 0 } else { 4 },
+                    elements: 8,
+                    why: None,
+                })
+                .collect(),
+            poisoned: true,
+            seconds: Some(0.01),
+        }
+    }
+
+    #[test]
+    fn outputs_other_than_the_census_call_s_are_refused_where_the_baseline_s_were_equal() {
+        let with = |outputs: Outputs| Census {
+            outputs: Some(outputs),
+            ..timed(200, &[(132, 200)])
+        };
+        let baseline = [with(outputs(true, &[(17, true), (200, true)]))];
+        let other = |census: &Census| other_outputs(census, &baseline);
+        assert_eq!(
+            other(&with(outputs(true, &[(17, false), (200, true)]))).unwrap(),
+            "timed call 17 returned other output than the census's own call: 4 of 8 elements off, by \
+             up to 5.000e-1 (held bit for bit, as two untimed calls agreed bit for bit)"
+        );
+        assert!(
+            other(&with(outputs(false, &[(3, true), (200, false)])))
+                .unwrap()
+                .ends_with(
+                    "(held within rtol 0.01, atol 0.01 (tests.common:get_dtype_tolerances(float16)))"
+                )
+        );
+        assert_eq!(
+            other(&with(outputs(true, &[(17, true), (200, true)]))),
+            None
+        );
+        // a census older than the check, or a baseline whose own timed outputs differed (in place)
+        assert_eq!(other(&timed(200, &[(132, 200)])), None);
+        let in_place = [with(outputs(true, &[(200, false)]))];
+        assert_eq!(
+            other_outputs(&with(outputs(true, &[(200, false)])), &in_place),
+            None
+        );
+    }
+
+    #[test]
+    fn runs_measured_with_other_harness_settings_are_refused() {
+        let under = |cupti: bool| Census {
+            harness: Some(BTreeMap::from([
+                ("rep".to_string(), serde_json::json!(50.0)),
+                ("use_cupti".to_string(), serde_json::json!(cupti)),
+            ])),
+            ..timed(200, &[])
+        };
+        assert_eq!(
+            measured_differently(&[under(true)], &[under(true), under(false)]).unwrap(),
+            "its runs measured with other harness settings: use_cupti=false in the baseline's, \
+             use_cupti=true in the candidate's"
+        );
+        assert_eq!(measured_differently(&[under(true)], &[under(true)]), None);
+        assert_eq!(
+            measured_differently(&[timed(1, &[])], &[under(false)]),
+            None
+        );
+    }
+
     #[test]
     fn shortcut_signs_name_what_the_change_adds() {
         let diff = "+++ b/src/k.py\n+_MEMO = {}\n+    key = (x.data_ptr(), mode)\n-    y = a @ b\n+    return a @ b  # fast\n+    z = torch.matmul(a, b)\n+@ct.kernel\n+    # torch.mm( in a comment\n";
