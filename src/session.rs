@@ -9,6 +9,7 @@ use anyhow::{Context, Result, bail};
 use crate::decision::{
     Attempt, Cause, Correctness, Decision, Status, Thresholds, Verdict, fmt_pct,
 };
+use crate::harness_mode::HarnessMode;
 use crate::kernel_class::KernelClass;
 use crate::records::{Measurement, Statistic};
 use crate::runner::{Placement, RunnerSettings};
@@ -49,6 +50,9 @@ pub struct Session {
     /// The noise floor: how far each config moved between the baseline's runs (none in histories
     /// written before it was measured).
     pub spread: Vec<Spread>,
+    /// How the harness measured at `start`, as the environment chose it (none in histories written
+    /// before it was recorded).
+    pub harness: Option<HarnessMode>,
 }
 
 fn serialize_display<S: serde::Serializer>(
@@ -142,6 +146,9 @@ impl Session {
             block.push("No-GPU", "true");
         }
         self.runner.write(block);
+        if let Some(harness) = &self.harness {
+            block.push("Harness", encode_field(&harness.encode()));
+        }
         for s in &self.spread {
             block.push(
                 "Spread",
@@ -207,6 +214,10 @@ impl Session {
                 .all("Spread")
                 .map(read_spread)
                 .collect::<Result<_>>()?,
+            harness: block
+                .get("Harness")?
+                .map(|text| HarnessMode::decode(&decode_field(text)?))
+                .transpose()?,
         }))
     }
 }
@@ -421,6 +432,9 @@ pub(crate) mod tests {
                 test: "t::p[a b]".into(),
                 spread_pct: 0.125,
             }],
+            harness: Some(HarnessMode::of(|name| {
+                (name == "CUPTI").then(|| "0".to_string())
+            })),
         }
     }
 

@@ -99,11 +99,27 @@ const TIMED: &str = "def _timed():\n    frame = sys._getframe(1)\n    while fram
 /// Three wrappers that do less while timed, each launching the kernel with the census call's grid and
 /// as often, in one session: the kernel given half the work (same arguments: a module variable it reads),
 /// the launch on another stream, and the output an untimed call left returned again while the kernel
-/// does nothing. Each is reverted with its reason, and `verify` agrees with each.
+/// does nothing. Each is reverted with its reason, and `verify` agrees with each. Before them, a step
+/// whose environment would make the harness measure otherwise than at `start` is refused.
 #[test]
 fn work_done_otherwise_only_while_timed_is_reverted() {
     let f = Fixture::new();
     f.start();
+    let head = f.head();
+    let out = f
+        .command(&["step", "x"])
+        .env("CUPTI", "0")
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{}", both(&out));
+    assert!(
+        text(&out.stderr).contains(
+            "this environment's harness would measure otherwise than the session's start (CUPTI=0 here, unset at start)"
+        ),
+        "{}",
+        both(&out)
+    );
+    assert_eq!(f.head(), head);
     let cheat = |kernel_edit: Option<&str>, wrapper: &str, description: &str, args: &[&str]| {
         f.edit_kernel(
             "import cuda.tile as ct",

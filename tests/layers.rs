@@ -14,6 +14,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "compile",
             "decision",
             "guard",
+            "harness_mode",
             "hint",
             "kernel_class",
             "noise",

@@ -385,6 +385,40 @@ pub fn seconds(runs: &[RunFile], of: fn(&Census) -> Option<f64>) -> f64 {
         .fold(0.0, |sum, seconds| sum + seconds)
 }
 
+/// A perf case's harness settings, by name.
+pub type Settings = BTreeMap<String, serde_json::Value>;
+
+/// Each perf case's harness settings in `runs`, as the first census that has them gives them.
+pub fn harness_settings(runs: &[RunFile]) -> BTreeMap<String, Settings> {
+    let mut found = BTreeMap::new();
+    for case in runs.iter().filter_map(|run| run.cases().ok()).flatten() {
+        if let Some(settings) = Census::of(&case).ok().flatten().and_then(|c| c.harness) {
+            found.entry(case.id).or_insert(settings);
+        }
+    }
+    found
+}
+
+/// The first perf case of `runs` measured with other harness settings than the session's start
+/// (`start`, [`harness_settings`] of its runs), as a sentence; none where every case measured alike, or
+/// where either side has no settings (runs older than them).
+pub fn settings_departure(start: &BTreeMap<String, Settings>, runs: &[RunFile]) -> Option<String> {
+    let here = harness_settings(runs);
+    here.iter().find_map(|(case, settings)| {
+        let at_start = start.get(case)?;
+        let names: BTreeSet<&String> = settings.keys().chain(at_start.keys()).collect();
+        let name = names
+            .into_iter()
+            .find(|n| settings.get(*n) != at_start.get(*n))?;
+        let shown = |s: &Settings| s.get(name).map_or("unset".into(), |v| v.to_string());
+        Some(format!(
+            "{case} measured with {name}={}, the session's start with {name}={}",
+            shown(settings),
+            shown(at_start)
+        ))
+    })
+}
+
 /// What the gate needs of the session.
 pub struct Rules<'a> {
     pub allowed: &'a [String],
@@ -1243,6 +1277,16 @@ mod tests {
             measured_differently(&[timed(1, &[])], &[under(false)]),
             None
         );
+        // and against the session's start, as `verify` holds each iteration's runs
+        let start = harness_settings(&[run_with_census("benchmark-1", &under(true))]);
+        let step = |cupti| [run_with_census("round-1-candidate", &under(cupti))];
+        assert_eq!(
+            settings_departure(&start, &step(false)).unwrap(),
+            "t::test_perf[cutile] measured with use_cupti=false, the session's start with use_cupti=true"
+        );
+        assert_eq!(settings_departure(&start, &step(true)), None);
+        let older = [run_with_census("round-1-candidate", &timed(1, &[]))];
+        assert_eq!(settings_departure(&start, &older), None);
     }
 
     #[test]

@@ -691,6 +691,7 @@ pub fn session_of(kernel: &str, test: &str, allowed: &[&str]) -> Session {
         no_gpu: true,
         runner: git_cutile_perf::runner::RunnerSettings::default(),
         spread: Vec::new(),
+        harness: None,
     }
 }
 

@@ -8,6 +8,7 @@ use anyhow::{Context, Result, bail};
 use super::StartOptions;
 use crate::git::Repo;
 use crate::gpu::{self, GpuState};
+use crate::harness_mode::HarnessMode;
 use crate::hint::hinted;
 use crate::history::sandbox;
 use crate::inspect::report::Plan as InspectPlan;
@@ -146,6 +147,7 @@ pub fn plan(repo: &Repo, args: &StartOptions, progress: &Progress) -> Result<Pla
         no_gpu: *no_gpu,
         runner,
         spread: Vec::new(),
+        harness: Some(HarnessMode::now()),
     };
     let plan = Plan {
         session,

@@ -9,6 +9,7 @@ use crate::decision::LoopState;
 use crate::git::Repo;
 use crate::gpu::{self, GpuState};
 use crate::guard;
+use crate::harness_mode::HarnessMode;
 use crate::hint::hinted;
 use crate::history::{Configs, History, require_history};
 use crate::pytest::Pytest;
@@ -29,6 +30,7 @@ pub fn preflight(repo: &Repo, continue_anyway: bool) -> Result<Preflight> {
     // every iteration's configs: the report's `next_action` finds the variants in them
     let history = require_history(repo, Configs::All)?;
     refuse_halted(&history, continue_anyway)?;
+    refuse_other_harness(&history.session, &HarnessMode::now())?;
     let allowed = &history.session.allowed;
     crate::refusals::check_step(repo, allowed)?;
     if let Some(branch) = repo.branch()? {
@@ -55,6 +57,29 @@ pub fn preflight(repo: &Repo, continue_anyway: bool) -> Result<Preflight> {
     }
     refuse_broken_history(repo, &history)?;
     Ok(Preflight { history, changed })
+}
+
+/// Refuses an environment whose harness variables would make the runs measure otherwise than at the
+/// session's `start` (a session recorded before them is not held to it).
+fn refuse_other_harness(session: &Session, here: &HarnessMode) -> Result<()> {
+    let Some(at_start) = &session.harness else {
+        return Ok(());
+    };
+    let departures = at_start.departures(here, "here", "at start");
+    if departures.is_empty() {
+        return Ok(());
+    }
+    Err(hinted(
+        format!(
+            "this environment's harness would measure otherwise than the session's start ({}): its \
+             runs would not compare with the baseline's",
+            departures.join("; ")
+        ),
+        format!(
+            "set the harness variables as they were at start, {at_start}; or start a new session for \
+             this mode"
+        ),
+    ))
 }
 
 fn refuse_halted(history: &History, continue_anyway: bool) -> Result<()> {
