@@ -112,7 +112,7 @@ impl fmt::Display for HarnessMode {
         if self.0.is_empty() {
             return write!(
                 f,
-                "the harness's defaults (none of {} set)",
+                "none of {} set (the harness's defaults)",
                 VARIABLES.join(", ")
             );
         }
