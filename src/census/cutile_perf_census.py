@@ -324,7 +324,10 @@ def _poison(output, held):
         if id(leaf) in held or (_is_tensor(leaf) and ("memory", leaf.untyped_storage().data_ptr()) in held):
             continue
         if _is_tensor(leaf):
-            leaf.untyped_storage().fill_(0xFF)
+            try:
+                leaf.untyped_storage().fill_(0xFF)
+            except Exception:  # a storage that cannot be filled byte by byte: the elements
+                leaf.detach().fill_(math.nan if leaf.is_floating_point() else -1)
             poisoned = True
         elif isinstance(leaf, list) and leaf:
             leaf[:] = [math.nan] * len(leaf)
@@ -524,13 +527,14 @@ def _census_harness(harness):
             kept["last"] = (calls[0], output)
             return output
 
-        poisoned = False
+        poisoned, poisoning = False, time.perf_counter()
         if counting:
             try:
                 poisoned = _poison(fn(), _held_by(fn))
             except Exception:
                 pass
             _synchronize()
+        poisoning = time.perf_counter() - poisoning
             _timed = {}
             _timed_kernels.clear()
         try:
@@ -544,6 +548,7 @@ def _census_harness(harness):
             _census["timed"] = {"calls": calls[0], "launches": _timed_launches(counts, str(item.config.rootpath))}
             if "outputs" in _census:
                 _census["outputs"]["poisoned"] = poisoned
+                _census["outputs"]["seconds"] = round(_census["outputs"]["seconds"] + poisoning, 4)
             _census["harness"] = _harness_settings(harness, args, kwargs)
         return timed
 
