@@ -405,16 +405,9 @@ pub fn harness_settings(runs: &[RunFile]) -> BTreeMap<String, Settings> {
 pub fn settings_departure(start: &BTreeMap<String, Settings>, runs: &[RunFile]) -> Option<String> {
     let here = harness_settings(runs);
     here.iter().find_map(|(case, settings)| {
-        let at_start = start.get(case)?;
-        let names: BTreeSet<&String> = settings.keys().chain(at_start.keys()).collect();
-        let name = names
-            .into_iter()
-            .find(|n| settings.get(*n) != at_start.get(*n))?;
-        let shown = |s: &Settings| s.get(name).map_or("unset".into(), |v| v.to_string());
+        let [here, there] = first_difference(settings, start.get(case)?)?;
         Some(format!(
-            "{case} measured with {name}={}, the session's start with {name}={}",
-            shown(settings),
-            shown(at_start)
+            "{case} measured with {here}, the session's start with {there}"
         ))
     })
 }
@@ -626,18 +619,22 @@ fn measured_differently(ours: &[Census], theirs: &[Census]) -> Option<String> {
         .filter_map(|(side, census)| Some((side, census.harness.as_ref()?)));
     let (first_side, first) = settings.next()?;
     settings.find_map(|(side, other)| {
-        let names: BTreeSet<&String> = first.keys().chain(other.keys()).collect();
-        let name = names.into_iter().find(|n| first.get(*n) != other.get(*n))?;
-        let shown = |s: &BTreeMap<String, serde_json::Value>| {
-            s.get(name).map_or("unset".to_string(), |v| v.to_string())
-        };
+        let [ours, theirs] = first_difference(other, first)?;
         Some(format!(
-            "its runs measured with other harness settings: {name}={} in the {side}'s, {name}={} in \
-             the {first_side}'s",
-            shown(other),
-            shown(first)
+            "its runs measured with other harness settings: {ours} in the {side}'s, {theirs} in the \
+             {first_side}'s"
         ))
     })
+}
+
+/// The first setting `ours` and `theirs` differ in, as each gives it (`use_cupti=false`, `rep unset`).
+fn first_difference(ours: &Settings, theirs: &Settings) -> Option<[String; 2]> {
+    let names: BTreeSet<&String> = ours.keys().chain(theirs.keys()).collect();
+    let name = names.into_iter().find(|n| ours.get(*n) != theirs.get(*n))?;
+    Some([ours, theirs].map(|s| {
+        s.get(name)
+            .map_or(format!("{name} unset"), |v| format!("{name}={v}"))
+    }))
 }
 
 /// The attempt paired rounds make once the kernel is held to what it earned: the census gate, then,
