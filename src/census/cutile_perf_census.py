@@ -534,9 +534,9 @@ def _census_harness(harness):
             except Exception:
                 pass
             _synchronize()
-        poisoning = time.perf_counter() - poisoning
             _timed = {}
             _timed_kernels.clear()
+        poisoning = time.perf_counter() - poisoning
         try:
             timed = harness(counted if counting else fn, *args, **kwargs)
         finally:
