@@ -23,7 +23,6 @@ pub mod generate;
 pub mod git;
 pub mod gpu;
 pub mod guard;
-pub mod harness_mode;
 pub mod hint;
 pub mod history;
 pub mod hook;

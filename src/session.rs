@@ -4,17 +4,19 @@
 //! session's settings, every later iteration commit its own result. State such as "the current baseline"
 //! or "iterations without a gain" is recomputed from that list each time.
 
+pub mod harness;
+
 use anyhow::{Context, Result, bail};
 
 use crate::decision::{
     Attempt, Cause, Correctness, Decision, Status, Thresholds, Verdict, fmt_pct,
 };
-use crate::harness_mode::HarnessMode;
 use crate::kernel_class::KernelClass;
 use crate::records::{Measurement, Statistic};
 use crate::runner::{Placement, RunnerSettings};
 use crate::stats::Spread;
 use crate::trailers::{Block, decode_field, encode_field, encode_word, split_word};
+use harness::HarnessMode;
 
 /// Version of the trailer schema, so a later tool can read an older history.
 const SCHEMA: &str = "1";

@@ -14,7 +14,6 @@ const LAYERS: &[(&str, &[&str])] = &[
             "compile",
             "decision",
             "guard",
-            "harness_mode",
             "hint",
             "kernel_class",
             "noise",
