@@ -4,6 +4,8 @@
 //! session's settings, every later iteration commit its own result. State such as "the current baseline"
 //! or "iterations without a gain" is recomputed from that list each time.
 
+pub mod harness;
+
 use anyhow::{Context, Result, bail};
 
 use crate::decision::{
@@ -14,6 +16,7 @@ use crate::records::{Measurement, Statistic};
 use crate::runner::{Placement, RunnerSettings};
 use crate::stats::Spread;
 use crate::trailers::{Block, decode_field, encode_field, encode_word, split_word};
+use harness::HarnessMode;
 
 /// Version of the trailer schema, so a later tool can read an older history.
 const SCHEMA: &str = "1";
@@ -53,6 +56,9 @@ pub struct Session {
     /// The noise floor: how far each config moved between the baseline's runs (none in histories
     /// written before it was measured).
     pub spread: Vec<Spread>,
+    /// How the harness measured at `start`, as the environment chose it (none in histories written
+    /// before it was recorded).
+    pub harness: Option<HarnessMode>,
 }
 
 fn serialize_display<S: serde::Serializer>(
@@ -149,6 +155,9 @@ impl Session {
             block.push("Evidence", "notes");
         }
         self.runner.write(block);
+        if let Some(harness) = &self.harness {
+            block.push("Harness", encode_field(&harness.encode()));
+        }
         for s in &self.spread {
             block.push(
                 "Spread",
@@ -219,6 +228,10 @@ impl Session {
                 .all("Spread")
                 .map(read_spread)
                 .collect::<Result<_>>()?,
+            harness: block
+                .get("Harness")?
+                .map(|text| HarnessMode::decode(&decode_field(text)?))
+                .transpose()?,
         }))
     }
 }
@@ -434,6 +447,9 @@ pub(crate) mod tests {
                 test: "t::p[a b]".into(),
                 spread_pct: 0.125,
             }],
+            harness: Some(HarnessMode::of(|name| {
+                (name == "CUPTI").then(|| "0".to_string())
+            })),
         }
     }
 

@@ -92,6 +92,90 @@ fn a_launch_skipped_only_while_timed_is_reverted() {
     );
 }
 
+/// What tells the harness's timed calls from the others, by the call stack (the fixture's harness is
+/// `benchmark`), for the wrappers below.
+const TIMED: &str = "def _timed():\n    frame = sys._getframe(1)\n    while frame is not None:\n        if frame.f_code.co_name == \"benchmark\":\n            return True\n        frame = frame.f_back\n    return False\n\n\n";
+
+/// Three wrappers that do less while timed, each launching the kernel with the census call's grid and
+/// as often, in one session: the kernel given half the work (same arguments: a module variable it reads),
+/// the launch on another stream, and the output an untimed call left returned again while the kernel
+/// does nothing. Each is reverted with its reason, and `verify` agrees with each. Before them, a step
+/// whose environment would make the harness measure otherwise than at `start` is refused.
+#[test]
+fn work_done_otherwise_only_while_timed_is_reverted() {
+    let f = Fixture::new();
+    f.start();
+    let head = f.head();
+    let out = f
+        .command(&["step", "x"])
+        .env("CUPTI", "0")
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{}", both(&out));
+    assert!(
+        text(&out.stderr).contains(
+            "this environment's harness would measure otherwise than the session's start (CUPTI=0 here, unset at start)"
+        ),
+        "{}",
+        both(&out)
+    );
+    assert_eq!(f.head(), head);
+    let cheat = |kernel_edit: Option<&str>, wrapper: &str, description: &str, args: &[&str]| {
+        f.edit_kernel(
+            "import cuda.tile as ct",
+            "import sys\n\nimport cuda.tile as ct\n\n_share = 1.0\n_LAST = {}",
+        );
+        if let Some(edit) = kernel_edit {
+            f.edit_kernel("    for i, (x, y) in enumerate(zip(a, b)):\n", edit);
+        }
+        replace_wrapper(&f, &format!("{TIMED}{wrapper}"));
+        f.set_latency(0.05, 0.5);
+        let report = f.step_json(&[args, &[description]].concat());
+        assert_eq!(report["status"], "revert", "{report}");
+        let verify = f.run(&["verify"]);
+        assert!(verify.status.success(), "{}", both(&verify));
+        f.replays_as_recorded();
+        report["reason"].as_str().unwrap().to_string()
+    };
+    let half = "    for i, (x, y) in enumerate(zip(a, b)):\n        if i >= len(a) * _share:\n            break\n";
+    let reason = cheat(
+        Some(half),
+        "def vector_add(a, b):\n    global _share\n    _share = 0.5 if _timed() else 1.0\n    out = array(\"d\", bytes(8 * len(a)))\n    ct.launch(None, (1,), vector_add_kernel, (a, b, out, TILE_SIZE))\n    return list(out)\n",
+        "half the work while timed",
+        &[],
+    );
+    assert!(
+        reason.contains(
+            "test_perf[cutile-small]: timed call 1 returned other output than the census's own call: 128 of 256 elements off, by up to 7.650e2 (held bit for bit, as two untimed calls agreed bit for bit)"
+        ),
+        "{reason}"
+    );
+    let reason = cheat(
+        None,
+        "def vector_add(a, b):\n    out = array(\"d\", bytes(8 * len(a)))\n    ct.launch(7 if _timed() else None, (1,), vector_add_kernel, (a, b, out, TILE_SIZE))\n    return list(out)\n",
+        "another stream while timed",
+        &[],
+    );
+    assert!(
+        reason.contains(
+            "test_perf[cutile-small]: the timed calls gave vector_add_kernel other arguments than the census's own call in 100% of its launches (baseline 0%): stream=7 (census stream=default)"
+        ),
+        "{reason}"
+    );
+    let reason = cheat(
+        Some(half),
+        "def vector_add(a, b):\n    global _share\n    key = (id(a), id(b))\n    _share = 0.0 if _timed() and key in _LAST else 1.0\n    out = array(\"d\", bytes(8 * len(a)))\n    ct.launch(None, (1,), vector_add_kernel, (a, b, out, TILE_SIZE))\n    if _share == 0.0:\n        return _LAST[key]\n    _LAST[key] = list(out)\n    return _LAST[key]\n",
+        "an earlier output while timed",
+        &["--continue"],
+    );
+    assert!(
+        reason.contains(
+            "test_perf[cutile-small]: timed call 1 returned other output than the census's own call: 256 of 256 elements off, not a number where the census's output is (held bit for bit"
+        ),
+        "{reason}"
+    );
+}
+
 #[test]
 fn work_moved_out_of_the_allowed_paths_is_reverted() {
     let f = Fixture::new();
@@ -145,15 +229,21 @@ fn an_honest_gain_is_kept_and_its_census_is_in_the_evidence() {
             "{}",
             run.records.text
         );
-        // with the hints each kernel was compiled with (an autotuner's pick, on a real GPU)
-        assert!(
-            run.records
-                .text
-                .contains("&quot;hints&quot;: [{&quot;opt_level&quot;: 3}]"),
-            "{}",
-            run.records.text
-        );
+        // with the hints each kernel was compiled with (an autotuner's pick, on a real GPU), and the
+        // timed call's output held bit for bit to the census call's
+        for shown in [
+            "&quot;hints&quot;: [{&quot;opt_level&quot;: 3}]",
+            "&quot;applied&quot;: &quot;bit-identical&quot;",
+            "&quot;equal&quot;: true",
+        ] {
+            assert!(run.records.text.contains(shown), "{}", run.records.text);
+        }
     }
+    // what the check of the timed outputs cost is in the report
+    assert!(
+        report["checks"]["timed_outputs_s"].as_f64().unwrap() > 0.0,
+        "{report}"
+    );
     let verify = f.run(&["verify"]);
     assert!(verify.status.success(), "{}", both(&verify));
     f.replays_as_recorded();

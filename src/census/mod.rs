@@ -7,6 +7,11 @@
 //! - those kernels must do at least the baseline's share of the GPU time, less [`SHARE_SLACK`];
 //! - the timed calls must launch them as often per call as the census's own call does, as far as the
 //!   baseline's did ([`LAUNCH_SLACK`]): a launch skipped only while timed lowers a mean by its share;
+//! - with the census call's arguments (shapes, dtypes, strides, scalars, stream), as far as the
+//!   baseline's did: the same kernel and grid given less to do, or another stream, only while timed;
+//! - and return what the census call returns, as far as the baseline's did: bit for bit where the
+//!   function is deterministic, else within the harness's tolerance;
+//! - every run of a step must have measured with the same harness settings;
 //! - the latency must not imply more memory bandwidth or math than the session's GPU has ([`physics`]).
 //!
 //! A candidate that fails any of them is reverted, with the config and what ran instead as the reason.
@@ -57,6 +62,64 @@ pub struct Census {
     /// What the harness's timed calls launched, counted (none in censuses older than it).
     #[serde(default)]
     pub timed: Option<Timed>,
+    /// What the timed calls returned, against the census call's output (none in censuses older than it).
+    #[serde(default)]
+    pub outputs: Option<Outputs>,
+    /// The harness call's settings, its defaults filled in (`use_cupti`, `rep`, ...); none in censuses
+    /// older than them, or for a harness whose signature could not be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub harness: Option<BTreeMap<String, serde_json::Value>>,
+}
+
+/// The outputs of timed calls the plugin kept (one drawn at random by `seed`, and the last), each
+/// compared with the census call's output.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+pub struct Outputs {
+    pub seed: u64,
+    /// Why they could not be compared.
+    #[serde(default)]
+    pub why: Option<String>,
+    /// Two untimed calls returned the same bits: the timed ones are held to them bit for bit.
+    #[serde(default)]
+    pub deterministic: bool,
+    /// The tolerance a non-deterministic function's outputs are held to.
+    #[serde(default)]
+    pub tolerance: Option<Tolerance>,
+    #[serde(default)]
+    pub compared: Vec<Compared>,
+    /// Whether an untimed call's output was overwritten before the harness began.
+    #[serde(default)]
+    pub poisoned: bool,
+    #[serde(default)]
+    pub seconds: Option<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+pub struct Tolerance {
+    pub rtol: f64,
+    pub atol: f64,
+    /// Where it came from: the harness's `get_dtype_tolerances(float16)`, or torch's defaults.
+    pub source: String,
+}
+
+/// One kept timed call's output against the census call's.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+pub struct Compared {
+    /// Which of the harness's calls it was (from 1).
+    pub call: u64,
+    /// Equal under the rule that applied (bit for bit, or within the tolerance).
+    pub equal: bool,
+    /// The largest absolute difference; none where one side is not a number there.
+    #[serde(default)]
+    pub max_abs: Option<f64>,
+    /// The elements outside the tolerance, of `elements`.
+    #[serde(default)]
+    pub differing: u64,
+    #[serde(default)]
+    pub elements: u64,
+    /// Why the two cannot be compared element by element (another shape, dtype or structure).
+    #[serde(default)]
+    pub why: Option<String>,
 }
 
 /// The harness's calls of a case's function and the cuTile launches they made, per kernel and grid.
@@ -71,6 +134,9 @@ pub struct TimedLaunch {
     pub kernel: String,
     pub file: Option<String>,
     pub grid: Vec<u64>,
+    /// The launch's stream and arguments, as [`Launch::signatures`] (none in censuses older than it).
+    #[serde(default)]
+    pub signature: Option<String>,
     pub count: u64,
 }
 
@@ -85,6 +151,10 @@ pub struct Launch {
     /// autotuner picked in this process. None for kernels without hints, and in censuses older than it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hints: Vec<BTreeMap<String, serde_json::Value>>,
+    /// The distinct signatures it was launched with: its stream, then each argument, an array as
+    /// `dtype[shape]/strides`, a scalar as its value (`stream=0 float16[4096,1024]/1024,1 ... 1e-05`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub signatures: Vec<String>,
 }
 
 /// An array a cuTile launch was given: its shape and its dtype (`float16`, as torch names it).
@@ -199,6 +269,89 @@ impl Census {
     }
 }
 
+impl Census {
+    /// Of each allowed kernel's timed launches with the census call's grids, the share given one of
+    /// the census call's signatures, with the first other one and the census's: none without the
+    /// signatures (censuses older than them) or a timed launch.
+    fn signature_shares(&self, allowed: &[String]) -> Option<Vec<SignatureShare>> {
+        let timed = self.timed.as_ref()?;
+        let shares: Vec<SignatureShare> = (self.launches.iter())
+            .filter(|launch| launch.file.as_ref().is_some_and(|f| allowed.contains(f)))
+            .filter(|launch| !launch.signatures.is_empty())
+            .filter_map(|launch| {
+                let (mut all, mut same, mut other) = (0, 0, None);
+                for t in timed.launches.iter().filter(|t| {
+                    t.kernel == launch.kernel
+                        && t.file == launch.file
+                        && launch.grids.contains(&t.grid)
+                }) {
+                    let Some(signature) = &t.signature else {
+                        continue;
+                    };
+                    all += t.count;
+                    if launch.signatures.contains(signature) {
+                        same += t.count;
+                    } else {
+                        other.get_or_insert_with(|| signature.clone());
+                    }
+                }
+                (all > 0).then(|| SignatureShare {
+                    kernel: launch.kernel.clone(),
+                    share: same as f64 / all as f64,
+                    other: other.map(|o| (o, launch.signatures[0].clone())),
+                })
+            })
+            .collect();
+        Some(shares)
+    }
+}
+
+/// An allowed kernel's timed launches given the census call's arguments (a share of them), and the
+/// first other signature with the census's.
+struct SignatureShare {
+    kernel: String,
+    share: f64,
+    other: Option<(String, String)>,
+}
+
+impl Outputs {
+    /// Every kept output equalled the census call's, under the rule that applied.
+    fn held(&self) -> bool {
+        self.why.is_none() && self.compared.iter().all(|c| c.equal)
+    }
+
+    /// How far the first kept output that was not the census call's was off, and what it was held to.
+    fn off(&self) -> Option<String> {
+        if let Some(why) = &self.why {
+            return Some(format!(
+                "the timed calls' outputs could not be compared with the census call's ({why})"
+            ));
+        }
+        let c = self.compared.iter().find(|c| !c.equal)?;
+        let how = match (&c.why, c.max_abs) {
+            (Some(why), _) => why.clone(),
+            (None, max) => format!(
+                "{} of {} elements off, {}",
+                c.differing,
+                c.elements,
+                max.map_or("not a number where the census's output is".into(), |m| {
+                    format!("by up to {m:.3e}")
+                })
+            ),
+        };
+        let rule = match (&self.tolerance, self.deterministic) {
+            (_, true) | (None, _) => {
+                "bit for bit, as two untimed calls agreed bit for bit".to_string()
+            }
+            (Some(t), false) => format!("within rtol {}, atol {} ({})", t.rtol, t.atol, t.source),
+        };
+        Some(format!(
+            "timed call {} returned other output than the census's own call: {how} (held {rule})",
+            c.call
+        ))
+    }
+}
+
 /// Each config's censuses from the runs of one side (`candidate` or `baseline`), rounds and
 /// confirmation rounds alike.
 fn side_censuses(runs: &[RunFile], side: &str) -> Result<Vec<(String, Census)>, String> {
@@ -221,14 +374,42 @@ fn side_censuses(runs: &[RunFile], side: &str) -> Result<Vec<(String, Census)>, 
     Ok(found)
 }
 
-/// The seconds the censuses of `runs` took, every case of every run.
-pub fn seconds(runs: &[RunFile]) -> f64 {
+/// The seconds a part of the censuses of `runs` took (`of`: the census call's, the output check's),
+/// every case of every run.
+pub fn seconds(runs: &[RunFile], of: fn(&Census) -> Option<f64>) -> f64 {
     runs.iter()
         .filter_map(|run| run.cases().ok())
         .flatten()
         .filter_map(|case| Census::of(&case).ok().flatten())
-        .filter_map(|census| census.seconds)
-        .sum()
+        .filter_map(|census| of(&census))
+        .fold(0.0, |sum, seconds| sum + seconds)
+}
+
+/// A perf case's harness settings, by name.
+pub type Settings = BTreeMap<String, serde_json::Value>;
+
+/// Each perf case's harness settings in `runs`, as the first census that has them gives them.
+pub fn harness_settings(runs: &[RunFile]) -> BTreeMap<String, Settings> {
+    let mut found = BTreeMap::new();
+    for case in runs.iter().filter_map(|run| run.cases().ok()).flatten() {
+        if let Some(settings) = Census::of(&case).ok().flatten().and_then(|c| c.harness) {
+            found.entry(case.id).or_insert(settings);
+        }
+    }
+    found
+}
+
+/// The first perf case of `runs` measured with other harness settings than the session's start
+/// (`start`, [`harness_settings`] of its runs), as a sentence; none where every case measured alike, or
+/// where either side has no settings (runs older than them).
+pub fn settings_departure(start: &BTreeMap<String, Settings>, runs: &[RunFile]) -> Option<String> {
+    let here = harness_settings(runs);
+    here.iter().find_map(|(case, settings)| {
+        let [here, there] = first_difference(settings, start.get(case)?)?;
+        Some(format!(
+            "{case} measured with {here}, the session's start with {there}"
+        ))
+    })
 }
 
 /// What the gate needs of the session.
@@ -298,9 +479,13 @@ fn refusal(decided: &Decided, runs: &[RunFile], rules: &Rules) -> Option<String>
                 "{test}: no census of the candidate's timed call ({why})"
             ));
         }
-        if let Some(why) = ours.iter().find_map(|census| {
-            share_refusal(census, &theirs, rules.allowed)
-                .or_else(|| skipped_launches(census, &theirs, rules.allowed))
+        if let Some(why) = measured_differently(&ours, &theirs).or_else(|| {
+            ours.iter().find_map(|census| {
+                share_refusal(census, &theirs, rules.allowed)
+                    .or_else(|| skipped_launches(census, &theirs, rules.allowed))
+                    .or_else(|| other_arguments(census, &theirs, rules.allowed))
+                    .or_else(|| other_outputs(census, &theirs))
+            })
         }) {
             return Some(format!("{test}: {why}"));
         }
@@ -368,6 +553,88 @@ fn skipped_launches(census: &Census, baseline: &[Census], allowed: &[String]) ->
             required * 100.0
         )
     })
+}
+
+/// One candidate census against the baseline's: each allowed kernel's timed launches given the census
+/// call's arguments and stream, as far as the baseline's were (its least share, at most 1).
+fn other_arguments(census: &Census, baseline: &[Census], allowed: &[String]) -> Option<String> {
+    let required = (baseline.iter())
+        .filter_map(|b| b.signature_shares(allowed))
+        .flatten()
+        .map(|s| s.share)
+        .fold(1.0, f64::min);
+    let worst = census
+        .signature_shares(allowed)?
+        .into_iter()
+        .min_by(|a, b| a.share.total_cmp(&b.share))?;
+    (worst.share < required - LAUNCH_SLACK).then(|| {
+        let differs = worst
+            .other
+            .map(|(timed, theirs)| format!(": {}", differing_parts(&timed, &theirs)))
+            .unwrap_or_default();
+        format!(
+            "the timed calls gave {} other arguments than the census's own call in {:.0}% of its \
+             launches (baseline {:.0}%){differs}",
+            worst.kernel,
+            (1.0 - worst.share) * 100.0,
+            (1.0 - required) * 100.0
+        )
+    })
+}
+
+/// Where a timed launch's signature differs from the census call's, part by part (the stream, then
+/// each argument by its position).
+fn differing_parts(timed: &str, census: &str) -> String {
+    let (ours, theirs): (Vec<&str>, Vec<&str>) =
+        (timed.split(' ').collect(), census.split(' ').collect());
+    if ours.len() != theirs.len() {
+        return format!("timed `{timed}`, census `{census}`");
+    }
+    let parts: Vec<String> = (ours.iter().zip(&theirs).enumerate())
+        .filter(|(_, (a, b))| a != b)
+        .map(|(index, (a, b))| match index {
+            0 => format!("{a} (census {b})"),
+            _ => format!("argument {index} {a} (census {b})"),
+        })
+        .collect();
+    parts.join(", ")
+}
+
+/// One candidate census against the baseline's: the timed calls' kept outputs equal to the census
+/// call's, where every baseline census's were (a function whose outputs change from call to call, as
+/// one working in place, is not held to it).
+fn other_outputs(census: &Census, baseline: &[Census]) -> Option<String> {
+    let outputs = census.outputs.as_ref()?;
+    let baseline_held = (baseline.iter()).all(|b| b.outputs.as_ref().is_some_and(Outputs::held));
+    (baseline_held && !outputs.held())
+        .then(|| outputs.off())
+        .flatten()
+}
+
+/// Whether a config's runs, of both sides, measured with other harness settings than one another (a
+/// worker started under another `CUPTI` or `REP`, say): the first setting that differs.
+fn measured_differently(ours: &[Census], theirs: &[Census]) -> Option<String> {
+    let mut settings = (ours.iter().map(|c| ("candidate", c)))
+        .chain(theirs.iter().map(|c| ("baseline", c)))
+        .filter_map(|(side, census)| Some((side, census.harness.as_ref()?)));
+    let (first_side, first) = settings.next()?;
+    settings.find_map(|(side, other)| {
+        let [ours, theirs] = first_difference(other, first)?;
+        Some(format!(
+            "its runs measured with other harness settings: {ours} in the {side}'s, {theirs} in the \
+             {first_side}'s"
+        ))
+    })
+}
+
+/// The first setting `ours` and `theirs` differ in, as each gives it (`use_cupti=false`, `rep unset`).
+fn first_difference(ours: &Settings, theirs: &Settings) -> Option<[String; 2]> {
+    let names: BTreeSet<&String> = ours.keys().chain(theirs.keys()).collect();
+    let name = names.into_iter().find(|n| ours.get(*n) != theirs.get(*n))?;
+    Some([ours, theirs].map(|s| {
+        s.get(name)
+            .map_or(format!("{name} unset"), |v| format!("{name}={v}"))
+    }))
 }
 
 /// The attempt paired rounds make once the kernel is held to what it earned: the census gate, then,
@@ -568,6 +835,8 @@ fn gpu_work(run: &RunFile) -> Result<GpuWork, String> {
         let mut launches: Vec<Launch> = (census.launches.into_iter())
             .map(|launch| Launch {
                 hints: Vec::new(),
+                // a stream's handle is the process's; the arguments show in the compiled signatures
+                signatures: Vec::new(),
                 ..launch
             })
             .collect();
@@ -767,12 +1036,15 @@ mod tests {
                     grids: vec![vec![132]],
                     count: 1,
                     hints: Vec::new(),
+                    signatures: Vec::new(),
                 })
                 .collect(),
             bytes,
             arrays: Vec::new(),
             seconds: None,
             timed: None,
+            outputs: None,
+            harness: None,
             device: Some(
                 device
                     .iter()
@@ -842,6 +1114,7 @@ mod tests {
                         kernel: "k".into(),
                         file: Some(KERNEL.into()),
                         grid: vec![grid],
+                        signature: None,
                         count,
                     })
                     .collect(),
@@ -872,6 +1145,145 @@ mod tests {
             None
         );
         assert!(skipped_launches(&timed(200, &[(132, 180)]), &sparing, &allowed()).is_some());
+    }
+
+    const SIGNED: &str = "stream=0 float16[4096,1024]/1024,1 16 1e-05";
+
+    /// A census of kernel `k` whose call launched it with [`SIGNED`], and whose harness launched it with
+    /// each of `signatures` as often as given.
+    fn signed(signatures: &[(&str, u64)]) -> Census {
+        let mut census = timed(200, &[]);
+        census.launches[0].signatures = vec![SIGNED.into()];
+        census.timed.as_mut().unwrap().launches = (signatures.iter())
+            .map(|&(signature, count)| TimedLaunch {
+                kernel: "k".into(),
+                file: Some(KERNEL.into()),
+                grid: vec![132],
+                signature: Some(signature.into()),
+                count,
+            })
+            .collect();
+        census
+    }
+
+    #[test]
+    fn arguments_other_than_the_census_call_s_are_refused_as_far_as_the_baseline_gave_them() {
+        let baseline = [signed(&[(SIGNED, 200)])];
+        let other = |census: &Census| other_arguments(census, &baseline, &allowed());
+        let half = "stream=0 float16[2048,1024]/1024,1 16 1e-05";
+        assert_eq!(
+            other(&signed(&[(SIGNED, 100), (half, 100)])).unwrap(),
+            "the timed calls gave k other arguments than the census's own call in 50% of its launches \
+             (baseline 0%): argument 1 float16[2048,1024]/1024,1 (census float16[4096,1024]/1024,1)"
+        );
+        let stream = "stream=7 float16[4096,1024]/1024,1 16 1e-05";
+        assert!(
+            other(&signed(&[(stream, 200)]))
+                .unwrap()
+                .ends_with(": stream=7 (census stream=0)")
+        );
+        assert_eq!(other(&signed(&[(SIGNED, 200)])), None);
+        // censuses without signatures, and a baseline whose own timed launches differed as much
+        assert_eq!(other(&timed(200, &[(132, 200)])), None);
+        let differing = [signed(&[(SIGNED, 100), (half, 100)])];
+        assert_eq!(
+            other_arguments(
+                &signed(&[(SIGNED, 100), (half, 100)]),
+                &differing,
+                &allowed()
+            ),
+            None
+        );
+    }
+
+    /// Outputs compared in `calls`, each equal or not (4 of 8 elements off by 0.5).
+    fn outputs(deterministic: bool, calls: &[(u64, bool)]) -> Outputs {
+        Outputs {
+            seed: 7,
+            why: None,
+            deterministic,
+            tolerance: Some(Tolerance {
+                rtol: 0.01,
+                atol: 0.01,
+                source: "tests.common:get_dtype_tolerances(float16)".into(),
+            }),
+            compared: (calls.iter())
+                .map(|&(call, equal)| Compared {
+                    call,
+                    equal,
+                    max_abs: (!equal).then_some(0.5),
+                    differing: if equal { 0 } else { 4 },
+                    elements: 8,
+                    why: None,
+                })
+                .collect(),
+            poisoned: true,
+            seconds: Some(0.01),
+        }
+    }
+
+    #[test]
+    fn outputs_other_than_the_census_call_s_are_refused_where_the_baseline_s_were_equal() {
+        let with = |outputs: Outputs| Census {
+            outputs: Some(outputs),
+            ..timed(200, &[(132, 200)])
+        };
+        let baseline = [with(outputs(true, &[(17, true), (200, true)]))];
+        let other = |census: &Census| other_outputs(census, &baseline);
+        assert_eq!(
+            other(&with(outputs(true, &[(17, false), (200, true)]))).unwrap(),
+            "timed call 17 returned other output than the census's own call: 4 of 8 elements off, by \
+             up to 5.000e-1 (held bit for bit, as two untimed calls agreed bit for bit)"
+        );
+        assert!(
+            other(&with(outputs(false, &[(3, true), (200, false)])))
+                .unwrap()
+                .ends_with(
+                    "(held within rtol 0.01, atol 0.01 (tests.common:get_dtype_tolerances(float16)))"
+                )
+        );
+        assert_eq!(
+            other(&with(outputs(true, &[(17, true), (200, true)]))),
+            None
+        );
+        // a census older than the check, or a baseline whose own timed outputs differed (in place)
+        assert_eq!(other(&timed(200, &[(132, 200)])), None);
+        let in_place = [with(outputs(true, &[(200, false)]))];
+        assert_eq!(
+            other_outputs(&with(outputs(true, &[(200, false)])), &in_place),
+            None
+        );
+    }
+
+    #[test]
+    fn runs_measured_with_other_harness_settings_are_refused() {
+        let under = |cupti: bool| Census {
+            harness: Some(BTreeMap::from([
+                ("rep".to_string(), serde_json::json!(50.0)),
+                ("use_cupti".to_string(), serde_json::json!(cupti)),
+            ])),
+            ..timed(200, &[])
+        };
+        assert_eq!(
+            measured_differently(&[under(true)], &[under(true), under(false)]).unwrap(),
+            "its runs measured with other harness settings: use_cupti=false in the baseline's, \
+             use_cupti=true in the candidate's"
+        );
+        assert_eq!(measured_differently(&[under(true)], &[under(true)]), None);
+        assert_eq!(
+            measured_differently(&[timed(1, &[])], &[under(false)]),
+            None
+        );
+        // and against the session's start, as `verify` holds each iteration's runs
+        let start = harness_settings(&[run_with_census("benchmark-1", &under(true))]);
+        let step = |cupti| [run_with_census("round-1-candidate", &under(cupti))];
+        assert_eq!(
+            settings_departure(&start, &step(false)).unwrap(),
+            "t::test_perf[cutile] measured with use_cupti=false, the session's start with use_cupti=true"
+        );
+        assert_eq!(settings_departure(&start, &step(true)), None);
+        let older = [run_with_census("round-1-candidate", &timed(1, &[]))];
+        assert_eq!(settings_departure(&start, &older), None);
     }
 
     #[test]

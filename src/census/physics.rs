@@ -181,6 +181,8 @@ mod tests {
             device: None,
             seconds: None,
             timed: None,
+            outputs: None,
+            harness: None,
         }
     }
 

@@ -5,6 +5,7 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 
 use crate::audit::{self, Finding, Kind};
+use crate::census;
 use crate::errors::Reported;
 use crate::evidence::Evidence;
 use crate::git::Repo;
@@ -221,6 +222,7 @@ fn evidence_findings(repo: &Repo, history: &History) -> Result<(usize, Vec<Findi
     let mut findings = Vec::new();
     let mut with_evidence = 0;
     let mut baseline_passed = Vec::new();
+    let mut start_settings = Default::default();
     let mut prior: Vec<Iteration> = Vec::new();
     for (commit, lean) in &history.iterations {
         let finding = |kind, detail: String| Finding {
@@ -246,6 +248,12 @@ fn evidence_findings(repo: &Repo, history: &History) -> Result<(usize, Vec<Findi
                     .context("an iteration's trailers are gone from its commit")?;
                 if it.number == 0 {
                     baseline_passed = evidence.passed_cases().unwrap_or_default();
+                    start_settings = census::harness_settings(&evidence.runs);
+                } else if let Some(why) = census::settings_departure(&start_settings, &evidence.runs) {
+                    findings.push(finding(
+                        Kind::EvidenceMismatch,
+                        format!("iteration {}: {why}", it.number),
+                    ));
                 }
                 for (what, recorded, found) in
                     audit::check_iteration(&history.session, &prior, it, &evidence, &baseline_passed)

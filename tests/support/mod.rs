@@ -684,6 +684,7 @@ pub fn session_of(kernel: &str, test: &str, allowed: &[&str]) -> Session {
         noted: false,
         runner: git_cutile_perf::runner::RunnerSettings::default(),
         spread: Vec::new(),
+        harness: None,
     }
 }
 

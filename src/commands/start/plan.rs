@@ -17,6 +17,7 @@ use crate::locate::{self, Kernel};
 use crate::pytest::{Pytest, default_python};
 use crate::refusals;
 use crate::runner::{self, Local, OnGpu, Runner};
+use crate::session::harness::HarnessMode;
 use crate::session::{BRANCH_PREFIX, Session};
 use crate::ui::Progress;
 use crate::workers::lasting;
@@ -147,6 +148,7 @@ pub fn plan(repo: &Repo, args: &StartOptions, progress: &Progress) -> Result<Pla
         noted: true,
         runner,
         spread: Vec::new(),
+        harness: Some(HarnessMode::now()),
     };
     let plan = Plan {
         session,

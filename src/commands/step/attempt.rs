@@ -68,6 +68,10 @@ pub fn holders(held: Vec<HeldSides>, kept: bool) -> Holders {
 pub struct Checks {
     /// The census's untimed repetitions of each perf case, over every benchmark run of the step.
     pub census_s: f64,
+    /// Checking what the timed calls returned against the census call's output (keeping, copying and
+    /// comparing outputs, and the untimed call that tells whether the function is deterministic), over
+    /// every benchmark run of the step.
+    pub timed_outputs_s: f64,
     /// The correctness runs on inputs neither side has seen (only for a step the rounds would keep).
     pub unseen_inputs_s: f64,
     /// Reading and comparing the two sides' dumps after the first round.
@@ -261,7 +265,8 @@ pub fn attempt<'r>(
     let Measured { runs, ended } = measured;
     let Replayed { attempt, remark } = replay::attempt(&runs, &ended, session, &baseline_passed);
     let mut checks = checks.into_inner();
-    checks.census_s = census::seconds(&runs);
+    checks.census_s = census::seconds(&runs, |c| c.seconds);
+    checks.timed_outputs_s = census::seconds(&runs, |c| c.outputs.as_ref()?.seconds);
     Ok(Tried {
         attempt,
         runs,
@@ -523,10 +528,13 @@ mod tests {
                 grids: vec![vec![1]],
                 count: 1,
                 hints: Vec::new(),
+                signatures: Vec::new(),
             }],
             bytes: 0,
             arrays: Vec::new(),
             timed: None,
+            outputs: None,
+            harness: None,
             device: Some(vec![census::DeviceTime {
                 name: device.into(),
                 us: 1.0,

@@ -16,6 +16,7 @@ use crate::hint::hinted;
 use crate::history::{Configs, History, made_sandbox, require_history};
 use crate::pytest::Pytest;
 use crate::runner::Runner;
+use crate::session::harness::HarnessMode;
 use crate::session::{Session, short};
 use crate::ui::Progress;
 use crate::workers::lasting;
@@ -34,6 +35,7 @@ pub fn preflight(repo: &Repo, continue_anyway: bool) -> Result<Preflight> {
     made_sandbox(repo)?;
     crate::paired::refuse_edited_trees(repo)?;
     refuse_halted(&history, continue_anyway)?;
+    refuse_other_harness(&history.session, &HarnessMode::now())?;
     let allowed = &history.session.allowed;
     crate::refusals::check_step(repo, allowed, &history.session.test)?;
     if let Some(branch) = repo.branch()? {
@@ -60,6 +62,29 @@ pub fn preflight(repo: &Repo, continue_anyway: bool) -> Result<Preflight> {
     }
     refuse_broken_history(repo, &history)?;
     Ok(Preflight { history, changed })
+}
+
+/// Refuses an environment whose harness variables would make the runs measure otherwise than at the
+/// session's `start` (a session recorded before them is not held to it).
+fn refuse_other_harness(session: &Session, here: &HarnessMode) -> Result<()> {
+    let Some(at_start) = &session.harness else {
+        return Ok(());
+    };
+    let departures = at_start.departures(here, "here", "at start");
+    if departures.is_empty() {
+        return Ok(());
+    }
+    Err(hinted(
+        format!(
+            "this environment's harness would measure otherwise than the session's start ({}): its \
+             runs would not compare with the baseline's",
+            departures.join("; ")
+        ),
+        format!(
+            "set the harness variables as they were at start, {at_start}; or start a new session for \
+             this mode"
+        ),
+    ))
 }
 
 fn refuse_halted(history: &History, continue_anyway: bool) -> Result<()> {
