@@ -180,7 +180,7 @@ fn mean_grid() -> Grid {
 /// The share of a config's variance between runs that is fixed for a process's life (an autotuner's
 /// pick among near ties, where the arrays landed): on the H200, six rounds of rope in one pair of
 /// processes stayed within 0.9% of each other while processes of the same code differed by up to 3%
-/// (`sandbox/examples/warm/one-pair-rounds/`).
+/// (`evidence/2026-12-02-h200-one-pair-rounds/`).
 const FIXED_PER_PROCESS: f64 = 0.9;
 
 /// One process's draw of what it fixes for its life: a standard normal per config.

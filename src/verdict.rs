@@ -1471,28 +1471,28 @@ mod h200_rounds {
         };
     }
 
-    /// Stop 36's session (`sandbox/examples/warm/rope-mean/`).
+    /// Stop 36's session (`evidence/2026-12-02-h200-rope-mean/`).
     const DATA: &str = data!("rope-paired-h200");
-    /// Stop 37's, both workers ready before either measured (`sandbox/examples/warm/rope-mean-ready/`).
+    /// Stop 37's, both workers ready before either measured (`evidence/2026-12-02-h200-rope-mean-ready/`).
     const READY: &str = data!("rope-paired-h200-ready");
     /// Stop 39's, a later round's pair started while the round before it measured
-    /// (`sandbox/examples/warm/rope-mean-standby/`).
+    /// (`evidence/2026-12-03-h200-rope-standby/`).
     const STANDBY: &str = data!("rope-paired-h200-standby");
     /// Stop 40's, the roles swapped: null edit 1 the baseline, the upstream code the candidate
-    /// (`sandbox/examples/warm/rope-swap/`).
+    /// (`evidence/2026-12-03-h200-rope-swap/`).
     const SWAP: &str = data!("rope-paired-h200-swap");
     /// Stop 41's, a round's new workers making their GPU contexts one at a time
-    /// (`sandbox/examples/warm/rope-nulls-in-turn/`): null edit 1 from the upstream code (`a`), then null
+    /// (`evidence/2026-12-03-h200-rope-in-turn/`): null edit 1 from the upstream code (`a`), then null
     /// edits 2 and 3 from a session whose baseline is null edit 1 (`b`).
     const IN_TURN: &str = data!("rope-paired-h200-in-turn");
     /// Stop 42's null edit 2, from a session whose baseline is stop 41's null edit 1
-    /// (`sandbox/examples/warm/rope-order-moves/`).
+    /// (`evidence/2026-12-03-h200-rope-order-moves/`).
     const MEAN_2: &str = data!("rope-paired-h200-mean-2");
     /// Stop 45's null edit 3 under the ordered rules, from a session whose baseline is null edits 1 and 2
-    /// (`sandbox/examples/warm/rope-ordered/`).
+    /// (`evidence/2026-12-04-h200-rope-ordered/`).
     const ORDERED: &str = data!("rope-paired-h200-ordered");
     /// Stop 48's three null edits on the session's default statistic, the median, under the ticked rules
-    /// (`sandbox/examples/warm/rope-ticked/`).
+    /// (`evidence/2026-12-04-h200-rope-ticked/`).
     const TICKED: &str = data!("rope-paired-h200-ticked");
 
     /// A run's records under the statistic its session took: every session before stop 48's `--stat mean`.
