@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# H200 evidence for warm workers (issue 27): steps whose paired rounds, correctness and unseen-input check
+# H200 evidence for warm workers: steps whose paired rounds, correctness and unseen-input check
 # run in one warm pytest worker per side, timed beside the cold costs they replace. Run on the GPU machine
-# after `source .gpu/device-setup.sh` (../shared/gpu/README.md):
+# with TileGym's Python environment (torch, cuda-tile, pytest) and the release build:
 #
 #   tools/gpu-warm.sh /path/to/TileGym OUT_DIR PART...
 #
