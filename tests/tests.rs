@@ -8,6 +8,7 @@ mod compile_facts;
 mod demo;
 mod diagnose;
 mod diagnose_step;
+mod documented_commands;
 mod earned;
 mod errors;
 mod extras;
