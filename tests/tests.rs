@@ -39,3 +39,4 @@ mod skill;
 mod slurm;
 mod travel;
 mod warm;
+mod words;
