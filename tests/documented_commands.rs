@@ -2,9 +2,10 @@
 //! tests) runs a target that exists, and a `cargo test --test tests MODULE::` filter names a module of
 //! the test binary: a renamed target or module cannot leave a stale command behind.
 
+use crate::support;
+
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::process::Command;
 
 /// This file, whose examples are not commands.
 const SELF: &str = "tests/documented_commands.rs";
@@ -83,21 +84,6 @@ fn problem(
     }
 }
 
-fn tracked(root: &Path) -> Vec<String> {
-    let out = Command::new("git")
-        .args(["ls-files", "-z"])
-        .current_dir(root)
-        .output()
-        .expect("git ls-files");
-    assert!(out.status.success(), "git ls-files failed");
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .split('\0')
-        .filter(|path| !path.is_empty() && *path != SELF)
-        .map(str::to_string)
-        .collect()
-}
-
 #[test]
 fn every_documented_cargo_command_names_a_real_target() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -106,7 +92,10 @@ fn every_documented_cargo_command_names_a_real_target() {
     let modules = modules(&std::fs::read_to_string(root.join("tests/tests.rs")).unwrap());
     let mut checked = 0;
     let mut stale = Vec::new();
-    for path in tracked(root) {
+    for path in support::tracked_files()
+        .into_iter()
+        .filter(|path| path != SELF)
+    {
         let Ok(text) = std::fs::read_to_string(root.join(&path)) else {
             continue;
         };

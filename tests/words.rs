@@ -1,8 +1,9 @@
 //! The repository speaks of the product only: no tracked file (code, comments, docs, tests, evidence)
 //! names how the tool was developed or a path of the machine it was developed on.
 
+use crate::support;
+
 use std::path::Path;
-use std::process::Command;
 
 /// Phrases no tracked file may hold (matched case-insensitively), each with why. A `#` stands for a
 /// digit.
@@ -31,19 +32,12 @@ const SELF: &str = "tests/words.rs";
 
 /// Every tracked file's path and text (files that are not UTF-8, such as images, are skipped).
 fn tracked_texts(root: &Path) -> Vec<(String, String)> {
-    let out = Command::new("git")
-        .args(["ls-files", "-z"])
-        .current_dir(root)
-        .output()
-        .expect("git ls-files");
-    assert!(out.status.success(), "git ls-files failed");
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .split('\0')
-        .filter(|path| !path.is_empty() && *path != SELF)
+    support::tracked_files()
+        .into_iter()
+        .filter(|path| path != SELF)
         .filter_map(|path| {
-            let bytes = std::fs::read(root.join(path)).ok()?;
-            Some((path.to_string(), String::from_utf8(bytes).ok()?))
+            let text = String::from_utf8(std::fs::read(root.join(&path)).ok()?).ok()?;
+            Some((path, text))
         })
         .collect()
 }
