@@ -20,7 +20,7 @@
 //! the table reproducible. A 3% regression hits one config, a different one each trial.
 //!
 //! A second table prices each paired step in GPU seconds, from the H200 costs of rope and rms_norm
-//! (`../shared/data/h200-step-costs/`, [`COSTS`]): one pytest process per run, as before warm workers;
+//! (`evidence/2026-12-02-h200-step-costs/`, [`COSTS`]): one pytest process per run, as before warm workers;
 //! one pair of warm workers per step with later rounds on the configs still open ("one pair", with its
 //! own rounds); and the warm workers of today ("fresh pairs"): the baseline's lives on from an earlier
 //! step, so round 1 pays only the candidate's start-up and first, compiling repetition, and each later
@@ -180,7 +180,7 @@ fn mean_grid() -> Grid {
 /// The share of a config's variance between runs that is fixed for a process's life (an autotuner's
 /// pick among near ties, where the arrays landed): on the H200, six rounds of rope in one pair of
 /// processes stayed within 0.9% of each other while processes of the same code differed by up to 3%
-/// (`sandbox/examples/warm/one-pair-rounds/`).
+/// (`evidence/2026-12-02-h200-one-pair-rounds/`).
 const FIXED_PER_PROCESS: f64 = 0.9;
 
 /// One process's draw of what it fixes for its life: a standard normal per config.
@@ -348,7 +348,7 @@ fn paired(
     }
 }
 
-/// One grid's costs on the H200, in seconds (../shared/data/h200-step-costs/run-cost-times.txt).
+/// One grid's costs on the H200, in seconds (`evidence/2026-12-02-h200-step-costs/run-cost-times.txt`).
 struct Costs {
     name: &'static str,
     /// A benchmark run in a process of its own: start-up, collection, compile, the cases.
@@ -703,7 +703,7 @@ fn main() {
 }
 
 /// The fewest rounds each config needs, on average, for any sequential rule to keep a null change and
-/// revert a 3% regression of that config, each with at most 1% wrong (the targets): Wald's
+/// revert a 3% regression of that config, each with at most 1% wrong (the targets): Wald's
 /// bound, `E[N] >= ((1-a) ln((1-a)/b) + a ln(a/(1-b))) / KL`, with `KL = ln(1.03)^2 / (2 v)` per round
 /// for a config of spread `sd` when the round's change has variance `v`: `2 sd^2` when both sides are
 /// fresh processes (paired), `sd^2` when the baseline is known exactly. A config's rounds tell nothing

@@ -272,7 +272,7 @@ mod tests {
     const HEADER: &str = "\
 ============================= test session starts ==============================
 platform linux -- Python 3.11.7, pytest-9.2.0, pluggy-1.7.0 -- /usr/bin/python3
-rootdir: /work/TileGym
+rootdir: /home/user/TileGym
 configfile: pytest.ini
 ";
 

@@ -437,7 +437,7 @@ impl Tally {
     /// The change with the order's effect fitted per shape of round (each shape measured in both orders
     /// its own term, the other rounds one between them), where that beats one effect for every round by
     /// an F test at [`GROUPED_P`]. The order's effect changes with the cases a run holds: on an H200 the
-    /// null edit 2 of stop 42 read rope's `8-1-32-8-128-1.0` about 6% slower on the side measured first
+    /// null edit 2 of `evidence/2026-12-03-h200-rope-order-moves/` read rope's `8-1-32-8-128-1.0` about 6% slower on the side measured first
     /// in each of its seven one-case rounds, within 1.5% either way in the nine rounds of 3-8 cases
     /// before them (`tests/data/rope-paired-h200-mean-2/`); one term for all sixteen left a residual of
     /// 2.8%, per-shape terms 0.8%.
@@ -1471,31 +1471,31 @@ mod h200_rounds {
         };
     }
 
-    /// Stop 36's session (`sandbox/examples/warm/rope-mean/`).
+    /// The first paired session of rope's null edits (`evidence/2026-12-02-h200-rope-mean/`).
     const DATA: &str = data!("rope-paired-h200");
-    /// Stop 37's, both workers ready before either measured (`sandbox/examples/warm/rope-mean-ready/`).
+    /// The session with both workers ready before either measured (`evidence/2026-12-02-h200-rope-mean-ready/`).
     const READY: &str = data!("rope-paired-h200-ready");
-    /// Stop 39's, a later round's pair started while the round before it measured
-    /// (`sandbox/examples/warm/rope-mean-standby/`).
+    /// The session with a later round's pair started while the round before it measured
+    /// (`evidence/2026-12-03-h200-rope-standby/`).
     const STANDBY: &str = data!("rope-paired-h200-standby");
-    /// Stop 40's, the roles swapped: null edit 1 the baseline, the upstream code the candidate
-    /// (`sandbox/examples/warm/rope-swap/`).
+    /// The session with the roles swapped: null edit 1 the baseline, the upstream code the candidate
+    /// (`evidence/2026-12-03-h200-rope-swap/`).
     const SWAP: &str = data!("rope-paired-h200-swap");
-    /// Stop 41's, a round's new workers making their GPU contexts one at a time
-    /// (`sandbox/examples/warm/rope-nulls-in-turn/`): null edit 1 from the upstream code (`a`), then null
+    /// The session with a round's new workers making their GPU contexts one at a time
+    /// (`evidence/2026-12-03-h200-rope-in-turn/`): null edit 1 from the upstream code (`a`), then null
     /// edits 2 and 3 from a session whose baseline is null edit 1 (`b`).
     const IN_TURN: &str = data!("rope-paired-h200-in-turn");
-    /// Stop 42's null edit 2, from a session whose baseline is stop 41's null edit 1
-    /// (`sandbox/examples/warm/rope-order-moves/`).
+    /// Null edit 2 under the balanced rules, from a session whose baseline is null edit 1
+    /// (`evidence/2026-12-03-h200-rope-order-moves/`).
     const MEAN_2: &str = data!("rope-paired-h200-mean-2");
-    /// Stop 45's null edit 3 under the ordered rules, from a session whose baseline is null edits 1 and 2
-    /// (`sandbox/examples/warm/rope-ordered/`).
+    /// Null edit 3 under the ordered rules, from a session whose baseline is null edits 1 and 2
+    /// (`evidence/2026-12-04-h200-rope-ordered/`).
     const ORDERED: &str = data!("rope-paired-h200-ordered");
-    /// Stop 48's three null edits on the session's default statistic, the median, under the ticked rules
-    /// (`sandbox/examples/warm/rope-ticked/`).
+    /// The three null edits on the session's default statistic, the median, under the ticked rules
+    /// (`evidence/2026-12-04-h200-rope-ticked/`).
     const TICKED: &str = data!("rope-paired-h200-ticked");
 
-    /// A run's records under the statistic its session took: every session before stop 48's `--stat mean`.
+    /// A run's records under the statistic its session took: `--stat mean` for every session but [`TICKED`]'s.
     fn run_in(dir: &str, name: &str) -> Option<Vec<Measurement>> {
         let text = std::fs::read_to_string(format!("{dir}/{name}.xml")).ok()?;
         let cases = RecordFormat::Junit.parse(&text).unwrap();
@@ -1507,8 +1507,7 @@ mod h200_rounds {
     }
 
     /// A session's floor: the spread of its two baseline runs, under the rules that decided it: the
-    /// ticked rules stop 48's, the ordered ones stop 45's, the balanced ones stops 41 and 42, which
-    /// replay the sessions before them as they ran.
+    /// ticked rules [`TICKED`]'s, the ordered ones [`ORDERED`]'s, the balanced ones the others'.
     fn floor_in(dir: &str) -> NoiseFloor {
         let runs = [
             run_in(dir, "00-benchmark-1").unwrap(),
@@ -1533,7 +1532,7 @@ mod h200_rounds {
             .collect()
     }
 
-    /// Stop 37's two null steps, replayed round by round by today's rules: after each round the
+    /// [`READY`]'s two null steps, replayed round by round by today's rules: after each round the
     /// configs still open are exactly those its next round measured, and after the last one (the budget
     /// spent) both are still open, so the tool decided them on the means.
     #[test]
@@ -1546,7 +1545,7 @@ mod h200_rounds {
         }
     }
 
-    /// Stop 39's: the first null step still open after 11 rounds (decided on the means, 0.96% slower),
+    /// [`STANDBY`]'s: the first null step still open after 11 rounds (decided on the means, 0.96% slower),
     /// the second decided by the intervals after 6 rounds: reverted, its `8-128-32-8-128-1.0` 4.64%
     /// slower (2.95% to 6.35%).
     #[test]
@@ -1571,7 +1570,7 @@ mod h200_rounds {
         assert!(slow.low_pct > 2.0, "{slow:?}");
     }
 
-    /// Stop 40's swapped null: 16 rounds, the most the rule takes, on fewer configs round by round (8 cases,
+    /// [`SWAP`]'s swapped null: 16 rounds, the most the rule takes, on fewer configs round by round (8 cases,
     /// then 7, 4, 3 and 2), the last still undecided: the rule decides on the means, 0.27% slower, a stop.
     /// Its `8-128-32-8-128-1.0` read the candidate slower in 13 of the 16 rounds (+1.24%, +0.52% to +1.96%).
     #[test]
@@ -1587,9 +1586,9 @@ mod h200_rounds {
         assert!((means.estimate.aggregate.improvement_pct + 0.265).abs() < 0.005);
     }
 
-    /// Stop 41's three nulls, each decided by the intervals (none on the means, none reverted) after 9, 11
+    /// [`IN_TURN`]'s three nulls, each decided by the intervals (none on the means, none reverted) after 9, 11
     /// and 9 rounds: 0.20% faster, 1.17% faster (0.62% to 1.73%: null edit 2 is faster on two partial
-    /// rotary configs, as in stop 37) and 0.01% faster, each a stop under the 2% tier.
+    /// rotary configs, as in [`READY`]) and 0.01% faster, each a stop under the 2% tier.
     #[test]
     fn the_in_turn_sessions_nulls_are_decided_by_the_intervals() {
         for (session, iteration, count, improvement) in [
@@ -1612,7 +1611,7 @@ mod h200_rounds {
         }
     }
 
-    /// Stop 42's null edit 2: 16 rounds by the balanced rules, the last 7 on `8-1-32-8-128-1.0` alone,
+    /// [`MEAN_2`]'s null edit 2: 16 rounds by the balanced rules, the last 7 on `8-1-32-8-128-1.0` alone,
     /// whose side measured first read about 6% slower in each of them, so its scatter kept it open and
     /// the rule decided on the means (1.09% faster). Fitting the order per set of cases the rounds ran
     /// decides it by the intervals after 13: 1.12% faster (0.57% to 1.66%), a stop.
@@ -1650,7 +1649,7 @@ mod h200_rounds {
         );
     }
 
-    /// Stop 45's null edit 3 on the H200: round 1 closes none of rope's microsecond configs, whose one
+    /// [`ORDERED`]'s null edit 3 on the H200: round 1 closes none of rope's microsecond configs, whose one
     /// order of the sides could have moved them by 5-7%, so round 2 runs all 8; each later round runs
     /// what the rounds before left open, and after 9 the edit is kept: 0.25% faster (-0.31% to 0.81%).
     #[test]
@@ -1678,10 +1677,10 @@ mod h200_rounds {
         assert!(open.len() < rounds[0].baseline.len(), "{open:?}");
     }
 
-    /// Stop 48's three null edits on medians: rope's four configs under 3.2 us judged on the records'
+    /// [`TICKED`]'s three null edits on medians: rope's four configs under 3.2 us judged on the records'
     /// means, each edit kept by the intervals after 13, 11 and 14 rounds, none reverted: 0.15% faster
     /// (-0.39% to +0.69%), 1.26% faster (0.67% to 1.85%: null edit 2's partial-rotary configs 3-5%
-    /// faster, as in stops 37 and 41) and 0.19% slower (-0.65% to +0.28%).
+    /// faster, as in [`READY`] and [`IN_TURN`]) and 0.19% slower (-0.65% to +0.28%).
     #[test]
     fn null_edits_on_medians_are_kept_by_the_intervals_with_microsecond_configs_on_their_means() {
         for (iteration, count, improvement) in [(1, 13, 0.151), (2, 11, 1.263), (3, 14, -0.185)] {

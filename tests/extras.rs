@@ -603,15 +603,16 @@ fn closed_stdout_is_not_an_error() {
     }
 }
 
-/// The README's list of verbs that take `--json`, and its list of crates, read against the command
-/// line's definition and `Cargo.toml`, so that neither can drift.
+/// The docs' lists read against the command line's definition and `Cargo.toml`, so that none can
+/// drift: the README's verbs with clap's words for each, the verbs that take `--json`
+/// (`docs/agents.md`) and the crates (`docs/design.md`).
 mod readme_lists {
     use super::repo_root;
     use clap::CommandFactory;
     use std::collections::BTreeSet;
 
-    fn readme() -> String {
-        std::fs::read_to_string(repo_root().join("README.md")).unwrap()
+    fn doc(path: &str) -> String {
+        std::fs::read_to_string(repo_root().join(path)).unwrap()
     }
 
     /// Every verb (`hook status` for a nested one) whose arguments include `--json`.
@@ -632,11 +633,11 @@ mod readme_lists {
     fn the_json_verb_list_is_clap_s() {
         let mut defined = BTreeSet::new();
         json_verbs(&git_cutile_perf::cli::Cli::command(), "", &mut defined);
-        let text = readme();
+        let text = doc("docs/agents.md");
         let line = text
             .lines()
             .find(|line| line.starts_with("Verbs that take `--json`:"))
-            .expect("the README's --json section lists its verbs");
+            .expect("docs/agents.md's --json section lists its verbs");
         let listed: BTreeSet<String> = line
             .split('`')
             .skip(1)
@@ -644,7 +645,10 @@ mod readme_lists {
             .filter(|word| !word.starts_with("--"))
             .map(str::to_string)
             .collect();
-        assert_eq!(listed, defined, "README's --json verbs against clap's");
+        assert_eq!(
+            listed, defined,
+            "the documented --json verbs against clap's"
+        );
     }
 
     #[test]
@@ -662,10 +666,10 @@ mod readme_lists {
             .filter_map(|line| line.split_once('=').map(|(name, _)| name.trim()))
             .filter(|name| !name.is_empty() && !name.starts_with('#'))
             .collect();
-        let text = readme();
+        let text = doc("docs/design.md");
         let start = text
             .find("- Crates (")
-            .expect("the README lists its crates");
+            .expect("docs/design.md lists its crates");
         let paragraph =
             &text[start..start + text[start..].find("\n\n").unwrap_or(text.len() - start)];
         let words: BTreeSet<&str> = paragraph
@@ -677,8 +681,40 @@ mod readme_lists {
             .collect();
         assert!(
             missing.is_empty(),
-            "crates missing from the README's list: {missing:?}"
+            "crates missing from docs/design.md's list: {missing:?}"
         );
         assert!(crates.len() > 20, "read the dependencies: {crates:?}");
+    }
+
+    /// The README's verb table: one row per verb, `| [`verb`](man/git-cutile-perf-verb.1) | about |`,
+    /// its words exactly clap's `about` (what `--help` and the man pages say), and no verb missing.
+    #[test]
+    fn the_readme_verbs_say_what_help_says() {
+        let text = doc("README.md");
+        let rows: Vec<(String, String, String)> = text
+            .lines()
+            .filter_map(|line| line.strip_prefix("| [`"))
+            .filter_map(|row| {
+                let (verb, rest) = row.split_once("`](")?;
+                let (page, about) = rest.split_once(") | ")?;
+                let about = about.strip_suffix(" |")?;
+                Some((verb.to_string(), page.to_string(), about.to_string()))
+            })
+            .collect();
+        let cli = git_cutile_perf::cli::Cli::command();
+        let defined: Vec<(String, String, String)> = cli
+            .get_subcommands()
+            .filter(|sub| sub.get_name() != "help")
+            .map(|sub| {
+                let verb = sub.get_name().to_string();
+                let page = format!("man/git-cutile-perf-{verb}.1");
+                let about = sub.get_about().map(|a| a.to_string()).unwrap_or_default();
+                (verb, page, about)
+            })
+            .collect();
+        assert_eq!(rows, defined, "the README's verb table against clap's");
+        for (_, page, _) in &rows {
+            assert!(repo_root().join(page).is_file(), "{page} is not a man page");
+        }
     }
 }

@@ -142,9 +142,10 @@ fn an_upward_import_a_cycle_and_a_verb_using_a_verb_are_named() {
 }
 
 #[test]
-fn the_readme_names_the_layers_of_the_table() {
+fn the_design_page_names_the_layers_of_the_table() {
     let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/design.md"))
+            .unwrap();
     let table: Vec<(String, Vec<String>)> = LAYERS
         .iter()
         .map(|(name, modules)| {
@@ -156,8 +157,8 @@ fn the_readme_names_the_layers_of_the_table() {
 }
 
 #[test]
-fn the_readme_layers_are_read_from_the_numbered_list_of_the_design_notes() {
-    let readme = "## Use\n1. not: `this`\n## Design notes\ntext `x`\n\n1. low: `a`, `b`,\n   `c`;\n\
+fn the_design_page_layers_are_read_from_the_numbered_list_of_its_layers() {
+    let readme = "## Use\n1. not: `this`\n## Layers\ntext `x`\n\n1. low: `a`, `b`,\n   `c`;\n\
                   2. high (`d`): `e`.\n\nafter `f`\n3. later: `g`\n## Next\n4. other: `h`\n";
     let layer = |name: &str, modules: &[&str]| {
         (
@@ -171,11 +172,11 @@ fn the_readme_layers_are_read_from_the_numbered_list_of_the_design_notes() {
     );
 }
 
-/// The layers the README's design notes list: the first numbered list after `## Design notes`, each item
+/// The layers `docs/design.md` lists: the first numbered list after `## Layers`, each item
 /// `N. name: `module`, ...` (continued on indented lines), its modules the names in backquotes.
 fn readme_layers(readme: &str) -> Vec<(String, Vec<String>)> {
     let notes = readme
-        .split_once("\n## Design notes\n")
+        .split_once("\n## Layers\n")
         .map_or("", |(_, rest)| rest);
     let mut layers: Vec<(String, String)> = Vec::new();
     for line in notes.lines() {

@@ -1,4 +1,4 @@
-//! The sessions run on a real GPU (`sandbox/examples/<kernel>/`) checked against their raw JUnit files:
+//! The sessions run on a real GPU (`tests/data/h200-sessions/<kernel>/`) checked against their raw JUnit files:
 //! every config value in the trailers is the JUnit record's median, every iteration's latency is the
 //! geometric mean of those, and the committed table, plot and report are what the trailers render to.
 
@@ -36,9 +36,9 @@ fn examples() -> Vec<(&'static str, PathBuf, String)> {
     sessions(&["rms_norm", "matmul"])
 }
 
-/// The sessions in `sandbox/examples/<kernel>/`, each with its directory and its `git-log.txt`.
+/// The sessions in `tests/data/h200-sessions/<kernel>/`, each with its directory and its `git-log.txt`.
 fn sessions(kernels: &[&'static str]) -> Vec<(&'static str, PathBuf, String)> {
-    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("sandbox/examples");
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/h200-sessions");
     kernels
         .iter()
         .copied()

@@ -1,6 +1,6 @@
 //! `start` and `step` run in this process against the stand-in runner (`support::standin`), which
 //! replays recorded JUnit files instead of running pytest: the real H200 benchmark files of the
-//! rms_norm session under `sandbox/examples/rms_norm/junit/` decide keep and revert as they did on the
+//! rms_norm session under `tests/data/h200-sessions/rms_norm/junit/` decide keep and revert as they did on the
 //! H200, a failing correctness file decides FAIL, and a run killed at the budget a crash. No pytest
 //! process runs; git, the hook and the record are real.
 
@@ -22,7 +22,7 @@ use support::*;
 /// static-persistent store) was 45.8% slower than iteration 0 on 262144x4096.
 const RMS_NORM: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/sandbox/examples/rms_norm/junit"
+    "/tests/data/h200-sessions/rms_norm/junit"
 );
 
 /// A correctness run whose two cases passed.

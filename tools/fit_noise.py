@@ -4,7 +4,7 @@
 Usage: tools/fit_noise.py [DIR ...]   (the repository's copies of the H200 data, and any DIR of
 `test_<op>_<i>.xml` files of repeated runs, such as tools/noise_runs.sh writes)
 Data: tests/data/tilegym-junit/noise-h200 (3 processes each of rms_norm, silu_and_mul, rope),
-sandbox/examples/{rms_norm,matmul}/junit (iteration-0 + noise-2 + noise-3: 3 runs of one baseline) and
+tests/data/h200-sessions/{rms_norm,matmul}/junit (iteration-0 + noise-2 + noise-3: 3 runs of one baseline) and
 tests/data/rope-null-steps-h200 (7 null steps of rope, `step --json` outputs).
 `cargo test --lib noise` checks that src/noise.rs holds what this prints.
 
@@ -50,7 +50,7 @@ def groups(extra_dirs):
             name = re.sub(r"_\d+\.xml$", "", os.path.basename(path))
             found[f"{os.path.relpath(directory, ROOT)}/{name}"].append(path)
     for example in ("rms_norm", "matmul"):
-        junit = os.path.join(ROOT, "sandbox", "examples", example, "junit")
+        junit = os.path.join(ROOT, "tests", "data", "h200-sessions", example, "junit")
         found["example/" + example] = [
             os.path.join(junit, f) for f in ("iteration-0.xml", "noise-2.xml", "noise-3.xml")
             if os.path.exists(os.path.join(junit, f))

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # On a GPU machine with the CUDA toolkit and Nsight Compute: matmul's compile facts in a step's evidence,
-# and why ncu read "n/a" for every matmul metric (sandbox/examples/diagnose/NOTE.md). In a fresh copy of
+# and why ncu read "n/a" for every matmul metric (evidence/2026-11-30-h200-diagnose/README.md). In a fresh copy of
 # a TileGym checkout (the checkout itself is not touched), about seven minutes, after `step` calls
 # `diagnose::facts::for_iteration` (without it, the evidence files say null):
 #   1. matmul: a session (two 4096^3 fp16 perf configs), a step that adds a comment to the kernel file (the

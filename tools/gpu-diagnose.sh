@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# On a GPU machine with Nsight Compute: the evidence for `diagnose` and `compare` (issue 12), in one run
+# On a GPU machine with Nsight Compute: the evidence for `diagnose` and `compare` in one run
 # of about six minutes. In a fresh copy of a TileGym checkout (the checkout itself is not touched):
 #   1. rms_norm: a session, one step that puts TMA on the static-persistent output store (expected:
 #      reverted, slower), `diagnose` of that config at iterations 0 and 1, and `compare 0 1`;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # H200 evidence for "a gain the kernel earned": the census on real TileGym, two shortcuts an agent might take
 # refused with their reasons, and an honest gain still kept. Run from the repository root on the GPU machine
-# after `source .gpu/device-setup.sh` (../shared/gpu/README.md), in two parts (each fits one device call):
+# with TileGym's Python environment (torch, cuda-tile, pytest) and the release build, part by part:
 #
 #   tools/gpu-integrity.sh OUT_DIR PART...
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# On a GPU machine: setup that understands the kernel (issue 15) and the GPU watched at each run (issue 13),
+# On a GPU machine: setup that understands the kernel and the GPU watched at each run,
 # in about five minutes. In fresh copies of a TileGym checkout (the checkout itself is not touched):
 #   1. rms_norm: `start` with no --class (the GPU check, the plan, the static class and its source), `next`,
 #      one step with an edit that changes nothing, and the evidence note with the GPU around each run;

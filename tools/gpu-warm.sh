@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# H200 evidence for warm workers (issue 27): steps whose paired rounds, correctness and unseen-input check
+# H200 evidence for warm workers: steps whose paired rounds, correctness and unseen-input check
 # run in one warm pytest worker per side, timed beside the cold costs they replace. Run on the GPU machine
-# after `source .gpu/device-setup.sh` (../shared/gpu/README.md):
+# with TileGym's Python environment (torch, cuda-tile, pytest) and the release build:
 #
 #   tools/gpu-warm.sh /path/to/TileGym OUT_DIR PART...
 #
@@ -15,9 +15,8 @@
 #   rope-mean-2 the same from null edit 1 committed as the baseline: null edits 2 and 3 only
 #   rope-mean-3 the same from null edits 1 and 2 committed as the baseline: null edit 3 only
 #   rope-swap null edit 1 with the roles swapped (the edited code as the baseline, the step undoes it), with
-#             --stat mean: whether the slow state of `sandbox/examples/warm/rope-mean-standby/` follows the
+#             --stat mean: whether the slow state of `evidence/2026-12-03-h200-rope-standby/` follows the
 #             candidate's role or its code
-#   rope-order the order of the sides on rope's 2 and 6 us configs without the tool (tools/rope_order_probe.py)
 #   attention start on the autotuned float16 grid (--filter "not bfloat16 and not float8", 18 configs, each
 #             tuned by exhaustive_search on its first call), a null edit that changes the compiled kernel
 #             (the head index by subtraction), then a real change (the tuned kernel launched twice:
@@ -27,7 +26,6 @@
 # the .err files give each run's own time (correctness, each cold baseline run, each warm command).
 set -uo pipefail
 source "$(dirname "$0")/gpu-common.sh"
-tools="$(cd "$(dirname "$0")" && pwd)"
 [ $# -ge 3 ] || { echo "usage: $0 /path/to/TileGym OUT_DIR rms_norm|rope..." >&2; exit 2; }
 setup warm "$1" "$2"
 shift 2
@@ -98,15 +96,6 @@ for part in "$@"; do
         run "$part-start" start rope --suite ops --class memory --filter "not 65536" --stat mean --json
         cp "$work/rope.upstream.py" "$kernel"
         run "$part-null" step --json --continue --cause memory "null edit 1 undone: the row index by modulo"
-        ;;
-    rope-order)
-        # the order of the sides without the tool: 5 rounds of fresh pairs of plain processes in TileGym's
-        # harness each: the old pair ended just before the new contexts (the tool's way) or long before, and a
-        # 2 or 6 s pause after the contexts (tools/rope_order_probe.py)
-        start=$(date +%s)
-        PYTHONPATH="$PWD/src:$PWD${base_pythonpath:+:$base_pythonpath}" python3 "$tools/rope_order_probe.py" 5 0:late 0 2:late 6:late > "$out/rope-order.txt" 2> "$out/rope-order.err"
-        echo "rope-order rc=$? wall=$(( $(date +%s) - start ))s: tools/rope_order_probe.py 5 0:late 0 2:late 6:late" | tee -a "$out/timings.txt"
-        continue
         ;;
     attention)
         kernel=src/tilegym/ops/cutile/attention.py

@@ -3,15 +3,15 @@
 # named, unchanged code, JUnit files under $OUT/noise/ (test_<op>_<i>.xml), with the SM clock and
 # temperature before each run in $OUT/noise/gpu.csv. Refit the model with them:
 #   tools/fit_noise.py <dir with the files>
-# Usage (on the H200, from this checkout, with .gpu carried as ../shared/gpu/README.md says):
-#   source .gpu/device-setup.sh && tools/noise_runs.sh 8 rope silu_and_mul
+# Usage (on the H200, from this checkout, TILEGYM naming a TileGym checkout whose Python has torch and cuda-tile):
+#   OUT=/tmp/noise TILEGYM=/path/to/TileGym tools/noise_runs.sh 8 rope silu_and_mul
 # A rope perf run takes about a minute: 8 runs of rope fit in 10 minutes.
 set -euo pipefail
 runs=${1:?usage: noise_runs.sh RUNS OP...}
 shift
 out=${OUT:?OUT is not set}/noise
 mkdir -p "$out"
-cd "${TILEGYM:?TILEGYM is not set: source .gpu/device-setup.sh first}"
+cd "${TILEGYM:?TILEGYM is not set: set it to a TileGym checkout}"
 for i in $(seq 1 "$runs"); do
   for op in "$@"; do
     nvidia-smi --query-gpu=timestamp,clocks.sm,temperature.gpu --format=csv,noheader >> "$out/gpu.csv" || true

@@ -91,6 +91,22 @@ pub fn source_files() -> Vec<(String, String)> {
     sources
 }
 
+/// Every file git tracks in this repository, by its path (`git ls-files`).
+pub fn tracked_files() -> Vec<String> {
+    let out = Command::new("git")
+        .args(["ls-files", "-z"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("git ls-files");
+    assert!(out.status.success(), "git ls-files failed");
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .split('\0')
+        .filter(|path| !path.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
 /// A source file's text without its unit tests.
 pub fn production(text: &str) -> &str {
     text.split("#[cfg(test)]\nmod tests").next().unwrap_or(text)

@@ -1,5 +1,5 @@
 //! A stand-in runner: each pytest run replays a recorded JUnit file (the real H200 ones under
-//! `sandbox/examples/` and `/work/shared/data/tilegym-junit/` among them) instead of running pytest, so
+//! `tests/data/` among them) instead of running pytest, so
 //! that a verb run in-process (`runner::with_stand_in`) takes its decisions without a pytest process
 //! or a GPU. Every other command it is asked for is `true`; it has no GPU.
 

@@ -1,3 +1,0 @@
-set -x
-git cutile-perf start rms_norm --suite ops --json --python python3 --filter "static_persistent and (262144 or test_op)" | grep -v '^  src/\|^      reaches'
-git cutile-perf next --json

@@ -1,0 +1,136 @@
+//! Every `cargo test` and `cargo bench` command a tracked file names (docs, comments, messages of the
+//! tests) runs a target that exists, and a `cargo test --test tests MODULE::` filter names a module of
+//! the test binary: a renamed target or module cannot leave a stale command behind.
+
+use crate::support;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+/// This file, whose examples are not commands.
+const SELF: &str = "tests/documented_commands.rs";
+
+/// The names of the `[[section]]` targets in `Cargo.toml` (`test` or `bench`).
+fn targets(manifest: &str, section: &str) -> BTreeSet<String> {
+    let header = format!("[[{section}]]");
+    let mut names = BTreeSet::new();
+    let mut inside = false;
+    for line in manifest.lines().map(str::trim) {
+        if line.starts_with('[') {
+            inside = line == header;
+        } else if let Some(value) = line.strip_prefix("name = ").filter(|_| inside) {
+            names.insert(value.trim_matches('"').to_string());
+        }
+    }
+    names
+}
+
+/// The modules `tests/tests.rs` declares.
+fn modules(tests_rs: &str) -> BTreeSet<String> {
+    tests_rs
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix("mod "))
+        .map(|name| name.trim_end_matches(';').to_string())
+        .collect()
+}
+
+/// The words of each `cargo test` or `cargo bench` command in `text`, up to the end of the command
+/// (a line's end, a closing backtick, bracket or quote, `;`, `&&`, `|` or a comment).
+fn commands(text: &str) -> Vec<Vec<&str>> {
+    let mut found = Vec::new();
+    for line in text.lines() {
+        let mut rest = line;
+        while let Some(at) = ["cargo test", "cargo bench"]
+            .iter()
+            .filter_map(|verb| rest.find(verb))
+            .min()
+        {
+            let tail = &rest[at..];
+            let end = tail
+                .find(['`', ')', ']', '"', '\'', ';', '|', '#', '&'])
+                .unwrap_or(tail.len());
+            found.push(tail[..end].split_whitespace().collect());
+            rest = &tail[end..];
+        }
+    }
+    found
+}
+
+/// What is wrong with one command's words, if anything.
+fn problem(
+    words: &[&str],
+    tests: &BTreeSet<String>,
+    benches: &BTreeSet<String>,
+    modules: &BTreeSet<String>,
+) -> Option<String> {
+    let value = |flag: &str| {
+        let at = words.iter().position(|w| *w == flag)?;
+        words.get(at + 1).copied()
+    };
+    if let Some(name) = value("--test") {
+        if !tests.contains(name) {
+            return Some(format!("no test target `{name}`"));
+        }
+        let filter = words.iter().skip_while(|w| **w != name).nth(1);
+        if let Some(module) = filter.and_then(|f| f.split_once("::")).map(|(m, _)| m) {
+            if !modules.contains(module) {
+                return Some(format!("no module `{module}` in tests/tests.rs"));
+            }
+        }
+    }
+    match value("--bench") {
+        Some(name) if !benches.contains(name) => Some(format!("no bench target `{name}`")),
+        _ => None,
+    }
+}
+
+#[test]
+fn every_documented_cargo_command_names_a_real_target() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    let (tests, benches) = (targets(&manifest, "test"), targets(&manifest, "bench"));
+    let modules = modules(&std::fs::read_to_string(root.join("tests/tests.rs")).unwrap());
+    let mut checked = 0;
+    let mut stale = Vec::new();
+    for path in support::tracked_files()
+        .into_iter()
+        .filter(|path| path != SELF)
+    {
+        let Ok(text) = std::fs::read_to_string(root.join(&path)) else {
+            continue;
+        };
+        for words in commands(&text) {
+            checked += 1;
+            if let Some(why) = problem(&words, &tests, &benches, &modules) {
+                stale.push(format!("{path}: `{}`: {why}", words.join(" ")));
+            }
+        }
+    }
+    assert!(checked > 10, "only {checked} commands found");
+    assert!(stale.is_empty(), "stale commands:\n{}", stale.join("\n"));
+}
+
+#[test]
+fn a_stale_target_or_module_is_named() {
+    let names = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>();
+    let (tests, benches, modules) = (
+        names(&["tests"]),
+        names(&["hook"]),
+        names(&["hook", "loop_"]),
+    );
+    let text = "run `cargo test --test extras` or `UPDATE_GENERATED=1 cargo test --test tests real::`\n\
+                then (cargo bench --bench hook) and cargo test --test tests loop_::two";
+    let problems: Vec<Option<String>> = commands(text)
+        .iter()
+        .map(|words| problem(words, &tests, &benches, &modules))
+        .collect();
+    assert_eq!(
+        problems,
+        [
+            Some("no test target `extras`".to_string()),
+            Some("no module `real` in tests/tests.rs".to_string()),
+            None,
+            None,
+        ]
+    );
+}
