@@ -158,8 +158,9 @@ fn each_round_after_the_first_in_a_fresh_pair_of_workers() {
     let mut by_measuring = by_context.clone();
     by_measuring.sort_by(|&a, &b| first_measured(a).total_cmp(&first_measured(b)));
     assert_eq!(by_context, by_measuring, "{contexts:?} {timed:?}");
-    // the candidate's slow contexts: one in each of its workers, one worker a round (a pair standing by
-    // for a round that never came may have made one too); none in the baseline's
+    // the candidate's slow contexts: one in each of its workers (a pair standing by for a round that never
+    // came may have made one too), none in the baseline's: of the workers that measured, a pair a round,
+    // half made one
     let slow: Vec<i32> = contexts
         .iter()
         .filter(|(_, began, made)| made - began >= context_s)
@@ -168,14 +169,9 @@ fn each_round_after_the_first_in_a_fresh_pair_of_workers() {
     let mut measured: Vec<i32> = timed.iter().map(|&(pid, _)| pid).collect();
     measured.sort_unstable();
     measured.dedup();
-    let rounds = step.report["rounds"].as_u64().unwrap() as usize;
-    assert_eq!(
-        measured.len(),
-        2 * rounds,
-        "a fresh pair each round: {timed:?}"
-    );
     let measured_slow = measured.iter().filter(|pid| slow.contains(pid)).count();
-    assert_eq!(measured_slow, rounds, "{contexts:?} {timed:?}");
+    assert!(measured.len() >= 4, "a fresh pair each round: {timed:?}");
+    assert_eq!(2 * measured_slow, measured.len(), "{contexts:?} {timed:?}");
     let mut each_once = slow.clone();
     each_once.sort_unstable();
     each_once.dedup();
