@@ -3,7 +3,7 @@
 # passed and which tests failed how often: a test that fails now and then shows here, not in one CI run.
 #
 #   tools/soak.sh 20                          # the whole suite, 20 times (on 2 cores: over an hour)
-#   tools/soak.sh 5 --test tests warm:: gpus::   # some modules; the arguments go to `cargo test`
+#   tools/soak.sh 5 --test tests -- warm:: gpus::   # some modules; the arguments go to `cargo test`
 #
 # The build comes first, once; each run's output is kept under $SOAK_DIR (default: a new directory under
 # the temporary one, printed), the failed runs' named in the report.
