@@ -1395,6 +1395,19 @@ pub(crate) mod tests {
         assert!((agg.low_pct - (1.0 - (mean + Z * se).exp()) * 100.0).abs() < 1e-9);
         assert!((agg.high_pct - (1.0 - (mean - Z * se).exp()) * 100.0).abs() < 1e-9);
         assert!(agg.low_pct < 2.0 && agg.high_pct > 2.0);
+        // the same mean without the scatter: a narrower interval
+        let steady = mean.exp();
+        let steady = [0, 1, 2].map(|_| round(&[1.0], &[steady]));
+        let estimate = match decide(&steady, &limits(), &NoiseFloor::default()).unwrap() {
+            Verdict::Decided(d) => d.estimate,
+            Verdict::NeedMoreRounds { estimate, .. } => estimate,
+        };
+        let narrower = &estimate.aggregate;
+        assert!((narrower.improvement_pct - agg.improvement_pct).abs() < 1e-9);
+        assert!(
+            narrower.high_pct - narrower.low_pct < agg.high_pct - agg.low_pct,
+            "{narrower:?} {agg:?}"
+        );
     }
 
     #[test]

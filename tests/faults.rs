@@ -10,6 +10,7 @@ use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use git_cutile_perf::process_identity::ProcessIdentity;
+use support::hang::Hang;
 use support::*;
 
 /// Hooks that count their calls and pause at the `PAUSE_AT`th call of the hook named `PAUSE_HOOK`
@@ -99,7 +100,6 @@ fn stop_at_after(
         .unwrap();
     let group = unsafe { libc::getpgid(hook) };
     meanwhile();
-    let sent = Instant::now();
     unsafe {
         match signal {
             Signal::Int => libc::kill(child.id() as i32, libc::SIGINT),
@@ -110,18 +110,11 @@ fn stop_at_after(
             }
         };
     }
-    let out = child.wait_with_output().unwrap();
-    let took = sent.elapsed();
-    if !matches!(signal, Signal::Kill) {
-        assert!(
-            took < Duration::from_secs(2),
-            "{phase:?} {signal:?}: took {took:?} to stop"
-        );
-    }
-    std::thread::sleep(Duration::from_millis(100));
-    assert!(
-        !alive(hook),
-        "{phase:?} {signal:?}: the hook {hook} outlived the tool"
+    // the paused hook never goes on by itself: a tool that waited for it would not end
+    let out = output_within(child, &format!("{phase:?} {signal:?}: the tool, signalled"));
+    assert_gone(
+        hook,
+        &format!("{phase:?} {signal:?}: the hook, after the tool"),
     );
     (out.status.code(), both(&out))
 }
@@ -393,7 +386,7 @@ fn an_iteration_killed_before_its_note_without_the_note_kept_is_taken_back() {
 }
 
 #[test]
-fn a_second_command_waits_for_the_lock_and_a_dead_holder_does_not_block() {
+fn a_second_command_is_refused_while_the_lock_is_held_and_a_dead_holder_does_not_block() {
     let f = Fixture::new();
     f.start();
     f.set_latency(0.05, 0.5);
@@ -445,7 +438,10 @@ fn a_recorded_group_whose_number_names_another_process_is_left_alone() {
         .spawn()
         .unwrap();
     let group = unrelated.id();
-    std::thread::sleep(Duration::from_millis(100));
+    // a group of its own once setsid has run
+    wait_until("setsid made its group", || unsafe {
+        libc::getpgid(group as i32) == group as i32
+    });
     let now = ProcessIdentity::of(group).unwrap();
     for recorded in [
         group.to_string(),
@@ -652,40 +648,21 @@ fn tests_left_running_by_a_killed_step_are_ended_by_the_next_command() {
     f.start();
     f.edit_kernel("CRASH = \"\"", "CRASH = \"hang\"");
     let status_before = f.status();
-    let dir = tempfile::tempdir().unwrap();
-    let pid_file = dir.path().join("child.pid");
-    let mut child = f
-        .command(&["step", "hangs"])
-        .env("FIXTURE_CHILD_PID_FILE", &pid_file)
+    let hang = Hang::new();
+    let mut child = hang
+        .command(&f, &["step", "hangs"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !pid_file.exists() {
-        assert!(Instant::now() < deadline, "the benchmark never started");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    std::thread::sleep(Duration::from_millis(200));
-    let grandchild: i32 = std::fs::read_to_string(&pid_file)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    hang.wait_for_child();
     child.kill().unwrap();
     child.wait().unwrap();
     let out = both(&f.run(&["status"]));
     assert!(out.contains("stopped while running the tests"), "{out}");
     // the warm worker ends its own group once it sees the tool gone, and the next command ends what is
-    // still running (saying "ended the tests (process group ..)"): either way nothing outlives it for long
-    let until = Instant::now() + Duration::from_secs(10);
-    while alive(grandchild) {
-        assert!(
-            Instant::now() < until,
-            "the orphaned tests still run: {out}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    // still running (saying "ended the tests (process group ..)"): either way nothing outlives it
+    hang.assert_child_gone();
     let repaired = f.ok(&["repair"]);
     assert!(
         repaired.contains("your changes are as you left them"),

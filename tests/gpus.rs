@@ -130,7 +130,8 @@ fn two_gpus_split_the_configs_each_always_on_its_own_gpu_and_verify_recomputes_i
 #[test]
 fn the_gpus_measure_at_the_same_time() {
     let f = started_on(&[H200, H200]);
-    // each timed case takes a second: one after the other, no two would end within half of one
+    // each timed case takes a second at least: one after the other, no two would end within less than
+    // one apart, however slow the machine; at the same time, two overlap
     let (report, cases) = timed_step(&f, &[], &[("CUTILE_PERF_FIXTURE_CASE_S", "1")]);
     assert_eq!(report["gpus"], serde_json::json!(["0", "1"]), "{report}");
     let ends = |gpu: &str| -> Vec<f64> {
@@ -142,7 +143,7 @@ fn the_gpus_measure_at_the_same_time() {
     };
     let together = ends("0")
         .iter()
-        .any(|a| ends("1").iter().any(|b| (a - b).abs() < 0.5));
+        .any(|a| ends("1").iter().any(|b| (a - b).abs() < 1.0));
     assert!(together, "{cases:?}");
 }
 

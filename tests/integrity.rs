@@ -217,13 +217,21 @@ fn git_cutile_perf_in_the_environment_bypasses_nothing() {
     f.start();
     f.append("setup.py", "# outside\n");
     f.git(&["add", "setup.py"]);
+    let head = f.head();
     let out = f
         .program("git", &f.root)
         .args(["commit", "-q", "-m", "sneak"])
         .env("GIT_CUTILE_PERF", "true")
         .output()
         .unwrap();
+    // refused by the hook, which sees that `true` checked nothing, and nothing committed
     assert!(!out.status.success(), "{}", both(&out));
+    assert!(
+        both(&out).contains("cutile-perf pre-commit hook: true did not check this commit"),
+        "{}",
+        both(&out)
+    );
+    assert_eq!(f.head(), head);
 }
 
 #[test]

@@ -116,9 +116,9 @@ fn keep_commits_the_change_and_becomes_the_baseline() {
     assert_eq!(r["next_action"]["letters"][0], "A", "G was tried: {r}");
     assert_eq!(r["configs"].as_array().unwrap().len(), 2);
     assert!((r["change_pct"].as_f64().unwrap() + 10.0).abs() < 1e-9);
-    // seconds of the fixture's tests against the default 10 minutes
+    // a share of the default 10 minutes: some, and not all of it (the step was not cut off)
     let used = r["budget_used_pct"].as_f64().unwrap();
-    assert!(used > 0.0 && used < 50.0, "{r}");
+    assert!(used > 0.0 && used < 100.0, "{r}");
     assert_eq!(
         f.git(&["diff", "--name-only", "HEAD~1", "HEAD"]),
         format!("{KERNEL}\n")
@@ -699,18 +699,29 @@ fn ctrl_c_during_the_baseline_leaves_nothing_behind() {
 }
 
 /// Paired rounds under noise: edits that change no latency, with 1% run-to-run noise on every config, are
-/// not reverted (the single-run rule reverted such edits often). Five steps, real pytest workers each: the
-/// rates themselves are `cargo bench --bench verdicts`'s to measure, over thousands of simulated steps.
+/// not reverted (the single-run rule reverted such edits often). Three steps, real pytest workers each:
+/// the rates themselves are `cargo bench --bench verdicts`'s to measure, over thousands of simulated steps.
+/// The noise is seeded (`CUTILE_PERF_TEST_SEED` replays a failed run's seed, which the failure prints).
 #[test]
 fn null_edits_under_noise_are_kept() {
+    let seed = support::test_seed();
+    let counts = tempfile::tempdir().unwrap();
+    let noisy = |command: &mut std::process::Command| {
+        command
+            .env("CUTILE_PERF_FIXTURE_NOISE", "0.006")
+            .env("CUTILE_PERF_FIXTURE_NOISE_SEED", seed.to_string())
+            .env("CUTILE_PERF_FIXTURE_NOISE_COUNTS", counts.path())
+            .output()
+            .unwrap()
+    };
     let f = Fixture::new();
     // the baseline's two runs see the same noise, and record it as the session's noise floor
-    let start = f
-        .command(&["start", "vector_add"])
-        .env("CUTILE_PERF_FIXTURE_NOISE", "0.006")
-        .output()
-        .unwrap();
-    assert!(start.status.success(), "{}", text(&start.stderr));
+    let start = noisy(&mut f.command(&["start", "vector_add"]));
+    assert!(
+        start.status.success(),
+        "seed {seed}: {}",
+        text(&start.stderr)
+    );
     // three steps of 1-6 rounds each (a fresh pair of workers per round: at 1% noise they took up to 16,
     // and this was the suite's costliest test); none reverted, where the bench's rules revert 0.03-0.12%
     // of null changes
@@ -721,19 +732,15 @@ fn null_edits_under_noise_are_kept() {
             "CRASH = \"\"",
             &format!("CRASH = \"\"\nNULL_EDIT_{n} = {n}"),
         );
-        let out = f
-            .command(&["step", "--json", "--continue", &format!("null edit {n}")])
-            .env("CUTILE_PERF_FIXTURE_NOISE", "0.006")
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", text(&out.stderr));
+        let step = format!("null edit {n}");
+        let out = noisy(&mut f.command(&["step", "--json", "--continue", &step]));
+        assert!(out.status.success(), "seed {seed}: {}", text(&out.stderr));
         let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        assert!(r["rounds"].as_u64().unwrap() >= 1, "{r}");
         if r["status"] != "keep" {
             reverted.push(reason(&r).to_string());
         }
     }
-    assert!(reverted.is_empty(), "{reverted:#?}");
+    assert!(reverted.is_empty(), "seed {seed}: {reverted:#?}");
 }
 
 /// A config so fast that its median moves in whole timer ticks of 1% or more is named by `start`, with

@@ -10,9 +10,9 @@ use support::*;
 /// Text only the live line has.
 const LIVE: &str = " elapsed, ";
 
-/// The tool run with `args` on a pseudo-terminal; returns everything the terminal received. `None`
-/// (said loudly) where `script` is missing.
-fn on_terminal(f: &Fixture, args: &[&str], setup: impl FnOnce(&mut Command)) -> Option<String> {
+/// The tool run with `args` on a pseudo-terminal; returns everything the terminal received. `script`
+/// comes with util-linux (Debian's bsdutils, on every Debian): a machine without it fails the test.
+fn on_terminal(f: &Fixture, args: &[&str], setup: impl FnOnce(&mut Command)) -> String {
     let quoted: Vec<String> = std::iter::once(BIN.to_str().unwrap())
         .chain(args.iter().copied())
         .map(|word| format!("'{}'", word.replace('\'', r"'\''")))
@@ -22,15 +22,11 @@ fn on_terminal(f: &Fixture, args: &[&str], setup: impl FnOnce(&mut Command)) -> 
         .args(["-qec", &quoted.join(" "), "/dev/null"])
         .env("TERM", "xterm");
     setup(&mut script);
-    let out = match script.output() {
-        Ok(out) => out,
-        Err(e) => {
-            eprintln!("SKIPPED: no `script` (util-linux) to make a pseudo-terminal: {e}");
-            return None;
-        }
-    };
+    let out = script.output().unwrap_or_else(|e| {
+        panic!("no `script` to make a pseudo-terminal ({e}): install util-linux (bsdutils)")
+    });
     assert!(out.status.success(), "{args:?} failed:\n{}", both(&out));
-    Some(both(&out))
+    both(&out)
 }
 
 #[test]
@@ -80,14 +76,12 @@ fn off_a_terminal_only_plain_lines_name_each_run() {
 fn on_a_terminal_the_line_is_drawn_then_cleared_unless_told_not_to() {
     let f = Fixture::new();
     // colour where the terminal allows it
-    let Some(started) = on_terminal(&f, &["start", "vector_add", "--no-gpu"], |cmd| {
+    let started = on_terminal(&f, &["start", "vector_add", "--no-gpu"], |cmd| {
         cmd.env_remove("NO_COLOR");
         // iteration 0 runs in warm workers; a perf case exits them here, so the benchmark runs are
         // processes of their own, drawn live
         cmd.env("CUTILE_PERF_FIXTURE_EXIT_ON_REPEAT", "worker");
-    }) else {
-        return;
-    };
+    });
     assert!(started.contains(LIVE), "{started}");
     assert!(
         started.contains("\x1b[1mbaseline 2/2\x1b[0m  "),
@@ -100,7 +94,7 @@ fn on_a_terminal_the_line_is_drawn_then_cleared_unless_told_not_to() {
     );
 
     f.set_latency(0.09, 0.9);
-    let stepped = on_terminal(&f, &["step", "tile size 256"], |_| {}).unwrap();
+    let stepped = on_terminal(&f, &["step", "tile size 256"], |_| {});
     // every run of the step is a command to a warm worker, which says its line when done: none is drawn
     assert!(!stepped.contains(LIVE), "{stepped}");
     for label in ["correctness: in the warm", "round 1 candidate: in the warm"] {
@@ -113,15 +107,14 @@ fn on_a_terminal_the_line_is_drawn_then_cleared_unless_told_not_to() {
     assert!(!stepped.contains("\x1b[1m"), "{stepped:?}");
 
     f.set_latency(0.08, 0.8);
-    let json = on_terminal(&f, &["step", "--json", "persistent"], |_| {}).unwrap();
+    let json = on_terminal(&f, &["step", "--json", "persistent"], |_| {});
     assert!(!json.contains(LIVE), "{json}");
     assert!(json.contains("\"status\": \"keep\""), "{json}");
 
     f.set_latency(0.07, 0.7);
     let quiet = on_terminal(&f, &["step", "smaller tiles"], |cmd| {
         cmd.env("CUTILE_PERF_NO_PROGRESS", "1");
-    })
-    .unwrap();
+    });
     assert!(!quiet.contains(LIVE), "{quiet}");
     assert!(
         quiet.contains("round 1 candidate: in the warm candidate worker"),

@@ -3,8 +3,9 @@
 //! nothing, is the same bytes each time, says what it lacks without the notes, and, opened in headless
 //! Chromium, shows a picture with one mark per iteration and the revert above the baseline band.
 //!
-//! Without Chromium the browser test skips loudly, unless `CUTILE_PERF_REQUIRE_CHROMIUM` is set (CI,
-//! after installing Debian's `chromium`).
+//! The browser test needs Chromium, which `.ci/run` installs (Debian's `chromium`): ignored by a plain
+//! `cargo test`, which lists it so with the reason; `cargo test --test tests -- --ignored report::` runs it,
+//! and fails it where no Chromium is on PATH.
 
 use crate::support;
 
@@ -114,18 +115,14 @@ fn report_off_a_session_branch_says_how_to_start() {
     assert!(err.contains("not on a cutile-perf session branch"), "{err}");
 }
 
-/// Chromium's path, or `None` after saying loudly why the test does not run.
-fn chromium(test: &str) -> Option<String> {
-    for name in ["chromium", "chromium-browser"] {
-        if let Ok(path) = which::which(name) {
-            return Some(path.to_string_lossy().into_owned());
-        }
-    }
-    if std::env::var_os("CUTILE_PERF_REQUIRE_CHROMIUM").is_some() {
-        panic!("{test}: CUTILE_PERF_REQUIRE_CHROMIUM is set but no chromium is on PATH");
-    }
-    eprintln!("\n*** SKIPPED {test}: no chromium on PATH (apt-get install chromium) ***\n");
-    None
+/// Chromium's path; fails the test where none is on PATH.
+#[track_caller]
+fn chromium() -> String {
+    ["chromium", "chromium-browser"]
+        .into_iter()
+        .find_map(|name| which::which(name).ok())
+        .map(|path| path.to_string_lossy().into_owned())
+        .expect("no chromium on PATH: apt-get install chromium")
 }
 
 /// Headless Chromium on `page` with `action` (`--dump-dom`, `--screenshot=FILE`), with a fresh profile
@@ -178,11 +175,9 @@ document.body.appendChild(out);
 </script>"#;
 
 #[test]
+#[ignore = "needs Chromium, which .ci/run installs (apt-get install chromium)"]
 fn a_browser_shows_one_mark_per_iteration_and_the_revert_above_the_band() {
-    let test = "a_browser_shows_one_mark_per_iteration_and_the_revert_above_the_band";
-    let Some(browser) = chromium(test) else {
-        return;
-    };
+    let browser = chromium();
     let f = demo_session();
     f.ok(&["report"]);
     let page = f.path("sandbox/perf_results.html");

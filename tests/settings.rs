@@ -90,6 +90,7 @@ fn thresholds_come_from_config_under_a_flag_and_a_session_keeps_what_it_recorded
 
     // a flag wins over both scopes
     let g = Fixture::new();
+    g.git(&["config", "--global", "cutile-perf.maxNoGain", "4"]);
     g.git(&["config", "cutile-perf.maxNoGain", "5"]);
     g.ok(&["start", "vector_add", "--max-no-gain", "6"]);
     assert_eq!(g.trailer("HEAD", "Cutile-Perf-Max-No-Gain"), "6");

@@ -177,6 +177,7 @@ fn evals_hold_positive_and_negative_prompts_with_expected_behaviours() {
     let evals: serde_json::Value = serde_json::from_str(FILES[1].1).unwrap();
     let evals = evals.as_array().unwrap();
     let mut ids: Vec<&str> = evals.iter().map(|e| e["id"].as_str().unwrap()).collect();
+    ids.sort_unstable();
     ids.dedup();
     assert_eq!(ids.len(), evals.len(), "ids are unique");
     let (mut positive, mut negative) = (0, 0);

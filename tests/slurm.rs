@@ -1,6 +1,8 @@
 //! The fixture session through a real Slurm (`tools/slurm-up.sh` starts a single-node one): every
 //! iteration gets its own job, the job is gone afterwards, and the record says where it ran.
-//! Without a reachable Slurm these tests skip loudly, unless CUTILE_PERF_REQUIRE_SLURM is set (CI).
+//! They need a Slurm, which `.ci/run` starts: ignored by a plain `cargo test` (which lists them so, with
+//! the reason), run by `cargo test --test tests -- --ignored slurm::` after `tools/slurm-up.sh`, where a
+//! Slurm that does not answer fails them.
 
 use crate::support;
 
@@ -23,18 +25,13 @@ fn output(program: &str, args: &[&str]) -> Option<String> {
     out.status.success().then(|| text(&out.stdout))
 }
 
-/// Whether a Slurm answers here; says loudly why not.
-fn slurm_reachable(test: &str) -> bool {
-    if output("timeout", &["20", "srun", "-N1", "--quiet", "true"]).is_some() {
-        return true;
-    }
-    if std::env::var_os("CUTILE_PERF_REQUIRE_SLURM").is_some() {
-        panic!("{test}: CUTILE_PERF_REQUIRE_SLURM is set but `srun -N1 true` fails");
-    }
-    eprintln!(
-        "\n*** SKIPPED {test}: no Slurm answers `srun -N1 true` here (run tools/slurm-up.sh as root on Debian) ***\n"
+/// Fails the test unless a Slurm answers here.
+#[track_caller]
+fn assert_slurm_answers() {
+    assert!(
+        output("timeout", &["20", "srun", "-N1", "--quiet", "true"]).is_some(),
+        "no Slurm answers `srun -N1 true` here: run tools/slurm-up.sh (as root on Debian) first"
     );
-    false
 }
 
 /// The job's state as squeue shows it (`None` once purged).
@@ -55,9 +52,10 @@ fn assert_job_ended_cancelled(job: &str) {
         matches!(state.as_deref(), None | Some("CANCELLED")),
         "job {job} is {state:?}"
     );
-    if !Path::new(JOBCOMP_LOG).exists() {
-        return;
-    }
+    assert!(
+        Path::new(JOBCOMP_LOG).exists(),
+        "no {JOBCOMP_LOG}: tools/slurm-up.sh has Slurm write final job states there"
+    );
     let wanted = format!("JobId={job} ");
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
@@ -74,9 +72,11 @@ fn assert_job_ended_cancelled(job: &str) {
     }
 }
 
-/// A fixture for a test that needs Slurm; `None` (and the test skips, loudly) when none answers.
-fn slurm_fixture(test: &str) -> Option<Fixture> {
-    slurm_reachable(test).then(Fixture::new)
+/// A fixture for a test that needs Slurm; fails the test when none answers.
+#[track_caller]
+fn slurm_fixture() -> Fixture {
+    assert_slurm_answers();
+    Fixture::new()
 }
 
 /// `start vector_add` with the Slurm runner, these sbatch/srun options, then `more`.
@@ -113,12 +113,9 @@ fn reason(report: &serde_json::Value) -> &str {
 }
 
 #[test]
+#[ignore = "needs Slurm, which .ci/run starts (tools/slurm-up.sh)"]
 fn a_session_runs_each_iteration_in_its_own_job_and_records_where() {
-    let Some(mut f) =
-        slurm_fixture("a_session_runs_each_iteration_in_its_own_job_and_records_where")
-    else {
-        return;
-    };
+    let mut f = slurm_fixture();
     // a GPU on the node whose nvidia-smi lists the workers, as a real one lists their CUDA contexts
     f.fake_gpu(Some(
         "NVIDIA H200, 9.0, 580.159.04, 1980, 1980, 612, 143771, 41",
@@ -211,21 +208,17 @@ fn a_session_runs_each_iteration_in_its_own_job_and_records_where() {
 }
 
 #[test]
+#[ignore = "needs Slurm, which .ci/run starts (tools/slurm-up.sh)"]
 fn the_budget_cancels_the_job_and_leaves_no_process() {
-    let Some(f) = slurm_fixture("the_budget_cancels_the_job_and_leaves_no_process") else {
-        return;
-    };
+    let f = slurm_fixture();
     start_slurm(&f, "");
     f.edit_kernel("CRASH = \"\"", "CRASH = \"hang\"");
     let hang = Hang::new();
-    let started = Instant::now();
     let out = hang
         .command(&f, &["step", "--json", "--budget", "10s", "deadlock"])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
-    // 10s of budget: enough for the correctness run on a loaded machine, so that the benchmark hangs
-    assert!(started.elapsed() < Duration::from_secs(60));
     let r: serde_json::Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}", support::both(&out)));
     assert_eq!(r["status"], "crash");
@@ -261,10 +254,9 @@ fn hanging_session(f: &Fixture, test: &str) -> String {
 }
 
 #[test]
+#[ignore = "needs Slurm, which .ci/run starts (tools/slurm-up.sh)"]
 fn sigterm_during_the_benchmark_cancels_the_job() {
-    let Some(f) = slurm_fixture("sigterm_during_the_benchmark_cancels_the_job") else {
-        return;
-    };
+    let f = slurm_fixture();
     let comment = hanging_session(&f, "sigterm");
     let before = f.head();
     let hang = Hang::new();
@@ -278,10 +270,9 @@ fn sigterm_during_the_benchmark_cancels_the_job() {
 }
 
 #[test]
+#[ignore = "needs Slurm, which .ci/run starts (tools/slurm-up.sh)"]
 fn a_job_cancelled_from_outside_is_a_crash_that_says_so() {
-    let Some(f) = slurm_fixture("a_job_cancelled_from_outside_is_a_crash_that_says_so") else {
-        return;
-    };
+    let f = slurm_fixture();
     let comment = hanging_session(&f, "outside");
     let hang = Hang::new();
     let out = hang.when_hanging(&f, &["step", "--json", "deadlock"], |_| {
@@ -305,10 +296,9 @@ fn a_job_cancelled_from_outside_is_a_crash_that_says_so() {
 }
 
 #[test]
+#[ignore = "needs Slurm, which .ci/run starts (tools/slurm-up.sh)"]
 fn ctrl_c_while_queued_cancels_the_pending_job() {
-    let Some(f) = slurm_fixture("ctrl_c_while_queued_cancels_the_pending_job") else {
-        return;
-    };
+    let f = slurm_fixture();
     let comment = unique_comment("ctrl-c");
     let slurm_args = pending_job(&comment);
     let child = f
@@ -317,9 +307,10 @@ fn ctrl_c_while_queued_cancels_the_pending_job() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    // queued: sbatch has submitted it, and runs to its end after Ctrl-C, so the interrupt is seen in the
+    // wait for a node, whichever moment of it arrives from now on
     let job = job_with_comment(&comment);
     assert_eq!(job_state(&job).as_deref(), Some("PENDING"));
-    std::thread::sleep(Duration::from_millis(700));
     unsafe {
         libc::kill(child.id() as i32, libc::SIGINT);
     }
@@ -333,10 +324,9 @@ fn ctrl_c_while_queued_cancels_the_pending_job() {
 }
 
 #[test]
+#[ignore = "needs Slurm, which .ci/run starts (tools/slurm-up.sh)"]
 fn the_queue_timeout_cancels_the_pending_job() {
-    let Some(f) = slurm_fixture("the_queue_timeout_cancels_the_pending_job") else {
-        return;
-    };
+    let f = slurm_fixture();
     let comment = unique_comment("queue-timeout");
     let slurm_args = pending_job(&comment);
     let err = f.fails(&slurm_start(&slurm_args, &["--queue-timeout", "2s"]));
@@ -362,19 +352,15 @@ fn slurm_options_without_the_slurm_runner_are_refused() {
 }
 
 #[test]
+#[ignore = "needs Slurm, which .ci/run starts (tools/slurm-up.sh)"]
 fn a_work_tree_the_node_cannot_see_is_a_clear_error() {
-    if !slurm_reachable("a_work_tree_the_node_cannot_see_is_a_clear_error") {
-        return;
-    }
+    assert_slurm_answers();
     let marker = format!("{LOGIN_ONLY}/.visible-on-login-node-only");
     let node_sees_it = output("srun", &["-N1", "--quiet", "test", "-e", &marker]).is_some();
-    if !Path::new(&marker).exists() || node_sees_it {
-        eprintln!(
-            "\n*** SKIPPED a_work_tree_the_node_cannot_see_is_a_clear_error: {LOGIN_ONLY} is not hidden from \
-             the node (tools/slurm-up.sh sets that up) ***\n"
-        );
-        return;
-    }
+    assert!(
+        Path::new(&marker).exists() && !node_sees_it,
+        "{LOGIN_ONLY} is not hidden from the node: tools/slurm-up.sh sets that up"
+    );
     let f = Fixture::new_in(Path::new(LOGIN_ONLY));
     let err = f.fails(&["start", "vector_add", "--runner", "slurm"]);
     assert!(err.contains("cannot see the work tree"), "{err}");
@@ -401,11 +387,9 @@ fn a_work_tree_the_node_cannot_see_is_a_clear_error() {
 const H200: &str = "NVIDIA H200, 9.0, 580.159.04, 1980, 1980, 612, 143771, 41";
 
 #[test]
+#[ignore = "needs Slurm, which .ci/run starts (tools/slurm-up.sh)"]
 fn the_profile_and_the_compile_facts_run_inside_the_iterations_job() {
-    let test = "the_profile_and_the_compile_facts_run_inside_the_iterations_job";
-    let Some(mut f) = slurm_fixture(test) else {
-        return;
-    };
+    let mut f = slurm_fixture();
     // stand-in tools that log the Slurm job they ran in (the assembler and cuobjdump of the
     // compile-facts tests, and an ncu that then fails: the iteration goes on without a profile)
     let tools = f.root.parent().unwrap().join("toolkit");

@@ -17,6 +17,7 @@ mod fixture_noise;
 mod gpu;
 mod gpu_commands;
 mod gpus;
+mod guards;
 mod hints;
 mod hook;
 mod in_process;

@@ -158,15 +158,24 @@ fn each_round_after_the_first_in_a_fresh_pair_of_workers() {
     let mut by_measuring = by_context.clone();
     by_measuring.sort_by(|&a, &b| first_measured(a).total_cmp(&first_measured(b)));
     assert_eq!(by_context, by_measuring, "{contexts:?} {timed:?}");
-    // the candidate's slow contexts: one in each of its workers
-    assert!(
-        contexts
-            .iter()
-            .filter(|(_, began, made)| made - began >= context_s)
-            .count()
-            >= 1,
-        "{contexts:?}"
-    );
+    // the candidate's slow contexts: one in each of its workers (a pair standing by for a round that never
+    // came may have made one too), none in the baseline's: of the workers that measured, a pair a round,
+    // half made one
+    let slow: Vec<i32> = contexts
+        .iter()
+        .filter(|(_, began, made)| made - began >= context_s)
+        .map(|c| c.0)
+        .collect();
+    let mut measured: Vec<i32> = timed.iter().map(|&(pid, _)| pid).collect();
+    measured.sort_unstable();
+    measured.dedup();
+    let measured_slow = measured.iter().filter(|pid| slow.contains(pid)).count();
+    assert!(measured.len() >= 4, "a fresh pair each round: {timed:?}");
+    assert_eq!(2 * measured_slow, measured.len(), "{contexts:?} {timed:?}");
+    let mut each_once = slow.clone();
+    each_once.sort_unstable();
+    each_once.dedup();
+    assert_eq!(each_once.len(), slow.len(), "{contexts:?}");
     assert!(
         step.stderr
             .contains("more than 10x faster than its baseline: measuring again"),
@@ -863,7 +872,7 @@ fn ctrl_c_mid_step_ends_the_kept_worker_and_the_candidates() {
     let kept = kept_worker(&f);
     f.set_latency(0.09, 0.9);
     let starts = f.root.join("../starts.txt");
-    let tool = f
+    let mut tool = f
         .command(&["step", "tile size 256"])
         .env("CUTILE_PERF_FIXTURE_STARTS", &starts)
         .env("CUTILE_PERF_FIXTURE_CASE_S", "30")
@@ -871,17 +880,23 @@ fn ctrl_c_mid_step_ends_the_kept_worker_and_the_candidates() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let until = Instant::now() + Duration::from_secs(60);
-    while worker_pids(&starts).is_empty() && Instant::now() < until {
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let said = support::Captured::default();
+    let stderr = tool.stderr.take().unwrap();
+    let reader = {
+        let mut said = said.clone();
+        std::thread::spawn(move || std::io::copy(&mut { stderr }, &mut said).unwrap())
+    };
+    // into the rounds, whose cases take 30 s: correctness has run in the candidate's worker
+    support::wait_until("the step reached its rounds", || {
+        said.text()
+            .contains("correctness: in the warm candidate worker")
+    });
     let candidate = worker_pids(&starts);
-    assert_eq!(candidate.len(), 1, "the candidate's worker did not start");
-    // into the rounds (the baseline's case sleeps), then Ctrl-C
-    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(candidate.len(), 1, "the candidate's worker: {candidate:?}");
     unsafe { libc::kill(tool.id() as i32, libc::SIGINT) };
-    let out = tool.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
+    let status = support::output_within(tool, "the step, after Ctrl-C").status;
+    reader.join().unwrap();
+    assert_eq!(status.code(), Some(130), "{}", said.text());
     for pid in [kept, candidate[0]] {
         assert!(!alive(pid), "worker {pid} outlived Ctrl-C");
     }
@@ -901,6 +916,15 @@ def _tick():
         _time.sleep(0.005)
 _threading.Thread(target=_tick, daemon=True).start()
 "#;
+
+/// The ticks within the timed case that ended at `end`. No margin at its edges: a tick's time is read
+/// while its process runs, the other side is stopped before the measuring one is told to go (and the
+/// case sleeps `case_s` after that), and let go only after the case has written its end.
+fn ticks_during(ticks: &[(i32, f64)], end: f64, case_s: f64) -> Vec<(i32, f64)> {
+    (ticks.iter().copied())
+        .filter(|&(_, t)| end - case_s < t && t < end)
+        .collect()
+}
 
 /// `(pid, time)` of each tick [`TICKS_WHILE_IDLE`] wrote to `ticks`.
 fn ticks_in(ticks: &Path) -> Vec<(i32, f64)> {
@@ -935,17 +959,11 @@ fn the_other_side_is_held_still_while_one_side_measures() {
     let (candidate, baseline): (Vec<_>, Vec<_>) =
         timed.iter().partition(|(pid, _)| tickers.contains(pid));
     assert!(candidate.len() >= 2 && baseline.len() >= 2, "{timed:?}");
-    // a margin for the stop's and the clocks' latency at the case's edges
-    let margin = 0.03;
-    let ticking_in = |(_, end): &(i32, f64)| {
-        ticks
-            .iter()
-            .filter(|&&(_, t)| end - case_s + margin < t && t < end - margin)
-            .count()
-    };
-    // the candidate's thread runs while its own side measures, and never while the baseline does
+    let ticking_in = |&(_, end): &(i32, f64)| ticks_during(&ticks, end, case_s).len();
+    // the candidate's thread runs while its own side measures (in one case at least: on a loaded machine
+    // a thread may wait a whole case for a core), and never while the baseline does
     assert!(
-        candidate.iter().all(|case| ticking_in(case) > 0),
+        candidate.iter().any(|case| ticking_in(case) > 0),
         "{ticks:?}"
     );
     for case in &baseline {
@@ -1038,9 +1056,11 @@ fn a_later_rounds_workers_start_up_while_the_round_before_measures_held_while_th
     // round 2 measures the candidate first, round 3 the baseline: round 3's baseline worker began to start
     // up as the baseline began to measure in round 2, after the candidate had, and round 3's candidate
     // worker as the candidate began, after round 1: each side measured beside the same part of its own
-    // next worker's start-up (a process's start is known to 10 ms)
+    // next worker's start-up (a process's start is known to 10 ms; half a case of slack for a loaded
+    // machine, where the tool may wait for a core between telling a side to measure and starting the
+    // worker: starting it a phase early or late is a whole case off)
     let round_1_end = timed[3].1;
-    let slack = 0.02;
+    let slack = case_s / 2.0;
     for (&(pid, _), (after, by)) in round_3
         .iter()
         .zip([(round_2[0].1, round_2[1].1), (round_1_end, round_2[0].1)])
@@ -1064,11 +1084,8 @@ fn a_later_rounds_workers_start_up_while_the_round_before_measures_held_while_th
     // by in round 3; never while a baseline's case measures
     let ticked = ticks_in(&ticks);
     let tickers: std::collections::HashSet<i32> = ticked.iter().map(|&(pid, _)| pid).collect();
-    let margin = 0.03;
     for &(pid, end) in timed.iter().filter(|(pid, _)| !tickers.contains(pid)) {
-        let during: Vec<_> = (ticked.iter())
-            .filter(|&&(_, t)| end - case_s + margin < t && t < end - margin)
-            .collect();
+        let during = ticks_during(&ticked, end, case_s);
         assert!(
             during.is_empty(),
             "the candidate's code ran during baseline {pid}'s case: {during:?}"

@@ -5,24 +5,59 @@
 #
 #   tools/bare-machine.sh test      # the README's test command
 #   tools/bare-machine.sh try       # the README's "Try it" command (a release build: minutes)
+#   tools/bare-machine.sh run COMMAND...   # another command in that environment
+#   tools/bare-machine.sh --print test|try [README]   # only print the command read from the README
 #
-# Each command is read from the README itself (the indented line under its heading), so the check cannot
-# drift from what the README tells people to type.
+# The new HOME is removed at the end, unless BARE_HOME names it: commands that share it (the test command
+# and the ignored tests run after it) share one PATH, so cargo builds nothing twice.
+#
+# Each command is read from the README itself, so the check cannot drift from what the README tells
+# people to type: the first indented line (or the first command line of a fenced block) in the section
+# under its heading; a section that ends (at the next heading) without one is an error.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-which=${1:?usage: tools/bare-machine.sh test|try}
+usage="usage: tools/bare-machine.sh [--print] test|try [README] | run COMMAND..."
+
+# The command in README section `$1` of file `$2`.
+readme_command() {
+    awk -v h="$1" '
+        !found { if (index($0, h) == 1 && (length($0) == length(h) || substr($0, length(h) + 1, 1) == " ")) found = 1; next }
+        fence && /^ *```/ { exit }
+        fence && !/^[[:space:]]*(#|$)/ { sub(/^[[:space:]]*(\$ )?/, ""); print; exit }
+        fence { next }
+        /^ *```/ { fence = 1; next }
+        /^#/ { exit }
+        /^    [^ ]/ { sub(/^    /, ""); print; exit }
+    ' "$2"
+}
+
+print_only=
+[ "${1:-}" = --print ] && { print_only=1; shift; }
+which=${1:?$usage}
 case $which in
 test) heading='## Test' ;;
 try) heading='## Try it' ;;
-*) echo "usage: tools/bare-machine.sh test|try" >&2; exit 2 ;;
+run) heading= ;;
+*) echo "$usage" >&2; exit 2 ;;
 esac
-# the first indented line after the heading
-command=$(awk -v h="$heading" 'index($0, h) == 1 { found = 1; next } found && /^    [^ ]/ { sub(/^    /, ""); print; exit }' README.md)
-[ -n "$command" ] || { echo "no command under \"$heading\" in README.md" >&2; exit 1; }
+if [ -n "$heading" ]; then
+    readme=${2:-README.md}
+    command=$(readme_command "$heading" "$readme")
+    [ -n "$command" ] || { echo "no command under \"$heading\" in $readme" >&2; exit 1; }
+else
+    shift
+    [ $# -gt 0 ] || { echo "$usage" >&2; exit 2; }
+    command="$*"
+fi
+[ -z "$print_only" ] || { printf '%s\n' "$command"; exit 0; }
 
 cargo_bin=$(dirname "$(command -v cargo)")
-home=$(mktemp -d "${TMPDIR:-/tmp}/bare-home.XXXXXX")
-trap 'rm -rf "$home"' EXIT
+if [ -n "${BARE_HOME:-}" ]; then
+    home=$BARE_HOME
+else
+    home=$(mktemp -d "${TMPDIR:-/tmp}/bare-home.XXXXXX")
+    trap 'rm -rf "$home"' EXIT
+fi
 python=/usr/bin/python3
 if "$python" -c 'import pytest' 2>/dev/null; then
     echo "note: $python has pytest here, so the harness's own environment is not exercised"
@@ -40,7 +75,5 @@ env -i \
     CARGO_TARGET_DIR="$PWD/target" \
     TERM=dumb \
     ${CI:+CI="$CI"} \
-    ${CUTILE_PERF_REQUIRE_SLURM:+CUTILE_PERF_REQUIRE_SLURM="$CUTILE_PERF_REQUIRE_SLURM"} \
-    ${CUTILE_PERF_REQUIRE_CHROMIUM:+CUTILE_PERF_REQUIRE_CHROMIUM="$CUTILE_PERF_REQUIRE_CHROMIUM"} \
     bash -c "$command"
 echo "bare machine: \`$command\` passed in ${SECONDS} s"

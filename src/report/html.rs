@@ -464,6 +464,7 @@ fn highlight(diff: &str) -> String {
 mod tests {
     use super::*;
     use crate::decision::Decision;
+    use crate::session::Iteration;
     use crate::session::tests::iteration;
 
     fn material() -> Material {
@@ -502,13 +503,49 @@ mod tests {
         assert_eq!(page, html(&material()).unwrap());
     }
 
+    /// `it` measuring a second config too: `values` are the two configs' latencies.
+    fn with_two_configs(mut it: Iteration, values: [f64; 2]) -> Iteration {
+        let mut second = it.configs[0].clone();
+        second.test = "t::p[c d]".into();
+        it.configs.push(second);
+        for (config, value) in it.configs.iter_mut().zip(values) {
+            config.value = value;
+        }
+        it
+    }
+
     #[test]
     fn configs_list_regressions_first() {
-        let page = html(&material()).unwrap();
-        // iteration 2's one config went from 0.1234567891 (iteration 1's) to 0.2
+        // iteration 2 made the first config faster and the second slower than iteration 1 had them
+        let before = [0.1234567891, 0.1234567891];
+        let material = Material::from_trailers(
+            crate::session::tests::session(),
+            vec![
+                with_two_configs(
+                    iteration(0, Status::Keep, Some(0.0), Decision::Continue),
+                    before,
+                ),
+                with_two_configs(
+                    iteration(1, Status::Keep, Some(-6.0), Decision::Continue),
+                    before,
+                ),
+                with_two_configs(
+                    iteration(2, Status::Revert, Some(-3.0), Decision::TryNext),
+                    [0.1, 0.2],
+                ),
+            ],
+            vec![],
+        );
+        let page = html(&material).unwrap();
+        let article = &page[page.find("<article id=\"iteration-2\"").unwrap()..];
+        let article = &article[..article.find("</article>").unwrap()];
+        let slower = article.find("<tr class=\"worse\"><td>c d</td><td>forward</td>");
+        let faster = article.find("<tr><td>a b</td><td>forward</td>");
         assert!(
-            page.contains("<tr class=\"worse\"><td>a b</td><td>forward</td>"),
-            "{page}"
+            slower
+                .zip(faster)
+                .is_some_and(|(slower, faster)| slower < faster),
+            "{article}"
         );
     }
 

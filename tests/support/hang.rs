@@ -1,9 +1,7 @@
 //! The fixture's hanging benchmark: a child process that outlives pytest unless its whole tree is
 //! killed, for the tests that check nothing is left behind.
 
-use std::time::Duration;
-
-use super::{Fixture, alive};
+use super::{Fixture, assert_gone, output_within, wait_until};
 
 /// The fixture's hanging benchmark (`CRASH = "hang"`) writes here the pid of a child that would outlive
 /// pytest unless its whole process group is killed.
@@ -52,26 +50,26 @@ impl Hang {
             .unwrap();
         self.wait_for_child();
         act(&child);
-        child.wait_with_output().unwrap()
+        output_within(child, "the tool, after the hanging benchmark was acted on")
     }
 
-    /// Waits until the hanging benchmark has started its child.
+    /// The hanging child's pid, once the benchmark has written it.
+    fn child_pid(&self) -> Option<i32> {
+        std::fs::read_to_string(&self.pid_file)
+            .ok()
+            .and_then(|pid| pid.trim().parse().ok())
+    }
+
+    /// Waits until the hanging benchmark has started its child (and written its pid whole).
     pub fn wait_for_child(&self) {
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
-        while !self.pid_file.exists() && std::time::Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        std::thread::sleep(Duration::from_millis(200));
+        wait_until("the hanging benchmark started its child", || {
+            self.child_pid().is_some()
+        });
     }
 
     #[track_caller]
     pub fn assert_child_gone(&self) {
-        let pid: i32 = std::fs::read_to_string(&self.pid_file)
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
-        std::thread::sleep(Duration::from_millis(200));
-        assert!(!alive(pid), "the hanging child {pid} outlived the tool");
+        let pid = self.child_pid().expect("the hanging benchmark ran");
+        assert_gone(pid, "the hanging child, after the tool");
     }
 }

@@ -15,6 +15,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
 
 use git_cutile_perf::decision::{Correctness, Decision, Status, Thresholds};
 use git_cutile_perf::records::{Measurement, Statistic};
@@ -620,6 +621,61 @@ pub fn alive(pid: i32) -> bool {
             .and_then(|rest| rest.split_whitespace().next())
             != Some("Z")
     })
+}
+
+/// How long a test waits for a state another process brings about before it fails: far beyond what
+/// the state takes on an idle machine (well under a second), so that a loaded one (many tests at once on
+/// few cores) is slow, not failed.
+pub const PATIENCE: Duration = Duration::from_secs(60);
+
+/// Polls `ready` until it holds; panics naming `what` if it does not within [`PATIENCE`].
+#[track_caller]
+pub fn wait_until(what: &str, mut ready: impl FnMut() -> bool) {
+    let deadline = Instant::now() + PATIENCE;
+    while !ready() {
+        assert!(
+            Instant::now() < deadline,
+            "{what}: not so after {PATIENCE:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Waits until process `pid` (`what`, for the failure) has ended; a process that was to be ended and
+/// is not fails the test after [`PATIENCE`].
+#[track_caller]
+pub fn assert_gone(pid: i32, what: &str) {
+    wait_until(&format!("{what} (pid {pid}) ended"), || !alive(pid));
+}
+
+/// `child`'s output once it ends; a child still running after [`PATIENCE`] is killed and fails the
+/// test (`what` says what it was doing), where `wait_with_output` would hang the run.
+#[track_caller]
+pub fn output_within(child: std::process::Child, what: &str) -> Output {
+    let pid = child.id() as i32;
+    let (sender, ended) = std::sync::mpsc::channel();
+    // read its pipes while waiting, so that a child with much to say is not blocked on them
+    std::thread::spawn(move || sender.send(child.wait_with_output().unwrap()));
+    ended.recv_timeout(PATIENCE).unwrap_or_else(|_| {
+        // SAFETY: a plain kill(2) of the child, still unreaped: the pid is still its own
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+        let out = ended.recv().unwrap();
+        panic!("{what}: still running after {PATIENCE:?}:\n{}", both(&out));
+    })
+}
+
+/// The seed of a test's random draws: `CUTILE_PERF_TEST_SEED` where set (to replay a failure, whose
+/// message names its seed), else one from the clock; each test that draws names it in its failures.
+pub fn test_seed() -> u64 {
+    match std::env::var("CUTILE_PERF_TEST_SEED") {
+        Ok(seed) => seed
+            .parse()
+            .unwrap_or_else(|_| panic!("CUTILE_PERF_TEST_SEED={seed:?} is not a number")),
+        Err(_) => std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as u64,
+    }
 }
 
 pub fn text(bytes: &[u8]) -> String {
