@@ -63,7 +63,8 @@ fn serialize_display<S: serde::Serializer>(
 pub struct Iteration {
     pub number: u32,
     pub optimization: String,
-    /// The playbook letter the optimization follows, if named.
+    /// The playbook letter the optimization follows, if named: [`NO_LETTER`] when the step said the
+    /// change fits none (`--opt none`).
     pub letter: Option<String>,
     pub cause: Option<Cause>,
     pub latency_ms: Option<f64>,
@@ -82,6 +83,9 @@ pub struct Iteration {
     /// rounds; `None` for a single run (the baseline, and histories written before paired rounds).
     pub rounds: Option<u32>,
 }
+
+/// What `--opt` and the `Cutile-Perf-Opt` trailer say for a change that follows no playbook letter.
+pub const NO_LETTER: &str = "none";
 
 /// Formats a latency as the table and trailers show it.
 pub fn fmt_ms(value: Option<f64>) -> String {
@@ -264,6 +268,11 @@ impl Iteration {
             placement: None,
             rounds,
         }
+    }
+
+    /// The playbook letter it follows: none for an iteration that named none or said it fits none.
+    pub fn playbook_letter(&self) -> Option<&str> {
+        self.letter.as_deref().filter(|letter| *letter != NO_LETTER)
     }
 
     pub fn write(&self, block: &mut Block) {

@@ -233,7 +233,7 @@ fn a_submodule_pointer_change_is_rejected_even_when_config_ignores_submodules() 
 
     // step sees it too: unstaged, and committed past the hook
     repo.git(&["reset", "-q"]);
-    let out = repo.run(&["step", "x"]);
+    let out = repo.run(&["step", "--opt", "none", "x"]);
     assert!(
         both(&out).contains("only the session's allowed paths may change"),
         "{}",
@@ -252,7 +252,7 @@ fn a_submodule_pointer_change_is_rejected_even_when_config_ignores_submodules() 
         "sneaky",
     ]);
     repo.append(KERNEL, "# faster\n");
-    let out = repo.run(&["step", "faster"]);
+    let out = repo.run(&["step", "--opt", "none", "faster"]);
     assert!(
         both(&out).contains("the session history broke the rule"),
         "{}",
@@ -566,13 +566,13 @@ fn the_tools_own_commits_pass_through_the_hook() {
         KERNEL,
         &kernel.replace("TILE_SIZE = 128", "TILE_SIZE = 256"),
     );
-    repo.ok_all(&["step", "tile size 256"]);
+    repo.ok_all(&["step", "--opt", "none", "tile size 256"]);
     // a crash commits the attempt, then its undoing: two more commits through the hook
     repo.write(
         KERNEL,
         &kernel.replace("CRASH = \"\"", "CRASH = \"exception\""),
     );
-    repo.ok_all(&["step", "--continue", "latency hints"]);
+    repo.ok_all(&["step", "--opt", "none", "--continue", "latency hints"]);
     let log = fs::read_to_string(repo.hooks().join("own.log")).unwrap();
     // the baseline, the kept iteration, the attempt and the crash record
     assert_eq!(log.lines().count(), 4);
@@ -591,7 +591,7 @@ fn a_no_verify_commit_is_caught_by_step() {
     repo.git(&["add", "-A"]);
     repo.git(&["commit", "-q", "--no-verify", "-m", "sneaky"]);
     repo.append(KERNEL, "# faster\n");
-    let out = repo.run(&["step", "faster"]);
+    let out = repo.run(&["step", "--opt", "none", "faster"]);
     assert!(!out.status.success());
     assert!(
         both(&out).contains("the session history broke the rule"),

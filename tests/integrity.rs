@@ -122,11 +122,11 @@ fn a_second_session_block_widens_nothing() {
     assert!(!out.status.success(), "{}", both(&out));
     assert!(text(&out.stderr).contains("outside the session's allowed set"));
     f.git(&["reset", "-q"]);
-    let err = f.fails(&["step", "widened"]);
+    let err = f.fails(&["step", "--opt", "none", "widened"]);
     assert!(err.contains("setup.py"), "{err}");
     f.git(&["checkout", "--", "setup.py"]);
     f.set_latency(0.09, 0.9);
-    let err = f.fails(&["step", "over a forged session"]);
+    let err = f.fails(&["step", "--opt", "none", "over a forged session"]);
     assert!(err.contains("commits the tool did not make"), "{err}");
     assert!(err.contains("extra-session"), "{err}");
     assert_eq!(finding_kinds(&f), ["extra-session"]);
@@ -139,7 +139,7 @@ fn a_plain_kernel_commit_is_refused_until_reverted() {
     f.set_latency(0.05, 0.5);
     f.git(&["commit", "-q", "-am", "a faster kernel, quietly"]);
     f.set_latency(0.04, 0.4);
-    let err = f.fails(&["step", "on top of a plain commit"]);
+    let err = f.fails(&["step", "--opt", "none", "on top of a plain commit"]);
     assert!(err.contains("unrecorded-change"), "{err}");
     assert!(err.contains(KERNEL), "{err}");
     assert_eq!(finding_kinds(&f), ["unrecorded-change"]);
@@ -443,7 +443,7 @@ fn evidence_is_bound_to_the_commit_it_measured() {
     assert_eq!(report["findings"][0]["commit"], honest.as_str());
     assert_eq!(report["findings"].as_array().unwrap().len(), 1, "{report}");
     f.edit_kernel("\n", "\n# next\n");
-    let err = f.fails(&["step", "over a replaced commit"]);
+    let err = f.fails(&["step", "--opt", "none", "over a replaced commit"]);
     assert!(err.contains("replaced-objects"), "{err}");
 }
 
@@ -472,7 +472,7 @@ fn a_session_declared_again_behind_a_deleted_baseline_ref_is_refused() {
     let kinds = finding_kinds(&f);
     assert_eq!(kinds, ["baseline-ref", "unbound-evidence"], "{kinds:?}");
     f.edit("tests/common.py", "\n", "\n# a harness edit\n");
-    let err = f.fails(&["step", "through the harness"]);
+    let err = f.fails(&["step", "--opt", "none", "through the harness"]);
     assert!(err.contains("the session's record does not hold"), "{err}");
     assert!(err.contains("is missing"), "{err}");
     assert_eq!(f.head(), forged, "nothing recorded");
@@ -526,7 +526,7 @@ fn stale_bytecode_is_never_read_and_new_bytecode_is_refused() {
     f.start();
     let pyc = plant_fast_bytecode(&f);
     f.append(KERNEL, "# a no-op\n");
-    let err = f.fails(&["step", "a no-op"]);
+    let err = f.fails(&["step", "--opt", "none", "a no-op"]);
     assert!(err.contains(&format!("{pyc} (new or changed)")), "{err}");
 }
 
@@ -571,7 +571,7 @@ fn a_trailer_commit_fast_forwarded_from_another_branch_is_refused() {
     assert_eq!(f.trailer("HEAD", "Cutile-Perf-Iteration"), "1");
     assert_eq!(finding_kinds(&f), ["missing-evidence"]);
     f.set_latency(0.04, 0.4);
-    let err = f.fails(&["step", "over a hand-made iteration"]);
+    let err = f.fails(&["step", "--opt", "none", "over a hand-made iteration"]);
     assert!(
         err.contains("the session's record does not hold")
             && err.contains("iteration 1 has no evidence note"),

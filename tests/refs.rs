@@ -137,7 +137,7 @@ fn a_skip_commit_that_changes_the_tree_is_a_finding_and_stops_step() {
         "{verify}"
     );
     f.set_latency(0.09, 0.9);
-    let err = f.fails(&["step", "more"]);
+    let err = f.fails(&["step", "--opt", "none", "more"]);
     assert!(err.contains("unrecorded-change"), "{err}");
     assert!(err.contains("a commit that records no iteration"), "{err}");
 }

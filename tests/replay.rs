@@ -127,7 +127,7 @@ impl Session {
             baseline_benchmark: baseline,
             runs: Default::default(),
         };
-        let words = [&["step", "bigger tiles"], options].concat();
+        let words = [&["step", "--opt", "none", "bigger tiles"], options].concat();
         let Command::Step(args) = parsed(&words) else {
             unreachable!("step parses as step")
         };

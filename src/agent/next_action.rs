@@ -10,6 +10,7 @@ use crate::decision::LoopState;
 use crate::decision::{Cause, Decision, Status};
 use crate::history::{History, Variant};
 use crate::references::{self, Suggestion};
+use crate::session::NO_LETTER;
 
 /// The step an agent runs after its edit: with the playbook letter it follows (the suggested one, or a
 /// placeholder where a class would suggest one) and a placeholder for the bottleneck it targets, since a
@@ -115,7 +116,7 @@ fn in_session(history: &History) -> NextAction {
         // `next --class` would suggest one
         (None, None) => Some("<LETTER>"),
         // every letter is settled: the agent's own plan follows none
-        (None, Some(_)) => None,
+        (None, Some(_)) => Some(NO_LETTER),
     };
     match history.loop_state() {
         (LoopState::Stopped, Some(last)) => NextAction {
@@ -387,7 +388,7 @@ mod tests {
         );
         assert!(action.sentence.contains(
             "; every playbook letter is tried or skipped: write your own plan, then run `git cutile-perf \
-             step --json --cause <CAUSE> \"<what you changed>\"`"
+             step --json --opt none --cause <CAUSE> \"<what you changed>\"`"
         ));
     }
 
