@@ -130,6 +130,8 @@ pub enum LoopState {
     Running,
     Stopped,
     Escalated,
+    /// The branch holds commits the tool did not make: `repair` takes them back before the loop goes on.
+    Foreign,
 }
 
 impl LoopState {
@@ -138,6 +140,7 @@ impl LoopState {
             LoopState::Running => "running",
             LoopState::Stopped => "stopped",
             LoopState::Escalated => "escalated",
+            LoopState::Foreign => "foreign",
         }
     }
 }

@@ -53,6 +53,7 @@ pub mod settings;
 pub mod snapshot;
 pub mod stats;
 pub mod table;
+pub mod take_back;
 pub mod trailers;
 pub mod ui;
 pub mod units;

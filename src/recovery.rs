@@ -17,12 +17,14 @@ use crate::workers::lasting;
 
 /// What a repair did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "kebab-case")]
 pub enum Action {
     /// The last commit had landed: the record is complete (the table was rewritten).
     Finished,
     /// Taken back to where the command began.
     Undone,
+    /// Commits the tool did not make, their change taken back by a commit of the tool's.
+    TakenBack,
 }
 
 #[derive(Debug, Serialize)]
@@ -269,9 +271,11 @@ fn commits_since_base(repo: &Repo, journal: &Journal) -> Result<Vec<String>> {
                     saved_edit(journal)
                 ),
                 format!(
-                    "reset the branch to {} yourself, then delete {}",
+                    "delete {} (the interrupted command's journal), then run `git cutile-perf repair --json` \
+                     again: it takes back every commit after {} that records nothing, the tool's unfinished \
+                     ones too, in a commit of its own",
+                    repo.git_path("cutile-perf/journal.json")?.display(),
                     short(&journal.base),
-                    repo.git_path("cutile-perf/journal.json")?.display()
                 ),
             ));
         }

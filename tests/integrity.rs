@@ -133,19 +133,36 @@ fn a_second_session_block_widens_nothing() {
 }
 
 #[test]
-fn a_plain_kernel_commit_is_refused_until_reverted() {
+fn a_plain_kernel_commit_is_refused_until_repair_takes_it_back() {
     let f = Fixture::new();
     f.start();
     f.set_latency(0.05, 0.5);
-    f.git(&["commit", "-q", "-am", "a faster kernel, quietly"]);
-    f.set_latency(0.04, 0.4);
+    f.git(&["commit", "-q", "--no-verify", "-am", "quietly"]);
+    let status: serde_json::Value = serde_json::from_str(&f.ok(&["status", "--json"])).unwrap();
+    assert_eq!(status["state"], "foreign", "{status}");
+    assert_eq!(status["next_action"]["kind"], "repair", "{status}");
+    f.append(KERNEL, "# an edit beside it\n");
     let err = f.fails(&["step", "--opt", "none", "on top of a plain commit"]);
     assert!(err.contains("unrecorded-change"), "{err}");
     assert!(err.contains(KERNEL), "{err}");
+    let hint = "hint: nothing is recorded over them: run `git cutile-perf repair --json`";
+    assert!(err.contains(hint), "{err}");
     assert_eq!(finding_kinds(&f), ["unrecorded-change"]);
-    f.git(&["checkout", "--", KERNEL]);
-    f.git(&["revert", "--no-edit", "HEAD"]);
+    // the edit in the work tree stays; the committed change goes back, in a commit of the tool's
+    let repaired: serde_json::Value = serde_json::from_str(&f.ok(&["repair", "--json"])).unwrap();
+    assert_eq!(repaired["action"], "taken-back", "{repaired}");
+    assert_eq!(
+        repaired["next_action"]["kind"], "edit-and-step",
+        "{repaired}"
+    );
     assert!(finding_kinds(&f).is_empty());
+    let changed = f.git(&["diff", "HEAD"]);
+    assert!(changed.ends_with("+# an edit beside it\n"), "{changed}");
+    let added = changed
+        .lines()
+        .filter(|l| l.starts_with('+') && !l.starts_with("+++"));
+    assert_eq!(added.count(), 1, "{changed}");
+    f.git(&["checkout", "--", KERNEL]);
     f.set_latency(0.09, 0.9);
     assert_eq!(f.step_json(&["recorded properly"])["status"], "keep");
     assert!(f.ok(&["verify"]).contains("the record holds"));
@@ -318,17 +335,21 @@ fn only_the_tool_writes_trailers_on_a_session_branch() {
         let out = commit.output().unwrap();
         assert!(!out.status.success(), "{env:?}: {}", both(&out));
         let err = text(&out.stderr);
-        // with GIT_CUTILE_PERF=true the pre-commit hook refuses first
+        // the pre-commit hook refuses first: only the tool commits on a session branch
         assert!(
-            err.contains("carries Cutile-Perf-* trailers, which only git cutile-perf writes")
+            err.contains("is not one git cutile-perf makes")
                 || err.contains("true did not check this commit (it is not git-cutile-perf)"),
             "{env:?}: {}",
             both(&out)
         );
     }
-    // an ordinary message passes, and the tool's own commits pass
-    f.git(&["commit", "-q", "--allow-empty", "-m", "a note to self"]);
-    f.git(&["reset", "-q", "--hard", "HEAD~1"]);
+    // an ordinary message is no more the tool's; the tool's own commits pass
+    let out = f.run_in(
+        &f.root,
+        "git",
+        &["commit", "-q", "--allow-empty", "-m", "a note to self"],
+    );
+    assert!(!out.status.success(), "{}", both(&out));
     f.set_latency(0.09, 0.9);
     assert_eq!(f.step_json(&["tile size 256"])["status"], "keep");
     assert!(!f.path(".git/cutile-perf-commit-nonce").exists());

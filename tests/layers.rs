@@ -72,6 +72,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "refusals",
             "report",
             "snapshot",
+            "take_back",
         ],
     ),
     (

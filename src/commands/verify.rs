@@ -88,8 +88,8 @@ impl VerifyReport {
                 "verify found {} departure(s) from the session's record",
                 self.findings.len()
             ),
-            "each line names the commit and what differs; a commit the tool did not make is reverted or \
-             recorded with `step`",
+            "each line names the commit and what differs; `git cutile-perf repair --json` takes back the \
+             change of commits the tool did not make",
         ))
         .into())
     }
