@@ -124,7 +124,12 @@ fn verify_reports_findings_and_its_verdict_fails_on_them() {
             report.findings.len()
         )
     );
-    assert!(shape.hint.unwrap().ends_with("takes back the change of commits the tool did not make"));
+    assert!(
+        shape
+            .hint
+            .unwrap()
+            .ends_with("takes back the change of commits the tool did not make")
+    );
 }
 
 #[test]
