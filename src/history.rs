@@ -230,6 +230,12 @@ impl History {
         self.iterations().last().filter(|it| it.decision.halts())
     }
 
+    /// How many iterations the loop ran, the baseline (iteration 0) not counted: what every verb reports
+    /// as `iterations`.
+    pub fn steps(&self) -> usize {
+        self.iterations.len().saturating_sub(1)
+    }
+
     /// Playbook letters already tried, in order.
     pub fn tried_letters(&self) -> Vec<String> {
         self.iterations()

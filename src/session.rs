@@ -270,6 +270,27 @@ impl Iteration {
         }
     }
 
+    /// The reason in a few words, for a subject line or a table cell: its first clause without the
+    /// interval, e.g. `t1 forward: +3.00%` (the config that reverted it, and its change).
+    pub fn short_reason(&self) -> String {
+        const LONGEST: usize = 80;
+        let first = self.reason.split("; ").next().unwrap_or_default();
+        let first = first
+            .split(" (")
+            .next()
+            .unwrap_or_default()
+            .trim_end_matches(',');
+        // a list after a colon (the failed cases) is the full reason's to give
+        let first = match first.split_once(": ") {
+            Some((head, list)) if list.contains(", ") => head,
+            _ => first,
+        };
+        match first.char_indices().nth(LONGEST) {
+            Some((end, _)) => format!("{}...", &first[..end]),
+            None => first.to_string(),
+        }
+    }
+
     /// The playbook letter it follows: none for an iteration that named none or said it fits none.
     pub fn playbook_letter(&self) -> Option<&str> {
         self.letter.as_deref().filter(|letter| *letter != NO_LETTER)

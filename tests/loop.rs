@@ -474,10 +474,11 @@ fn table_is_rebuilt_from_trailers_byte_for_byte() {
     let written = std::fs::read_to_string(&path).unwrap();
     assert_eq!(
         written,
-        "| iteration | optimization | latency_ms | correctness | status |\n|---|---|---|---|---|\n\
-         | 0 | baseline | 0.316228 | PASS | keep |\n\
-         | 1 | a \\| pipe in the name | 0.158114 | PASS | keep |\n\
-         | 2 | broken | n/a | FAIL | revert |\n"
+        "| iteration | opt | optimization | latency_ms | correctness | status | reason |\n\
+         |---|---|---|---|---|---|---|\n\
+         | 0 |  | baseline | 0.316228 | PASS | keep | baseline: 5 correctness tests passed |\n\
+         | 1 | none | a \\| pipe in the name | 0.158114 | PASS | keep | 50.00% faster overall |\n\
+         | 2 | none | broken | n/a | FAIL | revert | correctness failed in 3 cases |\n"
     );
     std::fs::remove_file(&path).unwrap();
     assert_eq!(f.ok(&["table", "--write"]), written);

@@ -137,7 +137,7 @@ impl Progress {
             best,
             initial_ms,
             change_pct_since_0,
-            iterations: history.iterations.len() - 1,
+            iterations: history.steps(),
             no_gain: history.no_gain_count(),
             state,
             reason: halted.map(|it| it.reason.clone()),

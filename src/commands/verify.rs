@@ -107,7 +107,7 @@ pub fn audit_history(repo: &Repo, history: &History) -> Result<VerifyReport> {
     findings.extend(signature_findings);
     Ok(VerifyReport {
         baseline: history.baseline_commit.clone(),
-        iterations: history.iterations.len().saturating_sub(1),
+        iterations: history.steps(),
         with_evidence,
         signed,
         findings,
