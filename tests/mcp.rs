@@ -213,7 +213,7 @@ fn a_whole_session_through_the_server() {
         refused["hint"]
             .as_str()
             .unwrap()
-            .starts_with("its arguments are "),
+            .starts_with("its arguments are: "),
         "{err}"
     );
     assert_eq!(refused["exit_code"], 2);
