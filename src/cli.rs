@@ -312,7 +312,7 @@ pub struct CompareArgs {
 
 #[derive(Args, Debug)]
 pub struct RefsArgs {
-    /// The guide: playbook, catalog, api, model, ir, patterns (or its file name); none lists them
+    /// The guide: playbook, catalog, api, model, ir, patterns, json (or its file name); none lists them
     pub name: Option<String>,
     /// A section: a playbook letter (B), a rule (R3) or a heading's title
     pub section: Option<String>,
