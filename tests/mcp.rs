@@ -288,7 +288,7 @@ fn a_whole_session_through_the_server() {
     assert_eq!(crashed["next_action"], action);
     let err = client.call_error("step", json!({"description": "more", "opt": "none"}));
     assert!(
-        err.contains("pass --continue to try another optimization anyway"),
+        err.contains("only on their word step again with --continue"),
         "{err}"
     );
 

@@ -257,6 +257,9 @@ impl Render for StatusReport {
             )?,
             _ => writeln!(out, "  loop        {state_word}")?,
         }
+        for finding in &self.foreign {
+            writeln!(out, "  foreign     {finding}")?;
+        }
         for worker in &self.workers {
             let memory = worker
                 .gpu_mib

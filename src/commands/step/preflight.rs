@@ -71,7 +71,8 @@ fn refuse_halted(history: &History, continue_anyway: bool) -> Result<()> {
                 halted.number,
                 halted.reason
             ),
-            "pass --continue to try another optimization anyway",
+            "report the results to the user (`git cutile-perf table`); only on their word step again with \
+             --continue, which tries another optimization anyway (your edit is still in the work tree)",
         ));
     }
     Ok(())
