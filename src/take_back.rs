@@ -85,6 +85,8 @@ pub fn take_back(repo: &Repo, history: &History) -> Result<Option<TakenBack>> {
         &commit,
         &head,
     ])?;
+    // the index as the new commit holds it: what the work tree holds beyond it is the edit
+    repo.git(&["read-tree", "HEAD"])?;
     Ok(Some(TakenBack {
         commit,
         findings: lines,

@@ -156,6 +156,7 @@ fn a_plain_kernel_commit_is_refused_until_repair_takes_it_back() {
         "{repaired}"
     );
     assert!(finding_kinds(&f).is_empty());
+    assert_eq!(f.git(&["diff", "--cached", "--name-only"]), "");
     let changed = f.git(&["diff", "HEAD"]);
     assert!(changed.ends_with("+# an edit beside it\n"), "{changed}");
     let added = changed

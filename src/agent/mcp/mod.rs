@@ -230,10 +230,20 @@ mod tests {
         for name in TOOLS {
             let tool = tool(cli.find_subcommand(name).unwrap());
             let text = serde_json::to_string(&tool).unwrap();
-            for help in ["-h`", "-h ", "--help", "help <", "man page", "install-extras"] {
+            for help in [
+                "-h`",
+                "-h ",
+                "--help",
+                "help <",
+                "man page",
+                "install-extras",
+            ] {
                 assert!(!text.contains(help), "{name}: {help:?} in {text}");
             }
-            assert!(tool.description.as_deref().is_some_and(|d| d.len() > 40), "{name}");
+            assert!(
+                tool.description.as_deref().is_some_and(|d| d.len() > 40),
+                "{name}"
+            );
         }
     }
 }
