@@ -53,7 +53,6 @@ pub mod settings;
 pub mod snapshot;
 pub mod stats;
 pub mod table;
-pub mod take_back;
 pub mod trailers;
 pub mod ui;
 pub mod units;

@@ -72,7 +72,6 @@ const LAYERS: &[(&str, &[&str])] = &[
             "refusals",
             "report",
             "snapshot",
-            "take_back",
         ],
     ),
     (

@@ -9,7 +9,7 @@ use crate::history::{self, Configs};
 use crate::journal::{Journal, Lock};
 use crate::paired;
 use crate::recovery::{self, Action, Repaired};
-use crate::take_back::{TakenBack, take_back};
+use crate::recovery::{TakenBack, take_back};
 use crate::ui::{Render, Ui};
 
 /// What `repair --json` prints.
