@@ -681,10 +681,6 @@ mod tests {
 
     #[test]
     fn every_command_of_every_kind_parses() {
-        let mut stopped = iteration(1, Status::Keep, Some(-1.0), Decision::Stop);
-        stopped.reason = "r".into();
-        let mut escalated = iteration(1, Status::Keep, Some(-6.0), Decision::Escalate);
-        escalated.reason = "r".into();
         let mut classless = history(vec![baseline()]);
         classless.session.class = None;
         let mut settled = history(vec![baseline()]);
@@ -695,22 +691,9 @@ mod tests {
                 why: "w".into(),
             })
             .collect();
-        let actions = [
-            next_action(Situation::NoSession),
-            next_action(Situation::Unfinished {
-                running: false,
-                what: "x",
-            }),
-            next_action(Situation::Unfinished {
-                running: true,
-                what: "x",
-            }),
-            next_action(Situation::Session(&history(vec![baseline()]))),
-            next_action(Situation::Session(&classless)),
-            next_action(Situation::Session(&settled)),
-            next_action(Situation::Session(&history(vec![baseline(), stopped]))),
-            next_action(Situation::Session(&history(vec![baseline(), escalated]))),
-        ];
+        let mut actions = every_kind();
+        actions.push(next_action(Situation::Session(&classless)));
+        actions.push(next_action(Situation::Session(&settled)));
         let mut parsed = 0;
         for action in &actions {
             for command in commands(action) {
