@@ -285,9 +285,19 @@ impl Iteration {
             Some((head, list)) if list.contains(", ") => head,
             _ => first,
         };
-        match first.char_indices().nth(LONGEST) {
-            Some((end, _)) => format!("{}...", &first[..end]),
-            None => first.to_string(),
+        // a test id by its test name (`test_perf[...]`, its module path dropped), and a reason still
+        // too long by its end, where the change is
+        let words: Vec<&str> = first
+            .split(' ')
+            .map(|word| word.rsplit("::").next().unwrap_or(word))
+            .collect();
+        let short = words.join(" ");
+        let chars = short.chars().count();
+        match chars.checked_sub(LONGEST) {
+            Some(over) if over > 0 => {
+                format!("...{}", short.chars().skip(over + 3).collect::<String>())
+            }
+            _ => short,
         }
     }
 

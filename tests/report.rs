@@ -88,9 +88,7 @@ fn the_page_holds_every_iteration_and_reason_and_fetches_nothing() {
     );
     let subjects = f.git(&["log", "--format=%s"]);
     assert!(
-        subjects.contains(
-            "#2 revert (tests.ops.test_vector_add::test_perf[cutile-small] forward: +10.00%): "
-        ),
+        subjects.contains("#2 revert (test_perf[cutile-small] forward: +10.00%): "),
         "{subjects}"
     );
 
