@@ -24,7 +24,8 @@ fi
 "$python" -c 'import pytest' || { echo "agent-play: no python with pytest (set PYTHON)" >&2; exit 1; }
 
 work=$(mktemp -d)
-trap 'rm -rf "$work" "$bindir"' EXIT
+# `repair` also ends the warm workers the steps kept
+trap '(cd "$work/repo" 2>/dev/null && git cutile-perf repair >/dev/null 2>&1); rm -rf "$work" "$bindir"' EXIT
 cp -r "$root/fixtures/tilegym" "$work/repo"
 cd "$work/repo"
 export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null
