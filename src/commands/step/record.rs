@@ -84,7 +84,7 @@ mod tests {
 
     #[test]
     fn a_revert_names_the_config_that_failed_it_never_its_overall_change() {
-        let mut reverted = iteration(2, Status::Revert, Some(-3.14), Decision::TryNext);
+        let mut reverted = iteration(2, Status::Revert, Some(-3.2), Decision::TryNext);
         reverted.reason =
             "t1 forward: +3.00% (+2.91% to +3.09%), slower than the 2% limit beyond noise".into();
         assert_eq!(
