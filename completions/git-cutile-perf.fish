@@ -91,7 +91,7 @@ compute\t''
 latency\t''
 scheduling\t''
 unknown\t''"
-complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand step" -l opt -d 'The playbook letter this optimization follows (see `git cutile-perf refs playbook`)' -r
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand step" -l opt -d 'The playbook letter this optimization follows (see `git cutile-perf refs playbook`), or `none` for a change that fits no letter; a step without it is refused' -r
 complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand step" -l gpus -d 'The GPUs to measure on, by nvidia-smi\'s index (e.g. 0,1), each of the session\'s model: a (baseline, candidate) pair per GPU, the configs split among them; default: CUDA_VISIBLE_DEVICES, else every GPU found (local runner only)' -r
 complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand step" -l continue -d 'Run even though the loop has stopped or escalated'
 complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand step" -l json -d 'Print one JSON object instead of text'

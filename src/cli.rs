@@ -268,7 +268,8 @@ pub struct StepArgs {
     /// The bottleneck this optimization targets; scheduling and unknown escalate to the user
     #[arg(long, value_enum)]
     pub cause: Option<Cause>,
-    /// The playbook letter this optimization follows (see `git cutile-perf refs playbook`)
+    /// The playbook letter this optimization follows (see `git cutile-perf refs playbook`), or `none` for
+    /// a change that fits no letter; a step without it is refused
     #[arg(long, value_name = "LETTER")]
     pub opt: Option<String>,
     /// The GPUs to measure on, by nvidia-smi's index (e.g. 0,1), each of the session's model: a
@@ -311,7 +312,7 @@ pub struct CompareArgs {
 
 #[derive(Args, Debug)]
 pub struct RefsArgs {
-    /// The guide: playbook, catalog, api, model, ir, patterns (or its file name); none lists them
+    /// The guide: playbook, catalog, api, model, ir, patterns, json (or its file name); none lists them
     pub name: Option<String>,
     /// A section: a playbook letter (B), a rule (R3) or a heading's title
     pub section: Option<String>,

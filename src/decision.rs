@@ -146,6 +146,8 @@ pub enum LoopState {
     Running,
     Stopped,
     Escalated,
+    /// The branch holds commits the tool did not make: `repair` takes them back before the loop goes on.
+    Foreign,
 }
 
 impl LoopState {
@@ -154,6 +156,7 @@ impl LoopState {
             LoopState::Running => "running",
             LoopState::Stopped => "stopped",
             LoopState::Escalated => "escalated",
+            LoopState::Foreign => "foreign",
         }
     }
 }
@@ -409,18 +412,31 @@ pub fn decide(
     if let Some(cause @ (Cause::Scheduling | Cause::Unknown)) = cause {
         verdict.decision = Decision::Escalate;
         verdict.reason += &format!("; a {cause} root cause goes to the user");
-    } else if iteration >= limits.max_iterations {
-        verdict.decision = Decision::Stop;
-        verdict.reason += &format!(
-            "; iteration {iteration} reached the limit of {}",
-            limits.max_iterations
-        );
-    } else if no_gain >= limits.max_no_gain {
-        verdict.decision = Decision::Stop;
-        verdict.reason += &format!(
-            "; {no_gain} iterations in a row without a gain of {}% or more",
+        return verdict;
+    }
+    // every rule that stops the loop, each in a clause of its own
+    let mut stops = Vec::new();
+    if verdict.decision == Decision::Stop {
+        stops.push(format!(
+            "a kept change gained less than {}%",
             fmt_pct(limits.gain_pct)
-        );
+        ));
+    }
+    if iteration >= limits.max_iterations {
+        stops.push(format!(
+            "iteration {iteration} reached the limit of {}",
+            limits.max_iterations
+        ));
+    }
+    if no_gain >= limits.max_no_gain {
+        stops.push(format!(
+            "{no_gain} iterations in a row without a gain of {}% or more",
+            fmt_pct(limits.gain_pct)
+        ));
+    }
+    for stop in stops {
+        verdict.decision = Decision::Stop;
+        verdict.reason += &format!("; stop rule: {stop}");
     }
     verdict
 }
@@ -556,7 +572,8 @@ mod tests {
         );
         assert_eq!(
             v.reason,
-            "correctness failed; the benchmark was not run; 2 iterations in a row without a gain of 2% or more"
+            "correctness failed; the benchmark was not run; stop rule: 2 iterations in a row without a gain \
+             of 2% or more"
         );
         // a gain resets the count
         let v = decide(&kept(), 4, 1, None, &Thresholds::default());
@@ -569,10 +586,22 @@ mod tests {
         assert_eq!((v.status, v.decision), (Status::Keep, Decision::Stop));
         assert_eq!(
             v.reason,
-            "6.00% faster; iteration 25 reached the limit of 25"
+            "6.00% faster; stop rule: iteration 25 reached the limit of 25"
         );
         let v = decide(&kept(), 24, 0, None, &Thresholds::default());
         assert_eq!(v.decision, Decision::Continue);
+    }
+
+    #[test]
+    fn each_rule_that_stops_the_loop_has_a_clause_of_its_own() {
+        let small = measured_attempt(-1.0, Tier::Stop, "1.00% faster overall (< 2%)");
+        let v = decide(&small, 25, 1, None, &Thresholds::default());
+        assert_eq!((v.status, v.decision), (Status::Keep, Decision::Stop));
+        assert_eq!(
+            v.reason,
+            "1.00% faster overall (< 2%); stop rule: a kept change gained less than 2%; stop rule: iteration \
+             25 reached the limit of 25; stop rule: 2 iterations in a row without a gain of 2% or more"
+        );
     }
 
     #[test]

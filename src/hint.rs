@@ -44,6 +44,19 @@ impl fmt::Display for Hinted {
 
 impl std::error::Error for Hinted {}
 
+/// Items a hint lists, joined with commas, or `none` when there are none, so that a list never prints
+/// empty.
+pub fn listed(items: &[impl AsRef<str>]) -> String {
+    match items {
+        [] => "none".to_string(),
+        items => items
+            .iter()
+            .map(AsRef::as_ref)
+            .collect::<Vec<_>>()
+            .join(", "),
+    }
+}
+
 /// A [`Hinted`] failure as the error verbs return.
 pub fn hinted(message: impl Into<String>, hint: impl Into<String>) -> anyhow::Error {
     Hinted::new(message, hint).into()

@@ -230,10 +230,16 @@ impl History {
         self.iterations().last().filter(|it| it.decision.halts())
     }
 
+    /// How many iterations the loop ran, the baseline (iteration 0) not counted: what every verb reports
+    /// as `iterations`.
+    pub fn steps(&self) -> usize {
+        self.iterations.len().saturating_sub(1)
+    }
+
     /// Playbook letters already tried, in order.
     pub fn tried_letters(&self) -> Vec<String> {
         self.iterations()
-            .filter_map(|it| it.letter.clone())
+            .filter_map(|it| it.playbook_letter().map(str::to_string))
             .collect()
     }
 
@@ -291,10 +297,10 @@ impl History {
             .iter()
             .zip(&changes)
             .filter_map(|(it, changes)| {
-                let letter = it.letter.as_deref()?;
+                let letter = it.playbook_letter()?;
                 let tries = self
                     .iterations()
-                    .filter(|o| o.letter.as_deref().is_some_and(|l| same(l, letter)))
+                    .filter(|o| o.playbook_letter().is_some_and(|l| same(l, letter)))
                     .count();
                 let skipped = self.skipped.iter().any(|s| same(&s.letter, letter));
                 if tries != 1 || skipped {
@@ -310,7 +316,7 @@ impl History {
 /// reverted for a slower config) and sped at least one config up by more than its noise, the spread
 /// `start` measured for it (at least [`VARIANT_FLOOR_PCT`]), or the gain threshold where none was.
 pub fn variant(it: &Iteration, changes: &Changes, session: &Session) -> Option<Variant> {
-    let letter = it.letter.as_ref()?;
+    let letter = it.playbook_letter()?;
     if it.status != Status::Revert || it.correctness != Correctness::Pass {
         return None;
     }
@@ -336,7 +342,7 @@ pub fn variant(it: &Iteration, changes: &Changes, session: &Session) -> Option<V
     };
     let faster = beyond(true);
     (!faster.is_empty()).then(|| Variant {
-        letter: letter.clone(),
+        letter: letter.to_string(),
         iteration: it.number,
         faster,
         slower: beyond(false),
@@ -508,6 +514,17 @@ pub(crate) mod tests {
         assert_eq!(h.no_gain_count(), 2);
         assert_eq!(h.next_number(), 4);
         assert_eq!(h.halted_by().map(|it| it.number), Some(3));
+    }
+
+    #[test]
+    fn a_change_that_fits_no_letter_is_no_tried_letter() {
+        let mut none = iteration(1, Status::Revert, Some(1.0), Decision::TryNext);
+        none.letter = Some(crate::session::NO_LETTER.into());
+        let mut lettered = iteration(2, Status::Keep, Some(-5.0), Decision::Continue);
+        lettered.letter = Some("B".into());
+        let baseline = iteration(0, Status::Keep, Some(0.0), Decision::Continue);
+        let h = history(vec![baseline, none, lettered]);
+        assert_eq!(h.tried_letters(), ["B"]);
     }
 
     #[test]

@@ -95,7 +95,7 @@ fn no_kernel(root: &Path, name: &str, file: &str) -> anyhow::Error {
             ),
             format!(
                 "put the file in the link's place (`cp --remove-destination \"$(readlink -f {link})\" {link}`), \
-                 commit it, then start again"
+                 commit it on the branch you start from (never on a cutile-perf session branch), then start again"
             ),
         );
     }

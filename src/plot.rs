@@ -139,7 +139,7 @@ fn font(size: u32) -> TextStyle<'static> {
 
 /// `#2 B`: the iteration's number, and its playbook letter when it named one.
 pub fn mark_label(it: &Iteration) -> String {
-    match &it.letter {
+    match it.playbook_letter() {
         Some(letter) => format!("#{} {letter}", it.number),
         None => format!("#{}", it.number),
     }

@@ -1,4 +1,4 @@
-//! The six reference guides of `references/`, embedded in the binary so that `refs` and `next` work
+//! The seven reference guides of `references/`, embedded in the binary so that `refs` and `next` work
 //! outside the repository.
 //!
 //! The markdown is the single source: `next` parses the catalog's "Priority order" section at run time
@@ -11,7 +11,7 @@ use crate::kernel_class::KernelClass;
 /// One embedded guide.
 #[derive(Debug)]
 pub struct Reference {
-    /// Short name used on the command line: playbook, catalog, api, model, ir, patterns.
+    /// Short name used on the command line: playbook, catalog, api, model, ir, patterns, json.
     pub name: &'static str,
     /// File name inside `references/`.
     pub file: &'static str,
@@ -29,13 +29,14 @@ macro_rules! reference {
     };
 }
 
-static REFERENCES: [Reference; 6] = [
+static REFERENCES: [Reference; 7] = [
     reference!("playbook", "optimization-playbook.md"),
     reference!("catalog", "perf-knobs-catalog.md"),
     reference!("api", "cutile-api-reference.md"),
     reference!("model", "performance-model.md"),
     reference!("ir", "ir-dump-guide.md"),
     reference!("patterns", "cutile-patterns-reference.md"),
+    reference!("json", "json-fields.md"),
 ];
 
 pub fn all() -> &'static [Reference] {
@@ -287,8 +288,8 @@ mod tests {
     ];
 
     #[test]
-    fn six_references_found_by_short_name_and_stem() {
-        assert_eq!(all().len(), 6);
+    fn seven_references_found_by_short_name_and_stem() {
+        assert_eq!(all().len(), 7);
         for r in all() {
             assert!(std::ptr::eq(find(r.name).unwrap(), r));
             assert!(std::ptr::eq(find(&r.name.to_uppercase()).unwrap(), r));

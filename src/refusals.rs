@@ -13,7 +13,8 @@ pub fn check_start(repo: &Repo, test: &str) -> Result<()> {
     if repo.is_unborn()? {
         return Err(hinted(
             "the repository has no commit yet",
-            "commit the TileGym checkout first; a session branches from a commit",
+            "commit the TileGym checkout first (on the branch you start from, never on a cutile-perf session \
+             branch); a session branches from a commit",
         ));
     }
     if repo.is_shallow() {
@@ -28,7 +29,10 @@ pub fn check_start(repo: &Repo, test: &str) -> Result<()> {
             format!(
                 "the test file {test} is not tracked by git, so the session could not prove what it ran"
             ),
-            format!("commit it first (`git add {test} && git commit`)"),
+            format!(
+                "commit it first on the branch you start from, never on a cutile-perf session branch (`git \
+                 add {test} && git commit`)"
+            ),
         ));
     }
     let tracked_sandbox = repo.git(&["ls-files", "-z", "--", SANDBOX])?;
@@ -38,7 +42,10 @@ pub fn check_start(repo: &Repo, test: &str) -> Result<()> {
                 "{SANDBOX}/ holds tracked files ({}), but it is the tool's scratch directory",
                 tracked_sandbox.trim_end_matches('\0').replace('\0', ", ")
             ),
-            format!("move them out of {SANDBOX}/ and commit that first"),
+            format!(
+                "move them out of {SANDBOX}/ and commit that first, on the branch you start from, never on a \
+                 cutile-perf session branch"
+            ),
         ));
     }
     if let Some(shared) = crate::hook::shared_dir(repo)? {
@@ -99,7 +106,8 @@ fn refuse_linked_test(repo: &Repo, test: &str) -> Result<()> {
         ),
         format!(
             "put a copy of the file itself in its place and commit it (`cp --remove-destination \
-             \"$(readlink -f {test})\" {test} && git commit {test}`), then start a session from that commit"
+             \"$(readlink -f {test})\" {test} && git commit {test}` on the branch you start from, never on a cutile-perf \
+             session branch), then start a session from that commit"
         ),
     ))
 }

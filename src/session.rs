@@ -73,7 +73,8 @@ fn serialize_display<S: serde::Serializer>(
 pub struct Iteration {
     pub number: u32,
     pub optimization: String,
-    /// The playbook letter the optimization follows, if named.
+    /// The playbook letter the optimization follows, if named: [`NO_LETTER`] when the step said the
+    /// change fits none (`--opt none`).
     pub letter: Option<String>,
     pub cause: Option<Cause>,
     pub latency_ms: Option<f64>,
@@ -92,6 +93,9 @@ pub struct Iteration {
     /// rounds; `None` for a single run (the baseline, and histories written before paired rounds).
     pub rounds: Option<u32>,
 }
+
+/// What `--opt` and the `Cutile-Perf-Opt` trailer say for a change that follows no playbook letter.
+pub const NO_LETTER: &str = "none";
 
 /// Formats a latency as the table and trailers show it.
 pub fn fmt_ms(value: Option<f64>) -> String {
@@ -289,6 +293,42 @@ impl Iteration {
             placement: None,
             rounds,
         }
+    }
+
+    /// The reason in a few words, for a subject line or a table cell: its first clause without the
+    /// interval, e.g. `t1 forward: +3.00%` (the config that reverted it, and its change).
+    pub fn short_reason(&self) -> String {
+        const LONGEST: usize = 80;
+        let first = self.reason.split("; ").next().unwrap_or_default();
+        let first = first
+            .split(" (")
+            .next()
+            .unwrap_or_default()
+            .trim_end_matches(',');
+        // a list after a colon (the failed cases) is the full reason's to give
+        let first = match first.split_once(": ") {
+            Some((head, list)) if list.contains(", ") => head,
+            _ => first,
+        };
+        // a test id by its test name (`test_perf[...]`, its module path dropped), and a reason still
+        // too long by its end, where the change is
+        let words: Vec<&str> = first
+            .split(' ')
+            .map(|word| word.rsplit("::").next().unwrap_or(word))
+            .collect();
+        let short = words.join(" ");
+        let chars = short.chars().count();
+        match chars.checked_sub(LONGEST) {
+            Some(over) if over > 0 => {
+                format!("...{}", short.chars().skip(over + 3).collect::<String>())
+            }
+            _ => short,
+        }
+    }
+
+    /// The playbook letter it follows: none for an iteration that named none or said it fits none.
+    pub fn playbook_letter(&self) -> Option<&str> {
+        self.letter.as_deref().filter(|letter| *letter != NO_LETTER)
     }
 
     pub fn write(&self, block: &mut Block) {

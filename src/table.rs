@@ -3,12 +3,14 @@
 
 use crate::session::{Iteration, fmt_ms};
 
-pub const COLUMNS: [&str; 5] = [
+pub const COLUMNS: [&str; 7] = [
     "iteration",
+    "opt",
     "optimization",
     "latency_ms",
     "correctness",
     "status",
+    "reason",
 ];
 
 /// One Markdown table, one row per iteration (reverted and crashed included).
@@ -21,10 +23,12 @@ pub fn markdown<'a>(iterations: impl IntoIterator<Item = &'a Iteration>) -> Stri
     for it in iterations {
         let cells = [
             it.number.to_string(),
+            it.letter.clone().unwrap_or_default(),
             escape_cell(&it.optimization),
             fmt_ms(it.latency_ms),
             it.correctness.to_string(),
             it.status.to_string(),
+            escape_cell(&it.short_reason()),
         ];
         out.push_str(&format!("| {} |\n", cells.join(" | ")));
     }
@@ -47,6 +51,8 @@ pub struct Row<'a> {
     pub change_pct: Option<f64>,
     pub decision: &'static str,
     pub opt: Option<&'a str>,
+    /// The reason in a few words, as the plain table's cell.
+    pub reason: String,
 }
 
 impl<'a> From<&'a Iteration> for Row<'a> {
@@ -60,6 +66,7 @@ impl<'a> From<&'a Iteration> for Row<'a> {
             change_pct: it.change_pct,
             decision: it.decision.as_str(),
             opt: it.letter.as_deref(),
+            reason: it.short_reason(),
         }
     }
 }
@@ -74,18 +81,22 @@ mod tests {
     fn renders_exact_markdown() {
         let mut crashed = iteration(2, Status::Crash, None, Decision::TryNext);
         crashed.optimization = "a|b\\c".into();
+        let mut reverted = iteration(1, Status::Revert, Some(-3.0), Decision::TryNext);
+        reverted.letter = Some("B".into());
+        reverted.reason =
+            "t1 forward: +3.00% (+2.91% to +3.09%), slower than the 2% limit beyond noise".into();
         let rows = [
             iteration(0, Status::Keep, Some(0.0), Decision::Continue),
-            iteration(1, Status::Revert, Some(3.0), Decision::TryNext),
+            reverted,
             crashed,
         ];
         assert_eq!(
             markdown(&rows),
-            "| iteration | optimization | latency_ms | correctness | status |\n\
-             |---|---|---|---|---|\n\
-             | 0 | opt 0 | 1.000000 | PASS | keep |\n\
-             | 1 | opt 1 | 1.030000 | PASS | revert |\n\
-             | 2 | a\\|b\\\\c | n/a | PASS | crash |\n"
+            "| iteration | opt | optimization | latency_ms | correctness | status | reason |\n\
+             |---|---|---|---|---|---|---|\n\
+             | 0 |  | opt 0 | 1.000000 | PASS | keep | r |\n\
+             | 1 | B | opt 1 | 0.970000 | PASS | revert | t1 forward: +3.00% |\n\
+             | 2 |  | a\\|b\\\\c | n/a | PASS | crash | r |\n"
         );
     }
 }

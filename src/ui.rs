@@ -223,7 +223,7 @@ tones! {
     Status { Keep => Good, Revert | Crash => Bad }
     Correctness { Pass => Good, Fail => Bad }
     Decision { Continue => Good, LowerPriority | TryNext => Caution, Stop | Escalate => Bad }
-    LoopState { Running => Plain, Stopped | Escalated => Bad }
+    LoopState { Running => Plain, Stopped | Escalated | Foreign => Bad }
 }
 
 /// A record word coloured by what it means.

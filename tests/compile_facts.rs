@@ -223,7 +223,7 @@ fn a_steps_evidence_carries_its_compile_facts() {
         assert!(!stderr.contains("compile facts from "), "{}", both(&out));
         serde_json::from_slice(&out.stdout).unwrap()
     };
-    let step = |description: &str| with_toolkit(&["step", "--json", description]);
+    let step = |description: &str| with_toolkit(&["step", "--opt", "none", "--json", description]);
     let repo = Repo::discover(&fixture.root).unwrap();
     let compile = |rev: &str| {
         let commit = fixture.git(&["rev-parse", rev]);

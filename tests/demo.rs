@@ -53,7 +53,7 @@ fn demo_makes_and_then_reuses_a_private_environment_with_pytest() {
         "{first}"
     );
     assert!(
-        first.contains("| 3 | latency hints on loads | n/a | PASS | crash |"),
+        first.contains("| 3 | E | latency hints on loads | n/a | PASS | crash | ..."),
         "{first}"
     );
     assert!(

@@ -290,7 +290,7 @@ fn a_step_runs_ncu_only_where_its_cause_is_recorded() {
     };
     // past the no-gain limit too: the FAIL and the crash count as iterations without a gain
     let step = |args: &[&str]| {
-        let mut full = vec!["step", "--json", "--continue"];
+        let mut full = vec!["step", "--opt", "none", "--json", "--continue"];
         full.extend_from_slice(args);
         json(&fixture.command(&full).env("PATH", &path).output().unwrap())
     };

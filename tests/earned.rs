@@ -107,7 +107,7 @@ fn work_done_otherwise_only_while_timed_is_reverted() {
     f.start();
     let head = f.head();
     let out = f
-        .command(&["step", "x"])
+        .command(&["step", "--opt", "none", "x"])
         .env("CUPTI", "0")
         .output()
         .unwrap();
@@ -265,7 +265,7 @@ fn too_fast_for(peak: &str) -> String {
     assert!(out.status.success(), "{}", both(&out));
     f.edit_kernel("TILE_SIZE = 128", "TILE_SIZE = 256");
     f.set_latency(0.1, 0.001);
-    let out = run(&["step", "--json", "too fast"]);
+    let out = run(&["step", "--opt", "none", "--json", "too fast"]);
     assert!(out.status.success(), "{}", both(&out));
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["status"], "revert", "{report}");
@@ -363,7 +363,7 @@ fn a_recompile_of_the_same_code_is_no_change_after_one_round_without_a_process_o
     f.edit_kernel("@ct.kernel", "# the same kernel, said again\n@ct.kernel");
     let starts = f.root.join("../starts.txt");
     let out = f
-        .command(&["step", "--json", "a comment"])
+        .command(&["step", "--opt", "none", "--json", "a comment"])
         .env("CUTILE_PERF_FIXTURE_STARTS", &starts)
         .output()
         .unwrap();

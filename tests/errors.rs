@@ -23,7 +23,7 @@ fn a_failing_verb_under_json_prints_its_error_as_json() {
     for args in [
         &["table", "--json"][..],
         &["plot", "--json"],
-        &["step", "x", "--json"],
+        &["step", "--opt", "none", "x", "--json"],
     ] {
         let (report, code, stderr) = json_error(&f, args);
         assert_eq!(code, 1, "{args:?}");

@@ -292,7 +292,7 @@ fn step_stopped_in_any_phase_keeps_the_edit(kept: bool, phases: &[Phase]) {
                 f.set_latency(0.2, 2.0);
             }
             let edit = std::fs::read_to_string(f.path(KERNEL)).unwrap();
-            let (code, output) = stop_at(&f, &["step", "tried"], phase, signal);
+            let (code, output) = stop_at(&f, &["step", "--opt", "none", "tried"], phase, signal);
             settle(&f, code, &output, signal, phase);
             let recorded = f.head() != base;
             if recorded {
@@ -336,9 +336,14 @@ fn a_killed_step_is_reported_until_repaired() {
         hook: "pre-commit",
         at: 2,
     };
-    let (code, _) = stop_at(&f, &["step", "slower"], phase, Signal::Kill);
+    let (code, _) = stop_at(
+        &f,
+        &["step", "--opt", "none", "slower"],
+        phase,
+        Signal::Kill,
+    );
     assert_eq!(code, None);
-    let err = f.fails(&["step", "again"]);
+    let err = f.fails(&["step", "--opt", "none", "again"]);
     assert!(err.contains("an interrupted `step`"), "{err}");
     assert!(err.contains("git cutile-perf repair"), "{err}");
     let status = both(&f.run(&["status"]));
@@ -368,7 +373,7 @@ fn an_iteration_killed_before_its_note_without_the_note_kept_is_taken_back() {
         hook: "post-commit",
         at: 1,
     };
-    let (code, _) = stop_at(&f, &["step", "faster"], phase, Signal::Kill);
+    let (code, _) = stop_at(&f, &["step", "--opt", "none", "faster"], phase, Signal::Kill);
     assert_eq!(code, None);
     // a journal that kept no note (as one written before notes were kept there)
     let path = f.path(".git/cutile-perf/journal.json");
@@ -393,7 +398,7 @@ fn a_second_command_is_refused_while_the_lock_is_held_and_a_dead_holder_does_not
     let lock = f.path(".git/cutile-perf/lock");
     let me = ProcessIdentity::current().unwrap();
     std::fs::write(&lock, format!("{me} (`step`)")).unwrap();
-    let err = f.fails(&["step", "faster"]);
+    let err = f.fails(&["step", "--opt", "none", "faster"]);
     assert!(
         err.contains(&format!(
             "another git cutile-perf command (pid {}, `step`)",
@@ -405,7 +410,7 @@ fn a_second_command_is_refused_while_the_lock_is_held_and_a_dead_holder_does_not
     // a lock a version without identities wrote, and one no command wrote: named, with the fix
     for holder in [format!("{} (pid of `step`)", me.pid), "-1".to_string()] {
         std::fs::write(&lock, &holder).unwrap();
-        let err = f.fails(&["step", "faster"]);
+        let err = f.fails(&["step", "--opt", "none", "faster"]);
         assert!(
             err.contains("which no git cutile-perf command of this version wrote")
                 && err.contains("hint: if no git cutile-perf command runs, delete it"),
@@ -487,7 +492,7 @@ fn a_change_during_the_run_is_refused_with_nothing_recorded() {
     let base = f.head();
     f.set_latency(0.05, 0.5);
     let out = f
-        .command(&["step", "faster"])
+        .command(&["step", "--opt", "none", "faster"])
         .env("EDIT_DURING_RUN", f.path(KERNEL))
         .output()
         .unwrap();
@@ -512,7 +517,7 @@ fn tests_that_check_out_the_kernel_are_refused_saying_where_the_edit_is() {
     f.set_latency(0.05, 0.5);
     let edit = std::fs::read_to_string(f.path(KERNEL)).unwrap();
     let out = f
-        .command(&["step", "faster"])
+        .command(&["step", "--opt", "none", "faster"])
         .env("CHECKOUT_DURING_RUN", KERNEL)
         .output()
         .unwrap();
@@ -540,7 +545,7 @@ fn a_file_the_tests_write_is_named_with_the_fix() {
     f.set_latency(0.05, 0.5);
     let written = f.path("tests/ops/output.log");
     let out = f
-        .command(&["step", "faster"])
+        .command(&["step", "--opt", "none", "faster"])
         .env("WRITE_DURING_RUN", &written)
         .output()
         .unwrap();
@@ -548,7 +553,7 @@ fn a_file_the_tests_write_is_named_with_the_fix() {
     assert!(!out.status.success(), "{err}");
     assert!(err.contains("tests/ops/output.log"), "{err}");
     // every later step names it, and the fix
-    let err = f.fails(&["step", "faster"]);
+    let err = f.fails(&["step", "--opt", "none", "faster"]);
     assert!(
         err.contains("tests/ops/output.log")
             && err.contains("a file your tests write belongs in .git/info/exclude"),
@@ -611,7 +616,7 @@ fn a_hook_that_rewrites_our_trailers_is_named_and_nothing_is_recorded() {
     commit_msg_hook(&f, r#"sed -i 's/^Cutile-Perf-Status:/Status:/' "$1""#);
     f.set_latency(0.2, 2.0);
     let edit = std::fs::read_to_string(f.path(KERNEL)).unwrap();
-    let err = f.fails(&["step", "slower"]);
+    let err = f.fails(&["step", "--opt", "none", "slower"]);
     assert!(
         err.contains("does not carry the trailers the tool wrote"),
         "{err}"
@@ -632,7 +637,7 @@ fn a_refused_commit_reports_git_and_keeps_the_edit() {
     f.set_latency(0.2, 2.0);
     // what the user staged stays staged
     f.git(&["add", KERNEL]);
-    let err = f.fails(&["step", "slower"]);
+    let err = f.fails(&["step", "--opt", "none", "slower"]);
     assert!(err.contains("policy: no commits today"), "{err}");
     assert!(
         err.contains("your changes are as you left them, in the work tree and the index"),
@@ -650,7 +655,7 @@ fn tests_left_running_by_a_killed_step_are_ended_by_the_next_command() {
     let status_before = f.status();
     let hang = Hang::new();
     let mut child = hang
-        .command(&f, &["step", "hangs"])
+        .command(&f, &["step", "--opt", "none", "hangs"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -738,10 +743,13 @@ fn an_interrupted_undo_keeps_what_was_edited_meanwhile() {
     f.start();
     f.set_latency(0.2, 2.0);
     let edit = std::fs::read_to_string(f.path(KERNEL)).unwrap();
-    let (code, output) =
-        stop_at_after(&f, &["step", "slower"], ATTEMPT_LANDED, Signal::Int, || {
-            f.append("setup.py", "# edited while the step ran\n")
-        });
+    let (code, output) = stop_at_after(
+        &f,
+        &["step", "--opt", "none", "slower"],
+        ATTEMPT_LANDED,
+        Signal::Int,
+        || f.append("setup.py", "# edited while the step ran\n"),
+    );
     assert_eq!(code, Some(130), "{output}");
     assert!(
         std::fs::read_to_string(f.path("setup.py"))
@@ -760,7 +768,12 @@ fn repair_after_a_kill_keeps_the_kernel_as_edited_since() {
     f.start();
     let base = f.head();
     f.set_latency(0.2, 2.0);
-    let (code, _) = stop_at(&f, &["step", "slower"], ATTEMPT_LANDED, Signal::Kill);
+    let (code, _) = stop_at(
+        &f,
+        &["step", "--opt", "none", "slower"],
+        ATTEMPT_LANDED,
+        Signal::Kill,
+    );
     assert_eq!(code, None);
     // the user goes on editing before running repair
     f.set_latency(0.07, 0.7);
@@ -783,7 +796,7 @@ fn repair_after_a_kill_keeps_the_kernel_as_edited_since() {
 /// `step | head -1` leaves it once head has its line: how it ended, and its stderr when that was kept.
 fn step_into_a_closed_pipe(f: &Fixture, stderr_too: bool) -> (std::process::ExitStatus, String) {
     let (reader, writer) = std::io::pipe().unwrap();
-    let mut command = f.command(&["step", "tile size 256"]);
+    let mut command = f.command(&["step", "--opt", "none", "tile size 256"]);
     command.stdout(writer.try_clone().unwrap());
     match stderr_too {
         true => command.stderr(writer),

@@ -35,7 +35,7 @@ fn start_refuses_a_machine_without_a_gpu_unless_told_and_says_how() {
     );
     // a --no-gpu session's steps do not look for one either
     f.append(KERNEL, "# tried something\n");
-    f.ok(&["step", "an edit"]);
+    f.ok(&["step", "--opt", "none", "an edit"]);
 }
 
 #[test]
@@ -94,7 +94,7 @@ fn the_gpu_is_recorded_checked_at_each_step_and_watched_around_each_run() {
     f.edit_kernel("TILE_SIZE = 128", "TILE_SIZE = 256");
     let head = f.head();
     std::fs::write(f.root.join("../home/gpu-bin/gpu.csv"), "").unwrap();
-    let err = f.fails(&["step", "an edit"]);
+    let err = f.fails(&["step", "--opt", "none", "an edit"]);
     assert!(err.contains("no GPU found"), "{err}");
     assert!(
         err.contains("the session's baseline ran on NVIDIA H200, 9.0, 580.159.04"),
@@ -109,7 +109,7 @@ fn the_gpu_is_recorded_checked_at_each_step_and_watched_around_each_run() {
         "NVIDIA B200, 10.0, 580.159.04, 1965, 1965, 600, 183359, 39\n",
     )
     .unwrap();
-    let out = f.ok_all(&["step", "an edit"]);
+    let out = f.ok_all(&["step", "--opt", "none", "an edit"]);
     assert!(
         out.contains(
             "this step runs on NVIDIA B200, 10.0, 580.159.04, the baseline ran on NVIDIA H200"

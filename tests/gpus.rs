@@ -36,7 +36,8 @@ fn timed_step(
     f.set_latency(0.005, 0.05);
     let cases = f.root.join("../cases.txt");
     let _ = std::fs::remove_file(&cases);
-    let mut command = f.command(&[&["step", "--json", "tile size 256"], args].concat());
+    let mut command =
+        f.command(&[&["step", "--opt", "none", "--json", "tile size 256"], args].concat());
     command.env("CUTILE_PERF_FIXTURE_CASES", &cases);
     for (name, value) in env {
         command.env(name, value);
@@ -198,7 +199,7 @@ fn a_gpu_of_another_model_is_refused_and_left_out_by_default() {
     let f = started_on(&[H200, A10]);
     f.append(support::KERNEL, "# tried something\n");
     let before = f.head();
-    let err = f.fails(&["step", "an edit", "--gpus", "0,1"]);
+    let err = f.fails(&["step", "--opt", "none", "an edit", "--gpus", "0,1"]);
     assert!(
         err.contains("GPU 1 is a NVIDIA A10, 8.6, but the session measures on a NVIDIA H200, 9.0"),
         "{err}"
@@ -207,14 +208,17 @@ fn a_gpu_of_another_model_is_refused_and_left_out_by_default() {
         err.contains("hint: every GPU of a step must be the session's model"),
         "{err}"
     );
-    let err = f.fails(&["step", "an edit", "--gpus", "2"]);
+    let err = f.fails(&["step", "--opt", "none", "an edit", "--gpus", "2"]);
     assert!(
         err.contains("GPU \"2\" is not one nvidia-smi lists here"),
         "{err}"
     );
     assert_eq!(f.head(), before, "nothing recorded");
     // without --gpus, the H200 alone
-    let out = f.command(&["step", "--json", "an edit"]).output().unwrap();
+    let out = f
+        .command(&["step", "--opt", "none", "--json", "an edit"])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", both(&out));
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(

@@ -62,7 +62,28 @@ fn editing_the_kernel_is_allowed() {
     repo.session(BRANCH, &[KERNEL]);
     repo.append(KERNEL, "# faster\n");
     repo.git(&["add", KERNEL]);
-    assert_passes(&repo.commit());
+    assert_passes(&repo.tool_commit());
+}
+
+#[test]
+fn a_hand_commit_of_an_allowed_path_is_refused_for_step() {
+    let repo = Fixture::new();
+    repo.session(BRANCH, &[KERNEL]);
+    let head = repo.git(&["rev-parse", "HEAD"]);
+    repo.append(KERNEL, "# faster\n");
+    repo.git(&["add", KERNEL]);
+    let out = repo.commit();
+    assert!(!out.status.success(), "the commit went through");
+    let shown = both(&out);
+    assert!(
+        shown.contains("is not one git cutile-perf makes"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("hint: nothing was committed and your change is still in the work tree: record it with `git cutile-perf step"),
+        "{shown}"
+    );
+    assert_eq!(repo.git(&["rev-parse", "HEAD"]), head);
 }
 
 #[test]
@@ -151,7 +172,7 @@ fn paths_with_spaces_newlines_and_non_ascii_are_compared_exactly() {
         repo.append(path, "v = 2\n");
     }
     repo.git(&["add", "-A"]);
-    assert_passes(&repo.commit());
+    assert_passes(&repo.tool_commit());
 
     // the same names decomposed (NFD), case-folded, doubled space, dotted: all different paths
     for path in [
@@ -189,7 +210,7 @@ fn a_mode_change_is_a_change() {
     fs::set_permissions(&harness, fs::Permissions::from_mode(0o644)).unwrap();
     fs::set_permissions(repo.root.join(KERNEL), fs::Permissions::from_mode(0o755)).unwrap();
     repo.git(&["add", "-A"]);
-    assert_passes(&repo.commit());
+    assert_passes(&repo.tool_commit());
 }
 
 #[test]
@@ -201,7 +222,7 @@ fn a_symlink_is_judged_by_its_own_path() {
     fs::remove_file(&kernel).unwrap();
     std::os::unix::fs::symlink("../../../../tests/common.py", &kernel).unwrap();
     repo.git(&["add", "-A"]);
-    assert_passes(&repo.commit());
+    assert_passes(&repo.tool_commit());
     // elsewhere, pointing at the kernel: a new disallowed path
     std::os::unix::fs::symlink(
         "../src/tilegym/ops/cutile/vector_add.py",
@@ -233,7 +254,7 @@ fn a_submodule_pointer_change_is_rejected_even_when_config_ignores_submodules() 
 
     // step sees it too: unstaged, and committed past the hook
     repo.git(&["reset", "-q"]);
-    let out = repo.run(&["step", "x"]);
+    let out = repo.run(&["step", "--opt", "none", "x"]);
     assert!(
         both(&out).contains("only the session's allowed paths may change"),
         "{}",
@@ -252,7 +273,7 @@ fn a_submodule_pointer_change_is_rejected_even_when_config_ignores_submodules() 
         "sneaky",
     ]);
     repo.append(KERNEL, "# faster\n");
-    let out = repo.run(&["step", "faster"]);
+    let out = repo.run(&["step", "--opt", "none", "faster"]);
     assert!(
         both(&out).contains("the session history broke the rule"),
         "{}",
@@ -280,7 +301,7 @@ fn a_linked_worktree_is_checked_with_its_own_branch_and_index() {
     // the main work tree is off the session branch: anything goes there
     repo.append(TEST, "# fine on main\n");
     repo.git(&["add", "-A"]);
-    assert_passes(&repo.commit());
+    assert_passes(&repo.tool_commit());
 }
 
 #[test]
@@ -346,7 +367,7 @@ fn commits_from_a_subdirectory_are_checked_with_repository_paths() {
     repo.git(&["reset", "-q", "--hard"]);
     repo.append(KERNEL, "# faster\n");
     repo.git(&["add", "-A"]);
-    assert_passes(&repo.commit_in(&dir, &[]));
+    assert_passes(&repo.tool_commit_in(&dir, &[]));
 }
 
 #[test]
@@ -361,7 +382,7 @@ fn commit_all_and_commit_with_paths_use_the_index_git_prepares() {
         &repo.commit_in(&repo.root, &["--", TEST]),
         &[(TEST, RESTORE)],
     );
-    assert_passes(&repo.commit_in(&repo.root, &["--", KERNEL]));
+    assert_passes(&repo.tool_commit_in(&repo.root, &["--", KERNEL]));
 }
 
 #[test]
@@ -519,10 +540,10 @@ fn the_pre_commit_frameworks_hook_is_chained_and_restored_byte_for_byte() {
     repo.append(KERNEL, "# faster\n");
     repo.git(&["add", "-A"]);
     fs::write(hooks.join("framework-fails"), "").unwrap();
-    let out = repo.commit();
+    let out = repo.tool_commit();
     assert!(!out.status.success() && both(&out).contains("framework hook failed"));
     fs::remove_file(hooks.join("framework-fails")).unwrap();
-    assert_passes(&repo.commit());
+    assert_passes(&repo.tool_commit());
 
     repo.ok_all(&["hook", "uninstall"]);
     assert_eq!(fs::read(hooks.join("pre-commit")).unwrap(), before);
@@ -558,7 +579,7 @@ fn pre_commit_install_after_ours_runs_us_in_legacy_mode_without_recursion() {
     repo.git(&["reset", "-q", "--hard"]);
     repo.append(KERNEL, "# faster\n");
     repo.git(&["add", "-A"]);
-    assert_passes(&repo.commit());
+    assert_passes(&repo.tool_commit());
     // the framework ran once per commit it reached, never from inside its legacy hook
     assert_eq!(framework_runs(&hooks), runs + 1);
 
@@ -579,9 +600,9 @@ fn a_plain_existing_hook_keeps_its_bytes_mode_and_exit_status() {
     repo.append(KERNEL, "# faster\n");
     repo.git(&["add", "-A"]);
     fs::write(repo.hooks().join("own-fails"), "").unwrap();
-    assert!(!repo.commit().status.success());
+    assert!(!repo.tool_commit().status.success());
     fs::remove_file(repo.hooks().join("own-fails")).unwrap();
-    assert_passes(&repo.commit());
+    assert_passes(&repo.tool_commit());
     repo.ok_all(&["hook", "uninstall"]);
     assert_eq!(fs::read_to_string(&hook).unwrap(), script);
     let mode = fs::metadata(&hook).unwrap().permissions().mode();
@@ -606,13 +627,13 @@ fn the_tools_own_commits_pass_through_the_hook() {
         KERNEL,
         &kernel.replace("TILE_SIZE = 128", "TILE_SIZE = 256"),
     );
-    repo.ok_all(&["step", "tile size 256"]);
+    repo.ok_all(&["step", "--opt", "none", "tile size 256"]);
     // a crash commits the attempt, then its undoing: two more commits through the hook
     repo.write(
         KERNEL,
         &kernel.replace("CRASH = \"\"", "CRASH = \"exception\""),
     );
-    repo.ok_all(&["step", "--continue", "latency hints"]);
+    repo.ok_all(&["step", "--opt", "none", "--continue", "latency hints"]);
     let log = fs::read_to_string(repo.hooks().join("own.log")).unwrap();
     // the baseline, the kept iteration, the attempt and the crash record
     assert_eq!(log.lines().count(), 4);
@@ -631,7 +652,7 @@ fn a_no_verify_commit_is_caught_by_step() {
     repo.git(&["add", "-A"]);
     repo.git(&["commit", "-q", "--no-verify", "-m", "sneaky"]);
     repo.append(KERNEL, "# faster\n");
-    let out = repo.run(&["step", "faster"]);
+    let out = repo.run(&["step", "--opt", "none", "faster"]);
     assert!(!out.status.success());
     assert!(
         both(&out).contains("the session history broke the rule"),
@@ -652,7 +673,7 @@ fn a_symlinked_existing_hook_is_chained_and_restored_as_the_same_link() {
     repo.session(BRANCH, &[KERNEL]);
     repo.append(KERNEL, "# faster\n");
     repo.git(&["add", KERNEL]);
-    let out = repo.commit();
+    let out = repo.tool_commit();
     assert_passes(&out);
     assert!(both(&out).contains("linked hook ran"));
     repo.ok_all(&["hook", "uninstall"]);
@@ -696,7 +717,7 @@ fn a_husky_hook_still_finds_its_script_when_chained() {
     repo.append(KERNEL, "# faster\n");
     repo.git(&["add", KERNEL]);
     repo.write(".husky/fail", "");
-    let out = repo.commit();
+    let out = repo.tool_commit();
     assert!(!out.status.success(), "{}", both(&out));
     assert!(
         both(&out).contains("husky - pre-commit script failed"),
@@ -704,7 +725,7 @@ fn a_husky_hook_still_finds_its_script_when_chained() {
         both(&out)
     );
     fs::remove_file(repo.root.join(".husky/fail")).unwrap();
-    let out = repo.commit();
+    let out = repo.tool_commit();
     assert_passes(&out);
     assert!(both(&out).contains("husky user hook ran"));
     repo.ok_all(&["hook", "uninstall"]);

@@ -4,7 +4,7 @@
 
 use crate::support;
 
-use git_cutile_perf::commands::{status, table, verify};
+use git_cutile_perf::commands::{report, status, table, verify};
 use git_cutile_perf::decision::LoopState;
 use git_cutile_perf::errors::ErrorReport;
 use git_cutile_perf::git::Repo;
@@ -31,7 +31,7 @@ fn shown(report: &impl Render, json: bool) -> (String, String) {
 
 #[test]
 fn status_reports_the_session_and_renders_it_once() {
-    let (_f, repo) = session();
+    let (f, repo) = session();
     let (mut out, err) = (Vec::new(), Captured::default());
     let report = status::run(&mut Ui::plain(&mut out, err.progress(), false), &repo).unwrap();
     // the verb printed nothing itself: a clean session has no warning, and the report is not shown yet
@@ -41,6 +41,11 @@ fn status_reports_the_session_and_renders_it_once() {
     assert_eq!(progress.session.kernel, KERNEL);
     assert_eq!(progress.session.test, TEST);
     assert_eq!((progress.iterations, progress.no_gain), (0, 0));
+    // every verb counts the iterations after the baseline
+    let page = report::ReportOptions {
+        out: Some(f.root.join("report.html")),
+    };
+    assert_eq!(report::run(&repo, &page).unwrap().iterations, 0);
     assert_eq!(progress.baseline.latency_ms, Some(1.0));
     assert_eq!(progress.change_pct_since_0, Some(0.0));
     assert_eq!(progress.state, LoopState::Running);
@@ -80,7 +85,7 @@ fn table_reports_its_rows_and_says_what_it_wrote_on_err() {
     assert_eq!((report.table.as_ref(), report.plot.as_ref()), (None, None));
     let (text, progress) = shown(&report, false);
     assert!(text.starts_with("| iteration |"), "{text}");
-    assert!(text.contains("| 0 | baseline |"), "{text}");
+    assert!(text.contains("| 0 |  | baseline |"), "{text}");
     assert_eq!(progress, "");
 
     let written = table::run(&repo, &table::TableOptions { write: true }).unwrap();
@@ -124,7 +129,12 @@ fn verify_reports_findings_and_its_verdict_fails_on_them() {
             report.findings.len()
         )
     );
-    assert!(shape.hint.unwrap().ends_with("recorded with `step`"));
+    assert!(
+        shape
+            .hint
+            .unwrap()
+            .ends_with("takes back the change of commits the tool did not make")
+    );
 }
 
 #[test]

@@ -141,30 +141,48 @@ fn a_second_session_block_widens_nothing() {
     assert!(!out.status.success(), "{}", both(&out));
     assert!(text(&out.stderr).contains("outside the session's allowed set"));
     f.git(&["reset", "-q"]);
-    let err = f.fails(&["step", "widened"]);
+    let err = f.fails(&["step", "--opt", "none", "widened"]);
     assert!(err.contains("setup.py"), "{err}");
     f.git(&["checkout", "--", "setup.py"]);
     f.set_latency(0.09, 0.9);
-    let err = f.fails(&["step", "over a forged session"]);
+    let err = f.fails(&["step", "--opt", "none", "over a forged session"]);
     assert!(err.contains("commits the tool did not make"), "{err}");
     assert!(err.contains("extra-session"), "{err}");
     assert_eq!(finding_kinds(&f), ["extra-session"]);
 }
 
 #[test]
-fn a_plain_kernel_commit_is_refused_until_reverted() {
+fn a_plain_kernel_commit_is_refused_until_repair_takes_it_back() {
     let f = Fixture::new();
     f.start();
     f.set_latency(0.05, 0.5);
-    f.git(&["commit", "-q", "-am", "a faster kernel, quietly"]);
-    f.set_latency(0.04, 0.4);
-    let err = f.fails(&["step", "on top of a plain commit"]);
+    f.git(&["commit", "-q", "--no-verify", "-am", "quietly"]);
+    let status: serde_json::Value = serde_json::from_str(&f.ok(&["status", "--json"])).unwrap();
+    assert_eq!(status["state"], "foreign", "{status}");
+    assert_eq!(status["next_action"]["kind"], "repair", "{status}");
+    f.append(KERNEL, "# an edit beside it\n");
+    let err = f.fails(&["step", "--opt", "none", "on top of a plain commit"]);
     assert!(err.contains("unrecorded-change"), "{err}");
     assert!(err.contains(KERNEL), "{err}");
+    let hint = "hint: nothing is recorded over them: run `git cutile-perf repair --json`";
+    assert!(err.contains(hint), "{err}");
     assert_eq!(finding_kinds(&f), ["unrecorded-change"]);
-    f.git(&["checkout", "--", KERNEL]);
-    f.git(&["revert", "--no-edit", "HEAD"]);
+    // the edit in the work tree stays; the committed change goes back, in a commit of the tool's
+    let repaired: serde_json::Value = serde_json::from_str(&f.ok(&["repair", "--json"])).unwrap();
+    assert_eq!(repaired["action"], "taken-back", "{repaired}");
+    assert_eq!(
+        repaired["next_action"]["kind"], "edit-and-step",
+        "{repaired}"
+    );
     assert!(finding_kinds(&f).is_empty());
+    assert_eq!(f.git(&["diff", "--cached", "--name-only"]), "");
+    let changed = f.git(&["diff", "HEAD"]);
+    assert!(changed.ends_with("+# an edit beside it\n"), "{changed}");
+    let added = changed
+        .lines()
+        .filter(|l| l.starts_with('+') && !l.starts_with("+++"));
+    assert_eq!(added.count(), 1, "{changed}");
+    f.git(&["checkout", "--", KERNEL]);
     f.set_latency(0.09, 0.9);
     assert_eq!(f.step_json(&["recorded properly"])["status"], "keep");
     assert!(f.ok(&["verify"]).contains("the record holds"));
@@ -314,7 +332,7 @@ fn a_session_whose_baseline_note_is_gone_is_not_taken_for_one_recorded_before_no
         "    if len(a) == 7:\n        import pytest\n        pytest.skip(\"not today\")\n    out = array(\"d\", bytes(8 * len(a)))\n",
     );
     // without the note, the baseline's passing cases are unknown: nothing is judged without them
-    let err = f.fails(&["step", "skip a case"]);
+    let err = f.fails(&["step", "--opt", "none", "skip a case"]);
     assert!(
         err.contains("iteration 0 has no evidence note") && err.contains("git cutile-perf fetch"),
         "{err}"
@@ -364,17 +382,21 @@ fn only_the_tool_writes_trailers_on_a_session_branch() {
         let out = commit.output().unwrap();
         assert!(!out.status.success(), "{env:?}: {}", both(&out));
         let err = text(&out.stderr);
-        // with GIT_CUTILE_PERF=true the pre-commit hook refuses first
+        // the pre-commit hook refuses first: only the tool commits on a session branch
         assert!(
-            err.contains("carries Cutile-Perf-* trailers, which only git cutile-perf writes")
+            err.contains("is not one git cutile-perf makes")
                 || err.contains("true did not check this commit (it is not git-cutile-perf)"),
             "{env:?}: {}",
             both(&out)
         );
     }
-    // an ordinary message passes, and the tool's own commits pass
-    f.git(&["commit", "-q", "--allow-empty", "-m", "a note to self"]);
-    f.git(&["reset", "-q", "--hard", "HEAD~1"]);
+    // an ordinary message is no more the tool's; the tool's own commits pass
+    let out = f.run_in(
+        &f.root,
+        "git",
+        &["commit", "-q", "--allow-empty", "-m", "a note to self"],
+    );
+    assert!(!out.status.success(), "{}", both(&out));
     f.set_latency(0.09, 0.9);
     assert_eq!(f.step_json(&["tile size 256"])["status"], "keep");
     assert!(!f.path(".git/cutile-perf-commit-nonce").exists());
@@ -489,7 +511,7 @@ fn evidence_is_bound_to_the_commit_it_measured() {
     assert_eq!(report["findings"][0]["commit"], honest.as_str());
     assert_eq!(report["findings"].as_array().unwrap().len(), 1, "{report}");
     f.edit_kernel("\n", "\n# next\n");
-    let err = f.fails(&["step", "over a replaced commit"]);
+    let err = f.fails(&["step", "--opt", "none", "over a replaced commit"]);
     assert!(err.contains("replaced-objects"), "{err}");
 }
 
@@ -518,7 +540,7 @@ fn a_session_declared_again_behind_a_deleted_baseline_ref_is_refused() {
     let kinds = finding_kinds(&f);
     assert_eq!(kinds, ["baseline-ref", "unbound-evidence"], "{kinds:?}");
     f.edit("tests/common.py", "\n", "\n# a harness edit\n");
-    let err = f.fails(&["step", "through the harness"]);
+    let err = f.fails(&["step", "--opt", "none", "through the harness"]);
     assert!(err.contains("the session's record does not hold"), "{err}");
     assert!(err.contains("is missing"), "{err}");
     assert_eq!(f.head(), forged, "nothing recorded");
@@ -572,7 +594,7 @@ fn stale_bytecode_is_never_read_and_new_bytecode_is_refused() {
     f.start();
     let pyc = plant_fast_bytecode(&f);
     f.append(KERNEL, "# a no-op\n");
-    let err = f.fails(&["step", "a no-op"]);
+    let err = f.fails(&["step", "--opt", "none", "a no-op"]);
     assert!(err.contains(&format!("{pyc} (new or changed)")), "{err}");
 }
 
@@ -617,7 +639,7 @@ fn a_trailer_commit_fast_forwarded_from_another_branch_is_refused() {
     assert_eq!(f.trailer("HEAD", "Cutile-Perf-Iteration"), "1");
     assert_eq!(finding_kinds(&f), ["missing-evidence"]);
     f.set_latency(0.04, 0.4);
-    let err = f.fails(&["step", "over a hand-made iteration"]);
+    let err = f.fails(&["step", "--opt", "none", "over a hand-made iteration"]);
     assert!(
         err.contains("the session's record does not hold")
             && err.contains("iteration 1 has no evidence note"),

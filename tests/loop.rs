@@ -240,7 +240,12 @@ fn crash_by_the_budget_leaves_no_process_behind() {
     f.edit_kernel("CRASH = \"\"", "CRASH = \"hang\"");
     let hang = Hang::new();
     let out = hang
-        .command(&f, &["step", "--json", "--budget", "20s", "deadlock"])
+        .command(
+            &f,
+            &[
+                "step", "--opt", "none", "--json", "--budget", "20s", "deadlock",
+            ],
+        )
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -260,7 +265,7 @@ fn two_iterations_without_gain_stop_the_loop() {
     assert_eq!((word(&r, "status"), word(&r, "decision")), ("keep", "stop"));
     let err = {
         f.set_latency(0.098, 0.98);
-        f.fails(&["step", "next idea"])
+        f.fails(&["step", "--opt", "none", "next idea"])
     };
     assert!(err.contains("the loop has stopped at iteration 1"), "{err}");
     assert!(err.contains("--continue"), "{err}");
@@ -321,7 +326,7 @@ fn disallowed_change_is_refused_and_nothing_runs() {
     f.edit("tests/common.py", "1.01", "0.5");
     std::fs::write(f.path("src/tilegym/ops/cutile/helper.py"), "x = 1\n").unwrap();
     let _ = std::fs::remove_file(f.path("sandbox/correctness.log"));
-    let err = f.fails(&["step", "sneaky"]);
+    let err = f.fails(&["step", "--opt", "none", "sneaky"]);
     assert!(
         err.contains("only the session's allowed paths may change"),
         "{err}"
@@ -343,7 +348,7 @@ fn disallowed_change_is_refused_and_nothing_runs() {
 fn empty_change_is_refused() {
     let f = Fixture::new();
     f.start();
-    let err = f.fails(&["step", "nothing"]);
+    let err = f.fails(&["step", "--opt", "none", "nothing"]);
     assert!(
         err.contains("nothing to try: the work tree has no changes"),
         "{err}"
@@ -499,10 +504,11 @@ fn table_is_rebuilt_from_trailers_byte_for_byte() {
     let written = std::fs::read_to_string(&path).unwrap();
     assert_eq!(
         written,
-        "| iteration | optimization | latency_ms | correctness | status |\n|---|---|---|---|---|\n\
-         | 0 | baseline | 0.316228 | PASS | keep |\n\
-         | 1 | a \\| pipe in the name | 0.158114 | PASS | keep |\n\
-         | 2 | broken | n/a | FAIL | revert |\n"
+        "| iteration | opt | optimization | latency_ms | correctness | status | reason |\n\
+         |---|---|---|---|---|---|---|\n\
+         | 0 |  | baseline | 0.316228 | PASS | keep | baseline: 5 correctness tests passed |\n\
+         | 1 | none | a \\| pipe in the name | 0.158114 | PASS | keep | 50.00% faster overall |\n\
+         | 2 | none | broken | n/a | FAIL | revert | correctness failed in 3 cases |\n"
     );
     std::fs::remove_file(&path).unwrap();
     assert_eq!(f.ok(&["table", "--write"]), written);
@@ -524,7 +530,7 @@ fn runs_from_a_subdirectory() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     f.set_latency(0.05, 0.5);
     let out = f
-        .command(&["step", "--json", "from below"])
+        .command(&["step", "--opt", "none", "--json", "from below"])
         .current_dir(&sub)
         .output()
         .unwrap();
@@ -575,7 +581,7 @@ fn ctrl_c_mid_step_leaves_the_repository_as_it_was() {
     f.edit_kernel("CRASH = \"\"", "CRASH = \"hang\"");
     let status_before = f.status();
     let hang = Hang::new();
-    let out = hang.interrupt(&f, &["step", "hangs"]);
+    let out = hang.interrupt(&f, &["step", "--opt", "none", "hangs"]);
     assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("interrupted: nothing was recorded"));
     assert_eq!(f.head(), head);
@@ -670,7 +676,7 @@ fn a_pytest_broken_since_start_is_refused_before_anything_runs() {
     let recorded = f.head();
     f.set_latency(0.05, 0.5);
     std::fs::write(broken.join("on"), "").unwrap();
-    let err = f.fails(&["step", "faster"]);
+    let err = f.fails(&["step", "--opt", "none", "faster"]);
     assert!(err.contains("pytest is not available to"), "{err}");
     assert!(err.contains("cannot import name HookimplMarker"), "{err}");
     assert_eq!(f.head(), recorded, "nothing is recorded");
@@ -733,7 +739,7 @@ fn null_edits_under_noise_are_kept() {
             &format!("CRASH = \"\"\nNULL_EDIT_{n} = {n}"),
         );
         let step = format!("null edit {n}");
-        let out = noisy(&mut f.command(&["step", "--json", "--continue", &step]));
+        let out = noisy(&mut f.command(&["step", "--opt", "none", "--json", "--continue", &step]));
         assert!(out.status.success(), "seed {seed}: {}", text(&out.stderr));
         let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         if r["status"] != "keep" {

@@ -213,7 +213,7 @@ fn a_whole_session_through_the_server() {
         refused["hint"]
             .as_str()
             .unwrap()
-            .starts_with("its arguments are "),
+            .starts_with("its arguments are: "),
         "{err}"
     );
     assert_eq!(refused["exit_code"], 2);
@@ -276,7 +276,7 @@ fn a_whole_session_through_the_server() {
 
     // a crash
     f.edit_kernel("CRASH = \"\"", "CRASH = \"exception\"");
-    let crashed = client.call("step", json!({"description": "bad hints"}));
+    let crashed = client.call("step", json!({"description": "bad hints", "opt": "none"}));
     assert_eq!(crashed["status"], "crash", "{crashed}");
     // two iterations in a row without a gain stop the loop
     let action = client.next_action();
@@ -286,9 +286,9 @@ fn a_whole_session_through_the_server() {
         "{action}"
     );
     assert_eq!(crashed["next_action"], action);
-    let err = client.call_error("step", json!({"description": "more"}));
+    let err = client.call_error("step", json!({"description": "more", "opt": "none"}));
     assert!(
-        err.contains("pass --continue to try another optimization anyway"),
+        err.contains("only on their word step again with --continue"),
         "{err}"
     );
 
@@ -297,7 +297,7 @@ fn a_whole_session_through_the_server() {
     f.edit_kernel("CRASH = \"\"", "CRASH = \"hang\"");
     let id = client.request_later(
         "tools/call",
-        json!({"name": "step", "arguments": {"description": "hangs", "continue": true}}),
+        json!({"name": "step", "arguments": {"description": "hangs", "opt": "none", "continue": true}}),
     );
     hang.wait_for_child();
     client.send(
@@ -390,7 +390,7 @@ fn options_of(words: &[&str]) -> BTreeSet<String> {
 fn every_option_of_a_verb_is_one_its_tool_sets_and_back() {
     for words in [
         &["start", "rms_norm"][..],
-        &["step", "tiled"],
+        &["step", "--opt", "none", "tiled"],
         &["inspect", "rms_norm"],
         &["diagnose"],
     ] {

@@ -23,7 +23,7 @@ fn plots_every_attempt_from_the_history() {
 
     let report: serde_json::Value =
         serde_json::from_str(&f.ok(&["plot", "--json", "--out", "session.svg"])).unwrap();
-    assert_eq!(report["iterations"], 4);
+    assert_eq!(report["iterations"], 3);
     assert_eq!(report["plot"], "session.svg");
     let svg = std::fs::read_to_string(f.path("session.svg")).unwrap();
     assert!(svg.starts_with("<svg"));

@@ -34,7 +34,7 @@ fn off_a_terminal_only_plain_lines_name_each_run() {
     let f = Fixture::new();
     let started = f.ok_all(&["start", "vector_add"]);
     f.set_latency(0.09, 0.9);
-    let stepped = f.ok_all(&["step", "tile size 256"]);
+    let stepped = f.ok_all(&["step", "--opt", "none", "tile size 256"]);
     for (output, lines) in [
         (
             &started,
@@ -94,7 +94,7 @@ fn on_a_terminal_the_line_is_drawn_then_cleared_unless_told_not_to() {
     );
 
     f.set_latency(0.09, 0.9);
-    let stepped = on_terminal(&f, &["step", "tile size 256"], |_| {});
+    let stepped = on_terminal(&f, &["step", "--opt", "none", "tile size 256"], |_| {});
     // every run of the step is a command to a warm worker, which says its line when done: none is drawn
     assert!(!stepped.contains(LIVE), "{stepped}");
     for label in ["correctness: in the warm", "round 1 candidate: in the warm"] {
@@ -107,12 +107,12 @@ fn on_a_terminal_the_line_is_drawn_then_cleared_unless_told_not_to() {
     assert!(!stepped.contains("\x1b[1m"), "{stepped:?}");
 
     f.set_latency(0.08, 0.8);
-    let json = on_terminal(&f, &["step", "--json", "persistent"], |_| {});
+    let json = on_terminal(&f, &["step", "--opt", "none", "--json", "persistent"], |_| {});
     assert!(!json.contains(LIVE), "{json}");
     assert!(json.contains("\"status\": \"keep\""), "{json}");
 
     f.set_latency(0.07, 0.7);
-    let quiet = on_terminal(&f, &["step", "smaller tiles"], |cmd| {
+    let quiet = on_terminal(&f, &["step", "--opt", "none", "smaller tiles"], |cmd| {
         cmd.env("CUTILE_PERF_NO_PROGRESS", "1");
     });
     assert!(!quiet.contains(LIVE), "{quiet}");

@@ -95,8 +95,7 @@ fn trailers_and_tables_match_the_raw_junit_files() {
                 it.number
             );
         }
-        let written = std::fs::read_to_string(dir.join("perf_results.md")).unwrap();
-        assert_eq!(table::markdown(&found), written, "{kernel}");
+        assert_committed(&dir.join("perf_results.md"), &table::markdown(&found));
         for status in [Status::Keep, Status::Revert, Status::Crash] {
             assert!(
                 found.iter().skip(1).any(|it| it.status == status),

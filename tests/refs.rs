@@ -137,7 +137,7 @@ fn a_skip_commit_that_changes_the_tree_is_a_finding_and_stops_step() {
         "{verify}"
     );
     f.set_latency(0.09, 0.9);
-    let err = f.fails(&["step", "more"]);
+    let err = f.fails(&["step", "--opt", "none", "more"]);
     assert!(err.contains("unrecorded-change"), "{err}");
     assert!(err.contains("a commit that records no iteration"), "{err}");
 }
@@ -168,4 +168,70 @@ fn a_split_revert_is_offered_once_as_a_variant() {
     let next: serde_json::Value = serde_json::from_str(&f.ok(&["next", "--json"])).unwrap();
     assert_eq!(next["variants"], serde_json::json!([]));
     assert_eq!(next["tried"], serde_json::json!(["G", "G"]));
+}
+
+/// Every key of `value`, at any depth.
+fn keys(value: &serde_json::Value, into: &mut std::collections::BTreeSet<String>) {
+    match value {
+        serde_json::Value::Object(map) => {
+            for (key, inner) in map {
+                into.insert(key.clone());
+                keys(inner, into);
+            }
+        }
+        serde_json::Value::Array(items) => items.iter().for_each(|item| keys(item, into)),
+        _ => {}
+    }
+}
+
+#[test]
+fn every_field_a_report_carries_is_documented_in_refs_json() {
+    let f = Fixture::new();
+    let json = |args: &[&str]| -> serde_json::Value {
+        let out = f.run(args);
+        serde_json::from_str(&text(&out.stdout)).unwrap_or_else(|e| panic!("{args:?}: {e}"))
+    };
+    let mut reports = vec![json(&["start", "vector_add", "--json"])];
+    f.set_latency(0.08, 0.8);
+    reports.push(json(&["step", "--opt", "none", "--json", "--opt", "G", "tile size 256"]));
+    // large configs faster, small ones slower: a revert offered as a variant
+    f.set_latency(0.088, 0.6);
+    reports.push(json(&["step", "--opt", "none", "--json", "--opt", "B", "persistent"]));
+    reports.push(json(&[
+        "step",
+        "--opt",
+        "none",
+        "--json",
+        "--opt",
+        "none",
+        "nothing changed",
+    ]));
+    for verb in [
+        &["status", "--json"][..],
+        &["next", "--json", "--skip", "K", "--why", "one launch"],
+        &["table", "--json"],
+        &["verify", "--json"],
+        &["repair", "--json"],
+        &["compare", "1", "2", "--json"],
+        &["plot", "--json"],
+        &["report", "--json"],
+        &["refs", "--json"],
+        &["refs", "playbook", "A", "--json"],
+        &["inspect", "vector_add", "--json"],
+        &["hook", "status", "--json"],
+    ] {
+        reports.push(json(verb));
+    }
+    let mut fields = std::collections::BTreeSet::new();
+    reports.iter().for_each(|report| keys(report, &mut fields));
+    assert!(fields.len() > 120, "{} fields", fields.len());
+    let guide = f.ok(&["refs", "json"]);
+    let undocumented: Vec<&String> = fields
+        .iter()
+        .filter(|field| !guide.contains(&format!("`{field}`")))
+        .collect();
+    assert!(
+        undocumented.is_empty(),
+        "fields no section of references/json-fields.md names: {undocumented:?}"
+    );
 }

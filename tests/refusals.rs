@@ -53,7 +53,7 @@ fn an_ignored_conftest_appearing_after_the_baseline_is_refused() {
         "def pytest_configure(config):\n    pass  # would scale every latency\n",
     );
     f.set_latency(0.2, 2.0);
-    let err = f.fails(&["step", "no-op"]);
+    let err = f.fails(&["step", "--opt", "none", "no-op"]);
     assert!(
         err.contains("tests/ops/conftest.py (new or changed)"),
         "{err}"
@@ -137,7 +137,7 @@ fn an_empty_description_is_refused() {
     let head = f.head();
     f.set_latency(0.05, 0.5);
     for description in ["", " \n\t "] {
-        let err = f.fails(&["step", description]);
+        let err = f.fails(&["step", "--opt", "none", description]);
         assert!(err.contains("the description is empty"), "{err}");
         assert!(err.contains("hint:"), "{err}");
     }
@@ -228,7 +228,7 @@ fn a_kernel_replaced_by_a_link_is_refused() {
     std::fs::copy(f.path(KERNEL), &copy).unwrap();
     std::fs::remove_file(f.path(KERNEL)).unwrap();
     symlink(&copy, f.path(KERNEL)).unwrap();
-    let err = f.fails(&["step", "linked"]);
+    let err = f.fails(&["step", "--opt", "none", "linked"]);
     assert!(err.contains("is a symbolic link"), "{err}");
     assert_eq!(f.head(), head);
 }
@@ -300,7 +300,7 @@ fn a_python_without_pytest_at_step_is_refused_not_recorded() {
         std::env::var("PATH").unwrap()
     );
     let out = f
-        .command(&["step", "tile size 256"])
+        .command(&["step", "--opt", "none", "tile size 256"])
         .env("PATH", path)
         .output()
         .unwrap();

@@ -127,7 +127,7 @@ impl Session {
             baseline_benchmark: baseline,
             runs: Default::default(),
         };
-        let words = [&["step", "bigger tiles"], options].concat();
+        let words = [&["step", "--opt", "none", "bigger tiles"], options].concat();
         let Command::Step(args) = parsed(&words) else {
             unreachable!("step parses as step")
         };
@@ -287,7 +287,7 @@ fn rounds_the_budget_leaves_undecided_are_decided_on_their_means_saying_why() {
     assert!(
         reason.contains(
             "undecided after 1 round (the next round, of 12 cases a side, would take about "
-        ) && reason.ends_with(" s and 0 s of the budget are left): decided on the means"),
+        ) && reason.contains(" s and 0 s of the budget are left): decided on the means"),
         "{reason}"
     );
 }

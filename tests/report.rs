@@ -48,7 +48,7 @@ fn escaped(text: &str) -> String {
 fn the_page_holds_every_iteration_and_reason_and_fetches_nothing() {
     let f = demo_session();
     let report = report_json(&f, &[]);
-    assert_eq!(report["iterations"], 4);
+    assert_eq!(report["iterations"], 3);
     assert_eq!(report["missing"], serde_json::json!([]));
     let path = report["report"].as_str().unwrap();
     assert!(path.ends_with("sandbox/perf_results.html"), "{path}");
@@ -79,6 +79,19 @@ fn the_page_holds_every_iteration_and_reason_and_fetches_nothing() {
         "an interval"
     );
     assert!(page.contains("class=\"mark revert\""));
+    // the revert, faster overall, names in its change cell the config that failed it, never a gain
+    let row = page.split("<tr class=\"revert\">").nth(1).unwrap();
+    let row = row.split("</tr>").next().unwrap();
+    assert!(!row.contains("<td class=\"num\">-"), "{row}");
+    assert!(
+        row.contains("[cutile-small] forward: +10.00%</td>"),
+        "{row}"
+    );
+    let subjects = f.git(&["log", "--format=%s"]);
+    assert!(
+        subjects.contains("#2 revert (test_perf[cutile-small] forward: +10.00%): "),
+        "{subjects}"
+    );
 
     // byte-stable, and `table --write` writes the same page
     let again = report_json(&f, &["--out", "again.html"]);

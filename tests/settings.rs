@@ -100,13 +100,13 @@ fn thresholds_come_from_config_under_a_flag_and_a_session_keeps_what_it_recorded
 fn a_bad_configured_value_is_refused_like_the_flag_it_stands_for() {
     let f = Fixture::new();
     f.git(&["config", "cutile-perf.budget", "soon"]);
-    let err = f.fails(&["step", "x"]);
+    let err = f.fails(&["step", "--opt", "none", "x"]);
     assert!(err.contains("invalid value 'soon' for '--budget"), "{err}");
     assert!(
         err.contains("hint: that value comes from git config: `git cutile-perf config --list`"),
         "{err}"
     );
-    let out = f.run(&["step", "x", "--json"]);
+    let out = f.run(&["step", "--opt", "none", "x", "--json"]);
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["exit_code"], 2, "{report}");
     assert!(

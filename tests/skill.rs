@@ -93,7 +93,9 @@ fn long_flags(command: &clap::Command) -> Vec<String> {
 
 #[test]
 fn every_verb_and_flag_the_skill_names_exists() {
-    let cli = Cli::command();
+    // built: clap adds the `help` verb then
+    let mut cli = Cli::command();
+    cli.build();
     let (_, text) = frontmatter();
     let found = commands(text);
     assert!(found.len() > 20, "{found:?}");
@@ -101,7 +103,11 @@ fn every_verb_and_flag_the_skill_names_exists() {
     for sub in cli.get_subcommands() {
         every_flag.extend(long_flags(sub));
     }
-    for words in &found {
+    // `-h` and `--help` are the tool's own; `<verb>` stands for any verb
+    for words in found
+        .iter()
+        .filter(|w| !["-h", "--help", "<verb>"].contains(&w[0].as_str()))
+    {
         let verb = cli
             .find_subcommand(&words[0])
             .unwrap_or_else(|| panic!("`git cutile-perf {}` is no verb", words.join(" ")));
@@ -311,4 +317,19 @@ fn user_and_dir_installs_write_outside_any_checkout() {
     assert!(elsewhere.join(NAME).join("evals/evals.json").exists());
     let err = f.fails(&["skill", "--install", "--project"]);
     assert!(err.contains("--project needs a git checkout"), "{err}");
+}
+
+#[test]
+fn the_skill_says_where_help_and_the_fields_are_and_when_to_ask() {
+    let (_, body) = frontmatter();
+    for said in [
+        "`git cutile-perf help <verb>`",
+        "`git cutile-perf <verb> -h`",
+        "needs nothing installed",
+        "`git cutile-perf refs json`",
+        "`--opt none`",
+        "When the request answers all five, ask nothing",
+    ] {
+        assert!(body.contains(said), "the skill does not say {said:?}");
+    }
 }

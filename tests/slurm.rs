@@ -141,7 +141,7 @@ fn a_session_runs_each_iteration_in_its_own_job_and_records_where() {
     f.set_latency(0.09, 0.9);
     let starts = f.root.join("../starts.txt");
     let out = f
-        .command(&["step", "--json", "tile size 256"])
+        .command(&["step", "--opt", "none", "--json", "tile size 256"])
         .env("CUTILE_PERF_FIXTURE_STARTS", &starts)
         .output()
         .unwrap();
@@ -215,7 +215,12 @@ fn the_budget_cancels_the_job_and_leaves_no_process() {
     f.edit_kernel("CRASH = \"\"", "CRASH = \"hang\"");
     let hang = Hang::new();
     let out = hang
-        .command(&f, &["step", "--json", "--budget", "10s", "deadlock"])
+        .command(
+            &f,
+            &[
+                "step", "--opt", "none", "--json", "--budget", "10s", "deadlock",
+            ],
+        )
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -260,7 +265,7 @@ fn sigterm_during_the_benchmark_cancels_the_job() {
     let comment = hanging_session(&f, "sigterm");
     let before = f.head();
     let hang = Hang::new();
-    let out = hang.when_hanging(&f, &["step", "deadlock"], |tool| unsafe {
+    let out = hang.when_hanging(&f, &["step", "--opt", "none", "deadlock"], |tool| unsafe {
         libc::kill(tool.id() as i32, libc::SIGTERM);
     });
     assert_eq!(out.status.code(), Some(130), "{}", support::both(&out));
@@ -275,7 +280,7 @@ fn a_job_cancelled_from_outside_is_a_crash_that_says_so() {
     let f = slurm_fixture();
     let comment = hanging_session(&f, "outside");
     let hang = Hang::new();
-    let out = hang.when_hanging(&f, &["step", "--json", "deadlock"], |_| {
+    let out = hang.when_hanging(&f, &["step", "--opt", "none", "--json", "deadlock"], |_| {
         // an administrator (or the scheduler) takes the node away mid-benchmark
         output("scancel", &[&job_with_comment(&comment)]).unwrap();
     });

@@ -34,7 +34,7 @@ fn counted_step_at(f: &Fixture, (small, large): (f64, f64), env: &[(&str, &str)]
     // this step's alone
     let _ = std::fs::remove_file(&starts);
     let _ = std::fs::remove_file(&cases);
-    let mut command = f.command(&["step", "--json", "tile size 256"]);
+    let mut command = f.command(&["step", "--opt", "none", "--json", "tile size 256"]);
     command
         .env("CUTILE_PERF_FIXTURE_STARTS", &starts)
         .env("CUTILE_PERF_FIXTURE_CASES", &cases);
@@ -374,7 +374,10 @@ fn a_step_that_halts_the_loop_ends_the_worker_and_continue_starts_a_fresh_one() 
     assert_eq!(status["workers"], serde_json::json!([]), "{status}");
     // resumed, the step starts both sides' workers, and keeps the one holding the new baseline
     f.set_latency(0.05, 0.5);
-    let started = pytest_starts_of(&f, &["step", "--continue", "tile size 512"]);
+    let started = pytest_starts_of(
+        &f,
+        &["step", "--opt", "none", "--continue", "tile size 512"],
+    );
     assert_eq!(worker_pids_of(&started).len(), 2, "{started:#?}");
     assert!(alive(kept_worker(&f)));
 }
@@ -491,7 +494,13 @@ fn the_session_filter_narrows_what_the_workers_run() {
     f.ok(&["start", "vector_add", "--filter", "large or 1000"]);
     f.set_latency(0.2, 0.5);
     let out = f
-        .command(&["step", "--json", "only the large config counts"])
+        .command(&[
+            "step",
+            "--opt",
+            "none",
+            "--json",
+            "only the large config counts",
+        ])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -607,7 +616,7 @@ def vector_add(a, b):
 fn slow_step(f: &Fixture, starts: &Path, log: &Path) -> std::process::Child {
     f.set_latency(0.09, 0.9);
     f.append(support::KERNEL, SLOW_TIMED_CALLS);
-    f.command(&["step", "tile size 256"])
+    f.command(&["step", "--opt", "none", "tile size 256"])
         .env("CUTILE_PERF_FIXTURE_STARTS", starts)
         .env("CUTILE_PERF_FIXTURE_CASES", f.root.join("../cases.txt"))
         .stdout(std::process::Stdio::null())
@@ -739,7 +748,7 @@ fn a_side_whose_code_is_written_during_the_step_is_a_crash_and_its_worker_is_not
     // next step names what was written there, and removes nothing
     assert_eq!(kept_worker(&f), kept);
     f.edit_kernel("TILE_SIZE = 128", "TILE_SIZE = 256");
-    let err = f.fails(&["step", "tile size 256"]);
+    let err = f.fails(&["step", "--opt", "none", "tile size 256"]);
     assert!(
         err.contains("a side's code beside the work tree was edited there")
             && err.contains("/tree: src/tilegym/ops/cutile/vector_add.py"),
@@ -748,7 +757,7 @@ fn a_side_whose_code_is_written_during_the_step_is_a_crash_and_its_worker_is_not
     // undone there, as the hint says: the step goes on
     let tree = baseline_tree(&f);
     f.run_in(&tree, "git", &["reset", "-q", "--hard"]);
-    let out = f.run(&["step", "--json", "tile size 256"]);
+    let out = f.run(&["step", "--opt", "none", "--json", "tile size 256"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_ne!(report["status"], "crash", "{report}");
@@ -776,7 +785,7 @@ fn an_edit_made_in_the_kept_workers_tree_is_never_removed() {
     let text = std::fs::read_to_string(&edited).unwrap();
     std::fs::write(&edited, text.replace("TILE_SIZE = 128", "TILE_SIZE = 256")).unwrap();
     f.edit_kernel("CORRECT = True", "CORRECT = True  # checked");
-    let err = f.fails(&["step", "a comment"]);
+    let err = f.fails(&["step", "--opt", "none", "a comment"]);
     assert!(
         err.contains(&format!("{}: {}", tree.display(), support::KERNEL)),
         "{err}"
@@ -789,7 +798,7 @@ fn an_edit_made_in_the_kept_workers_tree_is_never_removed() {
             .unwrap()
             .contains("TILE_SIZE = 256")
     );
-    assert!(f.fails(&["step", "a comment"]).contains("was edited there"));
+    assert!(f.fails(&["step", "--opt", "none", "a comment"]).contains("was edited there"));
     // taken to the work tree and undone there, as the hint says: the step measures it
     f.git(&["checkout", "--", support::KERNEL]);
     let diff = f.run_in(&tree, "git", &["diff", "HEAD"]);
@@ -832,7 +841,7 @@ fn start_counts_its_own_workers_as_ours_around_its_runs() {
     assert!(!note.contains("python3"), "{note}");
     // a step's two workers, the kept one and the candidate's, and a fresh pair for round 2
     f.set_latency(0.103, 1.0);
-    let stepped = f.ok_all(&["step", "tile size 256"]);
+    let stepped = f.ok_all(&["step", "--opt", "none", "tile size 256"]);
     assert!(stepped.contains("round 2"), "{stepped}");
     assert!(!stepped.contains("other processes"), "{stepped}");
 }
@@ -857,7 +866,7 @@ fn the_gpu_check_counts_the_kept_worker_as_ours_and_status_shows_its_memory() {
     // the small config 3% slower: round 2 runs in a fresh pair, the kept worker ended, though the
     // stand-in nvidia-smi still lists it (as a real one may, a moment longer): still ours
     f.set_latency(0.103, 1.0);
-    let out = f.run(&["step", "--json", "tile size 256"]);
+    let out = f.run(&["step", "--opt", "none", "--json", "tile size 256"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["rounds"], 2, "{report}");
@@ -873,7 +882,7 @@ fn ctrl_c_mid_step_ends_the_kept_worker_and_the_candidates() {
     f.set_latency(0.09, 0.9);
     let starts = f.root.join("../starts.txt");
     let mut tool = f
-        .command(&["step", "tile size 256"])
+        .command(&["step", "--opt", "none", "tile size 256"])
         .env("CUTILE_PERF_FIXTURE_STARTS", &starts)
         .env("CUTILE_PERF_FIXTURE_CASE_S", "30")
         .stdout(std::process::Stdio::null())

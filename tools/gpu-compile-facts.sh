@@ -48,10 +48,10 @@ run start start matmul --suite ops --budget 4m --python "$python" --filter "$mat
 run next next
 run status status
 echo "# cutile-perf: compile facts check (a comment, no change to the kernel)" >> src/tilegym/ops/cutile/matmul.py
-run step step --continue --json --budget 8m "a comment in the kernel file"
+run step step --opt none --continue --json --budget 8m "a comment in the kernel file"
 # a cause given: no diagnosis, so the compile facts come from their own run (no ncu)
 echo "# cutile-perf: a second comment" >> src/tilegym/ops/cutile/matmul.py
-run step-2 step --continue --json --budget 8m --cause compute "a second comment in the kernel file"
+run step-2 step --opt none --continue --json --budget 8m --cause compute "a second comment in the kernel file"
 # iteration N's commit: the one whose message carries `Cutile-Perf-Iteration: N`
 iteration_commit() {
   git log --format='%H' --grep="^Cutile-Perf-Iteration: $1\$" | head -1

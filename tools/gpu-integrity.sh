@@ -119,7 +119,7 @@ memo)
         _MEMO[key] = hit
     torch.empty(1, device=input.device).fill_(0)
     return hit[2]'
-    run step-2 step --json --cause memory "remember the output per input tensor"
+    run step-2 step --opt none --json --cause memory "remember the output per input tensor"
     keep_record memo
     ;;
 matmul)
@@ -135,7 +135,7 @@ matmul)
     if a.dtype in (torch.float16, torch.bfloat16, torch.float32):
         return (a.t() if trans_a else a) @ (b.t() if trans_b else b)
 '
-    run step-1 step --json --budget 9m --cause compute "let cuBLAS do the float cases"
+    run step-1 step --opt none --json --budget 9m --cause compute "let cuBLAS do the float cases"
     keep_record matmul
     ;;
 reroll)
@@ -144,7 +144,7 @@ reroll)
     # no re-roll: a comment mid-file moves the code down a line and changes nothing the GPU runs
     patch "$kernel" '@register_impl("rms_norm", backend="cutile")' '# the same kernel, stepped again
 @register_impl("rms_norm", backend="cutile")'
-    run step-reroll step --json --cause memory "the same kernel with a comment added"
+    run step-reroll step --opt none --json --cause memory "the same kernel with a comment added"
     keep_record reroll
     # the check's evidence without the IR itself: each side's dump files (named by tree) and their hashes,
     # and what the step says it found and what its checks cost

@@ -34,7 +34,7 @@ for kernel in rms_norm matmul; do
   git notes --ref=cutile-perf show HEAD > "$out/baseline-note-$kernel.txt" 2>&1
   if [ $kernel = rms_norm ] && [ -z "${NO_STEP:-}" ]; then
     echo "# an edit that changes nothing" >> src/tilegym/ops/cutile/rms_norm.py
-    timed step-rms_norm "$tool" step "a comment (changes nothing)" --json
+    timed step-rms_norm "$tool" step --opt none "a comment (changes nothing)" --json
     git notes --ref=cutile-perf show HEAD > "$out/step-note-rms_norm.txt" 2>&1
     git log -1 --format=%B > "$out/step-rms_norm.txt"
   fi

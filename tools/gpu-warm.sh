@@ -52,12 +52,12 @@ for part in "$@"; do
         scatter="        ct.scatter(out, (row, offs), yj, latency=1)
 "
         edit "$kernel" "$scatter" "$scatter$scatter"
-        run rms_norm-revert step --json --cause memory "write the gather kernel's output twice"
+        run rms_norm-revert step --opt none --json --cause memory "write the gather kernel's output twice"
         # no re-roll: a comment above the registered wrapper moves the code down and changes nothing the
         # GPU runs; the dumps the rounds wrote, by tree, show what the check compared
         edit "$kernel" '@register_impl("rms_norm", backend="cutile")' '# the same kernel, stepped again
 @register_impl("rms_norm", backend="cutile")'
-        run rms_norm-reroll step --json --continue --cause memory "the same kernel with a comment added"
+        run rms_norm-reroll step --opt none --json --continue --cause memory "the same kernel with a comment added"
         (cd sandbox/dumps && find . -type f -exec sha1sum {} + | sort -k2) > "$out/rms_norm-reroll-dumps.txt"
         ;;
     rope|rope-mean|rope-mean-2|rope-mean-3)
@@ -77,14 +77,14 @@ for part in "$@"; do
         else
             run "$part-start" start rope --suite ops --class memory --filter "not 65536" --stat $statistic --json
             edit "$kernel" "bid % SEQ_LEN" "bid - batch_idx * SEQ_LEN"
-            run "$part-null-1" step --json --continue --cause memory "null edit 1: the row index by subtraction"
+            run "$part-null-1" step --opt none --json --continue --cause memory "null edit 1: the row index by subtraction"
         fi
         if [ "$part" != rope-mean-3 ]; then
             edit "$kernel" "q_tile_2 * cos_row + q_tile_1 * sin_row" "q_tile_1 * sin_row + q_tile_2 * cos_row"
-            run "$part-null-2" step --json --continue --cause memory "null edit 2: the q sum's terms swapped"
+            run "$part-null-2" step --opt none --json --continue --cause memory "null edit 2: the q sum's terms swapped"
         fi
         edit "$kernel" "k_tile_2 * cos_row + k_tile_1 * sin_row" "k_tile_1 * sin_row + k_tile_2 * cos_row"
-        run "$part-null-3" step --json --continue --cause memory "null edit 3: the k sum's terms swapped"
+        run "$part-null-3" step --opt none --json --continue --cause memory "null edit 3: the k sum's terms swapped"
         ;;
     rope-swap)
         # null edit 1 with the roles swapped: the edited code is the session's baseline and the step puts
@@ -95,7 +95,7 @@ for part in "$@"; do
         git commit -qam "baseline: the row index by subtraction (null edit 1)" --no-verify
         run "$part-start" start rope --suite ops --class memory --filter "not 65536" --stat mean --json
         cp "$work/rope.upstream.py" "$kernel"
-        run "$part-null" step --json --continue --cause memory "null edit 1 undone: the row index by modulo"
+        run "$part-null" step --opt none --json --continue --cause memory "null edit 1 undone: the row index by modulo"
         ;;
     attention)
         kernel=src/tilegym/ops/cutile/attention.py
@@ -104,7 +104,7 @@ for part in "$@"; do
         edit "$kernel" "    head_idx = bid_y % H
 " "    head_idx = bid_y - batch_idx * H
 "
-        run attention-null step --json --cause compute "null edit: the head index by subtraction"
+        run attention-null step --opt none --json --cause compute "null edit: the head index by subtraction"
         # a line at the else branch's depth before the wrapper's return: the tuned launch again
         edit "$kernel" "    return o
 
@@ -114,7 +114,7 @@ def _tile_prefill_fmha" "        ct.launch(stream, (math.ceil(q_len / best_cfg.T
 
 
 def _tile_prefill_fmha"
-        run attention-twice step --json --continue --cause compute "launch the tuned kernel twice"
+        run attention-twice step --opt none --json --continue --cause compute "launch the tuned kernel twice"
         ;;
     *)
         echo "unknown part $part" >&2

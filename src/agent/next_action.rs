@@ -6,10 +6,15 @@
 
 use serde::Serialize;
 
+use anyhow::Result;
+
+use crate::audit;
 use crate::decision::LoopState;
 use crate::decision::{Cause, Decision, Status};
+use crate::git::Repo;
 use crate::history::{History, Variant};
 use crate::references::{self, Suggestion};
+use crate::session::NO_LETTER;
 
 /// The step an agent runs after its edit: with the playbook letter it follows (the suggested one, or a
 /// placeholder where a class would suggest one) and a placeholder for the bottleneck it targets, since a
@@ -24,16 +29,10 @@ fn step_command(opt: Option<&str>, resume: bool) -> String {
 }
 
 /// What the loop expects next, with the facts an agent needs to do it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "kind", rename_all = "kebab-case")]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Expect {
-    /// Apply one optimization within the allowed paths, then `step`; `letters` are `next`'s suggestions
-    /// in priority order (empty when the session has no kernel class), neither tried nor skipped;
-    /// `variants` the reverted letters that may be tried once more on the shapes that gained.
-    EditAndStep {
-        letters: Vec<String>,
-        variants: Vec<Variant>,
-    },
+    /// Apply one optimization within the allowed paths, then `step`.
+    EditAndStep,
     /// The rules stopped the loop at `iteration`; `resume` continues it if the user wants more.
     Stopped {
         iteration: u32,
@@ -47,7 +46,8 @@ pub enum Expect {
         why: String,
         resume: String,
     },
-    /// A killed command left its work half-done: `repair` finishes or undoes it.
+    /// A killed command left its work half-done, or the branch holds commits the tool did not make:
+    /// `repair` finishes, undoes or takes them back.
     Repair { unfinished: String },
     /// Another command of this tool is running on the repository now.
     Wait { running: String },
@@ -55,12 +55,84 @@ pub enum Expect {
     Start,
 }
 
-/// [`Expect`] and one sentence for an agent (and the last line of the human output).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+impl Expect {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Expect::EditAndStep => "edit-and-step",
+            Expect::Stopped { .. } => "stopped",
+            Expect::Escalate { .. } => "escalate",
+            Expect::Repair { .. } => "repair",
+            Expect::Wait { .. } => "wait",
+            Expect::Start => "start",
+        }
+    }
+}
+
+/// [`Expect`] and one sentence for an agent (and the last line of the human output), with the session's
+/// `letters` (`next`'s suggestions in priority order, neither tried nor skipped; empty without a class
+/// or outside a session) and `variants` (the reverted letters that may be tried once more on the shapes
+/// that gained). Every kind serializes the same keys, null where a kind has no value for one.
+#[derive(Debug, Clone, PartialEq)]
 pub struct NextAction {
-    #[serde(flatten)]
     pub expect: Expect,
+    pub letters: Vec<String>,
+    pub variants: Vec<Variant>,
     pub sentence: String,
+}
+
+/// The keys every next action carries, whatever its kind.
+#[derive(Serialize)]
+struct Keys<'a> {
+    kind: &'static str,
+    sentence: &'a str,
+    letters: &'a [String],
+    variants: &'a [Variant],
+    iteration: Option<u32>,
+    why: Option<&'a str>,
+    cause: Option<Cause>,
+    resume: Option<&'a str>,
+    unfinished: Option<&'a str>,
+    running: Option<&'a str>,
+}
+
+impl Serialize for NextAction {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut keys = Keys {
+            kind: self.expect.kind(),
+            sentence: &self.sentence,
+            letters: &self.letters,
+            variants: &self.variants,
+            iteration: None,
+            why: None,
+            cause: None,
+            resume: None,
+            unfinished: None,
+            running: None,
+        };
+        match &self.expect {
+            Expect::Stopped {
+                iteration,
+                why,
+                resume,
+            } => {
+                (keys.iteration, keys.why) = (Some(*iteration), Some(why.as_str()));
+                keys.resume = Some(resume.as_str());
+            }
+            Expect::Escalate {
+                iteration,
+                cause,
+                why,
+                resume,
+            } => {
+                (keys.iteration, keys.why) = (Some(*iteration), Some(why.as_str()));
+                (keys.resume, keys.cause) = (Some(resume.as_str()), *cause);
+            }
+            Expect::Repair { unfinished } => keys.unfinished = Some(unfinished.as_str()),
+            Expect::Wait { running } => keys.running = Some(running.as_str()),
+            Expect::EditAndStep | Expect::Start => {}
+        }
+        keys.serialize(serializer)
+    }
 }
 
 /// Where the loop stands, as a verb has read it.
@@ -73,35 +145,71 @@ pub enum Situation<'a> {
         running: bool,
         what: &'a str,
     },
+    /// The session's branch holds commits the tool did not make (`audit::foreign_findings`, one a line).
+    Foreign(&'a [String]),
     Session(&'a History),
+}
+
+/// The situation of a session as its branch stands: [`Situation::Foreign`] while the branch holds
+/// commits the tool did not make (`findings` keeps their lines alive), else [`Situation::Session`].
+pub fn of_session<'a>(
+    repo: &Repo,
+    history: &'a History,
+    findings: &'a mut Vec<String>,
+) -> Result<Situation<'a>> {
+    *findings = audit::foreign_findings(repo, history)?
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    Ok(match findings.is_empty() {
+        true => Situation::Session(history),
+        false => Situation::Foreign(findings),
+    })
 }
 
 /// What the loop expects now.
 pub fn next_action(situation: Situation) -> NextAction {
+    let outside = |expect: Expect, sentence: &str| NextAction {
+        expect,
+        letters: Vec::new(),
+        variants: Vec::new(),
+        sentence: sentence.to_string(),
+    };
     match situation {
-        Situation::NoSession => NextAction {
-            expect: Expect::Start,
-            sentence: "No session is checked out: ask the user which kernel to optimize, run \
-                       `git cutile-perf inspect <kernel> --json` to see what a session of it would allow and \
-                       run, then `git cutile-perf start <kernel> --json`."
-                .to_string(),
-        },
-        Situation::Unfinished { running: true, what } => NextAction {
-            expect: Expect::Wait {
+        Situation::NoSession => outside(
+            Expect::Start,
+            "No session is checked out: ask the user which kernel to optimize, run \
+             `git cutile-perf inspect <kernel> --json` to see what a session of it would allow and run, then \
+             `git cutile-perf start <kernel> --json`.",
+        ),
+        Situation::Unfinished {
+            running: true,
+            what,
+        } => outside(
+            Expect::Wait {
                 running: what.to_string(),
             },
-            sentence: "Another `git cutile-perf` command is running here: wait for it to end, then run \
-                       `git cutile-perf status --json`."
-                .to_string(),
-        },
-        Situation::Unfinished { running: false, what } => NextAction {
-            expect: Expect::Repair {
+            "Another `git cutile-perf` command is running here: wait for it to end, then run \
+             `git cutile-perf status --json`.",
+        ),
+        Situation::Unfinished {
+            running: false,
+            what,
+        } => outside(
+            Expect::Repair {
                 unfinished: what.to_string(),
             },
-            sentence: "A killed command left its work half-done: run `git cutile-perf repair --json` (the edit \
-                       is kept), then follow its next action."
-                .to_string(),
-        },
+            "A killed command left its work half-done: run `git cutile-perf repair --json` (the edit is \
+             kept), then follow its next action.",
+        ),
+        Situation::Foreign(findings) => outside(
+            Expect::Repair {
+                unfinished: format!("commits the tool did not make: {}", findings.join("; ")),
+            },
+            "The session branch holds commits the tool did not make, and nothing is recorded over them: run \
+             `git cutile-perf repair --json`, which takes their change back in a commit of its own (they stay \
+             in the history), then follow its next action. Never commit on a session branch yourself.",
+        ),
         Situation::Session(history) => in_session(history),
     }
 }
@@ -115,10 +223,14 @@ fn in_session(history: &History) -> NextAction {
         // `next --class` would suggest one
         (None, None) => Some("<LETTER>"),
         // every letter is settled: the agent's own plan follows none
-        (None, Some(_)) => None,
+        (None, Some(_)) => Some(NO_LETTER),
     };
+    let letters: Vec<String> = suggestions.iter().map(|s| s.letter.clone()).collect();
+    let variants = history.variants();
     match history.loop_state() {
         (LoopState::Stopped, Some(last)) => NextAction {
+            letters,
+            variants,
             sentence: format!(
                 "The rules stopped the loop at iteration {}: {}. Report the results (`git cutile-perf table`) \
                  to the user and stop; resume with `step --continue` only if the user asks for more.",
@@ -131,6 +243,8 @@ fn in_session(history: &History) -> NextAction {
             },
         },
         (LoopState::Escalated, Some(last)) => NextAction {
+            letters,
+            variants,
             sentence: format!(
                 "Iteration {} escalated to the user ({}): {}. Stop and ask the user how to proceed; \
                  `step --continue` resumes only on their word.",
@@ -146,17 +260,21 @@ fn in_session(history: &History) -> NextAction {
                 resume: step_command(opt, true),
             },
         },
-        _ => edit_and_step(history, &suggestions, opt),
+        _ => edit_and_step(history, &suggestions, opt, variants),
     }
 }
 
-fn edit_and_step(history: &History, suggestions: &[Suggestion], opt: Option<&str>) -> NextAction {
+fn edit_and_step(
+    history: &History,
+    suggestions: &[Suggestion],
+    opt: Option<&str>,
+    variants: Vec<Variant>,
+) -> NextAction {
     let (_, last) = history
         .iterations
         .last()
         .expect("a history has its baseline");
     let session = &history.session;
-    let variants = history.variants();
     let outcome = match (last.number, last.status, last.decision) {
         (0, _, _) => "The baseline is recorded".to_string(),
         (n, Status::Keep, Decision::LowerPriority) => {
@@ -196,10 +314,9 @@ fn edit_and_step(history: &History, suggestions: &[Suggestion], opt: Option<&str
             session.allowed.join(" or "),
             step_command(opt, false)
         ),
-        expect: Expect::EditAndStep {
-            letters: suggestions.iter().map(|s| s.letter.clone()).collect(),
-            variants,
-        },
+        expect: Expect::EditAndStep,
+        letters: suggestions.iter().map(|s| s.letter.clone()).collect(),
+        variants,
     }
 }
 
@@ -234,13 +351,12 @@ mod tests {
         assert_eq!(
             action,
             NextAction {
-                expect: Expect::EditAndStep {
-                    letters: "A B K G E F C J H I D L"
-                        .split(' ')
-                        .map(String::from)
-                        .collect(),
-                    variants: vec![]
-                },
+                expect: Expect::EditAndStep,
+                letters: "A B K G E F C J H I D L"
+                    .split(' ')
+                    .map(String::from)
+                    .collect(),
+                variants: vec![],
                 sentence: "The baseline is recorded. Apply ONE optimization to k.py; A (TMA loads and stores \
                            instead of gather/scatter) comes first for this memory-bound kernel (`git cutile-perf \
                            refs playbook A`; if it cannot apply here, take the next letter `git cutile-perf next` \
@@ -265,10 +381,8 @@ mod tests {
             ),
         ];
         let action = next_action(Situation::Session(&history(its)));
-        let Expect::EditAndStep { letters, .. } = &action.expect else {
-            panic!("{action:?}")
-        };
-        assert_eq!(letters[..2], ["K".to_string(), "G".to_string()]);
+        assert_eq!(action.expect, Expect::EditAndStep);
+        assert_eq!(action.letters[..2], ["K".to_string(), "G".to_string()]);
         assert!(
             action.sentence.starts_with(
                 "Iteration 2 was reverted and undone (the kernel is as at iteration 1). Apply ONE \
@@ -297,16 +411,21 @@ mod tests {
             .to_vec();
         let action = next_action(Situation::Session(&h));
         assert_eq!(
-            action.expect,
-            Expect::EditAndStep {
-                letters: "K E F C J H I D L".split(' ').map(String::from).collect(),
-                variants: vec![Variant {
+            (
+                action.expect.clone(),
+                action.letters.clone(),
+                action.variants.clone()
+            ),
+            (
+                Expect::EditAndStep,
+                "K E F C J H I D L".split(' ').map(String::from).collect(),
+                vec![Variant {
                     letter: "G".into(),
                     iteration: 1,
                     faster: vec!["t0".into()],
                     slower: vec!["t1".into()],
                 }],
-            }
+            )
         );
         assert_eq!(
             action.sentence,
@@ -348,13 +467,8 @@ mod tests {
         let mut h = history(vec![baseline()]);
         h.session.class = None;
         let action = next_action(Situation::Session(&h));
-        assert_eq!(
-            action.expect,
-            Expect::EditAndStep {
-                letters: vec![],
-                variants: vec![]
-            }
-        );
+        assert_eq!(action.expect, Expect::EditAndStep);
+        assert!(action.letters.is_empty() && action.variants.is_empty());
         assert_eq!(
             action.sentence,
             "The baseline is recorded. Apply ONE optimization to k.py; `git cutile-perf next --class <class>` \
@@ -378,16 +492,11 @@ mod tests {
             ));
         }
         let action = next_action(Situation::Session(&h));
-        assert_eq!(
-            action.expect,
-            Expect::EditAndStep {
-                letters: vec![],
-                variants: vec![]
-            }
-        );
+        assert_eq!(action.expect, Expect::EditAndStep);
+        assert!(action.letters.is_empty() && action.variants.is_empty());
         assert!(action.sentence.contains(
             "; every playbook letter is tried or skipped: write your own plan, then run `git cutile-perf \
-             step --json --cause <CAUSE> \"<what you changed>\"`"
+             step --json --opt none --cause <CAUSE> \"<what you changed>\"`"
         ));
     }
 
@@ -406,6 +515,11 @@ mod tests {
                              changed>\""
                         .into(),
                 },
+                letters: "A B K G E F C J H I D L"
+                    .split(' ')
+                    .map(String::from)
+                    .collect(),
+                variants: vec![],
                 sentence: "The rules stopped the loop at iteration 3: 1.00% faster overall (< 2%). Report the \
                            results (`git cutile-perf table`) to the user and stop; resume with `step --continue` \
                            only if the user asks for more."
@@ -468,6 +582,67 @@ mod tests {
         );
     }
 
+    /// One next action of every kind.
+    fn every_kind() -> Vec<NextAction> {
+        let mut stopped = iteration(1, Status::Keep, Some(-1.0), Decision::Stop);
+        stopped.reason = "r".into();
+        let mut escalated = iteration(1, Status::Keep, Some(-6.0), Decision::Escalate);
+        escalated.reason = "r".into();
+        let findings = ["unrecorded-change abc: changes k.py".to_string()];
+        vec![
+            next_action(Situation::NoSession),
+            next_action(Situation::Unfinished {
+                running: false,
+                what: "x",
+            }),
+            next_action(Situation::Unfinished {
+                running: true,
+                what: "x",
+            }),
+            next_action(Situation::Foreign(&findings)),
+            next_action(Situation::Session(&history(vec![baseline()]))),
+            next_action(Situation::Session(&history(vec![baseline(), stopped]))),
+            next_action(Situation::Session(&history(vec![baseline(), escalated]))),
+        ]
+    }
+
+    #[test]
+    fn every_kind_carries_the_same_keys() {
+        let keys = |action: &NextAction| -> Vec<String> {
+            let json = serde_json::to_value(action).unwrap();
+            json.as_object().unwrap().keys().cloned().collect()
+        };
+        let actions = every_kind();
+        let first = keys(&actions[0]);
+        assert!(first.contains(&"letters".to_string()) && first.contains(&"variants".to_string()));
+        for action in &actions {
+            assert_eq!(keys(action), first, "{}", action.expect.kind());
+        }
+        let stopped = serde_json::to_value(&actions[5]).unwrap();
+        assert_eq!(stopped["kind"], "stopped");
+        assert_eq!(stopped["letters"][0], "A");
+    }
+
+    #[test]
+    fn commits_the_tool_did_not_make_are_repaired_by_the_tool() {
+        let findings = ["unrecorded-change abc: changes k.py".to_string()];
+        let action = next_action(Situation::Foreign(&findings));
+        assert_eq!(
+            action.expect,
+            Expect::Repair {
+                unfinished: "commits the tool did not make: unrecorded-change abc: changes k.py"
+                    .into()
+            }
+        );
+        assert!(
+            action
+                .sentence
+                .contains("run `git cutile-perf repair --json`, which takes their change back"),
+            "{}",
+            action.sentence
+        );
+    }
+
     #[test]
     fn serializes_with_its_kind_beside_the_sentence() {
         let json = serde_json::to_value(next_action(Situation::NoSession)).unwrap();
@@ -506,10 +681,6 @@ mod tests {
 
     #[test]
     fn every_command_of_every_kind_parses() {
-        let mut stopped = iteration(1, Status::Keep, Some(-1.0), Decision::Stop);
-        stopped.reason = "r".into();
-        let mut escalated = iteration(1, Status::Keep, Some(-6.0), Decision::Escalate);
-        escalated.reason = "r".into();
         let mut classless = history(vec![baseline()]);
         classless.session.class = None;
         let mut settled = history(vec![baseline()]);
@@ -520,22 +691,9 @@ mod tests {
                 why: "w".into(),
             })
             .collect();
-        let actions = [
-            next_action(Situation::NoSession),
-            next_action(Situation::Unfinished {
-                running: false,
-                what: "x",
-            }),
-            next_action(Situation::Unfinished {
-                running: true,
-                what: "x",
-            }),
-            next_action(Situation::Session(&history(vec![baseline()]))),
-            next_action(Situation::Session(&classless)),
-            next_action(Situation::Session(&settled)),
-            next_action(Situation::Session(&history(vec![baseline(), stopped]))),
-            next_action(Situation::Session(&history(vec![baseline(), escalated]))),
-        ];
+        let mut actions = every_kind();
+        actions.push(next_action(Situation::Session(&classless)));
+        actions.push(next_action(Situation::Session(&settled)));
         let mut parsed = 0;
         for action in &actions {
             for command in commands(action) {

@@ -4,7 +4,7 @@
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::agent::next_action::{NextAction, Situation, next_action};
+use crate::agent::next_action::{NextAction, next_action, of_session};
 use crate::git::Repo;
 use crate::hint::hinted;
 use crate::history::{Configs, History, Variant, require_history};
@@ -66,7 +66,8 @@ pub fn run(ui: &mut Ui, repo: &Repo, options: &NextOptions) -> Result<NextReport
         None => None,
     };
     let tried = history.tried_letters();
-    let next_action = next_action(Situation::Session(&history));
+    let mut foreign = Vec::new();
+    let next_action = next_action(of_session(repo, &history, &mut foreign)?);
     Ok(NextReport {
         next_action,
         class,

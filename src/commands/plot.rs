@@ -33,7 +33,7 @@ pub fn run(repo: &Repo, options: &PlotOptions) -> Result<PlotReport> {
     };
     Ok(PlotReport {
         plot: write_plot(repo, &history, path)?,
-        iterations: history.iterations.len(),
+        iterations: history.steps(),
     })
 }
 

@@ -3,12 +3,13 @@
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::agent::next_action::{NextAction, Situation, next_action};
+use crate::agent::next_action::{NextAction, Situation, next_action, of_session};
 use crate::git::Repo;
 use crate::history::{self, Configs};
 use crate::journal::{Journal, Lock};
 use crate::paired;
-use crate::recovery::{self, Action};
+use crate::recovery::{self, Action, Repaired};
+use crate::recovery::{TakenBack, take_back};
 use crate::ui::{Render, Ui};
 
 /// What `repair --json` prints.
@@ -31,7 +32,7 @@ pub fn run(repo: &Repo) -> Result<RepairReport> {
     let _lock = Lock::take(repo, "repair")?;
     let ended_tests = recovery::end_orphaned_tests(repo)?;
     let ended_workers = paired::end_kept_workers(repo)?;
-    let (interrupted, repaired) = match Journal::load(repo)? {
+    let (interrupted, mut repaired) = match Journal::load(repo)? {
         None => (None, None),
         Some(journal) => (
             Some(journal.describe()),
@@ -40,15 +41,25 @@ pub fn run(repo: &Repo) -> Result<RepairReport> {
     };
     // an undone `start` leaves no session; a finished or undone `step` leaves its session (every
     // iteration's configs: `next_action` finds the variants in them)
-    let next_action = match history::read(repo, Configs::All)? {
-        Some(history) => next_action(Situation::Session(&history)),
+    let mut history = history::read(repo, Configs::All)?;
+    if let (None, Some(read)) = (&repaired, &history) {
+        repaired = take_back(repo, read)?.map(taken_back);
+        if repaired.is_some() {
+            history = history::read(repo, Configs::All)?;
+        }
+    }
+    let mut foreign = Vec::new();
+    let next_action = match &history {
+        Some(history) => next_action(of_session(repo, history, &mut foreign)?),
         None => next_action(Situation::NoSession),
     };
     let report = match repaired {
         None => RepairReport {
             interrupted,
             action: None,
-            what: "nothing to repair: no command was left unfinished".to_string(),
+            what:
+                "nothing to repair: no command was left unfinished, and the tool made every commit"
+                    .to_string(),
             commit: None,
             ended_tests,
             ended_workers: ended_workers.clone(),
@@ -65,6 +76,20 @@ pub fn run(repo: &Repo) -> Result<RepairReport> {
         },
     };
     Ok(report)
+}
+
+/// Commits the tool did not make, taken back, as a repair.
+fn taken_back(taken: TakenBack) -> Repaired {
+    Repaired {
+        action: Action::TakenBack,
+        what: format!(
+            "took back commits the tool did not make ({}); their change stays in the history (`git show \
+             <commit>`): if it is an optimization you meant, make it again in the work tree as one step of \
+             its own",
+            taken.findings.join("; ")
+        ),
+        commit: Some(taken.commit),
+    }
 }
 
 impl Render for RepairReport {

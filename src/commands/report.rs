@@ -38,7 +38,7 @@ pub fn run(repo: &Repo, options: &ReportOptions) -> Result<ReportReport> {
     let (report, missing) = write_report(repo, &history, path)?;
     Ok(ReportReport {
         report,
-        iterations: history.iterations.len(),
+        iterations: history.steps(),
         missing,
     })
 }

@@ -3,7 +3,7 @@
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::agent::next_action::{NextAction, Situation, next_action};
+use crate::agent::next_action::{NextAction, Situation, next_action, of_session};
 use crate::decision::LoopState;
 use crate::git::Repo;
 use crate::history::{self, Configs, History};
@@ -40,6 +40,9 @@ pub struct StatusReport {
     pub progress: Option<Progress>,
     /// An iteration a killed command left unfinished (`repair` finishes or undoes it).
     pub unfinished: Option<String>,
+    /// Commits on the session branch that the tool did not make, one finding a line (`repair` takes them
+    /// back); `state` is then `foreign`.
+    pub foreign: Vec<String>,
     /// The warm workers kept for the next step (the tool's, not another process on the GPU).
     pub workers: Vec<KeptWorker>,
     /// What the loop expects now, with one sentence for an agent.
@@ -134,7 +137,7 @@ impl Progress {
             best,
             initial_ms,
             change_pct_since_0,
-            iterations: history.iterations.len() - 1,
+            iterations: history.steps(),
             no_gain: history.no_gain_count(),
             state,
             reason: halted.map(|it| it.reason.clone()),
@@ -161,18 +164,24 @@ pub fn run(ui: &mut Ui, repo: &Repo) -> Result<StatusReport> {
     // outside a session there is nothing to report but how to start one: not an error; every
     // iteration's configs, which the variants of `next_action` compare
     let history = history::read(repo, Configs::All)?;
+    let mut foreign = Vec::new();
     let next_action = match (&unfinished, &history) {
         (Some(what), _) => {
             let running = Journal::load(repo)?.is_some_and(|journal| journal.writer_alive());
             next_action(Situation::Unfinished { running, what })
         }
-        (None, Some(history)) => next_action(Situation::Session(history)),
+        (None, Some(history)) => next_action(of_session(repo, history, &mut foreign)?),
         (None, None) => next_action(Situation::NoSession),
     };
+    let mut progress = history.as_ref().map(Progress::new);
+    if let Some(progress) = progress.as_mut().filter(|_| !foreign.is_empty()) {
+        progress.state = LoopState::Foreign;
+    }
     Ok(StatusReport {
         branch: repo.branch()?,
-        progress: history.as_ref().map(Progress::new),
+        progress,
         unfinished,
+        foreign,
         workers: kept_workers(repo)?,
         next_action,
     })
@@ -247,6 +256,9 @@ impl Render for StatusReport {
                 "  loop        {state_word} at iteration {number}: {reason}"
             )?,
             _ => writeln!(out, "  loop        {state_word}")?,
+        }
+        for finding in &self.foreign {
+            writeln!(out, "  foreign     {finding}")?;
         }
         for worker in &self.workers {
             let memory = worker

@@ -89,8 +89,8 @@ impl VerifyReport {
                 "verify found {} departure(s) from the session's record",
                 self.findings.len()
             ),
-            "each line names the commit and what differs; a commit the tool did not make is reverted or \
-             recorded with `step`",
+            "each line names the commit and what differs; `git cutile-perf repair --json` takes back the \
+             change of commits the tool did not make",
         ))
         .into())
     }
@@ -108,7 +108,7 @@ pub fn audit_history(repo: &Repo, history: &History) -> Result<VerifyReport> {
     findings.extend(signature_findings);
     Ok(VerifyReport {
         baseline: history.baseline_commit.clone(),
-        iterations: history.iterations.len().saturating_sub(1),
+        iterations: history.steps(),
         with_evidence,
         signed,
         findings,

@@ -5,7 +5,8 @@ use anyhow::{Context, Result};
 use crate::git::Repo;
 use crate::{guard, history};
 
-/// The check itself: off a session branch nothing; on one, every staged path must be allowed.
+/// The check itself: off a session branch nothing; on one, only the tool commits, and every staged
+/// path must be allowed.
 pub fn pre_commit(repo: &Repo) -> Result<()> {
     let Some(branch) = history::session_branch(repo)? else {
         return Ok(());
@@ -19,12 +20,23 @@ pub fn pre_commit(repo: &Repo) -> Result<()> {
         .iter()
         .filter(|s| !guard::disallowed(std::slice::from_ref(&s.path), allowed).is_empty())
         .collect();
-    if outside.is_empty() {
+    let by_the_tool = super::message::by_the_tool(repo)?;
+    if by_the_tool && outside.is_empty() {
         return Ok(());
     }
-    let mut message = format!(
+    let mut message = match by_the_tool {
+        true => String::new(),
+        false => format!(
+            "this commit on session branch {branch} is not one git cutile-perf makes: on a session branch \
+             only the tool commits, so that every change is measured and recorded\n"
+        ),
+    };
+    if outside.is_empty() {
+        return Err(crate::hint::hinted(message.trim_end(), HAND_COMMIT));
+    }
+    message.push_str(&format!(
         "this commit on session branch {branch} stages paths outside the session's allowed set:\n"
-    );
+    ));
     for entry in outside {
         // `:/` names the path from the top, so the command works from any subdirectory
         let spec = shell_quote(&format!(":/{}", entry.path));
@@ -56,14 +68,20 @@ pub fn pre_commit(repo: &Repo) -> Result<()> {
     if std::env::var("GIT_INDEX_FILE").is_ok_and(|index| index.ends_with(".lock")) {
         message.push_str(
             "\nnote: this commit stages from the work tree (`commit -a` or `commit <paths>`), so unstaging \
-             does not help: commit without -a, or undo those changes in the work tree",
+             does not help: undo those changes in the work tree",
         );
     }
     Err(crate::hint::hinted(
         message,
-        "unstage those paths and commit again; iterations go through `git cutile-perf step`",
+        "nothing was committed: undo the changes to those paths (the session may not change them), then \
+         record the rest with `git cutile-perf step`",
     ))
 }
+
+/// What a hand commit on a session branch is told: the tool's verb records the change instead.
+const HAND_COMMIT: &str = "nothing was committed and your change is still in the work tree: record it with \
+     `git cutile-perf step --json --opt <LETTER> \"<what you changed>\"` (`git cutile-perf status --json` says \
+     what the loop expects); never commit on a session branch yourself";
 
 /// One staged change; a rename or copy is two (`--no-renames`), so both sides are checked.
 struct Staged {

@@ -78,9 +78,7 @@ pub fn check(repo: &Repo, message: &Path) -> Result<()> {
     if Block::from_message(&text).is_empty() {
         return Ok(());
     }
-    let expected = fs::read_to_string(repo.git_path(NONCE_FILE)?).unwrap_or_default();
-    let given = std::env::var(NONCE_ENV).unwrap_or_default();
-    if expected.is_empty() || given != expected {
+    if !by_the_tool(repo)? {
         return Err(crate::hint::hinted(
             "this commit message carries Cutile-Perf-* trailers, which only git cutile-perf writes on a \
              session branch",
@@ -88,6 +86,13 @@ pub fn check(repo: &Repo, message: &Path) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// Whether the commit under way is the tool's own: git hands its hooks the nonce the tool wrote for it.
+pub fn by_the_tool(repo: &Repo) -> Result<bool> {
+    let expected = fs::read_to_string(repo.git_path(NONCE_FILE)?).unwrap_or_default();
+    let given = std::env::var(NONCE_ENV).unwrap_or_default();
+    Ok(!expected.is_empty() && given == expected)
 }
 
 /// [`Repo::commit`] with this commit's nonce, which the commit-msg hook needs to accept our trailers:

@@ -236,7 +236,11 @@ fn results(material: &Material) -> String {
             letter = escape(it.letter.as_deref().unwrap_or("")),
             opt = escape(&it.optimization),
             latency = fmt_ms(it.latency_ms),
-            change = fmt_change(it.change_pct),
+            // a revert's overall change may read as a gain: the cell names what failed it instead
+            change = match it.status {
+                Status::Revert => escape(&it.short_reason()),
+                _ => fmt_change(it.change_pct),
+            },
             correct = it.correctness,
             decision = it.decision,
             rounds = it.rounds.map_or(String::new(), |r| r.to_string()),

@@ -369,7 +369,11 @@ impl Fixture {
 
     /// Runs `step ... --json` and parses its object.
     pub fn step_json(&self, args: &[&str]) -> serde_json::Value {
-        let mut full = vec!["step", "--json"];
+        let mut full = vec!["step", "--opt", "none", "--json"];
+        // a step names its letter; `none` where the test is about something else
+        if !args.contains(&"--opt") {
+            full.extend(["--opt", "none"]);
+        }
         full.extend_from_slice(args);
         serde_json::from_str(&self.ok(&full)).unwrap()
     }
@@ -478,6 +482,26 @@ impl Fixture {
 
     pub fn commit(&self) -> Output {
         self.commit_in(&self.root, &[])
+    }
+
+    /// [`Fixture::commit_in`] as the tool commits: with the nonce its hooks take for the tool's own.
+    pub fn tool_commit_in(&self, dir: &Path, extra: &[&str]) -> Output {
+        const NONCE: &str = "0123456789abcdef";
+        fs::write(self.root.join(".git/cutile-perf-commit-nonce"), NONCE).unwrap();
+        let mut args = vec!["commit", "-q", "-m", "change"];
+        args.extend_from_slice(extra);
+        let out = self
+            .program("git", dir)
+            .env("GIT_CUTILE_PERF_NONCE", NONCE)
+            .args(args)
+            .output()
+            .unwrap();
+        fs::remove_file(self.root.join(".git/cutile-perf-commit-nonce")).unwrap();
+        out
+    }
+
+    pub fn tool_commit(&self) -> Output {
+        self.tool_commit_in(&self.root, &[])
     }
 
     pub fn hooks(&self) -> PathBuf {

@@ -217,3 +217,33 @@ fn refused(err: &anyhow::Error) -> CallToolResult {
 fn tool_error(message: &str) -> CallToolResult {
     CallToolResult::error(vec![Content::text(message)])
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// A tool's description and its arguments' stand alone: an MCP client has neither `-h` nor a man page.
+    #[test]
+    fn no_tool_sends_its_client_to_help_or_a_man_page() {
+        let cli = crate::cli::Cli::command();
+        for name in TOOLS {
+            let tool = tool(cli.find_subcommand(name).unwrap());
+            let text = serde_json::to_string(&tool).unwrap();
+            for help in [
+                "-h`",
+                "-h ",
+                "--help",
+                "help <",
+                "man page",
+                "install-extras",
+            ] {
+                assert!(!text.contains(help), "{name}: {help:?} in {text}");
+            }
+            assert!(
+                tool.description.as_deref().is_some_and(|d| d.len() > 40),
+                "{name}"
+            );
+        }
+    }
+}

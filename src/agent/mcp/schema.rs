@@ -110,7 +110,7 @@ pub fn command_line(verb: &clap::Command, arguments: &Map<String, Value>) -> Res
         let known: Vec<String> = args.iter().map(|a| property(a)).collect();
         return Err(hinted(
             format!("{} takes no argument {unknown:?}", verb.get_name()),
-            format!("its arguments are {}", known.join(", ")),
+            format!("its arguments are: {}", crate::hint::listed(&known)),
         ));
     }
     let mut options = Vec::new();
@@ -263,8 +263,14 @@ mod tests {
         let err = command_line(&verb(), arguments.as_object().unwrap()).unwrap_err();
         assert_eq!(
             crate::hint::shown(&err),
-            "step takes no argument \"descripton\"\nhint: its arguments are description, continue, allow, \
+            "step takes no argument \"descripton\"\nhint: its arguments are: description, continue, allow, \
              stat, iteration"
+        );
+        let err =
+            command_line(&Command::new("status"), arguments.as_object().unwrap()).unwrap_err();
+        assert_eq!(
+            crate::hint::shown(&err),
+            "status takes no argument \"descripton\"\nhint: its arguments are: none"
         );
     }
 }

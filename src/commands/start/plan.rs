@@ -199,7 +199,8 @@ fn scope(repo: &Repo, args: &StartOptions, progress: &Progress) -> Result<Scope>
                 "the work tree has uncommitted changes to tracked files:\n  {}",
                 dirty.join("\n  ")
             ),
-            "commit or stash them first; a session must start from a clean HEAD",
+            "commit or stash them first, on the branch you start from, never on a cutile-perf session branch; a \
+             session must start from a clean HEAD",
         ));
     }
     let found = locate::kernel(&repo.root, &args.kernel, args.suite.as_deref())?;

@@ -26,7 +26,7 @@ use crate::hint::hinted;
 use crate::history::{History, sandbox, write_table};
 use crate::journal::{self, Journal, Lock, Phase, Verb};
 use crate::runner::{self, OnGpu, Placement, Runner};
-use crate::session::{Iteration, fmt_change, fmt_ms, short};
+use crate::session::{Iteration, NO_LETTER, fmt_change, fmt_ms, short};
 use crate::snapshot::Tested;
 use crate::stats::{self, ConfigChange};
 use crate::ui::{Progress, Render, Ui};
@@ -117,11 +117,7 @@ pub fn run(ui: &mut Ui, repo: &Repo, args: &StepOptions) -> Result<StepReport> {
     recovery::refuse_unfinished(repo, progress)?;
     process::record_groups_in(journal::group_file(repo)?);
     let ready = preflight(repo, args.continue_anyway)?;
-    let letter = args
-        .opt
-        .as_deref()
-        .map(|opt| references::playbook_letter(opt, "--opt"))
-        .transpose()?;
+    let letter = Some(opt_letter(&ready.history, args.opt.as_deref())?);
     // the queue wait comes before the budget starts
     let place = runner::open(
         &ready.history.session.runner,
@@ -168,6 +164,37 @@ pub fn run(ui: &mut Ui, repo: &Repo, args: &StepOptions) -> Result<StepReport> {
         shortcut_signs: signs,
         ..done.report()
     })
+}
+
+/// The letter `--opt` names, or [`NO_LETTER`] when it says the change fits none. A step without
+/// `--opt` is refused: the letter it applied would stay on offer and out of `tried`.
+fn opt_letter(history: &History, opt: Option<&str>) -> Result<String> {
+    match opt {
+        Some(opt) if opt.trim().eq_ignore_ascii_case(NO_LETTER) => Ok(NO_LETTER.to_string()),
+        Some(opt) => references::playbook_letter(opt, "--opt"),
+        None => {
+            let first = history.session.class.and_then(|class| {
+                references::next_optimizations(class, &history.settled_letters())
+                    .into_iter()
+                    .next()
+            });
+            let name = match &first {
+                Some(first) => format!(
+                    "`--opt {}` if it follows {} ({}, the letter `git cutile-perf next` suggests first), \
+                     another letter `next` lists",
+                    first.letter, first.letter, first.title
+                ),
+                None => "`--opt <LETTER>` for the playbook letter it follows".to_string(),
+            };
+            Err(hinted(
+                "step needs --opt: the playbook letter this change follows, so that `next` stops offering it",
+                format!(
+                    "step again with {name}, or `--opt {NO_LETTER}` if the change fits no playbook letter; \
+                     your edit is still in the work tree"
+                ),
+            ))
+        }
+    }
 }
 
 /// What a recorded step leaves for its report.
@@ -372,10 +399,10 @@ impl Done {
                 compared.number
             ),
         };
-        let variant_of = iteration.letter.as_ref().and_then(|letter| {
+        let variant_of = iteration.playbook_letter().and_then(|letter| {
             self.history
                 .iterations()
-                .find(|it| it.number < iteration.number && it.letter.as_ref() == Some(letter))
+                .find(|it| it.number < iteration.number && it.playbook_letter() == Some(letter))
                 .map(|it| it.number)
         });
         StepReport {
@@ -511,5 +538,41 @@ impl Render for StepReport {
         }
         writeln!(out, "next: {}", report.next_action.sentence)?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decision::Decision;
+    use crate::session::tests::iteration;
+
+    #[test]
+    fn a_step_names_its_letter_or_says_it_fits_none() {
+        let mut history = crate::history::tests::history(vec![iteration(
+            0,
+            Status::Keep,
+            None,
+            Decision::Continue,
+        )]);
+        let refused = opt_letter(&history, None).unwrap_err();
+        assert_eq!(
+            crate::hint::of(&refused),
+            Some(
+                "step again with `--opt A` if it follows A (TMA loads and stores instead of gather/scatter, the \
+                 letter `git cutile-perf next` suggests first), another letter `next` lists, or `--opt none` if \
+                 the change fits no playbook letter; your edit is still in the work tree"
+            )
+        );
+        assert_eq!(opt_letter(&history, Some("b")).unwrap(), "B");
+        assert_eq!(opt_letter(&history, Some("None")).unwrap(), NO_LETTER);
+        history.session.class = None;
+        let refused = opt_letter(&history, None).unwrap_err();
+        assert!(
+            crate::hint::of(&refused)
+                .unwrap()
+                .starts_with("step again with `--opt <LETTER>` for the playbook letter it follows, or `--opt none`"),
+            "{refused:#}"
+        );
     }
 }

@@ -101,7 +101,8 @@ fn refuse_halted(history: &History, continue_anyway: bool) -> Result<()> {
                 halted.number,
                 halted.reason
             ),
-            "pass --continue to try another optimization anyway",
+            "report the results to the user (`git cutile-perf table`); only on their word step again with \
+             --continue, which tries another optimization anyway (your edit is still in the work tree)",
         ));
     }
     Ok(())
@@ -119,7 +120,8 @@ fn refuse_broken_history(repo: &Repo, history: &History) -> Result<()> {
                 short(&history.baseline_commit),
                 broken.join("\n  ")
             ),
-            "nothing is recorded on a broken history; revert those commits first",
+            "nothing is recorded on a broken history: run `git cutile-perf repair --json`, which takes back \
+             the commits the tool did not make (your edit stays in the work tree), then step again",
         ));
     }
     let mut record = audit::identity_findings(repo, history)?;
@@ -131,27 +133,22 @@ fn refuse_broken_history(repo: &Repo, history: &History) -> Result<()> {
                 one_a_line(&record)
             ),
             "nothing is recorded until it does; a missing baseline ref is fetched with the notes (`git fetch \
-             origin 'refs/cutile-perf/*:refs/cutile-perf/*'`), missing notes with `git cutile-perf fetch`, a replacement removed with `git replace -d`, an \
-             iteration the tool did not record reset away (`git reset --hard <its parent>`); `git cutile-perf \
-             verify` lists every finding",
+             origin 'refs/cutile-perf/*:refs/cutile-perf/*'`), missing notes with `git cutile-perf fetch`, a \
+             replacement removed with `git replace -d`; past an iteration the tool did not record, start a new \
+             session from the last commit whose record holds (`git checkout -b <new branch> <that commit>`, then \
+             `git cutile-perf start <kernel>`); `git cutile-perf verify` lists every finding",
         ));
     }
     let foreign = audit::foreign_findings(repo, history)?;
     if !foreign.is_empty() {
-        let latest = history
-            .iterations
-            .last()
-            .map_or(&history.baseline_commit, |(c, _)| c);
         return Err(hinted(
             format!(
                 "the session history holds commits the tool did not make:\n  {}",
                 one_a_line(&foreign)
             ),
-            format!(
-                "nothing is recorded over them; revert them (`git revert <commit>`), or, for your own latest \
-                 commits, `git reset --soft {}` and let `step` record the change",
-                short(latest)
-            ),
+            "nothing is recorded over them: run `git cutile-perf repair --json`, which takes their change back \
+             in a commit of its own (they stay in the history; your edit stays in the work tree), then step \
+             again",
         ));
     }
     Ok(())

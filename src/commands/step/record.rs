@@ -60,14 +60,39 @@ pub fn record(
     Ok(Recorded { id, iteration })
 }
 
-/// Reads well in `git log --oneline`: what happened, by how much, and what was tried.
+/// Reads well in `git log --oneline`: what happened, by how much, and what was tried. A revert names
+/// what failed it (a config and its change), never the overall change, which may read as a gain.
 fn subject(it: &Iteration, kernel: &str) -> String {
-    let result = match it.change_pct {
-        Some(change) => format!("{} {:+.2}%", it.status, change),
-        None => it.status.to_string(),
+    let result = match (it.status, it.change_pct) {
+        (Status::Revert, _) => format!("{} ({})", it.status, it.short_reason()),
+        (_, Some(change)) => format!("{} {:+.2}%", it.status, change),
+        (_, None) => it.status.to_string(),
     };
     format!(
         "cutile-perf: {kernel} #{} {result}: {}",
         it.number, it.optimization
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decision::Decision;
+    use crate::session::tests::iteration;
+
+    #[test]
+    fn a_revert_names_the_config_that_failed_it_never_its_overall_change() {
+        let mut reverted = iteration(2, Status::Revert, Some(-3.2), Decision::TryNext);
+        reverted.reason =
+            "t1 forward: +3.00% (+2.91% to +3.09%), slower than the 2% limit beyond noise".into();
+        assert_eq!(
+            subject(&reverted, "rms_norm"),
+            "cutile-perf: rms_norm #2 revert (t1 forward: +3.00%): opt 2"
+        );
+        let kept = iteration(1, Status::Keep, Some(-6.0), Decision::Continue);
+        assert_eq!(
+            subject(&kept, "rms_norm"),
+            "cutile-perf: rms_norm #1 keep -6.00%: opt 1"
+        );
+    }
 }
