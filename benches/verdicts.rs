@@ -1,5 +1,5 @@
 //! How often the loop's verdicts are right under H200-like noise: the single-run rule the tool had before
-//! paired rounds against the paired rule of `verdict.rs`, on synthetic runs (run `cargo bench --bench verdicts`).
+//! paired rounds against the paired rule of `verdict/`, on synthetic runs (run `cargo bench --bench verdicts`).
 //!
 //! The grid is rope's on an H200 (12 configs, 1.5 us to 4.4 ms), read from the repository's ten runs of
 //! unchanged rope code (`tests/data/`). Each config's per-run median is

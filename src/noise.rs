@@ -1,5 +1,5 @@
 //! How much a per-config benchmark statistic moves between runs of unchanged code on one GPU: the prior
-//! the paired verdicts (`verdict.rs`) start from, and the noise the verdict simulation (`benches/verdicts.rs`)
+//! the paired verdicts (`verdict/`) start from, and the noise the verdict simulation (`benches/verdicts.rs`)
 //! draws.
 //!
 //! Fitted by `tools/fit_noise.py` (a test checks the constants against it) on H200 runs of unchanged

@@ -590,7 +590,7 @@ pub fn measure(sides: &mut Rounds, prefix: &str, evidence: &mut Vec<RunFile>) ->
     loop {
         let started = Instant::now();
         if sides.measured {
-            // a round is an independent sample only in processes of its own (verdict.rs says why): every
+            // a round is an independent sample only in processes of its own (`verdict` says why): every
             // old worker ends here, and the new ones import and collect side by side, standing by until
             // the round lets them make their GPU contexts (`pair_round`)
             for pair in sides.pairs.iter_mut() {

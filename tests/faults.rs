@@ -373,7 +373,12 @@ fn an_iteration_killed_before_its_note_without_the_note_kept_is_taken_back() {
         hook: "post-commit",
         at: 1,
     };
-    let (code, _) = stop_at(&f, &["step", "--opt", "none", "faster"], phase, Signal::Kill);
+    let (code, _) = stop_at(
+        &f,
+        &["step", "--opt", "none", "faster"],
+        phase,
+        Signal::Kill,
+    );
     assert_eq!(code, None);
     // a journal that kept no note (as one written before notes were kept there)
     let path = f.path(".git/cutile-perf/journal.json");

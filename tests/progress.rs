@@ -107,7 +107,11 @@ fn on_a_terminal_the_line_is_drawn_then_cleared_unless_told_not_to() {
     assert!(!stepped.contains("\x1b[1m"), "{stepped:?}");
 
     f.set_latency(0.08, 0.8);
-    let json = on_terminal(&f, &["step", "--opt", "none", "--json", "persistent"], |_| {});
+    let json = on_terminal(
+        &f,
+        &["step", "--opt", "none", "--json", "persistent"],
+        |_| {},
+    );
     assert!(!json.contains(LIVE), "{json}");
     assert!(json.contains("\"status\": \"keep\""), "{json}");
 

@@ -798,7 +798,10 @@ fn an_edit_made_in_the_kept_workers_tree_is_never_removed() {
             .unwrap()
             .contains("TILE_SIZE = 256")
     );
-    assert!(f.fails(&["step", "--opt", "none", "a comment"]).contains("was edited there"));
+    assert!(
+        f.fails(&["step", "--opt", "none", "a comment"])
+            .contains("was edited there")
+    );
     // taken to the work tree and undone there, as the hint says: the step measures it
     f.git(&["checkout", "--", support::KERNEL]);
     let diff = f.run_in(&tree, "git", &["diff", "HEAD"]);

@@ -78,7 +78,7 @@ pub fn baseline<'r>(repo: &'r Repo, plan: &Plan, original: &str) -> Result<Basel
     let tests = correctness_words(correctness.outcome, original, runner.filter)?;
     let mut runs = Vec::new();
     // each run in a process of its own, as the steps' rounds are: their spread is the noise floor, and
-    // a repetition inside one process would not sample what a process fixes once (verdict.rs)
+    // a repetition inside one process would not sample what a process fixes once (`verdict`)
     for number in 1..=BASELINE_RUNS {
         if number > 1 {
             side.redraw();

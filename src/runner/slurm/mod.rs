@@ -3,6 +3,9 @@
 //! correctness and benchmark runs share the node and GPU; `scancel` gives it back. Only Slurm's client
 //! programs are used, and only their machine-readable output (`--parsable`, `squeue -h -o`).
 
+mod settings;
+mod status;
+
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
 use std::path::{Path, PathBuf};
@@ -10,14 +13,15 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
-use serde::Serialize;
-
 use super::{Placement, Runner, Workers};
 use crate::hint::{Hinted, hinted};
 use crate::process::{Ending, Interrupted};
-use crate::trailers::Block;
 use crate::ui::Progress;
-use crate::{gpu, process, units};
+use crate::{gpu, process};
+
+pub use settings::{SlurmSettings, fmt_wait, split_args};
+pub use status::{JobStatus, loss_reason, parse_status, parse_submitted};
+use status::{is_alive, is_waiting};
 
 /// How long an iteration waits for its node unless `--queue-timeout` says otherwise.
 pub const DEFAULT_QUEUE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
@@ -36,57 +40,6 @@ const STATUS_FORMAT: &str = "%T|%N|%r";
 
 /// How long `command -v` on the node may take.
 const FIND_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// What each iteration's allocation asks for.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
-pub struct SlurmSettings {
-    /// Extra `sbatch` options, e.g. `-p gpu --gres=gpu:1 -t 15`.
-    #[serde(rename = "slurm_args")]
-    pub args: String,
-    /// How long an iteration may wait in the queue for its node.
-    #[serde(serialize_with = "serialize_wait")]
-    pub queue_timeout: Option<Duration>,
-}
-
-fn serialize_wait<S: serde::Serializer>(value: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
-    match value {
-        Some(wait) => s.serialize_some(&fmt_wait(*wait)),
-        None => s.serialize_none(),
-    }
-}
-
-impl SlurmSettings {
-    /// The baseline trailers of a Slurm session (after its `Runner: slurm`).
-    pub fn write(&self, block: &mut Block) {
-        if !self.args.is_empty() {
-            block.push("Slurm-Args", &self.args);
-        }
-        if let Some(wait) = self.queue_timeout {
-            block.push("Queue-Timeout", fmt_wait(wait));
-        }
-    }
-
-    pub fn read(block: &Block) -> Result<SlurmSettings> {
-        Ok(SlurmSettings {
-            args: block.get("Slurm-Args")?.unwrap_or("").to_string(),
-            queue_timeout: block
-                .get("Queue-Timeout")?
-                .map(|text| units::parse_duration(text).map_err(anyhow::Error::msg))
-                .transpose()?,
-        })
-    }
-
-    /// ` -p gpu (queue timeout 30m0s)`, after the runner's name in status lines.
-    pub fn describe(&self) -> String {
-        let mut text = String::new();
-        if !self.args.is_empty() {
-            text.push_str(&format!(" {}", self.args));
-        }
-        let wait = self.queue_timeout.unwrap_or(DEFAULT_QUEUE_TIMEOUT);
-        text.push_str(&format!(" (queue timeout {})", fmt_wait(wait)));
-        text
-    }
-}
 
 /// The Slurm client programs, found on PATH.
 struct Clients {
@@ -113,77 +66,6 @@ impl Clients {
             squeue: find("squeue")?,
             scancel: find("scancel")?,
         })
-    }
-}
-
-/// One line of `squeue -o STATUS_FORMAT`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct JobStatus {
-    pub state: String,
-    pub node: String,
-    pub reason: String,
-}
-
-/// A job Slurm has not started yet (or is starting).
-fn is_waiting(state: &str) -> bool {
-    matches!(state, "PENDING" | "CONFIGURING" | "REQUEUED")
-}
-
-/// A job that still holds (or may get) its node.
-fn is_alive(state: &str) -> bool {
-    is_waiting(state) || matches!(state, "RUNNING" | "COMPLETING" | "SUSPENDED")
-}
-
-/// The job id in `sbatch --parsable` output: `id` or `id;cluster`.
-pub fn parse_submitted(stdout: &str) -> Option<String> {
-    let id = stdout.lines().next()?.split(';').next()?.trim();
-    (!id.is_empty() && id.chars().all(|c| c.is_ascii_digit())).then(|| id.to_string())
-}
-
-/// The first line of `squeue -h -o STATUS_FORMAT`, or `None` when squeue no longer knows the job.
-pub fn parse_status(stdout: &str) -> Option<JobStatus> {
-    let mut fields = stdout.lines().next()?.split('|');
-    let state = fields.next()?.trim();
-    if state.is_empty() {
-        return None;
-    }
-    Some(JobStatus {
-        state: state.to_string(),
-        node: fields.next().unwrap_or("").trim().to_string(),
-        reason: fields.next().unwrap_or("").trim().to_string(),
-    })
-}
-
-/// Why the commands of job `job` stopped when the job itself ended (`None` while it runs).
-pub fn loss_reason(job: &str, status: Option<&JobStatus>) -> Option<String> {
-    let Some(status) = status else {
-        return Some(format!("the Slurm job {job} is gone from the queue"));
-    };
-    let node = if status.node.is_empty() {
-        String::new()
-    } else {
-        format!(" on node {}", status.node)
-    };
-    Some(match status.state.as_str() {
-        "RUNNING" => return None,
-        "NODE_FAIL" => format!("the node failed under Slurm job {job}{node} (NODE_FAIL)"),
-        "PREEMPTED" => format!("Slurm preempted job {job}{node} (PREEMPTED)"),
-        "CANCELLED" => format!("the Slurm job {job}{node} was cancelled from outside (CANCELLED)"),
-        "TIMEOUT" => format!(
-            "the Slurm job {job}{node} reached its time limit (TIMEOUT): ask for more with -t in --slurm-args"
-        ),
-        "OUT_OF_MEMORY" => format!("the Slurm job {job}{node} ran out of memory (OUT_OF_MEMORY)"),
-        state => format!("the Slurm job {job}{node} ended: {state}"),
-    })
-}
-
-/// `2m10s`, `45s`, `1h0m5s`: a wait as people read it (and as `parse_duration` reads it back).
-pub fn fmt_wait(wait: Duration) -> String {
-    let seconds = wait.as_secs();
-    match (seconds / 3600, seconds / 60 % 60, seconds % 60) {
-        (0, 0, s) => format!("{s}s"),
-        (0, m, s) => format!("{m}m{s}s"),
-        (h, m, s) => format!("{h}h{m}m{s}s"),
     }
 }
 
@@ -492,16 +374,6 @@ impl Drop for Allocation {
     }
 }
 
-/// `--slurm-args` split into words as a shell would, so a quoted value (`--comment "perf run"`) stays one.
-pub fn split_args(slurm_args: &str) -> Result<Vec<String>> {
-    shlex::split(slurm_args).with_context(|| {
-        Hinted::new(
-            format!("--slurm-args {slurm_args:?} has an unclosed quote or a trailing backslash"),
-            "quote it as you would on a shell command line",
-        )
-    })
-}
-
 /// Submits the holding job and returns its id.
 fn submit(clients: &Clients, slurm_args: &str) -> Result<String> {
     let mut args = vec![
@@ -531,85 +403,5 @@ fn submit(clients: &Clients, slurm_args: &str) -> Result<String> {
             ),
             format!("check --slurm-args \"{slurm_args}\""),
         )),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn slurm_args_split_as_a_shell_would() {
-        assert_eq!(
-            split_args("-p gpu --comment 'perf run' -t 15").unwrap(),
-            ["-p", "gpu", "--comment", "perf run", "-t", "15"]
-        );
-        assert!(split_args("").unwrap().is_empty());
-        let err = split_args("--comment 'perf").unwrap_err();
-        assert!(err.to_string().contains("unclosed quote"), "{err}");
-        assert_eq!(
-            crate::hint::of(&err),
-            Some("quote it as you would on a shell command line")
-        );
-    }
-
-    #[test]
-    fn submitted_job_ids() {
-        assert_eq!(parse_submitted("1234\n"), Some("1234".into()));
-        assert_eq!(parse_submitted("77;cluster-a\n"), Some("77".into()));
-        assert_eq!(parse_submitted(""), None);
-        assert_eq!(parse_submitted("Submitted batch job 5\n"), None);
-    }
-
-    #[test]
-    fn statuses() {
-        assert_eq!(
-            parse_status("PENDING||BeginTime\n"),
-            Some(JobStatus {
-                state: "PENDING".into(),
-                node: "".into(),
-                reason: "BeginTime".into()
-            })
-        );
-        assert_eq!(parse_status("RUNNING|gpu07|None").unwrap().node, "gpu07");
-        assert_eq!(parse_status(""), None);
-    }
-
-    #[test]
-    fn losses_name_the_job_and_the_cause() {
-        let status = |state: &str| JobStatus {
-            state: state.into(),
-            node: "gpu07".into(),
-            reason: "None".into(),
-        };
-        assert_eq!(loss_reason("9", Some(&status("RUNNING"))), None);
-        assert_eq!(
-            loss_reason("9", Some(&status("NODE_FAIL"))).unwrap(),
-            "the node failed under Slurm job 9 on node gpu07 (NODE_FAIL)"
-        );
-        assert_eq!(
-            loss_reason("9", Some(&status("PREEMPTED"))).unwrap(),
-            "Slurm preempted job 9 on node gpu07 (PREEMPTED)"
-        );
-        assert!(
-            loss_reason("9", Some(&status("CANCELLED")))
-                .unwrap()
-                .contains("cancelled")
-        );
-        assert_eq!(
-            loss_reason("9", None).unwrap(),
-            "the Slurm job 9 is gone from the queue"
-        );
-    }
-
-    #[test]
-    fn waits_read_back_as_durations() {
-        assert_eq!(fmt_wait(Duration::from_secs(130)), "2m10s");
-        assert_eq!(fmt_wait(Duration::from_secs(45)), "45s");
-        assert_eq!(fmt_wait(Duration::from_secs(3605)), "1h0m5s");
-        assert_eq!(
-            crate::units::parse_duration(&fmt_wait(Duration::from_secs(3605))),
-            Ok(Duration::from_secs(3605))
-        );
     }
 }

@@ -56,14 +56,19 @@
 //! significance level); git-perf `audit` (minimum measurements); Fleming & Wallace, CACM 29(3), 1986
 //! (geometric mean).
 
+mod judge;
+mod tally;
+
 use std::collections::HashMap;
-use std::fmt::Write as _;
 use std::time::Duration;
 
-use crate::decision::{Aggregate, ConfigEstimate, Decided, Estimate, Thresholds, Tier, fmt_pct};
+use crate::decision::{Decided, Estimate, Thresholds};
 use crate::noise;
 use crate::records::Measurement;
-use crate::stats::geometric_mean;
+
+pub use judge::point_tier;
+use judge::{decide_anyway_from, judge};
+use tally::Tally;
 
 /// Half-width of the intervals in standard errors (two-sided 95%): a config is clear of the regression
 /// limit, and a tier holds, when the whole interval is on one side.
@@ -352,299 +357,6 @@ pub fn decide(
     Ok(verdict.expect("at least one round"))
 }
 
-/// One config's paired log ratios, baseline log latencies, orders (1 candidate first, -1 baseline
-/// first) and shapes (which set of open configs the round ran), one per round that counted it; the
-/// ratios of the records' means where `on_record_means`, the baseline's latencies always the session's
-/// statistic.
-struct Tally {
-    pass: String,
-    test: String,
-    on_record_means: bool,
-    ratios: Vec<f64>,
-    bases: Vec<f64>,
-    orders: Vec<f64>,
-    shapes: Vec<usize>,
-}
-
-/// A config's change fitted over its rounds: the log ratio, the mean baseline log latency, the residual
-/// sum of squares with its degrees of freedom, and the share of one round's variance in the change's.
-struct Fit {
-    change: f64,
-    base: f64,
-    residual: f64,
-    dof: f64,
-    share: f64,
-}
-
-/// Rounds from which a config's change is fitted with the order of its sides taken out (two rounds'
-/// residual freedom): fewer would leave nothing to measure the noise by.
-const ROUNDS_FOR_ORDER: usize = 4;
-
-/// The F test's level at which the order's effect is fitted per shape of round: the extra terms fit
-/// noise this well by chance once in ten thousand configs, so they seldom narrow an interval on noise.
-const GROUPED_P: f64 = 1e-4;
-
-impl Tally {
-    /// The mean log ratio over the rounds; under the pooled rules, from [`ROUNDS_FOR_ORDER`] rounds in
-    /// both orders on, less the order's effect (a least-squares line in the order): on an H200 the side
-    /// measured second was often 2-7% slower on rope's microsecond configs, or in a later session 1-3%
-    /// faster, which the alternation takes out of the mean but not out of the scatter
-    /// (`tests/data/rope-paired-h200/`, `tests/data/rope-paired-h200-ready/`).
-    fn fit(&self, rules: Rules) -> Fit {
-        let n = self.ratios.len() as f64;
-        let mean = self.ratios.iter().sum::<f64>() / n;
-        let base = self.bases.iter().sum::<f64>() / n;
-        let plain = Fit {
-            change: mean,
-            base,
-            residual: self.ratios.iter().map(|d| (d - mean).powi(2)).sum(),
-            dof: n - 1.0,
-            share: 1.0 / n,
-        };
-        let order_mean = self.orders.iter().sum::<f64>() / n;
-        let spread: f64 = self.orders.iter().map(|s| (s - order_mean).powi(2)).sum();
-        if rules == Rules::First || self.ratios.len() < ROUNDS_FOR_ORDER || spread == 0.0 {
-            return plain;
-        }
-        let order = self
-            .orders
-            .iter()
-            .zip(&self.ratios)
-            .map(|(s, d)| (s - order_mean) * (d - mean))
-            .sum::<f64>()
-            / spread;
-        let change = mean - order * order_mean;
-        let one_order = Fit {
-            change,
-            base,
-            residual: self
-                .orders
-                .iter()
-                .zip(&self.ratios)
-                .map(|(s, d)| (d - change - order * s).powi(2))
-                .sum(),
-            dof: n - 2.0,
-            share: 1.0 / n + order_mean.powi(2) / spread,
-        };
-        match rules {
-            Rules::Grouped | Rules::Ordered | Rules::Ticked => {
-                self.grouped_fit(&one_order).unwrap_or(one_order)
-            }
-            Rules::First | Rules::Pooled | Rules::Balanced => one_order,
-        }
-    }
-
-    /// The change with the order's effect fitted per shape of round (each shape measured in both orders
-    /// its own term, the other rounds one between them), where that beats one effect for every round by
-    /// an F test at [`GROUPED_P`]. The order's effect changes with the cases a run holds: on an H200 the
-    /// null edit 2 of `evidence/2026-12-03-h200-rope-order-moves/` read rope's `8-1-32-8-128-1.0` about 6% slower on the side measured first
-    /// in each of its seven one-case rounds, within 1.5% either way in the nine rounds of 3-8 cases
-    /// before them (`tests/data/rope-paired-h200-mean-2/`); one term for all sixteen left a residual of
-    /// 2.8%, per-shape terms 0.8%.
-    fn grouped_fit(&self, one_order: &Fit) -> Option<Fit> {
-        let n = self.ratios.len();
-        let both_orders = |shape: usize| {
-            let mut signs = (self.orders.iter().zip(&self.shapes))
-                .filter(|(_, s)| **s == shape)
-                .map(|(o, _)| *o > 0.0);
-            signs
-                .next()
-                .is_some_and(|first| signs.any(|other| other != first))
-        };
-        // each round's order term: its shape's own where that shape ran in both orders, else a shared one
-        let round_terms: Vec<Option<usize>> = (self.shapes.iter())
-            .map(|s| both_orders(*s).then_some(*s))
-            .collect();
-        let mut terms: Vec<Option<usize>> = Vec::new();
-        for term in &round_terms {
-            if !terms.contains(term) {
-                terms.push(*term);
-            }
-        }
-        if terms.len() < 2 {
-            return None;
-        }
-        let mut columns = vec![vec![1.0; n]];
-        columns.extend(terms.iter().map(|term| {
-            (self.orders.iter().zip(&round_terms))
-                .map(|(o, t)| if t == term { *o } else { 0.0 })
-                .collect()
-        }));
-        let dof = (n - columns.len()) as f64;
-        if dof < 2.0 {
-            return None;
-        }
-        let fit = crate::stats::least_squares(&columns, &self.ratios)?;
-        let extra = (columns.len() - 2) as f64;
-        let f = (one_order.residual - fit.residual) / extra / (fit.residual / dof);
-        (crate::stats::f_exceedance(f, extra, dof) < GROUPED_P).then(|| Fit {
-            change: fit.coefficients[0],
-            base: one_order.base,
-            residual: fit.residual,
-            dof,
-            share: fit.first_variance,
-        })
-    }
-
-    /// Measured in more than one round, every one in the same order of the sides (a config closed after
-    /// round 1 and reopened after an even number of rounds): its mean carries the order's whole effect,
-    /// which its rounds' scatter cannot show, so it needs a round in the other order.
-    fn one_sided(&self) -> bool {
-        self.orders.len() >= 2 && self.in_one_order()
-    }
-
-    /// Every round that counted it had the sides in the same order (round 1 alone, for one).
-    fn in_one_order(&self) -> bool {
-        self.orders.iter().all(|&s| s == self.orders[0])
-    }
-
-    /// Its fit under `floor`'s rules, and the variance of one round's log ratio that the noise model and
-    /// the session's floor expect.
-    fn fitted(&self, floor: &NoiseFloor) -> (Fit, f64) {
-        let fit = self.fit(floor.rules);
-        let prior = 2.0
-            * floor
-                .process_sd(&self.pass, &self.test, fit.base.exp())
-                .powi(2);
-        (fit, prior)
-    }
-}
-
-/// How much noisier than their priors the other configs measured more than once were, pooled over them
-/// (at least 1): for each config, a factor on its prior variance. A config closed after one round rests
-/// on its prior alone; where the others' rounds show this GPU noisier than the model and the floor say (on
-/// an H200, processes of rope's microsecond configs landed 2-7% apart, `tests/data/rope-paired-h200/`), its
-/// interval widens with theirs and it is measured again. A config's own scatter is left out of its factor
-/// (it counts once, in its own variance), and the model counts as [`PRIOR_DOF`] degrees of freedom here
-/// too, so a few rounds' scatter moves it only as far as they weigh.
-fn excess_noise(fitted: &[(Fit, f64)]) -> Vec<f64> {
-    let own: Vec<(f64, f64)> = fitted
-        .iter()
-        .map(|(fit, prior)| (fit.residual / prior, fit.dof))
-        .collect();
-    let (relative, dof) = own
-        .iter()
-        .fold((0.0, 0.0), |(r, d), (own_r, own_d)| (r + own_r, d + own_d));
-    own.iter()
-        .map(|(own_r, own_d)| ((PRIOR_DOF + relative - own_r) / (PRIOR_DOF + dof - own_d)).max(1.0))
-        .collect()
-}
-
-/// The verdict after `rounds` rounds, and which configs stay open (`None` when decided).
-fn judge(
-    tallies: &[Tally],
-    rounds: usize,
-    limits: &Thresholds,
-    floor: &NoiseFloor,
-) -> (Verdict, Option<Vec<bool>>) {
-    let (estimate, changes) = estimate(tallies, rounds, floor);
-    let bounds = Bounds::new(limits);
-    // the config whose lower bound lies furthest above the limit names the revert
-    let lowest_bound = |i: usize| changes[i].0 - Z_REGRESSED * changes[i].1;
-    let regressed: Vec<usize> = (0..changes.len())
-        .filter(|&i| lowest_bound(i) > bounds.regression)
-        .collect();
-    // rounds in one order only say no more about the change than a single round does
-    let one_sided = |i: usize| floor.rules >= Rules::Balanced && tallies[i].one_sided();
-    if let Some(&i) = regressed
-        .iter()
-        .filter(|&&i| {
-            (tallies[i].ratios.len() >= ROUNDS_TO_REVERT && !one_sided(i))
-                || changes[i].0 - Z_REGRESSED * ONE_ROUND_DOUBT * changes[i].1 > bounds.regression
-        })
-        .max_by(|&&a, &&b| lowest_bound(a).total_cmp(&lowest_bound(b)))
-    {
-        let reason = regressed_reason(&estimate.configs[i], limits, "beyond noise");
-        return (decided(Tier::Revert, reason, None, estimate), None);
-    }
-    let mut ambiguous = String::new();
-    // a config stays open until its 99% interval clears the limit: one closed on a lucky 95% interval
-    // would never be measured again, and a real regression in it would go unseen
-    let mut open: Vec<bool> = changes
-        .iter()
-        .map(|&(mean, se)| mean + Z_REGRESSED * se > bounds.regression)
-        .collect();
-    for (i, &(mean, se)) in changes.iter().enumerate() {
-        if one_sided(i) {
-            open[i] = true;
-        }
-        let why = if one_sided(i) {
-            "measured again in the same order of the sides only, whose effect its scatter cannot show"
-                .to_string()
-        } else if regressed.contains(&i) {
-            "beyond noise in one round, which a second round in fresh processes confirms or not"
-                .to_string()
-        } else if mean + Z * se > bounds.regression {
-            format!(
-                "within noise of the {}% regression limit",
-                fmt_pct(limits.regression_pct)
-            )
-        } else {
-            continue;
-        };
-        let _ = write!(
-            ambiguous,
-            "{}{}, {why}",
-            if ambiguous.is_empty() { "" } else { "; " },
-            estimate.configs[i].summary(),
-        );
-    }
-    let agg = &estimate.aggregate;
-    let agg_tier = interval_tier(agg.low_pct, agg.high_pct, limits);
-    if agg_tier.is_none() && (floor.rules.pools() || ambiguous.is_empty()) {
-        // the aggregate needs every config: one measured only in round 1 would otherwise weigh in it
-        // unmeasured while the open ones narrow it (an H200 null edit of rope was kept as a 3% gain so)
-        open = vec![true; changes.len()];
-    }
-    let tier = if ambiguous.is_empty() { agg_tier } else { None };
-    match tier {
-        Some(tier) => {
-            let reason = gain_reason(tier, agg, limits);
-            (decided(tier, reason, None, estimate), None)
-        }
-        None if rounds >= MAX_ROUNDS => (
-            decide_anyway_from(
-                estimate,
-                limits,
-                format!("{MAX_ROUNDS} rounds, the most the rule takes"),
-            ),
-            None,
-        ),
-        None => {
-            if ambiguous.is_empty() {
-                ambiguous = format!(
-                    "the improvement is {:.2}% ({:.2}% to {:.2}%) against the {}% and {}% tiers",
-                    agg.improvement_pct,
-                    agg.low_pct,
-                    agg.high_pct,
-                    fmt_pct(limits.gain_pct),
-                    fmt_pct(limits.continue_pct)
-                );
-            }
-            let open_cases = open_cases(tallies, &open);
-            (
-                Verdict::NeedMoreRounds {
-                    ambiguous,
-                    estimate,
-                    open: open_cases,
-                },
-                Some(open),
-            )
-        }
-    }
-}
-
-/// The test cases (each once, in the rounds' order) of the open configs: what the next round runs.
-fn open_cases(tallies: &[Tally], open: &[bool]) -> Vec<String> {
-    let mut cases: Vec<String> = Vec::new();
-    for (tally, _) in tallies.iter().zip(open).filter(|(_, open)| **open) {
-        if !cases.contains(&tally.test) {
-            cases.push(tally.test.clone());
-        }
-    }
-    cases
-}
-
 /// The verdict of a step's paired rounds: the first set's; but when a config of it is more than ten times
 /// faster than its baseline, the second set's if it confirms the first (`stats::confirm`), with the
 /// remark that says so. `second` measures the second set (`step`) or reads it back (`verify`).
@@ -688,156 +400,6 @@ pub fn decide_anyway(
     }
 }
 
-fn decide_anyway_from(estimate: Estimate, limits: &Thresholds, why: String) -> Verdict {
-    let worst = estimate
-        .configs
-        .iter()
-        .filter(|c| c.change_pct > limits.regression_pct)
-        .max_by(|a, b| a.change_pct.total_cmp(&b.change_pct));
-    let (tier, reason) = match worst {
-        Some(c) => (Tier::Revert, regressed_reason(c, limits, "within noise")),
-        None => {
-            let agg = &estimate.aggregate;
-            let tier = point_tier(agg.improvement_pct, limits);
-            (tier, gain_reason(tier, agg, limits))
-        }
-    };
-    let reason = format!(
-        "{reason}; undecided after {} round{} ({why}): decided on the means",
-        estimate.rounds,
-        if estimate.rounds == 1 { "" } else { "s" }
-    );
-    decided(tier, reason, Some(why), estimate)
-}
-
-fn decided(tier: Tier, reason: String, undecided: Option<String>, estimate: Estimate) -> Verdict {
-    Verdict::Decided(Decided {
-        tier,
-        reason,
-        undecided,
-        estimate,
-    })
-}
-
-/// The thresholds on the log scale of the paired ratios.
-struct Bounds {
-    regression: f64,
-}
-
-impl Bounds {
-    fn new(limits: &Thresholds) -> Bounds {
-        Bounds {
-            regression: (1.0 + limits.regression_pct / 100.0).ln(),
-        }
-    }
-}
-
-/// The tier whose range holds the whole improvement interval, if one does.
-fn interval_tier(low: f64, high: f64, limits: &Thresholds) -> Option<Tier> {
-    let (a, b) = (point_tier(low, limits), point_tier(high, limits));
-    // at exactly a threshold the point rule already takes the higher tier
-    (a == b).then_some(a)
-}
-
-/// The tier the means alone give an improvement (in percent), without an interval: what deciding on the
-/// means applies, and the single-run rule the tool had before paired rounds (`benches/verdicts.rs`).
-pub fn point_tier(improvement_pct: f64, limits: &Thresholds) -> Tier {
-    if improvement_pct >= limits.continue_pct {
-        Tier::Continue
-    } else if improvement_pct >= limits.gain_pct {
-        Tier::LowerPriority
-    } else {
-        Tier::Stop
-    }
-}
-
-fn regressed_reason(c: &ConfigEstimate, limits: &Thresholds, noise: &str) -> String {
-    format!(
-        "{}, slower than the {}% limit {noise}",
-        c.summary(),
-        fmt_pct(limits.regression_pct)
-    )
-}
-
-fn gain_reason(tier: Tier, agg: &Aggregate, limits: &Thresholds) -> String {
-    let range = match tier {
-        Tier::Continue => format!(">= {}%", fmt_pct(limits.continue_pct)),
-        Tier::LowerPriority => format!(
-            "{}-{}%",
-            fmt_pct(limits.gain_pct),
-            fmt_pct(limits.continue_pct)
-        ),
-        Tier::Stop | Tier::Revert => format!("< {}%", fmt_pct(limits.gain_pct)),
-    };
-    format!(
-        "{:.2}% faster overall ({:.2}% to {:.2}%; {range})",
-        agg.improvement_pct, agg.low_pct, agg.high_pct
-    )
-}
-
-fn pct(log_ratio: f64) -> f64 {
-    (log_ratio.exp() - 1.0) * 100.0
-}
-
-/// The estimates after `rounds` rounds, and each config's (mean, standard error) of its log ratio over
-/// the rounds that counted it.
-fn estimate(tallies: &[Tally], rounds: usize, floor: &NoiseFloor) -> (Estimate, Vec<(f64, f64)>) {
-    let mut configs = Vec::with_capacity(tallies.len());
-    let mut changes = Vec::with_capacity(tallies.len());
-    let (mut agg_log, mut agg_var, mut agg_base) = (0.0, 0.0, 0.0);
-    let fitted: Vec<(Fit, f64)> = tallies.iter().map(|t| t.fitted(floor)).collect();
-    let excess = match floor.rules.pools() {
-        true => excess_noise(&fitted),
-        false => vec![1.0; tallies.len()],
-    };
-    for ((tally, (fit, prior)), excess) in tallies.iter().zip(fitted).zip(excess) {
-        let Fit {
-            change: mean,
-            base,
-            residual,
-            dof,
-            share,
-        } = fit;
-        let prior = excess * prior;
-        let mut se = ((PRIOR_DOF * prior + residual) / (PRIOR_DOF + dof) * share).sqrt();
-        if floor.rules >= Rules::Ordered && tally.in_one_order() {
-            se = se.hypot(noise::ORDER_JITTER_MS / base.exp());
-        }
-        configs.push(ConfigEstimate {
-            pass: tally.pass.clone(),
-            test: tally.test.clone(),
-            rounds: tally.ratios.len(),
-            on_record_means: tally.on_record_means,
-            baseline_ms: base.exp(),
-            candidate_ms: (base + mean).exp(),
-            change_pct: pct(mean),
-            low_pct: pct(mean - Z * se),
-            high_pct: pct(mean + Z * se),
-        });
-        changes.push((mean, se));
-        agg_log += mean;
-        agg_var += se * se;
-        agg_base += base;
-    }
-    let m = configs.len() as f64;
-    let (agg_log, agg_se) = (agg_log / m, agg_var.sqrt() / m);
-    let baseline_ms = (agg_base / m).exp();
-    let aggregate = Aggregate {
-        baseline_ms,
-        candidate_ms: geometric_mean(configs.iter().map(|c| c.candidate_ms)).unwrap_or(f64::NAN),
-        improvement_pct: -pct(agg_log),
-        // faster is positive, so the interval's ends swap
-        low_pct: -pct(agg_log + Z * agg_se),
-        high_pct: -pct(agg_log - Z * agg_se),
-    };
-    let estimate = Estimate {
-        rounds,
-        configs,
-        aggregate,
-    };
-    (estimate, changes)
-}
-
 fn lookup(run: &[Measurement]) -> HashMap<(&str, &str), &Measurement> {
     run.iter()
         .map(|m| ((m.pass.as_str(), m.test.as_str()), m))
@@ -847,7 +409,7 @@ fn lookup(run: &[Measurement]) -> HashMap<(&str, &str), &Measurement> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::decision::{Decision, Status};
+    use crate::decision::{Decision, Status, Tier};
 
     /// One run of configs `t0`, `t1`, ... (forward) with these latencies.
     pub(crate) fn run(values: &[f64]) -> Vec<Measurement> {
@@ -1304,75 +866,6 @@ pub(crate) mod tests {
         assert_eq!(open, ["t0", "t1"]);
     }
 
-    /// A tally of one config over rounds that alternate the order from round 1 (baseline first), each
-    /// round's ratio `change` plus `order` when the candidate runs second.
-    fn alternating(rounds: usize, change: f64, order: f64) -> Tally {
-        let orders: Vec<f64> = (0..rounds)
-            .map(|i| if candidate_first(i) { 1.0 } else { -1.0 })
-            .collect();
-        Tally {
-            pass: "forward".into(),
-            test: "t0".into(),
-            on_record_means: false,
-            ratios: orders.iter().map(|s| change - order * s).collect(),
-            bases: vec![0.0; rounds],
-            shapes: vec![0; rounds],
-            orders,
-        }
-    }
-
-    #[test]
-    fn an_order_effect_that_changes_with_the_cases_a_round_ran_is_fitted_per_set_of_cases() {
-        // nine rounds of every case (shape 0), then seven of this config alone (shape 1), a little noise
-        let noise = [
-            0.002, -0.001, 0.003, -0.002, 0.0, 0.001, -0.003, 0.002, -0.001, 0.001, -0.002, 0.003,
-            -0.001, 0.0, 0.002, -0.002,
-        ];
-        let change = -0.01;
-        let tally = |order_in_shape: [f64; 2]| {
-            let mut tally = alternating(noise.len(), 0.0, 0.0);
-            tally.shapes = (0..noise.len()).map(|i| usize::from(i >= 9)).collect();
-            tally.ratios = (tally.orders.iter().zip(&tally.shapes).zip(noise))
-                .map(|((o, s), e)| change - order_in_shape[*s] * o + e)
-                .collect();
-            tally
-        };
-        // none in the nine, 6% in the seven: one term for both leaves the seven's effect in the scatter
-        let moving = tally([0.0, 0.06]);
-        let (one, grouped) = (moving.fit(Rules::Balanced), moving.fit(Rules::Grouped));
-        assert!(one.residual > 0.01, "{}", one.residual);
-        assert!(grouped.residual < 1e-4, "{}", grouped.residual);
-        assert!(
-            (grouped.change - change).abs() < 0.002,
-            "{}",
-            grouped.change
-        );
-        assert_eq!(grouped.dof, 13.0);
-        // the same 3% in both: the extra term fits noise only, and one term stays
-        let steady = tally([0.03, 0.03]);
-        let (one, grouped) = (steady.fit(Rules::Balanced), steady.fit(Rules::Grouped));
-        assert_eq!((grouped.change, grouped.dof), (one.change, one.dof));
-    }
-
-    #[test]
-    fn the_order_of_the_sides_is_taken_out_of_a_configs_change_from_four_rounds_on() {
-        let (change, order) = (-0.03, 0.04);
-        let close = |a: f64, b: f64| (a - b).abs() < 1e-12;
-        let fit = alternating(4, change, order).fit(Rules::Pooled);
-        assert!(close(fit.change, change) && close(fit.residual, 0.0));
-        assert_eq!((fit.dof, fit.share), (2.0, 0.25));
-        // an odd count: the plain mean would carry a fifth of the order's effect
-        let fit = alternating(5, change, order).fit(Rules::Pooled);
-        assert!(close(fit.change, change) && close(fit.residual, 0.0));
-        assert!(close(fit.share, 0.2 + 0.04 / 4.8) && fit.dof == 3.0);
-        // three rounds leave too little to fit it by, and the first rules never did
-        let fit = alternating(3, change, order).fit(Rules::Pooled);
-        assert!(close(fit.change, change + order / 3.0) && fit.dof == 2.0);
-        let fit = alternating(4, change, order).fit(Rules::First);
-        assert!(close(fit.change, change) && close(fit.residual, 4.0 * order * order));
-        assert_eq!((fit.dof, fit.share), (3.0, 0.25));
-    }
-
     #[test]
     fn scatter_between_rounds_widens_the_interval() {
         let rounds = [
@@ -1474,7 +967,9 @@ pub(crate) mod tests {
 /// replayed.
 #[cfg(test)]
 mod h200_rounds {
+    use super::tally::{Fit, excess_noise};
     use super::*;
+    use crate::decision::Tier;
     use crate::records::{self, RecordFormat, Statistic};
 
     /// A session's folder under `tests/data/`.
