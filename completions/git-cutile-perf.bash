@@ -981,7 +981,7 @@ _gitcutileperf() {
             return 0
             ;;
         gitcutileperf__subcmd__inspect)
-            opts="-h --suite --capability --measure --python --budget --json --help"
+            opts="-h --all --suite --capability --measure --python --budget --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -230,7 +230,12 @@ impl ThresholdArgs {
 #[derive(Args, Debug)]
 pub struct InspectArgs {
     /// Kernel name: the file stem under src/tilegym/ops/cutile/ or src/tilegym/suites/<suite>/cutile/
-    pub kernel: String,
+    #[arg(required_unless_present = "all")]
+    pub kernel: Option<String>,
+    /// List every kernel file of the checkout with its test and how it would be measured (its test's
+    /// test_perf, a session perf file, a standalone benchmark, or nothing): the coverage table
+    #[arg(long, conflicts_with_all = ["kernel", "suite", "capability", "measure"])]
+    pub all: bool,
     /// Which suite the kernel is in (`ops` or a suite name) when the name exists in several
     #[arg(long)]
     pub suite: Option<String>,

@@ -31,16 +31,20 @@ impl TryFrom<cli::StartArgs> for start::StartOptions {
     }
 }
 
-impl From<cli::InspectArgs> for inspect::InspectOptions {
-    fn from(args: cli::InspectArgs) -> inspect::InspectOptions {
-        inspect::InspectOptions {
-            kernel: args.kernel,
+impl From<cli::InspectArgs> for inspect::Inspect {
+    /// `--all`, or the one kernel clap requires without it.
+    fn from(args: cli::InspectArgs) -> inspect::Inspect {
+        let Some(kernel) = args.kernel.filter(|_| !args.all) else {
+            return inspect::Inspect::All;
+        };
+        inspect::Inspect::One(inspect::InspectOptions {
+            kernel,
             suite: args.suite,
             capability: args.capability,
             measure: args.measure,
             python: args.python,
             budget: args.budget,
-        }
+        })
     }
 }
 

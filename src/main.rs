@@ -53,7 +53,10 @@ fn run(ui: &mut Ui, cli: Cli) -> Result<()> {
     let repo = || git::check_git_version().and_then(|()| open());
     match cli.command {
         Command::Start(args) => show(ui, |ui| start::run(ui, &repo()?, &args.try_into()?)),
-        Command::Inspect(args) => show(ui, |ui| inspect::run(ui, &repo()?, &args.into())),
+        Command::Inspect(args) => match args.into() {
+            inspect::Inspect::All => show(ui, |_| inspect::all(&repo()?)),
+            inspect::Inspect::One(options) => show(ui, |ui| inspect::run(ui, &repo()?, &options)),
+        },
         Command::Step(args) => show(ui, |ui| step::run(ui, &repo()?, &args.into())),
         Command::Diagnose(args) => show(ui, |ui| diagnose::run(ui, &repo()?, &args.into())),
         Command::Compare(args) => show(ui, |_| compare::run(&repo()?, args.a, args.b)),

@@ -11,6 +11,7 @@ use crate::git::Repo;
 use crate::gpu::{capability_of, parse_capability};
 use crate::hint::Hinted;
 use crate::inspect::ClassEstimate;
+use crate::inspect::coverage::{Coverage, coverage};
 use crate::inspect::report::{InspectReport, Measurement, inspect_with_test, render};
 use crate::locate::{self, TestMatch};
 use crate::ncu::{self, Measured};
@@ -18,6 +19,26 @@ use crate::peaks;
 use crate::runner::{Local, Runner};
 use crate::ui::{Render, Ui};
 use crate::{kernel_class, pytest};
+
+/// What `inspect` is asked: one kernel, or the coverage table of every kernel file.
+#[derive(Debug)]
+pub enum Inspect {
+    One(InspectOptions),
+    All,
+}
+
+/// The coverage table of the checkout: every kernel file, its test and its source.
+pub fn all(repo: &Repo) -> Result<Coverage> {
+    locate::check_tilegym(&repo.root)?;
+    Ok(coverage(&repo.root))
+}
+
+impl Render for Coverage {
+    fn render(&self, ui: &mut Ui) -> Result<()> {
+        write!(ui.out(), "{}", crate::inspect::coverage::render(self))?;
+        Ok(())
+    }
+}
 
 /// Which kernel to inspect, and whether to measure its class.
 #[derive(Debug)]
