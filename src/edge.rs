@@ -4,7 +4,7 @@
 use anyhow::Result;
 
 use crate::cli::{self, HookAction};
-use crate::commands::{diagnose, hook, inspect, remote, skill, start, step};
+use crate::commands::{diagnose, hook, inspect, remote, scaffold, skill, start, step};
 
 impl TryFrom<cli::StartArgs> for start::StartOptions {
     type Error = anyhow::Error;
@@ -45,6 +45,16 @@ impl From<cli::InspectArgs> for inspect::Inspect {
             python: args.python,
             budget: args.budget,
         })
+    }
+}
+
+impl From<cli::StartArgs> for scaffold::ScaffoldOptions {
+    /// `start --scaffold`: the kernel only.
+    fn from(args: cli::StartArgs) -> scaffold::ScaffoldOptions {
+        scaffold::ScaffoldOptions {
+            kernel: args.kernel,
+            suite: args.suite,
+        }
     }
 }
 

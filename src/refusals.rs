@@ -8,15 +8,16 @@ use crate::git::Repo;
 use crate::guard::SANDBOX;
 use crate::hint::hinted;
 
-/// Before `start` creates anything.
-pub fn check_start(repo: &Repo, test: &str) -> Result<()> {
+/// Before `start` creates anything; `untracked_ok` for the session perf file, which is never
+/// committed.
+pub fn check_start(repo: &Repo, test: &str, untracked_ok: bool) -> Result<()> {
     if repo.is_unborn()? {
         return Err(hinted(
             "the repository has no commit yet",
             "commit the TileGym checkout first; a session branches from a commit",
         ));
     }
-    if !tracked(repo, test)? {
+    if !untracked_ok && !tracked(repo, test)? {
         return Err(hinted(
             format!(
                 "the test file {test} is not tracked by git, so the session could not prove what it ran"

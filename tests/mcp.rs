@@ -337,6 +337,8 @@ const OPTION_OF: &[(&str, &str, Option<&str>)] = &[
     ("start", "max-iterations", Some("thresholds")),
     ("start", "max-no-gain", Some("thresholds")),
     ("step", "continue", Some("continue_anyway")),
+    // `start --scaffold` is another verb's options (it only writes the session perf file)
+    ("start", "scaffold", None),
     // `--all` asks for every kernel instead of one: it picks the variant that holds `kernel`
     ("inspect", "all", Some("kernel")),
 ];

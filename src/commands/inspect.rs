@@ -64,6 +64,18 @@ pub fn run(ui: &mut Ui, repo: &Repo, args: &InspectOptions) -> Result<InspectRep
         None => Local.gpu(&repo.root).as_ref().and_then(capability_of),
     };
     let mut full = inspect_with_test(&repo.root, &kernel, capability)?;
+    if full.test.is_none() {
+        let why = full.test_error.clone().unwrap_or_default();
+        return Err(Hinted {
+            message: format!("{} has no test, so nothing can check or time it: {}", kernel.name, why.message),
+            hint: Some(format!(
+                "name its test with `git cutile-perf start {} --suite {} --test PATH`; `inspect --all` lists \
+                 what every kernel has",
+                kernel.name, kernel.suite
+            )),
+        }
+        .into());
+    }
     if args.measure {
         let measurement = measure(ui, repo, &full, args)?;
         let intensity = measurement.launch.intensity;
@@ -157,19 +169,9 @@ fn measure(
     Ok(against_peaks(launch, &repo.root))
 }
 
-/// The kernel's test, and the names of the kernels to profile in it.
+/// The kernel's test (`run` refused a kernel without one), and the names of the kernels to profile in it.
 fn what_to_profile(full: &InspectReport) -> Result<(&TestMatch, Vec<&str>)> {
-    let Some(test) = &full.test else {
-        let why = full.test_error.clone().unwrap_or_default();
-        return Err(Hinted {
-            message: format!(
-                "--measure needs the kernel's test, and none was found: {}",
-                why.message
-            ),
-            hint: why.hint,
-        }
-        .into());
-    };
+    let test = full.test.as_ref().context("the kernel has no test")?;
     let names: Vec<&str> = full
         .report
         .kernels

@@ -8,6 +8,7 @@ mod class;
 pub mod coverage;
 mod files;
 pub mod module;
+pub mod perf_file;
 pub mod report;
 pub mod source;
 pub mod syntax;

@@ -8,6 +8,7 @@ use serde::Serialize;
 use tree_sitter::Node;
 
 use super::syntax::{Arguments, Source as Parsed, descendants, named_children};
+use crate::hint::Hinted;
 use crate::locate::{self, Kernel};
 
 /// The test function whose cases `start` and `step` time.
@@ -95,6 +96,44 @@ pub fn find(root: &Path, kernel: &Kernel, test: Option<&str>) -> Source {
         Some(path) => Source::Benchmark { path },
         None => Source::None,
     }
+}
+
+/// Refuses a session whose `test` has no `test_perf`, before anything runs: what times the kernel
+/// instead, if anything, and the way forward.
+pub fn require_perf_cases(kernel: &Kernel, test: &str, source: &Source) -> Result<(), Hinted> {
+    let perf_file = session_perf_file(kernel);
+    let scaffold = format!(
+        "write a session perf file with `git cutile-perf start {} --suite {} --scaffold`, set its shapes to \
+         sizes of real use, then start with --test {perf_file}",
+        kernel.name, kernel.suite
+    );
+    let (message, hint) = match source {
+        Source::TestPerf { .. } => return Ok(()),
+        Source::SessionPerfFile { path, .. } => (
+            format!(
+                "{test} has no {PERF_TEST}; the session perf file {path} times {}",
+                kernel.name
+            ),
+            format!("start with --test {path}"),
+        ),
+        Source::Benchmark { path } => (
+            format!(
+                "{test} has no {PERF_TEST}, and a session does not run the standalone benchmark {path}"
+            ),
+            scaffold,
+        ),
+        Source::None => (
+            format!(
+                "{test} has no {PERF_TEST}: its tests check {} for correctness only, and nothing times it",
+                kernel.name
+            ),
+            scaffold,
+        ),
+    };
+    Err(Hinted {
+        message,
+        hint: Some(hint),
+    })
 }
 
 /// `None` when `text` defines no `test_perf`; else its cuTile cases when every parametrization of it
