@@ -3,7 +3,7 @@
 //! unseen. Which files: any Python can import from the test's import roots (the work-tree root and
 //! `src/`, so a path whose directories are all identifiers) with an extension Python or pytest loads,
 //! `.pth` files anywhere, pytest's config files, and a session perf file (`sandbox/perf_<kernel>.py`, the
-//! session's test when the kernel's own tests check correctness only). `start` records them (path and content hash) in the
+//! session's test when the kernel's own tests check correctness only) with its `sandbox/conftest.py`. `start` records them (path and content hash) in the
 //! git dir; `step` refuses when any appeared, changed or went away, and copies them into the baseline's
 //! worktree so that both sides of a comparison see the same ones.
 
@@ -24,8 +24,12 @@ const PYTEST_CONFIGS: &[&str] = &["pytest.ini", "pyproject.toml", "setup.cfg", "
 fn loadable(path: &str) -> bool {
     let (dirs, name) = path.rsplit_once('/').unwrap_or(("", path));
     if let Some(scratch) = path.strip_prefix(&format!("{}/", crate::guard::SANDBOX)) {
-        // a session perf file is the session's test: loaded, so recorded and copied like the others
-        return scratch.starts_with("perf_") && scratch.ends_with(".py") && !scratch.contains('/');
+        // a session perf file is the session's test, and the conftest beside it loads the checkout's
+        // test configuration for it: loaded, so recorded and copied like the others
+        return scratch == "conftest.py"
+            || (scratch.starts_with("perf_")
+                && scratch.ends_with(".py")
+                && !scratch.contains('/'));
     }
     if name.ends_with(".pth") {
         return true;
@@ -174,6 +178,7 @@ mod tests {
             "tests/tox.ini",
             ".venv/lib/python3.11/site-packages/evil.pth",
             "sandbox/perf_geglu.py",
+            "sandbox/conftest.py",
         ] {
             assert!(loadable(path), "{path}");
         }

@@ -84,6 +84,12 @@ pub fn run(repo: &Repo, args: &ScaffoldOptions) -> Result<ScaffoldReport> {
     std::fs::create_dir_all(path.parent().expect("the file is in the sandbox"))?;
     std::fs::write(&path, perf_file::render(&kernel.name, &test, &op))
         .with_context(|| format!("cannot write {file}"))?;
+    let conftest = path.with_file_name(perf_file::CONFTEST);
+    // one the user edited is kept
+    if !conftest.exists() {
+        std::fs::write(&conftest, perf_file::CONFTEST_TEXT)
+            .with_context(|| format!("cannot write {}", conftest.display()))?;
+    }
     Ok(ScaffoldReport {
         file,
         test,

@@ -1,6 +1,8 @@
 //! The session perf file proposed for a kernel whose tests check correctness only: a `test_perf` that
 //! times the kernel's registered cuTile op through the checkout's own harness (`tests.common`), on
-//! shapes the user sets to sizes of real use before the baseline. Text in, text out.
+//! shapes the user sets to sizes of real use before the baseline, beside the kernel's correctness tests
+//! imported from its test module (pytest collects them there), so that one file is the session's test.
+//! Text in, text out.
 
 use super::syntax::{Source as Parsed, descendants, named_children};
 use super::{Report, source::PERF_TEST};
@@ -69,6 +71,13 @@ fn required_parameters(text: &str, function: &str) -> Vec<String> {
         .collect()
 }
 
+/// Where the conftest of the session perf files goes, and its text: pytest loads a conftest beside
+/// the files it is given before it parses the options, so the checkout's test options (TileGym's
+/// `--print-record`), fixtures and hooks reach a perf file outside `tests/`.
+pub const CONFTEST: &str = "conftest.py";
+pub const CONFTEST_TEXT: &str = "\"\"\"The checkout's test configuration (options, fixtures, hooks) for the session perf files here, \
+    which live outside tests/.\"\"\"\n\nfrom tests.conftest import *  # noqa: F401,F403\n";
+
 /// The file's text: `test` is the correctness test whose inputs it should build alike.
 pub fn render(kernel: &str, test: &str, op: &TimedOp) -> String {
     let tensors: Vec<String> = op
@@ -94,6 +103,9 @@ import torch
 from tests import common
 from {module} import {function} as op
 
+# the kernel's correctness tests, collected here too: every step runs them before it times the op
+from {tests} import *  # noqa: F401,F403
+
 SHAPES = [
 {shapes}
 ]
@@ -112,6 +124,7 @@ def {PERF_TEST}(shape, dtype, backend, record_property):
 "#,
         function = op.function,
         module = op.module,
+        tests = test.trim_end_matches(".py").replace('/', "."),
         parameters = op.parameters.join(", "),
         shapes = shapes.join("\n"),
         tensors = tensors.join(", "),
@@ -138,6 +151,10 @@ mod tests {
             "{file}"
         );
         assert!(file.contains("    return (torch.randn(shape, dtype=dtype, device=\"cuda\"), torch.randn(shape, dtype=dtype, device=\"cuda\"),)\n"), "{file}");
+        assert!(
+            file.contains("from tests.suites.lib.test_geglu import *  # noqa"),
+            "{file}"
+        );
         assert_eq!(super::super::source::perf_configs(&file), Some(None));
     }
 }

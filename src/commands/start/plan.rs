@@ -84,6 +84,7 @@ pub fn plan(repo: &Repo, args: &StartOptions, progress: &Progress) -> Result<Pla
         found,
         inspection,
         test,
+        perf_file,
         allowed,
     } = scope(repo, args, progress)?;
     let branch = format!("{BRANCH_PREFIX}{}-{}", found.name, today());
@@ -131,6 +132,7 @@ pub fn plan(repo: &Repo, args: &StartOptions, progress: &Progress) -> Result<Pla
     }
     let session = Session {
         kernel: found.path.clone(),
+        perf_file,
         test,
         allowed,
         statistic: *stat,
@@ -182,6 +184,8 @@ struct Scope {
     found: Kernel,
     inspection: InspectPlan,
     test: String,
+    /// The session perf file's hash, when the test is one.
+    perf_file: Option<String>,
     allowed: Vec<String>,
 }
 
@@ -223,10 +227,15 @@ fn scope(repo: &Repo, args: &StartOptions, progress: &Progress) -> Result<Scope>
     let untracked_ok = test == crate::inspect::source::session_perf_file(&found);
     refusals::check_start(repo, &test, untracked_ok)?;
     refusals::check_step(repo, &allowed)?;
+    let perf_file = match untracked_ok {
+        true => Some(refusals::perf_file_hash(repo, &test)?),
+        false => None,
+    };
     Ok(Scope {
         found,
         inspection,
         test,
+        perf_file,
         allowed,
     })
 }

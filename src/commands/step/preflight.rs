@@ -31,6 +31,7 @@ pub fn preflight(repo: &Repo, continue_anyway: bool) -> Result<Preflight> {
     refuse_halted(&history, continue_anyway)?;
     let allowed = &history.session.allowed;
     crate::refusals::check_step(repo, allowed)?;
+    crate::refusals::check_perf_file(repo, &history.session)?;
     if let Some(branch) = repo.branch()? {
         crate::ignored::check(repo, &branch)?;
     }
