@@ -15,11 +15,11 @@ from tilegym.suites.liger.cutile import scale as kernel
 from tests.suites.liger.test_scale import *  # noqa: F401,F403
 
 
-@pytest.mark.parametrize("size", ["small", "large"])
+@pytest.mark.parametrize("size", ["tiny", "small", "large"])
 @pytest.mark.parametrize("backend", ["cutile"])
 def test_perf(size, backend, record_property):
     x = [1.0] * 64
-    timed = common.benchmark(lambda: kernel.scale(x, 2.0), kernel.LATENCY_MS[size])
+    timed = common.benchmark(lambda: kernel.scale(x, 2.0), kernel.LATENCY_MS.get(size, 0.004))
     record_property("benchmark", {"cutile": {"forward": timed}})
 "#;
 
@@ -46,10 +46,16 @@ fn a_session_through_a_session_perf_file_records_and_guards_it() {
     let inspected = f.ok(&["inspect", "scale"]);
     assert!(
         inspected
-            .contains("measured by: the session perf file sandbox/perf_scale.py (2 config(s))"),
+            .contains("measured by: the session perf file sandbox/perf_scale.py (3 config(s))"),
         "{inspected}"
     );
-    f.ok(&["start", "scale", "--test", PERF_FILE]);
+    let started = f.ok(&["start", "scale", "--test", PERF_FILE]);
+    assert!(
+        started.contains("launch-bound 1 config(s) run in under 10 us")
+            && started
+                .contains("  sandbox.perf_scale::test_perf[cutile-tiny] forward (0.004000 ms)"),
+        "{started}"
+    );
     let hash = f.git(&["hash-object", PERF_FILE]);
     let trailer = f.git(&[
         "log",
