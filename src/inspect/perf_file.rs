@@ -100,11 +100,11 @@ baseline, set SHAPES to sizes of real use and build the inputs as {test} does
 import pytest
 import torch
 
-from tests import common
-from {module} import {function} as op
-
 # the kernel's correctness tests, collected here too: every step runs them before it times the op
 from {tests} import *  # noqa: F401,F403
+
+from tests import common
+from {module} import {function} as op
 
 SHAPES = [
 {shapes}
