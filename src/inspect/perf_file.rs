@@ -146,15 +146,14 @@ mod tests {
             parameters: vec!["a".to_string(), "b".to_string()],
         };
         let file = render("geglu", "tests/suites/lib/test_geglu.py", &op);
-        assert!(
-            file.contains("from tilegym.suites.lib.cutile.geglu import geglu as op\n"),
-            "{file}"
-        );
-        assert!(file.contains("    return (torch.randn(shape, dtype=dtype, device=\"cuda\"), torch.randn(shape, dtype=dtype, device=\"cuda\"),)\n"), "{file}");
-        assert!(
-            file.contains("from tests.suites.lib.test_geglu import *  # noqa"),
-            "{file}"
-        );
+        for wanted in [
+            "from tilegym.suites.lib.cutile.geglu import geglu as op\n",
+            "    return (torch.randn(shape, dtype=dtype, device=\"cuda\"), torch.randn(shape, dtype=dtype, \
+             device=\"cuda\"),)\n",
+            "from tests.suites.lib.test_geglu import *  # noqa",
+        ] {
+            assert!(file.contains(wanted), "{wanted}\n{file}");
+        }
         assert_eq!(super::super::source::perf_configs(&file), Some(None));
     }
 }
