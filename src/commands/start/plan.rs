@@ -220,12 +220,12 @@ fn scope(repo: &Repo, args: &StartOptions, progress: &Progress) -> Result<Scope>
         &args.allow,
         &args.deny,
     )?;
-    let source = crate::inspect::source::find(&repo.root, &found, Some(&test));
-    crate::inspect::source::require_perf_cases(&found, &test, &source)?;
     // the session perf file is never committed: git ignores the sandbox, and the session records it as
     // an ignored file the tests load
     let untracked_ok = test == crate::inspect::source::session_perf_file(&found);
     refusals::check_start(repo, &test, untracked_ok)?;
+    let source = crate::inspect::source::find(&repo.root, &found, Some(&test));
+    crate::inspect::source::require_perf_cases(&found, &test, &source)?;
     refusals::check_step(repo, &allowed)?;
     let perf_file = match untracked_ok {
         true => Some(refusals::perf_file_hash(repo, &test)?),
