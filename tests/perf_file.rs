@@ -37,10 +37,16 @@ fn a_session_through_a_session_perf_file_records_and_guards_it() {
         proposed.contains("from tilegym.suites.liger.cutile.scale import scale as op"),
         "{proposed}"
     );
+    // an edit of the user's is never written over, even one that no longer times anything
+    f.write(PERF_FILE, "# shapes to come\n");
     let again = f.fails(&["start", "scale", "--scaffold"]);
     assert!(
         again.contains("sandbox/perf_scale.py exists already"),
         "{again}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(f.path(PERF_FILE)).unwrap(),
+        "# shapes to come\n"
     );
     f.write(PERF_FILE, EDITED);
     let inspected = f.ok(&["inspect", "scale"]);

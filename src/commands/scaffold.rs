@@ -7,9 +7,9 @@ use serde::Serialize;
 use crate::git::Repo;
 use crate::hint::{Hinted, hinted};
 use crate::inspect::perf_file::{self, TimedOp};
-use crate::inspect::report::inspect_with_test;
+use crate::inspect::report::{InspectReport, inspect_with_test};
 use crate::inspect::source::{Source, session_perf_file};
-use crate::locate;
+use crate::locate::{self, Kernel};
 use crate::ui::{Render, Ui};
 
 /// The kernel whose session perf file to write.
@@ -41,36 +41,14 @@ pub fn run(repo: &Repo, args: &ScaffoldOptions) -> Result<ScaffoldReport> {
         "git cutile-perf start {} --suite {} --test {file}",
         kernel.name, kernel.suite
     );
-    let test = match (&full.source, &full.test) {
-        (Source::TestPerf { path, .. }, _) => {
-            return Err(hinted(
-                format!("{path} already times {} in its test_perf", kernel.name),
-                format!(
-                    "start the session on it: `git cutile-perf start {} --suite {}`",
-                    kernel.name, kernel.suite
-                ),
-            ));
-        }
-        // an edited perf file is the user's: never written over
-        (Source::SessionPerfFile { path, .. }, _) => {
-            return Err(hinted(
-                format!("{path} exists already"),
-                format!("edit it, or move it away to write a fresh one; start with `{start}`"),
-            ));
-        }
-        (_, Some(test)) => test.path.clone(),
-        (_, None) => {
-            return Err(hinted(
-                format!(
-                    "{} has no test whose inputs a perf file could follow",
-                    kernel.name
-                ),
-                format!(
-                    "write {file} by hand: a test_perf that records the op's timing as the checkout's perf tests do"
-                ),
-            ));
-        }
-    };
+    // an edited perf file is the user's: never written over
+    if repo.root.join(&file).exists() {
+        return Err(hinted(
+            format!("{file} exists already"),
+            format!("edit it, or move it away to write a fresh one; start with `{start}`"),
+        ));
+    }
+    let test = test_to_follow(&full, &kernel, &file)?;
     let text = std::fs::read_to_string(repo.root.join(&kernel.path))
         .with_context(|| format!("reading {}", kernel.path))?;
     let op = perf_file::timed_op(&full.report, &text).ok_or_else(|| Hinted {
@@ -95,6 +73,33 @@ pub fn run(repo: &Repo, args: &ScaffoldOptions) -> Result<ScaffoldReport> {
         test,
         op,
         start,
+    })
+}
+
+/// The correctness test the perf file follows; refused when the kernel is timed already or has no test.
+fn test_to_follow(full: &InspectReport, kernel: &Kernel, file: &str) -> Result<String> {
+    Ok(match (&full.source, &full.test) {
+        (Source::TestPerf { path, .. }, _) => {
+            return Err(hinted(
+                format!("{path} already times {} in its test_perf", kernel.name),
+                format!(
+                    "start the session on it: `git cutile-perf start {} --suite {}`",
+                    kernel.name, kernel.suite
+                ),
+            ));
+        }
+        (_, Some(test)) => test.path.clone(),
+        (_, None) => {
+            return Err(hinted(
+                format!(
+                    "{} has no test whose inputs a perf file could follow",
+                    kernel.name
+                ),
+                format!(
+                    "write {file} by hand: a test_perf that records the op's timing as the checkout's perf tests do"
+                ),
+            ));
+        }
     })
 }
 
