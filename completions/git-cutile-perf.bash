@@ -981,7 +981,7 @@ _gitcutileperf() {
             return 0
             ;;
         gitcutileperf__subcmd__inspect)
-            opts="-h --suite --capability --measure --python --budget --json --help"
+            opts="-h --all --suite --capability --measure --python --budget --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1197,7 +1197,7 @@ _gitcutileperf() {
             return 0
             ;;
         gitcutileperf__subcmd__start)
-            opts="-h --suite --test --allow --deny --python --filter --stat --class --intensity --runner --slurm-args --queue-timeout --no-gpu --gpus --budget --continue-pct --gain-pct --regression-pct --max-iterations --max-no-gain --json --help"
+            opts="-h --suite --test --scaffold --allow --deny --python --filter --stat --class --intensity --runner --slurm-args --queue-timeout --no-gpu --gpus --budget --continue-pct --gain-pct --regression-pct --max-iterations --max-no-gain --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

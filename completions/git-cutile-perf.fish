@@ -74,6 +74,7 @@ complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand start" -
 complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand start" -l regression-pct -d 'Slowdown (%) of any single config that reverts the change' -r
 complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand start" -l max-iterations -d 'Iterations after which the loop stops' -r
 complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand start" -l max-no-gain -d 'Consecutive iterations without a gain after which the loop stops' -r
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand start" -l scaffold -d 'Only write a session perf file (sandbox/perf_<kernel>.py) for a kernel whose tests check correctness only: a test_perf timing its registered op through the checkout\'s harness, on shapes to set to sizes of real use before starting with --test sandbox/perf_<kernel>.py'
 complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand start" -l no-gpu -d 'Start without a GPU (for tests that run on the CPU); recorded in the session, and steps do not look for one either'
 complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand start" -l json -d 'Print one JSON object instead of text'
 complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand start" -s h -l help -d 'Print help'
@@ -81,6 +82,7 @@ complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand inspect"
 complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand inspect" -l capability -d 'The compute capability whose autotune branches to show (e.g. 9.0); default: the GPU\'s' -r
 complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand inspect" -l python -d 'The Python command that runs pytest for --measure (e.g. `python3`, `uv run python`), split as a shell would' -r
 complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand inspect" -l budget -d 'Time limit for --measure (e.g. 10m)' -r
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand inspect" -l all -d 'List every kernel file of the checkout with its test and how it would be measured (its test\'s test_perf, a session perf file, a standalone benchmark, or nothing): the coverage table'
 complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand inspect" -l measure -d 'Measure the class with Nsight Compute (`ncu` on PATH): profile one launch of the kernel in its first perf case, autotuning off, and read DRAM bytes, FLOPs and duration'
 complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand inspect" -l json -d 'Print one JSON object instead of text'
 complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand inspect" -s h -l help -d 'Print help'

@@ -47,6 +47,8 @@ pub enum Kind {
     ReplacedObjects,
     /// A commit of a signed session without a good signature, or any commit with a bad one.
     Signature,
+    /// The session perf file differs from the one the baseline recorded, or is gone.
+    PerfFileChanged,
 }
 
 impl Kind {
@@ -65,6 +67,7 @@ impl Kind {
             Kind::BaselineRef => "baseline-ref",
             Kind::ReplacedObjects => "replaced-objects",
             Kind::Signature => "signature",
+            Kind::PerfFileChanged => "perf-file-changed",
         }
     }
 }

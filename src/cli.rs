@@ -145,6 +145,11 @@ pub struct StartArgs {
     /// importing the kernel's module, or calling its registered op), or to pick another
     #[arg(long, value_name = "PATH")]
     pub test: Option<String>,
+    /// Only write a session perf file (sandbox/perf_<kernel>.py) for a kernel whose tests check
+    /// correctness only: a test_perf timing its registered op through the checkout's harness, on shapes
+    /// to set to sizes of real use before starting with --test sandbox/perf_<kernel>.py
+    #[arg(long, conflicts_with = "test")]
+    pub scaffold: bool,
     /// Another path iterations may change, besides those `inspect` finds (the kernel file, and files whose
     /// launch wrapper or autotune space its registered ops reach); repeatable
     #[arg(long, value_name = "PATH")]
@@ -230,7 +235,12 @@ impl ThresholdArgs {
 #[derive(Args, Debug)]
 pub struct InspectArgs {
     /// Kernel name: the file stem under src/tilegym/ops/cutile/ or src/tilegym/suites/<suite>/cutile/
-    pub kernel: String,
+    #[arg(required_unless_present = "all")]
+    pub kernel: Option<String>,
+    /// List every kernel file of the checkout with its test and how it would be measured (its test's
+    /// test_perf, a session perf file, a standalone benchmark, or nothing): the coverage table
+    #[arg(long, conflicts_with_all = ["kernel", "suite", "capability", "measure"])]
+    pub all: bool,
     /// Which suite the kernel is in (`ops` or a suite name) when the name exists in several
     #[arg(long)]
     pub suite: Option<String>,

@@ -4,7 +4,7 @@
 use anyhow::Result;
 
 use crate::cli::{self, HookAction};
-use crate::commands::{diagnose, hook, inspect, remote, skill, start, step};
+use crate::commands::{diagnose, hook, inspect, remote, scaffold, skill, start, step};
 
 impl TryFrom<cli::StartArgs> for start::StartOptions {
     type Error = anyhow::Error;
@@ -31,15 +31,29 @@ impl TryFrom<cli::StartArgs> for start::StartOptions {
     }
 }
 
-impl From<cli::InspectArgs> for inspect::InspectOptions {
-    fn from(args: cli::InspectArgs) -> inspect::InspectOptions {
-        inspect::InspectOptions {
-            kernel: args.kernel,
+impl From<cli::InspectArgs> for inspect::Inspect {
+    /// `--all`, or the one kernel clap requires without it.
+    fn from(args: cli::InspectArgs) -> inspect::Inspect {
+        let Some(kernel) = args.kernel.filter(|_| !args.all) else {
+            return inspect::Inspect::All;
+        };
+        inspect::Inspect::One(inspect::InspectOptions {
+            kernel,
             suite: args.suite,
             capability: args.capability,
             measure: args.measure,
             python: args.python,
             budget: args.budget,
+        })
+    }
+}
+
+impl From<cli::StartArgs> for scaffold::ScaffoldOptions {
+    /// `start --scaffold`: the kernel only.
+    fn from(args: cli::StartArgs) -> scaffold::ScaffoldOptions {
+        scaffold::ScaffoldOptions {
+            kernel: args.kernel,
+            suite: args.suite,
         }
     }
 }

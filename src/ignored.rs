@@ -2,7 +2,8 @@
 //! untracked, so an ignored `conftest.py`, a stale `.pyc` or a built `.so` could change every measurement
 //! unseen. Which files: any Python can import from the test's import roots (the work-tree root and
 //! `src/`, so a path whose directories are all identifiers) with an extension Python or pytest loads,
-//! `.pth` files anywhere, and pytest's config files. `start` records them (path and content hash) in the
+//! `.pth` files anywhere, pytest's config files, and a session perf file (`sandbox/perf_<kernel>.py`, the
+//! session's test when the kernel's own tests check correctness only) with its `sandbox/conftest.py`. `start` records them (path and content hash) in the
 //! git dir; `step` refuses when any appeared, changed or went away, and copies them into the baseline's
 //! worktree so that both sides of a comparison see the same ones.
 
@@ -22,8 +23,13 @@ const PYTEST_CONFIGS: &[&str] = &["pytest.ini", "pyproject.toml", "setup.cfg", "
 /// Whether an ignored file at `path` (relative, `/`-separated) can be loaded by the tests.
 fn loadable(path: &str) -> bool {
     let (dirs, name) = path.rsplit_once('/').unwrap_or(("", path));
-    if path.starts_with(&format!("{}/", crate::guard::SANDBOX)) {
-        return false;
+    if let Some(scratch) = path.strip_prefix(&format!("{}/", crate::guard::SANDBOX)) {
+        // a session perf file is the session's test, and the conftest beside it loads the checkout's
+        // test configuration for it: loaded, so recorded and copied like the others
+        return scratch == "conftest.py"
+            || (scratch.starts_with("perf_")
+                && scratch.ends_with(".py")
+                && !scratch.contains('/'));
     }
     if name.ends_with(".pth") {
         return true;
@@ -171,6 +177,8 @@ mod tests {
             "pytest.ini",
             "tests/tox.ini",
             ".venv/lib/python3.11/site-packages/evil.pth",
+            "sandbox/perf_geglu.py",
+            "sandbox/conftest.py",
         ] {
             assert!(loadable(path), "{path}");
         }
@@ -182,6 +190,8 @@ mod tests {
             "tests/2d-cases.py",
             "sandbox/baseline/x.py",
             "sandbox/evil.pth",
+            "sandbox/perf_results.md",
+            "sandbox/baseline/perf_x.py",
             "src/tilegym/.hidden/x.py",
         ] {
             assert!(!loadable(path), "{path}");

@@ -119,6 +119,52 @@ fn kernel_dirs(root: &Path) -> Vec<(String, String)> {
     dirs
 }
 
+/// Every kernel file of the checkout, sorted by path: a module under a kernel folder that defines a
+/// kernel (`@ct.kernel`, `ct.kernel(...)`) or names one as what its device-side helpers serve.
+pub fn kernel_files(root: &Path) -> Vec<Kernel> {
+    let mut found: Vec<Kernel> = kernel_dirs(root)
+        .into_iter()
+        .flat_map(|(suite, dir)| {
+            files_where(root, &dir, |f| f.ends_with(".py") && !f.starts_with("__"))
+                .into_iter()
+                .map(move |path| Kernel {
+                    name: stem(&path),
+                    suite: suite.clone(),
+                    path,
+                })
+        })
+        .filter(|k| {
+            std::fs::read_to_string(root.join(&k.path))
+                .is_ok_and(|text| text.contains("@ct.kernel") || text.contains("ct.kernel("))
+        })
+        .collect();
+    found.sort_by(|a, b| a.path.cmp(&b.path));
+    found
+}
+
+fn stem(path: &str) -> String {
+    Path::new(path)
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// The checkout's standalone benchmark of `kernel`: `bench_<name>.py` under `tests/benchmark/` (its
+/// `suites/` folder left out) for the core operators, under `tests/benchmark/suites/<suite>/` for a
+/// suite's kernel.
+pub fn find_benchmark(root: &Path, kernel: &Kernel) -> Option<String> {
+    const BENCHMARKS: &str = "tests/benchmark";
+    let file = format!("bench_{}.py", kernel.name);
+    let found = match kernel.suite.as_str() {
+        OPS => files_named(root, BENCHMARKS, &file)
+            .into_iter()
+            .filter(|p| !p.starts_with(&format!("{BENCHMARKS}/suites/")))
+            .collect::<Vec<_>>(),
+        suite => files_named(root, &format!("{BENCHMARKS}/suites/{suite}"), &file),
+    };
+    found.into_iter().next()
+}
+
 /// The names (file stems) of every kernel module in the checkout.
 fn kernel_names(root: &Path) -> BTreeSet<String> {
     kernel_dirs(root)

@@ -9,7 +9,7 @@ use anyhow::Result;
 use git_cutile_perf::cli::{Cli, Command};
 use git_cutile_perf::commands::{
     compare, config, demo, diagnose, extras, hook, inspect, mcp, next, plot, refs, remote, repair,
-    report, skill, start, status, step, table, verify,
+    report, scaffold, skill, start, status, step, table, verify,
 };
 use git_cutile_perf::ui::{Render, Ui};
 use git_cutile_perf::{errors, git, process};
@@ -51,8 +51,14 @@ fn run(ui: &mut Ui, cli: Cli) -> Result<()> {
     let open = || git::Repo::discover(&std::env::current_dir()?);
     let repo = || git::check_git_version().and_then(|()| open());
     match cli.command {
+        Command::Start(args) if args.scaffold => {
+            show(ui, |_| scaffold::run(&repo()?, &args.into()))
+        }
         Command::Start(args) => show(ui, |ui| start::run(ui, &repo()?, &args.try_into()?)),
-        Command::Inspect(args) => show(ui, |ui| inspect::run(ui, &repo()?, &args.into())),
+        Command::Inspect(args) => match args.into() {
+            inspect::Inspect::All => show(ui, |_| inspect::all(&repo()?)),
+            inspect::Inspect::One(options) => show(ui, |ui| inspect::run(ui, &repo()?, &options)),
+        },
         Command::Step(args) => show(ui, |ui| step::run(ui, &repo()?, &args.into())),
         Command::Diagnose(args) => show(ui, |ui| diagnose::run(ui, &repo()?, &args.into())),
         Command::Compare(args) => show(ui, |_| compare::run(&repo()?, args.a, args.b)),

@@ -8,8 +8,9 @@ use crate::git::Repo;
 use crate::guard::SANDBOX;
 use crate::hint::hinted;
 
-/// Before `start` creates anything.
-pub fn check_start(repo: &Repo, test: &str) -> Result<()> {
+/// Before `start` creates anything; `untracked_ok` for the session perf file, which is never
+/// committed.
+pub fn check_start(repo: &Repo, test: &str, untracked_ok: bool) -> Result<()> {
     if repo.is_unborn()? {
         return Err(hinted(
             "the repository has no commit yet",
@@ -24,7 +25,7 @@ pub fn check_start(repo: &Repo, test: &str) -> Result<()> {
         ));
     }
     refuse_linked_test(repo, test)?;
-    if !tracked(repo, test)? {
+    if !untracked_ok && !tracked(repo, test)? {
         return Err(hinted(
             format!(
                 "the test file {test} is not tracked by git, so the session could not prove what it ran"
@@ -156,4 +157,47 @@ fn tracked(repo: &Repo, path: &str) -> Result<bool> {
     Ok(!repo
         .git(&["--literal-pathspecs", "ls-files", "-z", "--", path])?
         .is_empty())
+}
+
+/// The blob id of the untracked session perf file at `path`, as `start` records it.
+pub fn perf_file_hash(repo: &Repo, path: &str) -> Result<String> {
+    Ok(repo
+        .git(&["hash-object", "--no-filters", "--", path])?
+        .trim()
+        .to_string())
+}
+
+/// How the session perf file differs from the one the baseline recorded, if it does: a step on
+/// another file would compare its configs with the baseline's under the same names.
+pub fn perf_file_change(repo: &Repo, session: &crate::session::Session) -> Result<Option<String>> {
+    let Some(recorded) = &session.perf_file else {
+        return Ok(None);
+    };
+    if !repo.root.join(&session.test).is_file() {
+        return Ok(Some(format!(
+            "the session perf file {} is gone",
+            session.test
+        )));
+    }
+    let now = perf_file_hash(repo, &session.test)?;
+    Ok((now != *recorded).then(|| {
+        format!(
+            "the session perf file {} changed since the baseline (recorded {}, now {})",
+            session.test,
+            crate::session::short(recorded),
+            crate::session::short(&now)
+        )
+    }))
+}
+
+/// Before a step: the session perf file must be the baseline's.
+pub fn check_perf_file(repo: &Repo, session: &crate::session::Session) -> Result<()> {
+    match perf_file_change(repo, session)? {
+        None => Ok(()),
+        Some(what) => Err(hinted(
+            what,
+            "restore the file the baseline measured; to measure other shapes, start a new session on the \
+             edited file",
+        )),
+    }
 }

@@ -29,6 +29,9 @@ pub const BRANCH_PREFIX: &str = "cutile-perf-";
 pub struct Session {
     pub kernel: String,
     pub test: String,
+    /// The content hash (git's blob id) of the test when it is a session perf file, which git does not
+    /// track: a step refuses when it changed, and `verify` reports it.
+    pub perf_file: Option<String>,
     /// Repository-relative paths that iterations may change (the kernel first).
     pub allowed: Vec<String>,
     #[serde(serialize_with = "serialize_display")]
@@ -126,6 +129,9 @@ impl Session {
         block.push("Session", SCHEMA);
         block.push("Kernel", encode_field(&self.kernel));
         block.push("Test", encode_field(&self.test));
+        if let Some(hash) = &self.perf_file {
+            block.push("Test-Hash", hash);
+        }
         for path in &self.allowed {
             block.push("Allow", encode_field(path));
         }
@@ -196,6 +202,7 @@ impl Session {
         Ok(Some(Session {
             kernel: decode_field(block.require("Kernel")?)?,
             test: decode_field(block.require("Test")?)?,
+            perf_file: block.get("Test-Hash")?.map(str::to_string),
             allowed: block
                 .all("Allow")
                 .map(decode_field)
@@ -467,6 +474,7 @@ pub(crate) mod tests {
         Session {
             kernel: "src/tilegym/ops/cutile/rms_norm.py".into(),
             test: "tests/ops/test_rms_norm.py".into(),
+            perf_file: Some("0123abc".into()),
             allowed: vec![
                 "src/tilegym/ops/cutile/rms_norm.py".into(),
                 "src/a b\nc.py".into(),

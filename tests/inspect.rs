@@ -221,6 +221,28 @@ fn inspect_json_on_the_fixture() {
     assert_eq!(json["test"]["rule"], "named test_vector_add.py");
     assert_eq!(json["class"]["class"], "memory");
     assert_eq!(
+        json["source"],
+        serde_json::json!({"kind": "test_perf", "path": "tests/ops/test_vector_add.py", "configs": 2})
+    );
+    let all: serde_json::Value =
+        serde_json::from_str(&fixture.ok(&["inspect", "--all", "--json"])).unwrap();
+    let classes: Vec<String> = all["kernels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| format!("{} {} {}", k["suite"], k["kernel"], k["class"]))
+        .collect();
+    assert_eq!(
+        classes,
+        [
+            r#""ops" "helpers" "no_test""#,
+            r#""ops" "rms_norm" "no_test""#,
+            r#""ops" "vector_add" "test_perf""#,
+            r#""liger" "rms_norm" "correctness_only""#,
+            r#""liger" "scale" "correctness_only""#,
+        ]
+    );
+    assert_eq!(
         json["allowed_paths"][0]["path"],
         "src/tilegym/ops/cutile/vector_add.py"
     );

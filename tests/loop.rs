@@ -427,11 +427,27 @@ fn ambiguous_kernel_lists_candidates() {
 }
 
 #[test]
-fn empty_perf_selection_is_explained() {
+fn a_test_without_perf_cases_is_refused_before_it_runs_with_the_way_forward() {
     let f = Fixture::new();
     let err = f.fails(&["start", "rms_norm", "--suite", "liger"]);
-    assert!(err.contains("the benchmark selection is empty"), "{err}");
+    assert!(
+        err.contains("tests/suites/liger/test_rms_norm.py has no test_perf")
+            && err.contains("hint: write a session perf file with `git cutile-perf start rms_norm --suite liger --scaffold`"),
+        "{err}"
+    );
+    // refused from the source, before a worker or pytest started
+    assert!(!err.contains("passed") && !err.contains("worker"), "{err}");
     assert_eq!(f.branch(), "main");
+    let err = f.fails(&["start", "helpers"]);
+    assert!(
+        err.contains("hint: name the test file with --test PATH"),
+        "{err}"
+    );
+    let err = f.fails(&["inspect", "helpers"]);
+    assert!(
+        err.contains("helpers has no test") && err.contains("--test PATH"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -337,6 +337,10 @@ const OPTION_OF: &[(&str, &str, Option<&str>)] = &[
     ("start", "max-iterations", Some("thresholds")),
     ("start", "max-no-gain", Some("thresholds")),
     ("step", "continue", Some("continue_anyway")),
+    // `start --scaffold` is another verb's options (it only writes the session perf file)
+    ("start", "scaffold", None),
+    // `--all` asks for every kernel instead of one: it picks the variant that holds `kernel`
+    ("inspect", "all", Some("kernel")),
 ];
 
 /// The options `verb`'s tool can set, from its schema.
@@ -368,7 +372,10 @@ fn options_of(words: &[&str]) -> BTreeSet<String> {
     let debug = match parsed.command {
         Command::Start(args) => format!("{:#?}", start::StartOptions::try_from(args).unwrap()),
         Command::Step(args) => format!("{:#?}", step::StepOptions::from(args)),
-        Command::Inspect(args) => format!("{:#?}", inspect::InspectOptions::from(args)),
+        Command::Inspect(args) => match inspect::Inspect::from(args) {
+            inspect::Inspect::One(options) => format!("{options:#?}"),
+            inspect::Inspect::All => panic!("the coverage table has no options"),
+        },
         Command::Diagnose(args) => format!("{:#?}", diagnose::DiagnoseOptions::from(args)),
         other => panic!("no options struct: {other:?}"),
     };

@@ -28,6 +28,7 @@ mod layers;
 #[path = "loop.rs"]
 mod loop_;
 mod mcp;
+mod perf_file;
 mod plot;
 mod progress;
 mod real_sessions;

@@ -29,6 +29,7 @@ fixture_files!(
     "src/cuda/tile/__init__.py",
     "src/fastlib/__init__.py",
     "src/tilegym/__init__.py",
+    "src/tilegym/backend.py",
     "src/tilegym/ops/__init__.py",
     "src/tilegym/ops/cutile/__init__.py",
     "src/tilegym/ops/cutile/helpers.py",
@@ -38,6 +39,7 @@ fixture_files!(
     "src/tilegym/suites/liger/__init__.py",
     "src/tilegym/suites/liger/cutile/__init__.py",
     "src/tilegym/suites/liger/cutile/rms_norm.py",
+    "src/tilegym/suites/liger/cutile/scale.py",
     "tests/__init__.py",
     "tests/common.py",
     "tests/conftest.py",
@@ -46,6 +48,7 @@ fixture_files!(
     "tests/suites/__init__.py",
     "tests/suites/liger/__init__.py",
     "tests/suites/liger/test_rms_norm.py",
+    "tests/suites/liger/test_scale.py",
 );
 
 /// Each of the demo's commands runs in seconds; this only bounds a wedged one.

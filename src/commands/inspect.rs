@@ -11,6 +11,7 @@ use crate::git::Repo;
 use crate::gpu::{capability_of, parse_capability};
 use crate::hint::Hinted;
 use crate::inspect::ClassEstimate;
+use crate::inspect::coverage::{Coverage, coverage};
 use crate::inspect::report::{InspectReport, Measurement, inspect_with_test, render};
 use crate::locate::{self, TestMatch};
 use crate::ncu::{self, Measured};
@@ -18,6 +19,26 @@ use crate::peaks;
 use crate::runner::{Local, Runner};
 use crate::ui::{Render, Ui};
 use crate::{kernel_class, pytest};
+
+/// What `inspect` is asked: one kernel, or the coverage table of every kernel file.
+#[derive(Debug)]
+pub enum Inspect {
+    One(InspectOptions),
+    All,
+}
+
+/// The coverage table of the checkout: every kernel file, its test and its source.
+pub fn all(repo: &Repo) -> Result<Coverage> {
+    locate::check_tilegym(&repo.root)?;
+    Ok(coverage(&repo.root))
+}
+
+impl Render for Coverage {
+    fn render(&self, ui: &mut Ui) -> Result<()> {
+        write!(ui.out(), "{}", crate::inspect::coverage::render(self))?;
+        Ok(())
+    }
+}
 
 /// Which kernel to inspect, and whether to measure its class.
 #[derive(Debug)]
@@ -43,6 +64,18 @@ pub fn run(ui: &mut Ui, repo: &Repo, args: &InspectOptions) -> Result<InspectRep
         None => Local.gpu(&repo.root).as_ref().and_then(capability_of),
     };
     let mut full = inspect_with_test(&repo.root, &kernel, capability)?;
+    if full.test.is_none() {
+        let why = full.test_error.clone().unwrap_or_default();
+        return Err(Hinted {
+            message: format!("{} has no test, so nothing can check or time it: {}", kernel.name, why.message),
+            hint: Some(format!(
+                "name its test with `git cutile-perf start {} --suite {} --test PATH`; `inspect --all` lists \
+                 what every kernel has",
+                kernel.name, kernel.suite
+            )),
+        }
+        .into());
+    }
     if args.measure {
         let measurement = measure(ui, repo, &full, args)?;
         let intensity = measurement.launch.intensity;
@@ -136,19 +169,9 @@ fn measure(
     Ok(against_peaks(launch, &repo.root))
 }
 
-/// The kernel's test, and the names of the kernels to profile in it.
+/// The kernel's test (`run` refused a kernel without one), and the names of the kernels to profile in it.
 fn what_to_profile(full: &InspectReport) -> Result<(&TestMatch, Vec<&str>)> {
-    let Some(test) = &full.test else {
-        let why = full.test_error.clone().unwrap_or_default();
-        return Err(Hinted {
-            message: format!(
-                "--measure needs the kernel's test, and none was found: {}",
-                why.message
-            ),
-            hint: why.hint,
-        }
-        .into());
-    };
+    let test = full.test.as_ref().context("the kernel has no test")?;
     let names: Vec<&str> = full
         .report
         .kernels

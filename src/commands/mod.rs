@@ -16,6 +16,7 @@ pub mod refs;
 pub mod remote;
 pub mod repair;
 pub mod report;
+pub mod scaffold;
 pub mod skill;
 pub mod start;
 pub mod status;

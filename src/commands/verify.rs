@@ -25,6 +25,8 @@ pub struct VerifyReport {
     pub with_evidence: usize,
     /// Iterations whose commit carries a good signature (the tool signs with the user's key).
     pub signed: Vec<u32>,
+    /// The session perf file the baseline recorded, as `path@hash`, when the session's test is one.
+    pub perf_file: Option<String>,
     pub findings: Vec<Finding>,
 }
 
@@ -44,6 +46,7 @@ pub fn run(repo: &Repo) -> Result<VerifyReport> {
                 iterations: 0,
                 with_evidence: 0,
                 signed: Vec::new(),
+                perf_file: None,
                 findings: vec![Finding {
                     kind: Kind::BrokenHistory,
                     commit: repo.head()?,
@@ -61,6 +64,9 @@ impl Render for VerifyReport {
         let out = ui.out();
         for finding in &self.findings {
             writeln!(out, "{finding}")?;
+        }
+        if let Some(file) = &self.perf_file {
+            writeln!(out, "the session perf file the baseline measured: {file}")?;
         }
         writeln!(
             out,
@@ -106,11 +112,23 @@ pub fn audit_history(repo: &Repo, history: &History) -> Result<VerifyReport> {
     findings.extend(evidence_findings);
     let (signed, signature_findings) = signatures(repo, history)?;
     findings.extend(signature_findings);
+    if let Some(detail) = crate::refusals::perf_file_change(repo, &history.session)? {
+        findings.push(Finding {
+            kind: Kind::PerfFileChanged,
+            commit: history.baseline_commit.clone(),
+            detail,
+        });
+    }
     Ok(VerifyReport {
         baseline: history.baseline_commit.clone(),
         iterations: history.steps(),
         with_evidence,
         signed,
+        perf_file: history
+            .session
+            .perf_file
+            .as_ref()
+            .map(|hash| format!("{}@{hash}", history.session.test)),
         findings,
     })
 }

@@ -5,9 +5,12 @@
 
 pub mod arch;
 mod class;
+pub mod coverage;
 mod files;
 pub mod module;
+pub mod perf_file;
 pub mod report;
+pub mod source;
 pub mod syntax;
 
 use std::collections::BTreeSet;

@@ -7,6 +7,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use super::module::{ConfigGenerator, KernelDef, Launch, Opt, TuningCall};
+use super::source::{self, Source};
 use super::{ClassEstimate, Located, RegistrationReport, Report};
 use crate::gpu::{self, GpuState};
 use crate::hint::Hinted;
@@ -24,6 +25,8 @@ pub struct InspectReport {
     pub test: Option<TestMatch>,
     /// Why no test file was found, when none was, and what to do.
     pub test_error: Option<Hinted>,
+    /// How the kernel will be measured, read before anything runs.
+    pub source: Source,
     /// What Nsight Compute measured (`--measure`).
     pub measured: Option<Measurement>,
 }
@@ -106,10 +109,12 @@ pub fn inspect_with_test(
         Ok(found) => (Some(found), None),
         Err(err) => (None, Some(Hinted::of(&err))),
     };
+    let source = source::find(root, kernel, test.as_ref().map(|t| t.path.as_str()));
     Ok(InspectReport {
         report,
         test,
         test_error,
+        source,
         measured: None,
     })
 }
@@ -127,6 +132,7 @@ pub fn render(full: &InspectReport) -> String {
     let mut lines = vec![
         format!("{} ({}): {}", ui::bold(&r.kernel), r.suite, r.file),
         test_line(full),
+        format!("measured by: {}", full.source.describe()),
         class_line(r.class.as_ref()),
     ];
     lines.extend(full.measured.as_ref().map(measured_line));

@@ -766,6 +766,7 @@ pub fn session_of(kernel: &str, test: &str, allowed: &[&str]) -> Session {
     Session {
         kernel: kernel.to_string(),
         test: test.to_string(),
+        perf_file: None,
         allowed: allowed.iter().map(|p| p.to_string()).collect(),
         statistic: Statistic::Median,
         thresholds: Thresholds::DEFAULT,

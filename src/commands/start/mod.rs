@@ -49,6 +49,9 @@ pub struct StartReport {
     /// Configs (test and pass) so fast that a timer tick is 1% of their median or min or more: the mean
     /// would decide them in fewer rounds.
     pub ticked: Vec<String>,
+    /// Configs whose baseline is launch-bound (under [`LAUNCH_BOUND_MS`]): they time the launch, not
+    /// the kernel, and want larger shapes.
+    pub launch_bound: Vec<String>,
     /// The plan `inspect` read from the source (kernels, launches, registrations, tuning), if it could.
     pub plan: Option<Report>,
     /// The GPU the baseline ran on, with its clocks, memory and other processes.
@@ -243,6 +246,7 @@ fn commit(
     }
     let configs = baseline.configs.clone();
     let ticked = ticked_configs(&configs, plan.session.statistic);
+    let launch_bound = launch_bound_configs(&configs);
     let history = History {
         session: plan.session.clone(),
         baseline_commit: commit.clone(),
@@ -264,6 +268,7 @@ fn commit(
         tests,
         noisy,
         ticked,
+        launch_bound,
         plan: plan.inspection,
         gpu: plan.gpu_state,
         class_measure_s: None,
@@ -279,6 +284,19 @@ fn noisy_configs(spread: &[Spread], limits: &Thresholds) -> Vec<Spread> {
         .iter()
         .filter(|s| s.spread_pct > limits.regression_pct / 2.0)
         .cloned()
+        .collect()
+}
+
+/// A baseline config faster than this is launch-bound: an empty kernel's launch and synchronization
+/// cost a few microseconds, so its time is mostly the launch's, which no change to the kernel moves.
+pub const LAUNCH_BOUND_MS: f64 = 0.010;
+
+/// The configs whose baseline is launch-bound, with their time.
+fn launch_bound_configs(configs: &[Measurement]) -> Vec<String> {
+    configs
+        .iter()
+        .filter(|c| c.value < LAUNCH_BOUND_MS)
+        .map(|c| format!("{} {} ({} ms)", c.test, c.pass, fmt_ms(Some(c.value))))
         .collect()
 }
 
@@ -300,7 +318,8 @@ fn ticked_configs(configs: &[Measurement], statistic: Statistic) -> Vec<String> 
 impl Render for StartReport {
     fn render(&self, ui: &mut Ui) -> Result<()> {
         let report = self;
-        let words = ["session", "baseline", "noise"].map(|word| ui.bold(word).to_string());
+        let words =
+            ["session", "baseline", "noise", "launch-bound"].map(|word| ui.bold(word).to_string());
         let out = ui.out();
         let session = &report.session;
         writeln!(out, "{} {}", words[0], report.branch)?;
@@ -362,6 +381,20 @@ impl Render for StartReport {
                 session.statistic,
             )?;
             for config in &report.ticked {
+                writeln!(out, "  {config}")?;
+            }
+        }
+        if !report.launch_bound.is_empty() {
+            writeln!(
+                out,
+                "{} {} config(s) run in under {:.0} us, a few empty launches: they time the launch, not \
+                 the kernel; grow their shapes to sizes of real use (in a session perf file, its SHAPES) \
+                 and start again",
+                words[3],
+                report.launch_bound.len(),
+                LAUNCH_BOUND_MS * 1e3
+            )?;
+            for config in &report.launch_bound {
                 writeln!(out, "  {config}")?;
             }
         }

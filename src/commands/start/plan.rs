@@ -85,6 +85,7 @@ pub fn plan(repo: &Repo, args: &StartOptions, progress: &Progress) -> Result<Pla
         found,
         inspection,
         test,
+        perf_file,
         allowed,
     } = scope(repo, args, progress)?;
     let branch = format!("{BRANCH_PREFIX}{}-{}", found.name, today());
@@ -132,6 +133,7 @@ pub fn plan(repo: &Repo, args: &StartOptions, progress: &Progress) -> Result<Pla
     }
     let session = Session {
         kernel: found.path.clone(),
+        perf_file,
         test,
         allowed,
         statistic: *stat,
@@ -185,6 +187,8 @@ struct Scope {
     found: Kernel,
     inspection: InspectPlan,
     test: String,
+    /// The session perf file's hash, when the test is one.
+    perf_file: Option<String>,
     allowed: Vec<String>,
 }
 
@@ -220,12 +224,22 @@ fn scope(repo: &Repo, args: &StartOptions, progress: &Progress) -> Result<Scope>
         &args.allow,
         &args.deny,
     )?;
-    refusals::check_start(repo, &test)?;
+    // the session perf file is never committed: git ignores the sandbox, and the session records it as
+    // an ignored file the tests load
+    let untracked_ok = test == crate::inspect::source::session_perf_file(&found);
+    refusals::check_start(repo, &test, untracked_ok)?;
+    let source = crate::inspect::source::find(&repo.root, &found, Some(&test));
+    crate::inspect::source::require_perf_cases(&found, &test, &source)?;
     refusals::check_step(repo, &allowed, &test)?;
+    let perf_file = match untracked_ok {
+        true => Some(refusals::perf_file_hash(repo, &test)?),
+        false => None,
+    };
     Ok(Scope {
         found,
         inspection,
         test,
+        perf_file,
         allowed,
     })
 }

@@ -38,6 +38,7 @@ pub fn preflight(repo: &Repo, continue_anyway: bool) -> Result<Preflight> {
     refuse_other_harness(&history.session, &HarnessMode::now())?;
     let allowed = &history.session.allowed;
     crate::refusals::check_step(repo, allowed, &history.session.test)?;
+    crate::refusals::check_perf_file(repo, &history.session)?;
     if let Some(branch) = repo.branch()? {
         crate::ignored::check(repo, &branch)?;
     }

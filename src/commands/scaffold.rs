@@ -1,0 +1,121 @@
+//! `start --scaffold`: writes the session perf file of a kernel whose tests check correctness only, for the
+//! user to set its shapes before `start --test sandbox/perf_<kernel>.py`.
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+
+use crate::git::Repo;
+use crate::hint::{Hinted, hinted};
+use crate::inspect::perf_file::{self, TimedOp};
+use crate::inspect::report::{InspectReport, inspect_with_test};
+use crate::inspect::source::{Source, session_perf_file};
+use crate::locate::{self, Kernel};
+use crate::ui::{Render, Ui};
+
+/// The kernel whose session perf file to write.
+#[derive(Debug)]
+pub struct ScaffoldOptions {
+    pub kernel: String,
+    /// The suite the kernel is in, when its name is in several.
+    pub suite: Option<String>,
+}
+
+/// What `start --scaffold` wrote, as `--json` prints it.
+#[derive(Debug, Serialize)]
+pub struct ScaffoldReport {
+    /// The session perf file, repository-relative.
+    pub file: String,
+    /// The correctness test whose inputs the file should build alike.
+    pub test: String,
+    pub op: TimedOp,
+    /// The command that starts the session on it, once its shapes are set.
+    pub start: String,
+}
+
+pub fn run(repo: &Repo, args: &ScaffoldOptions) -> Result<ScaffoldReport> {
+    locate::check_tilegym(&repo.root)?;
+    let kernel = locate::kernel(&repo.root, &args.kernel, args.suite.as_deref())?;
+    let full = inspect_with_test(&repo.root, &kernel, None)?;
+    let file = session_perf_file(&kernel);
+    let start = format!(
+        "git cutile-perf start {} --suite {} --test {file}",
+        kernel.name, kernel.suite
+    );
+    // an edited perf file is the user's: never written over
+    if repo.root.join(&file).exists() {
+        return Err(hinted(
+            format!("{file} exists already"),
+            format!("edit it, or move it away to write a fresh one; start with `{start}`"),
+        ));
+    }
+    let test = test_to_follow(&full, &kernel, &file)?;
+    let text = std::fs::read_to_string(repo.root.join(&kernel.path))
+        .with_context(|| format!("reading {}", kernel.path))?;
+    let op = perf_file::timed_op(&full.report, &text).ok_or_else(|| Hinted {
+        message: format!("{} registers no op to time", kernel.path),
+        hint: Some(format!(
+            "write {file} by hand, calling the function that launches the kernel"
+        )),
+    })?;
+    repo.exclude(&format!("/{}/", crate::guard::SANDBOX))?;
+    let path = repo.root.join(&file);
+    std::fs::create_dir_all(path.parent().expect("the file is in the sandbox"))?;
+    std::fs::write(&path, perf_file::render(&kernel.name, &test, &op))
+        .with_context(|| format!("cannot write {file}"))?;
+    let conftest = path.with_file_name(perf_file::CONFTEST);
+    // one the user edited is kept
+    if !conftest.exists() {
+        std::fs::write(&conftest, perf_file::CONFTEST_TEXT)
+            .with_context(|| format!("cannot write {}", conftest.display()))?;
+    }
+    Ok(ScaffoldReport {
+        file,
+        test,
+        op,
+        start,
+    })
+}
+
+/// The correctness test the perf file follows; refused when the kernel is timed already or has no test.
+fn test_to_follow(full: &InspectReport, kernel: &Kernel, file: &str) -> Result<String> {
+    Ok(match (&full.source, &full.test) {
+        (Source::TestPerf { path, .. }, _) => {
+            return Err(hinted(
+                format!("{path} already times {} in its test_perf", kernel.name),
+                format!(
+                    "start the session on it: `git cutile-perf start {} --suite {}`",
+                    kernel.name, kernel.suite
+                ),
+            ));
+        }
+        (_, Some(test)) => test.path.clone(),
+        (_, None) => {
+            return Err(hinted(
+                format!(
+                    "{} has no test whose inputs a perf file could follow",
+                    kernel.name
+                ),
+                format!(
+                    "write {file} by hand: a test_perf that records the op's timing as the checkout's perf tests do"
+                ),
+            ));
+        }
+    })
+}
+
+impl Render for ScaffoldReport {
+    fn render(&self, ui: &mut Ui) -> Result<()> {
+        let out = ui.out();
+        writeln!(
+            out,
+            "wrote {}: times {}.{}",
+            self.file, self.op.module, self.op.function
+        )?;
+        writeln!(
+            out,
+            "next: set SHAPES to sizes of real use and build the inputs as {} does, then `{}`",
+            self.test, self.start
+        )?;
+        Ok(())
+    }
+}

@@ -1,0 +1,95 @@
+//! A session on a kernel whose tests check correctness only, timed through a session perf file that
+//! `start --scaffold` proposes and the user edits: never committed, fingerprinted by the baseline.
+
+use crate::support::Fixture;
+
+const KERNEL: &str = "src/tilegym/suites/liger/cutile/scale.py";
+const PERF_FILE: &str = "sandbox/perf_scale.py";
+/// The perf file as a user leaves it for the fixture, which has no torch: its configs' latencies are
+/// the kernel file's constants.
+const EDITED: &str = r#"import pytest
+
+from tests import common
+from tilegym.suites.liger.cutile import scale as kernel
+
+from tests.suites.liger.test_scale import *  # noqa: F401,F403
+
+
+@pytest.mark.parametrize("size", ["tiny", "small", "large"])
+@pytest.mark.parametrize("backend", ["cutile"])
+def test_perf(size, backend, record_property):
+    x = [1.0] * 64
+    timed = common.benchmark(lambda: kernel.scale(x, 2.0), kernel.LATENCY_MS.get(size, 0.004))
+    record_property("benchmark", {"cutile": {"forward": timed}})
+"#;
+
+#[test]
+fn a_session_through_a_session_perf_file_records_and_guards_it() {
+    let f = Fixture::new();
+    let wrote = f.ok(&["start", "scale", "--scaffold"]);
+    assert!(
+        wrote
+            .contains("wrote sandbox/perf_scale.py: times tilegym.suites.liger.cutile.scale.scale"),
+        "{wrote}"
+    );
+    let proposed = std::fs::read_to_string(f.path(PERF_FILE)).unwrap();
+    assert!(
+        proposed.contains("from tilegym.suites.liger.cutile.scale import scale as op"),
+        "{proposed}"
+    );
+    // an edit of the user's is never written over, even one that no longer times anything
+    f.write(PERF_FILE, "# shapes to come\n");
+    let again = f.fails(&["start", "scale", "--scaffold"]);
+    assert!(
+        again.contains("sandbox/perf_scale.py exists already"),
+        "{again}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(f.path(PERF_FILE)).unwrap(),
+        "# shapes to come\n"
+    );
+    f.write(PERF_FILE, EDITED);
+    let inspected = f.ok(&["inspect", "scale"]);
+    assert!(
+        inspected
+            .contains("measured by: the session perf file sandbox/perf_scale.py (3 config(s))"),
+        "{inspected}"
+    );
+    let started = f.ok(&["start", "scale", "--test", PERF_FILE]);
+    assert!(
+        started.contains("launch-bound 1 config(s) run in under 10 us")
+            && started
+                .contains("  sandbox.perf_scale::test_perf[cutile-tiny] forward (0.004000 ms)"),
+        "{started}"
+    );
+    let hash = f.git(&["hash-object", PERF_FILE]);
+    let trailer = f.git(&[
+        "log",
+        "-1",
+        "--format=%(trailers:key=Cutile-Perf-Test-Hash,valueonly)",
+    ]);
+    assert_eq!(trailer.trim(), hash.trim());
+    // a comment alone compiles to the same kernel: no change, measured through the perf file
+    f.append(KERNEL, "# a comment\n");
+    let step = f.step_json(&["a comment only"]);
+    assert_eq!(step["status"], "revert", "{step}");
+    assert!(
+        step["reason"].as_str().unwrap().contains("no change"),
+        "{step}"
+    );
+    let verified = f.ok(&["verify"]);
+    assert!(
+        verified.contains("the session perf file the baseline measured: sandbox/perf_scale.py@"),
+        "{verified}"
+    );
+    // other shapes are another session: a step refuses, and verify says so
+    f.append(PERF_FILE, "# other shapes\n");
+    f.append(KERNEL, "# another comment\n");
+    let err = f.fails(&["step", "after editing the perf file"]);
+    assert!(
+        err.contains("the session perf file sandbox/perf_scale.py changed since the baseline"),
+        "{err}"
+    );
+    let findings = f.fails(&["verify"]);
+    assert!(findings.contains("verify found 1 departure"), "{findings}");
+}
