@@ -85,7 +85,7 @@ fn a_session_through_a_session_perf_file_records_and_guards_it() {
     // other shapes are another session: a step refuses, and verify says so
     f.append(PERF_FILE, "# other shapes\n");
     f.append(KERNEL, "# another comment\n");
-    let err = f.fails(&["step", "after editing the perf file"]);
+    let err = f.fails(&["step", "--opt", "none", "after editing the perf file"]);
     assert!(
         err.contains("the session perf file sandbox/perf_scale.py changed since the baseline"),
         "{err}"

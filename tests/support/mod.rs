@@ -369,7 +369,7 @@ impl Fixture {
 
     /// Runs `step ... --json` and parses its object.
     pub fn step_json(&self, args: &[&str]) -> serde_json::Value {
-        let mut full = vec!["step", "--opt", "none", "--json"];
+        let mut full = vec!["step", "--json"];
         // a step names its letter; `none` where the test is about something else
         if !args.contains(&"--opt") {
             full.extend(["--opt", "none"]);
