@@ -177,7 +177,8 @@ pub fn invalid(command: &Command, setting: &Setting, value: &str) -> Option<Stri
     let arg = verb.get_arguments().find(|a| a.get_id() == setting.arg)?;
     let given = format!("--{}={value}", arg.get_long()?);
     // the flag alone, parsed as the verb parses it
-    let err = Command::new("config")
+    let err = Command::default()
+        .name("config")
         .arg(arg.clone().required(false))
         .try_get_matches_from(["config", given.as_str()])
         .err()?;
