@@ -13,6 +13,7 @@ use anyhow::{Context, Result};
 
 use crate::git::Repo;
 use crate::hint::{Hinted, hinted};
+use crate::pytest::{is_identifier, is_source_bytecode};
 
 /// Extensions of what Python imports: source, bytecode, extension modules.
 const IMPORTED: &[&str] = &["py", "pyc", "pyo", "so", "pyd"];
@@ -28,6 +29,10 @@ fn loadable(path: &str) -> bool {
     if name.ends_with(".pth") {
         return true;
     }
+    // removed before every test process ([`Bytecode`](crate::pytest::Bytecode)): never loaded
+    if is_source_bytecode(path) {
+        return false;
+    }
     if !(dirs.is_empty() || dirs.split('/').all(is_identifier)) {
         return false;
     }
@@ -41,12 +46,6 @@ fn loadable(path: &str) -> bool {
         }
         _ => false,
     }
-}
-
-fn is_identifier(word: &str) -> bool {
-    let mut chars = word.chars();
-    chars.next().is_some_and(|c| c.is_alphabetic() || c == '_')
-        && chars.all(|c| c.is_alphanumeric() || c == '_')
 }
 
 /// Path to content hash.
@@ -165,7 +164,6 @@ mod tests {
         for path in [
             "conftest.py",
             "tests/ops/conftest.py",
-            "tests/__pycache__/common.cpython-311.pyc",
             "src/tilegym/_ext.cpython-311-x86_64-linux-gnu.so",
             "src/tilegym/legacy.pyo",
             "pytest.ini",
@@ -182,6 +180,7 @@ mod tests {
             "tests/2d-cases.py",
             "sandbox/baseline/x.py",
             "sandbox/evil.pth",
+            "tests/__pycache__/common.cpython-311.pyc",
             "src/tilegym/.hidden/x.py",
         ] {
             assert!(!loadable(path), "{path}");
