@@ -677,6 +677,38 @@ fn crash_reason(ending: Ending, cases: Option<Result<Vec<CaseReport>>>, log: &st
 mod tests {
     use super::*;
 
+    #[test]
+    fn only_what_git_tracks_is_left_in_a_trees_pycache() {
+        let tree = tempfile::tempdir().unwrap();
+        let write = |path: &str, text: &str| {
+            let at = tree.path().join(path);
+            std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+            std::fs::write(at, text).unwrap();
+        };
+        let git = |args: &[&str]| process::git(tree.path(), args, &[]).unwrap();
+        git(&["init", "-q"]);
+        write(".gitignore", "__pycache__/\n.venv/\n");
+        for tracked in ["src/pkg/mod.py", "src/pkg/__pycache__/kept.cpython-311.pyc"] {
+            write(tracked, "");
+            git(&["add", "-f", tracked]);
+        }
+        let planted = [
+            "src/pkg/__pycache__/mod.cpython-311.pyc",
+            "tests/__pycache__/common.cpython-311.pyc",
+        ];
+        let installed = ".venv/lib/site/__pycache__/torch.cpython-311.pyc";
+        for path in planted.iter().chain([&installed]) {
+            write(path, "");
+        }
+        Bytecode::for_tree(tree.path()).unwrap();
+        for path in planted {
+            assert!(!tree.path().join(path).exists(), "{path}");
+        }
+        for path in ["src/pkg/__pycache__/kept.cpython-311.pyc", installed] {
+            assert!(tree.path().join(path).exists(), "{path}");
+        }
+    }
+
     fn ids(names: &[&str]) -> Vec<String> {
         names.iter().map(|n| n.to_string()).collect()
     }

@@ -1149,8 +1149,7 @@ fn the_candidates_code_cannot_leave_bytecode_for_the_baseline() {
     start.envs(noise);
     assert!(start.output().unwrap().status.success());
     f.append(support::KERNEL, PLANTS_BYTECODE);
-    let step = counted_step_at(&f, (0.05, 0.5), &noise);
-    assert_ne!(step.report["status"], "keep", "{}", step.report);
+    counted_step_at(&f, (0.05, 0.5), &noise);
     // the baseline's next processes start afresh (`repair` ends the kept worker), beside a change as
     // fast as it: no change, whatever the step before left behind
     f.ok(&["repair"]);
