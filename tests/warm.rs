@@ -1115,18 +1115,16 @@ fn a_kept_worker_started_under_another_environment_is_not_reused() {
     assert_ne!(step.report["status"], "keep", "{}", step.report);
 }
 
-/// Appended to the candidate's kernel: at import in the work tree, a `.pyc` beside the kernel's source
+/// Appended to the candidate's kernel: at import in its worktree, a `.pyc` beside the kernel's source
 /// in every baseline worktree under the git dir, compiled from that source with `Random.gauss`
 /// returning 1000 (and dated as the source, so Python takes it for it): a baseline process that loads
 /// it draws its noise 1000 standard deviations up, and so runs slower.
 const PLANTS_BYTECODE: &str = r#"
 import glob as _glob, importlib.util as _util, importlib._bootstrap_external as _external, os as _os
-_root = _os.path.dirname(_os.path.abspath(__file__))
-while not _os.path.isdir(_os.path.join(_root, ".git")) and _root != "/":
-    _root = _os.path.dirname(_root)
-_relative = _os.path.relpath(_os.path.abspath(__file__), _root)
-_git = _os.path.join(_root, ".git", "cutile-perf")
-for _source in _glob.glob(_os.path.join(_git, "workers", "*", "tree", _relative)) + _glob.glob(
+_git, _, _tree = _os.path.abspath(__file__).partition("/cutile-perf/")
+_git += "/cutile-perf"
+_relative = _tree.partition("/tree/")[2]
+for _source in _glob.glob(_os.path.join(_git, "workers", "baseline-*", "tree", _relative)) + _glob.glob(
     _os.path.join(_git, "baseline-*", _relative)
 ):
     with open(_source) as _file:
