@@ -4,7 +4,9 @@
 //! `src/`, so a path whose directories are all identifiers) with an extension Python or pytest loads,
 //! `.pth` files anywhere, and pytest's config files. `start` records them (path and content hash) in the
 //! git dir; `step` refuses when any appeared, changed or went away, and copies them into the baseline's
-//! worktree so that both sides of a comparison see the same ones.
+//! worktree so that both sides of a comparison see the same ones. Bytecode in a `__pycache__` is not
+//! among them: Python reads it only in place of a source beside it, no side's worktree gets a copy, and
+//! every test process starts with the untracked ones of its tree removed ([`crate::pytest::Bytecode`]).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
