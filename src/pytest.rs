@@ -570,10 +570,13 @@ pub fn python_words(python: &str) -> Result<Vec<String>> {
 /// import (a cache every process writes, private or shared, costs a compile of the standard library,
 /// pytest and torch in every process, or lets a candidate's code leave a `.pyc` the baseline's next
 /// process loads). What a process could still load is a `.pyc` put on purpose in a `__pycache__` of
-/// the tree it runs from (the baseline's worktree, or the work tree): before it starts, every
-/// `__pycache__` there that git does not track is removed. In the work tree these are only Python's
-/// caches of the sources (rebuilt at the next import: nothing of the user's is lost), and removing them
-/// rather than refusing keeps a session working beside the user's own pytest runs, which write them.
+/// the tree it runs from (a side's worktree under the git dir, or the work tree for `diagnose` and
+/// `inspect`): before it starts, every file git does not track is removed from the `__pycache__`
+/// directories Python can import from there. In the work tree these are only Python's caches of the
+/// sources (rebuilt at the next import: nothing of the user's is lost), and removing them rather than
+/// refusing keeps a session working beside the user's own pytest runs, which write them. A `.pyc`
+/// written into a tree after a process there started (by another side's code) is not removed before
+/// that process imports, and an installation's `__pycache__` is as writable as the installation.
 pub struct Bytecode(());
 
 /// Whether the file at `path` (relative, `/`-separated) is in a `__pycache__` Python reads a source's
