@@ -5,7 +5,9 @@
 //! `.pth` files anywhere, pytest's config files, and a session perf file (`sandbox/perf_<kernel>.py`, the
 //! session's test when the kernel's own tests check correctness only) with its `sandbox/conftest.py`. `start` records them (path and content hash) in the
 //! git dir; `step` refuses when any appeared, changed or went away, and copies them into the baseline's
-//! worktree so that both sides of a comparison see the same ones.
+//! worktree so that both sides of a comparison see the same ones. Bytecode in a `__pycache__` is not
+//! among them: Python reads it only in place of a source beside it, no side's worktree gets a copy, and
+//! every test process starts with the untracked ones of its tree removed ([`crate::pytest::Bytecode`]).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -14,6 +16,7 @@ use anyhow::{Context, Result};
 
 use crate::git::Repo;
 use crate::hint::{Hinted, hinted};
+use crate::pytest::{is_identifier, is_source_bytecode};
 
 /// Extensions of what Python imports: source, bytecode, extension modules.
 const IMPORTED: &[&str] = &["py", "pyc", "pyo", "so", "pyd"];
@@ -34,6 +37,10 @@ fn loadable(path: &str) -> bool {
     if name.ends_with(".pth") {
         return true;
     }
+    // removed before every test process ([`Bytecode`](crate::pytest::Bytecode)): never loaded
+    if is_source_bytecode(path) {
+        return false;
+    }
     if !(dirs.is_empty() || dirs.split('/').all(is_identifier)) {
         return false;
     }
@@ -47,12 +54,6 @@ fn loadable(path: &str) -> bool {
         }
         _ => false,
     }
-}
-
-fn is_identifier(word: &str) -> bool {
-    let mut chars = word.chars();
-    chars.next().is_some_and(|c| c.is_alphabetic() || c == '_')
-        && chars.all(|c| c.is_alphanumeric() || c == '_')
 }
 
 /// Path to content hash.
@@ -171,7 +172,6 @@ mod tests {
         for path in [
             "conftest.py",
             "tests/ops/conftest.py",
-            "tests/__pycache__/common.cpython-311.pyc",
             "src/tilegym/_ext.cpython-311-x86_64-linux-gnu.so",
             "src/tilegym/legacy.pyo",
             "pytest.ini",
@@ -192,6 +192,7 @@ mod tests {
             "sandbox/evil.pth",
             "sandbox/perf_results.md",
             "sandbox/baseline/perf_x.py",
+            "tests/__pycache__/common.cpython-311.pyc",
             "src/tilegym/.hidden/x.py",
         ] {
             assert!(!loadable(path), "{path}");

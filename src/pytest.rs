@@ -113,8 +113,7 @@ pub enum BenchmarkRun {
 /// The flag of TileGym's perf tests that prints each case's record (a fork may only print it).
 pub const BENCHMARK_RECORD: &str = "--print-record";
 
-/// A pytest command ready to start, and the fresh bytecode directory of its own it keeps to while it runs
-/// ([`Bytecode`]).
+/// A pytest command ready to start.
 pub struct Prepared {
     run: PytestRun,
     program: String,
@@ -125,15 +124,9 @@ pub struct Prepared {
     pub log: PathBuf,
     /// The `-k` expression, narrowed by the session's filter.
     pub selection: String,
-    _bytecode: Bytecode,
 }
 
 impl Prepared {
-    /// Leaves its bytecode directory in place past it, for a worker that outlives this command.
-    pub fn leave_bytecode(self) {
-        self._bytecode.leave();
-    }
-
     /// Runs `body` with the command as the runner gets it.
     pub fn with_call<T>(&self, body: impl FnOnce(&PytestCall) -> T) -> T {
         let args: Vec<&str> = self.args.iter().map(String::as_str).collect();
@@ -314,8 +307,7 @@ impl Pytest<'_> {
             &junit_arg,
         ]);
         args.extend_from_slice(extra);
-        // a worker's own next to its plugins, in its home; a run's in the sandbox
-        let bytecode = Bytecode::private_in(plugins.unwrap_or(&self.sandbox))?;
+        let bytecode = Bytecode::for_tree(self.root)?;
         let mut env: Vec<(&'static str, std::ffi::OsString)> =
             vec![("PYTHONUNBUFFERED", "1".into())];
         env.extend(bytecode.env().map(|(name, value)| (name, value.into())));
@@ -345,7 +337,6 @@ impl Pytest<'_> {
             junit,
             log,
             selection,
-            _bytecode: bytecode,
         })
     }
 
@@ -572,45 +563,69 @@ pub fn python_words(python: &str) -> Result<Vec<String>> {
     })
 }
 
-/// Python's bytecode for one test process: a fresh, empty directory of its own (`PYTHONPYCACHEPREFIX`,
-/// writing allowed), removed when the process is done. Kept out of the checkout (`__pycache__` next to
-/// the kernel would be an untracked change where it is not ignored), and shared with no other process:
-/// a cache every process writes is one where a candidate's code, at import, can leave a `.pyc` for the
-/// baseline's worktree that the baseline's next process loads instead of its source. Each process
-/// compiles what it imports once (pytest and the standard library among it, most of a second of CPU on
-/// the fixture).
-pub struct Bytecode {
-    dir: tempfile::TempDir,
+/// Python's bytecode for a test process: none written, none planted read. The process gets
+/// `PYTHONDONTWRITEBYTECODE=1` and no `PYTHONPYCACHEPREFIX`, so no test process writes a `.pyc`
+/// anywhere: the standard library and site-packages load from their installation's own `__pycache__`
+/// (compiled when installed), and the checkout's and the baseline's sources compile in memory at each
+/// import (a cache every process writes, private or shared, costs a compile of the standard library,
+/// pytest and torch in every process, or lets a candidate's code leave a `.pyc` the baseline's next
+/// process loads). What a process could still load is a `.pyc` put on purpose in a `__pycache__` of
+/// the tree it runs from (a side's worktree under the git dir, or the work tree for `diagnose` and
+/// `inspect`): before it starts, every file git does not track is removed from the `__pycache__`
+/// directories Python can import from there. In the work tree these are only Python's caches of the
+/// sources (rebuilt at the next import: nothing of the user's is lost), and removing them rather than
+/// refusing keeps a session working beside the user's own pytest runs, which write them. A `.pyc`
+/// written into a tree after a process there started (by another side's code) is not removed before
+/// that process imports, and an installation's `__pycache__` is as writable as the installation.
+pub struct Bytecode(());
+
+/// Whether the file at `path` (relative, `/`-separated) is in a `__pycache__` Python reads a source's
+/// bytecode from: every directory above it a name Python can import (a virtual environment's `.venv`
+/// is not, nor is anything under it).
+pub fn is_source_bytecode(path: &str) -> bool {
+    let Some((dirs, _)) = path.rsplit_once('/') else {
+        return false;
+    };
+    let mut dirs = dirs.split('/');
+    dirs.next_back() == Some("__pycache__") && dirs.all(is_identifier)
+}
+
+/// Whether `word` is a name Python can import.
+pub fn is_identifier(word: &str) -> bool {
+    let mut chars = word.chars();
+    chars.next().is_some_and(|c| c.is_alphabetic() || c == '_')
+        && chars.all(|c| c.is_alphanumeric() || c == '_')
 }
 
 impl Bytecode {
-    /// A fresh, empty bytecode directory in `dir` (one the test process can reach: a Slurm job's node
-    /// sees the repository, not this machine's temporary directory).
-    pub fn private_in(dir: &Path) -> Result<Bytecode> {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-        let dir = tempfile::Builder::new()
-            .prefix("pycache-")
-            .tempdir_in(dir)
-            .context("cannot create an empty bytecode directory for the tests")?;
-        Ok(Bytecode { dir })
+    /// Removes every file git does not track (ignored or not) from the `__pycache__` directories under
+    /// `tree` that Python can import from, so that a process started there loads no bytecode of its
+    /// sources but what git tracks.
+    pub fn for_tree(tree: &Path) -> Result<Bytecode> {
+        let listed = process::git_bytes(tree, &["ls-files", "-z", "--others"], &[], None)
+            .with_context(|| format!("cannot list the untracked files of {}", tree.display()))?;
+        for path in String::from_utf8_lossy(&listed).split('\0') {
+            if !is_source_bytecode(path) {
+                continue;
+            }
+            let at = tree.join(path);
+            match std::fs::remove_file(&at) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(e).with_context(|| format!("cannot remove {}", at.display()));
+                }
+                _ => {}
+            }
+        }
+        Ok(Bytecode(()))
     }
 
-    /// The environment of a test process that keeps to it (writing allowed, whatever the caller's
-    /// `PYTHONDONTWRITEBYTECODE`: an empty value is unset to Python).
+    /// The environment of a test process that writes no bytecode (an empty `PYTHONPYCACHEPREFIX` is
+    /// unset to Python, whatever the caller's).
     pub fn env(&self) -> [(&'static str, String); 2] {
         [
-            ("PYTHONDONTWRITEBYTECODE", String::new()),
-            (
-                "PYTHONPYCACHEPREFIX",
-                self.dir.path().to_string_lossy().into_owned(),
-            ),
+            ("PYTHONDONTWRITEBYTECODE", "1".to_string()),
+            ("PYTHONPYCACHEPREFIX", String::new()),
         ]
-    }
-
-    /// Leaves the directory where it is when this value goes: a kept worker still writes there (it is
-    /// in the worker's home, removed with it).
-    fn leave(self) {
-        let _ = self.dir.keep();
     }
 }
 
@@ -664,6 +679,38 @@ fn crash_reason(ending: Ending, cases: Option<Result<Vec<CaseReport>>>, log: &st
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_what_git_tracks_is_left_in_a_trees_pycache() {
+        let tree = tempfile::tempdir().unwrap();
+        let write = |path: &str, text: &str| {
+            let at = tree.path().join(path);
+            std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+            std::fs::write(at, text).unwrap();
+        };
+        let git = |args: &[&str]| process::git(tree.path(), args, &[]).unwrap();
+        git(&["init", "-q"]);
+        write(".gitignore", "__pycache__/\n.venv/\n");
+        for tracked in ["src/pkg/mod.py", "src/pkg/__pycache__/kept.cpython-311.pyc"] {
+            write(tracked, "");
+            git(&["add", "-f", tracked]);
+        }
+        let planted = [
+            "src/pkg/__pycache__/mod.cpython-311.pyc",
+            "tests/__pycache__/common.cpython-311.pyc",
+        ];
+        let installed = ".venv/lib/site/__pycache__/torch.cpython-311.pyc";
+        for path in planted.iter().chain([&installed]) {
+            write(path, "");
+        }
+        Bytecode::for_tree(tree.path()).unwrap();
+        for path in planted {
+            assert!(!tree.path().join(path).exists(), "{path}");
+        }
+        for path in ["src/pkg/__pycache__/kept.cpython-311.pyc", installed] {
+            assert!(tree.path().join(path).exists(), "{path}");
+        }
+    }
 
     fn ids(names: &[&str]) -> Vec<String> {
         names.iter().map(|n| n.to_string()).collect()

@@ -1145,29 +1145,32 @@ fn a_kept_worker_started_under_another_environment_is_not_reused() {
     assert_ne!(step.report["status"], "keep", "{}", step.report);
 }
 
-/// Appended to the candidate's kernel: at import, a `.pyc` of the standard library's `random` written
-/// where this process's bytecode directory keeps it, whose `Random.gauss` returns 1000 in the baseline's
-/// processes (those running from `workers/baseline-*`): a baseline that loads it draws its noise 1000
-/// standard deviations up, and so runs slower.
+/// Appended to the candidate's kernel: at import in its worktree, a `.pyc` beside the kernel's source
+/// in every baseline worktree under the git dir, compiled from that source with `Random.gauss`
+/// returning 1000 (and dated as the source, so Python takes it for it): a baseline process that loads
+/// it draws its noise 1000 standard deviations up, and so runs slower.
 const PLANTS_BYTECODE: &str = r#"
-import importlib.util as _util, importlib._bootstrap_external as _external, os as _os, random as _random
-_source = _random.__file__
-with open(_source) as _file:
-    _text = _file.read() + """
-import os as _o
-if "/workers/baseline-" in _o.getcwd():
-    Random.gauss = lambda self, mu=0.0, sigma=1.0: 1000.0
-"""
-_stat = _os.stat(_source)
-_pyc = _util.cache_from_source(_source)
-_os.makedirs(_os.path.dirname(_pyc), exist_ok=True)
-with open(_pyc, "wb") as _file:
-    _file.write(_external._code_to_timestamp_pyc(compile(_text, _source, "exec"), _stat.st_mtime, _stat.st_size))
+import glob as _glob, importlib.util as _util, importlib._bootstrap_external as _external, os as _os
+_git, _, _tree = _os.path.abspath(__file__).partition("/cutile-perf/")
+_git += "/cutile-perf"
+_relative = _tree.partition("/tree/")[2]
+for _source in _glob.glob(_os.path.join(_git, "workers", "baseline-*", "tree", _relative)) + _glob.glob(
+    _os.path.join(_git, "baseline-*", _relative)
+):
+    with open(_source) as _file:
+        _text = _file.read() + "\nimport random as _r\n_r.Random.gauss = lambda self, mu=0.0, sigma=1.0: 1000.0\n"
+    _stat = _os.stat(_source)
+    _pyc = _util.cache_from_source(_source)
+    _os.makedirs(_os.path.dirname(_pyc), exist_ok=True)
+    with open(_pyc, "wb") as _file:
+        _file.write(_external._code_to_timestamp_pyc(compile(_text, _source, "exec"), _stat.st_mtime, _stat.st_size))
 "#;
 
 #[test]
 fn the_candidates_code_cannot_leave_bytecode_for_the_baseline() {
     let f = Fixture::new();
+    // where the baseline's worktrees leave Python's bytecode unseen by their edit check
+    f.append(".git/info/exclude", "__pycache__/\n");
     // a small noise the harness draws from `random`, in every command's environment
     let noise = [("CUTILE_PERF_FIXTURE_NOISE", "0.0001")];
     let mut start = f.command(&["start", "vector_add"]);

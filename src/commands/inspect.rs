@@ -135,7 +135,7 @@ fn measure(
             .filter(|dir| !dir.as_os_str().is_empty())
             .chain([plugin_dir.to_path_buf()]),
     )?;
-    let bytecode = pytest::Bytecode::private_in(plugin_dir)?;
+    let bytecode = pytest::Bytecode::for_tree(&repo.root)?;
     let [no_write, prefix] = bytecode.env();
     let metrics = ncu::metrics(ncu::query_metrics(&Local, &repo.root).as_deref());
     let ncu_args = ncu::args(metrics, &names.join("|"), WARM_UP_LAUNCHES, 1, &csv);

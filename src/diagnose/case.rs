@@ -68,8 +68,6 @@ pub struct Case {
     /// Where cuda-tile dumps what it compiles.
     pub dumps: PathBuf,
     env: Vec<(&'static str, String)>,
-    /// Held for the case's life: its bytecode directory is in `env`.
-    _bytecode: crate::pytest::Bytecode,
 }
 
 impl Case {
@@ -94,7 +92,7 @@ impl Case {
         let python_path = crate::pytest::sources_first(&root)?
             .map(|path| path.to_string_lossy().into_owned())
             .unwrap_or_else(|| std::env::var("PYTHONPATH").unwrap_or_default());
-        let bytecode = crate::pytest::Bytecode::private_in(&dir)?;
+        let bytecode = crate::pytest::Bytecode::for_tree(&root)?;
         let mut env = vec![
             ("TILEGYM_DISABLE_AUTOTUNE", "1".to_string()),
             ("PYTHONPATH", python_path),
@@ -108,7 +106,6 @@ impl Case {
             dir,
             dumps,
             env,
-            _bytecode: bytecode,
         })
     }
 

@@ -26,8 +26,7 @@ use crate::process::{self, Background, Ending};
 use crate::process_identity::ProcessIdentity;
 use crate::pytest::{
     self, BENCHMARK_RECORD, BENCHMARK_SELECTION, BenchmarkRun, CASES_PLUGIN, CENSUS_PLUGIN,
-    CORRECTNESS_SELECTION, CorrectnessRun, Finished, Prepared, Pytest, RECORD_FORMAT, Recorded,
-    SEEDS_PLUGIN,
+    CORRECTNESS_SELECTION, CorrectnessRun, Finished, Pytest, RECORD_FORMAT, Recorded, SEEDS_PLUGIN,
 };
 use crate::records::Statistic;
 use crate::runner::{PytestRun, Workers};
@@ -49,11 +48,7 @@ pub struct Worker {
     /// `candidate` or `baseline`.
     pub side: &'static str,
     channel: PathBuf,
-    /// Declared before `prepared`: the process ends before its bytecode directory is removed.
     process: Background,
-    /// The command it was started with (its bytecode directory lives as long, or, kept, as long as its
-    /// home); none for a worker kept by an earlier command.
-    prepared: Option<Prepared>,
     log: PathBuf,
     /// Seconds since the epoch at its start, and at its last command.
     started: u64,
@@ -179,7 +174,6 @@ impl Worker {
             channel,
             process,
             log: prepared.log.clone(),
-            prepared: Some(prepared),
             started: lasting::now_s(),
             last_command: lasting::now_s(),
             commands: 0,
@@ -214,7 +208,6 @@ impl Worker {
             side,
             channel,
             process: Background::adopt(kept.process.clone()),
-            prepared: None,
             log: kept.log.clone(),
             started: kept.started,
             last_command: kept.last_command,
@@ -242,9 +235,6 @@ impl Worker {
         // no owner: the worker's watch leaves it running after this process is gone
         std::fs::remove_file(self.channel.join(OWNER)).ok()?;
         self.kept = true;
-        if let Some(prepared) = self.prepared.take() {
-            prepared.leave_bytecode();
-        }
         self.process.keep();
         Some(Lasting {
             process,
