@@ -7,6 +7,8 @@
 mod attempt;
 mod preflight;
 mod record;
+mod rounds;
+mod sides;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
