@@ -4,6 +4,7 @@
 //! history), then undone by the iteration commit, which carries the trailers: the branch's tree returns
 //! exactly to what it was, and `git show <iteration>^` shows what was tried.
 
+mod after;
 mod attempt;
 mod preflight;
 mod record;
@@ -19,23 +20,25 @@ use serde::Serialize;
 use crate::agent::next_action::{NextAction, Situation, next_action};
 use crate::census;
 use crate::decision::{self, Attempt, Cause, Correctness, Decision, Status, Verdict};
-use crate::diagnose::facts::{Already, Dumped, Place};
-use crate::diagnose::{Diagnosis, cache, profile};
+use crate::diagnose::{Diagnosis, cache};
 use crate::evidence::Evidence;
 use crate::git::Repo;
 use crate::gpu::GpuState;
 use crate::hint::hinted;
 use crate::history::{History, sandbox, write_table};
 use crate::journal::{self, Journal, Lock, Phase, Verb};
-use crate::runner::{self, OnGpu, Placement, Runner};
+use crate::runner::{self, Placement, Runner};
 use crate::session::{Iteration, NO_LETTER, fmt_change, fmt_ms, short};
 use crate::snapshot::Tested;
 use crate::stats::{self, ConfigChange};
 use crate::ui::{Progress, Render, Ui};
-use crate::{paired, process, recovery, references};
-use attempt::{Checks, Tried, attempt, holders};
+use crate::{process, recovery, references};
+use after::{
+    After, Diagnosed, already, attach, budget_used_pct, commit_with_note, settle_workers, tried,
+};
+use attempt::{Checks, Tried, holders};
 use preflight::{Preflight, gpu_pool, gpu_ready, preflight, tests_ready};
-use record::{Recorded, record};
+use record::Recorded;
 
 /// From this share of `--budget` used, the human output says to raise it.
 const BUDGET_WARN_PCT: f64 = 75.0;
@@ -228,149 +231,65 @@ fn measure_and_record(
     args: &StepOptions,
     ready: Preflight,
     letter: Option<String>,
-    Placed {
-        place,
-        gpu,
-        gpus,
-        progress,
-    }: Placed,
+    on: Placed,
     tested: &Tested,
     journal: &mut Journal,
 ) -> Result<Done> {
-    let deadline = Instant::now() + args.budget;
-    let tried = attempt(
-        repo,
-        &ready.history,
-        &*place,
-        &tested.tree,
-        progress,
-        deadline,
-        &gpus,
-    )?;
-    let left = deadline.saturating_duration_since(Instant::now());
-    let budget_used_pct = 100.0 * (1.0 - left.as_secs_f64() / args.budget.as_secs_f64());
-    let placement = place.placement().cloned();
-    // what runs after the rounds (the diagnosis, the compile facts) runs on the first GPU they measured on
-    let place = match tried.gpus.first() {
-        Some(gpu) => Box::new(OnGpu {
-            place,
-            gpu: gpu.clone(),
-        }) as Box<dyn Runner>,
-        None => place,
-    };
-    // the verdict is known; a diagnosis may only add the cause (and escalate by its rule), so it runs
-    // only where the cause is recorded: measured code without a `--cause`
-    let (diagnosed, diagnosis_s) = match (args.cause, &tried.attempt) {
-        (None, Attempt::Measured { .. }) => {
-            let started = Instant::now();
-            let at = Place {
-                runner: &*place,
-                gpu: gpu.as_ref(),
-                progress,
-            };
-            let found = profile::cause_for(repo, &at, &ready.history, deadline)?;
-            (found, Some(started.elapsed().as_secs_f64()))
-        }
-        _ => (None, None),
-    };
-    let found = diagnosed.as_ref().map(|found| &found.diagnosis);
-    let (mut iteration, verdict) = judge(&ready.history, &tried, args, letter, found);
+    let judged = judged(repo, args, &ready.history, letter, on, tested)?;
+    let (tried, after) = (judged.tried, judged.after);
+    let (progress, deadline) = (after.progress, after.deadline);
+    let found = (judged.diagnosed.as_ref()).and_then(|d| d.found.as_ref());
     // the worker that holds the new baseline's code (the candidate's after a keep) stays up through
     // the commit; the other ends now, so that an interrupt meanwhile has one less to end
-    let holder = holders(tried.held, iteration.status == Status::Keep);
-    iteration.placement = placement;
+    let holder = holders(tried.held, judged.iteration.status == Status::Keep);
     tested.check(repo)?;
-    let Preflight {
-        mut history,
-        changed,
-    } = ready;
-    let evidence =
-        Evidence::new(&history.session, iteration.number, gpu, tried.runs).with_ended(tried.ended);
-    // kept before the commit: a kill between the commit and its note leaves it to `repair`
-    journal.note = Some(evidence.stash(repo)?);
-    let commit = record(
-        repo,
-        journal,
-        &history,
-        iteration,
-        &changed,
-        args.notes.as_deref(),
-    )?;
+    let evidence = Evidence::new(
+        &ready.history.session,
+        judged.iteration.number,
+        after.gpu.clone(),
+        tried.runs,
+    )
+    .with_ended(tried.ended);
+    let notes = args.notes.as_deref();
+    let commit = commit_with_note(repo, journal, &ready, judged.iteration, notes, &evidence)?;
+    let Preflight { mut history, .. } = ready;
     let code = commit.iteration.attempt.as_deref().unwrap_or(&commit.id);
-    // an iteration without its note would stand unchecked: a failure here undoes the commit
-    evidence.attach(repo, &commit.id)?;
-    if let Some(found) = &diagnosed {
+    if let Some(found) = found {
         // only `compare`'s cache: losing it loses nothing recorded
         let _ = cache::remember(repo, code, found);
     }
-    // after the verdict, which they cannot change, and after the note is safe: the compile facts; none
-    // without a GPU, cuda-tile or the budget for them, or for a crash (its case may hang)
     let facts_started = Instant::now();
-    let compile = match &tried.attempt {
-        Attempt::Crashed { .. } => None,
-        _ => crate::diagnose::facts::for_iteration(
-            repo,
-            Place {
-                runner: &*place,
-                gpu: evidence.gpu_state.as_ref(),
-                progress,
-            },
-            &history.session,
-            &history.current_baseline().configs,
-            code,
-            Already {
-                diagnosed: diagnosed.as_ref(),
-                dumped: Some(Dumped {
-                    dir: &tried.candidate_dumps,
-                    runs: (evidence.runs.iter())
-                        .filter(|run| run.name.ends_with("-candidate"))
-                        .collect(),
-                }),
-            },
-            deadline,
-        ),
-    };
+    let already = already(found, &tried.candidate_dumps, &evidence);
+    let compile = after.compile_facts(repo, &history, code, &tried.attempt, already);
     let mut checks = tried.checks;
-    let gpus = tried.gpus;
     checks.compile_facts_s = facts_started.elapsed().as_secs_f64();
-    place.release();
+    after.place.release();
     if compile.is_some() {
         attach(repo, &evidence.with_compile(compile), &commit.id, progress);
     }
     let Recorded { id, iteration } = commit;
     history.push(id.clone(), iteration);
-    let baseline_tree = holder.tree().map(str::to_string);
-    if verdict.decision.halts() {
-        holder.end_with_the_loop(verdict.decision, progress);
-    } else {
-        holder.keep_as_baseline(repo, history.current_baseline_commit(), deadline, progress);
-    }
-    paired::prune_worker_logs(repo);
-    if let Some(tree) = baseline_tree {
-        paired::prune_dumps(repo, &tree);
-    }
+    settle_workers(
+        repo,
+        holder,
+        judged.verdict.decision,
+        &history,
+        progress,
+        deadline,
+    );
     journal.enter(repo, Phase::WritingTable)?;
     let table = write_table(repo, &history)?;
     Ok(Done {
         attempt: tried.attempt,
-        diagnosis_s,
-        no_gain: verdict.no_gain,
+        diagnosis_s: judged.diagnosed.map(|d| d.seconds),
+        no_gain: judged.verdict.no_gain,
         history,
         commit: id,
         table,
         checks,
-        budget_used_pct,
-        gpus,
+        budget_used_pct: judged.budget_used_pct,
+        gpus: tried.gpus,
     })
-}
-
-/// Adds the compile facts to the iteration's note; a failure is a warning, since the note it had stands.
-fn attach(repo: &Repo, evidence: &Evidence, commit: &str, progress: &Progress) {
-    if let Err(e) = evidence.attach(repo, commit) {
-        progress.line(&format!(
-            "warning: the iteration's evidence note stands without its compile facts: {e:#}"
-        ));
-    }
 }
 
 impl Done {
@@ -444,6 +363,50 @@ impl Done {
             next_action: next_action(Situation::Session(&self.history)),
         }
     }
+}
+
+/// A step measured and judged, not yet committed: the attempt, where the work after it runs, the
+/// diagnosis (where one was asked for), the iteration and its verdict, and the share of `--budget` the
+/// tests used.
+struct Judged<'r, 'a> {
+    tried: Tried<'r>,
+    after: After<'a>,
+    diagnosed: Option<Diagnosed>,
+    iteration: Iteration,
+    verdict: Verdict,
+    budget_used_pct: f64,
+}
+
+/// The attempt at the snapshot `tested`, the diagnosis it calls for, and the iteration it makes.
+fn judged<'r, 'a>(
+    repo: &'r Repo,
+    args: &StepOptions,
+    history: &History,
+    letter: Option<String>,
+    on: Placed<'a>,
+    tested: &Tested,
+) -> Result<Judged<'r, 'a>> {
+    let deadline = Instant::now() + args.budget;
+    let (tried, mut after) = tried(repo, history, on, tested, deadline)?;
+    let budget_used_pct = budget_used_pct(deadline, args.budget);
+    // the verdict is known; a diagnosis may only add the cause (and escalate by its rule), so it runs
+    // only where the cause is recorded: measured code without a `--cause`
+    let diagnosed = match (args.cause, &tried.attempt) {
+        (None, Attempt::Measured { .. }) => Some(after.diagnose(repo, history)?),
+        _ => None,
+    };
+    let found = diagnosed.as_ref().and_then(|d| d.found.as_ref());
+    let (mut iteration, verdict) =
+        judge(history, &tried, args, letter, found.map(|f| &f.diagnosis));
+    iteration.placement = after.placement.take();
+    Ok(Judged {
+        tried,
+        after,
+        diagnosed,
+        iteration,
+        verdict,
+        budget_used_pct,
+    })
 }
 
 /// The iteration the attempt makes under the session's rules, not yet committed. The cause is the
