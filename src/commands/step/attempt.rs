@@ -10,7 +10,7 @@ use std::time::Instant;
 use anyhow::Result;
 use serde::Serialize;
 
-use super::rounds::{self, Measured};
+use super::rounds::{Measured, baseline_passed, measure, no_reroll};
 use super::sides::{self, Codes};
 use crate::census;
 use crate::decision::Attempt;
@@ -120,17 +120,17 @@ pub fn attempt<'r>(
     let runners = sides::runners(repo, &roots, &templates, &codes.baseline);
     let checks = RefCell::new(Checks::default());
     let [first_candidate, first_baseline] = &runners[0];
-    let no_reroll = rounds::no_reroll([first_candidate, first_baseline], &checks);
+    let alike_check = no_reroll([first_candidate, first_baseline], &checks);
     let mut rounds = Rounds {
         pairs: sides::pairs(&shares, &runners, &mut held),
         session,
         floor: NoiseFloor::from_spreads(&session.spread),
         deadline,
         measured: false,
-        no_reroll: Some(&no_reroll),
+        no_reroll: Some(&alike_check),
     };
-    let baseline_passed = rounds::baseline_passed(repo, history)?;
-    let mut measured = rounds::measure(&mut rounds, &baseline_passed, session, &checks)?;
+    let baseline_passed = baseline_passed(repo, history)?;
+    let mut measured = measure(&mut rounds, &baseline_passed, session, &checks)?;
     crash_if_code_changed(&mut measured, &held);
     give_workers_back(rounds.pairs, &mut held);
     let Measured { runs, ended } = measured;
