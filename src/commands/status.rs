@@ -1,5 +1,7 @@
 //! `status`: the session at a glance, rebuilt from its commits.
 
+use std::io::Write;
+
 use anyhow::Result;
 use serde::Serialize;
 
@@ -190,16 +192,7 @@ pub fn run(ui: &mut Ui, repo: &Repo) -> Result<StatusReport> {
 impl Render for StatusReport {
     fn render(&self, ui: &mut Ui) -> Result<()> {
         let Some(report) = &self.progress else {
-            let no_session = ui.bold("no session").to_string();
-            let branch = self.branch.as_deref().unwrap_or("a detached HEAD");
-            writeln!(ui.out(), "{no_session} on {branch}")?;
-            writeln!(ui.out(), "next: {}", self.next_action.sentence)?;
-            return Ok(());
-        };
-        let session = &report.session;
-        let total = match report.change_pct_since_0 {
-            Some(change) => format!(" ({change:+.2}% since iteration 0)"),
-            None => String::new(),
+            return self.render_no_session(ui);
         };
         let session_word = ui.bold("session").to_string();
         let state_word = ui.word(report.state).to_string();
@@ -209,74 +202,115 @@ impl Render for StatusReport {
             "{session_word} {}",
             self.branch.as_deref().unwrap_or_default()
         )?;
-        writeln!(out, "  kernel      {}", session.kernel)?;
-        writeln!(out, "  test        {}", session.test)?;
-        writeln!(out, "  allowed     {}", session.allowed.join(", "))?;
-        writeln!(out, "  statistic   {}", session.statistic)?;
-        if let Some(class) = session.class {
-            writeln!(out, "  class       {class}")?;
-        }
-        writeln!(
-            out,
-            "  gpu         {}",
-            session.gpu.as_deref().unwrap_or("none recorded")
-        )?;
-        writeln!(out, "  runner      {}", session.runner.describe())?;
-        if let Some(on) = &report.last_placement {
-            writeln!(out, "  last run    {}", on.describe())?;
-        }
-        writeln!(
-            out,
-            "  baseline    iteration {} {} ms",
-            report.baseline.iteration,
-            fmt_ms(report.baseline.latency_ms)
-        )?;
-        writeln!(
-            out,
-            "  best        iteration {} {} ms{total}",
-            report.best.iteration,
-            fmt_ms(report.best.latency_ms)
-        )?;
-        writeln!(
-            out,
-            "  iterations  {} of {}",
-            report.iterations, session.thresholds.max_iterations
-        )?;
-        writeln!(
-            out,
-            "  no gain     {} in a row (stops at {})",
-            report.no_gain, session.thresholds.max_no_gain
-        )?;
-        for skip in &report.skipped {
-            writeln!(out, "  skipped     {}: {}", skip.letter, skip.why)?;
-        }
-        match (report.halted_at, &report.reason) {
-            (Some(number), Some(reason)) => writeln!(
-                out,
-                "  loop        {state_word} at iteration {number}: {reason}"
-            )?,
-            _ => writeln!(out, "  loop        {state_word}")?,
-        }
+        write_session(out, &report.session, report.last_placement.as_ref())?;
+        write_progress(out, report, &state_word)?;
         for finding in &self.foreign {
             writeln!(out, "  foreign     {finding}")?;
         }
         for worker in &self.workers {
-            let memory = worker
-                .gpu_mib
-                .map_or(String::new(), |mib| format!(", {mib} MiB of GPU memory"));
-            let state = match worker.alive {
-                true => format!("idle {} s", worker.idle_s),
-                false => "gone (the next step starts a fresh one)".into(),
-            };
-            writeln!(
-                out,
-                "  worker      pid {} ({}, commit {}): {state}{memory}",
-                worker.pid,
-                worker.side,
-                short(&worker.commit)
-            )?;
+            write_worker(out, worker)?;
         }
         writeln!(out, "next: {}", self.next_action.sentence)?;
         Ok(())
     }
+}
+
+impl StatusReport {
+    /// Outside a session: the branch, and how to start one.
+    fn render_no_session(&self, ui: &mut Ui) -> Result<()> {
+        let no_session = ui.bold("no session").to_string();
+        let branch = self.branch.as_deref().unwrap_or("a detached HEAD");
+        writeln!(ui.out(), "{no_session} on {branch}")?;
+        writeln!(ui.out(), "next: {}", self.next_action.sentence)?;
+        Ok(())
+    }
+}
+
+/// What the session measures and how: its kernel, test, allowed paths, statistic, class, GPU and
+/// runner, and where its latest iteration ran (`last_run`, for a Slurm session).
+fn write_session(
+    out: &mut dyn Write,
+    session: &Session,
+    last_run: Option<&Placement>,
+) -> Result<()> {
+    writeln!(out, "  kernel      {}", session.kernel)?;
+    writeln!(out, "  test        {}", session.test)?;
+    writeln!(out, "  allowed     {}", session.allowed.join(", "))?;
+    writeln!(out, "  statistic   {}", session.statistic)?;
+    if let Some(class) = session.class {
+        writeln!(out, "  class       {class}")?;
+    }
+    writeln!(
+        out,
+        "  gpu         {}",
+        session.gpu.as_deref().unwrap_or("none recorded")
+    )?;
+    writeln!(out, "  runner      {}", session.runner.describe())?;
+    if let Some(on) = last_run {
+        writeln!(out, "  last run    {}", on.describe())?;
+    }
+    Ok(())
+}
+
+/// Where the loop stands: the baseline, the best so far and its change since iteration 0, the
+/// iterations and the steps without gain against their limits, the letters skipped, and the loop's
+/// state (`state_word`, styled) with what halted it.
+fn write_progress(out: &mut dyn Write, report: &Progress, state_word: &str) -> Result<()> {
+    let session = &report.session;
+    let total = match report.change_pct_since_0 {
+        Some(change) => format!(" ({change:+.2}% since iteration 0)"),
+        None => String::new(),
+    };
+    writeln!(
+        out,
+        "  baseline    iteration {} {} ms",
+        report.baseline.iteration,
+        fmt_ms(report.baseline.latency_ms)
+    )?;
+    writeln!(
+        out,
+        "  best        iteration {} {} ms{total}",
+        report.best.iteration,
+        fmt_ms(report.best.latency_ms)
+    )?;
+    writeln!(
+        out,
+        "  iterations  {} of {}",
+        report.iterations, session.thresholds.max_iterations
+    )?;
+    writeln!(
+        out,
+        "  no gain     {} in a row (stops at {})",
+        report.no_gain, session.thresholds.max_no_gain
+    )?;
+    for skip in &report.skipped {
+        writeln!(out, "  skipped     {}: {}", skip.letter, skip.why)?;
+    }
+    match (report.halted_at, &report.reason) {
+        (Some(number), Some(reason)) => writeln!(
+            out,
+            "  loop        {state_word} at iteration {number}: {reason}"
+        )?,
+        _ => writeln!(out, "  loop        {state_word}")?,
+    }
+    Ok(())
+}
+
+/// A kept worker: its process, side and code, whether it idles or is gone, and its GPU memory.
+fn write_worker(out: &mut dyn Write, worker: &KeptWorker) -> Result<()> {
+    let memory = worker
+        .gpu_mib
+        .map_or(String::new(), |mib| format!(", {mib} MiB of GPU memory"));
+    let state = match worker.alive {
+        true => format!("idle {} s", worker.idle_s),
+        false => "gone (the next step starts a fresh one)".into(),
+    };
+    writeln!(
+        out,
+        "  worker      pid {} ({}, commit {}): {state}{memory}",
+        worker.pid,
+        worker.side,
+        short(&worker.commit)
+    )?;
+    Ok(())
 }

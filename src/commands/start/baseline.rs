@@ -13,12 +13,13 @@ use crate::hint::hinted;
 use crate::paired::{self, Held, Wanted, dumps_of};
 use crate::process::Interrupted;
 use crate::pytest::{BenchmarkRun, CorrectnessRun, Pytest};
+use crate::records::Measurement;
+use crate::runner::Placement;
 use crate::session::Iteration;
 use crate::stats::{self, Spread, geometric_mean};
 use crate::workers::Side;
 use crate::workers::lasting::{Code, WorkerEnv};
 
-/// Iteration 0: correctness must pass, then the benchmark gives the baseline latency.
 /// Iteration 0, what its correctness run found, in words, and its noise floor.
 pub struct Baseline<'a> {
     pub iteration: Iteration,
@@ -35,8 +36,9 @@ pub struct Baseline<'a> {
 /// The baseline's benchmark runs: at least two, so each config's run-to-run spread is known.
 const BASELINE_RUNS: usize = 2;
 
+/// Iteration 0 of `plan`'s session at HEAD (`original` names where it started from): its correctness
+/// run must pass, then its benchmark runs give the baseline latency and the noise floor.
 pub fn baseline<'r>(repo: &'r Repo, plan: &Plan, original: &str) -> Result<Baseline<'r>> {
-    let session = &plan.session;
     let tree = repo.git(&["rev-parse", "HEAD^{tree}"])?.trim().to_string();
     // its kernels dumped where the first step's no-re-roll check reads the baseline's
     let dumps = dumps_of(repo, &tree);
@@ -44,8 +46,43 @@ pub fn baseline<'r>(repo: &'r Repo, plan: &Plan, original: &str) -> Result<Basel
         dumps: Some(dumps.clone()),
         ..plan.runner(repo)
     };
-    // in a worker of the baseline's code that lives on: the first step starts only the candidate's
-    let mut held = paired::hold(
+    let mut held = hold(repo, plan, tree, &template)?;
+    let root = held.tree.path.clone();
+    let runner = Pytest {
+        root: &root,
+        ..template.clone()
+    };
+    let mut side = Side::new(&runner, held.worker.take());
+    let correctness = side.correctness()?;
+    let mut junit: Vec<RunFile> = correctness
+        .records
+        .map(|records| RunFile::new("correctness", records))
+        .into_iter()
+        .collect();
+    let tests = correctness_words(correctness.outcome, original, runner.filter)?;
+    let runs = benchmark_runs(&mut side, plan, &mut junit)?;
+    let Combined {
+        configs,
+        spread,
+        latency,
+    } = combined(&runs)?;
+    let iteration = iteration_zero(&tests, configs, latency, plan.place.placement().cloned());
+    held.worker = side.into_worker();
+    Ok(Baseline {
+        iteration,
+        tests,
+        spread,
+        junit,
+        dumps,
+        held,
+    })
+}
+
+/// The baseline's code (HEAD, whose tree is `tree`) in a worker that lives on: the first step starts
+/// only the candidate's.
+fn hold<'r>(repo: &'r Repo, plan: &Plan, tree: String, template: &Pytest) -> Result<Held<'r>> {
+    let session = &plan.session;
+    paired::hold(
         repo,
         Wanted {
             side: "baseline",
@@ -60,31 +97,26 @@ pub fn baseline<'r>(repo: &'r Repo, plan: &Plan, original: &str) -> Result<Basel
                 session.filter.as_deref(),
                 WorkerEnv::visible_gpu(),
             ),
-            template: &template,
+            template,
         },
-    )?;
-    let root = held.tree.path.clone();
-    let runner = Pytest {
-        root: &root,
-        ..template.clone()
-    };
-    let mut side = Side::new(&runner, held.worker.take());
-    let correctness = side.correctness()?;
-    let mut junit: Vec<RunFile> = correctness
-        .records
-        .map(|records| RunFile::new("correctness", records))
-        .into_iter()
-        .collect();
-    let tests = correctness_words(correctness.outcome, original, runner.filter)?;
+    )
+}
+
+/// The baseline's benchmark runs, their JUnit files added to `junit`: each run in a process of its
+/// own, as the steps' rounds are: their spread is the noise floor, and a repetition inside one process
+/// would not sample what a process fixes once (`verdict`).
+fn benchmark_runs(
+    side: &mut Side,
+    plan: &Plan,
+    junit: &mut Vec<RunFile>,
+) -> Result<Vec<Vec<Measurement>>> {
     let mut runs = Vec::new();
-    // each run in a process of its own, as the steps' rounds are: their spread is the noise floor, and
-    // a repetition inside one process would not sample what a process fixes once (`verdict`)
     for number in 1..=BASELINE_RUNS {
         if number > 1 {
             side.redraw();
         }
         let (measured, file) = crate::benchmark_run::benchmark(
-            &mut side,
+            side,
             plan.session.statistic,
             &format!("benchmark-{number}"),
             &format!("baseline {number}/{BASELINE_RUNS}"),
@@ -101,12 +133,41 @@ pub fn baseline<'r>(repo: &'r Repo, plan: &Plan, original: &str) -> Result<Basel
             BenchmarkRun::Interrupted => return Err(interrupted()),
         }
     }
-    let (configs, spread) = stats::combine_runs(&runs).map_err(|(pass, test)| {
+    Ok(runs)
+}
+
+/// The baseline's runs taken together: each config's measurement and run-to-run spread, and the
+/// latency over the configs.
+struct Combined {
+    configs: Vec<Measurement>,
+    spread: Vec<Spread>,
+    latency: f64,
+}
+
+/// The baseline's `runs` combined, and their latency (the geometric mean over the configs); a run
+/// without a record of a config the others have refuses.
+fn combined(runs: &[Vec<Measurement>]) -> Result<Combined> {
+    let (configs, spread) = stats::combine_runs(runs).map_err(|(pass, test)| {
         anyhow!("a run of the baseline gave no record for {test} {pass}\nnothing was created")
     })?;
     let latency = geometric_mean(configs.iter().map(|c| c.value))
         .context("the baseline has no usable latency")?;
-    let iteration = Iteration {
+    Ok(Combined {
+        configs,
+        spread,
+        latency,
+    })
+}
+
+/// Iteration 0: the kept baseline, its correctness in words (`tests`), its `configs` and `latency`, and
+/// where it ran (`placement`).
+fn iteration_zero(
+    tests: &str,
+    configs: Vec<Measurement>,
+    latency: f64,
+    placement: Option<Placement>,
+) -> Iteration {
+    Iteration {
         number: 0,
         optimization: "baseline".to_string(),
         letter: None,
@@ -120,18 +181,9 @@ pub fn baseline<'r>(repo: &'r Repo, plan: &Plan, original: &str) -> Result<Basel
         reason: format!("baseline: {tests}, {} configs measured", configs.len()),
         configs,
         attempt: None,
-        placement: plan.place.placement().cloned(),
+        placement,
         rounds: None,
-    };
-    held.worker = side.into_worker();
-    Ok(Baseline {
-        iteration,
-        tests,
-        spread,
-        junit,
-        dumps,
-        held,
-    })
+    }
 }
 
 /// What the baseline's correctness run found, in words; anything but a pass that ran cases refuses.

@@ -4,86 +4,40 @@
 //! history), then undone by the iteration commit, which carries the trailers: the branch's tree returns
 //! exactly to what it was, and `git show <iteration>^` shows what was tried.
 
+mod after;
 mod attempt;
 mod preflight;
 mod record;
+mod report;
+mod rounds;
+mod sides;
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use serde::Serialize;
 
-use crate::agent::next_action::{NextAction, Situation, next_action};
 use crate::census;
-use crate::decision::{self, Attempt, Cause, Correctness, Decision, Status, Verdict};
-use crate::diagnose::facts::{Already, Dumped, Place};
-use crate::diagnose::{Diagnosis, cache, profile};
+use crate::decision::{self, Attempt, Cause, Status, Verdict};
+use crate::diagnose::{Diagnosis, cache};
 use crate::evidence::Evidence;
 use crate::git::Repo;
 use crate::gpu::GpuState;
 use crate::hint::hinted;
 use crate::history::{History, sandbox, write_table};
 use crate::journal::{self, Journal, Lock, Phase, Verb};
-use crate::runner::{self, OnGpu, Placement, Runner};
-use crate::session::{Iteration, NO_LETTER, fmt_change, fmt_ms, short};
+use crate::runner::{self, Runner};
+use crate::session::{Iteration, NO_LETTER};
 use crate::snapshot::Tested;
-use crate::stats::{self, ConfigChange};
-use crate::ui::{Progress, Render, Ui};
-use crate::{paired, process, recovery, references};
-use attempt::{Checks, Tried, attempt, holders};
+use crate::ui::{Progress, Ui};
+use crate::{process, recovery, references};
+use after::{
+    After, Diagnosed, already, attach, budget_used_pct, commit_with_note, settle_workers, tried,
+};
+use attempt::{Tried, holders};
 use preflight::{Preflight, gpu_pool, gpu_ready, preflight, tests_ready};
-use record::{Recorded, record};
-
-/// From this share of `--budget` used, the human output says to raise it.
-const BUDGET_WARN_PCT: f64 = 75.0;
-
-/// What `step` did, as `--json` prints it.
-#[derive(Debug, Serialize)]
-pub struct StepReport {
-    pub iteration: u32,
-    pub optimization: String,
-    pub opt: Option<String>,
-    pub cause: Option<Cause>,
-    pub status: Status,
-    pub correctness: Correctness,
-    pub latency_ms: Option<f64>,
-    pub baseline_ms: f64,
-    pub change_pct: Option<f64>,
-    /// What `baseline_ms` is, and so what `change_pct` compares with: the current baseline re-measured
-    /// beside the candidate in this step's paired rounds (not the table's stored latency), or stored.
-    pub change_against: String,
-    /// The earlier iteration of the same `--opt` letter: this one is its variant.
-    pub variant_of: Option<u32>,
-    pub decision: Decision,
-    pub reason: String,
-    /// Every correctness case that failed, for a FAIL (its `reason` names the first few).
-    pub failed: Vec<String>,
-    pub no_gain: u32,
-    pub configs: Vec<ConfigChange>,
-    pub commit: String,
-    pub attempt: Option<String>,
-    /// The Slurm node and job that ran it; none locally.
-    pub placement: Option<Placement>,
-    /// Benchmark runs per side (candidate and baseline) in the paired rounds.
-    pub rounds: Option<u32>,
-    /// Seconds the ncu diagnosis took (near 0 where ncu is missing); none when none was asked for:
-    /// `--cause` given, or nothing measured (a FAIL, a crash, no change).
-    pub diagnosis_s: Option<f64>,
-    pub table: PathBuf,
-    /// What the change adds that often signals a shortcut (`census::shortcut_signs`): a note, not a rule.
-    pub shortcut_signs: Vec<String>,
-    /// What the tool's own checks cost (seconds) and what the no-re-roll comparison found.
-    pub checks: Checks,
-    /// The share of `--budget` (percent) the tests used (correctness and the rounds): near 100, a step a
-    /// little slower (a kept autotuner tunes again in every worker) would be a crash, so raise `--budget`.
-    pub budget_used_pct: f64,
-    /// The GPUs the rounds measured on (`CUDA_VISIBLE_DEVICES` indexes), a (baseline, candidate) pair
-    /// each; empty: the one the environment gave.
-    pub gpus: Vec<String>,
-    /// What the loop expects now, with one sentence for an agent.
-    pub next_action: NextAction,
-}
+use record::Recorded;
+use report::Done;
+pub use report::StepReport;
 
 /// What one iteration is told: what it tried, and how it runs.
 #[derive(Debug)]
@@ -197,19 +151,6 @@ fn opt_letter(history: &History, opt: Option<&str>) -> Result<String> {
     }
 }
 
-/// What a recorded step leaves for its report.
-struct Done {
-    attempt: Attempt,
-    diagnosis_s: Option<f64>,
-    no_gain: u32,
-    history: History,
-    commit: String,
-    table: PathBuf,
-    checks: Checks,
-    budget_used_pct: f64,
-    gpus: Vec<String>,
-}
-
 /// Where the step runs, the GPU there as it began, and where its progress goes.
 struct Placed<'a> {
     place: Box<dyn Runner>,
@@ -226,222 +167,109 @@ fn measure_and_record(
     args: &StepOptions,
     ready: Preflight,
     letter: Option<String>,
-    Placed {
-        place,
-        gpu,
-        gpus,
-        progress,
-    }: Placed,
+    on: Placed,
     tested: &Tested,
     journal: &mut Journal,
 ) -> Result<Done> {
-    let deadline = Instant::now() + args.budget;
-    let tried = attempt(
-        repo,
-        &ready.history,
-        &*place,
-        &tested.tree,
-        progress,
-        deadline,
-        &gpus,
-    )?;
-    let left = deadline.saturating_duration_since(Instant::now());
-    let budget_used_pct = 100.0 * (1.0 - left.as_secs_f64() / args.budget.as_secs_f64());
-    let placement = place.placement().cloned();
-    // what runs after the rounds (the diagnosis, the compile facts) runs on the first GPU they measured on
-    let place = match tried.gpus.first() {
-        Some(gpu) => Box::new(OnGpu {
-            place,
-            gpu: gpu.clone(),
-        }) as Box<dyn Runner>,
-        None => place,
-    };
-    // the verdict is known; a diagnosis may only add the cause (and escalate by its rule), so it runs
-    // only where the cause is recorded: measured code without a `--cause`
-    let (diagnosed, diagnosis_s) = match (args.cause, &tried.attempt) {
-        (None, Attempt::Measured { .. }) => {
-            let started = Instant::now();
-            let at = Place {
-                runner: &*place,
-                gpu: gpu.as_ref(),
-                progress,
-            };
-            let found = profile::cause_for(repo, &at, &ready.history, deadline)?;
-            (found, Some(started.elapsed().as_secs_f64()))
-        }
-        _ => (None, None),
-    };
-    let found = diagnosed.as_ref().map(|found| &found.diagnosis);
-    let (mut iteration, verdict) = judge(&ready.history, &tried, args, letter, found);
+    let judged = judged(repo, args, &ready.history, letter, on, tested)?;
+    let (tried, after) = (judged.tried, judged.after);
+    let (progress, deadline) = (after.progress, after.deadline);
+    let found = (judged.diagnosed.as_ref()).and_then(|d| d.found.as_ref());
     // the worker that holds the new baseline's code (the candidate's after a keep) stays up through
     // the commit; the other ends now, so that an interrupt meanwhile has one less to end
-    let holder = holders(tried.held, iteration.status == Status::Keep);
-    iteration.placement = placement;
+    let holder = holders(tried.held, judged.iteration.status == Status::Keep);
     tested.check(repo)?;
-    let Preflight {
-        mut history,
-        changed,
-    } = ready;
-    let evidence =
-        Evidence::new(&history.session, iteration.number, gpu, tried.runs).with_ended(tried.ended);
-    // kept before the commit: a kill between the commit and its note leaves it to `repair`
-    journal.note = Some(evidence.stash(repo)?);
-    let commit = record(
-        repo,
-        journal,
-        &history,
-        iteration,
-        &changed,
-        args.notes.as_deref(),
-    )?;
+    let evidence = Evidence::new(
+        &ready.history.session,
+        judged.iteration.number,
+        after.gpu.clone(),
+        tried.runs,
+    )
+    .with_ended(tried.ended);
+    let notes = args.notes.as_deref();
+    let commit = commit_with_note(repo, journal, &ready, judged.iteration, notes, &evidence)?;
+    let Preflight { mut history, .. } = ready;
     let code = commit.iteration.attempt.as_deref().unwrap_or(&commit.id);
-    // an iteration without its note would stand unchecked: a failure here undoes the commit
-    evidence.attach(repo, &commit.id)?;
-    if let Some(found) = &diagnosed {
+    if let Some(found) = found {
         // only `compare`'s cache: losing it loses nothing recorded
         let _ = cache::remember(repo, code, found);
     }
-    // after the verdict, which they cannot change, and after the note is safe: the compile facts; none
-    // without a GPU, cuda-tile or the budget for them, or for a crash (its case may hang)
     let facts_started = Instant::now();
-    let compile = match &tried.attempt {
-        Attempt::Crashed { .. } => None,
-        _ => crate::diagnose::facts::for_iteration(
-            repo,
-            Place {
-                runner: &*place,
-                gpu: evidence.gpu_state.as_ref(),
-                progress,
-            },
-            &history.session,
-            &history.current_baseline().configs,
-            code,
-            Already {
-                diagnosed: diagnosed.as_ref(),
-                dumped: Some(Dumped {
-                    dir: &tried.candidate_dumps,
-                    runs: (evidence.runs.iter())
-                        .filter(|run| run.name.ends_with("-candidate"))
-                        .collect(),
-                }),
-            },
-            deadline,
-        ),
-    };
+    let already = already(found, &tried.candidate_dumps, &evidence);
+    let compile = after.compile_facts(repo, &history, code, &tried.attempt, already);
     let mut checks = tried.checks;
-    let gpus = tried.gpus;
     checks.compile_facts_s = facts_started.elapsed().as_secs_f64();
-    place.release();
+    after.place.release();
     if compile.is_some() {
         attach(repo, &evidence.with_compile(compile), &commit.id, progress);
     }
     let Recorded { id, iteration } = commit;
     history.push(id.clone(), iteration);
-    let baseline_tree = holder.tree().map(str::to_string);
-    if verdict.decision.halts() {
-        holder.end_with_the_loop(verdict.decision, progress);
-    } else {
-        holder.keep_as_baseline(repo, history.current_baseline_commit(), deadline, progress);
-    }
-    paired::prune_worker_logs(repo);
-    if let Some(tree) = baseline_tree {
-        paired::prune_dumps(repo, &tree);
-    }
+    settle_workers(
+        repo,
+        holder,
+        judged.verdict.decision,
+        &history,
+        progress,
+        deadline,
+    );
     journal.enter(repo, Phase::WritingTable)?;
     let table = write_table(repo, &history)?;
     Ok(Done {
         attempt: tried.attempt,
-        diagnosis_s,
-        no_gain: verdict.no_gain,
+        diagnosis_s: judged.diagnosed.map(|d| d.seconds),
+        no_gain: judged.verdict.no_gain,
         history,
         commit: id,
         table,
         checks,
-        budget_used_pct,
-        gpus,
+        budget_used_pct: judged.budget_used_pct,
+        gpus: tried.gpus,
     })
 }
 
-/// Adds the compile facts to the iteration's note; a failure is a warning, since the note it had stands.
-fn attach(repo: &Repo, evidence: &Evidence, commit: &str, progress: &Progress) {
-    if let Err(e) = evidence.attach(repo, commit) {
-        progress.line(&format!(
-            "warning: the iteration's evidence note stands without its compile facts: {e:#}"
-        ));
-    }
+/// A step measured and judged, not yet committed: the attempt, where the work after it runs, the
+/// diagnosis (where one was asked for), the iteration and its verdict, and the share of `--budget` the
+/// tests used.
+struct Judged<'r, 'a> {
+    tried: Tried<'r>,
+    after: After<'a>,
+    diagnosed: Option<Diagnosed>,
+    iteration: Iteration,
+    verdict: Verdict,
+    budget_used_pct: f64,
 }
 
-impl Done {
-    fn report(&self) -> StepReport {
-        let (_, iteration) = self.history.iterations.last().expect("just pushed");
-        let compared = self
-            .history
-            .iterations()
-            .rev()
-            .skip(1)
-            .find(|it| it.status == Status::Keep)
-            .expect("validated: iteration 0 is kept");
-        let change_against = match iteration.rounds {
-            Some(rounds) => format!(
-                "iteration {} (the current baseline) re-measured beside the candidate in this step's {rounds} \
-                 paired rounds; the table shows each iteration's own latency, and its iteration 0 is the \
-                 latency stored at start ({} ms)",
-                compared.number,
-                fmt_ms(
-                    self.history
-                        .iterations()
-                        .next()
-                        .and_then(|it| it.latency_ms)
-                )
-            ),
-            None => format!(
-                "iteration {}'s stored latency (nothing was measured beside it in this step)",
-                compared.number
-            ),
-        };
-        let variant_of = iteration.playbook_letter().and_then(|letter| {
-            self.history
-                .iterations()
-                .find(|it| it.number < iteration.number && it.playbook_letter() == Some(letter))
-                .map(|it| it.number)
-        });
-        StepReport {
-            change_against,
-            variant_of,
-            iteration: iteration.number,
-            optimization: iteration.optimization.clone(),
-            opt: iteration.letter.clone(),
-            cause: iteration.cause,
-            status: iteration.status,
-            correctness: iteration.correctness,
-            latency_ms: iteration.latency_ms,
-            baseline_ms: iteration.baseline_ms,
-            change_pct: iteration.change_pct,
-            decision: iteration.decision,
-            reason: iteration.reason.clone(),
-            failed: match &self.attempt {
-                Attempt::CorrectnessFailed { failed }
-                | Attempt::UnseenInputsFailed { failed, .. } => failed.clone(),
-                _ => Vec::new(),
-            },
-            no_gain: self.no_gain,
-            configs: self
-                .attempt
-                .comparison()
-                .map_or_else(Vec::new, |c| c.configs.clone()),
-            commit: self.commit.clone(),
-            attempt: iteration.attempt.clone(),
-            placement: iteration.placement.clone(),
-            rounds: iteration.rounds,
-            diagnosis_s: self.diagnosis_s,
-            table: self.table.clone(),
-            shortcut_signs: Vec::new(),
-            checks: self.checks.clone(),
-            budget_used_pct: self.budget_used_pct,
-            gpus: self.gpus.clone(),
-            next_action: next_action(Situation::Session(&self.history)),
-        }
-    }
+/// The attempt at the snapshot `tested`, the diagnosis it calls for, and the iteration it makes.
+fn judged<'r, 'a>(
+    repo: &'r Repo,
+    args: &StepOptions,
+    history: &History,
+    letter: Option<String>,
+    on: Placed<'a>,
+    tested: &Tested,
+) -> Result<Judged<'r, 'a>> {
+    let deadline = Instant::now() + args.budget;
+    let (tried, mut after) = tried(repo, history, on, tested, deadline)?;
+    let budget_used_pct = budget_used_pct(deadline, args.budget);
+    // the verdict is known; a diagnosis may only add the cause (and escalate by its rule), so it runs
+    // only where the cause is recorded: measured code without a `--cause`
+    let diagnosed = match (args.cause, &tried.attempt) {
+        (None, Attempt::Measured { .. }) => Some(after.diagnose(repo, history)?),
+        _ => None,
+    };
+    let found = diagnosed.as_ref().and_then(|d| d.found.as_ref());
+    let (mut iteration, verdict) =
+        judge(history, &tried, args, letter, found.map(|f| &f.diagnosis));
+    iteration.placement = after.placement.take();
+    Ok(Judged {
+        tried,
+        after,
+        diagnosed,
+        iteration,
+        verdict,
+        budget_used_pct,
+    })
 }
 
 /// The iteration the attempt makes under the session's rules, not yet committed. The cause is the
@@ -481,64 +309,6 @@ fn judge(
         baseline.latency_ms.unwrap_or(baseline.baseline_ms),
     );
     (iteration, verdict)
-}
-
-impl Render for StepReport {
-    fn render(&self, ui: &mut Ui) -> Result<()> {
-        let report = self;
-        let words = (
-            ui.bold("iteration").to_string(),
-            ui.word(report.status).to_string(),
-            ui.word(report.correctness).to_string(),
-            ui.word(report.decision).to_string(),
-        );
-        let out = ui.out();
-        writeln!(
-            out,
-            "{} {}: {}  {} ms (baseline {} ms, {})  correctness {}  -> {}",
-            words.0,
-            report.iteration,
-            words.1,
-            fmt_ms(report.latency_ms),
-            fmt_ms(Some(report.baseline_ms)),
-            fmt_change(report.change_pct),
-            words.2,
-            words.3,
-        )?;
-        writeln!(out, "  reason   {}", report.reason)?;
-        writeln!(out, "  against  {}", report.change_against)?;
-        if let (Some(earlier), Some(letter)) = (report.variant_of, &report.opt) {
-            writeln!(out, "  variant  of iteration {earlier} ({letter} again)")?;
-        }
-        if let Some(worst) = stats::worst(&report.configs) {
-            writeln!(
-                out,
-                "  slowest  {} {} {:+.2}%",
-                worst.test, worst.pass, worst.change_pct
-            )?;
-        }
-        let kept_as = report.attempt.as_deref().map_or(String::new(), |a| {
-            format!(
-                " (the attempt is kept as {}: `git show {}`)",
-                short(a),
-                short(a)
-            )
-        });
-        writeln!(out, "  commit   {}{kept_as}", short(&report.commit))?;
-        writeln!(out, "  table    {}", report.table.display())?;
-        if report.budget_used_pct >= BUDGET_WARN_PCT {
-            writeln!(
-                out,
-                "  budget   the tests used {:.0}% of --budget: raise it for the next steps",
-                report.budget_used_pct
-            )?;
-        }
-        for sign in &report.shortcut_signs {
-            writeln!(out, "  note     the change adds {sign}")?;
-        }
-        writeln!(out, "next: {}", report.next_action.sentence)?;
-        Ok(())
-    }
 }
 
 #[cfg(test)]
