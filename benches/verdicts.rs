@@ -15,7 +15,7 @@
 //! The single-run rule compares one candidate run with one baseline run measured earlier; the paired
 //! rules measure both sides in rounds until `verdict::decide` decides (at most `MAX_ROUNDS`): "one pair"
 //! repeats every round in the same two processes (the warm workers before rounds in fresh processes),
-//! "paired" measures each round after the first in a fresh pair, as `paired.rs` does, by today's rules
+//! "paired" measures each round after the first in a fresh pair, as `paired` does, by today's rules
 //! ("paired first": by their first revision, `verdict::Rules::First`). A fixed seed makes
 //! the table reproducible. A 3% regression hits one config, a different one each trial.
 //!

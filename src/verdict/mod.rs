@@ -11,7 +11,7 @@
 //! The rounds are independent only because each is measured by processes of its own: what moves a config
 //! between processes of the same code (an autotuner's pick among near ties, where the arrays landed) is
 //! fixed for a process's life, so repeating a run inside one process samples it once however often it
-//! repeats. `paired.rs` therefore measures every round after the first in fresh processes.
+//! repeats. `paired` therefore measures every round after the first in fresh processes.
 //!
 //! The spread of `d` comes from two sources combined like a normal-theory posterior with a prior: the
 //! noise model of `noise.rs` (fitted on H200 runs, per config latency) counts as [`PRIOR_DOF`] degrees of
