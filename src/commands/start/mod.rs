@@ -4,13 +4,14 @@ mod baseline;
 mod measure;
 mod plan;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use serde::Serialize;
 
 use crate::agent::next_action::{NextAction, Situation, next_action};
+use crate::compile::CompileFacts;
 use crate::decision::{self, Thresholds};
 use crate::diagnose::facts::{Already, Dumped, Place};
 use crate::evidence::Evidence;
@@ -23,7 +24,7 @@ use crate::kernel_class::KernelClass;
 use crate::noise::{TICK_SHARE, TIMER_TICK_MS, in_whole_ticks};
 use crate::records::{Measurement, Statistic};
 use crate::runner::RunnerSettings;
-use crate::session::{Session, fmt_ms};
+use crate::session::{Iteration, Session, fmt_ms};
 use crate::stats::Spread;
 use crate::trailers::{Block, render_message};
 use crate::ui::{Render, Ui};
@@ -198,55 +199,17 @@ fn commit(
     } = baseline;
     let noisy = noisy_configs(&spread, &plan.session.thresholds);
     plan.session.spread = spread;
-    let mut block = Block::default();
-    baseline.write(&mut block);
-    plan.session.write(&mut block);
     let latency = baseline.latency_ms.expect("the baseline was measured");
-    let subject = format!(
-        "cutile-perf: baseline {} {} ms",
-        plan.kernel_name,
-        fmt_ms(Some(latency))
-    );
     let evidence = Evidence::new(&plan.session, 0, plan.gpu_state.clone(), junit);
-    // kept before the commit: a kill between the commit and its note leaves it to `repair`
-    journal.note = Some(evidence.stash(repo)?);
-    journal.enter(repo, Phase::CommittingBaseline)?;
-    let commit = hook::message::commit(repo, &render_message(&subject, None, &block), true)?;
-    evidence.attach(repo, &commit)?;
-    journal.enter(repo, Phase::WritingTable)?;
-    repo.remember_baseline(&plan.branch, &commit)?;
-    // the baseline's compile facts, so that `compare 0 N` reads both sides from evidence: from what its
-    // runs dumped while they compiled anyway
-    let place = Place {
-        runner: &*plan.place,
-        gpu: plan.gpu_state.as_ref(),
-        progress: &plan.progress,
-    };
-    let began = Instant::now();
-    let compile = crate::diagnose::facts::for_iteration(
-        repo,
-        place,
-        &plan.session,
-        &baseline.configs,
-        &commit,
-        Already {
-            diagnosed: None,
-            dumped: Some(Dumped {
-                dir: &dumps,
-                runs: evidence.runs.iter().collect(),
-            }),
-        },
-        plan.deadline,
-    );
-    let compile_facts_s = compile.is_some().then(|| began.elapsed().as_secs_f64());
+    let commit = commit_with_note(repo, journal, &plan, &baseline, &evidence)?;
+    let (compile, compile_facts_s) =
+        compile_facts(repo, &plan, &baseline, &commit, &evidence, &dumps);
     // the node did the baseline's last GPU work: give it back
     plan.place.release();
     if compile.is_some() {
         evidence.with_compile(compile).attach(repo, &commit)?;
     }
     let configs = baseline.configs.clone();
-    let ticked = ticked_configs(&configs, plan.session.statistic);
-    let launch_bound = launch_bound_configs(&configs);
     let history = History {
         session: plan.session.clone(),
         baseline_commit: commit.clone(),
@@ -260,21 +223,82 @@ fn commit(
     Ok(StartReport {
         branch: plan.branch,
         commit,
-        session: plan.session,
         iteration: 0,
         latency_ms: latency,
+        ticked: ticked_configs(&configs, plan.session.statistic),
+        launch_bound: launch_bound_configs(&configs),
+        session: plan.session,
         configs,
         table,
         tests,
         noisy,
-        ticked,
-        launch_bound,
         plan: plan.inspection,
         gpu: plan.gpu_state,
         class_measure_s: None,
         compile_facts_s,
         next_action,
     })
+}
+
+/// Commits iteration 0 with the session's trailers and attaches its evidence note, the note kept in the
+/// journal first: a kill between the commit and its note leaves it to `repair`.
+fn commit_with_note(
+    repo: &Repo,
+    journal: &mut Journal,
+    plan: &Plan,
+    baseline: &Iteration,
+    evidence: &Evidence,
+) -> Result<String> {
+    let mut block = Block::default();
+    baseline.write(&mut block);
+    plan.session.write(&mut block);
+    let subject = format!(
+        "cutile-perf: baseline {} {} ms",
+        plan.kernel_name,
+        fmt_ms(baseline.latency_ms)
+    );
+    journal.note = Some(evidence.stash(repo)?);
+    journal.enter(repo, Phase::CommittingBaseline)?;
+    let commit = hook::message::commit(repo, &render_message(&subject, None, &block), true)?;
+    evidence.attach(repo, &commit)?;
+    journal.enter(repo, Phase::WritingTable)?;
+    repo.remember_baseline(&plan.branch, &commit)?;
+    Ok(commit)
+}
+
+/// The baseline's compile facts, so that `compare 0 N` reads both sides from evidence: from what its
+/// runs dumped while they compiled anyway; and the seconds they took, where there were any.
+fn compile_facts(
+    repo: &Repo,
+    plan: &Plan,
+    baseline: &Iteration,
+    commit: &str,
+    evidence: &Evidence,
+    dumps: &Path,
+) -> (Option<CompileFacts>, Option<f64>) {
+    let place = Place {
+        runner: &*plan.place,
+        gpu: plan.gpu_state.as_ref(),
+        progress: &plan.progress,
+    };
+    let began = Instant::now();
+    let compile = crate::diagnose::facts::for_iteration(
+        repo,
+        place,
+        &plan.session,
+        &baseline.configs,
+        commit,
+        Already {
+            diagnosed: None,
+            dumped: Some(Dumped {
+                dir: dumps,
+                runs: evidence.runs.iter().collect(),
+            }),
+        },
+        plan.deadline,
+    );
+    let seconds = compile.is_some().then(|| began.elapsed().as_secs_f64());
+    (compile, seconds)
 }
 
 /// Configs whose run-to-run spread at the baseline is more than half the regression limit: the
