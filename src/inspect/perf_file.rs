@@ -203,4 +203,26 @@ mod tests {
         }
         assert_eq!(super::super::source::perf_configs(&file), Some(None));
     }
+
+    #[test]
+    fn a_benchmark_wrapper_names_its_script_and_collects_the_kernels_tests() {
+        let file = render_benchmark(
+            "softmax",
+            "tests/benchmark/bench_softmax.py",
+            Some("tests/ops/test_softmax.py"),
+        );
+        assert_eq!(
+            benchmark_of(&file),
+            Some("tests/benchmark/bench_softmax.py")
+        );
+        assert!(
+            file.contains("from tests.ops.test_softmax import *  # noqa"),
+            "{file}"
+        );
+        assert!(!file.contains("{tests_import}") && !file.contains("{kernel}"));
+        assert_eq!(super::super::source::perf_configs(&file), Some(None));
+        let alone = render_benchmark("swish", "tests/benchmark/bench_swish.py", None);
+        assert!(!alone.contains("import *"), "{alone}");
+        assert_eq!(benchmark_of("def test_perf():\n    pass\n"), None);
+    }
 }
