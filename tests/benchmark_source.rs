@@ -26,25 +26,12 @@ fn a_session_runs_the_cutile_lines_of_a_standalone_benchmark() {
     ] {
         assert!(started.contains(wanted), "{wanted}\n{started}");
     }
-    let hash = f.git(&["hash-object", PERF_FILE]);
-    let trailer = f.git(&[
-        "log",
-        "-1",
-        "--format=%(trailers:key=Cutile-Perf-Test-Hash,valueonly)",
-    ]);
-    assert_eq!(trailer.trim(), hash.trim());
+    // the perf file recorded, a comment-only step that is no change, and verify after it
+    f.perf_file_session_holds(PERF_FILE, KERNEL);
     // half the blocks, half the time: kept
     f.edit(KERNEL, "BLOCKS = 8", "BLOCKS = 4");
     let kept = f.step_json(&["half the blocks"]);
     assert_eq!(kept["status"], "keep", "{kept}");
-    // a comment alone compiles to the same kernel
-    f.append(KERNEL, "# a comment\n");
-    let same = f.step_json(&["a comment only"]);
-    assert_eq!(same["status"], "revert", "{same}");
-    assert!(
-        same["reason"].as_str().unwrap().contains("no change"),
-        "{same}"
-    );
     // the script's own check failing is the config's correctness failure
     f.edit(KERNEL, "CORRECT = True", "CORRECT = False");
     let wrong = f.step_json(&["skip the sigmoid"]);
@@ -56,8 +43,5 @@ fn a_session_runs_the_cutile_lines_of_a_standalone_benchmark() {
         "{wrong}"
     );
     let verified = f.ok(&["verify"]);
-    assert!(
-        verified.contains("the session perf file the baseline measured: sandbox/perf_swish.py@"),
-        "{verified}"
-    );
+    assert!(verified.contains("sandbox/perf_swish.py@"), "{verified}");
 }
