@@ -15,6 +15,15 @@ fn a_session_runs_the_cutile_lines_of_a_standalone_benchmark() {
         inspected.contains("measured by: the standalone benchmark tests/benchmark/bench_swish.py"),
         "{inspected}"
     );
+    let wrote = f.ok(&["start", "swish", "--scaffold"]);
+    assert!(
+        wrote.contains(
+            "wrote sandbox/perf_swish.py: runs the cuTile line(s) of tests/benchmark/bench_swish.py"
+        ),
+        "{wrote}"
+    );
+    std::fs::remove_file(f.path(PERF_FILE)).unwrap();
+    // without --test, start writes the same file itself
     let started = f.ok_all(&["start", "swish"]);
     // the cuTile line only, at each x-value, with the milliseconds the timing call measured: the stand-in
     // GPU's hundredth of a microsecond per element per block, 1024 x 8 (0.08192 ms) and 4096 x 8
