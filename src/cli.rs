@@ -145,9 +145,11 @@ pub struct StartArgs {
     /// importing the kernel's module, or calling its registered op), or to pick another
     #[arg(long, value_name = "PATH")]
     pub test: Option<String>,
-    /// Only write a session perf file (sandbox/perf_<kernel>.py) for a kernel whose tests check
-    /// correctness only: a test_perf timing its registered op through the checkout's harness, on shapes
-    /// to set to sizes of real use before starting with --test sandbox/perf_<kernel>.py
+    /// Only write a session perf file (sandbox/perf_<kernel>.py) for a kernel without a test_perf: one
+    /// running the cuTile lines of its standalone benchmark (tests/benchmark/bench_<kernel>.py), which
+    /// start writes by itself when no --test is given; else a test_perf timing its registered op through
+    /// the checkout's harness, on shapes to set to sizes of real use before starting with --test
+    /// sandbox/perf_<kernel>.py
     #[arg(long, conflicts_with = "test")]
     pub scaffold: bool,
     /// Another path iterations may change, besides those `inspect` finds (the kernel file, and files whose

@@ -62,26 +62,7 @@ fn a_session_through_a_session_perf_file_records_and_guards_it() {
                 .contains("  sandbox.perf_scale::test_perf[cutile-tiny] forward (0.004000 ms)"),
         "{started}"
     );
-    let hash = f.git(&["hash-object", PERF_FILE]);
-    let trailer = f.git(&[
-        "log",
-        "-1",
-        "--format=%(trailers:key=Cutile-Perf-Test-Hash,valueonly)",
-    ]);
-    assert_eq!(trailer.trim(), hash.trim());
-    // a comment alone compiles to the same kernel: no change, measured through the perf file
-    f.append(KERNEL, "# a comment\n");
-    let step = f.step_json(&["a comment only"]);
-    assert_eq!(step["status"], "revert", "{step}");
-    assert!(
-        step["reason"].as_str().unwrap().contains("no change"),
-        "{step}"
-    );
-    let verified = f.ok(&["verify"]);
-    assert!(
-        verified.contains("the session perf file the baseline measured: sandbox/perf_scale.py@"),
-        "{verified}"
-    );
+    f.perf_file_session_holds(PERF_FILE, KERNEL);
     // other shapes are another session: a step refuses, and verify says so
     f.append(PERF_FILE, "# other shapes\n");
     f.append(KERNEL, "# another comment\n");

@@ -4,6 +4,7 @@
 
 mod support;
 
+mod benchmark_source;
 mod compile_facts;
 mod demo;
 mod diagnose;

@@ -64,7 +64,8 @@ pub fn run(ui: &mut Ui, repo: &Repo, args: &InspectOptions) -> Result<InspectRep
         None => Local.gpu(&repo.root).as_ref().and_then(capability_of),
     };
     let mut full = inspect_with_test(&repo.root, &kernel, capability)?;
-    if full.test.is_none() {
+    // a kernel with no test that a standalone benchmark times is measured (and checked) by it
+    if full.test.is_none() && full.source == crate::inspect::source::Source::None {
         let why = full.test_error.clone().unwrap_or_default();
         return Err(Hinted {
             message: format!("{} has no test, so nothing can check or time it: {}", kernel.name, why.message),

@@ -1,5 +1,7 @@
-//! `start --scaffold`: writes the session perf file of a kernel whose tests check correctness only, for the
-//! user to set its shapes before `start --test sandbox/perf_<kernel>.py`.
+//! `start --scaffold`: writes the session perf file of a kernel without a `test_perf`, for the user to
+//! read (and set its shapes, where it times the op) before `start --test sandbox/perf_<kernel>.py`: one
+//! that runs the cuTile lines of the kernel's standalone benchmark where the checkout has one, else one
+//! that times the kernel's registered op.
 
 use anyhow::{Context, Result};
 use serde::Serialize;
@@ -25,9 +27,12 @@ pub struct ScaffoldOptions {
 pub struct ScaffoldReport {
     /// The session perf file, repository-relative.
     pub file: String,
-    /// The correctness test whose inputs the file should build alike.
-    pub test: String,
-    pub op: TimedOp,
+    /// The correctness test whose inputs the file should build alike, or whose tests it collects.
+    pub test: Option<String>,
+    /// The op the file times, when it times one.
+    pub op: Option<TimedOp>,
+    /// The standalone benchmark whose cuTile lines the file runs, when one times the kernel.
+    pub benchmark: Option<String>,
     /// The command that starts the session on it, once its shapes are set.
     pub start: String,
 }
@@ -48,6 +53,18 @@ pub fn run(repo: &Repo, args: &ScaffoldOptions) -> Result<ScaffoldReport> {
             format!("edit it, or move it away to write a fresh one; start with `{start}`"),
         ));
     }
+    if let Source::Benchmark { path } = &full.source {
+        let test = full.test.as_ref().map(|t| t.path.clone());
+        let text = perf_file::render_benchmark(&kernel.name, path, test.as_deref());
+        perf_file::write(repo, &file, &text)?;
+        return Ok(ScaffoldReport {
+            file,
+            test,
+            op: None,
+            benchmark: Some(path.clone()),
+            start,
+        });
+    }
     let test = test_to_follow(&full, &kernel, &file)?;
     let text = std::fs::read_to_string(repo.root.join(&kernel.path))
         .with_context(|| format!("reading {}", kernel.path))?;
@@ -57,21 +74,12 @@ pub fn run(repo: &Repo, args: &ScaffoldOptions) -> Result<ScaffoldReport> {
             "write {file} by hand, calling the function that launches the kernel"
         )),
     })?;
-    repo.exclude(&format!("/{}/", crate::guard::SANDBOX))?;
-    let path = repo.root.join(&file);
-    std::fs::create_dir_all(path.parent().expect("the file is in the sandbox"))?;
-    std::fs::write(&path, perf_file::render(&kernel.name, &test, &op))
-        .with_context(|| format!("cannot write {file}"))?;
-    let conftest = path.with_file_name(perf_file::CONFTEST);
-    // one the user edited is kept
-    if !conftest.exists() {
-        std::fs::write(&conftest, perf_file::CONFTEST_TEXT)
-            .with_context(|| format!("cannot write {}", conftest.display()))?;
-    }
+    perf_file::write(repo, &file, &perf_file::render(&kernel.name, &test, &op))?;
     Ok(ScaffoldReport {
         file,
-        test,
-        op,
+        test: Some(test),
+        op: Some(op),
+        benchmark: None,
         start,
     })
 }
@@ -106,16 +114,33 @@ fn test_to_follow(full: &InspectReport, kernel: &Kernel, file: &str) -> Result<S
 impl Render for ScaffoldReport {
     fn render(&self, ui: &mut Ui) -> Result<()> {
         let out = ui.out();
-        writeln!(
-            out,
-            "wrote {}: times {}.{}",
-            self.file, self.op.module, self.op.function
-        )?;
-        writeln!(
-            out,
-            "next: set SHAPES to sizes of real use and build the inputs as {} does, then `{}`",
-            self.test, self.start
-        )?;
+        match (&self.op, &self.benchmark, &self.test) {
+            (Some(op), _, Some(test)) => {
+                writeln!(
+                    out,
+                    "wrote {}: times {}.{}",
+                    self.file, op.module, op.function
+                )?;
+                writeln!(
+                    out,
+                    "next: set SHAPES to sizes of real use and build the inputs as {test} does, then `{}`",
+                    self.start
+                )?;
+            }
+            (_, benchmark, _) => {
+                let benchmark = benchmark.as_deref().unwrap_or("its benchmark");
+                writeln!(
+                    out,
+                    "wrote {}: runs the cuTile line(s) of {benchmark}, every other backend skipped",
+                    self.file
+                )?;
+                writeln!(
+                    out,
+                    "next: set LINES where the script has several cuTile variants, then `{}`",
+                    self.start
+                )?;
+            }
+        }
         Ok(())
     }
 }

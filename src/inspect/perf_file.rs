@@ -1,11 +1,15 @@
 //! The session perf file proposed for a kernel whose tests check correctness only: a `test_perf` that
 //! times the kernel's registered cuTile op through the checkout's own harness (`tests.common`), on
 //! shapes the user sets to sizes of real use before the baseline, beside the kernel's correctness tests
-//! imported from its test module (pytest collects them there), so that one file is the session's test.
-//! Text in, text out.
+//! imported from its test module (pytest collects them there), so that one file is the session's test;
+//! or, for a kernel that a standalone benchmark script times, the file that runs the script's cuTile
+//! lines as perf cases. Their text, and the one place they are written.
+
+use anyhow::{Context, Result};
 
 use super::syntax::{Source as Parsed, descendants, named_children};
 use super::{Report, source::PERF_TEST};
+use crate::git::Repo;
 
 /// Shapes of real use proposed for an op of tensors of one shape: the activations of a transformer
 /// layer (tokens x hidden size) at two model sizes. Edited before the baseline; a shape the correctness
@@ -77,6 +81,49 @@ fn required_parameters(text: &str, function: &str) -> Vec<String> {
 pub const CONFTEST: &str = "conftest.py";
 pub const CONFTEST_TEXT: &str = "\"\"\"The checkout's test configuration (options, fixtures, hooks) for the session perf files here, \
     which live outside tests/.\"\"\"\n\nfrom tests.conftest import *  # noqa: F401,F403\n";
+
+/// The session perf file of a kernel that the standalone benchmark script `benchmark` times: its
+/// sweeps' cuTile lines as configs, timed by the script's own timing call; `test`, the kernel's
+/// correctness tests, are collected beside them when it has some.
+pub fn render_benchmark(kernel: &str, benchmark: &str, test: Option<&str>) -> String {
+    let tests = match test {
+        Some(test) => format!(
+            "\n# the kernel's correctness tests, collected here too: every step runs them before it times\n\
+             from {} import *  # noqa: F401,F403\n",
+            test.trim_end_matches(".py").replace('/', ".")
+        ),
+        None => String::new(),
+    };
+    BENCHMARK_WRAPPER
+        .replace("{kernel}", kernel)
+        .replace("{benchmark}", benchmark)
+        .replace("{tests_import}", &tests)
+}
+
+const BENCHMARK_WRAPPER: &str = include_str!("benchmark_wrapper.py");
+
+/// The benchmark script a session perf file runs, when it is one `render_benchmark` wrote.
+pub fn benchmark_of(text: &str) -> Option<&str> {
+    text.lines()
+        .find_map(|line| line.strip_prefix("BENCHMARK = \""))
+        .and_then(|rest| rest.strip_suffix('"'))
+}
+
+/// Writes the session perf file `file` (and the conftest beside it, unless one is there) into the
+/// sandbox, which git is told to ignore.
+pub fn write(repo: &Repo, file: &str, text: &str) -> Result<()> {
+    repo.exclude(&format!("/{}/", crate::guard::SANDBOX))?;
+    let path = repo.root.join(file);
+    std::fs::create_dir_all(path.parent().expect("the file is in the sandbox"))?;
+    std::fs::write(&path, text).with_context(|| format!("cannot write {file}"))?;
+    let conftest = path.with_file_name(CONFTEST);
+    // one the user edited is kept
+    if !conftest.exists() {
+        std::fs::write(&conftest, CONFTEST_TEXT)
+            .with_context(|| format!("cannot write {}", conftest.display()))?;
+    }
+    Ok(())
+}
 
 /// The file's text: `test` is the correctness test whose inputs it should build alike.
 pub fn render(kernel: &str, test: &str, op: &TimedOp) -> String {
@@ -155,5 +202,27 @@ mod tests {
             assert!(file.contains(wanted), "{wanted}\n{file}");
         }
         assert_eq!(super::super::source::perf_configs(&file), Some(None));
+    }
+
+    #[test]
+    fn a_benchmark_wrapper_names_its_script_and_collects_the_kernels_tests() {
+        let file = render_benchmark(
+            "softmax",
+            "tests/benchmark/bench_softmax.py",
+            Some("tests/ops/test_softmax.py"),
+        );
+        assert_eq!(
+            benchmark_of(&file),
+            Some("tests/benchmark/bench_softmax.py")
+        );
+        assert!(
+            file.contains("from tests.ops.test_softmax import *  # noqa"),
+            "{file}"
+        );
+        assert!(!file.contains("{tests_import}") && !file.contains("{kernel}"));
+        assert_eq!(super::super::source::perf_configs(&file), Some(None));
+        let alone = render_benchmark("swish", "tests/benchmark/bench_swish.py", None);
+        assert!(!alone.contains("import *"), "{alone}");
+        assert_eq!(benchmark_of("def test_perf():\n    pass\n"), None);
     }
 }

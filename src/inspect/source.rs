@@ -27,8 +27,8 @@ pub enum Source {
     /// A `test_perf` the session wrote under the sandbox for a kernel whose tests check correctness
     /// only (`scaffold` proposes one).
     SessionPerfFile { path: String, configs: Option<u64> },
-    /// A standalone benchmark script of the checkout that runs the kernel (a sweep over backends);
-    /// sessions do not run it yet.
+    /// A standalone benchmark script of the checkout that runs the kernel (a sweep over backends): a
+    /// session runs its cuTile lines through a session perf file that `start` writes.
     Benchmark { path: String },
     /// Nothing times the kernel.
     None,
@@ -118,9 +118,12 @@ pub fn require_perf_cases(kernel: &Kernel, test: &str, source: &Source) -> Resul
         ),
         Source::Benchmark { path } => (
             format!(
-                "{test} has no {PERF_TEST}, and a session does not run the standalone benchmark {path}"
+                "{test} has no {PERF_TEST}; the standalone benchmark {path} times {}",
+                kernel.name
             ),
-            scaffold,
+            format!(
+                "start without --test: it writes {perf_file}, which runs the cuTile line(s) of {path}"
+            ),
         ),
         Source::None => (
             format!(

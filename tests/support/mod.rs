@@ -378,6 +378,29 @@ impl Fixture {
         serde_json::from_str(&self.ok(&full)).unwrap()
     }
 
+    /// Checks that the baseline recorded the session perf file `perf_file` (its hash in the last commit's
+    /// trailers), that a comment-only edit of `kernel` steps as no change, and that `verify` names the file.
+    pub fn perf_file_session_holds(&self, perf_file: &str, kernel: &str) {
+        let hash = self.git(&["hash-object", perf_file]);
+        let trailer = self.git(&[
+            "log",
+            "-1",
+            "--format=%(trailers:key=Cutile-Perf-Test-Hash,valueonly)",
+        ]);
+        assert_eq!(trailer.trim(), hash.trim());
+        // a comment alone compiles to the same kernel: no change, measured through the perf file
+        self.append(kernel, "# a comment\n");
+        let step = self.step_json(&["a comment only"]);
+        assert_eq!(step["status"], "revert", "{step}");
+        assert!(
+            step["reason"].as_str().unwrap().contains("no change"),
+            "{step}"
+        );
+        let verified = self.ok(&["verify"]);
+        let wanted = format!("the session perf file the baseline measured: {perf_file}@");
+        assert!(verified.contains(&wanted), "{verified}");
+    }
+
     /// A session started by the real `start` (which installs the hook), allowing only the kernel; its
     /// output. On the unchanged fixture this is a copy of the one session `start` made on it in this
     /// test binary ([`STARTED`]): the same bytes `start` would write here, without its pytest runs.

@@ -216,7 +216,7 @@ fn scope(repo: &Repo, args: &StartOptions, progress: &Progress) -> Result<Scope>
     let inspection = crate::inspect::report::plan(&repo.root, &found, local_gpu.as_ref(), progress);
     let test = match &args.test {
         Some(path) => repo_relative(repo, path)?,
-        None => inspection.test.clone()?.path,
+        None => default_test(repo, &found, &inspection, progress)?,
     };
     let allowed = allowed_paths(
         repo,
@@ -242,6 +242,59 @@ fn scope(repo: &Repo, args: &StartOptions, progress: &Progress) -> Result<Scope>
         perf_file,
         allowed,
     })
+}
+
+/// The session's test when no `--test` names one: the inspection's, unless the kernel's only source is
+/// a standalone benchmark script; then the session perf file that runs the script's cuTile lines,
+/// written now unless one is there already.
+fn default_test(
+    repo: &Repo,
+    found: &Kernel,
+    inspection: &InspectPlan,
+    progress: &Progress,
+) -> Result<String> {
+    use crate::inspect::{perf_file, source};
+    let test = inspection.test.as_ref().ok().map(|t| t.path.as_str());
+    let wraps = |path: &str| {
+        std::fs::read_to_string(repo.root.join(path))
+            .ok()
+            .and_then(|text| perf_file::benchmark_of(&text).map(str::to_string))
+    };
+    let (file, benchmark) = match source::find(&repo.root, found, test) {
+        source::Source::Benchmark { path } => {
+            let file = source::session_perf_file(found);
+            let text = perf_file::render_benchmark(&found.name, &path, test);
+            perf_file::write(repo, &file, &text)?;
+            progress.line(&format!("wrote {file}"));
+            (file, path)
+        }
+        source::Source::SessionPerfFile { path, .. } if wraps(&path).is_some() => {
+            let benchmark = wraps(&path).expect("checked above");
+            (path, benchmark)
+        }
+        _ => return Ok(inspection.test.clone()?.path),
+    };
+    for line in benchmark_source_lines(&file, &benchmark) {
+        progress.line(&line);
+    }
+    Ok(file)
+}
+
+/// What `start` says of a session timed through a standalone benchmark script: what runs, and how far
+/// the checks of a kept step reach it.
+fn benchmark_source_lines(file: &str, benchmark: &str) -> Vec<String> {
+    vec![
+        format!(
+            "source: the cuTile line(s) of the standalone benchmark {benchmark}, run through {file}; every \
+             other backend is skipped"
+        ),
+        "  each (x-value, line) is a config: its latency is what the script's timing call measured, its \
+         assert_close the config's correctness test"
+            .to_string(),
+        "  warm workers, paired rounds, the census and no re-roll apply as to a test_perf; unseen inputs \
+         shift only the seeds the script sets (an unseeded script draws fresh inputs every run)"
+            .to_string(),
+    ]
 }
 
 /// Refuses a machine without a GPU that runs cuTile (nothing is created yet); prints the warnings.

@@ -1,0 +1,56 @@
+//! A session on a kernel that only a standalone benchmark script times: `start` writes the session perf
+//! file that runs the script's cuTile line, and every (x-value, line) is a config timed by the script's
+//! own timing call.
+
+use crate::support::Fixture;
+
+const KERNEL: &str = "src/tilegym/ops/cutile/swish.py";
+const PERF_FILE: &str = "sandbox/perf_swish.py";
+
+#[test]
+fn a_session_runs_the_cutile_lines_of_a_standalone_benchmark() {
+    let f = Fixture::new();
+    let inspected = f.ok(&["inspect", "swish"]);
+    assert!(
+        inspected.contains("measured by: the standalone benchmark tests/benchmark/bench_swish.py"),
+        "{inspected}"
+    );
+    let wrote = f.ok(&["start", "swish", "--scaffold"]);
+    assert!(
+        wrote.contains(
+            "wrote sandbox/perf_swish.py: runs the cuTile line(s) of tests/benchmark/bench_swish.py"
+        ),
+        "{wrote}"
+    );
+    std::fs::remove_file(f.path(PERF_FILE)).unwrap();
+    // without --test, start writes the same file itself
+    let started = f.ok_all(&["start", "swish"]);
+    // the cuTile line only, at each x-value, with the milliseconds the timing call measured: the stand-in
+    // GPU's hundredth of a microsecond per element per block, 1024 x 8 (0.08192 ms) and 4096 x 8
+    // (0.32768 ms), whose geometric mean is 0.16384 ms; the reference line would add two more configs
+    for wanted in [
+        "wrote sandbox/perf_swish.py",
+        "source: the cuTile line(s) of the standalone benchmark tests/benchmark/bench_swish.py",
+        "baseline iteration 0: 0.163840 ms (geometric mean of 2 configs' medians, 2 correctness tests passed)",
+    ] {
+        assert!(started.contains(wanted), "{wanted}\n{started}");
+    }
+    // the perf file recorded, a comment-only step that is no change, and verify after it
+    f.perf_file_session_holds(PERF_FILE, KERNEL);
+    // half the blocks, half the time: kept
+    f.edit(KERNEL, "BLOCKS = 8", "BLOCKS = 4");
+    let kept = f.step_json(&["half the blocks"]);
+    assert_eq!(kept["status"], "keep", "{kept}");
+    // the script's own check failing is the config's correctness failure
+    f.edit(KERNEL, "CORRECT = True", "CORRECT = False");
+    let wrong = f.step_json(&["skip the sigmoid"]);
+    assert_eq!(wrong["correctness"], "FAIL", "{wrong}");
+    assert!(
+        wrong
+            .to_string()
+            .contains("test_check[cutile-swish-GBps-N=1024-CuTile]"),
+        "{wrong}"
+    );
+    let verified = f.ok(&["verify"]);
+    assert!(verified.contains("sandbox/perf_swish.py@"), "{verified}");
+}
