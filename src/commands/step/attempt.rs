@@ -15,7 +15,7 @@ use crate::diagnose::toolchain;
 use crate::evidence::{Crash, Ended, Evidence, RunFile, Stage, Undecided};
 use crate::git::Repo;
 use crate::history::{History, sandbox};
-use crate::paired::{self, Held, Holders, Pair, Paired, Rounds, Wanted, dumps_of};
+use crate::paired::{self, CodeTree, Held, Holders, Pair, Paired, Rounds, Wanted, dumps_of};
 use crate::process::Interrupted;
 use crate::pytest::{CorrectnessRun, Pytest, Recorded};
 use crate::replay::{self, Replayed};
@@ -23,8 +23,8 @@ use crate::runner::Runner;
 use crate::session::Session;
 use crate::ui::Progress;
 use crate::verdict::{self, NoiseFloor};
-use crate::workers::Side;
 use crate::workers::lasting::{Code, WorkerEnv};
+use crate::workers::{Side, Worker};
 
 /// What the attempt stage produced: the attempt, the JUnit files of its runs and how the measurement
 /// ended where they cannot say (for the evidence note), a remark for the reason when a suspicious gain
@@ -179,6 +179,11 @@ pub fn attempt<'r>(
             pids.join(", ")
         ));
     }
+    // whatever a kept worker's tree took in between commands goes: what its `__pycache__`s hold after
+    // the rounds was written during them
+    for (_, tree) in trees(&held) {
+        tree.clear_bytecode()?;
+    }
     // each side's tree, where its runs start (the trees stay with `held`)
     let roots: Vec<[PathBuf; 2]> = held
         .iter()
@@ -248,19 +253,18 @@ pub fn attempt<'r>(
     let mut measured = measure(&mut rounds, &baseline_passed, session, &checks)?;
     // another process wrote into a side's worktree while it was measured (the candidate's code into
     // the baseline's, say): what ran is not the code the record names
-    if measured.ended.crash.is_none()
-        && let Some(why) = code_changed(&held)
-    {
-        measured.crashed(
-            Stage::Rounds,
-            &format!("a side's code changed on disk while the step measured it ({why})"),
-        );
+    let tampered = (measured.ended.crash.is_none())
+        .then(|| tampered(&held))
+        .flatten();
+    if let Some(why) = &tampered {
+        measured.crashed(Stage::Rounds, why);
     }
     // the workers the rounds ended with go back to their code: the one holding the new baseline's may
-    // live on
+    // live on, but none that may have loaded what was written into its tree
     for (pair, sides) in rounds.pairs.into_iter().zip(held.iter_mut()) {
-        sides.candidate.worker = pair.candidate.into_worker();
-        sides.baseline.worker = pair.baseline.into_worker();
+        let fit = |worker: Option<Worker>| worker.filter(|_| tampered.is_none());
+        sides.candidate.worker = fit(pair.candidate.into_worker());
+        sides.baseline.worker = fit(pair.baseline.into_worker());
     }
     let Measured { runs, ended } = measured;
     let Replayed { attempt, remark } = replay::attempt(&runs, &ended, session, &baseline_passed);
@@ -279,15 +283,41 @@ pub fn attempt<'r>(
     })
 }
 
-/// Why a side's worktree is not its code any more, if one is not.
-fn code_changed(held: &[HeldSides]) -> Option<String> {
-    held.iter().find_map(|sides| {
+/// Each side's tree, named by its side.
+fn trees<'h>(held: &'h [HeldSides]) -> impl Iterator<Item = (&'static str, &'h CodeTree<'h>)> {
+    held.iter().flat_map(|sides| {
         [
-            ("baseline", &sides.baseline),
-            ("candidate", &sides.candidate),
+            ("baseline", &sides.baseline.tree),
+            ("candidate", &sides.candidate.tree),
         ]
-        .into_iter()
-        .find_map(|(side, held)| held.tree.changed().map(|why| format!("the {side}: {why}")))
+    })
+}
+
+/// Why what the rounds ran may not be the code the record names, if so: a side's worktree is not its
+/// code any more, or bytecode was written beside its sources. No test process writes bytecode and the
+/// trees were cleared of it as the step began, so a `.pyc` there was put on purpose (the candidate's
+/// code, at import, can leave one dated as the baseline's source, for a baseline worker started ahead
+/// of its round to load). Looked for once, after the rounds: one removed before a later process started
+/// goes unseen, but the candidate's code runs again in each of its processes, after its tree was cleared.
+fn tampered(held: &[HeldSides]) -> Option<String> {
+    let changed = trees(held).find_map(|(side, tree)| {
+        (tree.changed()).map(|why| {
+            format!("a side's code changed on disk while the step measured it (the {side}: {why})")
+        })
+    });
+    changed.or_else(|| {
+        let written: Vec<String> = trees(held)
+            .filter_map(|(side, tree)| {
+                tree.bytecode()
+                    .map(|what| format!("the {side}'s tree {what}"))
+            })
+            .collect();
+        (!written.is_empty()).then(|| {
+            format!(
+                "bytecode was written beside the sources during the step: {}",
+                written.join("; ")
+            )
+        })
     })
 }
 
