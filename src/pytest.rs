@@ -713,7 +713,9 @@ mod tests {
         for path in planted.iter().chain([&installed]) {
             write(path, "");
         }
+        assert_eq!(Bytecode::in_tree(tree.path()).unwrap(), planted);
         Bytecode::for_tree(tree.path()).unwrap();
+        assert!(Bytecode::in_tree(tree.path()).unwrap().is_empty());
         for path in planted {
             assert!(!tree.path().join(path).exists(), "{path}");
         }
