@@ -256,13 +256,15 @@ pub fn attempt<'r>(
     let tampered = (measured.ended.crash.is_none())
         .then(|| tampered(&held))
         .flatten();
-    if let Some(why) = &tampered {
-        measured.crashed(Stage::Rounds, why);
+    if let Some(tampered) = &tampered {
+        measured.crashed(Stage::Rounds, &tampered.why);
     }
     // the workers the rounds ended with go back to their code: the one holding the new baseline's may
-    // live on, but none that may have loaded what was written into its tree
+    // live on, but none that may have loaded bytecode written beside it (a changed tree is found when a
+    // later command would adopt its worker; bytecode is not)
+    let loaded = tampered.is_some_and(|tampered| tampered.bytecode);
     for (pair, sides) in rounds.pairs.into_iter().zip(held.iter_mut()) {
-        let fit = |worker: Option<Worker>| worker.filter(|_| tampered.is_none());
+        let fit = |worker: Option<Worker>| worker.filter(|_| !loaded);
         sides.candidate.worker = fit(pair.candidate.into_worker());
         sides.baseline.worker = fit(pair.baseline.into_worker());
     }
@@ -293,16 +295,26 @@ fn trees<'h>(held: &'h [HeldSides]) -> impl Iterator<Item = (&'static str, &'h C
     })
 }
 
+/// Why what the rounds ran may not be the code the record names.
+struct Tampered {
+    why: String,
+    /// Whether it was bytecode written beside a side's sources, which its workers may have loaded.
+    bytecode: bool,
+}
+
 /// Why what the rounds ran may not be the code the record names, if so: a side's worktree is not its
 /// code any more, or bytecode was written beside its sources. No test process writes bytecode and the
 /// trees were cleared of it as the step began, so a `.pyc` there was put on purpose (the candidate's
 /// code, at import, can leave one dated as the baseline's source, for a baseline worker started ahead
 /// of its round to load). Looked for once, after the rounds: one removed before a later process started
 /// goes unseen, but the candidate's code runs again in each of its processes, after its tree was cleared.
-fn tampered(held: &[HeldSides]) -> Option<String> {
+fn tampered(held: &[HeldSides]) -> Option<Tampered> {
     let changed = trees(held).find_map(|(side, tree)| {
-        (tree.changed()).map(|why| {
-            format!("a side's code changed on disk while the step measured it (the {side}: {why})")
+        (tree.changed()).map(|why| Tampered {
+            why: format!(
+                "a side's code changed on disk while the step measured it (the {side}: {why})"
+            ),
+            bytecode: false,
         })
     });
     changed.or_else(|| {
@@ -312,11 +324,12 @@ fn tampered(held: &[HeldSides]) -> Option<String> {
                     .map(|what| format!("the {side}'s tree {what}"))
             })
             .collect();
-        (!written.is_empty()).then(|| {
-            format!(
+        (!written.is_empty()).then(|| Tampered {
+            why: format!(
                 "bytecode was written beside the sources during the step: {}",
                 written.join("; ")
-            )
+            ),
+            bytecode: true,
         })
     })
 }
