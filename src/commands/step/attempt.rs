@@ -253,18 +253,17 @@ pub fn attempt<'r>(
     let mut measured = measure(&mut rounds, &baseline_passed, session, &checks)?;
     // another process wrote into a side's worktree while it was measured (the candidate's code into
     // the baseline's, say): what ran is not the code the record names
-    let tampered = (measured.ended.crash.is_none())
-        .then(|| tampered(&held))
-        .flatten();
-    if let Some(tampered) = &tampered {
-        measured.crashed(Stage::Rounds, &tampered.why);
+    let written = bytecode_written(&held);
+    if measured.ended.crash.is_none()
+        && let Some(why) = code_changed(&held).or_else(|| written.clone())
+    {
+        measured.crashed(Stage::Rounds, &why);
     }
     // the workers the rounds ended with go back to their code: the one holding the new baseline's may
-    // live on, but none that may have loaded bytecode written beside it (a changed tree is found when a
-    // later command would adopt its worker; bytecode is not)
-    let loaded = tampered.is_some_and(|tampered| tampered.bytecode);
+    // live on, but none that may have loaded bytecode written beside it, whatever the step's end (a
+    // changed tree is found when a later command would adopt its worker; bytecode is not)
     for (pair, sides) in rounds.pairs.into_iter().zip(held.iter_mut()) {
-        let fit = |worker: Option<Worker>| worker.filter(|_| !loaded);
+        let fit = |worker: Option<Worker>| worker.filter(|_| written.is_none());
         sides.candidate.worker = fit(pair.candidate.into_worker());
         sides.baseline.worker = fit(pair.baseline.into_worker());
     }
@@ -295,42 +294,33 @@ fn trees<'h>(held: &'h [HeldSides]) -> impl Iterator<Item = (&'static str, &'h C
     })
 }
 
-/// Why what the rounds ran may not be the code the record names.
-struct Tampered {
-    why: String,
-    /// Whether it was bytecode written beside a side's sources, which its workers may have loaded.
-    bytecode: bool,
+/// Why a side's worktree is not its code any more, if one is not.
+fn code_changed(held: &[HeldSides]) -> Option<String> {
+    trees(held).find_map(|(side, tree)| {
+        (tree.changed()).map(|why| {
+            format!("a side's code changed on disk while the step measured it (the {side}: {why})")
+        })
+    })
 }
 
-/// Why what the rounds ran may not be the code the record names, if so: a side's worktree is not its
-/// code any more, or bytecode was written beside its sources. No test process writes bytecode and the
-/// trees were cleared of it as the step began, so a `.pyc` there was put on purpose (the candidate's
-/// code, at import, can leave one dated as the baseline's source, for a baseline worker started ahead
-/// of its round to load). Looked for once, after the rounds: one removed before a later process started
-/// goes unseen, but the candidate's code runs again in each of its processes, after its tree was cleared.
-fn tampered(held: &[HeldSides]) -> Option<Tampered> {
-    let changed = trees(held).find_map(|(side, tree)| {
-        (tree.changed()).map(|why| Tampered {
-            why: format!(
-                "a side's code changed on disk while the step measured it (the {side}: {why})"
-            ),
-            bytecode: false,
+/// The bytecode written beside a side's sources during the step, if any. No test process writes
+/// bytecode and the trees were cleared of it as the step began, so a `.pyc` there was put on purpose
+/// (the candidate's code, at import, can leave one dated as the baseline's source, for a baseline worker
+/// started ahead of its round to load). Looked for once, after the rounds: one removed before a later
+/// process started goes unseen, but the candidate's code runs again in each of its processes, after its
+/// tree was cleared.
+fn bytecode_written(held: &[HeldSides]) -> Option<String> {
+    let written: Vec<String> = trees(held)
+        .filter_map(|(side, tree)| {
+            tree.bytecode()
+                .map(|what| format!("the {side}'s tree {what}"))
         })
-    });
-    changed.or_else(|| {
-        let written: Vec<String> = trees(held)
-            .filter_map(|(side, tree)| {
-                tree.bytecode()
-                    .map(|what| format!("the {side}'s tree {what}"))
-            })
-            .collect();
-        (!written.is_empty()).then(|| Tampered {
-            why: format!(
-                "bytecode was written beside the sources during the step: {}",
-                written.join("; ")
-            ),
-            bytecode: true,
-        })
+        .collect();
+    (!written.is_empty()).then(|| {
+        format!(
+            "bytecode was written beside the sources during the step: {}",
+            written.join("; ")
+        )
     })
 }
 
