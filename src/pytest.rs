@@ -576,7 +576,9 @@ pub fn python_words(python: &str) -> Result<Vec<String>> {
 /// sources (rebuilt at the next import: nothing of the user's is lost), and removing them rather than
 /// refusing keeps a session working beside the user's own pytest runs, which write them. A `.pyc`
 /// written into a tree after a process there started (by another side's code) is not removed before
-/// that process imports, and an installation's `__pycache__` is as writable as the installation.
+/// that process imports, but it is found: a step clears its sides' trees as it begins and lists them
+/// after its rounds, and anything there makes the step a crash that names it. An installation's
+/// `__pycache__` is as writable as the installation.
 pub struct Bytecode(());
 
 /// Whether the file at `path` (relative, `/`-separated) is in a `__pycache__` Python reads a source's
@@ -602,12 +604,7 @@ impl Bytecode {
     /// `tree` that Python can import from, so that a process started there loads no bytecode of its
     /// sources but what git tracks.
     pub fn for_tree(tree: &Path) -> Result<Bytecode> {
-        let listed = process::git_bytes(tree, &["ls-files", "-z", "--others"], &[], None)
-            .with_context(|| format!("cannot list the untracked files of {}", tree.display()))?;
-        for path in String::from_utf8_lossy(&listed).split('\0') {
-            if !is_source_bytecode(path) {
-                continue;
-            }
+        for path in Bytecode::in_tree(tree)? {
             let at = tree.join(path);
             match std::fs::remove_file(&at) {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
@@ -617,6 +614,19 @@ impl Bytecode {
             }
         }
         Ok(Bytecode(()))
+    }
+
+    /// The files git does not track (ignored or not) in the `__pycache__` directories under `tree` that
+    /// Python can import from, relative to it: what [`Bytecode::for_tree`] removes. No test process
+    /// writes any, so in a tree cleared since, each was put there on purpose.
+    pub fn in_tree(tree: &Path) -> Result<Vec<String>> {
+        let listed = process::git_bytes(tree, &["ls-files", "-z", "--others"], &[], None)
+            .with_context(|| format!("cannot list the untracked files of {}", tree.display()))?;
+        Ok(String::from_utf8_lossy(&listed)
+            .split('\0')
+            .filter(|path| is_source_bytecode(path))
+            .map(str::to_string)
+            .collect())
     }
 
     /// The environment of a test process that writes no bytecode (an empty `PYTHONPYCACHEPREFIX` is
@@ -703,7 +713,9 @@ mod tests {
         for path in planted.iter().chain([&installed]) {
             write(path, "");
         }
+        assert_eq!(Bytecode::in_tree(tree.path()).unwrap(), planted);
         Bytecode::for_tree(tree.path()).unwrap();
+        assert!(Bytecode::in_tree(tree.path()).unwrap().is_empty());
         for path in planted {
             assert!(!tree.path().join(path).exists(), "{path}");
         }

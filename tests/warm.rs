@@ -1145,20 +1145,22 @@ fn a_kept_worker_started_under_another_environment_is_not_reused() {
     assert_ne!(step.report["status"], "keep", "{}", step.report);
 }
 
-/// Appended to the candidate's kernel: at import in its worktree, a `.pyc` beside the kernel's source
-/// in every baseline worktree under the git dir, compiled from that source with `Random.gauss`
-/// returning 1000 (and dated as the source, so Python takes it for it): a baseline process that loads
+/// Appended to the candidate's kernel: at import, a `.pyc` beside the kernel's source in every side's
+/// worktree under the git dir (its own among them), compiled from that source and dated as it (so Python
+/// takes it for it); in a baseline's, with `Random.gauss` returning 1000: a baseline process that loads
 /// it draws its noise 1000 standard deviations up, and so runs slower.
 const PLANTS_BYTECODE: &str = r#"
 import glob as _glob, importlib.util as _util, importlib._bootstrap_external as _external, os as _os
 _git, _, _tree = _os.path.abspath(__file__).partition("/cutile-perf/")
 _git += "/cutile-perf"
 _relative = _tree.partition("/tree/")[2]
-for _source in _glob.glob(_os.path.join(_git, "workers", "baseline-*", "tree", _relative)) + _glob.glob(
+for _source in _glob.glob(_os.path.join(_git, "workers", "*", "tree", _relative)) + _glob.glob(
     _os.path.join(_git, "baseline-*", _relative)
 ):
     with open(_source) as _file:
-        _text = _file.read() + "\nimport random as _r\n_r.Random.gauss = lambda self, mu=0.0, sigma=1.0: 1000.0\n"
+        _text = _file.read()
+    if "/baseline-" in _source:
+        _text += "\nimport random as _r\n_r.Random.gauss = lambda self, mu=0.0, sigma=1.0: 1000.0\n"
     _stat = _os.stat(_source)
     _pyc = _util.cache_from_source(_source)
     _os.makedirs(_os.path.dirname(_pyc), exist_ok=True)
@@ -1169,20 +1171,38 @@ for _source in _glob.glob(_os.path.join(_git, "workers", "baseline-*", "tree", _
 #[test]
 fn the_candidates_code_cannot_leave_bytecode_for_the_baseline() {
     let f = Fixture::new();
-    // where the baseline's worktrees leave Python's bytecode unseen by their edit check
+    // where the sides' worktrees leave Python's bytecode unseen by their edit check
     f.append(".git/info/exclude", "__pycache__/\n");
     // a small noise the harness draws from `random`, in every command's environment
     let noise = [("CUTILE_PERF_FIXTURE_NOISE", "0.0001")];
     let mut start = f.command(&["start", "vector_add"]);
     start.envs(noise);
     assert!(start.output().unwrap().status.success());
+    // twice as fast, and planting: not kept, and the reason names what was planted
     f.append(support::KERNEL, PLANTS_BYTECODE);
-    counted_step_at(&f, (0.05, 0.5), &noise);
-    // the baseline's next processes start afresh (`repair` ends the kept worker), beside a change as
-    // fast as it: no change, whatever the step before left behind
-    f.ok(&["repair"]);
-    f.append(support::KERNEL, "\nUNUSED = 1\n");
     let step = counted_step_at(&f, (0.05, 0.5), &noise);
+    assert_eq!(step.report["status"], "crash", "{}", step.report);
+    let reason = step.report["reason"].as_str().unwrap();
+    let pyc = "src/tilegym/ops/cutile/__pycache__/vector_add.";
+    for side in ["the baseline's tree", "the candidate's tree"] {
+        assert!(
+            reason.contains("bytecode was written beside the sources during the step")
+                && reason.contains(side)
+                && reason.contains(pyc),
+            "{reason}"
+        );
+    }
+    // the reason is in the record, which holds as it is
+    f.ok(&["verify"]);
+    // no worker that may have loaded it lives on
+    let status: serde_json::Value = serde_json::from_str(&f.ok(&["status", "--json"])).unwrap();
+    assert_eq!(status["workers"], serde_json::json!([]), "{status}");
+    // the baseline's next processes start afresh beside a change as fast as it: no change, whatever
+    // the step before left behind
+    let kernel = std::fs::read_to_string(f.path(support::KERNEL)).unwrap();
+    f.write(support::KERNEL, &kernel.replace(PLANTS_BYTECODE, ""));
+    f.append(support::KERNEL, "\nUNUSED = 1\n");
+    let step = counted_step_at(&f, (0.1, 1.0), &noise);
     let change = step.report["change_pct"].as_f64().unwrap();
     assert!(change.abs() < 1.0, "{}", step.report);
 }

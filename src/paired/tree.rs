@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 
 use crate::git::Repo;
+use crate::pytest::Bytecode;
 use crate::workers::lasting;
 
 /// A detached worktree of a commit, removed when dropped (with the folder it was made in, if any),
@@ -39,16 +40,29 @@ impl<'a> CodeTree<'a> {
     pub fn changed(&self) -> Option<String> {
         match self.repo.worktree_changes(&self.path) {
             Ok(paths) if paths.is_empty() => None,
-            Ok(paths) => {
-                let shown = paths[..paths.len().min(3)].join(", ");
-                Some(match paths.len().saturating_sub(3) {
-                    0 => format!("its code beside the work tree was changed: {shown}"),
-                    more => format!(
-                        "its code beside the work tree was changed: {shown} and {more} more"
-                    ),
-                })
-            }
+            Ok(paths) => Some(format!(
+                "its code beside the work tree was changed: {}",
+                first_few(&paths)
+            )),
             Err(e) => Some(format!("cannot tell whether its code was changed: {e:#}")),
+        }
+    }
+
+    /// Removes what git does not track from its `__pycache__`s ([`Bytecode::for_tree`]).
+    pub fn clear_bytecode(&self) -> Result<()> {
+        Bytecode::for_tree(&self.path).map(|_| ())
+    }
+
+    /// The bytecode in its `__pycache__`s that git does not track, with the tree's path (or why it
+    /// cannot be told), if any: since it was last cleared, no test process wrote any.
+    pub fn bytecode(&self) -> Option<String> {
+        match Bytecode::in_tree(&self.path) {
+            Ok(paths) if paths.is_empty() => None,
+            Ok(paths) => Some(format!("{}: {}", self.path.display(), first_few(&paths))),
+            Err(e) => Some(format!(
+                "{}: cannot list its bytecode: {e:#}",
+                self.path.display()
+            )),
         }
     }
 
@@ -182,4 +196,13 @@ pub fn refuse_edited_trees(repo: &Repo) -> Result<()> {
 /// `path` quoted for a POSIX shell.
 fn shell_quoted(path: &Path) -> String {
     format!("'{}'", path.display().to_string().replace('\'', r"'\''"))
+}
+
+/// The first three of `paths`, and how many more.
+fn first_few(paths: &[String]) -> String {
+    let shown = paths[..paths.len().min(3)].join(", ");
+    match paths.len().saturating_sub(3) {
+        0 => shown,
+        more => format!("{shown} and {more} more"),
+    }
 }

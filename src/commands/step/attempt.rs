@@ -17,7 +17,7 @@ use crate::decision::Attempt;
 use crate::evidence::{Ended, RunFile, Stage};
 use crate::git::Repo;
 use crate::history::{History, sandbox};
-use crate::paired::{Held, Holders, Pair, Rounds, dumps_of};
+use crate::paired::{CodeTree, Held, Holders, Pair, Rounds, dumps_of};
 use crate::pytest::Pytest;
 use crate::replay::{self, Replayed};
 use crate::runner::Runner;
@@ -116,6 +116,11 @@ pub fn attempt<'r>(
     let templates = sides::templates(first, &shares);
     let mut held = sides::hold(repo, &templates, &codes)?;
     sides::end_other_workers(repo, progress)?;
+    // whatever a kept worker's tree took in between commands goes: what its `__pycache__`s hold after
+    // the rounds was written during them
+    for (_, tree) in trees(&held) {
+        tree.clear_bytecode()?;
+    }
     let roots = sides::roots(&held);
     let runners = sides::runners(repo, &roots, &templates, &codes.baseline);
     let checks = RefCell::new(Checks::default());
@@ -131,8 +136,9 @@ pub fn attempt<'r>(
     };
     let baseline_passed = baseline_passed(repo, history)?;
     let mut measured = measure(&mut rounds, &baseline_passed, session, &checks)?;
-    crash_if_code_changed(&mut measured, &held);
-    give_workers_back(rounds.pairs, &mut held);
+    let written = bytecode_written(&held);
+    crash_if_code_changed(&mut measured, &held, written.as_deref());
+    give_workers_back(rounds.pairs, &mut held, written.is_none());
     let Measured { runs, ended } = measured;
     let Replayed { attempt, remark } = replay::attempt(&runs, &ended, session, &baseline_passed);
     Ok(Tried {
@@ -148,36 +154,63 @@ pub fn attempt<'r>(
 }
 
 /// Marks the rounds crashed when another process wrote into a side's worktree while it was measured
-/// (the candidate's code into the baseline's, say): what ran is not the code the record names.
-fn crash_if_code_changed(measured: &mut Measured, held: &[HeldSides]) {
+/// (the candidate's code into the baseline's, say): what ran is not the code the record names. Changed
+/// code is named first; bytecode `written` beside the sources after it.
+fn crash_if_code_changed(measured: &mut Measured, held: &[HeldSides], written: Option<&str>) {
     if measured.ended.crash.is_none()
-        && let Some(why) = code_changed(held)
+        && let Some(why) = code_changed(held).or_else(|| written.map(str::to_string))
     {
-        measured.crashed(
-            Stage::Rounds,
-            &format!("a side's code changed on disk while the step measured it ({why})"),
-        );
+        measured.crashed(Stage::Rounds, &why);
     }
+}
+
+/// Each side's tree, named by its side.
+fn trees<'h>(held: &'h [HeldSides]) -> impl Iterator<Item = (&'static str, &'h CodeTree<'h>)> {
+    held.iter().flat_map(|sides| {
+        [
+            ("baseline", &sides.baseline.tree),
+            ("candidate", &sides.candidate.tree),
+        ]
+    })
 }
 
 /// Why a side's worktree is not its code any more, if one is not.
 fn code_changed(held: &[HeldSides]) -> Option<String> {
-    held.iter().find_map(|sides| {
-        [
-            ("baseline", &sides.baseline),
-            ("candidate", &sides.candidate),
-        ]
-        .into_iter()
-        .find_map(|(side, held)| held.tree.changed().map(|why| format!("the {side}: {why}")))
+    trees(held).find_map(|(side, tree)| {
+        tree.changed().map(|why| {
+            format!("a side's code changed on disk while the step measured it (the {side}: {why})")
+        })
+    })
+}
+
+/// The bytecode written beside a side's sources during the step, if any. No test process writes
+/// bytecode and the trees were cleared of it as the step began, so a `.pyc` there was put on purpose
+/// (the candidate's code, at import, can leave one dated as the baseline's source, for a baseline worker
+/// started ahead of its round to load). Looked for once, after the rounds: one removed before a later
+/// process started goes unseen, but the candidate's code runs again in each of its processes, after its
+/// tree was cleared.
+fn bytecode_written(held: &[HeldSides]) -> Option<String> {
+    let written: Vec<String> = trees(held)
+        .filter_map(|(side, tree)| {
+            tree.bytecode()
+                .map(|what| format!("the {side}'s tree {what}"))
+        })
+        .collect();
+    (!written.is_empty()).then(|| {
+        format!(
+            "bytecode was written beside the sources during the step: {}",
+            written.join("; ")
+        )
     })
 }
 
 /// The workers the rounds ended with go back to their code: the one holding the new baseline's may
-/// live on.
-fn give_workers_back(pairs: Vec<Pair>, held: &mut [HeldSides]) {
+/// live on, unless `fit` is false (one may have loaded bytecode written beside it, whatever the step's
+/// end; a changed tree is found when a later command would adopt its worker, bytecode is not).
+fn give_workers_back(pairs: Vec<Pair>, held: &mut [HeldSides], fit: bool) {
     for (pair, sides) in pairs.into_iter().zip(held.iter_mut()) {
-        sides.candidate.worker = pair.candidate.into_worker();
-        sides.baseline.worker = pair.baseline.into_worker();
+        sides.candidate.worker = pair.candidate.into_worker().filter(|_| fit);
+        sides.baseline.worker = pair.baseline.into_worker().filter(|_| fit);
     }
 }
 
