@@ -1,4 +1,4 @@
-//! Man pages and shell completions, generated from the clap definition in `cli.rs` so they cannot
+//! Man pages and shell completions, generated from the clap definition in `cli/` so they cannot
 //! disagree with the binary (ripgrep and git-perf do the same). The committed copies in `man/` and
 //! `completions/` are checked against this module by `tests/extras.rs`.
 //!

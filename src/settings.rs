@@ -1,7 +1,7 @@
 //! Settings kept where git users keep theirs: `cutile-perf.<key>` in git config gives a flag its
 //! default. A flag on the command line wins; then git's own order (the repository's config over the
 //! global one over the system's); then the built-in default, which is the command line's own (one
-//! definition: `cli.rs`). A setting shapes new commands only: a session's thresholds are recorded in its
+//! definition: `cli/`). A setting shapes new commands only: a session's thresholds are recorded in its
 //! baseline, and every later verdict reads them from there.
 
 use std::collections::BTreeMap;
@@ -17,7 +17,7 @@ use crate::process;
 #[derive(Debug)]
 pub struct Setting {
     pub key: &'static str,
-    /// The argument's id in `cli.rs` (its field's name).
+    /// The argument's id in `cli/` (its field's name).
     pub arg: &'static str,
     pub verbs: &'static [&'static str],
 }

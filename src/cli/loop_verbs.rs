@@ -1,138 +1,16 @@
-//! The command line: every verb and flag of `git cutile-perf`.
-// the doc comments are clap's help text, read in a terminal: `<kernel>` there is a placeholder, not HTML
-#![allow(rustdoc::invalid_html_tags)]
+//! The loop's verbs: `start` (with its thresholds and runner), `inspect`, `step`, `diagnose` and `next`.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand};
+use clap::Args;
 
+use super::{DEFAULT_BUDGET, JsonArg};
 use crate::decision::{Cause, Thresholds};
 use crate::kernel_class::KernelClass;
 use crate::records::Statistic;
 use crate::runner::{RunnerKind, RunnerSettings, slurm};
 use crate::units::{parse_duration, parse_pct};
-
-/// The time limit of a verb that runs the tests (`start`, `step`, `diagnose`, `inspect --measure`)
-/// when neither the command line nor git config sets one.
-pub const DEFAULT_BUDGET: &str = "10m";
-
-#[derive(Parser, Debug)]
-#[command(
-    name = "git-cutile-perf",
-    bin_name = "git cutile-perf",
-    version = crate::VERSION,
-    about = "Optimize a cuTile kernel in a TileGym checkout, one measured, committed iteration at a time",
-    long_about = "Optimize a cuTile kernel in a TileGym checkout, one measured, committed iteration at a time.\n\n\
-        `start` creates a session branch and records the baseline; each `step` checks correctness, benchmarks, \
-        decides keep/revert/crash by fixed rules and commits the result with structured trailers; `table` and \
-        `status` are rebuilt from those trailers. Try `git cutile-perf demo` first: it needs no GPU."
-)]
-pub struct Cli {
-    #[command(subcommand)]
-    pub command: Command,
-}
-
-#[derive(Subcommand, Debug)]
-pub enum Command {
-    /// Create the session branch and record iteration 0 (correctness + benchmark, no code change)
-    Start(StartArgs),
-    /// Show what setup reads from a kernel's source: kernels, launch wrappers, registrations, autotune
-    /// spaces, allowed paths, test file and a static class estimate
-    Inspect(InspectArgs),
-    /// Test, benchmark, decide and commit the current change to the kernel as one iteration
-    Step(StepArgs),
-    /// Profile one config of an iteration with Nsight Compute and name its bottleneck (memory, compute,
-    /// latency, scheduling, unknown) with the rule and numbers that decided it
-    Diagnose(DiagnoseArgs),
-    /// Two iterations side by side: kernel diff stat, per-config latency, and the ncu metric and
-    /// compile-fact deltas of their cached diagnoses
-    Compare(CompareArgs),
-    /// Print the results table rebuilt from the session's commits
-    Table(TableArgs),
-    /// Draw the session as an SVG picture: latency per iteration and each config against iteration 0
-    Plot(PlotArgs),
-    /// Write the session as one self-contained HTML page: its facts, the table, the plot, and each
-    /// iteration's configs with intervals, reason, code change and compile facts
-    Report(ReportArgs),
-    /// Show the session: kernel, allowed paths, baseline and best latency, and whether the loop may go on
-    Status(JsonArg),
-    /// Audit the session's record: trailers against their evidence notes, undone attempts, allowed paths, foreign commits
-    Verify(JsonArg),
-    /// Push the session branch with its evidence notes and session refs (plain `git push` leaves them
-    /// behind); the remote's notes on other commits are merged in first
-    Push(TravelArgs),
-    /// Fetch the session branches, evidence notes and session refs of a remote, so `verify` can run
-    /// here; notes on different commits are merged, yours kept
-    Fetch(TravelArgs),
-    /// Add the notes and session refs to remote.<name>.push and .fetch, so plain `git push` and `git
-    /// fetch` carry them from then on
-    SetupRemote(SetupRemoteArgs),
-    /// Finish or undo an iteration that a killed `start` or `step` left half-done; your edit is kept
-    Repair(JsonArg),
-    /// List the settings git config may hold (cutile-perf.budget, ...), each value and where it came from
-    Config(ConfigArgs),
-    /// Print a reference guide, or one section of it (e.g. `refs playbook B`)
-    Refs(RefsArgs),
-    /// List the optimizations to try next for the session's kernel class, without those tried or skipped
-    /// (`--skip` records a letter that cannot apply), and the reverted ones worth a variant
-    Next(NextArgs),
-    /// Print the Agent Skill that teaches an agent the loop through this tool, or install it where agents
-    /// look for skills
-    Skill(SkillArgs),
-    /// Serve the verbs an agent needs (start, step, status, ...) as Model Context Protocol tools over
-    /// stdio; each tool returns the verb's --json report
-    Mcp,
-    /// Install, remove or inspect the pre-commit hook that enforces the allowed paths
-    Hook(HookArgs),
-    /// Run a short session on a built-in TileGym-shaped repository (no GPU needed)
-    Demo(DemoArgs),
-    /// Write the man pages (one for the tool, one per verb), or print one page
-    Man(ManArgs),
-    /// Write the bash, zsh and fish completion scripts, or print one
-    Completions(CompletionsArgs),
-    /// Install the man pages and shell completions in your user's standard places
-    InstallExtras(ExtrasArgs),
-    /// Remove what install-extras installed, the demo's Python environment and kept report, and the
-    /// directories left empty
-    UninstallExtras(UninstallArgs),
-}
-
-#[derive(Args, Debug)]
-pub struct JsonArg {
-    /// Print one JSON object instead of text
-    #[arg(long)]
-    pub json: bool,
-}
-
-#[derive(Args, Debug)]
-pub struct TravelArgs {
-    /// The remote (default: the branch's upstream remote, else origin)
-    pub remote: Option<String>,
-    /// Where both sides noted one commit differently, keep this side's note there (push) or take the
-    /// remote's (fetch); every other note of both sides is kept either way
-    #[arg(long)]
-    pub force: bool,
-    #[command(flatten)]
-    pub output: JsonArg,
-}
-
-#[derive(Args, Debug)]
-pub struct SetupRemoteArgs {
-    /// The remote (default: the branch's upstream remote, else origin)
-    pub remote: Option<String>,
-    #[command(flatten)]
-    pub output: JsonArg,
-}
-
-#[derive(Args, Debug)]
-pub struct ConfigArgs {
-    /// List every setting with its value and source (default, or the git config scope)
-    #[arg(long, required = true)]
-    pub list: bool,
-    #[command(flatten)]
-    pub output: JsonArg,
-}
 
 #[derive(Args, Debug)]
 pub struct StartArgs {
@@ -313,48 +191,6 @@ pub struct DiagnoseArgs {
 }
 
 #[derive(Args, Debug)]
-pub struct CompareArgs {
-    /// The earlier iteration
-    pub a: u32,
-    /// The later iteration
-    pub b: u32,
-    #[command(flatten)]
-    pub output: JsonArg,
-}
-
-#[derive(Args, Debug)]
-pub struct RefsArgs {
-    /// The guide: playbook, catalog, api, model, ir, patterns, json (or its file name); none lists them
-    pub name: Option<String>,
-    /// A section: a playbook letter (B), a rule (R3) or a heading's title
-    pub section: Option<String>,
-    #[command(flatten)]
-    pub output: JsonArg,
-}
-
-#[derive(Args, Debug)]
-pub struct SkillArgs {
-    /// Print SKILL.md (what happens without --install)
-    #[arg(long, conflicts_with = "install")]
-    pub print: bool,
-    /// Write the skill's folder (SKILL.md, evals/evals.json) where agents look: by default the checkout's
-    /// .claude/skills and .agents/skills, kept out of git through .git/info/exclude
-    #[arg(long)]
-    pub install: bool,
-    /// Install into DIR/git-cutile-perf instead
-    #[arg(long, value_name = "DIR", requires = "install", conflicts_with_all = ["user", "project"])]
-    pub dir: Option<PathBuf>,
-    /// Install into your own ~/.claude/skills and ~/.agents/skills instead
-    #[arg(long, requires = "install", conflicts_with = "project")]
-    pub user: bool,
-    /// Install into the checkout's .claude/skills and .agents/skills (the default)
-    #[arg(long, requires = "install")]
-    pub project: bool,
-    #[command(flatten)]
-    pub output: JsonArg,
-}
-
-#[derive(Args, Debug)]
 pub struct NextArgs {
     /// Use this class instead of the session's
     #[arg(long, value_name = "CLASS")]
@@ -368,118 +204,6 @@ pub struct NextArgs {
     pub why: Option<String>,
     #[command(flatten)]
     pub output: JsonArg,
-}
-
-#[derive(Args, Debug)]
-pub struct TableArgs {
-    /// Also write sandbox/perf_results.md, the plot (sandbox/perf_results.svg) and the report
-    /// (sandbox/perf_results.html)
-    #[arg(long)]
-    pub write: bool,
-    #[command(flatten)]
-    pub output: JsonArg,
-}
-
-#[derive(Args, Debug)]
-pub struct ReportArgs {
-    /// Where to write the HTML page (default: sandbox/perf_results.html)
-    #[arg(long, value_name = "FILE")]
-    pub out: Option<PathBuf>,
-    #[command(flatten)]
-    pub output: JsonArg,
-}
-
-#[derive(Args, Debug)]
-pub struct PlotArgs {
-    /// Where to write the SVG (default: sandbox/perf_results.svg)
-    #[arg(long, value_name = "FILE")]
-    pub out: Option<PathBuf>,
-    #[command(flatten)]
-    pub output: JsonArg,
-}
-
-#[derive(Args, Debug)]
-pub struct HookArgs {
-    #[command(subcommand)]
-    pub action: HookAction,
-}
-
-#[derive(Subcommand, Debug)]
-pub enum HookAction {
-    /// Install the hook into the repository's hooks directory; an existing hook is kept and runs first
-    Install,
-    /// Remove the hook and restore, byte for byte, the one it replaced
-    Uninstall,
-    /// Show whether the hook is installed, where, and what it chains to
-    Status(JsonArg),
-    /// The check the hook runs: on a session branch, reject staged paths outside the allowed set
-    #[command(hide = true)]
-    PreCommit,
-    /// The check the commit-msg hook runs: on a session branch, only the tool writes Cutile-Perf-* trailers
-    #[command(hide = true)]
-    CommitMsg {
-        /// The message file git hands the hook
-        message: std::path::PathBuf,
-    },
-}
-
-#[derive(Args, Debug)]
-pub struct DemoArgs {
-    /// Build the demo repository here (must not exist) and keep it, instead of a temporary directory
-    #[arg(long, value_name = "DIR")]
-    pub dir: Option<std::path::PathBuf>,
-}
-
-#[derive(Args, Debug)]
-pub struct ManArgs {
-    /// Print the page of this verb instead of the tool's page
-    #[arg(conflicts_with = "dir")]
-    pub verb: Option<String>,
-    /// Write every page into DIR (created if missing) instead of printing one
-    #[arg(long, value_name = "DIR")]
-    pub dir: Option<PathBuf>,
-    /// Print one JSON object listing the files written (with --dir)
-    #[arg(long, requires = "dir")]
-    pub json: bool,
-}
-
-#[derive(Args, Debug)]
-pub struct CompletionsArgs {
-    /// The shell whose script to print or write; with --dir and no shell, all of them
-    #[arg(value_enum, required_unless_present = "dir")]
-    pub shell: Option<Shell>,
-    /// Write the script(s) into DIR (created if missing) instead of printing
-    #[arg(long, value_name = "DIR")]
-    pub dir: Option<PathBuf>,
-    /// Print one JSON object listing the files written (with --dir)
-    #[arg(long, requires = "dir")]
-    pub json: bool,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Shell {
-    Bash,
-    Zsh,
-    Fish,
-}
-
-#[derive(Args, Debug)]
-pub struct ExtrasArgs {
-    /// Use the layout under DIR (DIR/share/man/man1, DIR/share/bash-completion/completions, ...)
-    /// instead of your user's directories (~/.local/share/..., ~/.config/fish/...)
-    #[arg(long, value_name = "DIR")]
-    pub prefix: Option<PathBuf>,
-    #[command(flatten)]
-    pub output: JsonArg,
-}
-
-#[derive(Args, Debug)]
-pub struct UninstallArgs {
-    #[command(flatten)]
-    pub extras: ExtrasArgs,
-    /// Keep the Python environment the demo made in the cache directory (it is remade on demand)
-    #[arg(long)]
-    pub keep_demo_env: bool,
 }
 
 /// `start`'s options that choose the runner.
@@ -522,16 +246,5 @@ impl RunnerArgs {
                 queue_timeout: self.queue_timeout,
             },
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use clap::CommandFactory;
-
-    #[test]
-    fn cli_definition_is_consistent() {
-        Cli::command().debug_assert();
     }
 }
