@@ -22,12 +22,12 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use git_cutile_perf::audit;
-use git_cutile_perf::decision::{Correctness, Decision, Status};
-use git_cutile_perf::evidence::{Binding, Evidence, RunFile};
-use git_cutile_perf::records::{Measurement, RecordFile, RecordFormat};
-use git_cutile_perf::session::{Iteration, Session};
-use git_cutile_perf::trailers::{Block, render_message};
+use git_cutile_perf::record::audit;
+use git_cutile_perf::record::evidence::{Binding, Evidence, RunFile};
+use git_cutile_perf::record::session::{Iteration, Session};
+use git_cutile_perf::rules::decision::{Correctness, Decision, Status};
+use git_cutile_perf::rules::records::{Measurement, RecordFile, RecordFormat};
+use git_cutile_perf::rules::trailers::{Block, render_message};
 use support::{
     BIN, Fixture, KERNEL, TEST, baseline_message, measured_baseline_message, session_of,
 };
@@ -295,12 +295,13 @@ fn evidenced_session(iterations: usize, configs: usize) -> Fixture {
         RunFile::new("benchmark-1", perf_junit(&base)),
         RunFile::new("benchmark-2", perf_junit(&base)),
     ];
-    let measured = git_cutile_perf::replay::measured(&baseline_runs[1], session.statistic).unwrap();
+    let measured =
+        git_cutile_perf::record::replay::measured(&baseline_runs[1], session.statistic).unwrap();
     let message = measured_baseline_message(&session, measured);
     let mut tip = commit(trees[0], &f.head(), &message);
     f.git(&[
         "update-ref",
-        &git_cutile_perf::git::baseline_ref(BRANCH),
+        &git_cutile_perf::system::git::baseline_ref(BRANCH),
         &tip,
     ]);
     let baseline_evidence = Evidence::new(&session, 0, None, baseline_runs);
@@ -457,7 +458,7 @@ fn write_notes(repo: &gix::Repository, f: &Fixture, notes: &[(String, gix::Objec
     ]);
     f.git(&[
         "update-ref",
-        git_cutile_perf::evidence::NOTES_REF,
+        git_cutile_perf::record::evidence::NOTES_REF,
         commit.trim(),
     ]);
 }

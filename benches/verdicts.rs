@@ -32,11 +32,11 @@
 
 use std::collections::HashMap;
 
-use git_cutile_perf::decision::{Thresholds, Tier};
-use git_cutile_perf::noise::{ORDER_JITTER_MS, TIMER_TICK_MS, process_sd};
-use git_cutile_perf::records::{self, Measurement, Statistic};
-use git_cutile_perf::stats;
-use git_cutile_perf::verdict::{self, Round, Rules, Verdict};
+use git_cutile_perf::rules::decision::{Thresholds, Tier};
+use git_cutile_perf::rules::noise::{ORDER_JITTER_MS, TIMER_TICK_MS, process_sd};
+use git_cutile_perf::rules::records::{self, Measurement, Statistic};
+use git_cutile_perf::rules::stats;
+use git_cutile_perf::rules::verdict::{self, Round, Rules, Verdict};
 
 const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data");
 const TRIALS: usize = 4000;

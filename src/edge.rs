@@ -3,8 +3,8 @@
 
 use anyhow::Result;
 
-use crate::cli::{self, HookAction};
-use crate::commands::{diagnose, hook, inspect, remote, scaffold, skill, start, step};
+use crate::verbs::cli::{self, HookAction};
+use crate::verbs::commands::{diagnose, hook, inspect, remote, scaffold, skill, start, step};
 
 impl TryFrom<cli::StartArgs> for start::StartOptions {
     type Error = anyhow::Error;

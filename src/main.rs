@@ -6,13 +6,13 @@
 use std::process::ExitCode;
 
 use anyhow::Result;
-use git_cutile_perf::cli::{Cli, Command};
-use git_cutile_perf::commands::{
+use git_cutile_perf::system::ui::{Render, Ui};
+use git_cutile_perf::verbs::cli::{Cli, Command};
+use git_cutile_perf::verbs::commands::{
     compare, config, demo, diagnose, extras, hook, inspect, mcp, next, plot, refs, remote, repair,
     report, scaffold, skill, start, status, step, table, verify,
 };
-use git_cutile_perf::ui::{Render, Ui};
-use git_cutile_perf::{errors, git, process};
+use git_cutile_perf::{system::git, system::process, verbs::errors};
 
 fn main() -> ExitCode {
     let (cli, json) = match errors::parse_command_line() {

@@ -9,15 +9,15 @@ use crate::support;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use git_cutile_perf::compile::CompileFacts;
-use git_cutile_perf::diagnose::facts::{Already, Place, for_iteration};
-use git_cutile_perf::diagnose::profile::Profiled;
-use git_cutile_perf::diagnose::{Profile, diagnose};
-use git_cutile_perf::evidence::Evidence;
-use git_cutile_perf::git::Repo;
-use git_cutile_perf::gpu::{Gpu, GpuState};
-use git_cutile_perf::history::{self, Configs};
-use git_cutile_perf::runner::Local;
+use git_cutile_perf::features::diagnose::facts::{Already, Place, for_iteration};
+use git_cutile_perf::features::diagnose::profile::Profiled;
+use git_cutile_perf::features::diagnose::{Profile, diagnose};
+use git_cutile_perf::record::evidence::Evidence;
+use git_cutile_perf::record::history::{self, Configs};
+use git_cutile_perf::rules::compile::CompileFacts;
+use git_cutile_perf::system::git::Repo;
+use git_cutile_perf::system::gpu::{Gpu, GpuState};
+use git_cutile_perf::system::runner::Local;
 use support::*;
 
 /// What nvidia-smi says of the H200 the tests pretend to have.

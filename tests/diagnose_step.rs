@@ -7,12 +7,12 @@ use crate::support;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use git_cutile_perf::decision::Cause;
-use git_cutile_perf::diagnose::facts::Place;
-use git_cutile_perf::diagnose::profile::cause_for;
-use git_cutile_perf::git::Repo;
-use git_cutile_perf::history::{self, Configs};
-use git_cutile_perf::runner::Local;
+use git_cutile_perf::features::diagnose::facts::Place;
+use git_cutile_perf::features::diagnose::profile::cause_for;
+use git_cutile_perf::record::history::{self, Configs};
+use git_cutile_perf::rules::decision::Cause;
+use git_cutile_perf::system::git::Repo;
+use git_cutile_perf::system::runner::Local;
 use support::*;
 
 #[test]

@@ -134,3 +134,58 @@ fn a_stale_target_or_module_is_named() {
         ]
     );
 }
+
+/// The paths under `src/` that `text` names (`src/rules/verdict/`, `src/system/pytest.rs`), outside a
+/// TileGym checkout's own (`src/tilegym/...`) and patterns (`src/<...>`).
+fn source_paths(text: &str) -> Vec<&str> {
+    let mut found = Vec::new();
+    for (start, _) in text.match_indices("src/") {
+        let before = text[..start].chars().next_back();
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '/' || c == '_' || c == '.') {
+            continue;
+        }
+        let rest = &text[start..];
+        let end = rest
+            .find(|c: char| !(c.is_alphanumeric() || "_/.-".contains(c)))
+            .unwrap_or(rest.len());
+        let path = rest[..end].trim_end_matches('.');
+        if path.len() > 4 && !path.starts_with("src/tilegym") {
+            found.push(path);
+        }
+    }
+    found
+}
+
+#[test]
+fn every_source_path_the_manual_names_exists() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let pages = support::tracked_files().into_iter().filter(|path| {
+        path == "README.md"
+            || (path.ends_with(".md")
+                && (path.starts_with("docs/") || path.starts_with("references/")))
+    });
+    let mut missing = Vec::new();
+    for page in pages {
+        let text = std::fs::read_to_string(root.join(&page)).unwrap();
+        for path in source_paths(&text) {
+            if !root.join(path).exists() {
+                missing.push(format!("{page}: {path}"));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "paths the manual names that are not in the tree:\n{}",
+        missing.join("\n")
+    );
+}
+
+#[test]
+fn source_paths_are_read_whole_and_a_checkouts_own_are_left_out() {
+    let text = "see `src/rules/verdict/` and src/system/pytest.rs. Not src/tilegym/ops/x.py, \
+                nor tests/src/x, nor src/<layer>/.";
+    assert_eq!(
+        source_paths(text),
+        ["src/rules/verdict/", "src/system/pytest.rs"]
+    );
+}

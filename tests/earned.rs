@@ -205,8 +205,8 @@ fn an_honest_gain_is_kept_and_its_census_is_in_the_evidence() {
     let report = f.step_json(&["bigger tiles"]);
     assert_eq!(report["status"], "keep", "{report}");
     // every benchmark run's JUnit file in the evidence carries a census per perf case
-    let repo = git_cutile_perf::git::Repo::discover(&f.root).unwrap();
-    let evidence = git_cutile_perf::evidence::Evidence::of(&repo, &f.head())
+    let repo = git_cutile_perf::system::git::Repo::discover(&f.root).unwrap();
+    let evidence = git_cutile_perf::record::evidence::Evidence::of(&repo, &f.head())
         .unwrap()
         .unwrap();
     let rounds: Vec<_> = evidence
@@ -332,9 +332,9 @@ fn a_kernel_right_only_on_the_inputs_its_tests_draw_fails_on_unseen_ones() {
 }
 
 /// The runs in the evidence of the iteration at HEAD.
-fn evidence_runs(f: &Fixture) -> Vec<git_cutile_perf::evidence::RunFile> {
-    let repo = git_cutile_perf::git::Repo::discover(&f.root).unwrap();
-    git_cutile_perf::evidence::Evidence::of(&repo, &f.head())
+fn evidence_runs(f: &Fixture) -> Vec<git_cutile_perf::record::evidence::RunFile> {
+    let repo = git_cutile_perf::system::git::Repo::discover(&f.root).unwrap();
+    git_cutile_perf::record::evidence::Evidence::of(&repo, &f.head())
         .unwrap()
         .unwrap()
         .runs
@@ -342,9 +342,9 @@ fn evidence_runs(f: &Fixture) -> Vec<git_cutile_perf::evidence::RunFile> {
 
 /// The compiled kernels the first round of `side` carries in the evidence.
 fn compiled(
-    runs: &[git_cutile_perf::evidence::RunFile],
+    runs: &[git_cutile_perf::record::evidence::RunFile],
     side: &str,
-) -> Vec<git_cutile_perf::compile::CompiledKernel> {
+) -> Vec<git_cutile_perf::rules::compile::CompiledKernel> {
     let name = format!("round-1-{side}");
     let names: Vec<&str> = runs.iter().map(|run| run.name.as_str()).collect();
     let run = runs.iter().find(|run| run.name == name);
@@ -373,7 +373,7 @@ fn a_recompile_of_the_same_code_is_no_change_after_one_round_without_a_process_o
     assert_eq!(report["correctness"], "PASS", "{report}");
     assert_eq!(
         report["reason"],
-        git_cutile_perf::decision::NO_CHANGE,
+        git_cutile_perf::rules::decision::NO_CHANGE,
         "{report}"
     );
     assert_eq!(report["change_pct"], serde_json::Value::Null, "{report}");
@@ -399,7 +399,7 @@ fn a_recompile_of_the_same_code_is_no_change_after_one_round_without_a_process_o
     let names: Vec<&str> = runs.iter().map(|run| run.name.as_str()).collect();
     assert!(!names.iter().any(|n| n.starts_with("round-2")), "{names:?}");
     let (candidate, baseline) = (compiled(&runs, "candidate"), compiled(&runs, "baseline"));
-    let entries = |kernels: &[git_cutile_perf::compile::CompiledKernel]| {
+    let entries = |kernels: &[git_cutile_perf::rules::compile::CompiledKernel]| {
         kernels
             .iter()
             .flat_map(|k| k.entries.clone())
@@ -411,7 +411,7 @@ fn a_recompile_of_the_same_code_is_no_change_after_one_round_without_a_process_o
         "{candidate:?}"
     );
     assert_eq!(entries(&baseline), [PERF_SIGNATURE], "{baseline:?}");
-    let blob = |kernels: &[git_cutile_perf::compile::CompiledKernel]| {
+    let blob = |kernels: &[git_cutile_perf::rules::compile::CompiledKernel]| {
         kernels
             .iter()
             .find(|k| k.entries == [PERF_SIGNATURE])
@@ -434,7 +434,7 @@ fn a_real_change_is_still_benchmarked() {
     let report = f.step_json(&["unrolled"]);
     assert_ne!(
         report["reason"],
-        git_cutile_perf::decision::NO_CHANGE,
+        git_cutile_perf::rules::decision::NO_CHANGE,
         "{report}"
     );
     assert!(report["rounds"].as_u64().unwrap() >= 1, "{report}");

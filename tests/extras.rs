@@ -645,7 +645,11 @@ mod readme_lists {
     #[test]
     fn the_json_verb_list_is_clap_s() {
         let mut defined = BTreeSet::new();
-        json_verbs(&git_cutile_perf::cli::Cli::command(), "", &mut defined);
+        json_verbs(
+            &git_cutile_perf::verbs::cli::Cli::command(),
+            "",
+            &mut defined,
+        );
         let text = doc("docs/agents.md");
         let line = text
             .lines()
@@ -714,7 +718,7 @@ mod readme_lists {
                 Some((verb.to_string(), page.to_string(), about.to_string()))
             })
             .collect();
-        let cli = git_cutile_perf::cli::Cli::command();
+        let cli = git_cutile_perf::verbs::cli::Cli::command();
         let defined: Vec<(String, String, String)> = cli
             .get_subcommands()
             .filter(|sub| sub.get_name() != "help")

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use git_cutile_perf::process_identity::ProcessIdentity;
+use git_cutile_perf::system::process_identity::ProcessIdentity;
 use support::hang::Hang;
 use support::*;
 

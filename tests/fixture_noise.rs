@@ -3,7 +3,7 @@
 
 use crate::support;
 
-use git_cutile_perf::records::{self, Statistic};
+use git_cutile_perf::rules::records::{self, Statistic};
 use support::{Fixture, TEST};
 
 /// The configs' medians of one perf run of the fixture, with `noise` in the environment if given.

@@ -1,4 +1,4 @@
-//! Every command that needs the session's GPU or node is built by the runner (`src/runner/`), so that
+//! Every command that needs the session's GPU or node is built by the runner (`src/system/runner/`), so that
 //! a Slurm session runs it on the iteration's node and a new runner covers it by implementing one
 //! trait. This test reads `src/` (tests excluded) for the places that start a process outside the
 //! runner: each must be one of the justified exceptions below, and none may name a GPU or node program.
@@ -29,24 +29,28 @@ const GPU_PROGRAMS: [&str; 9] = [
 /// needs the session's GPU or node.
 const EXCEPTIONS: [(&str, usize, &str); 5] = [
     (
-        "process.rs",
+        "system/process.rs",
         3,
         "the spawn primitives themselves: git, and process::command and process::session_command that \
          the runner builds on",
     ),
     (
-        "demo_python.rs",
+        "features/demo_python.rs",
         2,
         "the demo's own virtual environment (venv, pip, a pytest check) on this machine, before any session",
     ),
     (
-        "commands/demo.rs",
+        "verbs/commands/demo.rs",
         1,
         "the demo runs this tool's own binary",
     ),
-    ("commands/extras.rs", 1, "manpath, where the man pages go"),
     (
-        "agent/mcp/mod.rs",
+        "verbs/commands/extras.rs",
+        1,
+        "manpath, where the man pages go",
+    ),
+    (
+        "verbs/agent/mcp/mod.rs",
         1,
         "the MCP server runs this tool's own binary",
     ),
@@ -58,7 +62,7 @@ fn check(sources: &[(String, String)]) -> Vec<String> {
     let mut problems = Vec::new();
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
     for (path, text) in sources {
-        if path.starts_with("runner/") {
+        if path.starts_with("system/runner/") {
             continue;
         }
         for (number, line) in production(text).lines().enumerate() {
@@ -72,7 +76,7 @@ fn check(sources: &[(String, String)]) -> Vec<String> {
             for program in GPU_PROGRAMS {
                 if line.contains(&format!("\"{program}")) {
                     problems.push(format!(
-                        "src/{path}:{}: starts {program} outside src/runner/: {}",
+                        "src/{path}:{}: starts {program} outside src/system/runner/: {}",
                         number + 1,
                         line.trim()
                     ));
@@ -84,7 +88,7 @@ fn check(sources: &[(String, String)]) -> Vec<String> {
     for (path, count) in &counts {
         if allowed.get(path) != Some(count) {
             problems.push(format!(
-                "src/{path} starts {count} process(es) outside src/runner/ (allowed: {}): build GPU and \
+                "src/{path} starts {count} process(es) outside src/system/runner/ (allowed: {}): build GPU and \
                  node commands with the session's Runner, or add a justified exception here",
                 allowed.get(path).copied().unwrap_or(0)
             ));
@@ -112,26 +116,27 @@ fn a_gpu_command_outside_the_runner_and_an_unlisted_spawn_are_named() {
         .map(|(path, count, _)| source(path, &"process::command(x)\n".repeat(*count)))
         .collect();
     sources.extend([
-        source("runner/slurm.rs", "process::command(\"srun\", &args)\n"),
+        source("system/runner/slurm.rs", "process::command(\"srun\", &args)\n"),
         source(
-            "ncu.rs",
+            "system/ncu.rs",
             "let a = 1;\nprocess::command(\"ncu\", &args)\n#[cfg(test)]\nmod tests {\n    Command::new(\"ncu\")\n}\n",
         ),
-        source("gpu.rs", "which::which(\"nvidia-smi\")\n"),
+        source("system/gpu.rs", "which::which(\"nvidia-smi\")\n"),
     ]);
     assert_eq!(
         check(&sources),
         [
-            "src/ncu.rs:2: starts ncu outside src/runner/: process::command(\"ncu\", &args)",
-            "src/gpu.rs:1: starts nvidia-smi outside src/runner/: which::which(\"nvidia-smi\")",
-            "src/ncu.rs starts 1 process(es) outside src/runner/ (allowed: 0): build GPU and node commands \
+            "src/system/ncu.rs:2: starts ncu outside src/system/runner/: process::command(\"ncu\", &args)",
+            "src/system/gpu.rs:1: starts nvidia-smi outside src/system/runner/: which::which(\"nvidia-smi\")",
+            "src/system/ncu.rs starts 1 process(es) outside src/system/runner/ (allowed: 0): build GPU and node commands \
              with the session's Runner, or add a justified exception here",
         ]
     );
-    sources
-        .retain(|(path, _)| !["ncu.rs", "gpu.rs", "commands/extras.rs"].contains(&path.as_str()));
+    sources.retain(|(path, _)| {
+        !["system/ncu.rs", "system/gpu.rs", "verbs/commands/extras.rs"].contains(&path.as_str())
+    });
     assert_eq!(
         check(&sources),
-        ["src/commands/extras.rs is an exception but starts no process: remove it"]
+        ["src/verbs/commands/extras.rs is an exception but starts no process: remove it"]
     );
 }

@@ -57,8 +57,8 @@ fn timed_step(
 
 /// Each benchmark run of the rounds at HEAD's evidence: its name, its GPU, and its cases.
 fn round_runs(f: &Fixture) -> Vec<(String, Option<String>, Vec<String>)> {
-    let repo = git_cutile_perf::git::Repo::discover(&f.root).unwrap();
-    let evidence = git_cutile_perf::evidence::Evidence::of(&repo, &f.head())
+    let repo = git_cutile_perf::system::git::Repo::discover(&f.root).unwrap();
+    let evidence = git_cutile_perf::record::evidence::Evidence::of(&repo, &f.head())
         .unwrap()
         .unwrap();
     evidence
@@ -107,8 +107,8 @@ fn two_gpus_split_the_configs_each_always_on_its_own_gpu_and_verify_recomputes_i
     assert!(verify.status.success(), "{}", both(&verify));
 
     // a note whose candidate ran a config on the other GPU than its baseline does not verify
-    let repo = git_cutile_perf::git::Repo::discover(&f.root).unwrap();
-    let mut evidence = git_cutile_perf::evidence::Evidence::of(&repo, &f.head())
+    let repo = git_cutile_perf::system::git::Repo::discover(&f.root).unwrap();
+    let mut evidence = git_cutile_perf::record::evidence::Evidence::of(&repo, &f.head())
         .unwrap()
         .unwrap();
     for run in &mut evidence.runs {

@@ -1,11 +1,11 @@
 //! Errors carry their hints as data (`hint::Hinted`): no message of `src/` (tests excluded) writes a
-//! `hint:` line into its text, where it would have to be split back out. `src/hint.rs` is the one place
+//! `hint:` line into its text, where it would have to be split back out. `src/rules/hint.rs` is the one place
 //! that shows a hint as a line.
 
 use crate::support::{production, source_files};
 
 /// Where the terminal's `hint:` line is written from the data.
-const RENDERER: &str = "hint.rs";
+const RENDERER: &str = "rules/hint.rs";
 
 /// The lines of `sources` (path under `src/`, text) whose string literal starts a `hint:` line: `\n`
 /// right before `hint:`, or before a line continuation that goes on with it.
@@ -44,22 +44,25 @@ fn no_message_writes_its_hint_into_its_text() {
 fn a_hint_line_in_a_message_is_named() {
     let source = |path: &str, text: &str| (path.to_string(), text.to_string());
     let sources = [
-        source("hint.rs", "format!(\"{}\\nhint: {hint}\", self.message)\n"),
         source(
-            "locate.rs",
+            "rules/hint.rs",
+            "format!(\"{}\\nhint: {hint}\", self.message)\n",
+        ),
+        source(
+            "features/locate.rs",
             "let a = 1;\nbail!(\"no kernel\\nhint: name one\")\n",
         ),
         source(
-            "journal.rs",
+            "record/journal.rs",
             "bail!(\"locked\\n\\\n     hint: wait\")\n#[cfg(test)]\nmod tests {\n    \"x\\nhint: y\"\n}\n",
         ),
-        source("git.rs", "hinted(\"no git\", \"install git\")\n"),
+        source("system/git.rs", "hinted(\"no git\", \"install git\")\n"),
     ];
     assert_eq!(
         check(&sources),
         [
-            "src/locate.rs:2: a hint written into a message: bail!(\"no kernel\\nhint: name one\")",
-            "src/journal.rs:1: a hint written into a message: bail!(\"locked\\n\\",
+            "src/features/locate.rs:2: a hint written into a message: bail!(\"no kernel\\nhint: name one\")",
+            "src/record/journal.rs:1: a hint written into a message: bail!(\"locked\\n\\",
         ]
     );
 }

@@ -4,11 +4,11 @@
 
 use crate::support;
 
-use git_cutile_perf::commands::{report, status, table, verify};
-use git_cutile_perf::decision::LoopState;
-use git_cutile_perf::errors::ErrorReport;
-use git_cutile_perf::git::Repo;
-use git_cutile_perf::ui::{Render, Ui};
+use git_cutile_perf::rules::decision::LoopState;
+use git_cutile_perf::system::git::Repo;
+use git_cutile_perf::system::ui::{Render, Ui};
+use git_cutile_perf::verbs::commands::{report, status, table, verify};
+use git_cutile_perf::verbs::errors::ErrorReport;
 use support::{Captured, Fixture, KERNEL, TEST};
 
 const BRANCH: &str = "cutile-perf-vector_add-20250101";

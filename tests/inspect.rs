@@ -2,8 +2,8 @@
 
 use crate::support;
 
-use git_cutile_perf::inspect::{self, module};
-use git_cutile_perf::locate::Kernel;
+use git_cutile_perf::features::inspect::{self, module};
+use git_cutile_perf::features::locate::Kernel;
 
 fn corpus(name: &str, capability: Option<(u32, u32)>) -> module::ModuleFacts {
     let text = std::fs::read_to_string(format!("tests/data/inspect/{name}")).unwrap();

@@ -1,7 +1,7 @@
 //! The inspector over every cuTile file of a real TileGym checkout (never committed here): run it with
 //! `tools/inspect-tilegym.sh /path/to/TileGym`. Ignored by default: it needs the checkout.
 
-use git_cutile_perf::inspect::module;
+use git_cutile_perf::features::inspect::module;
 
 fn cutile_files(root: &std::path::Path) -> Vec<std::path::PathBuf> {
     let mut found = Vec::new();

@@ -3,7 +3,7 @@
 
 use crate::support;
 
-use git_cutile_perf::history::{Configs, History};
+use git_cutile_perf::record::history::{Configs, History};
 use support::{Fixture, KERNEL, both, text, with_input};
 
 const NOTES: &str = "--ref=cutile-perf";

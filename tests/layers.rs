@@ -1,85 +1,17 @@
 //! The modules form layers, and imports only go down: a module uses its own layer and those below it,
-//! never one above, with no cycle inside a layer; and no verb (`commands::X`) uses another verb. Read
-//! from the source (every `crate::`, `super::` and, in `main.rs`, `git_cutile_perf::` path outside
+//! never one above, with no cycle inside a layer; and no verb (`verbs::commands::X`) uses another verb.
+//! A module's layer is the folder of `src/` it sits in, so the directory listing is the design map.
+//! Read from the source (every `crate::`, `super::` and, in `main.rs`, `git_cutile_perf::` path outside
 //! comments, tests included), so that a new upward import fails here, named with its file and line.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-/// Every top-level module by layer, lowest first. A new module gets a row here.
-const LAYERS: &[(&str, &[&str])] = &[
-    (
-        "values and rules",
-        &[
-            "compile",
-            "decision",
-            "guard",
-            "hint",
-            "kernel_class",
-            "noise",
-            "peaks",
-            "pyliteral",
-            "records",
-            "references",
-            "stats",
-            "trailers",
-            "units",
-            "verdict",
-        ],
-    ),
-    (
-        "git, processes and the runner",
-        &[
-            "git",
-            "gpu",
-            "ncu",
-            "process",
-            "process_identity",
-            "progress",
-            "pytest",
-            "runner",
-            "ui",
-            "workers",
-        ],
-    ),
-    (
-        "the record",
-        &[
-            "audit",
-            "benchmark_run",
-            "census",
-            "changes",
-            "evidence",
-            "history",
-            "journal",
-            "plot",
-            "replay",
-            "session",
-            "table",
-        ],
-    ),
-    (
-        "features",
-        &[
-            "demo_python",
-            "diagnose",
-            "hook",
-            "ignored",
-            "inspect",
-            "locate",
-            "paired",
-            "recovery",
-            "refusals",
-            "report",
-            "snapshot",
-        ],
-    ),
-    (
-        "verbs",
-        &["agent", "cli", "commands", "errors", "generate", "settings"],
-    ),
-    ("main", &["edge", "main"]),
-];
+/// The layers, lowest first: each is a folder of `src/`. The files at `src/`'s root (`lib.rs`,
+/// `main.rs` and `edge.rs`, which turns parsed arguments into the verbs' options) sit above them all.
+const LAYERS: &[&str] = &["rules", "system", "record", "features", "verbs"];
+/// The files that may sit at `src/`'s root, outside every layer.
+const ROOT_FILES: &[&str] = &["lib.rs", "main.rs", "edge.rs"];
 
 /// One source file: its path under `src/` and its text.
 struct Source {
@@ -107,99 +39,85 @@ fn imports_only_go_down_and_no_verb_imports_a_verb() {
 }
 
 #[test]
-fn an_upward_import_a_cycle_and_a_verb_using_a_verb_are_named() {
+fn an_upward_import_a_cycle_a_verb_using_a_verb_and_a_stray_file_are_named() {
     let source = |path: &str, text: &str| Source {
         path: path.to_string(),
         text: text.to_string(),
     };
     let sources = [
-        source("lib.rs", "pub mod git;\n"),
-        source("git.rs", "use crate::history::History;\n"),
-        source("stats.rs", "// crate::history in a comment is no import\n"),
-        source("decision.rs", "use crate::{records, verdict::Decided};\n"),
-        source("verdict.rs", "use crate::decision::Thresholds;\n"),
-        source("records.rs", ""),
-        source("history.rs", "use crate::git::Repo;\n"),
-        source("commands/mod.rs", "pub mod step;\n"),
-        source("commands/verify.rs", ""),
+        source("lib.rs", "pub mod system;\n"),
+        source("system/git.rs", "use crate::record::history::History;\n"),
         source(
-            "commands/step/preflight.rs",
+            "rules/stats.rs",
+            "// crate::record::history in a comment is no import\n",
+        ),
+        source(
+            "rules/decision.rs",
+            "use crate::rules::{records, verdict::Decided};\n",
+        ),
+        source("rules/verdict.rs", "use super::decision::Thresholds;\n"),
+        source("rules/records.rs", ""),
+        source("record/history.rs", "use crate::system::git::Repo;\n"),
+        source("verbs/commands/mod.rs", "pub mod step;\n"),
+        source("verbs/commands/verify.rs", ""),
+        source(
+            "verbs/commands/step/preflight.rs",
             "fn f() {\n    super::super::verify::foreign_findings();\n}\n",
         ),
-        source("commands/step/mod.rs", "use super::verify;\n"),
+        source("verbs/commands/step/mod.rs", "use super::verify;\n"),
         source("spare.rs", ""),
+        source("extra/thing.rs", ""),
     ];
     assert_eq!(
         check(&sources),
         [
-            "module spare has no layer: add it to LAYERS in tests/layers.rs",
-            "upward: git.rs:1: git (git, processes and the runner) imports history (the record)",
-            "cycle in values and rules: decision -> verdict -> decision",
-            "verb imports verb: commands/step/preflight.rs:2: commands::step imports commands::verify",
-            "verb imports verb: commands/step/mod.rs:1: commands::step imports commands::verify",
+            "src/extra/ is no layer: move it into one of rules, system, record, features, verbs",
+            "src/spare.rs sits outside the layers: move it into one of rules, system, record, features, verbs",
+            "upward: system/git.rs:1: system::git (system) imports record::history (record)",
+            "cycle in rules: rules::decision -> rules::verdict -> rules::decision",
+            "verb imports verb: verbs/commands/step/preflight.rs:2: commands::step imports commands::verify",
+            "verb imports verb: verbs/commands/step/mod.rs:1: commands::step imports commands::verify",
         ]
     );
 }
 
 #[test]
-fn the_design_page_names_the_layers_of_the_table() {
-    let readme =
+fn the_design_page_names_the_layers_in_order() {
+    let page =
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/design.md"))
             .unwrap();
-    let table: Vec<(String, Vec<String>)> = LAYERS
-        .iter()
-        .map(|(name, modules)| {
-            let modules = modules.iter().map(|m| m.to_string()).collect();
-            (name.to_string(), modules)
-        })
-        .collect();
-    assert_eq!(readme_layers(&readme), table);
+    assert_eq!(design_layers(&page), LAYERS);
 }
 
 #[test]
-fn the_design_page_layers_are_read_from_the_numbered_list_of_its_layers() {
-    let readme = "## Use\n1. not: `this`\n## Layers\ntext `x`\n\n1. low: `a`, `b`,\n   `c`;\n\
-                  2. high (`d`): `e`.\n\nafter `f`\n3. later: `g`\n## Next\n4. other: `h`\n";
-    let layer = |name: &str, modules: &[&str]| {
-        (
-            name.to_string(),
-            modules.iter().map(|m| m.to_string()).collect::<Vec<_>>(),
-        )
-    };
-    assert_eq!(
-        readme_layers(readme),
-        [layer("low", &["a", "b", "c"]), layer("high (`d`)", &["e"])]
-    );
+fn the_design_layers_are_read_from_the_numbered_list_naming_folders() {
+    let page = "# Design\n1. not a layer\n## Layers\ntext `x/`\n\n1. `src/low/`: a, b;\n\
+                2. `src/high/`: c.\n\nafter\n3. `src/later/`\n## Next\n";
+    assert_eq!(design_layers(page), ["low", "high"]);
 }
 
-/// The layers `docs/design.md` lists: the first numbered list after `## Layers`, each item
-/// `N. name: `module`, ...` (continued on indented lines), its modules the names in backquotes.
-fn readme_layers(readme: &str) -> Vec<(String, Vec<String>)> {
-    let notes = readme
+/// The layer folders the design page lists: the first numbered list after `## Layers`, each item
+/// starting with its folder as `` `src/name/` ``.
+fn design_layers(page: &str) -> Vec<String> {
+    let section = page
         .split_once("\n## Layers\n")
         .map_or("", |(_, rest)| rest);
-    let mut layers: Vec<(String, String)> = Vec::new();
-    for line in notes.lines() {
-        let numbered = line
+    let mut layers = Vec::new();
+    for line in section.lines() {
+        let item = line
             .split_once(". ")
-            .filter(|(number, _)| !number.is_empty() && number.chars().all(|c| c.is_ascii_digit()));
-        match (numbered, layers.last_mut()) {
-            (Some((_, item)), _) => {
-                let (name, modules) = item.rsplit_once(": ").unwrap_or((item, ""));
-                layers.push((name.to_string(), modules.to_string()));
+            .filter(|(n, _)| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()));
+        match item {
+            Some((_, item)) => {
+                let folder = item.strip_prefix("`src/").and_then(|r| r.split_once("/`"));
+                layers.extend(folder.map(|(name, _)| name.to_string()));
             }
-            (None, Some(last)) if line.starts_with("   ") => last.1 += line,
-            (None, Some(_)) if !line.trim().is_empty() => break,
-            _ => {}
+            None if layers.is_empty() || line.starts_with("   ") => {}
+            None if line.trim().is_empty() => {}
+            None => break,
         }
     }
     layers
-        .into_iter()
-        .map(|(name, modules)| {
-            let names = modules.split('`').skip(1).step_by(2).map(str::to_string);
-            (name, names.collect())
-        })
-        .collect()
 }
 
 fn read_sources(root: &Path, dir: &Path, sources: &mut Vec<Source>) {
@@ -222,38 +140,44 @@ fn read_sources(root: &Path, dir: &Path, sources: &mut Vec<Source>) {
 
 /// Every breach of the layering among `sources`, in words.
 fn check(sources: &[Source]) -> Vec<String> {
-    let layer_of: BTreeMap<&str, usize> = LAYERS
+    let all = LAYERS.join(", ");
+    let mut problems = Vec::new();
+    let folders: BTreeSet<&str> = sources
         .iter()
-        .enumerate()
-        .flat_map(|(layer, (_, modules))| modules.iter().map(move |m| (*m, layer)))
+        .filter_map(|s| s.path.split_once('/').map(|(folder, _)| folder))
         .collect();
-    let modules: BTreeSet<String> = sources
-        .iter()
-        .filter_map(|s| module_path(&s.path).first().cloned())
-        .collect();
+    for folder in folders.iter().filter(|f| !LAYERS.contains(f)) {
+        problems.push(format!(
+            "src/{folder}/ is no layer: move it into one of {all}"
+        ));
+    }
+    for source in sources {
+        if !source.path.contains('/') && !ROOT_FILES.contains(&source.path.as_str()) {
+            problems.push(format!(
+                "src/{} sits outside the layers: move it into one of {all}",
+                source.path
+            ));
+        }
+    }
     let verbs: BTreeSet<String> = sources
         .iter()
-        .map(|s| module_path(&s.path))
-        .filter(|path| path.len() > 1 && path[0] == "commands")
-        .map(|path| path[1].clone())
-        .collect();
-    let mut problems: Vec<String> = modules
-        .iter()
-        .filter(|m| !layer_of.contains_key(m.as_str()))
-        .map(|m| format!("module {m} has no layer: add it to LAYERS in tests/layers.rs"))
+        .filter_map(|s| verb(&module_path(&s.path)))
         .collect();
     let mut upward = Vec::new();
     let mut verb_uses = Vec::new();
     let mut same_layer: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for source in sources {
         let from = module_path(&source.path);
-        let Some(top) = from.first() else { continue };
+        let Some(from_unit) = unit(&from) else {
+            continue;
+        };
         for reference in references(&source.path, &from, &source.text) {
-            let target = &reference.target[0];
-            if target == top {
-                let verb = |path: &[String]| path.get(1).filter(|v| verbs.contains(*v)).cloned();
-                if let (true, Some(a), Some(b)) =
-                    (top == "commands", verb(&from), verb(&reference.target))
+            let Some(to_unit) = unit(&reference.target) else {
+                continue;
+            };
+            if to_unit == from_unit {
+                let known = |path: &[String]| verb(path).filter(|v| verbs.contains(v));
+                if let (Some(a), Some(b)) = (known(&from), known(&reference.target))
                     && a != b
                 {
                     verb_uses.push(format!(
@@ -263,38 +187,76 @@ fn check(sources: &[Source]) -> Vec<String> {
                 }
                 continue;
             }
-            let (Some(&low), Some(&high)) =
-                (layer_of.get(target.as_str()), layer_of.get(top.as_str()))
-            else {
-                continue;
-            };
+            let (low, high) = (layer(&to_unit), layer(&from_unit));
             if low > high {
                 upward.push(format!(
-                    "upward: {}: {top} ({}) imports {target} ({})",
-                    reference.at, LAYERS[high].0, LAYERS[low].0
+                    "upward: {}: {} ({}) imports {} ({})",
+                    reference.at,
+                    to_unit_name(&from_unit),
+                    layer_name(high),
+                    to_unit_name(&to_unit),
+                    layer_name(low)
                 ));
             } else if low == high {
                 same_layer
-                    .entry(top.clone())
+                    .entry(to_unit_name(&from_unit))
                     .or_default()
-                    .insert(target.clone());
+                    .insert(to_unit_name(&to_unit));
             }
         }
     }
     problems.extend(upward);
     problems.extend(cycles(&same_layer).into_iter().map(|cycle| {
-        format!(
-            "cycle in {}: {}",
-            LAYERS[layer_of[cycle[0].as_str()]].0,
-            cycle.join(" -> ")
-        )
+        let layer_folder = cycle[0].split("::").next().unwrap_or_default().to_string();
+        format!("cycle in {layer_folder}: {}", cycle.join(" -> "))
     }));
     problems.extend(verb_uses);
     problems
 }
 
-/// The module a file under `src/` defines: `commands/step/mod.rs` is `commands::step`; `lib.rs` is
-/// the crate's root (empty), `main.rs` the binary, named `main`.
+/// The unit the layering is checked between: a layer's module (`rules::verdict`), or a file at the
+/// root (`edge`, `main`); none for the crate's root, its items (`VERSION`) or a layer's own `mod.rs`.
+fn unit(path: &[String]) -> Option<Vec<String>> {
+    match path {
+        [layer, module, ..] if LAYERS.contains(&layer.as_str()) => {
+            Some(vec![layer.clone(), module.clone()])
+        }
+        [layer] if LAYERS.contains(&layer.as_str()) => None,
+        [root, ..] if ROOT_FILES.contains(&format!("{root}.rs").as_str()) => {
+            Some(vec![root.clone()])
+        }
+        _ => None,
+    }
+}
+
+fn to_unit_name(unit: &[String]) -> String {
+    unit.join("::")
+}
+
+/// The layer's index, lowest first; the root's files come after every layer.
+fn layer(unit: &[String]) -> usize {
+    LAYERS
+        .iter()
+        .position(|l| *l == unit[0])
+        .unwrap_or(LAYERS.len())
+}
+
+fn layer_name(index: usize) -> &'static str {
+    LAYERS.get(index).copied().unwrap_or("root")
+}
+
+/// The verb a module path is in (`verbs::commands::step::..` is `step`), if any.
+fn verb(path: &[String]) -> Option<String> {
+    match path {
+        [layer, commands, verb, ..] if layer == "verbs" && commands == "commands" => {
+            Some(verb.clone())
+        }
+        _ => None,
+    }
+}
+
+/// The module a file under `src/` defines: `verbs/commands/step/mod.rs` is `verbs::commands::step`;
+/// `lib.rs` is the crate's root (empty), `main.rs` the binary, named `main`.
 fn module_path(path: &str) -> Vec<String> {
     let mut parts: Vec<String> = path
         .trim_end_matches(".rs")
@@ -310,7 +272,7 @@ fn module_path(path: &str) -> Vec<String> {
     parts
 }
 
-/// The module paths `text` names, resolved to absolute paths of at most two segments. `super::` counts
+/// The module paths `text` names, resolved to absolute paths of at most three segments. `super::` counts
 /// from the file's module, and after an inline module's opening line (`mod tests {`) from that module:
 /// in this code base an inline module runs to the end of its file.
 fn references(file: &str, module: &[String], text: &str) -> Vec<Reference> {
@@ -379,7 +341,7 @@ fn inline_module(code: &str) -> Option<&str> {
         .then_some(name)
 }
 
-/// The absolute paths (two segments at most) that `rest`, written after `base::`, names: one path, or
+/// The absolute paths (three segments at most) that `rest`, written after `base::`, names: one path, or
 /// one per item of a `{a, b::c}` group.
 fn paths(base: &[String], rest: &str) -> Vec<Vec<String>> {
     let mut path = base.to_vec();
@@ -396,7 +358,7 @@ fn paths(base: &[String], rest: &str) -> Vec<Vec<String>> {
             .find(|c: char| !(c.is_alphanumeric() || c == '_'))
             .unwrap_or(rest.len());
         let segment = &rest[..end];
-        if segment.is_empty() || segment == "self" || path.len() == 2 {
+        if segment.is_empty() || segment == "self" || path.len() == 3 {
             break;
         }
         path.push(segment.to_string());
@@ -405,7 +367,7 @@ fn paths(base: &[String], rest: &str) -> Vec<Vec<String>> {
             None => break,
         }
     }
-    path.truncate(2);
+    path.truncate(3);
     if path.is_empty() {
         Vec::new()
     } else {

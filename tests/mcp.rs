@@ -9,8 +9,8 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Stdio};
 
 use clap::{CommandFactory, Parser};
-use git_cutile_perf::agent::mcp::{TOOLS, schema};
-use git_cutile_perf::cli::Cli;
+use git_cutile_perf::verbs::agent::mcp::{TOOLS, schema};
+use git_cutile_perf::verbs::cli::Cli;
 use serde_json::{Value, json};
 use support::hang::Hang;
 use support::{Fixture, KERNEL};
@@ -364,8 +364,8 @@ fn settable(verb: &str) -> BTreeSet<String> {
 /// The options a verb has: the fields of its options struct, built by the edge from `words` and read
 /// from its pretty `Debug` (a field is a line indented once).
 fn options_of(words: &[&str]) -> BTreeSet<String> {
-    use git_cutile_perf::cli::Command;
-    use git_cutile_perf::commands::{diagnose, inspect, start, step};
+    use git_cutile_perf::verbs::cli::Command;
+    use git_cutile_perf::verbs::commands::{diagnose, inspect, start, step};
     let parsed =
         Cli::try_parse_from(std::iter::once("git-cutile-perf").chain(words.iter().copied()))
             .unwrap();

@@ -5,14 +5,14 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use git_cutile_perf::decision::Status;
-use git_cutile_perf::plot;
-use git_cutile_perf::records::{Measurement, RecordFormat, Statistic, measurements};
-use git_cutile_perf::report::{self, Material};
-use git_cutile_perf::session::{Iteration, Session, fmt_ms};
-use git_cutile_perf::stats::geometric_mean;
-use git_cutile_perf::table;
-use git_cutile_perf::trailers::Block;
+use git_cutile_perf::features::report::{self, Material};
+use git_cutile_perf::record::plot;
+use git_cutile_perf::record::session::{Iteration, Session, fmt_ms};
+use git_cutile_perf::record::table;
+use git_cutile_perf::rules::decision::Status;
+use git_cutile_perf::rules::records::{Measurement, RecordFormat, Statistic, measurements};
+use git_cutile_perf::rules::stats::geometric_mean;
+use git_cutile_perf::rules::trailers::Block;
 
 /// The commit messages in `git log --format='commit %H%n%B'` output, newest first.
 fn messages(log: &str) -> Vec<String> {

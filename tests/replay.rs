@@ -9,11 +9,11 @@ use crate::support;
 use std::path::Path;
 
 use clap::Parser;
-use git_cutile_perf::cli::{Cli, Command};
-use git_cutile_perf::commands;
-use git_cutile_perf::git::{self, Repo};
-use git_cutile_perf::process::Ending;
-use git_cutile_perf::ui::Ui;
+use git_cutile_perf::system::git::{self, Repo};
+use git_cutile_perf::system::process::Ending;
+use git_cutile_perf::system::ui::Ui;
+use git_cutile_perf::verbs::cli::{Cli, Command};
+use git_cutile_perf::verbs::commands;
 use serde_json::Value;
 use support::standin::{Replay, StandIn};
 use support::*;

@@ -5,9 +5,9 @@
 use crate::support;
 
 use clap::CommandFactory;
-use git_cutile_perf::agent::skill::{FILES, NAME};
-use git_cutile_perf::cli::Cli;
-use git_cutile_perf::references;
+use git_cutile_perf::rules::references;
+use git_cutile_perf::verbs::agent::skill::{FILES, NAME};
+use git_cutile_perf::verbs::cli::Cli;
 use support::{Fixture, KERNEL};
 
 fn skill_md() -> &'static str {

@@ -10,8 +10,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use git_cutile_perf::evidence::Evidence;
-use git_cutile_perf::git::Repo;
+use git_cutile_perf::record::evidence::Evidence;
+use git_cutile_perf::system::git::Repo;
 use support::hang::Hang;
 use support::{Fixture, alive, both, text};
 

@@ -17,10 +17,10 @@ use std::process::{Command, Output};
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use git_cutile_perf::decision::{Correctness, Decision, Status, Thresholds};
-use git_cutile_perf::records::{Measurement, Statistic};
-use git_cutile_perf::session::{Iteration, Session, fmt_change, fmt_ms};
-use git_cutile_perf::trailers::{Block, render_message};
+use git_cutile_perf::record::session::{Iteration, Session, fmt_change, fmt_ms};
+use git_cutile_perf::rules::decision::{Correctness, Decision, Status, Thresholds};
+use git_cutile_perf::rules::records::{Measurement, Statistic};
+use git_cutile_perf::rules::trailers::{Block, render_message};
 
 pub const KERNEL: &str = "src/tilegym/ops/cutile/vector_add.py";
 pub const TEST: &str = "tests/ops/test_vector_add.py";
@@ -59,14 +59,15 @@ static SHARED_CACHE: LazyLock<PathBuf> = LazyLock::new(|| {
 /// The demo's environment's `bin`, when `python3` has no pytest. Test binaries may run at once (nextest),
 /// so the making is done under a lock beside the environment.
 fn python_with_pytest() -> Option<PathBuf> {
-    if git_cutile_perf::demo_python::has_pytest(&["python3"]) {
+    if git_cutile_perf::features::demo_python::has_pytest(&["python3"]) {
         return None;
     }
-    let cache = git_cutile_perf::process::cache_dir().expect("HOME or XDG_CACHE_HOME is set");
+    let cache =
+        git_cutile_perf::system::process::cache_dir().expect("HOME or XDG_CACHE_HOME is set");
     fs::create_dir_all(cache.join("git-cutile-perf")).unwrap();
     let lock = fs::File::create(cache.join("git-cutile-perf/venv.lock")).unwrap();
     lock.lock().unwrap();
-    git_cutile_perf::demo_python::for_demo("python3", &Captured::default().progress())
+    git_cutile_perf::features::demo_python::for_demo("python3", &Captured::default().progress())
         .unwrap_or_else(|err| panic!("the tests need pytest: {err:#}"))
 }
 
@@ -119,8 +120,8 @@ pub struct Captured(Arc<Mutex<Vec<u8>>>);
 
 impl Captured {
     /// A sink that writes here.
-    pub fn progress(&self) -> git_cutile_perf::ui::Progress {
-        git_cutile_perf::ui::Progress::to(self.clone())
+    pub fn progress(&self) -> git_cutile_perf::system::ui::Progress {
+        git_cutile_perf::system::ui::Progress::to(self.clone())
     }
 
     pub fn text(&self) -> String {
@@ -569,16 +570,16 @@ impl Fixture {
     /// derivation `step` records from and `verify` recomputes): status, correctness, decision, the whole
     /// reason (a confirmation's remark too), latency, change, configs and rounds.
     pub fn replays_as_recorded(&self) {
-        use git_cutile_perf::evidence::Evidence;
-        use git_cutile_perf::history::{Configs, read};
-        let repo = git_cutile_perf::git::Repo::discover(&self.root).unwrap();
+        use git_cutile_perf::record::evidence::Evidence;
+        use git_cutile_perf::record::history::{Configs, read};
+        let repo = git_cutile_perf::system::git::Repo::discover(&self.root).unwrap();
         let history = read(&repo, Configs::All).unwrap().expect("a session");
         let iterations: Vec<Iteration> = history.iterations().cloned().collect();
         let (it, prior) = iterations.split_last().expect("an iteration");
         let evidence = |commit: &str| Evidence::of(&repo, commit).unwrap().expect("evidence");
         let (head, _) = history.iterations.last().unwrap();
         let baseline_passed = evidence(&history.baseline_commit).passed_cases().unwrap();
-        let (replayed, verdict) = git_cutile_perf::audit::replayed_verdict(
+        let (replayed, verdict) = git_cutile_perf::record::audit::replayed_verdict(
             &history.session,
             prior,
             it.number,
@@ -592,7 +593,7 @@ impl Fixture {
             .map(|r| format!("; {r}"))
             .unwrap_or_default();
         let configs = match attempt {
-            git_cutile_perf::decision::Attempt::Measured {
+            git_cutile_perf::rules::decision::Attempt::Measured {
                 configs, paired, ..
             } => Some((configs.clone(), paired.estimate.rounds as u32)),
             _ => None,
@@ -802,7 +803,7 @@ pub fn session_of(kernel: &str, test: &str, allowed: &[&str]) -> Session {
         no_gpu: true,
         // as a session recorded before notes existed: the fixture's sessions carry none
         noted: false,
-        runner: git_cutile_perf::runner::RunnerSettings::default(),
+        runner: git_cutile_perf::system::runner::RunnerSettings::default(),
         spread: Vec::new(),
         harness: None,
     }
@@ -811,7 +812,7 @@ pub fn session_of(kernel: &str, test: &str, allowed: &[&str]) -> Session {
 /// The baseline commit's message for `session` with the baseline's `configs`, its latency their
 /// geometric mean as `start` records it.
 pub fn measured_baseline_message(session: &Session, configs: Vec<Measurement>) -> String {
-    let latency = git_cutile_perf::stats::geometric_mean(configs.iter().map(|c| c.value))
+    let latency = git_cutile_perf::rules::stats::geometric_mean(configs.iter().map(|c| c.value))
         .expect("a baseline measures some config");
     let baseline = Iteration {
         number: 0,

@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
-use git_cutile_perf::gpu::GpuState;
-use git_cutile_perf::process::{self, Ending};
-use git_cutile_perf::runner::{self, PytestCall, PytestRun, Runner};
+use git_cutile_perf::system::gpu::GpuState;
+use git_cutile_perf::system::process::{self, Ending};
+use git_cutile_perf::system::runner::{self, PytestCall, PytestRun, Runner};
 
 /// What one pytest run leaves: its JUnit file (none when it died before writing one) and its end.
 #[derive(Debug, Clone)]

@@ -1,0 +1,13 @@
+//! Features the verbs are made of: inspection, diagnosis, hooks, recovery, reports.
+
+pub mod demo_python;
+pub mod diagnose;
+pub mod hook;
+pub mod ignored;
+pub mod inspect;
+pub mod locate;
+pub mod paired;
+pub mod recovery;
+pub mod refusals;
+pub mod report;
+pub mod snapshot;

@@ -1,0 +1,252 @@
+//! A step's side: its warm worker where it has one (redrawn each round, the next one standing by, held
+//! while the other side measures), else a process per run.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+
+use super::channel::{HELD, write_text_whole};
+use super::worker::StandBy;
+use super::{Served, Worker};
+use crate::rules::records::Statistic;
+use crate::system::pytest::{BenchmarkRun, CorrectnessRun, Pytest, Recorded};
+use crate::system::runner::Workers;
+
+/// One side's way of running the benchmark in a step: its warm worker, or a process per run.
+pub struct Side<'a> {
+    pub runner: &'a Pytest<'a>,
+    worker: Option<Worker>,
+    /// The next round's worker, started ahead of it ([`Side::stand_by`]).
+    standby: Option<Worker>,
+    /// The pids of the workers [`Side::redraw`] ended: nvidia-smi may list one a moment longer, as ours.
+    retired: Vec<u32>,
+}
+
+impl<'a> Side<'a> {
+    /// A side that runs a process per benchmark run.
+    pub fn cold(runner: &'a Pytest<'a>) -> Side<'a> {
+        Side::new(runner, None)
+    }
+
+    /// A side served by `worker` where there is one, else a process per run.
+    pub fn new(runner: &'a Pytest<'a>, worker: Option<Worker>) -> Side<'a> {
+        Side {
+            runner,
+            worker,
+            standby: None,
+            retired: Vec::new(),
+        }
+    }
+
+    /// Its worker, if it is still warm.
+    pub fn into_worker(self) -> Option<Worker> {
+        self.worker
+    }
+
+    /// Starts the worker of the side's next [`Side::redraw`] now, in its worker's home, so that its
+    /// imports and collection run while this round measures (held, as the side's worker is, while the
+    /// other side measures); it makes its GPU context only when the redraw lets it go. Nothing for a side
+    /// without a worker, or one already standing by; one that cannot start leaves the redraw to start it.
+    pub fn stand_by(&mut self) {
+        let Some(worker) = &self.worker else {
+            return;
+        };
+        if self.standby.is_some() {
+            return;
+        }
+        let Some(home) = worker.channel.parent() else {
+            return;
+        };
+        let alternate = !worker.alternate;
+        self.standby = Worker::spawn(
+            self.runner,
+            worker.side,
+            home,
+            alternate,
+            Some(StandBy::Ahead),
+        )
+        .ok();
+    }
+
+    /// Ends the side's worker, if it has one, and puts a fresh one in its place (the one standing by, if
+    /// any), still standing by: a new process draws again what a process fixes once (an autotuner's pick
+    /// among near ties, where its arrays land), which repetitions inside one process never sample. It makes
+    /// its GPU context when [`Side::ready`] lets it: after every old worker of the round has ended and in
+    /// the round's order, so that neither side's context is made beside another's being made or torn
+    /// down. A side without a worker makes a process per run anyway.
+    pub fn redraw(&mut self) {
+        let Some(worker) = self.worker.take() else {
+            return;
+        };
+        let side = worker.side;
+        let home = worker.channel.parent().map(Path::to_path_buf);
+        self.retired.extend(worker.pids());
+        // the old process group ends (and its channel goes) before the new worker takes the home
+        drop(worker);
+        if let Some(standby) = self.standby.take() {
+            self.worker = Some(standby);
+            return;
+        }
+        let Some(home) = home else {
+            return say_cold(self.runner, side, "the worker's folder is gone");
+        };
+        match Worker::spawn(self.runner, side, &home, false, Some(StandBy::ForThisRound)) {
+            Ok(worker) => self.worker = Some(worker),
+            Err(e) => say_cold(self.runner, side, &format!("{e:#}")),
+        }
+    }
+
+    /// Lets the side's worker go if it stands by, and waits for it to be ready (none: nothing to wait
+    /// for), so that its start-up (its GPU context among it) is over before the other side's begins and
+    /// before either measures. One that cannot be let go is ended: the side turns cold.
+    pub fn ready(&mut self) -> Result<()> {
+        if let Some(worker) = &mut self.worker
+            && let Err(e) = worker.go()
+        {
+            let side = worker.side;
+            self.retired.extend(worker.pids());
+            self.worker = None;
+            say_cold(self.runner, side, &format!("{e:#}"));
+        }
+        match &self.worker {
+            Some(worker) => worker.await_ready(self.runner.deadline),
+            None => Ok(()),
+        }
+    }
+
+    /// Stops this side's workers (each one's whole process group: the one serving it and the one
+    /// standing by) until the returned [`Held`] is dropped, while `measuring` measures: no thread of this
+    /// side's code (one a candidate's module started at import, say) can put work on the GPU or the CPUs
+    /// under the other's measurement. Only workers on this machine are held: a Slurm node's are beyond
+    /// this process's signals.
+    pub fn hold_while(&self, measuring: &Side) -> Result<Held> {
+        if self.runner.place.workers() != Workers::Lasting {
+            return Ok(Held::default());
+        }
+        // an ended group's number may be another process's by now
+        let groups: Vec<libc::pid_t> = (self.worker.iter().chain(&self.standby))
+            .filter(|worker| worker.process.ended().is_none())
+            .map(|worker| worker.pid() as libc::pid_t)
+            .collect();
+        if groups.is_empty() {
+            return Ok(Held::default());
+        }
+        // should this process be killed while they are held, the measuring worker's watch lets them go on
+        let note = match &measuring.worker {
+            Some(measuring) => {
+                let note = measuring.channel.join(HELD);
+                let named: Vec<String> = groups.iter().map(ToString::to_string).collect();
+                write_text_whole(&note, &named.join(" "))?;
+                Some(note)
+            }
+            None => None,
+        };
+        // a failed stop leaves that group as it is
+        let stopped = groups
+            .into_iter()
+            .filter(|&group| unsafe { libc::killpg(group, libc::SIGSTOP) } == 0)
+            .collect();
+        Ok(Held {
+            groups: stopped,
+            note,
+        })
+    }
+
+    /// The pids of the side's workers, the one serving it and those it ended: none of them is another
+    /// process on the GPU.
+    pub fn worker_pids(&self) -> impl Iterator<Item = u32> + '_ {
+        (self.worker.iter().chain(&self.standby))
+            .flat_map(Worker::pids)
+            .chain(self.retired.iter().copied())
+    }
+
+    /// One benchmark run of this side (of `cases` only, when given), `label` on the terminal: a warm
+    /// repetition, or a process of its own when the side is cold or turns cold now (said once, with why).
+    pub fn benchmark(
+        &mut self,
+        statistic: Statistic,
+        label: &str,
+        cases: Option<&[String]>,
+    ) -> Result<Recorded<BenchmarkRun>> {
+        let served = match self.worker.as_mut() {
+            Some(worker) => worker.repeat(self.runner, statistic, label, cases)?,
+            None => Served::Cold(String::new()),
+        };
+        match self.served(served) {
+            Some(run) => Ok(run),
+            None => self.runner.benchmark(statistic, label, cases),
+        }
+    }
+
+    /// The correctness selection of this side (the usual inputs), in its worker where it is warm.
+    pub fn correctness(&mut self) -> Result<Recorded<CorrectnessRun>> {
+        let served = match self.worker.as_mut() {
+            Some(worker) => worker.correctness(self.runner, "correctness", "correctness", 0)?,
+            None => Served::Cold(String::new()),
+        };
+        match self.served(served) {
+            Some(run) => Ok(run),
+            None => self.runner.correctness(),
+        }
+    }
+
+    /// The correctness selection with every seed shifted by `offset`, into run `name`, in this side's
+    /// worker where it is warm.
+    pub fn unseen_correctness(
+        &mut self,
+        name: &str,
+        offset: u32,
+    ) -> Result<Recorded<CorrectnessRun>> {
+        let served = match self.worker.as_mut() {
+            Some(worker) => worker.correctness(self.runner, name, "unseen inputs", offset)?,
+            None => Served::Cold(String::new()),
+        };
+        match self.served(served) {
+            Some(run) => Ok(run),
+            None => self.runner.unseen_correctness(name, offset),
+        }
+    }
+
+    /// What the worker served; `None` when the run is to be made in a process of its own (the worker
+    /// turning cold now is said, and it is gone).
+    fn served<T>(&mut self, served: Served<T>) -> Option<T> {
+        match served {
+            Served::Ran(run) => Some(run),
+            Served::Cold(why) => {
+                if let Some(worker) = self.worker.take() {
+                    say_cold(self.runner, worker.side, &why);
+                }
+                None
+            }
+        }
+    }
+}
+
+/// A side's worker stopped while the other side measures ([`Side::hold_while`]); dropped, it goes on.
+#[derive(Default)]
+#[must_use]
+pub struct Held {
+    groups: Vec<libc::pid_t>,
+    /// The measuring worker's note of the group.
+    note: Option<PathBuf>,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        for &group in &self.groups {
+            unsafe {
+                libc::killpg(group, libc::SIGCONT);
+            }
+        }
+        if let Some(note) = &self.note {
+            let _ = std::fs::remove_file(note);
+        }
+    }
+}
+
+/// Says once that `side` runs a process per run from now on, and why.
+pub fn say_cold(runner: &Pytest, side: &str, why: &str) {
+    runner.progress.line(&format!(
+        "the {side} side cannot be kept warm ({why}): one pytest process per run from now on"
+    ));
+}

@@ -1,0 +1,248 @@
+//! Iteration 0: the baseline's correctness run and its benchmark runs, measured before anything is
+//! committed.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, anyhow, bail};
+
+use super::plan::Plan;
+use crate::features::paired::{self, Held, Wanted, dumps_of};
+use crate::record::evidence::RunFile;
+use crate::record::session::Iteration;
+use crate::rules::decision::{Correctness, Decision, Status};
+use crate::rules::hint::hinted;
+use crate::rules::records::Measurement;
+use crate::rules::stats::{self, Spread, geometric_mean};
+use crate::system::git::Repo;
+use crate::system::process::Interrupted;
+use crate::system::pytest::{BenchmarkRun, CorrectnessRun, Pytest};
+use crate::system::runner::Placement;
+use crate::system::workers::Side;
+use crate::system::workers::lasting::{Code, WorkerEnv};
+
+/// Iteration 0, what its correctness run found, in words, and its noise floor.
+pub struct Baseline<'a> {
+    pub iteration: Iteration,
+    pub tests: String,
+    pub spread: Vec<Spread>,
+    /// The JUnit file of each run, for the evidence note.
+    pub junit: Vec<RunFile>,
+    /// Where its runs dumped the kernels they compiled: the compile facts come from there.
+    pub dumps: PathBuf,
+    /// The baseline's code and warm worker, kept for the first step once the baseline is committed.
+    pub held: Held<'a>,
+}
+
+/// The baseline's benchmark runs: at least two, so each config's run-to-run spread is known.
+const BASELINE_RUNS: usize = 2;
+
+/// Iteration 0 of `plan`'s session at HEAD (`original` names where it started from): its correctness
+/// run must pass, then its benchmark runs give the baseline latency and the noise floor.
+pub fn baseline<'r>(repo: &'r Repo, plan: &Plan, original: &str) -> Result<Baseline<'r>> {
+    let tree = repo.git(&["rev-parse", "HEAD^{tree}"])?.trim().to_string();
+    // its kernels dumped where the first step's no-re-roll check reads the baseline's
+    let dumps = dumps_of(repo, &tree);
+    let template = Pytest {
+        dumps: Some(dumps.clone()),
+        ..plan.runner(repo)
+    };
+    let mut held = hold(repo, plan, tree, &template)?;
+    let root = held.tree.path.clone();
+    let runner = Pytest {
+        root: &root,
+        ..template.clone()
+    };
+    let mut side = Side::new(&runner, held.worker.take());
+    let correctness = side.correctness()?;
+    let mut junit: Vec<RunFile> = correctness
+        .records
+        .map(|records| RunFile::new("correctness", records))
+        .into_iter()
+        .collect();
+    let tests = correctness_words(correctness.outcome, original, runner.filter)?;
+    let runs = benchmark_runs(&mut side, plan, &mut junit)?;
+    let Combined {
+        configs,
+        spread,
+        latency,
+    } = combined(&runs)?;
+    let iteration = iteration_zero(&tests, configs, latency, plan.place.placement().cloned());
+    held.worker = side.into_worker();
+    Ok(Baseline {
+        iteration,
+        tests,
+        spread,
+        junit,
+        dumps,
+        held,
+    })
+}
+
+/// The baseline's code (HEAD, whose tree is `tree`) in a worker that lives on: the first step starts
+/// only the candidate's.
+fn hold<'r>(repo: &'r Repo, plan: &Plan, tree: String, template: &Pytest) -> Result<Held<'r>> {
+    let session = &plan.session;
+    paired::hold(
+        repo,
+        Wanted {
+            side: "baseline",
+            code: Code {
+                commit: repo.head()?,
+                tree,
+            },
+            env: WorkerEnv::now(
+                &repo.root,
+                &session.python,
+                &session.test,
+                session.filter.as_deref(),
+                WorkerEnv::visible_gpu(),
+            ),
+            template,
+        },
+    )
+}
+
+/// The baseline's benchmark runs, their JUnit files added to `junit`: each run in a process of its
+/// own, as the steps' rounds are: their spread is the noise floor, and a repetition inside one process
+/// would not sample what a process fixes once (`verdict`).
+fn benchmark_runs(
+    side: &mut Side,
+    plan: &Plan,
+    junit: &mut Vec<RunFile>,
+) -> Result<Vec<Vec<Measurement>>> {
+    let mut runs = Vec::new();
+    for number in 1..=BASELINE_RUNS {
+        if number > 1 {
+            side.redraw();
+        }
+        let (measured, file) = crate::record::benchmark_run::benchmark(
+            side,
+            plan.session.statistic,
+            &format!("benchmark-{number}"),
+            &format!("baseline {number}/{BASELINE_RUNS}"),
+            plan.gpu_state.is_some(),
+            &[],
+            None,
+        )?;
+        junit.extend(file);
+        match measured {
+            BenchmarkRun::Measured(configs) => runs.push(configs),
+            BenchmarkRun::Crash(why) => {
+                bail!("the baseline benchmark failed: {why}\nnothing was created")
+            }
+            BenchmarkRun::Interrupted => return Err(interrupted()),
+        }
+    }
+    Ok(runs)
+}
+
+/// The baseline's runs taken together: each config's measurement and run-to-run spread, and the
+/// latency over the configs.
+struct Combined {
+    configs: Vec<Measurement>,
+    spread: Vec<Spread>,
+    latency: f64,
+}
+
+/// The baseline's `runs` combined, and their latency (the geometric mean over the configs); a run
+/// without a record of a config the others have refuses.
+fn combined(runs: &[Vec<Measurement>]) -> Result<Combined> {
+    let (configs, spread) = stats::combine_runs(runs).map_err(|(pass, test)| {
+        anyhow!("a run of the baseline gave no record for {test} {pass}\nnothing was created")
+    })?;
+    let latency = geometric_mean(configs.iter().map(|c| c.value))
+        .context("the baseline has no usable latency")?;
+    Ok(Combined {
+        configs,
+        spread,
+        latency,
+    })
+}
+
+/// Iteration 0: the kept baseline, its correctness in words (`tests`), its `configs` and `latency`, and
+/// where it ran (`placement`).
+fn iteration_zero(
+    tests: &str,
+    configs: Vec<Measurement>,
+    latency: f64,
+    placement: Option<Placement>,
+) -> Iteration {
+    Iteration {
+        number: 0,
+        optimization: "baseline".to_string(),
+        letter: None,
+        cause: None,
+        latency_ms: Some(latency),
+        correctness: Correctness::Pass,
+        status: Status::Keep,
+        baseline_ms: latency,
+        change_pct: Some(0.0),
+        decision: Decision::Continue,
+        reason: format!("baseline: {tests}, {} configs measured", configs.len()),
+        configs,
+        attempt: None,
+        placement,
+        rounds: None,
+    }
+}
+
+/// What the baseline's correctness run found, in words; anything but a pass that ran cases refuses.
+fn correctness_words(
+    correctness: CorrectnessRun,
+    original: &str,
+    filter: Option<&str>,
+) -> Result<String> {
+    Ok(match correctness {
+        CorrectnessRun::Pass { passed, .. } if passed.is_empty() => {
+            return Err(hinted(
+                "no correctness test passed at the baseline (every selected case was skipped), so nothing \
+                 would show a later change breaking the kernel",
+                "check that the tests can run here (GPU, architecture) and that --filter selects cases \
+                 that run; nothing was created",
+            ));
+        }
+        CorrectnessRun::Pass { passed, skipped } => match skipped.len() {
+            0 => format!("{} correctness tests passed", passed.len()),
+            n => format!("{} correctness tests passed ({n} skipped)", passed.len()),
+        },
+        CorrectnessRun::Fail { failed } => {
+            return Err(hinted(
+                format!(
+                    "the baseline fails its correctness tests, so there is nothing to optimize from:\n  {}",
+                    failed.join("\n  ")
+                ),
+                format!("fix them on {original} first; nothing was created"),
+            ));
+        }
+        CorrectnessRun::Crash(why) => {
+            bail!("the baseline correctness run crashed: {why}\nnothing was created")
+        }
+        CorrectnessRun::NoneSelected(why) => {
+            return Err(hinted(
+                format!(
+                    "the baseline has no correctness test to hold later changes to: {why}; nothing was created"
+                ),
+                no_correctness_hint(filter),
+            ));
+        }
+        CorrectnessRun::Interrupted => return Err(interrupted()),
+    })
+}
+
+/// What to do when the correctness selection is empty: `--filter` narrows both selections, and
+/// `(FILTER) or not test_perf` keeps the benchmark grid while selecting every correctness test.
+fn no_correctness_hint(filter: Option<&str>) -> String {
+    match filter {
+        Some(filter) => format!(
+            "--filter selects the correctness tests as well as the benchmark; to keep this benchmark \
+             grid and run every correctness test, use --filter \"({filter}) or not test_perf\""
+        ),
+        None => "the test file has no test_* with a cutile parameter besides test_perf; pick the \
+                 kernel's test file with --test"
+            .to_string(),
+    }
+}
+
+fn interrupted() -> anyhow::Error {
+    Interrupted("the baseline was not recorded; nothing was created").into()
+}

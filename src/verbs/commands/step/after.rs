@@ -1,0 +1,212 @@
+//! What a step does around its attempt once the rounds are over: where the rest runs, the diagnosis,
+//! the commit with its evidence note, the compile facts, and the workers after the record.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+
+use super::Placed;
+use super::attempt::{Tried, attempt};
+use super::preflight::Preflight;
+use super::record::{Recorded, record};
+use crate::features::diagnose::facts::{self, Already, Dumped, Place};
+use crate::features::diagnose::profile::{self, Profiled};
+use crate::features::paired::{self, Holders};
+use crate::features::snapshot::Tested;
+use crate::record::evidence::Evidence;
+use crate::record::history::History;
+use crate::record::journal::Journal;
+use crate::record::session::Iteration;
+use crate::rules::compile::CompileFacts;
+use crate::rules::decision::{Attempt, Decision};
+use crate::system::git::Repo;
+use crate::system::gpu::GpuState;
+use crate::system::runner::{OnGpu, Placement, Runner};
+use crate::system::ui::Progress;
+
+/// Where the work after the rounds runs (the diagnosis, the compile facts, the worker kept for the
+/// next step), and by when.
+pub struct After<'a> {
+    /// The step's runner, on the first GPU the rounds measured on.
+    pub place: Box<dyn Runner>,
+    /// The GPU as the step began.
+    pub gpu: Option<GpuState>,
+    /// The Slurm node and job the step ran on, for the iteration; none locally.
+    pub placement: Option<Placement>,
+    pub progress: &'a Progress,
+    pub deadline: Instant,
+}
+
+/// The attempt at the snapshot `tested`, on the runner and GPUs of `on`, and where the work after it
+/// runs.
+pub fn tried<'r, 'a>(
+    repo: &'r Repo,
+    history: &History,
+    on: Placed<'a>,
+    tested: &Tested,
+    deadline: Instant,
+) -> Result<(Tried<'r>, After<'a>)> {
+    let Placed {
+        place,
+        gpu,
+        gpus,
+        progress,
+    } = on;
+    let tried = attempt(
+        repo,
+        history,
+        &*place,
+        &tested.tree,
+        progress,
+        deadline,
+        &gpus,
+    )?;
+    let placement = place.placement().cloned();
+    // what runs after the rounds (the diagnosis, the compile facts) runs on the first GPU they measured on
+    let place = match tried.gpus.first() {
+        Some(gpu) => Box::new(OnGpu {
+            place,
+            gpu: gpu.clone(),
+        }) as Box<dyn Runner>,
+        None => place,
+    };
+    let after = After {
+        place,
+        gpu,
+        placement,
+        progress,
+        deadline,
+    };
+    Ok((tried, after))
+}
+
+/// The share of `budget` (percent) used by now, `deadline` being its end.
+pub fn budget_used_pct(deadline: Instant, budget: Duration) -> f64 {
+    let left = deadline.saturating_duration_since(Instant::now());
+    100.0 * (1.0 - left.as_secs_f64() / budget.as_secs_f64())
+}
+
+/// What the diagnosis found (nothing where ncu is missing), and the seconds it took.
+pub struct Diagnosed {
+    pub found: Option<Profiled>,
+    pub seconds: f64,
+}
+
+impl After<'_> {
+    /// Where the tools run: the runner, the GPU, where their progress goes.
+    fn at(&self) -> Place<'_> {
+        Place {
+            runner: &*self.place,
+            gpu: self.gpu.as_ref(),
+            progress: self.progress,
+        }
+    }
+
+    /// The diagnosis of the attempt's code, timed.
+    pub fn diagnose(&self, repo: &Repo, history: &History) -> Result<Diagnosed> {
+        let started = Instant::now();
+        let found = profile::cause_for(repo, &self.at(), history, self.deadline)?;
+        Ok(Diagnosed {
+            found,
+            seconds: started.elapsed().as_secs_f64(),
+        })
+    }
+
+    /// After the verdict, which they cannot change, and after the note is safe: the compile facts of
+    /// `code`; none without a GPU, cuda-tile or the budget for them, or for a crash (its case may hang).
+    pub fn compile_facts(
+        &self,
+        repo: &Repo,
+        history: &History,
+        code: &str,
+        attempt: &Attempt,
+        already: Already,
+    ) -> Option<CompileFacts> {
+        match attempt {
+            Attempt::Crashed { .. } => None,
+            _ => facts::for_iteration(
+                repo,
+                self.at(),
+                &history.session,
+                &history.current_baseline().configs,
+                code,
+                already,
+                self.deadline,
+            ),
+        }
+    }
+}
+
+/// What the step already has that may give the compile facts without a run of their own: its
+/// diagnosis, and the candidate's runs in `evidence` with the folder they dumped into.
+pub fn already<'a>(
+    found: Option<&'a Profiled>,
+    dumps: &'a Path,
+    evidence: &'a Evidence,
+) -> Already<'a> {
+    Already {
+        diagnosed: found,
+        dumped: Some(Dumped {
+            dir: dumps,
+            runs: (evidence.runs.iter())
+                .filter(|run| run.name.ends_with("-candidate"))
+                .collect(),
+        }),
+    }
+}
+
+/// Commits the iteration with its evidence note: the note is kept before the commit (a kill between
+/// the commit and its note leaves it to `repair`), and an iteration without its note would stand
+/// unchecked, so a failure to attach it undoes the commit.
+pub fn commit_with_note(
+    repo: &Repo,
+    journal: &mut Journal,
+    ready: &Preflight,
+    iteration: Iteration,
+    notes: Option<&str>,
+    evidence: &Evidence,
+) -> Result<Recorded> {
+    journal.note = Some(evidence.stash(repo)?);
+    let commit = record(
+        repo,
+        journal,
+        &ready.history,
+        iteration,
+        &ready.changed,
+        notes,
+    )?;
+    evidence.attach(repo, &commit.id)?;
+    Ok(commit)
+}
+
+/// Adds the compile facts to the iteration's note; a failure is a warning, since the note it had stands.
+pub fn attach(repo: &Repo, evidence: &Evidence, commit: &str, progress: &Progress) {
+    if let Err(e) = evidence.attach(repo, commit) {
+        progress.line(&format!(
+            "warning: the iteration's evidence note stands without its compile facts: {e:#}"
+        ));
+    }
+}
+
+/// The workers once the iteration is recorded: the one holding the new baseline's code ends with a
+/// loop that halts (`decision`), or is kept for the next step; old worker logs and dumps are pruned.
+pub fn settle_workers(
+    repo: &Repo,
+    holder: Holders,
+    decision: Decision,
+    history: &History,
+    progress: &Progress,
+    deadline: Instant,
+) {
+    let baseline_tree = holder.tree().map(str::to_string);
+    if decision.halts() {
+        holder.end_with_the_loop(decision, progress);
+    } else {
+        holder.keep_as_baseline(repo, history.current_baseline_commit(), deadline, progress);
+    }
+    paired::prune_worker_logs(repo);
+    if let Some(tree) = baseline_tree {
+        paired::prune_dumps(repo, &tree);
+    }
+}
