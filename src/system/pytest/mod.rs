@@ -26,14 +26,14 @@ pub const BENCHMARK_SELECTION: &str = "test_perf and cutile";
 /// `census.rs` reads it and holds a kept step to it.
 pub const CENSUS_PLUGIN: (&str, &str) = (
     "cutile_perf_census",
-    include_str!("../record/census/cutile_perf_census.py"),
+    include_str!("../../record/census/cutile_perf_census.py"),
 );
 
 /// The pytest plugin of the correctness run on inputs neither side has seen: it shifts every seed the
 /// tests set by `--cutile-perf-seed-offset`.
 pub const SEEDS_PLUGIN: (&str, &str) = (
     "cutile_perf_seeds",
-    include_str!("../record/census/cutile_perf_seeds.py"),
+    include_str!("../../record/census/cutile_perf_seeds.py"),
 );
 
 /// The pytest plugin that narrows a benchmark run to some cases (`--cutile-perf-cases=FILE`, their JUnit
