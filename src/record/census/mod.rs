@@ -1,7 +1,7 @@
 //! A gain the kernel earned. Every benchmark run carries a census of each perf case's timed call (the
-//! plugin `cutile_perf_census.py`, loaded by `pytest.rs`): the cuTile kernels it launched, where they are
-//! defined, and the GPU time of every kernel that ran. A step that the rounds would keep is held to it
-//! here, by `step` and, from the same runs in the evidence note, by `verify`:
+//! plugin `cutile_perf_census.py`, loaded by `system::pytest`): the cuTile kernels it launched, where
+//! they are defined, and the GPU time of every kernel that ran. A step that the rounds would keep is
+//! held to it here, by `step` and, from the same runs in the evidence note, by `verify`:
 //!
 //! - in every config the candidate must launch a cuTile kernel defined in the session's allowed paths;
 //! - those kernels must do at least the baseline's share of the GPU time, less [`SHARE_SLACK`];
