@@ -4,6 +4,7 @@ mod baseline;
 mod measure;
 mod plan;
 
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -340,13 +341,26 @@ fn ticked_configs(configs: &[Measurement], statistic: Statistic) -> Vec<String> 
 }
 
 impl Render for StartReport {
+    /// The session, its baseline, the configs the loop will find hard to judge, and what comes next.
     fn render(&self, ui: &mut Ui) -> Result<()> {
-        let report = self;
-        let words =
+        let [session, baseline, noise, launch_bound] =
             ["session", "baseline", "noise", "launch-bound"].map(|word| ui.bold(word).to_string());
         let out = ui.out();
-        let session = &report.session;
-        writeln!(out, "{} {}", words[0], report.branch)?;
+        self.write_session(out, &session)?;
+        self.write_baseline(out, &baseline)?;
+        self.write_noisy(out, &noise)?;
+        self.write_ticked(out, &noise)?;
+        self.write_launch_bound(out, &launch_bound)?;
+        writeln!(out, "next: {}", self.next_action.sentence)?;
+        Ok(())
+    }
+}
+
+impl StartReport {
+    /// The branch and what the session covers: kernel, test, allowed paths, GPU, runner and class.
+    fn write_session(&self, out: &mut dyn Write, word: &str) -> io::Result<()> {
+        let session = &self.session;
+        writeln!(out, "{word} {}", self.branch)?;
         writeln!(out, "  kernel     {}", session.kernel)?;
         writeln!(out, "  test       {}", session.test)?;
         writeln!(out, "  allowed    {}", session.allowed.join(", "))?;
@@ -359,72 +373,89 @@ impl Render for StartReport {
         if let (Some(class), Some(source)) = (session.class, &session.class_source) {
             writeln!(out, "  class      {class} ({source})")?;
         }
-        if let Some(seconds) = report.class_measure_s {
+        if let Some(seconds) = self.class_measure_s {
             writeln!(out, "  ncu        {seconds:.0} s measuring the class")?;
+        }
+        Ok(())
+    }
+
+    /// Iteration 0's latency, what it is the mean of, and what the correctness run found.
+    fn write_baseline(&self, out: &mut dyn Write, word: &str) -> io::Result<()> {
+        writeln!(
+            out,
+            "{word} iteration 0: {} ms (geometric mean of {} configs' {}s, {})",
+            fmt_ms(Some(self.latency_ms)),
+            self.configs.len(),
+            self.session.statistic,
+            self.tests
+        )
+    }
+
+    /// The configs too noisy for the regression limit, with their spread, and what helps.
+    fn write_noisy(&self, out: &mut dyn Write, word: &str) -> io::Result<()> {
+        if self.noisy.is_empty() {
+            return Ok(());
         }
         writeln!(
             out,
-            "{} iteration 0: {} ms (geometric mean of {} configs' {}s, {})",
-            words[1],
-            fmt_ms(Some(report.latency_ms)),
-            report.configs.len(),
-            session.statistic,
-            report.tests
+            "{word} {} configs moved more than half the {}% limit between the baseline's runs:",
+            self.noisy.len(),
+            decision::fmt_pct(self.session.thresholds.regression_pct)
         )?;
-        if !report.noisy.is_empty() {
-            writeln!(
-                out,
-                "{} {} configs moved more than half the {}% limit between the baseline's runs:",
-                words[2],
-                report.noisy.len(),
-                decision::fmt_pct(session.thresholds.regression_pct)
-            )?;
-            for s in &report.noisy {
-                writeln!(out, "  {:.2}%  {} {}", s.spread_pct, s.test, s.pass)?;
-            }
-            writeln!(
-                out,
-                "  each step will need more paired rounds for them; a larger nrep in their test, or a \
+        for s in &self.noisy {
+            writeln!(out, "  {:.2}%  {} {}", s.spread_pct, s.test, s.pass)?;
+        }
+        writeln!(
+            out,
+            "  each step will need more paired rounds for them; a larger nrep in their test, or a \
              --filter without them, makes the loop faster and surer"
-            )?;
-        }
-        if !report.ticked.is_empty() {
-            let configs = match report.ticked.len() {
-                1 => "1 config runs".to_string(),
-                n => format!("{n} configs run"),
-            };
-            writeln!(
-                out,
-                "{} {configs} under {:.1} us, where a {} moves in whole {:.0} ns timer ticks: each step \
-                 judges their change on the records' means, which no tick rounds, where the records hold \
-                 one; the table stays in {}s",
-                words[2],
-                TIMER_TICK_MS / TICK_SHARE * 1e3,
-                session.statistic,
-                TIMER_TICK_MS * 1e6,
-                session.statistic,
-            )?;
-            for config in &report.ticked {
-                writeln!(out, "  {config}")?;
-            }
-        }
-        if !report.launch_bound.is_empty() {
-            writeln!(
-                out,
-                "{} {} config(s) run in under {:.0} us, a few empty launches: they time the launch, not \
-                 the kernel; grow their shapes to sizes of real use (in a session perf file, its SHAPES) \
-                 and start again",
-                words[3],
-                report.launch_bound.len(),
-                LAUNCH_BOUND_MS * 1e3
-            )?;
-            for config in &report.launch_bound {
-                writeln!(out, "  {config}")?;
-            }
-        }
-        writeln!(out, "next: {}", report.next_action.sentence)?;
-        Ok(())
+        )
     }
+
+    /// The configs that move in whole timer ticks, judged on the records' means.
+    fn write_ticked(&self, out: &mut dyn Write, word: &str) -> io::Result<()> {
+        if self.ticked.is_empty() {
+            return Ok(());
+        }
+        let configs = match self.ticked.len() {
+            1 => "1 config runs".to_string(),
+            n => format!("{n} configs run"),
+        };
+        let statistic = self.session.statistic;
+        writeln!(
+            out,
+            "{word} {configs} under {:.1} us, where a {statistic} moves in whole {:.0} ns timer ticks: \
+             each step judges their change on the records' means, which no tick rounds, where the \
+             records hold one; the table stays in {statistic}s",
+            TIMER_TICK_MS / TICK_SHARE * 1e3,
+            TIMER_TICK_MS * 1e6,
+        )?;
+        write_configs(out, &self.ticked)
+    }
+
+    /// The launch-bound configs, which want larger shapes.
+    fn write_launch_bound(&self, out: &mut dyn Write, word: &str) -> io::Result<()> {
+        if self.launch_bound.is_empty() {
+            return Ok(());
+        }
+        writeln!(
+            out,
+            "{word} {} config(s) run in under {:.0} us, a few empty launches: they time the launch, not \
+             the kernel; grow their shapes to sizes of real use (in a session perf file, its SHAPES) \
+             and start again",
+            self.launch_bound.len(),
+            LAUNCH_BOUND_MS * 1e3
+        )?;
+        write_configs(out, &self.launch_bound)
+    }
+}
+
+/// One indented line per config.
+fn write_configs(out: &mut dyn Write, configs: &[String]) -> io::Result<()> {
+    for config in configs {
+        writeln!(out, "  {config}")?;
+    }
+    Ok(())
 }
 
 /// A journal left by a killed `start` is this verb's own half-made branch: it is finished or undone
@@ -440,5 +471,85 @@ fn clean_up_interrupted_start(ui: &mut Ui, repo: &Repo) -> Result<()> {
             Ok(())
         }
         _ => recovery::refuse_unfinished(repo, ui.sink()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::system::ui::Progress;
+    use crate::verbs::agent::next_action::Expect;
+
+    /// A report with every optional section present: its session, class, ncu time, noise, ticks and
+    /// launch-bound configs.
+    fn report() -> StartReport {
+        let config = |test: &str, value: f64| Measurement {
+            pass: "forward".into(),
+            test: test.into(),
+            value,
+            mean: None,
+        };
+        let mut session = crate::record::session::tests::session();
+        session.gpu = Some("NVIDIA H200".into());
+        session.allowed = vec![
+            session.kernel.clone(),
+            "src/tilegym/ops/cutile/common.py".into(),
+        ];
+        session.class_source = Some("static: tile loads, no MMA".into());
+        StartReport {
+            branch: "cutile-perf/rms_norm-20261204".into(),
+            commit: "0123456789".into(),
+            session,
+            iteration: 0,
+            latency_ms: 0.125,
+            configs: vec![config("t::p[small]", 0.004), config("t::p[large]", 0.5)],
+            table: PathBuf::from("table.md"),
+            tests: "2 passed".into(),
+            noisy: vec![Spread {
+                pass: "forward".into(),
+                test: "t::p[large]".into(),
+                spread_pct: 3.25,
+            }],
+            ticked: vec!["t::p[small] forward".into()],
+            launch_bound: vec!["t::p[small] forward (0.004 ms)".into()],
+            plan: None,
+            gpu: None,
+            class_measure_s: Some(12.4),
+            compile_facts_s: None,
+            next_action: NextAction {
+                expect: Expect::EditAndStep,
+                letters: Vec::new(),
+                variants: Vec::new(),
+                sentence: "edit the kernel, then step".into(),
+            },
+        }
+    }
+
+    #[test]
+    fn the_report_reads_section_by_section() {
+        let mut out = Vec::new();
+        let mut ui = Ui::plain(&mut out, Progress::to(std::io::sink()), false);
+        report().render(&mut ui).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let expected = [
+            "session cutile-perf/rms_norm-20261204",
+            "  kernel     src/tilegym/ops/cutile/rms_norm.py",
+            "  test       tests/ops/test_rms_norm.py",
+            "  allowed    src/tilegym/ops/cutile/rms_norm.py, src/tilegym/ops/cutile/common.py",
+            "  gpu        NVIDIA H200",
+            "  runner     local",
+            "  class      memory (static: tile loads, no MMA)",
+            "  ncu        12 s measuring the class",
+            "baseline iteration 0: 0.125000 ms (geometric mean of 2 configs' medians, 2 passed)",
+            "noise 1 configs moved more than half the 2% limit between the baseline's runs:",
+            "  3.25%  t::p[large] forward",
+            "  each step will need more paired rounds for them; a larger nrep in their test, or a --filter without them, makes the loop faster and surer",
+            "noise 1 config runs under 3.2 us, where a median moves in whole 32 ns timer ticks: each step judges their change on the records' means, which no tick rounds, where the records hold one; the table stays in medians",
+            "  t::p[small] forward",
+            "launch-bound 1 config(s) run in under 10 us, a few empty launches: they time the launch, not the kernel; grow their shapes to sizes of real use (in a session perf file, its SHAPES) and start again",
+            "  t::p[small] forward (0.004 ms)",
+            "next: edit the kernel, then step",
+        ];
+        assert_eq!(text, expected.map(|line| format!("{line}\n")).concat());
     }
 }

@@ -13,6 +13,7 @@ use crate::features::refusals;
 use crate::record::history::sandbox;
 use crate::record::session::harness::HarnessMode;
 use crate::record::session::{BRANCH_PREFIX, Session};
+use crate::rules::decision::Thresholds;
 use crate::rules::hint::hinted;
 use crate::rules::kernel_class::{self, KernelClass};
 use crate::system::git::Repo;
@@ -66,28 +67,38 @@ pub struct Plan {
     pub progress: Progress,
 }
 
+/// Decides everything `start` needs before it creates anything: what the session covers, its branch,
+/// where the baseline runs, the class and the session itself; refuses what cannot start.
 pub fn plan(repo: &Repo, args: &StartOptions, progress: &Progress) -> Result<Plan> {
-    let StartOptions {
-        python,
-        filter,
-        stat,
-        class,
-        intensity,
-        runner,
-        no_gpu,
-        gpus,
-        budget,
-        thresholds,
-        ..
-    } = args;
-    let runner = runner.clone();
-    let Scope {
-        found,
-        inspection,
-        test,
-        perf_file,
-        allowed,
-    } = scope(repo, args, progress)?;
+    let scope = scope(repo, args, progress)?;
+    let branch = new_branch(repo, &scope.found)?;
+    // the queue wait comes before the budget starts
+    let placed = open_place(repo, args, progress)?;
+    let estimate = scope
+        .inspection
+        .report
+        .as_ref()
+        .and_then(|r| r.class.as_ref());
+    let class = choose_class(args, estimate, placed.gpu_state.is_some());
+    refuse_contradiction(&args.thresholds)?;
+    let session = session(repo, args, &scope, &placed, &class);
+    let plan = Plan {
+        session,
+        branch,
+        kernel_name: scope.found.name,
+        place: placed.place,
+        deadline: Instant::now() + args.budget,
+        inspection: scope.inspection.report,
+        measure_class: class.measure,
+        gpu_state: placed.gpu_state,
+        progress: progress.clone(),
+    };
+    plan.runner(repo).check_available()?;
+    Ok(plan)
+}
+
+/// The session branch's name, the kernel's and today's; refused when a branch of that name exists.
+fn new_branch(repo: &Repo, found: &Kernel) -> Result<String> {
     let branch = format!("{BRANCH_PREFIX}{}-{}", found.name, today());
     if repo.branch_exists(&branch)? {
         return Err(hinted(
@@ -98,73 +109,113 @@ pub fn plan(repo: &Repo, args: &StartOptions, progress: &Progress) -> Result<Pla
             ),
         ));
     }
-    // the queue wait comes before the budget starts
-    let place = runner::open(&runner, &repo.root, &sandbox(repo), progress)?;
-    let gpu_state = match no_gpu {
+    Ok(branch)
+}
+
+/// Where the baseline runs and the GPU found there (none with `--no-gpu`).
+struct Placed {
+    place: Box<dyn Runner>,
+    gpu_state: Option<GpuState>,
+}
+
+/// Opens the runner, narrows it to `--gpus`, and, unless `--no-gpu`, refuses a place without a GPU
+/// that runs cuTile and says who else uses the GPU.
+fn open_place(repo: &Repo, args: &StartOptions, progress: &Progress) -> Result<Placed> {
+    let place = runner::open(&args.runner, &repo.root, &sandbox(repo), progress)?;
+    let gpu_state = match args.no_gpu {
         true => None,
         false => place.gpu(&repo.root),
     };
-    let (place, gpu_state) = match gpus {
-        Some(asked) => {
-            let (gpu, device) = chosen_gpu(repo, &*place, asked)?;
-            let state = gpu_state.map(|state| GpuState { gpu, ..state });
-            (
-                Box::new(OnGpu { place, gpu: device }) as Box<dyn Runner>,
-                state,
-            )
-        }
-        None => (place, gpu_state),
+    let placed = Placed { place, gpu_state };
+    let placed = match &args.gpus {
+        Some(asked) => on_chosen_gpu(repo, placed, asked)?,
+        None => placed,
     };
-    if !no_gpu {
-        require_gpu(gpu_state.as_ref(), progress)?;
-        for line in lasting::others_on_gpu(gpu_state.as_ref(), &*place) {
+    if !args.no_gpu {
+        require_gpu(placed.gpu_state.as_ref(), progress)?;
+        for line in lasting::others_on_gpu(placed.gpu_state.as_ref(), &*placed.place) {
             progress.line(&line);
         }
     }
-    let estimate = inspection.report.as_ref().and_then(|r| r.class.as_ref());
-    // an option names the class; otherwise ncu may measure it after the baseline
-    let measure_class = class.is_none() && intensity.is_none() && gpu_state.is_some();
-    let (class, class_source) = class_of(*class, *intensity, estimate);
-    if let Some(why) = thresholds.contradiction() {
-        return Err(hinted(
+    Ok(placed)
+}
+
+/// The place narrowed to the first GPU `--gpus` names, its state that GPU's.
+fn on_chosen_gpu(repo: &Repo, placed: Placed, asked: &str) -> Result<Placed> {
+    let (gpu, device) = chosen_gpu(repo, &*placed.place, asked)?;
+    Ok(Placed {
+        gpu_state: placed.gpu_state.map(|state| GpuState { gpu, ..state }),
+        place: Box::new(OnGpu {
+            place: placed.place,
+            gpu: device,
+        }),
+    })
+}
+
+/// The session's class, where it came from, and whether ncu measures it after the baseline.
+struct ClassChoice {
+    class: Option<KernelClass>,
+    source: Option<String>,
+    measure: bool,
+}
+
+/// An option names the class; otherwise the inspection estimates it, and ncu may measure it after the
+/// baseline where there is a GPU.
+fn choose_class(
+    args: &StartOptions,
+    estimate: Option<&ClassEstimate>,
+    has_gpu: bool,
+) -> ClassChoice {
+    let (class, source) = class_of(args.class, args.intensity, estimate);
+    ClassChoice {
+        class,
+        source,
+        measure: args.class.is_none() && args.intensity.is_none() && has_gpu,
+    }
+}
+
+/// Refuses thresholds that contradict each other.
+fn refuse_contradiction(thresholds: &Thresholds) -> Result<()> {
+    match thresholds.contradiction() {
+        Some(why) => Err(hinted(
             why,
             "nothing was made; pass a --continue-pct at least the --gain-pct",
-        ));
+        )),
+        None => Ok(()),
     }
-    let session = Session {
-        kernel: found.path.clone(),
-        perf_file,
-        test,
-        allowed,
-        statistic: *stat,
-        thresholds: *thresholds,
-        python: python
+}
+
+/// The session as its trailers record it: the options, what it covers, and the place's GPU and Python.
+fn session(
+    repo: &Repo,
+    args: &StartOptions,
+    scope: &Scope,
+    placed: &Placed,
+    class: &ClassChoice,
+) -> Session {
+    let gpu_state = placed.gpu_state.as_ref();
+    Session {
+        kernel: scope.found.path.clone(),
+        perf_file: scope.perf_file.clone(),
+        test: scope.test.clone(),
+        allowed: scope.allowed.clone(),
+        statistic: args.stat,
+        thresholds: args.thresholds,
+        python: args
+            .python
             .clone()
-            .unwrap_or_else(|| default_python(&*place, &repo.root)),
-        filter: filter.clone(),
-        class,
-        class_source,
-        gpu: gpu_state.as_ref().map(|s| s.gpu.identity()),
-        gpu_state: gpu_state.as_ref().map(describe_state),
-        no_gpu: *no_gpu,
+            .unwrap_or_else(|| default_python(&*placed.place, &repo.root)),
+        filter: args.filter.clone(),
+        class: class.class,
+        class_source: class.source.clone(),
+        gpu: gpu_state.map(|s| s.gpu.identity()),
+        gpu_state: gpu_state.map(describe_state),
+        no_gpu: args.no_gpu,
         noted: true,
-        runner,
+        runner: args.runner.clone(),
         spread: Vec::new(),
         harness: Some(HarnessMode::now()),
-    };
-    let plan = Plan {
-        session,
-        branch,
-        kernel_name: found.name,
-        place,
-        deadline: Instant::now() + *budget,
-        inspection: inspection.report,
-        measure_class,
-        gpu_state,
-        progress: progress.clone(),
-    };
-    plan.runner(repo).check_available()?;
-    Ok(plan)
+    }
 }
 
 /// `--gpus`: the first GPU it names (the session's, as nvidia-smi lists it, and its index), the others
