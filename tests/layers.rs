@@ -13,6 +13,118 @@ const LAYERS: &[&str] = &["rules", "system", "record", "features", "verbs"];
 /// The files that may sit at `src/`'s root, outside every layer.
 const ROOT_FILES: &[&str] = &["lib.rs", "main.rs", "edge.rs"];
 
+/// Lines of a source file above its tests (`#[cfg(test)]`), at most: a file that holds more holds
+/// more than one part, and each part reads better on its own.
+const MOST_LINES: usize = 500;
+/// Lines of one function of a verb (under `src/verbs/commands/`), at most: a verb reads as the steps it
+/// takes, each a function named for what it does.
+const MOST_VERB_FUNCTION_LINES: usize = 70;
+
+#[test]
+fn no_file_is_long_before_its_tests_and_no_verb_function_is_long() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut sources = Vec::new();
+    read_sources(&root, &root, &mut sources);
+    let problems = too_long(&sources);
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn a_long_file_and_a_long_verb_function_are_named() {
+    let body = |lines: usize| "    x();\n".repeat(lines);
+    let sources = [
+        Source {
+            path: "rules/long.rs".to_string(),
+            text: format!("{}#[cfg(test)]\nmod tests {{\n{}}}\n", body(501), body(900)),
+        },
+        Source {
+            path: "rules/fine.rs".to_string(),
+            text: format!("{}#[cfg(test)]\nmod tests {{\n{}}}\n", body(500), body(900)),
+        },
+        Source {
+            path: "verbs/commands/step/mod.rs".to_string(),
+            text: format!(
+                "pub fn run() {{\n{}}}\n\nfn short() {{\n{}}}\n",
+                body(69),
+                body(68)
+            ),
+        },
+        Source {
+            path: "record/history.rs".to_string(),
+            text: format!("pub fn long_but_no_verb() {{\n{}}}\n", body(200)),
+        },
+    ];
+    assert_eq!(
+        too_long(&sources),
+        [
+            "src/rules/long.rs: 501 lines before its tests (at most 500): split it into the parts it holds",
+            "src/verbs/commands/step/mod.rs:1: fn run is 71 lines (a verb's functions at most 70): name its steps",
+        ]
+    );
+}
+
+/// The files over [`MOST_LINES`] before their tests, and the functions of verbs over
+/// [`MOST_VERB_FUNCTION_LINES`], in words.
+fn too_long(sources: &[Source]) -> Vec<String> {
+    let mut problems = Vec::new();
+    for source in sources {
+        let lines: Vec<&str> = source.text.lines().collect();
+        let code = lines
+            .iter()
+            .position(|line| line.starts_with("#[cfg(test)]"))
+            .unwrap_or(lines.len());
+        if code > MOST_LINES {
+            problems.push(format!(
+                "src/{}: {code} lines before its tests (at most {MOST_LINES}): split it into the parts it holds",
+                source.path
+            ));
+        }
+        if !source.path.starts_with("verbs/commands/") {
+            continue;
+        }
+        let mut open: Option<(usize, &str, String)> = None;
+        for (number, line) in lines[..code].iter().enumerate() {
+            if open.is_none() {
+                let trimmed = line.trim_start();
+                let indent = &line[..line.len() - trimmed.len()];
+                let signature = trimmed
+                    .trim_start_matches("pub ")
+                    .trim_start_matches("pub(crate) ")
+                    .trim_start_matches("pub(super) ");
+                // a function on one line opens nothing
+                if let Some(rest) = signature.strip_prefix("fn ")
+                    && !trimmed.ends_with('}')
+                {
+                    let name = rest
+                        .split(['(', '<'])
+                        .next()
+                        .unwrap_or_default()
+                        .to_string();
+                    open = Some((number, indent, name));
+                }
+                continue;
+            }
+            if let Some((start, indent, name)) = &open
+                && line.len() == indent.len() + 1
+                && line.starts_with(indent)
+                && line.ends_with('}')
+            {
+                let length = number - start + 1;
+                if length > MOST_VERB_FUNCTION_LINES {
+                    problems.push(format!(
+                        "src/{}:{}: fn {name} is {length} lines (a verb's functions at most \
+                         {MOST_VERB_FUNCTION_LINES}): name its steps",
+                        source.path,
+                        start + 1
+                    ));
+                }
+                open = None;
+            }
+        }
+    }
+    problems
+}
+
 /// One source file: its path under `src/` and its text.
 struct Source {
     path: String,
