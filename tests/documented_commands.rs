@@ -72,10 +72,10 @@ fn problem(
             return Some(format!("no test target `{name}`"));
         }
         let filter = words.iter().skip_while(|w| **w != name).nth(1);
-        if let Some(module) = filter.and_then(|f| f.split_once("::")).map(|(m, _)| m) {
-            if !modules.contains(module) {
-                return Some(format!("no module `{module}` in tests/tests.rs"));
-            }
+        if let Some(module) = filter.and_then(|f| f.split_once("::")).map(|(m, _)| m)
+            && !modules.contains(module)
+        {
+            return Some(format!("no module `{module}` in tests/tests.rs"));
         }
     }
     match value("--bench") {

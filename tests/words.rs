@@ -61,7 +61,7 @@ fn findings(path: &str, text: &str) -> Vec<String> {
     FORBIDDEN
         .iter()
         .flat_map(|(phrase, why)| {
-            occurrences(&lower, phrase).into_iter().map(move |at| {
+            occurrences(lower, phrase).into_iter().map(move |at| {
                 let line = lower[..at].matches('\n').count() + 1;
                 format!("{path}:{line}: \"{phrase}\" ({why})")
             })
