@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use crate::record::changes::{self, Changes, ConfigOutcome};
 use crate::record::session::{BRANCH_PREFIX, Iteration, Session, Skip, short};
-use crate::rules::decision::{Correctness, Decision, LoopState, Status};
+use crate::rules::decision::{Correctness, Decision, Estimate, LoopState, Status};
 use crate::rules::guard::SANDBOX;
 use crate::rules::hint::{Hinted, hinted};
 use crate::rules::trailers::Block;
@@ -36,6 +36,11 @@ pub struct History {
     pub skipped: Vec<Skip>,
     /// Commits since the baseline that the tool did not make.
     pub foreign: Foreign,
+    /// The paired estimates of the iterations, by number, as their evidence notes give them: what each
+    /// step measured config by config, and what its verdict read. Empty until a verb that lists
+    /// variants reads them (`features::report::estimates`); without them the variants compare the
+    /// trailers' configs.
+    pub estimates: BTreeMap<u32, Estimate>,
 }
 
 /// What a history holds that is not the tool's: the reader passes over these, and `step` and `verify`
@@ -134,6 +139,7 @@ impl History {
                     iterations,
                     skipped,
                     foreign,
+                    estimates: BTreeMap::new(),
                 };
                 history.validate()?;
                 return Ok(Some(history));
@@ -288,10 +294,13 @@ impl Variant {
 impl History {
     /// The letters tried once, reverted for a slower config while another gained, and neither tried
     /// again nor skipped since: each may be tried once more as a variant (the rule: [`variant`]).
-    /// Needs every iteration's configs ([`Configs::All`]); without them none is found.
+    /// Each iteration's configs moved as the step measured them: its paired estimate where
+    /// [`History::estimates`] holds one (the changes its verdict judged), else its trailers' configs
+    /// against the kept iteration's before it, which needs every iteration's configs
+    /// ([`Configs::All`]); without them none is found.
     pub fn variants(&self) -> Vec<Variant> {
         let iterations: Vec<Iteration> = self.iterations().cloned().collect();
-        let changes = changes::of_session(&iterations, &BTreeMap::new());
+        let changes = changes::of_session(&iterations, &self.estimates);
         let same = |a: &str, b: &str| a.trim().eq_ignore_ascii_case(b.trim());
         iterations
             .iter()
@@ -497,6 +506,7 @@ pub(crate) mod tests {
                 .collect(),
             skipped: Vec::new(),
             foreign: Foreign::default(),
+            estimates: BTreeMap::new(),
         }
     }
 
@@ -677,6 +687,7 @@ pub(crate) mod tests {
             ],
             skipped: Vec::new(),
             foreign: Default::default(),
+            estimates: BTreeMap::new(),
         };
         assert_eq!(code_commit(&history, 0).unwrap(), "c0");
         assert_eq!(code_commit(&history, 1).unwrap(), "a1");
@@ -793,6 +804,58 @@ pub(crate) mod tests {
         let mut lean = measured_session(vec![tried(1, Status::Revert, "G", &[0.9, 1.1, 1.0])]);
         lean.iterations[0].1.configs.clear();
         assert_eq!(lean.variants(), []);
+    }
+
+    /// A paired estimate of `t0`, `t1` and `t2` that moved by these percents (positive is slower).
+    fn paired(changes: &[f64]) -> Estimate {
+        use crate::rules::decision::{Aggregate, ConfigEstimate};
+        let configs = changes
+            .iter()
+            .enumerate()
+            .map(|(i, &change_pct)| ConfigEstimate {
+                pass: "forward".into(),
+                test: format!("t{i}"),
+                rounds: 8,
+                on_record_means: false,
+                baseline_ms: 1.0,
+                candidate_ms: 1.0 + change_pct / 100.0,
+                change_pct,
+                low_pct: change_pct - 0.1,
+                high_pct: change_pct + 0.1,
+            })
+            .collect();
+        let aggregate = Aggregate {
+            baseline_ms: 1.0,
+            candidate_ms: 1.0,
+            improvement_pct: 0.0,
+            low_pct: -0.1,
+            high_pct: 0.1,
+        };
+        Estimate {
+            rounds: 8,
+            configs,
+            aggregate,
+        }
+    }
+
+    #[test]
+    fn a_variant_reads_the_changes_its_step_measured_not_the_latencies_recorded_at_start() {
+        // against the latencies recorded at start t0 looks 1% faster and t1 unmoved; the step's paired
+        // rounds measured t0 0.6% slower, t1 2.4% slower (the config it was reverted for) and t2 3% faster
+        let mut h = measured_session(vec![tried(1, Status::Revert, "G", &[0.99, 1.0, 1.0])]);
+        h.estimates = BTreeMap::from([(1, paired(&[0.6, 2.4, -3.0]))]);
+        assert_eq!(
+            h.variants(),
+            [Variant {
+                letter: "G".into(),
+                iteration: 1,
+                faster: vec!["t2".into()],
+                slower: vec!["t0".into(), "t1".into()],
+            }]
+        );
+        // the same step without its estimate (no evidence note): the trailers against the start's
+        h.estimates.clear();
+        assert_eq!(h.variants()[0].faster, ["t0"]);
     }
 
     #[test]

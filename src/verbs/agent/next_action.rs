@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use anyhow::Result;
 
+use crate::features::report;
 use crate::record::audit;
 use crate::record::history::{History, Variant};
 use crate::record::session::NO_LETTER;
@@ -151,16 +152,18 @@ pub enum Situation<'a> {
 }
 
 /// The situation of a session as its branch stands: [`Situation::Foreign`] while the branch holds
-/// commits the tool did not make (`findings` keeps their lines alive), else [`Situation::Session`].
+/// commits the tool did not make (`findings` keeps their lines alive), else [`Situation::Session`],
+/// `history` given the paired estimates its evidence notes hold, which its variants compare.
 pub fn of_session<'a>(
     repo: &Repo,
-    history: &'a History,
+    history: &'a mut History,
     findings: &'a mut Vec<String>,
 ) -> Result<Situation<'a>> {
     *findings = audit::foreign_findings(repo, history)?
         .iter()
         .map(ToString::to_string)
         .collect();
+    history.estimates = report::estimates(repo, history)?;
     Ok(match findings.is_empty() {
         true => Situation::Session(history),
         false => Situation::Foreign(findings),

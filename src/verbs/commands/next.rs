@@ -67,7 +67,7 @@ pub fn run(ui: &mut Ui, repo: &Repo, options: &NextOptions) -> Result<NextReport
     };
     let tried = history.tried_letters();
     let mut foreign = Vec::new();
-    let next_action = next_action(of_session(repo, &history, &mut foreign)?);
+    let next_action = next_action(of_session(repo, &mut history, &mut foreign)?);
     Ok(NextReport {
         next_action,
         class,

@@ -49,7 +49,7 @@ pub fn run(repo: &Repo) -> Result<RepairReport> {
         }
     }
     let mut foreign = Vec::new();
-    let next_action = match &history {
+    let next_action = match &mut history {
         Some(history) => next_action(of_session(repo, history, &mut foreign)?),
         None => next_action(Situation::NoSession),
     };

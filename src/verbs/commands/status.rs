@@ -165,9 +165,9 @@ pub fn run(ui: &mut Ui, repo: &Repo) -> Result<StatusReport> {
     let unfinished = unfinished.map(|line| line.message);
     // outside a session there is nothing to report but how to start one: not an error; every
     // iteration's configs, which the variants of `next_action` compare
-    let history = history::read(repo, Configs::All)?;
+    let mut history = history::read(repo, Configs::All)?;
     let mut foreign = Vec::new();
-    let next_action = match (&unfinished, &history) {
+    let next_action = match (&unfinished, &mut history) {
         (Some(what), _) => {
             let running = Journal::load(repo)?.is_some_and(|journal| journal.writer_alive());
             next_action(Situation::Unfinished { running, what })

@@ -217,6 +217,7 @@ fn commit(
         iterations: vec![(commit.clone(), baseline)],
         skipped: Vec::new(),
         foreign: Default::default(),
+        estimates: Default::default(),
     };
     let table = write_table(repo, &history)?;
     held.keep_as_baseline(repo, &commit, plan.deadline, &plan.progress);

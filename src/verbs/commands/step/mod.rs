@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 
 use crate::features::diagnose::{Diagnosis, cache};
+use crate::features::report::estimates;
 use crate::features::snapshot::Tested;
 use crate::record::census;
 use crate::record::evidence::Evidence;
@@ -205,6 +206,9 @@ fn measure_and_record(
     }
     let Recorded { id, iteration } = commit;
     history.push(id.clone(), iteration);
+    // the variants `next_action` offers compare each step's paired estimate, this one's included; the
+    // step is recorded by now, so notes git cannot list leave the trailers to compare
+    history.estimates = estimates(repo, &history).unwrap_or_default();
     settle_workers(
         repo,
         holder,
