@@ -26,7 +26,7 @@ fn compiled_run<'r>(runs: &'r [RunFile], side: &str) -> Option<&'r RunFile> {
 /// grids, count) and the same GPU kernels, and every launched kernel compiled to the same Tile IR in each
 /// signature both sides compiled (at least one; a signature only one side compiled, as for a dtype
 /// only its correctness run used, is not compared). Anything missing (a run that failed, a case without
-/// a census or device times, a launched kernel without a dump) is not alike: the candidate is
+/// a census or GPU kernel times, a launched kernel without a dump) is not alike: the candidate is
 /// benchmarked. `Err` says what differs first, for the evidence to be read on its own.
 pub fn alike(runs: &[RunFile]) -> Result<(), String> {
     let work = |side: &str| {

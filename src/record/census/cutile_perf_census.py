@@ -240,7 +240,7 @@ def _take_census(config, fn):
                 source = "torch.profiler"
             except Exception as why:  # no torch, no GPU: the launches alone
                 fn()
-                times, source = None, f"no device times: {type(why).__name__}: {why}"
+                times, source = None, f"no GPU kernel times: {type(why).__name__}: {why}"
         launches = _launches
     finally:
         _launches = None

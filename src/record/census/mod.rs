@@ -234,7 +234,7 @@ impl Census {
     }
 
     /// The allowed cuTile kernels' share of the call's GPU time, and the heaviest other kernel with its
-    /// share; none without device times (or with no GPU time at all).
+    /// share; none without GPU kernel times (or with no GPU time at all).
     pub fn allowed_share(&self, allowed: &[String]) -> Option<(f64, Option<(String, f64)>)> {
         let device = self.device.as_ref()?;
         let total: f64 = device.iter().map(|d| d.us).sum();
