@@ -264,6 +264,33 @@ fn read_spread(text: &str) -> Result<Spread> {
 }
 
 impl Iteration {
+    /// Iteration 0: the kept baseline at `latency` (its `configs`' geometric mean), with `reason` and
+    /// where it ran (`placement`).
+    pub fn baseline(
+        latency: f64,
+        configs: Vec<Measurement>,
+        reason: String,
+        placement: Option<Placement>,
+    ) -> Iteration {
+        Iteration {
+            number: 0,
+            optimization: "baseline".to_string(),
+            letter: None,
+            cause: None,
+            latency_ms: Some(latency),
+            correctness: Correctness::Pass,
+            status: Status::Keep,
+            baseline_ms: latency,
+            change_pct: Some(0.0),
+            decision: Decision::Continue,
+            reason,
+            configs,
+            attempt: None,
+            placement,
+            rounds: None,
+        }
+    }
+
     /// Iteration `number` as the rules judged `attempt` (`verdict`), not yet committed: its latency,
     /// change and configs as measured, and the baseline's latency measured beside it, else
     /// `stored_baseline_ms`. The description, letter and cause are the caller's.

@@ -18,7 +18,7 @@ use std::sync::{Arc, LazyLock, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use git_cutile_perf::record::session::{Iteration, Session, fmt_change, fmt_ms};
-use git_cutile_perf::rules::decision::{Correctness, Decision, Status, Thresholds};
+use git_cutile_perf::rules::decision::Thresholds;
 use git_cutile_perf::rules::records::{Measurement, Statistic};
 use git_cutile_perf::rules::trailers::{Block, render_message};
 
@@ -814,23 +814,7 @@ pub fn session_of(kernel: &str, test: &str, allowed: &[&str]) -> Session {
 pub fn measured_baseline_message(session: &Session, configs: Vec<Measurement>) -> String {
     let latency = git_cutile_perf::rules::stats::geometric_mean(configs.iter().map(|c| c.value))
         .expect("a baseline measures some config");
-    let baseline = Iteration {
-        number: 0,
-        optimization: "baseline".to_string(),
-        letter: None,
-        cause: None,
-        latency_ms: Some(latency),
-        correctness: Correctness::Pass,
-        status: Status::Keep,
-        baseline_ms: latency,
-        change_pct: Some(0.0),
-        decision: Decision::Continue,
-        reason: "baseline".to_string(),
-        configs,
-        attempt: None,
-        placement: None,
-        rounds: None,
-    };
+    let baseline = Iteration::baseline(latency, configs, "baseline".to_string(), None);
     let mut block = Block::default();
     baseline.write(&mut block);
     session.write(&mut block);

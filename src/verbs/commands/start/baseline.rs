@@ -9,7 +9,6 @@ use super::plan::Plan;
 use crate::features::paired::{self, Held, Wanted, dumps_of};
 use crate::record::evidence::RunFile;
 use crate::record::session::Iteration;
-use crate::rules::decision::{Correctness, Decision, Status};
 use crate::rules::hint::hinted;
 use crate::rules::records::Measurement;
 use crate::rules::stats::{self, Spread, geometric_mean};
@@ -167,23 +166,8 @@ fn iteration_zero(
     latency: f64,
     placement: Option<Placement>,
 ) -> Iteration {
-    Iteration {
-        number: 0,
-        optimization: "baseline".to_string(),
-        letter: None,
-        cause: None,
-        latency_ms: Some(latency),
-        correctness: Correctness::Pass,
-        status: Status::Keep,
-        baseline_ms: latency,
-        change_pct: Some(0.0),
-        decision: Decision::Continue,
-        reason: format!("baseline: {tests}, {} configs measured", configs.len()),
-        configs,
-        attempt: None,
-        placement,
-        rounds: None,
-    }
+    let reason = format!("baseline: {tests}, {} configs measured", configs.len());
+    Iteration::baseline(latency, configs, reason, placement)
 }
 
 /// What the baseline's correctness run found, in words; anything but a pass that ran cases refuses.
