@@ -43,6 +43,31 @@ fn a_library_fallback_is_reverted_with_what_ran_instead() {
     );
 }
 
+/// A fallback slower than the kernel is reverted by the rounds already; its reason still names what ran
+/// instead, so the record tells a library call from a slower kernel.
+#[test]
+fn a_library_fallback_slower_than_the_kernel_is_named_as_one() {
+    let f = Fixture::new();
+    f.start();
+    f.edit_kernel(
+        "import cuda.tile as ct",
+        "import cuda.tile as ct\nimport fastlib",
+    );
+    replace_wrapper(&f, "def vector_add(a, b):\n    return fastlib.add(a, b)\n");
+    f.set_latency(0.2, 2.0);
+    let report = f.step_json(&["call the library"]);
+    assert_eq!(report["status"], "revert", "{report}");
+    let reason = report["reason"].as_str().unwrap();
+    assert!(reason.contains("slower"), "{reason}");
+    assert!(
+        reason.contains(
+            "; nor was it the kernel's own work: tests.ops.test_vector_add::test_perf[cutile-small]: no cuTile kernel from the allowed paths ran in the timed call: 100% of GPU time in sm90_xmma_elementwise_add_f64"
+        ),
+        "{reason}"
+    );
+    f.replays_as_recorded();
+}
+
 #[test]
 fn a_memoized_output_with_a_decoy_launch_is_reverted() {
     let f = Fixture::new();

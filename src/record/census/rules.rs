@@ -29,19 +29,22 @@ impl Rules<'_> {
 }
 
 /// The paired verdict `decided`, reverted when the candidate's census shows a gain the kernel did not
-/// earn. A verdict that reverts already, or runs without any census (sessions recorded before it), pass
-/// through unchanged.
+/// earn. A verdict that reverts already keeps its tier, and its reason also names what the census shows:
+/// a library fallback slower than the kernel is recorded as one, not only as slower. Runs without any
+/// census (sessions recorded before it) pass through unchanged.
 pub fn gate(decided: Decided, runs: &[RunFile], rules: &Rules) -> Decided {
-    if decided.tier == Tier::Revert {
+    let Some(why) = refusal(&decided, runs, rules) else {
         return decided;
-    }
-    match refusal(&decided, runs, rules) {
-        None => decided,
-        Some(why) => Decided {
-            tier: Tier::Revert,
-            reason: format!("not the kernel's own gain: {why}"),
-            ..decided
-        },
+    };
+    let reason = if decided.tier == Tier::Revert {
+        format!("{}; nor was it the kernel's own work: {why}", decided.reason)
+    } else {
+        format!("not the kernel's own gain: {why}")
+    };
+    Decided {
+        tier: Tier::Revert,
+        reason,
+        ..decided
     }
 }
 
