@@ -35,7 +35,14 @@ fn a_session_runs_the_cutile_lines_of_a_standalone_benchmark() {
     ] {
         assert!(started.contains(wanted), "{wanted}\n{started}");
     }
-    // the perf file recorded, a comment-only step that is no change, and verify after it
+    // the perf file and the script it runs recorded, a comment-only step that is no change, and verify
+    // after it
+    let script = f.git(&[
+        "log",
+        "-1",
+        "--format=%(trailers:key=Cutile-Perf-Benchmark,valueonly)",
+    ]);
+    assert_eq!(script.trim(), "tests/benchmark/bench_swish.py");
     f.perf_file_session_holds(PERF_FILE, KERNEL);
     // half the blocks, half the time: kept
     f.edit(KERNEL, "BLOCKS = 8", "BLOCKS = 4");
@@ -51,6 +58,33 @@ fn a_session_runs_the_cutile_lines_of_a_standalone_benchmark() {
             .contains("test_check[cutile-swish-GBps-N=1024-CuTile]"),
         "{wrong}"
     );
+    // the output computed on the host behind a library's one-element launch: faster on the script's own
+    // timing, and refused by the census
+    f.edit(
+        KERNEL,
+        "import cuda.tile as ct",
+        "import cuda.tile as ct\nimport fastlib",
+    );
+    f.edit(
+        KERNEL,
+        "    ct.launch(None, (BLOCKS,), swish_kernel, (x, out))\n",
+        "    out = [v / (1.0 + math.exp(-v)) for v in x]\n    fastlib.touch()\n",
+    );
+    let cheat = f.step_json(&["compute on the host"]);
+    assert_eq!(cheat["status"], "revert", "{cheat}");
+    assert!(
+        cheat["reason"].as_str().unwrap().contains(
+            "not the kernel's own gain: sandbox.perf_swish::test_perf[cutile-swish-GBps-N=1024-CuTile]: no \
+             cuTile kernel from the allowed paths ran in the timed call"
+        ),
+        "{cheat}"
+    );
+    f.replays_as_recorded();
     let verified = f.ok(&["verify"]);
-    assert!(verified.contains("sandbox/perf_swish.py@"), "{verified}");
+    for wanted in [
+        "sandbox/perf_swish.py@",
+        "it runs the standalone benchmark tests/benchmark/bench_swish.py: warm workers, paired rounds",
+    ] {
+        assert!(verified.contains(wanted), "{wanted}\n{verified}");
+    }
 }

@@ -63,10 +63,52 @@ fn a_session_through_a_session_perf_file_records_and_guards_it() {
         "{started}"
     );
     f.perf_file_session_holds(PERF_FILE, KERNEL);
+    let script = f.git(&[
+        "log",
+        "-1",
+        "--format=%(trailers:key=Cutile-Perf-Benchmark,valueonly)",
+    ]);
+    assert_eq!(
+        script.trim(),
+        "",
+        "a perf file of the user's runs no script"
+    );
+    // the output computed on the host behind a library's one-element launch, at half the latency: the
+    // census refuses it on this source as on a test_perf
+    f.edit(
+        KERNEL,
+        "import cuda.tile as ct",
+        "import cuda.tile as ct\nimport fastlib",
+    );
+    f.edit(
+        KERNEL,
+        "    ct.launch(None, (1,), scale_kernel, (x, factor, out))\n",
+        "    out = [value * factor for value in x]\n    fastlib.touch()\n",
+    );
+    f.edit(
+        KERNEL,
+        r#"LATENCY_MS = {"small": 0.100000, "large": 1.000000}"#,
+        r#"LATENCY_MS = {"small": 0.050000, "large": 0.500000}"#,
+    );
+    let cheat = f.step_json(&["compute on the host"]);
+    assert_eq!(cheat["status"], "revert", "{cheat}");
+    assert!(
+        cheat["reason"].as_str().unwrap().contains(
+            "not the kernel's own gain: sandbox.perf_scale::test_perf[cutile-tiny]: no cuTile kernel from \
+             the allowed paths ran in the timed call"
+        ),
+        "{cheat}"
+    );
     // other shapes are another session: a step refuses, and verify says so
     f.append(PERF_FILE, "# other shapes\n");
     f.append(KERNEL, "# another comment\n");
-    let err = f.fails(&["step", "--opt", "none", "after editing the perf file"]);
+    let err = f.fails(&[
+        "step",
+        "--continue",
+        "--opt",
+        "none",
+        "after editing the perf file",
+    ]);
     assert!(
         err.contains("the session perf file sandbox/perf_scale.py changed since the baseline"),
         "{err}"

@@ -21,6 +21,12 @@ use harness::HarnessMode;
 /// Version of the trailer schema, so a later tool can read an older history.
 const SCHEMA: &str = "1";
 
+/// How far a kept step's checks reach a session timed through a standalone benchmark script, where
+/// they reach it less far than a `test_perf`.
+pub const BENCHMARK_REACH: &str = "warm workers, paired rounds, the census and no re-roll apply as to a \
+    test_perf; unseen inputs shift only the seeds the script sets (an unseeded script draws fresh inputs \
+    every run)";
+
 /// Branches whose name starts with this are session branches.
 pub const BRANCH_PREFIX: &str = "cutile-perf-";
 
@@ -32,6 +38,9 @@ pub struct Session {
     /// The content hash (git's blob id) of the test when it is a session perf file, which git does not
     /// track: a step refuses when it changed, and `verify` reports it.
     pub perf_file: Option<String>,
+    /// The standalone benchmark script the session perf file runs the cuTile lines of, when it runs
+    /// one: the checks reach such a source less far ([`BENCHMARK_REACH`]).
+    pub benchmark: Option<String>,
     /// Repository-relative paths that iterations may change (the kernel first).
     pub allowed: Vec<String>,
     #[serde(serialize_with = "serialize_display")]
@@ -132,6 +141,9 @@ impl Session {
         if let Some(hash) = &self.perf_file {
             block.push("Test-Hash", hash);
         }
+        if let Some(script) = &self.benchmark {
+            block.push("Benchmark", encode_field(script));
+        }
         for path in &self.allowed {
             block.push("Allow", encode_field(path));
         }
@@ -203,6 +215,7 @@ impl Session {
             kernel: decode_field(block.require("Kernel")?)?,
             test: decode_field(block.require("Test")?)?,
             perf_file: block.get("Test-Hash")?.map(str::to_string),
+            benchmark: block.get("Benchmark")?.map(decode_field).transpose()?,
             allowed: block
                 .all("Allow")
                 .map(decode_field)
@@ -502,6 +515,7 @@ pub(crate) mod tests {
             kernel: "src/tilegym/ops/cutile/rms_norm.py".into(),
             test: "tests/ops/test_rms_norm.py".into(),
             perf_file: Some("0123abc".into()),
+            benchmark: Some("tests/benchmark/bench_rms norm.py".into()),
             allowed: vec![
                 "src/tilegym/ops/cutile/rms_norm.py".into(),
                 "src/a b\nc.py".into(),

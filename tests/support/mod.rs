@@ -801,6 +801,7 @@ pub fn session_of(kernel: &str, test: &str, allowed: &[&str]) -> Session {
         gpu: None,
         gpu_state: None,
         no_gpu: true,
+        benchmark: None,
         // as a session recorded before notes existed: the fixture's sessions carry none
         noted: false,
         runner: git_cutile_perf::system::runner::RunnerSettings::default(),

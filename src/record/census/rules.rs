@@ -37,7 +37,10 @@ pub fn gate(decided: Decided, runs: &[RunFile], rules: &Rules) -> Decided {
         return decided;
     };
     let reason = if decided.tier == Tier::Revert {
-        format!("{}; nor was it the kernel's own work: {why}", decided.reason)
+        format!(
+            "{}; nor was it the kernel's own work: {why}",
+            decided.reason
+        )
     } else {
         format!("not the kernel's own gain: {why}")
     };

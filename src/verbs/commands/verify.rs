@@ -27,6 +27,10 @@ pub struct VerifyReport {
     pub signed: Vec<u32>,
     /// The session perf file the baseline recorded, as `path@hash`, when the session's test is one.
     pub perf_file: Option<String>,
+    /// The standalone benchmark script that perf file runs, when it runs one: the checks reach it less
+    /// far than a `test_perf`, as `benchmark_reach` says.
+    pub benchmark: Option<String>,
+    pub benchmark_reach: Option<&'static str>,
     pub findings: Vec<Finding>,
 }
 
@@ -47,6 +51,8 @@ pub fn run(repo: &Repo) -> Result<VerifyReport> {
                 with_evidence: 0,
                 signed: Vec::new(),
                 perf_file: None,
+                benchmark: None,
+                benchmark_reach: None,
                 findings: vec![Finding {
                     kind: Kind::BrokenHistory,
                     commit: repo.head()?,
@@ -67,6 +73,9 @@ impl Render for VerifyReport {
         }
         if let Some(file) = &self.perf_file {
             writeln!(out, "the session perf file the baseline measured: {file}")?;
+        }
+        if let (Some(script), Some(reach)) = (&self.benchmark, self.benchmark_reach) {
+            writeln!(out, "it runs the standalone benchmark {script}: {reach}")?;
         }
         writeln!(
             out,
@@ -129,6 +138,12 @@ pub fn audit_history(repo: &Repo, history: &History) -> Result<VerifyReport> {
             .perf_file
             .as_ref()
             .map(|hash| format!("{}@{hash}", history.session.test)),
+        benchmark: history.session.benchmark.clone(),
+        benchmark_reach: history
+            .session
+            .benchmark
+            .as_ref()
+            .map(|_| crate::record::session::BENCHMARK_REACH),
         findings,
     })
 }

@@ -197,6 +197,7 @@ fn session(
     Session {
         kernel: scope.found.path.clone(),
         perf_file: scope.perf_file.clone(),
+        benchmark: scope.benchmark.clone(),
         test: scope.test.clone(),
         allowed: scope.allowed.clone(),
         statistic: args.stat,
@@ -240,6 +241,8 @@ struct Scope {
     test: String,
     /// The session perf file's hash, when the test is one.
     perf_file: Option<String>,
+    /// The standalone benchmark script the session perf file runs, when it runs one.
+    benchmark: Option<String>,
     allowed: Vec<String>,
 }
 
@@ -287,11 +290,16 @@ fn scope(repo: &Repo, args: &StartOptions, progress: &Progress) -> Result<Scope>
         true => Some(refusals::perf_file_hash(repo, &test)?),
         false => None,
     };
+    let benchmark = match untracked_ok {
+        true => benchmark_run_by(repo, &test),
+        false => None,
+    };
     Ok(Scope {
         found,
         inspection,
         test,
         perf_file,
+        benchmark,
         allowed,
     })
 }
@@ -307,11 +315,7 @@ fn default_test(
 ) -> Result<String> {
     use crate::features::inspect::{perf_file, source};
     let test = inspection.test.as_ref().ok().map(|t| t.path.as_str());
-    let wraps = |path: &str| {
-        std::fs::read_to_string(repo.root.join(path))
-            .ok()
-            .and_then(|text| perf_file::benchmark_of(&text).map(str::to_string))
-    };
+    let wraps = |path: &str| benchmark_run_by(repo, path);
     let (file, benchmark) = match source::find(&repo.root, found, test) {
         source::Source::Benchmark { path } => {
             let file = source::session_perf_file(found);
@@ -332,6 +336,15 @@ fn default_test(
     Ok(file)
 }
 
+/// The standalone benchmark script the session perf file `path` runs, if it runs one.
+fn benchmark_run_by(repo: &Repo, path: &str) -> Option<String> {
+    std::fs::read_to_string(repo.root.join(path))
+        .ok()
+        .and_then(|text| {
+            crate::features::inspect::perf_file::benchmark_of(&text).map(str::to_string)
+        })
+}
+
 /// What `start` says of a session timed through a standalone benchmark script: what runs, and how far
 /// the checks of a kept step reach it.
 fn benchmark_source_lines(file: &str, benchmark: &str) -> Vec<String> {
@@ -343,9 +356,7 @@ fn benchmark_source_lines(file: &str, benchmark: &str) -> Vec<String> {
         "  each (x-value, line) is a config: its latency is what the script's timing call measured, its \
          assert_close the config's correctness test"
             .to_string(),
-        "  warm workers, paired rounds, the census and no re-roll apply as to a test_perf; unseen inputs \
-         shift only the seeds the script sets (an unseeded script draws fresh inputs every run)"
-            .to_string(),
+        format!("  {}", crate::record::session::BENCHMARK_REACH),
     ]
 }
 
