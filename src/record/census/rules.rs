@@ -133,7 +133,11 @@ fn side_censuses(runs: &[RunFile], side: &str) -> Result<Vec<(String, Census)>, 
 /// baseline's share of the GPU time less the slack.
 fn share_refusal(census: &Census, baseline: &[Census], allowed: &[String]) -> Option<String> {
     let instead = |other: Option<(String, f64)>| match other {
-        Some((name, share)) => format!(": {:.0}% of GPU time in {name}", share * 100.0),
+        Some((name, share)) => format!(
+            ": {:.0}% of GPU time in {}",
+            share * 100.0,
+            short_kernel_name(&name)
+        ),
         None => String::new(),
     };
     if !census.launched_allowed(allowed) {
@@ -156,6 +160,36 @@ fn share_refusal(census: &Census, baseline: &[Census], allowed: &[String]) -> Op
             instead(other)
         )
     })
+}
+
+/// A GPU kernel's name as a reason shows it: CUTLASS and torch kernels are named by whole C++ signatures
+/// (a torch copy kernel's runs to 900 characters), so the return type and parameter list are dropped and
+/// long template arguments shown as `<…>`.
+fn short_kernel_name(name: &str) -> String {
+    let name = name.strip_prefix("void ").unwrap_or(name);
+    let name = name.replace("(anonymous namespace)::", "");
+    let mut short = String::new();
+    let (mut depth, mut arguments) = (0usize, String::new());
+    for c in name.chars() {
+        match (c, depth) {
+            ('(', 0) => break,
+            ('<', _) => depth += 1,
+            ('>', _) => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        match depth > 0 || c == '>' {
+            true => arguments.push(c),
+            false => short.push(c),
+        }
+        if depth == 0 && !arguments.is_empty() {
+            short.push_str(match arguments.chars().count() > 40 {
+                true => "<…>",
+                false => &arguments,
+            });
+            arguments.clear();
+        }
+    }
+    short
 }
 
 /// One candidate census against the baseline's: each allowed kernel launched in the timed calls as often
@@ -347,6 +381,31 @@ mod tests {
     use super::*;
     use crate::record::census::tests::{KERNEL, allowed, census, timed};
     use crate::record::census::{Compared, TimedLaunch, Tolerance};
+
+    #[test]
+    fn kernel_names_lose_their_signature_and_long_template_arguments() {
+        assert_eq!(
+            short_kernel_name("sm90_xmma_gemm_f16f16"),
+            "sm90_xmma_gemm_f16f16"
+        );
+        assert_eq!(
+            short_kernel_name(
+                "void (anonymous namespace)::softmax_warp_forward<c10::BFloat16, c10::BFloat16, float, 10, \
+                 false, false>(c10::BFloat16*, c10::BFloat16 const*, int, int, int, bool const*, int, bool)"
+            ),
+            "softmax_warp_forward<…>"
+        );
+        assert_eq!(
+            short_kernel_name(
+                "void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl<at::native::\
+                 BinaryFunctor<float, float, float, at::native::MulFunctor<float> > >(at::TensorIteratorBase&, \
+                 at::native::BinaryFunctor<float, float, float, at::native::MulFunctor<float> > const&)::\
+                 {lambda(int)#1}>(int, at::native::gpu_kernel_impl<...>)"
+            ),
+            "at::native::elementwise_kernel<…>"
+        );
+        assert_eq!(short_kernel_name("fill<float>(float*)"), "fill<float>");
+    }
 
     #[test]
     fn a_library_fallback_is_refused_with_what_ran_instead() {
