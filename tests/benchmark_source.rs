@@ -88,3 +88,18 @@ fn a_session_runs_the_cutile_lines_of_a_standalone_benchmark() {
         assert!(verified.contains(wanted), "{wanted}\n{verified}");
     }
 }
+
+/// The same session started on the scaffolded file by `--test` says as much of its source.
+#[test]
+fn a_session_started_on_the_scaffolded_file_names_the_script_it_runs() {
+    let f = Fixture::new();
+    f.ok(&["start", "swish", "--scaffold"]);
+    let started = f.ok_all(&["start", "swish", "--test", PERF_FILE]);
+    for wanted in [
+        "source: the cuTile line(s) of the standalone benchmark tests/benchmark/bench_swish.py, run through \
+         sandbox/perf_swish.py",
+        "unseen inputs shift only the seeds the script sets",
+    ] {
+        assert!(started.contains(wanted), "{wanted}\n{started}");
+    }
+}

@@ -294,6 +294,11 @@ fn scope(repo: &Repo, args: &StartOptions, progress: &Progress) -> Result<Scope>
         true => benchmark_run_by(repo, &test),
         false => None,
     };
+    if let Some(script) = &benchmark {
+        for line in benchmark_source_lines(&test, script) {
+            progress.line(&line);
+        }
+    }
     Ok(Scope {
         found,
         inspection,
@@ -315,25 +320,19 @@ fn default_test(
 ) -> Result<String> {
     use crate::features::inspect::{perf_file, source};
     let test = inspection.test.as_ref().ok().map(|t| t.path.as_str());
-    let wraps = |path: &str| benchmark_run_by(repo, path);
-    let (file, benchmark) = match source::find(&repo.root, found, test) {
+    match source::find(&repo.root, found, test) {
         source::Source::Benchmark { path } => {
             let file = source::session_perf_file(found);
             let text = perf_file::render_benchmark(&found.name, &path, test);
             perf_file::write(repo, &file, &text)?;
             progress.line(&format!("wrote {file}"));
-            (file, path)
+            Ok(file)
         }
-        source::Source::SessionPerfFile { path, .. } if wraps(&path).is_some() => {
-            let benchmark = wraps(&path).expect("checked above");
-            (path, benchmark)
+        source::Source::SessionPerfFile { path, .. } if benchmark_run_by(repo, &path).is_some() => {
+            Ok(path)
         }
-        _ => return Ok(inspection.test.clone()?.path),
-    };
-    for line in benchmark_source_lines(&file, &benchmark) {
-        progress.line(&line);
+        _ => Ok(inspection.test.clone()?.path),
     }
-    Ok(file)
 }
 
 /// The standalone benchmark script the session perf file `path` runs, if it runs one.
