@@ -65,6 +65,8 @@ fn a_library_fallback_slower_than_the_kernel_is_named_as_one() {
         ),
         "{reason}"
     );
+    // nothing of the kernel ran: no diagnosis to profile it
+    assert!(report["diagnosis_s"].is_null(), "{report}");
     f.replays_as_recorded();
 }
 

@@ -36,7 +36,7 @@ mod unseen;
 
 pub use alike::{alike, unchanged};
 pub use harness::{Settings, harness_settings, settings_departure};
-pub use rules::{Rules, gate};
+pub use rules::{Rules, gate, ran_no_allowed_kernel};
 pub use shortcuts::shortcut_signs;
 pub use unseen::{judged, unseen_failures, unseen_run_name};
 

@@ -9,6 +9,15 @@ use crate::record::session::Session;
 use crate::rules::decision::{Decided, Tier};
 use crate::rules::peaks::Peak;
 
+/// What a reason says of a candidate whose timed call launched none of the session's kernels.
+pub const NO_ALLOWED_KERNEL: &str = "no cuTile kernel from the allowed paths ran in the timed call";
+
+/// Whether a verdict's `reason` says the candidate launched none of the session's kernels: nothing of
+/// the kernel is left to profile or dump.
+pub fn ran_no_allowed_kernel(reason: &str) -> bool {
+    reason.contains(NO_ALLOWED_KERNEL)
+}
+
 /// What the gate needs of the session.
 pub struct Rules<'a> {
     pub allowed: &'a [String],
@@ -142,10 +151,7 @@ fn share_refusal(census: &Census, baseline: &[Census], allowed: &[String]) -> Op
     };
     if !census.launched_allowed(allowed) {
         let other = census.allowed_share(allowed).and_then(|(_, other)| other);
-        return Some(format!(
-            "no cuTile kernel from the allowed paths ran in the timed call{}",
-            instead(other)
-        ));
+        return Some(format!("{NO_ALLOWED_KERNEL}{}", instead(other)));
     }
     let (share, other) = census.allowed_share(allowed)?;
     let required = baseline

@@ -114,7 +114,8 @@ impl After<'_> {
     }
 
     /// After the verdict, which they cannot change, and after the note is safe: the compile facts of
-    /// `code`; none without a GPU, cuda-tile or the budget for them, or for a crash (its case may hang).
+    /// `code`; none without a GPU, cuda-tile or the budget for them, for a crash (its case may hang), or
+    /// for code that launched none of the session's kernels (nothing of them was compiled).
     pub fn compile_facts(
         &self,
         repo: &Repo,
@@ -125,6 +126,11 @@ impl After<'_> {
     ) -> Option<CompileFacts> {
         match attempt {
             Attempt::Crashed { .. } => None,
+            Attempt::Measured { paired, .. }
+                if crate::record::census::ran_no_allowed_kernel(&paired.reason) =>
+            {
+                None
+            }
             _ => facts::for_iteration(
                 repo,
                 self.at(),

@@ -257,9 +257,13 @@ fn judged<'r, 'a>(
     let (tried, mut after) = tried(repo, history, on, tested, deadline)?;
     let budget_used_pct = budget_used_pct(deadline, args.budget);
     // the verdict is known; a diagnosis may only add the cause (and escalate by its rule), so it runs
-    // only where the cause is recorded: measured code without a `--cause`
+    // only where the cause is recorded: measured code without a `--cause`, that launched the kernel
     let diagnosed = match (args.cause, &tried.attempt) {
-        (None, Attempt::Measured { .. }) => Some(after.diagnose(repo, history)?),
+        (None, Attempt::Measured { paired, .. })
+            if !crate::record::census::ran_no_allowed_kernel(&paired.reason) =>
+        {
+            Some(after.diagnose(repo, history)?)
+        }
         _ => None,
     };
     let found = diagnosed.as_ref().and_then(|d| d.found.as_ref());
