@@ -5,6 +5,7 @@
 //! or "iterations without a gain" is recomputed from that list each time.
 
 pub mod harness;
+mod skip;
 
 use anyhow::{Context, Result, bail};
 
@@ -17,6 +18,7 @@ use crate::rules::stats::Spread;
 use crate::rules::trailers::{Block, decode_field, encode_field, encode_word, split_word};
 use crate::system::runner::{Placement, RunnerSettings};
 use harness::HarnessMode;
+pub use skip::Skip;
 
 /// Version of the trailer schema, so a later tool can read an older history.
 const SCHEMA: &str = "1";
@@ -469,34 +471,6 @@ impl Iteration {
                 .get("Rounds")?
                 .map(|r| r.parse().with_context(|| format!("bad rounds {r:?}")))
                 .transpose()?,
-        }))
-    }
-}
-
-/// A playbook letter recorded as not applying to this kernel (`next --skip`), on an empty commit of its
-/// own: `next` and every `next_action` stop offering it. There is no un-skip: the record only grows, and
-/// `step --opt` still takes a skipped letter (it is then tried).
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct Skip {
-    pub letter: String,
-    /// Why it cannot apply, in the agent's words.
-    pub why: String,
-}
-
-impl Skip {
-    pub fn write(&self, block: &mut Block) {
-        block.push("Skip", &self.letter);
-        block.push("Skip-Why", &self.why);
-    }
-
-    /// The skip recorded in a commit's trailers; `None` if the block holds none.
-    pub fn read(block: &Block) -> Result<Option<Skip>> {
-        let Some(letter) = block.get("Skip")? else {
-            return Ok(None);
-        };
-        Ok(Some(Skip {
-            letter: letter.to_string(),
-            why: block.require("Skip-Why")?.to_string(),
         }))
     }
 }
