@@ -73,6 +73,14 @@ fn a_session_through_a_session_perf_file_records_and_guards_it() {
         "",
         "a perf file of the user's runs no script"
     );
+    // a faster kernel, kept through the perf file
+    f.edit(
+        KERNEL,
+        r#"LATENCY_MS = {"small": 0.100000, "large": 1.000000}"#,
+        r#"LATENCY_MS = {"small": 0.080000, "large": 0.800000}"#,
+    );
+    let kept = f.step_json(&["--continue", "a faster kernel"]);
+    assert_eq!(kept["status"], "keep", "{kept}");
     // the output computed on the host behind a library's one-element launch, at half the latency: the
     // census refuses it on this source as on a test_perf
     f.edit(
@@ -87,8 +95,8 @@ fn a_session_through_a_session_perf_file_records_and_guards_it() {
     );
     f.edit(
         KERNEL,
-        r#"LATENCY_MS = {"small": 0.100000, "large": 1.000000}"#,
-        r#"LATENCY_MS = {"small": 0.050000, "large": 0.500000}"#,
+        r#"LATENCY_MS = {"small": 0.080000, "large": 0.800000}"#,
+        r#"LATENCY_MS = {"small": 0.040000, "large": 0.400000}"#,
     );
     let cheat = f.step_json(&["compute on the host"]);
     assert_eq!(cheat["status"], "revert", "{cheat}");
