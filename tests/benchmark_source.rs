@@ -37,12 +37,10 @@ fn a_session_runs_the_cutile_lines_of_a_standalone_benchmark() {
     }
     // the perf file and the script it runs recorded, a comment-only step that is no change, and verify
     // after it
-    let script = f.git(&[
-        "log",
-        "-1",
-        "--format=%(trailers:key=Cutile-Perf-Benchmark,valueonly)",
-    ]);
-    assert_eq!(script.trim(), "tests/benchmark/bench_swish.py");
+    assert_eq!(
+        f.trailer("HEAD", "Cutile-Perf-Benchmark"),
+        "tests/benchmark/bench_swish.py"
+    );
     f.perf_file_session_holds(PERF_FILE, KERNEL);
     // half the blocks, half the time: kept
     f.edit(KERNEL, "BLOCKS = 8", "BLOCKS = 4");

@@ -383,12 +383,7 @@ impl Fixture {
     /// trailers), that a comment-only edit of `kernel` steps as no change, and that `verify` names the file.
     pub fn perf_file_session_holds(&self, perf_file: &str, kernel: &str) {
         let hash = self.git(&["hash-object", perf_file]);
-        let trailer = self.git(&[
-            "log",
-            "-1",
-            "--format=%(trailers:key=Cutile-Perf-Test-Hash,valueonly)",
-        ]);
-        assert_eq!(trailer.trim(), hash.trim());
+        assert_eq!(self.trailer("HEAD", "Cutile-Perf-Test-Hash"), hash.trim());
         // a comment alone compiles to the same kernel: no change, measured through the perf file
         self.append(kernel, "# a comment\n");
         let step = self.step_json(&["a comment only"]);
