@@ -265,6 +265,7 @@ fn commit_with_note(
     evidence.attach(repo, &commit)?;
     journal.enter(repo, Phase::WritingTable)?;
     repo.remember_baseline(&plan.branch, &commit)?;
+    crate::features::refusals::keep_perf_file(repo, &plan.session)?;
     Ok(commit)
 }
 
