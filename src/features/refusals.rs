@@ -224,8 +224,8 @@ pub fn perf_file_change(
     };
     if !repo.root.join(&session.test).is_file() && !restore_perf_file(repo, session)? {
         return Ok(Some(format!(
-            "the session perf file {} is gone, and the record does not hold it ({} is missing: fetch it with \
-             `git cutile-perf fetch`)",
+            "the session perf file {} is gone, and the record does not hold it ({} is missing: where the \
+             session started, `git cutile-perf push` sends it; here, `git cutile-perf fetch` brings it)",
             session.test,
             perf_file_ref(recorded)
         )));

@@ -66,19 +66,17 @@ impl Repo {
         let prefix = baseline_ref("");
         let listed = self.git(&["for-each-ref", "--format=%(refname) %(objectname)", &prefix])?;
         for (name, id) in listed.lines().filter_map(|line| line.split_once(' ')) {
-            let holds = |branch: &str| {
-                self.git(&[
-                    "merge-base",
-                    "--is-ancestor",
-                    id,
-                    &format!("refs/heads/{branch}"),
-                ])
-                .is_ok()
-            };
             let branch = &name[prefix.len()..];
+            let holds = (self.git(&[
+                "merge-base",
+                "--is-ancestor",
+                id,
+                &format!("refs/heads/{branch}"),
+            ]))
+            .is_ok();
             // a branch of a clone's remote, not checked out here, is not renamed
             let tracked = self.git(&["for-each-ref", &format!("refs/remotes/*/{branch}")])?;
-            if holds(branch) || !tracked.is_empty() {
+            if holds || !tracked.is_empty() {
                 continue;
             }
             let containing = self.git(&[
