@@ -116,3 +116,46 @@ fn a_session_through_a_session_perf_file_records_and_guards_it() {
     let findings = f.fails(&["verify"]);
     assert!(findings.contains("verify found 1 departure"), "{findings}");
 }
+
+#[test]
+fn a_session_perf_file_travels_with_the_record_and_is_written_back_where_missing() {
+    let remotes = tempfile::tempdir().unwrap();
+    let remote = remotes.path().join("remote.git");
+    let author = Fixture::new();
+    author.git(&["init", "-q", "--bare", remote.to_str().unwrap()]);
+    author.git(&["remote", "add", "origin", remote.to_str().unwrap()]);
+    author.ok(&["start", "scale", "--scaffold"]);
+    author.write(PERF_FILE, EDITED);
+    author.ok(&["start", "scale", "--test", PERF_FILE]);
+    let branch = author.session_branch();
+    author.ok(&["push"]);
+
+    let reviewer = Fixture::empty();
+    reviewer.git(&["clone", "-q", remote.to_str().unwrap(), "."]);
+    reviewer.ok(&["fetch"]);
+    reviewer.git(&["checkout", "-q", &branch]);
+    assert!(!reviewer.path(PERF_FILE).exists());
+    let verified = reviewer.ok(&["verify"]);
+    assert!(verified.contains("the record holds"), "{verified}");
+    assert_eq!(
+        std::fs::read_to_string(reviewer.path(PERF_FILE)).unwrap(),
+        EDITED
+    );
+    reviewer.perf_file_session_holds(PERF_FILE, KERNEL);
+
+    // a file of the reviewer's own under that name is never written over: a step refuses, saying how
+    // to get the recorded one back
+    reviewer.append(PERF_FILE, "# the reviewer's shapes\n");
+    reviewer.append(KERNEL, "# another comment\n");
+    let err = reviewer.fails(&["step", "--opt", "none", "a comment"]);
+    assert!(
+        err.contains("changed since the baseline")
+            && err.contains("writes back the one the record holds"),
+        "{err}"
+    );
+    assert!(
+        std::fs::read_to_string(reviewer.path(PERF_FILE))
+            .unwrap()
+            .ends_with("# the reviewer's shapes\n")
+    );
+}

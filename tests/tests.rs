@@ -37,6 +37,7 @@ mod refs;
 mod refusals;
 mod replay;
 mod report;
+mod sessions_apart;
 mod settings;
 mod skill;
 mod slurm;

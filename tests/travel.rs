@@ -253,3 +253,46 @@ fn after_setup_remote_plain_push_and_fetch_carry_the_record() {
         "{fetched}"
     );
 }
+
+#[test]
+fn a_fetch_that_would_fast_forward_over_a_rewritten_note_of_ours_is_refused_naming_it() {
+    let (_remotes, remote, author, branch) = author_with_remote();
+    author.ok(&["push"]);
+    let reviewer = clone_of(&remote);
+    reviewer.ok(&["fetch"]);
+    let reviewers = reviewer.git(&["rev-parse", NOTES]).trim().to_string();
+
+    // the remote's notes descend from the reviewer's, with iteration 1's note rewritten
+    let iteration = author.head();
+    author.git(&[
+        "notes",
+        "--ref=cutile-perf",
+        "add",
+        "-f",
+        "-m",
+        "rewritten",
+        &iteration,
+    ]);
+    author.ok(&["push"]);
+    let refused = reviewer.run(&["fetch"]);
+    assert!(!refused.status.success(), "{}", both(&refused));
+    let stderr = text(&refused.stderr);
+    assert!(
+        stderr.contains("noted the same commit(s) differently") && stderr.contains(&iteration),
+        "{stderr}"
+    );
+    assert_eq!(reviewer.git(&["rev-parse", NOTES]).trim(), reviewers);
+    reviewer.git(&["checkout", "-q", &branch]);
+    assert!(reviewer.ok(&["verify"]).contains("the record holds"));
+
+    // `--force` takes the remote's note, as on a diverged ref
+    let forced = json(&reviewer.run(&["fetch", "--force", "--json"]));
+    assert!(
+        statuses(&forced).contains(&(NOTES.into(), "forced".into())),
+        "{forced}"
+    );
+    assert_eq!(
+        reviewer.git(&["notes", "--ref=cutile-perf", "show", &iteration]),
+        "rewritten\n"
+    );
+}

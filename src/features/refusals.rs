@@ -2,7 +2,7 @@
 //! would otherwise let a change escape the allowed-path rule, write outside the repository, or record a
 //! measurement of something other than the kernel.
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 use crate::rules::guard::SANDBOX;
 use crate::rules::hint::hinted;
@@ -167,8 +167,54 @@ pub fn perf_file_hash(repo: &Repo, path: &str) -> Result<String> {
         .to_string())
 }
 
+/// The ref that keeps the bytes of the session perf file with blob id `id`: the file is never
+/// committed, and `push` and `fetch` carry `refs/cutile-perf/*`, so another clone can verify and
+/// continue the session.
+pub fn perf_file_ref(id: &str) -> String {
+    format!("refs/cutile-perf/perf-file/{id}")
+}
+
+/// Keeps the session perf file's bytes in the record ([`perf_file_ref`]) while the file is the one the
+/// baseline measured; a session started before the record kept them gains the ref here.
+pub fn keep_perf_file(repo: &Repo, session: &crate::record::session::Session) -> Result<()> {
+    let Some(recorded) = &session.perf_file else {
+        return Ok(());
+    };
+    let name = perf_file_ref(recorded);
+    if repo.git(&["rev-parse", "-q", "--verify", &name]).is_ok()
+        || !repo.root.join(&session.test).is_file()
+    {
+        return Ok(());
+    }
+    let written = repo.git(&["hash-object", "-w", "--no-filters", "--", &session.test])?;
+    if written.trim() == recorded {
+        repo.git(&["update-ref", &name, recorded])?;
+    }
+    Ok(())
+}
+
+/// Writes the session perf file back from the record where it is missing (a clone, or deleted);
+/// `false` when the record does not hold it.
+fn restore_perf_file(repo: &Repo, session: &crate::record::session::Session) -> Result<bool> {
+    let Some(recorded) = &session.perf_file else {
+        return Ok(false);
+    };
+    let Ok(bytes) = repo.git_bytes(&[
+        "cat-file",
+        "blob",
+        &format!("{}^{{blob}}", perf_file_ref(recorded)),
+    ]) else {
+        return Ok(false);
+    };
+    let text = String::from_utf8(bytes).context("the recorded session perf file is not UTF-8")?;
+    // as `start --scaffold` writes one: the sandbox excluded, its conftest beside the file
+    crate::features::inspect::perf_file::write(repo, &session.test, &text)?;
+    Ok(true)
+}
+
 /// How the session perf file differs from the one the baseline recorded, if it does: a step on
-/// another file would compare its configs with the baseline's under the same names.
+/// another file would compare its configs with the baseline's under the same names. A missing file the
+/// record holds is written back first.
 pub fn perf_file_change(
     repo: &Repo,
     session: &crate::record::session::Session,
@@ -176,21 +222,25 @@ pub fn perf_file_change(
     let Some(recorded) = &session.perf_file else {
         return Ok(None);
     };
-    if !repo.root.join(&session.test).is_file() {
+    if !repo.root.join(&session.test).is_file() && !restore_perf_file(repo, session)? {
         return Ok(Some(format!(
-            "the session perf file {} is gone",
-            session.test
+            "the session perf file {} is gone, and the record does not hold it ({} is missing: where the \
+             session started, `git cutile-perf push` sends it; here, `git cutile-perf fetch` brings it)",
+            session.test,
+            perf_file_ref(recorded)
         )));
     }
     let now = perf_file_hash(repo, &session.test)?;
-    Ok((now != *recorded).then(|| {
-        format!(
-            "the session perf file {} changed since the baseline (recorded {}, now {})",
-            session.test,
-            crate::record::session::short(recorded),
-            crate::record::session::short(&now)
-        )
-    }))
+    if now == *recorded {
+        keep_perf_file(repo, session)?;
+        return Ok(None);
+    }
+    Ok(Some(format!(
+        "the session perf file {} changed since the baseline (recorded {}, now {})",
+        session.test,
+        crate::record::session::short(recorded),
+        crate::record::session::short(&now)
+    )))
 }
 
 /// Before a step: the session perf file must be the baseline's.
@@ -199,8 +249,8 @@ pub fn check_perf_file(repo: &Repo, session: &crate::record::session::Session) -
         None => Ok(()),
         Some(what) => Err(hinted(
             what,
-            "restore the file the baseline measured; to measure other shapes, start a new session on the \
-             edited file",
+            "restore the file the baseline measured (with yours moved aside, `git cutile-perf verify` writes \
+             back the one the record holds); to measure other shapes, start a new session on the edited file",
         )),
     }
 }

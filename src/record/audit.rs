@@ -337,7 +337,7 @@ pub fn identity_findings(repo: &Repo, history: &History) -> Result<Vec<Finding>>
     };
     if let Some(branch) = crate::record::history::session_branch(repo)? {
         let name = crate::system::git::baseline_ref(&branch);
-        match repo.remembered_baseline(&branch)? {
+        match crate::record::history::remembered_baseline(repo, &branch)? {
             Some(named) if &named == baseline => {}
             Some(named) => findings.push(finding(format!(
                 "{name} names {}, but the history's session block is on {}",

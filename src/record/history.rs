@@ -363,6 +363,16 @@ pub fn session_branch(repo: &Repo) -> Result<Option<String>> {
     Ok(repo.branch()?.filter(|b| b.starts_with(BRANCH_PREFIX)))
 }
 
+/// The commit `branch`'s baseline ref names; where it has none, a ref left under the name the branch
+/// had before a rename is taken over first.
+pub fn remembered_baseline(repo: &Repo, branch: &str) -> Result<Option<String>> {
+    if let Some(id) = repo.remembered_baseline(branch)? {
+        return Ok(Some(id));
+    }
+    repo.follow_renamed_sessions(BRANCH_PREFIX)?;
+    repo.remembered_baseline(branch)
+}
+
 /// The session recorded on the current branch: the first-parent history from HEAD back to the
 /// baseline commit. `None` when HEAD is not on a session branch or no commit carries a session.
 pub fn read(repo: &Repo, configs: Configs) -> Result<Option<History>> {
@@ -375,7 +385,7 @@ pub fn read(repo: &Repo, configs: Configs) -> Result<Option<History>> {
     // The baseline `start` remembered is the session's only source: a later commit that declares a
     // session again cannot widen it. Without that ref (a clone, or deleted), or with a stale one, the
     // newest session block is read, and never remembered: `step` refuses and `verify` reports it.
-    let remembered = repo.remembered_baseline(&branch)?;
+    let remembered = remembered_baseline(repo, &branch)?;
     if let Some(baseline) = &remembered {
         let history =
             History::from_commits_to(repo.first_parent_commits()?, configs, Some(baseline))?;
@@ -405,7 +415,7 @@ pub fn session(repo: &Repo) -> Result<Option<Session>> {
 /// The session in the commit that `branch`'s baseline ref names, if the ref exists and that commit
 /// carries a session (a stale or foreign ref is passed over; [`read`] rewrites it).
 fn remembered_session(repo: &Repo, branch: &str) -> Result<Option<Session>> {
-    let Some(id) = repo.remembered_baseline(branch)? else {
+    let Some(id) = remembered_baseline(repo, branch)? else {
         return Ok(None);
     };
     let Ok(message) = repo.message(&id) else {

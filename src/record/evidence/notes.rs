@@ -9,7 +9,7 @@ use base64::Engine;
 
 use super::{Binding, Evidence, RunFile};
 use crate::rules::records::CaseOutcome;
-use crate::system::git::Repo;
+use crate::system::git::{NotesLock, Repo};
 
 /// The notes ref the evidence lives in.
 pub const NOTES_REF: &str = "refs/notes/cutile-perf";
@@ -101,12 +101,16 @@ impl Evidence {
             binding: Some(Binding::of(repo, commit)?),
             ..self.clone()
         };
-        repo.git_input(
-            &["notes", "--ref", NOTES_REF, "add", "-f", "-F", "-", commit],
-            &bound.to_note()?,
-        )
-        .with_context(|| format!("cannot write the evidence note on {commit}"))?;
-        Ok(())
+        let note = bound.to_note()?;
+        NotesLock::take(repo)?
+            .update(NOTES_REF, |notes| {
+                repo.git_input(
+                    &["notes", "--ref", notes, "add", "-f", "-F", "-", commit],
+                    &note,
+                )
+                .map(drop)
+            })
+            .with_context(|| format!("cannot write the evidence note on {commit}"))
     }
 
     /// Writes the note into the object store before the commit it is for exists, and returns its blob:

@@ -58,6 +58,46 @@ impl Repo {
         Ok(reference.peel_to_id().ok().map(|id| id.to_string()))
     }
 
+    /// Gives each baseline ref whose branch no longer holds its commit (renamed by `git branch -m`,
+    /// which renames no other ref, perhaps with a new branch of the old name since) to the one branch
+    /// named `<branch_prefix>...` whose history holds that commit and that has no baseline ref of its
+    /// own; a ref two such branches could claim stays as it is.
+    pub fn follow_renamed_sessions(&self, branch_prefix: &str) -> Result<()> {
+        let prefix = baseline_ref("");
+        let listed = self.git(&["for-each-ref", "--format=%(refname) %(objectname)", &prefix])?;
+        for (name, id) in listed.lines().filter_map(|line| line.split_once(' ')) {
+            let branch = &name[prefix.len()..];
+            let holds = (self.git(&[
+                "merge-base",
+                "--is-ancestor",
+                id,
+                &format!("refs/heads/{branch}"),
+            ]))
+            .is_ok();
+            // a branch of a clone's remote, not checked out here, is not renamed
+            let tracked = self.git(&["for-each-ref", &format!("refs/remotes/*/{branch}")])?;
+            if holds || !tracked.is_empty() {
+                continue;
+            }
+            let containing = self.git(&[
+                "for-each-ref",
+                "--contains",
+                id,
+                "--format=%(refname:short)",
+                &format!("refs/heads/{branch_prefix}*"),
+            ])?;
+            let claimants: Vec<&str> = containing
+                .lines()
+                .filter(|branch| self.remembered_baseline(branch).is_ok_and(|r| r.is_none()))
+                .collect();
+            if let [branch] = claimants[..] {
+                self.git(&["update-ref", &baseline_ref(branch), id, ""])?;
+                self.git(&["update-ref", "-d", name, id])?;
+            }
+        }
+        Ok(())
+    }
+
     /// Points `branch`'s baseline ref at `commit` unless it does already.
     pub fn remember_baseline(&self, branch: &str, commit: &str) -> Result<()> {
         let name = baseline_ref(branch);

@@ -5,6 +5,7 @@
 //! commits and every config the user has (signing, hooksPath, worktrees) applies as usual.
 
 mod commits;
+mod notes;
 mod status;
 
 use std::path::{Path, PathBuf};
@@ -15,6 +16,7 @@ use crate::rules::hint::{Hinted, hinted};
 use crate::system::process;
 
 pub use commits::baseline_ref;
+pub use notes::NotesLock;
 
 /// The refusal of a shallow clone (`why` says where it fell short): the record is read from the whole
 /// history.

@@ -4,14 +4,14 @@
 use anyhow::Result;
 use serde::Serialize;
 
-use super::notes::merge_notes;
+use super::notes::{merge_notes, rewritten_notes};
 use super::{
     INCOMING, NOTES, RECORD_REFS, RefStatus, RefUpdate, SESSION_REFS, TravelOptions, is_ancestor,
     refs_under, render_updates, resolve_remote,
 };
 use crate::record::session::BRANCH_PREFIX;
-use crate::rules::hint::Hinted;
-use crate::system::git::Repo;
+use crate::rules::hint::{Hinted, hinted};
+use crate::system::git::{NotesLock, Repo};
 use crate::system::ui::{Render, Ui};
 use crate::verbs::errors::Reported;
 
@@ -30,6 +30,8 @@ pub struct FetchReport {
 pub fn fetch(repo: &Repo, options: &TravelOptions) -> Result<FetchReport> {
     let TravelOptions { remote, force } = options;
     let remote = resolve_remote(repo, remote.as_deref())?;
+    // the staging refs and the notes refs are shared by every worktree of the repository
+    let lock = NotesLock::take(repo)?;
     let branches = format!("+refs/heads/{BRANCH_PREFIX}*:refs/remotes/{remote}/{BRANCH_PREFIX}*");
     let incoming = [NOTES, SESSION_REFS].map(|pattern| format!("+{pattern}:{INCOMING}{pattern}"));
     // an empty refmap keeps git from also updating refs through `remote.<name>.fetch` (which
@@ -43,7 +45,7 @@ pub fn fetch(repo: &Repo, options: &TravelOptions) -> Result<FetchReport> {
         &incoming[0],
         &incoming[1],
     ]);
-    let updates = fetched.and_then(|_| take_incoming(repo, *force));
+    let updates = fetched.and_then(|_| take_incoming(&lock, repo, *force));
     // the downloads are only a staging area, gone whatever happened
     for (name, _) in refs_under(repo, INCOMING)? {
         repo.git(&["update-ref", "-d", &name])?;
@@ -111,8 +113,9 @@ impl FetchReport {
 }
 
 /// Moves each of our record refs to what was downloaded under [`INCOMING`], where that loses nothing
-/// (or `force` says so).
-fn take_incoming(repo: &Repo, force: bool) -> Result<Vec<RefUpdate>> {
+/// (or `force` says so). A notes ref is compared note by note on every path, a fast-forward included:
+/// a note of ours the remote rewrote or removed is refused and named.
+fn take_incoming(lock: &NotesLock, repo: &Repo, force: bool) -> Result<Vec<RefUpdate>> {
     let ours: std::collections::BTreeMap<String, String> = RECORD_REFS
         .iter()
         .map(|pattern| refs_under(repo, pattern))
@@ -123,24 +126,41 @@ fn take_incoming(repo: &Repo, force: bool) -> Result<Vec<RefUpdate>> {
     let mut updates = Vec::new();
     for (staged, theirs) in refs_under(repo, INCOMING)? {
         let name = staged[INCOMING.len()..].to_string();
-        let mut conflicts = Vec::new();
-        let status = match ours.get(&name) {
-            None => RefStatus::New,
-            Some(mine) if *mine == theirs => RefStatus::UpToDate,
-            Some(mine) if is_ancestor(repo, mine, &theirs) => RefStatus::FastForward,
-            Some(mine) if is_ancestor(repo, &theirs, mine) => RefStatus::Ahead,
-            // notes are merged: both sides' kept, the remote's taken only where both noted a commit
-            Some(mine) if name.starts_with("refs/notes/") => {
-                let merged = merge_notes(repo, &name, mine, &theirs, force.then_some("theirs"))?;
-                conflicts = merged.1;
-                merged.0
+        let notes = name.starts_with("refs/notes/");
+        let mine = ours.get(&name).map(String::as_str);
+        let (status, conflicts, move_to) = match mine {
+            None => (RefStatus::New, Vec::new(), Some(&theirs)),
+            Some(mine) if mine == theirs => (RefStatus::UpToDate, Vec::new(), None),
+            Some(mine) if is_ancestor(repo, mine, &theirs) => {
+                let rewritten = match notes {
+                    true => rewritten_notes(repo, mine, &theirs)?,
+                    false => Vec::new(),
+                };
+                match (rewritten.is_empty(), force) {
+                    (true, _) => (RefStatus::FastForward, rewritten, Some(&theirs)),
+                    (false, true) => (RefStatus::Forced, rewritten, Some(&theirs)),
+                    (false, false) => (RefStatus::Refused, rewritten, None),
+                }
             }
-            Some(_) if force => RefStatus::Forced,
-            Some(_) => RefStatus::Refused,
+            Some(mine) if is_ancestor(repo, &theirs, mine) => (RefStatus::Ahead, Vec::new(), None),
+            // notes are merged: both sides' kept, the remote's taken only where both noted a commit
+            Some(mine) if notes => {
+                let prefer = force.then_some("theirs");
+                let (status, conflicts) = merge_notes(lock, repo, &name, mine, &theirs, prefer)?;
+                (status, conflicts, None)
+            }
+            Some(_) if force => (RefStatus::Forced, Vec::new(), Some(&theirs)),
+            Some(_) => (RefStatus::Refused, Vec::new(), None),
         };
-        let replaced = status == RefStatus::Forced && !name.starts_with("refs/notes/");
-        if matches!(status, RefStatus::New | RefStatus::FastForward) || replaced {
-            repo.git(&["update-ref", &name, &theirs])?;
+        if let Some(target) = move_to
+            && !lock.swap(&name, target, mine)?
+        {
+            return Err(hinted(
+                format!(
+                    "{name} changed while fetch ran (a command outside git cutile-perf wrote it)"
+                ),
+                "nothing of yours was replaced; run `fetch` again",
+            ));
         }
         updates.push(RefUpdate {
             name,

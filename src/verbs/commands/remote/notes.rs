@@ -4,12 +4,13 @@
 use anyhow::Result;
 
 use super::RefStatus;
-use crate::system::git::Repo;
+use crate::system::git::{NotesLock, Repo};
 
 /// Merges the notes commit `theirs` into our notes ref `name` (at `mine`): notes on different commits
 /// are all kept. Where both sides noted a commit differently, `prefer` (`ours` or `theirs`) says whose
 /// note stays; without it nothing is merged (`Refused`). Returns the commits that conflicted.
 pub(super) fn merge_notes(
+    lock: &NotesLock,
     repo: &Repo,
     name: &str,
     mine: &str,
@@ -31,18 +32,32 @@ pub(super) fn merge_notes(
     // `git notes merge` takes a notes ref: the remote's notes, named for the merge only
     const MERGING: &str = "refs/notes/merging-cutile-perf";
     repo.git(&["update-ref", MERGING, theirs])?;
-    let merged = repo.git(&[
-        "notes",
-        &format!("--ref={name}"),
-        "merge",
-        "-q",
-        "-s",
-        strategy,
-        MERGING,
-    ]);
+    let merged = lock.update(name, |notes| {
+        repo.git(&[
+            "notes",
+            &format!("--ref={notes}"),
+            "merge",
+            "-q",
+            "-s",
+            strategy,
+            MERGING,
+        ])
+        .map(drop)
+    });
     repo.git(&["update-ref", "-d", MERGING])?;
     merged?;
     Ok((status, conflicts))
+}
+
+/// The commits whose note in notes commit `mine` the later notes commit `theirs` replaced or removed:
+/// a notes history that descends from ours may still have rewritten a note of ours.
+pub(super) fn rewritten_notes(repo: &Repo, mine: &str, theirs: &str) -> Result<Vec<String>> {
+    let theirs = notes_in(repo, theirs)?;
+    Ok(notes_in(repo, mine)?
+        .into_iter()
+        .filter(|(object, blob)| theirs.get(object) != Some(blob))
+        .map(|(object, _)| object)
+        .collect())
 }
 
 /// The notes a notes commit holds: each annotated object with its note's blob (fanout paths joined).

@@ -12,7 +12,7 @@ use super::{
 use crate::record::history;
 use crate::record::session::BRANCH_PREFIX;
 use crate::rules::hint::hinted;
-use crate::system::git::Repo;
+use crate::system::git::{NotesLock, Repo};
 use crate::system::ui::{Render, Ui};
 
 /// What `push --json` prints.
@@ -33,7 +33,9 @@ pub fn push(repo: &Repo, options: &TravelOptions) -> Result<PushReport> {
         ));
     };
     let remote = resolve_remote(repo, remote.as_deref())?;
-    merge_remote_notes(repo, &remote, *force)?;
+    // the notes pushed are the ones merged: no other command of this repository writes them meanwhile
+    let lock = NotesLock::take(repo)?;
+    merge_remote_notes(&lock, repo, &remote, *force)?;
     let head = format!("refs/heads/{branch}:refs/heads/{branch}");
     // a diverged branch is refused always; the notes, merged above, fast-forward the remote's
     let [notes, session_refs] = record_refspecs();
@@ -80,7 +82,7 @@ fn rejected(repo: &Repo, remote: &str, branch: &str) -> String {
 /// Before a push: the remote's notes merged into ours where both sides noted different commits, so that
 /// ours fast-forward the remote's. Where both noted one commit differently, the push is refused naming
 /// it, unless `force` keeps our note there (the remote's other notes are kept all the same).
-fn merge_remote_notes(repo: &Repo, remote: &str, force: bool) -> Result<()> {
+fn merge_remote_notes(lock: &NotesLock, repo: &Repo, remote: &str, force: bool) -> Result<()> {
     let incoming = format!("+{NOTES}:{INCOMING}{NOTES}");
     let merged = repo
         .git(&["fetch", "--no-tags", "--refmap=", remote, &incoming])
@@ -95,7 +97,7 @@ fn merge_remote_notes(repo: &Repo, remote: &str, force: bool) -> Result<()> {
                     continue;
                 }
                 let (status, conflicts) =
-                    merge_notes(repo, name, mine, &theirs, force.then_some("ours"))?;
+                    merge_notes(lock, repo, name, mine, &theirs, force.then_some("ours"))?;
                 if status == RefStatus::Refused {
                     return Err(conflict(
                         name,

@@ -264,7 +264,10 @@ fn commit_with_note(
     let commit = hook::message::commit(repo, &render_message(&subject, None, &block), true)?;
     evidence.attach(repo, &commit)?;
     journal.enter(repo, Phase::WritingTable)?;
+    // a session branch renamed to start afresh keeps its own baseline ref, not this one's
+    repo.follow_renamed_sessions(crate::record::session::BRANCH_PREFIX)?;
     repo.remember_baseline(&plan.branch, &commit)?;
+    crate::features::refusals::keep_perf_file(repo, &plan.session)?;
     Ok(commit)
 }
 
