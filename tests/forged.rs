@@ -158,3 +158,32 @@ fn an_honest_kernel_given_a_per_call_offset_is_kept() {
     let verify = f.run(&["verify"]);
     assert!(verify.status.success(), "{}", both(&verify));
 }
+
+#[test]
+fn an_ignored_helper_is_seen_where_the_list_start_kept_is_gone() {
+    let f = Fixture::new();
+    f.start();
+    assert_eq!(f.trailer("HEAD", "Cutile-Perf-Ignored").split(' ').next(), Some("0"));
+    // the list beside the session removed, as uninstalling does, then a helper git ignores imported by
+    // the kernel
+    std::fs::remove_dir_all(f.path(".git/cutile-perf")).unwrap();
+    f.append(".git/info/exclude", "/src/tilegym/ops/cutile/_fast.py\n");
+    f.write("src/tilegym/ops/cutile/_fast.py", "HALF = True\n");
+    f.edit_kernel("import cuda.tile as ct", "import cuda.tile as ct\n\nfrom . import _fast");
+    let head = f.head();
+    let refused = f.fails(&["step", "--opt", "none", "a helper"]);
+    assert!(
+        refused.contains(
+            "git-ignored files that pytest loads differ from when the session started (0 file(s) then, 1 \
+             now: src/tilegym/ops/cutile/_fast.py)"
+        ),
+        "{refused}"
+    );
+    assert_eq!(f.head(), head);
+    // the helper gone, the step runs
+    std::fs::remove_file(f.path("src/tilegym/ops/cutile/_fast.py")).unwrap();
+    f.edit_kernel("\n\nfrom . import _fast", "");
+    f.edit_kernel("TILE_SIZE = 128", "TILE_SIZE = 256");
+    let report = step_with(&f, &[], "bigger tiles");
+    assert_ne!(report["status"], "crash", "{report}");
+}
