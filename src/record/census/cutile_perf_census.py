@@ -607,9 +607,12 @@ FRESH_FROM, FRESH_TO = 2, 6
 
 
 def _inputs(fn):
-    """What `fn` holds (its closure's and defaults' values, one level into lists and tuples)."""
+    """What `fn` holds (its closure's and defaults' values, a `functools.partial`'s arguments, one level
+    into lists and tuples)."""
     values = [cell.cell_contents for cell in (getattr(fn, "__closure__", None) or ()) if cell.cell_contents is not None]
     values += list(getattr(fn, "__defaults__", None) or ())
+    if isinstance(fn, functools.partial):
+        values += list(fn.args) + list(fn.keywords.values())
     return values + [v for value in values if isinstance(value, (list, tuple)) for v in value]
 
 
