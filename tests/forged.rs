@@ -83,24 +83,29 @@ fn the_harness_the_census_wraps_is_recorded_and_a_step_that_would_census_nothing
         both(&out)
     );
     assert_eq!(f.head(), head);
-    // a session started with a harness the tests never call censuses nothing: its steps are reverted
-    let g = Fixture::new();
-    let env = [("CUTILE_PERF_HARNESS", "tests.common:nothing")];
-    ok_with(&g, &env, &["start", "vector_add"]);
-    assert_eq!(
-        g.trailer("HEAD", "Cutile-Perf-Harness"),
-        "CUTILE_PERF_HARNESS=tests.common:nothing"
-    );
-    g.set_latency(0.05, 0.5);
-    let report = step_with(&g, &env, "a library fallback");
-    let reason = reverted(&g, &report);
-    assert!(
-        reason.contains(
-            "neither side's timed calls could be censused (no harness tests.common:nothing): nothing holds \
-             the gain to them"
-        ),
-        "{reason}"
-    );
+    // a session started with a harness that is not there, or that the tests never call, censuses
+    // nothing: its steps are reverted
+    for (harness, why) in [
+        ("tests.common:nothing", "no harness tests.common:nothing"),
+        ("tests.common:_generator", "the test did not call its harness"),
+    ] {
+        let g = Fixture::new();
+        let env = [("CUTILE_PERF_HARNESS", harness)];
+        ok_with(&g, &env, &["start", "vector_add"]);
+        assert_eq!(
+            g.trailer("HEAD", "Cutile-Perf-Harness"),
+            format!("CUTILE_PERF_HARNESS={harness}")
+        );
+        g.set_latency(0.05, 0.5);
+        let report = step_with(&g, &env, "a library fallback");
+        let reason = reverted(&g, &report);
+        assert!(
+            reason.contains(&format!(
+                "neither side's timed calls could be censused ({why}): nothing holds the gain to them"
+            )),
+            "{reason}"
+        );
+    }
 }
 
 /// A wrapper that keeps its output buffer across calls, does every tile on an untimed call and on the

@@ -622,14 +622,17 @@ def _refresh(fn, draw):
     places no call saw them. Whether any input changed."""
     changed = False
     for value in _inputs(fn):
-        if _is_tensor(value) and value.is_floating_point() and value.is_contiguous() and value.numel() > 1:
-            flat = value.detach().view(-1)
-            flat.copy_(flat.roll(draw.randrange(1, flat.numel())))
-            changed = True
-        elif isinstance(value, array.array) and value.typecode in "fd" and len(value) > 1:
-            shift = draw.randrange(1, len(value))
-            value[:] = value[shift:] + value[:shift]
-            changed = True
+        try:
+            if _is_tensor(value) and value.is_floating_point() and value.is_contiguous() and value.numel() > 1:
+                flat = value.detach().view(-1)
+                flat.copy_(flat.roll(draw.randrange(1, flat.numel())))
+                changed = True
+            elif isinstance(value, array.array) and value.typecode in "fd" and len(value) > 1:
+                shift = draw.randrange(1, len(value))
+                value[:] = value[shift:] + value[:shift]
+                changed = True
+        except Exception:  # an input that cannot be written (out of memory for the copy): left as it was
+            continue
     return changed
 
 

@@ -126,9 +126,14 @@ fn refusal(decided: &Decided, runs: &[RunFile], rules: &Rules) -> Option<String>
     None
 }
 
+/// How the census plugin says that no harness call could be censused: the harness is not there, or the
+/// test never called it.
+const NOT_CENSUSED: [&str; 2] = ["no harness", "the test did not call its harness"];
+
 /// Why a config's number is not the timed calls' own, by either side's censuses: the harness they
 /// wrapped is not the session's, or its functions were replaced after its import (by code the test
-/// imported, the kernel's among it), or no census could be taken because the harness is not there.
+/// imported, the kernel's among it), or no census could be taken because the harness is not there or
+/// the test never called it.
 fn measured_elsewhere(
     candidate: &[(String, Census)],
     baseline: &[(String, Census)],
@@ -156,7 +161,8 @@ fn measured_elsewhere(
         }
     }
     let none_taken = censuses().all(|(_, census)| !census.taken);
-    let absent = censuses().find_map(|(_, c)| c.why.clone().filter(|w| w.starts_with("no harness")));
+    let uncalled = |why: &String| NOT_CENSUSED.iter().any(|start| why.starts_with(start));
+    let absent = censuses().find_map(|(_, c)| c.why.clone().filter(uncalled));
     absent.filter(|_| none_taken).map(|why| {
         format!("neither side's timed calls could be censused ({why}): nothing holds the gain to them")
     })
