@@ -15,6 +15,7 @@ mod errors;
 mod extras;
 mod faults;
 mod fixture_noise;
+mod forged;
 mod gpu;
 mod gpu_commands;
 mod gpus;

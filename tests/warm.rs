@@ -1208,3 +1208,37 @@ fn the_candidates_code_cannot_leave_bytecode_for_the_baseline() {
     let change = step.report["change_pct"].as_f64().unwrap();
     assert!(change.abs() < 1.0, "{}", step.report);
 }
+
+#[test]
+fn a_kept_worker_whose_imported_library_changed_on_disk_is_not_reused() {
+    let f = Fixture::new();
+    f.start();
+    // a library on PYTHONPATH, outside the repository, that the kernel's module reads at import
+    let library = tempfile::tempdir().unwrap();
+    let module = library.path().join("fixture_scale.py");
+    std::fs::write(&module, "FACTOR = 1.0\n").unwrap();
+    let path = library.path().to_str().unwrap().to_string();
+    let env = [("PYTHONPATH", path.as_str())];
+    f.append(
+        support::KERNEL,
+        "\nimport fixture_scale as _scale\nLATENCY_MS = {size: ms * _scale.FACTOR for size, ms in LATENCY_MS.items()}\n",
+    );
+    let step = counted_step_at(&f, (0.05, 0.5), &env);
+    assert_eq!(step.report["status"], "keep", "{}", step.report);
+    let kept = kept_worker(&f);
+    // the library upgraded between steps, and a comment alone stepped: the kept worker has the old one
+    std::fs::write(&module, "FACTOR = 0.5  # upgraded\n").unwrap();
+    f.append(support::KERNEL, "\n# the same code\n");
+    let step = counted_step_at(&f, (0.05, 0.5), &env);
+    let module = module.to_str().unwrap();
+    assert!(
+        step.stderr.contains(&format!(
+            "the kept worker (pid {kept}) cannot serve this step ({module}, which it imported, changed \
+             since it started)"
+        )),
+        "{}",
+        step.stderr
+    );
+    assert!(!alive(kept));
+    assert_ne!(step.report["status"], "keep", "{}", step.report);
+}

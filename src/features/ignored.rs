@@ -4,7 +4,8 @@
 //! `src/`, so a path whose directories are all identifiers) with an extension Python or pytest loads,
 //! `.pth` files anywhere, pytest's config files, and a session perf file (`sandbox/perf_<kernel>.py`, the
 //! session's test when the kernel's own tests check correctness only) with its `sandbox/conftest.py`. `start` records them (path and content hash) in the
-//! git dir; `step` refuses when any appeared, changed or went away, and copies them into the baseline's
+//! git dir, and their count and one hash of them in the baseline's `Cutile-Perf-Ignored` trailer, so that
+//! another clone, or one whose list was removed, checks them too; `step` refuses when any appeared, changed or went away, and copies them into the baseline's
 //! worktree so that both sides of a comparison see the same ones. Bytecode in a `__pycache__` is not
 //! among them: Python reads it only in place of a source beside it, no side's worktree gets a copy, and
 //! every test process starts with the untracked ones of its tree removed ([`crate::system::pytest::Bytecode`]).
@@ -115,30 +116,67 @@ fn fingerprint(repo: &Repo) -> Result<Fingerprint> {
         .collect())
 }
 
-/// Records the ignored files pytest would load for the session on `branch`.
-pub fn record(repo: &Repo, branch: &str) -> Result<()> {
+/// A fingerprint as the baseline's trailer carries it: how many files, and one hash of their paths and
+/// contents.
+fn summary(repo: &Repo, fingerprint: &Fingerprint) -> Result<String> {
+    let listing: String = (fingerprint.iter())
+        .map(|(path, hash)| format!("{hash} {path}\n"))
+        .collect();
+    let hash = repo.git_with(&["hash-object", "--stdin"], &[], Some(listing.as_bytes()))?;
+    Ok(format!(
+        "{} {}",
+        fingerprint.len(),
+        String::from_utf8_lossy(&hash).trim()
+    ))
+}
+
+/// Records the ignored files pytest would load for the session on `branch`; their summary, for the
+/// baseline's trailer.
+pub fn record(repo: &Repo, branch: &str) -> Result<String> {
     let path = record_path(repo, branch)?;
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    let text = serde_json::to_string_pretty(&fingerprint(repo)?).expect("a map serializes");
-    std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))
+    let now = fingerprint(repo)?;
+    let text = serde_json::to_string_pretty(&now).expect("a map serializes");
+    std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    summary(repo, &now)
 }
 
-/// Refuses when the ignored files pytest would load differ from those `start` recorded (a session from
-/// before this check records them now).
-pub fn check(repo: &Repo, branch: &str) -> Result<()> {
+/// Refuses when the ignored files pytest would load differ from those `start` recorded: file by file
+/// where the list `start` kept beside the session is here, else by the summary the baseline carries
+/// (`recorded`: a clone that fetched the session, or one whose list was removed). A session from before
+/// either records them now.
+pub fn check(repo: &Repo, branch: &str, recorded: Option<&str>) -> Result<()> {
     let path = record_path(repo, branch)?;
+    let now = fingerprint(repo)?;
     let Ok(text) = std::fs::read_to_string(&path) else {
-        return record(repo, branch);
+        let Some(recorded) = recorded else {
+            return record(repo, branch).map(drop);
+        };
+        let here = summary(repo, &now)?;
+        if here != recorded {
+            let listed: Vec<&str> = now.keys().map(String::as_str).collect();
+            return Err(hinted(
+                format!(
+                    "git-ignored files that pytest loads differ from when the session started ({} \
+                     file(s) then, {} now: {}), and the guard cannot see them",
+                    recorded.split(' ').next().unwrap_or("?"),
+                    now.len(),
+                    if listed.is_empty() { "none".to_string() } else { listed.join(", ") }
+                ),
+                "put them back as they were where the session started, or delete them; they could \
+                 change every measurement unseen",
+            ));
+        }
+        return record(repo, branch).map(drop);
     };
     let recorded: Fingerprint = serde_json::from_str(&text).with_context(|| {
         Hinted::new(
             format!("{} is damaged", path.display()),
-            "delete it to record the present files",
+            "delete it to check the present files against the session's baseline",
         )
     })?;
-    let now = fingerprint(repo)?;
     let mut differ: Vec<String> = now
         .iter()
         .filter(|(p, hash)| recorded.get(*p) != Some(hash))

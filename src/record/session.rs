@@ -73,6 +73,10 @@ pub struct Session {
     /// How the harness measured at `start`, as the environment chose it (none in histories written
     /// before it was recorded).
     pub harness: Option<HarnessMode>,
+    /// The git-ignored files the tests can load at `start`, as their count and one hash of their paths
+    /// and contents (`3 9f2c...`), so that a clone without the list `start` kept beside it still checks
+    /// them (none in histories written before it was recorded).
+    pub ignored: Option<String>,
 }
 
 fn serialize_display<S: serde::Serializer>(
@@ -182,6 +186,9 @@ impl Session {
         if let Some(harness) = &self.harness {
             block.push("Harness", encode_field(&harness.encode()));
         }
+        if let Some(ignored) = &self.ignored {
+            block.push("Ignored", encode_field(ignored));
+        }
         for s in &self.spread {
             block.push(
                 "Spread",
@@ -258,6 +265,7 @@ impl Session {
                 .get("Harness")?
                 .map(|text| HarnessMode::decode(&decode_field(text)?))
                 .transpose()?,
+            ignored: block.get("Ignored")?.map(decode_field).transpose()?,
         }))
     }
 }
@@ -513,6 +521,7 @@ pub(crate) mod tests {
             harness: Some(HarnessMode::of(|name| {
                 (name == "CUPTI").then(|| "0".to_string())
             })),
+            ignored: Some("2 0123abcd".into()),
         }
     }
 

@@ -802,6 +802,7 @@ pub fn session_of(kernel: &str, test: &str, allowed: &[&str]) -> Session {
         runner: git_cutile_perf::system::runner::RunnerSettings::default(),
         spread: Vec::new(),
         harness: None,
+        ignored: None,
     }
 }
 

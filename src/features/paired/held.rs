@@ -51,7 +51,10 @@ pub fn hold<'a>(repo: &'a Repo, wanted: Wanted) -> Result<Held<'a>> {
         let _ = std::fs::remove_file(&record);
         // between commands its tree is anybody's to write: it serves only as committed
         let adopted =
-            match (kept.cannot_serve(&wanted.code, &wanted.env)).or_else(|| tree.changed()) {
+            match (kept.cannot_serve(&wanted.code, &wanted.env))
+                .or_else(|| tree.changed())
+                .or_else(|| kept.imported_changed())
+            {
                 Some(why) => Err(why),
                 None => Worker::adopt(&kept, wanted.side),
             };

@@ -31,12 +31,14 @@ is not found the census says so.
 import array
 import dataclasses
 import functools
+import importlib.abc
 import json
 import math
 import os
 import random
 import sys
 import time
+import types
 
 import pytest
 
@@ -45,9 +47,120 @@ PROPERTY = "cutile_perf_census"
 # tests/common.py (benchmark_framework calls it by its global name)
 HARNESS = (os.environ.get("CUTILE_PERF_HARNESS") or "tests.common:benchmark").split(":")
 
+# what of the harness its own import left (`_watch_harness`), before a module imported after it (the
+# kernel's among them) could replace any of it: {(module, attribute): (value, its code, defaults)}
+_harness_as_imported = None
+
+
+def _names_used(module):
+    """The global and attribute names the harness module's own functions use (nested code included)."""
+    names = set()
+
+    def walk(code):
+        names.update(code.co_names)
+        for const in code.co_consts:
+            if isinstance(const, types.CodeType):
+                walk(const)
+
+    for value in vars(module).values():
+        code = getattr(value, "__code__", None)
+        if isinstance(code, types.CodeType) and getattr(value, "__module__", None) == module.__name__:
+            walk(code)
+    return names
+
+
+def _as_now(value):
+    return value, getattr(value, "__code__", None), getattr(value, "__defaults__", None), getattr(value, "__kwdefaults__", None)
+
+
+def _watch_harness(module):
+    """Notes the harness module's functions and classes, and of the modules it holds the attributes its
+    functions use (`triton.testing.do_bench`, `torch.cuda.Event`), two modules deep: the number the harness
+    reports is made by them."""
+    global _harness_as_imported
+    used = _names_used(module)
+    watched = {}
+
+    def of_module(owner, depth):
+        for name in used & set(vars(owner)):
+            value = vars(owner)[name]
+            watched[(owner, name)] = _as_now(value)
+            if isinstance(value, types.ModuleType) and depth < 2:
+                of_module(value, depth + 1)
+
+    for name, value in vars(module).items():
+        if name.startswith("__"):
+            continue
+        if isinstance(value, types.ModuleType):
+            of_module(value, 1)
+        elif callable(value):
+            watched[(module, name)] = _as_now(value)
+    _harness_as_imported = watched
+
+
+def _harness_replaced(test_file):
+    """What of the harness was replaced since its import (a function, or its code or defaults), in words;
+    None where all is as imported, or where the harness was imported before the census could watch it.
+    The census's own wrapper of the harness function is no replacement, nor is code of the test's own file
+    (`test_file`: a session perf file that runs a standalone benchmark makes its harness so), which a
+    session's step cannot change."""
+
+    def ours(function, value):
+        if any(function is wrapper for wrapper in _wrappers):
+            inner = function.__wrapped__
+            return inner is value or ours(inner, value)
+        return getattr(getattr(function, "__code__", None), "co_filename", None) == test_file
+
+    for (owner, name), (value, code, defaults, kwdefaults) in (_harness_as_imported or {}).items():
+        now = vars(owner).get(name)
+        if now is not value and not ours(now, value):
+            return f"{owner.__name__}.{name} was replaced after the harness was imported"
+        as_imported = (code, defaults, kwdefaults)
+        if any(a is not b for a, b in zip(_as_now(value)[1:], as_imported)) and not ours(value, None):
+            return f"the code of {owner.__name__}.{name} was replaced after the harness was imported"
+    return None
+
+
+class _Watching(importlib.abc.Loader):
+    """The harness module's loader, which notes what its import made as soon as the module's code ran."""
+
+    def __init__(self, inner):
+        self._inner = inner
+
+    def create_module(self, spec):
+        return self._inner.create_module(spec)
+
+    def exec_module(self, module):
+        self._inner.exec_module(module)
+        _watch_harness(module)
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+
+class _HarnessFinder(importlib.abc.MetaPathFinder):
+    """Finds the harness module as the finders after it would, its loader wrapped by `_Watching`."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != HARNESS[0]:
+            return None
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            if finder is self or find is None:
+                continue
+            spec = find(name, path, target)
+            if spec is not None:
+                if spec.loader is not None and hasattr(spec.loader, "exec_module"):
+                    spec.loader = _Watching(spec.loader)
+                return spec
+        return None
+
+
 _launches = None  # the list launches are recorded into while a census call runs, else None
 _timed = None  # {(id(kernel), grid, signature): launches} while the harness times a case, else None
 _timed_kernels = {}  # id(kernel) -> kernel, for the kernels counted in `_timed`
+_wrappers = []  # the harness wrappers the census made
+_launches_taken = []  # the census call's launches, as recorded
 _seen_arrays = set()  # the arrays counted in this census call's bytes (an array is counted once)
 _census = None  # the current case's census, filled by the harness wrapper
 
@@ -244,6 +357,8 @@ def _take_census(config, fn):
         launches = _launches
     finally:
         _launches = None
+    global _launches_taken
+    _launches_taken = launches
     kernels = {}
     for launch in launches:
         file = _relative(launch["file"], root)
@@ -306,9 +421,7 @@ def _held_by(fn):
     """The identities of what `fn` holds (its closure's and defaults' values, one level into containers)
     and its tensors' memory: an output that is one of them is an input, not to be poisoned."""
     held = set()
-    values = [cell.cell_contents for cell in (getattr(fn, "__closure__", None) or ()) if cell.cell_contents is not None]
-    values += list(getattr(fn, "__defaults__", None) or ())
-    for value in values + [v for value in values if isinstance(value, (list, tuple)) for v in value]:
+    for value in _inputs(fn):
         held.add(id(value))
         if _is_tensor(value):
             held.add(("memory", value.untyped_storage().data_ptr()))
@@ -439,14 +552,18 @@ def _difference(timed, census, deterministic):
     return dict(found, elements=elements), tolerance
 
 
+# the kept timed calls' outputs, in the order they are compared (the first that differs is the one named)
+KEPT = ("fresh", "drawn", "last")
+
+
 def _check_outputs(kept, census_output, again, seed):
     """The timed calls' kept outputs against the census call's; `again` is a second untimed call's output
     (the same bits: the function is deterministic)."""
     deterministic = _difference(again, census_output, True)[0]["equal"]
     compared, tolerance = [], None
-    for call, output in sorted(kept.items()):
+    for name, (call, output) in sorted(kept.items(), key=lambda item: KEPT.index(item[0])):
         found, tolerance = _difference(output, census_output, deterministic)
-        compared.append(dict(found, call=call))
+        compared.append(dict(found, call=call, kept=name))
     return {
         "seed": seed,
         "deterministic": deterministic,
@@ -484,26 +601,120 @@ def _harness_settings(harness, args, kwargs):
     }
 
 
+# the timed calls among which the one given fresh input values is drawn (from 1): not the first, which a
+# wrapper can tell from the others as the one after an untimed call
+FRESH_FROM, FRESH_TO = 2, 6
+
+
+def _inputs(fn):
+    """What `fn` holds (its closure's and defaults' values, a `functools.partial`'s arguments, one level
+    into lists and tuples)."""
+    values = [cell.cell_contents for cell in (getattr(fn, "__closure__", None) or ()) if cell.cell_contents is not None]
+    values += list(getattr(fn, "__defaults__", None) or ())
+    if isinstance(fn, functools.partial):
+        values += list(fn.args) + list(fn.keywords.values())
+    return values + [v for value in values if isinstance(value, (list, tuple)) for v in value]
+
+
+def _refresh(fn, draw):
+    """Writes new values into `fn`'s floating-point inputs in place (same memory, shape and strides): each
+    input's own values, rotated by a drawn offset, so that they are values the function accepts but in
+    places no call saw them. Whether any input changed."""
+    changed = False
+    for value in _inputs(fn):
+        try:
+            if _is_tensor(value) and value.is_floating_point() and value.is_contiguous() and value.numel() > 1:
+                flat = value.detach().view(-1)
+                flat.copy_(flat.roll(draw.randrange(1, flat.numel())))
+                changed = True
+            elif isinstance(value, array.array) and value.typecode in "fd" and len(value) > 1:
+                shift = draw.randrange(1, len(value))
+                value[:] = value[shift:] + value[:shift]
+                changed = True
+        except Exception:  # an input that cannot be written (out of memory for the copy): left as it was
+            continue
+    return changed
+
+
+def _is_scalar_part(part):
+    try:
+        float(part)
+        return True
+    except ValueError:
+        return part in ("True", "False", "None")
+
+
+def _varying_scalars(first, second):
+    """The scalar arguments two untimed calls gave a kernel differently (a random offset advanced per
+    call): `{(kernel, file): {part index}}`, the index in a signature's words (0 the stream)."""
+    varying = {}
+    if len(first) != len(second):
+        return varying
+    for a, b in zip(first, second):
+        ours, theirs = a["signature"].split(" "), b["signature"].split(" ")
+        if a["kernel"] != b["kernel"] or len(ours) != len(theirs):
+            continue
+        for index, (x, y) in enumerate(zip(ours, theirs)):
+            if index and x != y and _is_scalar_part(x) and _is_scalar_part(y):
+                varying.setdefault((a["kernel"], a["file"]), set()).add(index)
+    return varying
+
+
+def _held_signature(signature, indices):
+    parts = signature.split(" ")
+    return " ".join("*" if index in indices else part for index, part in enumerate(parts))
+
+
+def _hold_agreed_scalars(census, varying):
+    """Masks (`*`) the scalars the census's two untimed calls did not agree on, in its own signatures and
+    the timed calls': shapes, dtypes, strides and the stream are held always, scalars where those calls
+    agree."""
+    for (kernel, file), indices in varying.items():
+        root_file = None
+        for launch in census.get("launches", []):
+            if launch["kernel"] == kernel:
+                root_file = launch["file"]
+                held = []
+                for signature in launch.get("signatures", []):
+                    masked = _held_signature(signature, indices)
+                    if masked not in held:
+                        held.append(masked)
+                launch["signatures"] = held
+        for launch in census["timed"]["launches"]:
+            if launch["kernel"] == kernel and launch["file"] == root_file:
+                launch["signature"] = _held_signature(launch["signature"], indices)
+        census.setdefault("varying", []).append({"kernel": kernel, "arguments": sorted(indices)})
+
+
+
 def _after_harness(item, fn, kept, seed):
     """The census call, and the timed calls' kept outputs (`kept`: `{"drawn": (call, output), "last":
     ...}`) checked against its output."""
     _synchronize()
     started = time.perf_counter()
     # before the census call, which may write into the same memory
-    snapshots = {call: _snapshot(output) for call, output in kept.values()}
+    snapshots = {name: (call, _snapshot(output)) for name, (call, output) in kept.items()}
     kept.clear()
+    global _launches
     try:
         census, output = _take_census(item.config, fn)
     except Exception as why:
-        return {"taken": False, "why": f"the census call failed: {type(why).__name__}: {why}"}
+        return {"taken": False, "why": f"the census call failed: {type(why).__name__}: {why}"}, {}
+    first, varying = _launches_taken, {}
     try:
-        again = fn()
+        _launches = []
+        _seen_arrays.clear()
+        try:
+            again = fn()
+        finally:
+            second, _launches = _launches, None
         _synchronize()
         census["outputs"] = _check_outputs(snapshots, output, again, seed)
+        varying = _varying_scalars(first, second)
     except Exception as why:
         census["outputs"] = {"seed": seed, "why": f"the outputs could not be compared: {type(why).__name__}: {why}"}
     census["outputs"]["seconds"] = round(time.perf_counter() - started - census["seconds"], 4)
-    return census
+    return census, varying
 
 
 def _census_harness(harness):
@@ -515,14 +726,22 @@ def _census_harness(harness):
         calls = [0]
         seed = int.from_bytes(os.urandom(4), "little")
         draw = random.Random(seed)
-        kept = {}  # "drawn" (reservoir sampling) and "last": (call number, output)
+        kept = {}  # "fresh", "drawn" (reservoir sampling) and "last": (call number, output)
+        # the timed call given input values no call saw before it: one of the first few, so that nearly
+        # every harness reaches it; the calls from it on compute on those values, as the census's will
+        fresh_at, since = draw.randint(FRESH_FROM, FRESH_TO), [1]
 
         @functools.wraps(fn)
         def counted(*fn_args, **fn_kwargs):
             calls[0] += 1
+            if counting and calls[0] == fresh_at and _refresh(fn, draw):
+                since[0] = fresh_at
             output = fn(*fn_args, **fn_kwargs)
-            # each of n calls is the drawn one with probability 1/n, whatever n turns out to be
-            if draw.random() * calls[0] < 1.0:
+            if calls[0] == since[0] > 1:
+                kept["fresh"] = (calls[0], output)
+            # each of n calls (since the fresh values) is the drawn one with probability 1/n, whatever n
+            # turns out to be
+            if draw.random() * (calls[0] - since[0] + 1) < 1.0:
                 kept["drawn"] = (calls[0], output)
             kept["last"] = (calls[0], output)
             return output
@@ -544,8 +763,14 @@ def _census_harness(harness):
         # after the timed repetitions, so that the census sees the call as they saw it last (a cache
         # warmed by them included), and they are not disturbed
         if counting:
-            _census = _after_harness(item, fn, kept, seed)
+            replaced = _harness_replaced(str(item.path))
+            _census, varying = _after_harness(item, fn, kept, seed)
             _census["timed"] = {"calls": calls[0], "launches": _timed_launches(counts, str(item.config.rootpath))}
+            _census["timed"]["fresh_inputs"] = since[0] if since[0] > 1 else None
+            _hold_agreed_scalars(_census, varying)
+            _census["wraps"] = ":".join(HARNESS)
+            if replaced is not None:
+                _census["replaced"] = replaced
             if "outputs" in _census:
                 _census["outputs"]["poisoned"] = poisoned
                 _census["outputs"]["seconds"] = round(_census["outputs"]["seconds"] + poisoning, 4)
@@ -553,6 +778,7 @@ def _census_harness(harness):
         return timed
 
     with_census.cutile_perf_census = True
+    _wrappers.append(with_census)
     return with_census
 
 
@@ -585,5 +811,10 @@ def pytest_runtest_call(item):
         _current_item, _census = None, None
 
 
-# before the test modules are imported, so that `ct.launch` is the recording one wherever it is looked up
+# before the test modules are imported, so that `ct.launch` is the recording one wherever it is looked up,
+# and what the harness's import makes is noted before anything imported after it runs
 _install_launch_recorder()
+if HARNESS[0] in sys.modules:
+    _watch_harness(sys.modules[HARNESS[0]])
+else:
+    sys.meta_path.insert(0, _HarnessFinder())

@@ -80,6 +80,13 @@ pub struct Census {
     /// older than them, or for a harness whose signature could not be read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub harness: Option<BTreeMap<String, serde_json::Value>>,
+    /// The harness function the census wrapped (`tests.common:benchmark`); none in censuses older than it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wraps: Option<String>,
+    /// What of the harness was replaced after its import (a function of its module, or one it uses), in
+    /// words: the number it reported is then not the timed calls' own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replaced: Option<String>,
 }
 
 /// The outputs of timed calls the plugin kept (one drawn at random by `seed`, and the last), each
@@ -118,6 +125,10 @@ pub struct Tolerance {
 pub struct Compared {
     /// Which of the harness's calls it was (from 1).
     pub call: u64,
+    /// Why it was kept: `fresh` (the first call on new input values), `drawn` or `last`; none in older
+    /// censuses.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kept: Option<String>,
     /// Equal under the rule that applied (bit for bit, or within the tolerance).
     pub equal: bool,
     /// The largest absolute difference; none where one side is not a number there.
@@ -138,6 +149,10 @@ pub struct Compared {
 pub struct Timed {
     pub calls: u64,
     pub launches: Vec<TimedLaunch>,
+    /// The timed call from which the function's inputs held new values, written in place; none where
+    /// the harness called it too few times, its inputs could not be rewritten, or in older censuses.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fresh_inputs: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -314,6 +329,8 @@ mod tests {
             timed: None,
             outputs: None,
             harness: None,
+            wraps: None,
+            replaced: None,
             device: Some(
                 device
                     .iter()
@@ -365,6 +382,7 @@ mod tests {
                         count,
                     })
                     .collect(),
+                fresh_inputs: None,
             }),
             ..census(&[("k", KERNEL)], &[("k", 100.0)], 0)
         }

@@ -183,6 +183,8 @@ mod tests {
             timed: None,
             outputs: None,
             harness: None,
+            wraps: None,
+            replaced: None,
         }
     }
 

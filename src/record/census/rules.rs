@@ -6,6 +6,7 @@
 use super::{Census, LAUNCH_SLACK, Outputs, SHARE_SLACK, harness, physics};
 use crate::record::evidence::RunFile;
 use crate::record::session::Session;
+use crate::record::session::harness::{DEFAULT_HARNESS, HarnessMode};
 use crate::rules::decision::{Decided, Tier};
 use crate::rules::peaks::Peak;
 
@@ -25,6 +26,8 @@ pub struct Rules<'a> {
     pub peak: Option<&'a Peak>,
     /// What the kernel computes, when its FLOPs can be told from its tensors' shapes.
     pub op: Option<physics::Op>,
+    /// The harness function the session measures with, as recorded at `start`.
+    pub harness: String,
 }
 
 impl Rules<'_> {
@@ -33,6 +36,10 @@ impl Rules<'_> {
             allowed: &session.allowed,
             peak: session.gpu.as_deref().and_then(crate::rules::peaks::lookup),
             op: physics::Op::of(&session.kernel),
+            harness: session
+                .harness
+                .as_ref()
+                .map_or_else(|| DEFAULT_HARNESS.to_string(), HarnessMode::harness),
         }
     }
 }
@@ -77,10 +84,13 @@ fn refusal(decided: &Decided, runs: &[RunFile], rules: &Rules) -> Option<String>
                 .collect()
         };
         let (ours, theirs) = (of(&candidate), of(&baseline));
+        let test = &config.test;
+        if let Some(why) = measured_elsewhere(&candidate, &baseline, test, &rules.harness) {
+            return Some(format!("{test}: {why}"));
+        }
         if theirs.is_empty() {
             continue; // no census of the baseline: nothing to hold the candidate to
         }
-        let test = &config.test;
         if ours.is_empty() {
             let why = candidate
                 .iter()
@@ -114,6 +124,48 @@ fn refusal(decided: &Decided, runs: &[RunFile], rules: &Rules) -> Option<String>
         }
     }
     None
+}
+
+/// How the census plugin says that no harness call could be censused: the harness is not there, or the
+/// test never called it.
+const NOT_CENSUSED: [&str; 2] = ["no harness", "the test did not call its harness"];
+
+/// Why a config's number is not the timed calls' own, by either side's censuses: the harness they
+/// wrapped is not the session's, or its functions were replaced after its import (by code the test
+/// imported, the kernel's among it), or no census could be taken because the harness is not there or
+/// the test never called it.
+fn measured_elsewhere(
+    candidate: &[(String, Census)],
+    baseline: &[(String, Census)],
+    test: &str,
+    harness: &str,
+) -> Option<String> {
+    let sides = [("candidate", candidate), ("baseline", baseline)];
+    let censuses = || {
+        sides.iter().flat_map(|(side, censuses)| {
+            (censuses.iter())
+                .filter(move |(id, _)| id == test)
+                .map(move |(_, census)| (*side, census))
+        })
+    };
+    for (side, census) in censuses() {
+        if let Some(replaced) = &census.replaced {
+            return Some(format!(
+                "the {side}'s harness reported a number the timed calls did not make: {replaced}"
+            ));
+        }
+        if let Some(wrapped) = census.wraps.as_deref().filter(|w| *w != harness) {
+            return Some(format!(
+                "the {side}'s census wrapped {wrapped}, not the session's harness {harness}"
+            ));
+        }
+    }
+    let none_taken = censuses().all(|(_, census)| !census.taken);
+    let uncalled = |why: &String| NOT_CENSUSED.iter().any(|start| why.starts_with(start));
+    let absent = censuses().find_map(|(_, c)| c.why.clone().filter(uncalled));
+    absent.filter(|_| none_taken).map(|why| {
+        format!("neither side's timed calls could be censused ({why}): nothing holds the gain to them")
+    })
 }
 
 /// Each config's censuses from the runs of one side (`candidate` or `baseline`), rounds and
@@ -375,8 +427,12 @@ impl Outputs {
             }
             (Some(t), false) => format!("within rtol {}, atol {} ({})", t.rtol, t.atol, t.source),
         };
+        let which = match c.kept.as_deref() {
+            Some("fresh") => " (the first on input values no call had seen, written in place)",
+            _ => "",
+        };
         Some(format!(
-            "timed call {} returned other output than the census's own call: {how} (held {rule})",
+            "timed call {}{which} returned other output than the census's own call: {how} (held {rule})",
             c.call
         ))
     }
@@ -527,6 +583,7 @@ mod tests {
                     differing: if equal { 0 } else { 4 },
                     elements: 8,
                     why: None,
+                    kept: None,
                 })
                 .collect(),
             poisoned: true,

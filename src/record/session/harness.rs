@@ -1,7 +1,9 @@
 //! How the benchmark harness measures, as the environment chooses it. TileGym's test configuration reads
 //! its harness's defaults from environment variables: `CUPTI` (on by default: each timed call's GPU
 //! kernels summed by the profiler, host work unseen), `CUDAGRAPH` (the calls replayed from a CUDA graph,
-//! timed by events), and the repetitions (`WARMUP`, `REP`, `MIN_REP`, `INITIAL_REP`, `MODE`). A session
+//! timed by events), the repetitions (`WARMUP`, `REP`, `MIN_REP`, `MAX_REP`, `INITIAL_REP`, `MODE`) and
+//! the shapes and hyper-parameters (`PARAMS`, `CONFIG`); `CUTILE_PERF_HARNESS` names the harness function
+//! the census wraps, `tests.common:benchmark` where unset. A session
 //! records the ones set at `start`; a step in an environment that sets them otherwise would measure
 //! differently from the baseline it is compared with, and is refused before it runs.
 
@@ -10,16 +12,27 @@ use std::fmt;
 
 use anyhow::{Result, bail};
 
-/// The variables that change how TileGym's harness measures.
+/// The variables that change how TileGym's harness measures (`tests/config.py` reads all but the
+/// last): `MAX_REP` bounds the repetitions, `PARAMS` and `CONFIG` pick shapes and hyper-parameters; the
+/// last names the harness function the census wraps.
 pub const VARIABLES: &[&str] = &[
     "CUPTI",
     "CUDAGRAPH",
     "WARMUP",
     "REP",
     "MIN_REP",
+    "MAX_REP",
     "INITIAL_REP",
     "MODE",
+    "PARAMS",
+    "CONFIG",
+    HARNESS_VARIABLE,
 ];
+
+/// The variable that names the harness function the census wraps (`module:function`), and the one it
+/// wraps where it is not set.
+pub const HARNESS_VARIABLE: &str = "CUTILE_PERF_HARNESS";
+pub const DEFAULT_HARNESS: &str = "tests.common:benchmark";
 
 /// Those of [`VARIABLES`] that TileGym reads as a yes or no (`0`, `false`, `no` and empty are no).
 const SWITCHES: &[&str] = &["CUPTI", "CUDAGRAPH"];
@@ -54,12 +67,22 @@ impl HarnessMode {
         HarnessMode::of(|name| std::env::var(name).ok())
     }
 
-    /// As a trailer holds it: `CUPTI=0 REP=200`, or `defaults`.
+    /// The harness function the census wraps in this mode.
+    pub fn harness(&self) -> String {
+        (self.0.get(HARNESS_VARIABLE).cloned()).unwrap_or_else(|| DEFAULT_HARNESS.to_string())
+    }
+
+    /// As a trailer holds it: `CUPTI=0 REP=200`, or `defaults`; a space or `%` in a value (a `CONFIG`
+    /// of several words) as `%20` or `%25`.
     pub fn encode(&self) -> String {
-        match self.0.is_empty() {
-            true => DEFAULTS.to_string(),
-            false => self.to_string(),
+        if self.0.is_empty() {
+            return DEFAULTS.to_string();
         }
+        let escaped = |value: &str| value.replace('%', "%25").replace(' ', "%20");
+        let set: Vec<String> = (self.0.iter())
+            .map(|(n, v)| format!("{n}={}", escaped(v)))
+            .collect();
+        set.join(" ")
     }
 
     pub fn decode(text: &str) -> Result<HarnessMode> {
@@ -69,9 +92,10 @@ impl HarnessMode {
         let mut set = BTreeMap::new();
         for pair in text.split(' ') {
             match pair.split_once('=') {
-                Some((name, value)) if VARIABLES.contains(&name) => {
-                    set.insert(name.to_string(), value.to_string())
-                }
+                Some((name, value)) if VARIABLES.contains(&name) => set.insert(
+                    name.to_string(),
+                    value.replace("%20", " ").replace("%25", "%"),
+                ),
                 _ => bail!("bad harness setting {pair:?} in {text:?}"),
             };
         }
@@ -136,7 +160,11 @@ mod tests {
         assert_eq!(cupti_off.encode(), "CUPTI=0 REP=200");
         assert_eq!(mode(&[("CUPTI", "no")]), mode(&[("CUPTI", "0")]));
         assert_eq!(mode(&[("CUDAGRAPH", "yes")]).encode(), "CUDAGRAPH=1");
-        for m in [cupti_off.clone(), HarnessMode::default()] {
+        let worded = mode(&[("CONFIG", "m=4096 n=1%"), ("CUTILE_PERF_HARNESS", "t:b")]);
+        assert_eq!(worded.encode(), "CONFIG=m=4096%20n=1%25 CUTILE_PERF_HARNESS=t:b");
+        assert_eq!(worded.harness(), "t:b");
+        assert_eq!(cupti_off.harness(), DEFAULT_HARNESS);
+        for m in [cupti_off.clone(), worded, HarnessMode::default()] {
             assert_eq!(HarnessMode::decode(&m.encode()).unwrap(), m);
         }
         assert_eq!(HarnessMode::default().encode(), "defaults");

@@ -19,7 +19,11 @@ The tool owns the channel, a directory given as `--cutile-perf-worker=DIR`:
 - `standby` (empty), there before the worker starts, makes it wait once collected: the tool starts a later
   round's worker while this round measures, and takes the file away when that round begins; only then does
   the worker make its CUDA context and say `ready`;
-- `stop` ends the worker, as does no command for `--cutile-perf-worker-idle` seconds, or its channel gone.
+- `stop` ends the worker, as does no command for `--cutile-perf-worker-idle` seconds, or its channel gone;
+- the worker writes `imported` (JSON: `{path: [bytes, mtime_ns]}`) when collected and after each command:
+  every file its modules were loaded from outside its own tree, and each directory on `sys.path` outside
+  it (a module or `.pth` file added there changes its time), so that the tool ends a kept worker whose
+  imported code changed on disk since (a library upgraded, a site-packages file edited).
 
 Each file appears whole (written beside, then renamed), so neither side reads half a message. Files rather
 than a FIFO: a dead peer never blocks an open, and they work where the tests run on a Slurm node that
@@ -66,6 +70,30 @@ def _write(channel, name, value):
     with open(path + ".part", "w") as f:
         json.dump(value, f)
     os.replace(path + ".part", path)
+
+
+def _stat(path):
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return [found.st_size, found.st_mtime_ns]
+
+
+def _write_imported(channel, root):
+    """Writes `imported`: the files this process's modules came from and the `sys.path` directories, those
+    outside `root` (its tree, whose code the tool tells by its commit), each with its size and time."""
+    inside = os.path.join(os.path.realpath(root), "")
+    paths = {getattr(module, "__file__", None) for module in list(sys.modules.values())}
+    paths.update(entry for entry in sys.path if entry)
+    found = {}
+    for path in paths:
+        if not isinstance(path, str) or not os.path.isabs(path) or os.path.realpath(path).startswith(inside):
+            continue
+        stat = _stat(path)
+        if stat is not None:
+            found[path] = stat
+    _write(channel, "imported", found)
 
 
 def _cannot_stay_warm(config):
@@ -271,6 +299,7 @@ def pytest_runtestloop(session):
     if not _stood_by(channel, config.getoption("--cutile-perf-worker-idle")):
         return True
     _cuda_context()
+    _write_imported(channel, config.rootpath)
     _write(channel, "ready", {"pid": os.getpid(), "cases": [item.nodeid for item in items]})
     number = 1
     while True:
@@ -290,6 +319,7 @@ def pytest_runtestloop(session):
             if offset:
                 seeds.shift_seeds(0)
             _release_cached_blocks()
+        _write_imported(channel, config.rootpath)
         _write(channel, f"done-{number}", {"failed": failed, "ran": len(chosen)})
         number += 1
     return True

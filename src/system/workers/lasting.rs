@@ -48,6 +48,16 @@ pub struct WorkerEnv {
     pub gpu: Option<String>,
 }
 
+/// The file in a worker's channel that lists what it imported from outside its tree.
+const IMPORTED: &str = "imported";
+
+/// A file's size and its modification time in nanoseconds, as Python's `os.stat` gives them.
+fn size_and_time(metadata: &std::fs::Metadata) -> (u64, i128) {
+    use std::os::unix::fs::MetadataExt;
+    let nanos = i128::from(metadata.mtime()) * 1_000_000_000 + i128::from(metadata.mtime_nsec());
+    (metadata.size(), nanos)
+}
+
 /// Variables a shell sets afresh for each command it runs, which say where and how it was typed, not
 /// what the tests run: a worker is not ended for them.
 const NOT_PASSED_ON: [&str; 4] = ["_", "OLDPWD", "PWD", "SHLVL"];
@@ -183,6 +193,29 @@ impl Lasting {
             });
         }
         None
+    }
+
+    /// Why the files it imported from outside its tree (and the directories on its `sys.path`) no
+    /// longer are as it loaded them, by size and time: the first that changed or went away, named;
+    /// `None` when all are as they were. A worker that wrote no list is not to be trusted either.
+    pub fn imported_changed(&self) -> Option<String> {
+        let path = self.channel().join(IMPORTED);
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            return Some("it recorded no list of the files it imported".into());
+        };
+        let Ok(imported) = serde_json::from_str::<BTreeMap<String, (u64, i128)>>(&text) else {
+            return Some("its list of the files it imported cannot be read".into());
+        };
+        imported.iter().find_map(|(file, &was)| {
+            let now = std::fs::metadata(file).ok().map(|m| size_and_time(&m));
+            match now {
+                None => Some(format!("{file}, which it imported, is gone")),
+                Some(now) if now != was => Some(format!(
+                    "{file}, which it imported, changed since it started"
+                )),
+                Some(_) => None,
+            }
+        })
     }
 
     /// Its channel directory.

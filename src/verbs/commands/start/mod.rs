@@ -127,10 +127,11 @@ pub fn run(ui: &mut Ui, repo: &Repo, args: &StartOptions) -> Result<StartReport>
         repo.git(&["checkout", "-q", "-b", &plan.branch])?;
         make_beside_the_branch(ui, repo, &mut journal)?;
         crate::record::history::made_sandbox(repo)?;
-        crate::features::ignored::record(repo, &plan.branch)?;
+        let ignored = crate::features::ignored::record(repo, &plan.branch)?;
         journal.enter(repo, Phase::RunningTests)?;
         let baseline = baseline(repo, &plan, &original)?;
         let mut plan = plan;
+        plan.session.ignored = Some(ignored);
         let mut class_measure_s = None;
         if plan.measure_class {
             let began = Instant::now();

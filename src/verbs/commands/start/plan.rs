@@ -216,6 +216,8 @@ fn session(
         runner: args.runner.clone(),
         spread: Vec::new(),
         harness: Some(HarnessMode::now()),
+        // what `start` finds is recorded as it records the list beside the session
+        ignored: None,
     }
 }
 

@@ -40,7 +40,7 @@ pub fn preflight(repo: &Repo, continue_anyway: bool) -> Result<Preflight> {
     crate::features::refusals::check_step(repo, allowed, &history.session.test)?;
     crate::features::refusals::check_perf_file(repo, &history.session)?;
     if let Some(branch) = repo.branch()? {
-        crate::features::ignored::check(repo, &branch)?;
+        crate::features::ignored::check(repo, &branch, history.session.ignored.as_deref())?;
     }
     let changed = repo.all_changes()?;
     if changed.is_empty() {

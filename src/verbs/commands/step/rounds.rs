@@ -244,6 +244,8 @@ mod tests {
             timed: None,
             outputs: None,
             harness: None,
+            wraps: None,
+            replaced: None,
             device: Some(vec![census::DeviceTime {
                 name: device.into(),
                 us: 1.0,
