@@ -15,7 +15,7 @@ use git_cutile_perf::verbs::commands::{
 use git_cutile_perf::{system::git, system::process, verbs::errors};
 
 fn main() -> ExitCode {
-    let (cli, json) = match errors::parse_command_line() {
+    let (cli, json) = match git_cutile_perf::verbs::cli::parse_command_line() {
         Ok(parsed) => parsed,
         Err(code) => return code,
     };

@@ -5,4 +5,3 @@ pub mod cli;
 pub mod commands;
 pub mod errors;
 pub mod generate;
-pub mod settings;

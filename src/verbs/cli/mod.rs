@@ -6,7 +6,9 @@
 
 mod extras;
 mod loop_verbs;
+mod parse;
 mod record_verbs;
+pub mod settings;
 
 pub use extras::{
     CompletionsArgs, ConfigArgs, DemoArgs, ExtrasArgs, HookAction, HookArgs, ManArgs, RefsArgs,
@@ -15,6 +17,7 @@ pub use extras::{
 pub use loop_verbs::{
     DiagnoseArgs, InspectArgs, NextArgs, RunnerArgs, StartArgs, StepArgs, ThresholdArgs,
 };
+pub use parse::parse_command_line;
 pub use record_verbs::{CompareArgs, PlotArgs, ReportArgs, SetupRemoteArgs, TableArgs, TravelArgs};
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
