@@ -5,7 +5,6 @@
 //! and the runner; the record; features; verbs (`commands`, one verb never using another); main.
 //! `tests/layers.rs` holds the table and fails on an upward import or a cycle.
 
-pub mod edge;
 pub mod features;
 pub mod record;
 pub mod rules;

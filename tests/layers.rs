@@ -7,11 +7,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-/// The layers, lowest first: each is a folder of `src/`. The files at `src/`'s root (`lib.rs`,
-/// `main.rs` and `edge.rs`, which turns parsed arguments into the verbs' options) sit above them all.
+/// The layers, lowest first: each is a folder of `src/`. The files at `src/`'s root (`lib.rs` and
+/// `main.rs`) sit above them all.
 const LAYERS: &[&str] = &["rules", "system", "record", "features", "verbs"];
 /// The files that may sit at `src/`'s root, outside every layer.
-const ROOT_FILES: &[&str] = &["lib.rs", "main.rs", "edge.rs"];
+const ROOT_FILES: &[&str] = &["lib.rs", "main.rs"];
 
 /// Lines of a source file above its tests (`#[cfg(test)]`), at most: a file that holds more holds
 /// more than one part, and each part reads better on its own.
@@ -327,7 +327,7 @@ fn check(sources: &[Source]) -> Vec<String> {
 }
 
 /// The unit the layering is checked between: a layer's module (`rules::verdict`), or a file at the
-/// root (`edge`, `main`); none for the crate's root, its items (`VERSION`) or a layer's own `mod.rs`.
+/// root (`main`); none for the crate's root, its items (`VERSION`) or a layer's own `mod.rs`.
 fn unit(path: &[String]) -> Option<Vec<String>> {
     match path {
         [layer, module, ..] if LAYERS.contains(&layer.as_str()) => {
