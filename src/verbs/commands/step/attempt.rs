@@ -8,11 +8,10 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::Result;
-use serde::Serialize;
 
-use super::rounds::{Measured, baseline_passed, measure, no_reroll};
-use super::sides::{self, Codes};
-use crate::features::paired::{CodeTree, Held, Holders, Pair, Rounds, dumps_of};
+use super::rounds::{Checks, Measured, baseline_passed, measure, no_reroll};
+use super::sides::{self, Codes, HeldSides};
+use crate::features::paired::{CodeTree, Holders, Pair, Rounds, dumps_of};
 use crate::record::census;
 use crate::record::evidence::{Ended, RunFile, Stage};
 use crate::record::history::{History, sandbox};
@@ -41,12 +40,6 @@ pub struct Tried<'a> {
     pub held: Vec<HeldSides<'a>>,
 }
 
-/// One GPU's two sides' code and workers after the attempt.
-pub struct HeldSides<'a> {
-    pub candidate: Held<'a>,
-    pub baseline: Held<'a>,
-}
-
 /// On every GPU, the side whose code is the baseline after the step (the candidate's when it is
 /// `kept`); the others end now.
 pub fn holders(held: Vec<HeldSides>, kept: bool) -> Holders {
@@ -58,27 +51,6 @@ pub fn holders(held: Vec<HeldSides>, kept: bool) -> Holders {
             })
             .collect(),
     )
-}
-
-/// What the tool's own checks of a step cost, in seconds, beside what they found: the share of the step
-/// they take can be stated from the report alone.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct Checks {
-    /// The census's untimed repetitions of each perf case, over every benchmark run of the step.
-    pub census_s: f64,
-    /// Checking what the timed calls returned against the census call's output (keeping, copying and
-    /// comparing outputs, and the untimed call that tells whether the function is deterministic), over
-    /// every benchmark run of the step.
-    pub timed_outputs_s: f64,
-    /// The correctness runs on inputs neither side has seen (only for a step the rounds would keep).
-    pub unseen_inputs_s: f64,
-    /// Reading and comparing the two sides' dumps after the first round.
-    pub no_reroll_s: f64,
-    /// Why the two sides were not found alike (the first thing that differs); none when they were, or
-    /// when no round was measured.
-    pub not_alike: Option<String>,
-    /// The compile facts gathered after the verdict.
-    pub compile_facts_s: f64,
 }
 
 /// Runs correctness, then (if it passed) paired rounds; after the first round, a candidate that compiled

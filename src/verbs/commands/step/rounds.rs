@@ -6,8 +6,8 @@ use std::cell::RefCell;
 use std::time::Instant;
 
 use anyhow::Result;
+use serde::Serialize;
 
-use super::attempt::Checks;
 use crate::features::diagnose::toolchain;
 use crate::features::paired::{self, Paired, Rounds};
 use crate::record::census;
@@ -20,6 +20,27 @@ use crate::system::git::Repo;
 use crate::system::process::Interrupted;
 use crate::system::pytest::{CorrectnessRun, Pytest, Recorded};
 use crate::system::workers::Side;
+
+/// What the tool's own checks of a step cost, in seconds, beside what they found: the share of the step
+/// they take can be stated from the report alone.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Checks {
+    /// The census's untimed repetitions of each perf case, over every benchmark run of the step.
+    pub census_s: f64,
+    /// Checking what the timed calls returned against the census call's output (keeping, copying and
+    /// comparing outputs, and the untimed call that tells whether the function is deterministic), over
+    /// every benchmark run of the step.
+    pub timed_outputs_s: f64,
+    /// The correctness runs on inputs neither side has seen (only for a step the rounds would keep).
+    pub unseen_inputs_s: f64,
+    /// Reading and comparing the two sides' dumps after the first round.
+    pub no_reroll_s: f64,
+    /// Why the two sides were not found alike (the first thing that differs); none when they were, or
+    /// when no round was measured.
+    pub not_alike: Option<String>,
+    /// The compile facts gathered after the verdict.
+    pub compile_facts_s: f64,
+}
 
 fn interrupted() -> anyhow::Error {
     Interrupted("nothing was recorded; your changes are as you left them").into()

@@ -5,8 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
-use super::attempt::HeldSides;
-use crate::features::paired::{self, Pair, Wanted, dumps_of};
+use crate::features::paired::{self, Held, Pair, Wanted, dumps_of};
 use crate::record::evidence::Evidence;
 use crate::record::history::History;
 use crate::system::git::Repo;
@@ -14,6 +13,12 @@ use crate::system::pytest::Pytest;
 use crate::system::ui::Progress;
 use crate::system::workers::Side;
 use crate::system::workers::lasting::{Code, WorkerEnv};
+
+/// One GPU's two sides' code and workers after the attempt.
+pub struct HeldSides<'a> {
+    pub candidate: Held<'a>,
+    pub baseline: Held<'a>,
+}
 
 /// A GPU of the step (none: the environment's) and the perf cases it measures (none: every case).
 pub type Share = (Option<String>, Option<Vec<String>>);
