@@ -1,5 +1,6 @@
 //! Features the verbs are made of: inspection, diagnosis, hooks, recovery, reports.
 
+pub mod code_tree;
 pub mod demo_python;
 pub mod diagnose;
 pub mod hook;

@@ -161,10 +161,7 @@ impl Statistic {
     }
 
     pub fn parse(text: &str) -> Option<Statistic> {
-        Statistic::ALL
-            .iter()
-            .copied()
-            .find(|s| s.as_str() == text)
+        Statistic::ALL.iter().copied().find(|s| s.as_str() == text)
     }
 }
 

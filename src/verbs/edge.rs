@@ -8,8 +8,8 @@ use crate::system::ui::{Render, Ui};
 use crate::system::{git, process};
 use crate::verbs::cli::{self, Cli, Command, HookAction};
 use crate::verbs::commands::{
-    compare, config, demo, diagnose, extras, hook, inspect, next, plot, refs, remote, repair, report,
-    scaffold, skill, start, status, step, table, verify,
+    compare, config, demo, diagnose, extras, hook, inspect, next, plot, refs, remote, repair,
+    report, scaffold, skill, start, status, step, table, verify,
 };
 
 /// Runs a verb and shows its report, or passes its failure on.

@@ -12,8 +12,8 @@ use anyhow::{Context, Result};
 /// kernel once per trial under its own name, and those launches must not be what ncu profiles.
 pub const PAUSE_TUNING: (&str, &str) =
     ("cutile_perf_pause_tuning", include_str!("pause_tuning.py"));
+use crate::features::code_tree::CodeTree;
 use crate::features::inspect::module;
-use crate::features::paired::CodeTree;
 use crate::record::session::Session;
 use crate::system::git::Repo;
 use crate::system::gpu::GpuState;

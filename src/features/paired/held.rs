@@ -6,7 +6,8 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 
-use super::{CodeTree, dumps_of};
+use super::dumps_of;
+use crate::features::code_tree::CodeTree;
 use crate::rules::decision::Decision;
 use crate::system::git::Repo;
 use crate::system::pytest::Pytest;

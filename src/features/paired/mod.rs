@@ -7,7 +7,7 @@
 //! step's end or, for the worker that holds the new baseline's code, when that worker ends
 //! ([`Held::keep_as_baseline`]).
 //!
-//! The rounds are here; each side's worktree in `tree.rs`, the side's code and warm worker held for the
+//! The rounds are here; each side's worktree in `features/code_tree.rs`, the side's code and warm worker held for the
 //! rounds (and kept past them) in `held.rs`, and the pruning of what steps leave in the sandbox in
 //! `housekeeping.rs`.
 
@@ -25,11 +25,9 @@ use crate::system::workers::Side;
 
 mod held;
 mod housekeeping;
-mod tree;
 
 pub use held::{Held, Holders, Wanted, end_kept_workers, hold};
 pub use housekeeping::{dumps_of, prune_dumps, prune_worker_logs};
-pub use tree::{CodeTree, edited_trees, edits_in, refuse_edited_trees};
 
 /// How the paired rounds ended.
 pub enum Paired {

@@ -152,6 +152,10 @@ mod tests {
             .try_get_matches_from(["t", "--stat", "min"])
             .unwrap();
         assert_eq!(matches.get_one::<Statistic>("stat"), Some(&Statistic::Min));
-        assert!(command.try_get_matches_from(["t", "--stat", "mode"]).is_err());
+        assert!(
+            command
+                .try_get_matches_from(["t", "--stat", "mode"])
+                .is_err()
+        );
     }
 }
