@@ -9,7 +9,7 @@ use std::path::Path;
 
 /// The layers, lowest first: each is a folder of `src/`. The files at `src/`'s root (`lib.rs` and
 /// `main.rs`) sit above them all.
-const LAYERS: &[&str] = &["rules", "system", "record", "features", "verbs"];
+const LAYERS: &[&str] = &["rules", "system", "record", "features", "measure", "verbs"];
 /// The files that may sit at `src/`'s root, outside every layer.
 const ROOT_FILES: &[&str] = &["lib.rs", "main.rs"];
 
@@ -183,8 +183,8 @@ fn an_upward_import_a_cycle_a_verb_using_a_verb_and_a_stray_file_are_named() {
     assert_eq!(
         check(&sources),
         [
-            "src/extra/ is no layer: move it into one of rules, system, record, features, verbs",
-            "src/spare.rs sits outside the layers: move it into one of rules, system, record, features, verbs",
+            "src/extra/ is no layer: move it into one of rules, system, record, features, measure, verbs",
+            "src/spare.rs sits outside the layers: move it into one of rules, system, record, features, measure, verbs",
             "upward: system/git.rs:1: system::git (system) imports record::history (record)",
             "cycle in rules: rules::decision -> rules::verdict -> rules::decision",
             "verb imports verb: verbs/commands/step/preflight.rs:2: commands::step imports commands::verify",

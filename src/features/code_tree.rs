@@ -18,7 +18,7 @@ pub struct CodeTree<'a> {
     pub path: PathBuf,
     /// The folder the tree was made in (a worker's home), removed with it.
     home: Option<PathBuf>,
-    pub(super) kept: bool,
+    pub kept: bool,
     /// Whether its checkout finished: a half-made tree holds no edit of anyone's.
     made: bool,
 }
@@ -67,7 +67,7 @@ impl<'a> CodeTree<'a> {
     }
 
     /// The tree a kept worker runs from, owned (removed when dropped) from now on.
-    pub(super) fn adopt(repo: &'a Repo, home: &Path) -> CodeTree<'a> {
+    pub fn adopt(repo: &'a Repo, home: &Path) -> CodeTree<'a> {
         CodeTree {
             repo,
             path: home.join("tree"),

@@ -7,7 +7,6 @@ pub mod hook;
 pub mod ignored;
 pub mod inspect;
 pub mod locate;
-pub mod paired;
 pub mod recovery;
 pub mod refusals;
 pub mod report;

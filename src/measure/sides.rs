@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
-use crate::features::paired::{self, Held, Pair, Wanted, dumps_of};
+use crate::measure::paired::{self, Held, Pair, Wanted, dumps_of};
 use crate::record::evidence::Evidence;
 use crate::record::history::History;
 use crate::system::git::Repo;

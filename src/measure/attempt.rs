@@ -12,7 +12,7 @@ use anyhow::Result;
 use super::rounds::{Checks, Measured, baseline_passed, measure, no_reroll};
 use super::sides::{self, Codes, HeldSides};
 use crate::features::code_tree::CodeTree;
-use crate::features::paired::{Holders, Pair, Rounds, dumps_of};
+use crate::measure::paired::{Holders, Pair, Rounds, dumps_of};
 use crate::record::census;
 use crate::record::evidence::{Ended, RunFile, Stage};
 use crate::record::history::{History, sandbox};

@@ -9,7 +9,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::features::diagnose::toolchain;
-use crate::features::paired::{self, Paired, Rounds};
+use crate::measure::paired::{self, Paired, Rounds};
 use crate::record::census;
 use crate::record::evidence::{Crash, Ended, Evidence, RunFile, Stage, Undecided};
 use crate::record::history::History;
