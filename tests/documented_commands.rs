@@ -156,14 +156,42 @@ fn source_paths(text: &str) -> Vec<&str> {
     found
 }
 
+/// Whether a tracked file documents the tool for a reader, so that a path it names must exist: the
+/// README, the manual and the references, the evidence's stories and the tools' scripts.
+fn documents(path: &str) -> bool {
+    let page = path.ends_with(".md");
+    let script = [".py", ".sh"].iter().any(|ext| path.ends_with(ext));
+    path == "README.md"
+        || (page && ["docs/", "references/", "evidence/"].iter().any(|dir| path.starts_with(dir)))
+        || (path.starts_with("tools/") && (page || script))
+}
+
+#[test]
+fn the_manual_the_evidence_and_the_tools_are_read() {
+    let read: Vec<bool> = [
+        "README.md",
+        "docs/hook.md",
+        "references/x.md",
+        "evidence/2026-12-02-h200-agent/README.md",
+        "tools/fit_noise.py",
+        "tools/gpu-common.sh",
+        "evidence/2026-12-02-h200-agent/notes.txt",
+        "tests/data/x.md",
+        "src/verbs/agent/skill/SKILL.md",
+    ]
+    .iter()
+    .map(|path| documents(path))
+    .collect();
+    assert_eq!(
+        read,
+        [true, true, true, true, true, true, false, false, false]
+    );
+}
+
 #[test]
 fn every_source_path_the_manual_names_exists() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let pages = support::tracked_files().into_iter().filter(|path| {
-        path == "README.md"
-            || (path.ends_with(".md")
-                && (path.starts_with("docs/") || path.starts_with("references/")))
-    });
+    let pages = support::tracked_files().into_iter().filter(|path| documents(path));
     let mut missing = Vec::new();
     for page in pages {
         let text = std::fs::read_to_string(root.join(&page)).unwrap();
@@ -175,7 +203,7 @@ fn every_source_path_the_manual_names_exists() {
     }
     assert!(
         missing.is_empty(),
-        "paths the manual names that are not in the tree:\n{}",
+        "paths the manual, the evidence or the tools name that are not in the tree:\n{}",
         missing.join("\n")
     );
 }
