@@ -2,11 +2,11 @@
 //! one definition of each rule. `main.rs` only parses the command line and dispatches.
 //!
 //! The modules form layers, each using only its own and those below: values and rules; git, processes
-//! and the runner; the record; features; verbs (`commands`, one verb never using another); main.
+//! and the runner; the record; features; measurement; verbs (`commands`, one verb never using another); main.
 //! `tests/layers.rs` holds the table and fails on an upward import or a cycle.
 
-pub mod edge;
 pub mod features;
+pub mod measure;
 pub mod record;
 pub mod rules;
 pub mod system;

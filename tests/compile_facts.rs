@@ -9,7 +9,8 @@ use crate::support;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use git_cutile_perf::features::diagnose::facts::{Already, Place, for_iteration};
+use git_cutile_perf::features::diagnose::case::Place;
+use git_cutile_perf::features::diagnose::facts::{Already, for_iteration};
 use git_cutile_perf::features::diagnose::profile::Profiled;
 use git_cutile_perf::features::diagnose::{Profile, diagnose};
 use git_cutile_perf::record::evidence::Evidence;

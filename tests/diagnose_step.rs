@@ -7,7 +7,7 @@ use crate::support;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use git_cutile_perf::features::diagnose::facts::Place;
+use git_cutile_perf::features::diagnose::case::Place;
 use git_cutile_perf::features::diagnose::profile::cause_for;
 use git_cutile_perf::record::history::{self, Configs};
 use git_cutile_perf::rules::decision::Cause;

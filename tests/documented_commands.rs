@@ -156,14 +156,47 @@ fn source_paths(text: &str) -> Vec<&str> {
     found
 }
 
+/// Whether a tracked file documents the tool for a reader, so that a path it names must exist: the
+/// README, the manual and the references, the evidence's stories and the tools' scripts.
+fn documents(path: &str) -> bool {
+    let page = path.ends_with(".md");
+    let script = [".py", ".sh"].iter().any(|ext| path.ends_with(ext));
+    path == "README.md"
+        || (page
+            && ["docs/", "references/", "evidence/"]
+                .iter()
+                .any(|dir| path.starts_with(dir)))
+        || (path.starts_with("tools/") && (page || script))
+}
+
+#[test]
+fn the_manual_the_evidence_and_the_tools_are_read() {
+    let read: Vec<bool> = [
+        "README.md",
+        "docs/hook.md",
+        "references/x.md",
+        "evidence/2026-12-02-h200-agent/README.md",
+        "tools/fit_noise.py",
+        "tools/gpu-common.sh",
+        "evidence/2026-12-02-h200-agent/notes.txt",
+        "tests/data/x.md",
+        "src/verbs/agent/skill/SKILL.md",
+    ]
+    .iter()
+    .map(|path| documents(path))
+    .collect();
+    assert_eq!(
+        read,
+        [true, true, true, true, true, true, false, false, false]
+    );
+}
+
 #[test]
 fn every_source_path_the_manual_names_exists() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let pages = support::tracked_files().into_iter().filter(|path| {
-        path == "README.md"
-            || (path.ends_with(".md")
-                && (path.starts_with("docs/") || path.starts_with("references/")))
-    });
+    let pages = support::tracked_files()
+        .into_iter()
+        .filter(|path| documents(path));
     let mut missing = Vec::new();
     for page in pages {
         let text = std::fs::read_to_string(root.join(&page)).unwrap();
@@ -175,7 +208,7 @@ fn every_source_path_the_manual_names_exists() {
     }
     assert!(
         missing.is_empty(),
-        "paths the manual names that are not in the tree:\n{}",
+        "paths the manual, the evidence or the tools name that are not in the tree:\n{}",
         missing.join("\n")
     );
 }
@@ -187,5 +220,81 @@ fn source_paths_are_read_whole_and_a_checkouts_own_are_left_out() {
     assert_eq!(
         source_paths(text),
         ["src/rules/verdict/", "src/system/pytest.rs"]
+    );
+}
+
+/// The rows of the design page's table from each concept to the files that hold it: the concept, and
+/// the paths the row names.
+fn concept_rows(page: &str) -> Vec<(String, Vec<String>)> {
+    let section = page
+        .split_once("\n## Concepts and their files\n")
+        .map_or("", |(_, rest)| {
+            rest.split("\n## ").next().unwrap_or_default()
+        });
+    section
+        .lines()
+        .filter_map(|line| line.strip_prefix("| "))
+        .filter(|row| !row.starts_with("concept") && !row.starts_with("---"))
+        .filter_map(|row| {
+            let (concept, files) = row.split_once(" | ")?;
+            let files = files
+                .split('`')
+                .skip(1)
+                .step_by(2)
+                .map(str::to_string)
+                .collect();
+            Some((concept.split(':').next()?.to_string(), files))
+        })
+        .collect()
+}
+
+#[test]
+fn the_design_page_names_the_files_of_each_concept() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let page = std::fs::read_to_string(root.join("docs/design.md")).unwrap();
+    let rows = concept_rows(&page);
+    let concepts: Vec<&str> = rows.iter().map(|(concept, _)| concept.as_str()).collect();
+    for concept in [
+        "session",
+        "iteration",
+        "paired round",
+        "side",
+        "worker",
+        "census",
+        "evidence note",
+    ] {
+        assert!(
+            concepts.contains(&concept),
+            "no row for {concept}: {concepts:?}"
+        );
+    }
+    let mut problems = Vec::new();
+    for (concept, files) in &rows {
+        if files.is_empty() {
+            problems.push(format!("{concept}: names no file"));
+        }
+        problems.extend(
+            files
+                .iter()
+                .filter(|file| !root.join(file).exists())
+                .map(|file| format!("{concept}: {file} is not in the tree")),
+        );
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn a_concept_row_is_read_with_its_files() {
+    let page = "# D\n## Concepts and their files\n\n| concept | files |\n|---|---|\n\
+                | side: one code | `src/a.rs`, `src/b/` |\n| census | none |\n\n## Next\n| x | `y` |\n";
+    assert_eq!(
+        concept_rows(page),
+        [
+            (
+                "side".to_string(),
+                vec!["src/a.rs".to_string(), "src/b/".to_string()]
+            ),
+            ("census".to_string(), vec![]),
+        ]
     );
 }

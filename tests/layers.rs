@@ -1,5 +1,6 @@
 //! The modules form layers, and imports only go down: a module uses its own layer and those below it,
-//! never one above, with no cycle inside a layer; and no verb (`verbs::commands::X`) uses another verb.
+//! never one above, with no cycle inside a layer nor between the files of one module; and no verb
+//! (`verbs::commands::X`) uses another verb.
 //! A module's layer is the folder of `src/` it sits in, so the directory listing is the design map.
 //! Read from the source (every `crate::`, `super::` and, in `main.rs`, `git_cutile_perf::` path outside
 //! comments, tests included), so that a new upward import fails here, named with its file and line.
@@ -7,11 +8,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-/// The layers, lowest first: each is a folder of `src/`. The files at `src/`'s root (`lib.rs`,
-/// `main.rs` and `edge.rs`, which turns parsed arguments into the verbs' options) sit above them all.
-const LAYERS: &[&str] = &["rules", "system", "record", "features", "verbs"];
+/// The layers, lowest first: each is a folder of `src/`. The files at `src/`'s root (`lib.rs` and
+/// `main.rs`) sit above them all.
+const LAYERS: &[&str] = &["rules", "system", "record", "features", "measure", "verbs"];
 /// The files that may sit at `src/`'s root, outside every layer.
-const ROOT_FILES: &[&str] = &["lib.rs", "main.rs", "edge.rs"];
+const ROOT_FILES: &[&str] = &["lib.rs", "main.rs"];
 
 /// Lines of a source file above its tests (`#[cfg(test)]`), at most: a file that holds more holds
 /// more than one part, and each part reads better on its own.
@@ -176,17 +177,39 @@ fn an_upward_import_a_cycle_a_verb_using_a_verb_and_a_stray_file_are_named() {
             "verbs/commands/step/preflight.rs",
             "fn f() {\n    super::super::verify::foreign_findings();\n}\n",
         ),
-        source("verbs/commands/step/mod.rs", "use super::verify;\n"),
+        source(
+            "verbs/commands/step/mod.rs",
+            "use super::verify;\nmod rounds;\n",
+        ),
+        source(
+            "verbs/commands/step/rounds.rs",
+            "use super::attempt::Checks;\nuse super::Placed;\n",
+        ),
+        source(
+            "verbs/commands/step/attempt.rs",
+            "use super::{rounds::measure, Placed};\n",
+        ),
+        source(
+            "features/hook/mod.rs",
+            "mod install;\npub use install::State;\n",
+        ),
+        source("features/hook/install.rs", "use super::{HOOK, message};\n"),
+        source(
+            "features/hook/message.rs",
+            "use super::super::hook::install::exists;\n",
+        ),
         source("spare.rs", ""),
         source("extra/thing.rs", ""),
     ];
     assert_eq!(
         check(&sources),
         [
-            "src/extra/ is no layer: move it into one of rules, system, record, features, verbs",
-            "src/spare.rs sits outside the layers: move it into one of rules, system, record, features, verbs",
+            "src/extra/ is no layer: move it into one of rules, system, record, features, measure, verbs",
+            "src/spare.rs sits outside the layers: move it into one of rules, system, record, features, measure, verbs",
             "upward: system/git.rs:1: system::git (system) imports record::history (record)",
             "cycle in rules: rules::decision -> rules::verdict -> rules::decision",
+            "cycle in features::hook: features::hook::install -> features::hook::message -> features::hook::install",
+            "cycle in verbs::commands: verbs::commands::step::attempt -> verbs::commands::step::rounds -> verbs::commands::step::attempt",
             "verb imports verb: verbs/commands/step/preflight.rs:2: commands::step imports commands::verify",
             "verb imports verb: verbs/commands/step/mod.rs:1: commands::step imports commands::verify",
         ]
@@ -275,9 +298,11 @@ fn check(sources: &[Source]) -> Vec<String> {
         .iter()
         .filter_map(|s| verb(&module_path(&s.path)))
         .collect();
+    let modules: BTreeSet<Vec<String>> = sources.iter().map(|s| module_path(&s.path)).collect();
     let mut upward = Vec::new();
     let mut verb_uses = Vec::new();
     let mut same_layer: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut same_unit: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for source in sources {
         let from = module_path(&source.path);
         let Some(from_unit) = unit(&from) else {
@@ -288,6 +313,12 @@ fn check(sources: &[Source]) -> Vec<String> {
                 continue;
             };
             if to_unit == from_unit {
+                if let Some(to) = sibling(&modules, &from, &reference.target) {
+                    same_unit
+                        .entry(to_unit_name(&from))
+                        .or_default()
+                        .insert(to_unit_name(&to));
+                }
                 let known = |path: &[String]| verb(path).filter(|v| verbs.contains(v));
                 if let (Some(a), Some(b)) = (known(&from), known(&reference.target))
                     && a != b
@@ -322,12 +353,16 @@ fn check(sources: &[Source]) -> Vec<String> {
         let layer_folder = cycle[0].split("::").next().unwrap_or_default().to_string();
         format!("cycle in {layer_folder}: {}", cycle.join(" -> "))
     }));
+    problems.extend(cycles(&same_unit).into_iter().map(|cycle| {
+        let inside = cycle[0].split("::").take(2).collect::<Vec<_>>().join("::");
+        format!("cycle in {inside}: {}", cycle.join(" -> "))
+    }));
     problems.extend(verb_uses);
     problems
 }
 
 /// The unit the layering is checked between: a layer's module (`rules::verdict`), or a file at the
-/// root (`edge`, `main`); none for the crate's root, its items (`VERSION`) or a layer's own `mod.rs`.
+/// root (`main`); none for the crate's root, its items (`VERSION`) or a layer's own `mod.rs`.
 fn unit(path: &[String]) -> Option<Vec<String>> {
     match path {
         [layer, module, ..] if LAYERS.contains(&layer.as_str()) => {
@@ -343,6 +378,22 @@ fn unit(path: &[String]) -> Option<Vec<String>> {
 
 fn to_unit_name(unit: &[String]) -> String {
     unit.join("::")
+}
+
+/// The module (file) that `target` names inside the module `from` is in, when it is neither `from`
+/// nor one of its parents or children: a `mod.rs` declares its children and they use what it holds,
+/// but two files side by side that use each other are a circle.
+fn sibling(
+    modules: &BTreeSet<Vec<String>>,
+    from: &[String],
+    target: &[String],
+) -> Option<Vec<String>> {
+    let to = (1..=target.len())
+        .rev()
+        .map(|length| target[..length].to_vec())
+        .find(|prefix| modules.contains(prefix))?;
+    let related = to.starts_with(from) || from.starts_with(&to);
+    (!related).then_some(to)
 }
 
 /// The layer's index, lowest first; the root's files come after every layer.
@@ -384,7 +435,7 @@ fn module_path(path: &str) -> Vec<String> {
     parts
 }
 
-/// The module paths `text` names, resolved to absolute paths of at most three segments. `super::` counts
+/// The module paths `text` names, resolved to absolute paths. `super::` counts
 /// from the file's module, and after an inline module's opening line (`mod tests {`) from that module:
 /// in this code base an inline module runs to the end of its file.
 fn references(file: &str, module: &[String], text: &str) -> Vec<Reference> {
@@ -453,7 +504,7 @@ fn inline_module(code: &str) -> Option<&str> {
         .then_some(name)
 }
 
-/// The absolute paths (three segments at most) that `rest`, written after `base::`, names: one path, or
+/// The absolute paths that `rest`, written after `base::`, names: one path, or
 /// one per item of a `{a, b::c}` group.
 fn paths(base: &[String], rest: &str) -> Vec<Vec<String>> {
     let mut path = base.to_vec();
@@ -470,7 +521,7 @@ fn paths(base: &[String], rest: &str) -> Vec<Vec<String>> {
             .find(|c: char| !(c.is_alphanumeric() || c == '_'))
             .unwrap_or(rest.len());
         let segment = &rest[..end];
-        if segment.is_empty() || segment == "self" || path.len() == 3 {
+        if segment.is_empty() || segment == "self" {
             break;
         }
         path.push(segment.to_string());
@@ -479,7 +530,6 @@ fn paths(base: &[String], rest: &str) -> Vec<Vec<String>> {
             None => break,
         }
     }
-    path.truncate(3);
     if path.is_empty() {
         Vec::new()
     } else {

@@ -1,18 +1,18 @@
 #!/usr/bin/env python3
-"""Fits the noise model of src/noise.rs from repeated benchmark runs of the same code.
+"""Fits the noise model of src/rules/noise.rs from repeated benchmark runs of the same code.
 
 Usage: tools/fit_noise.py [DIR ...]   (the repository's copies of the H200 data, and any DIR of
 `test_<op>_<i>.xml` files of repeated runs, such as tools/noise_runs.sh writes)
 Data: tests/data/tilegym-junit/noise-h200 (3 processes each of rms_norm, silu_and_mul, rope),
 tests/data/h200-sessions/{rms_norm,matmul}/junit (iteration-0 + noise-2 + noise-3: 3 runs of one baseline) and
 tests/data/rope-null-steps-h200 (7 null steps of rope, `step --json` outputs).
-`cargo test --lib noise` checks that src/noise.rs holds what this prints.
+`cargo test --lib noise` checks that src/rules/noise.rs holds what this prints.
 
 A group is one test file's runs of unchanged code. For each config (case x pass) it takes the run-to-run
 variance of ln(median) and fits  var = FLOOR^2 + (JITTER_MS / latency_ms)^2  by least squares weighted by
 degrees of freedom over the model's variance squared (iterated). The in-run rel_std is fitted as
 rel_std = A * latency_ms^-B on log-log axes. Prints the constants as NAME = value lines
-(rounded as src/noise.rs holds them), and each config's fit on stderr.
+(rounded as src/rules/noise.rs holds them), and each config's fit on stderr.
 """
 import ast
 import glob

@@ -15,7 +15,7 @@
 #   rope-mean-2 the same from null edit 1 committed as the baseline: null edits 2 and 3 only
 #   rope-mean-3 the same from null edits 1 and 2 committed as the baseline: null edit 3 only
 #   rope-swap null edit 1 with the roles swapped (the edited code as the baseline, the step undoes it), with
-#             --stat mean: whether the slow state of `evidence/2026-12-03-h200-rope-standby/` follows the
+#             --stat mean: whether the slow state of `evidence/2026-12-04-h200-rope/2026-12-03-standby/` follows the
 #             candidate's role or its code
 #   attention start on the autotuned float16 grid (--filter "not bfloat16 and not float8", 18 configs, each
 #             tuned by exhaustive_search on its first call), a null edit that changes the compiled kernel

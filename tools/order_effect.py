@@ -3,10 +3,11 @@
 
 Usage: tools/order_effect.py [DIR] [--stat median|mean|min]
 DIR holds a session's runs as `tools/evidence_junit.py` writes them (`<iteration>-round-<n>-<side>.xml`;
-default: tests/data/rope-paired-h200, the H200 rope session of evidence/2026-12-02-h200-rope-mean/). Round n
+default: tests/data/rope-paired-h200, the H200 rope session of evidence/2026-12-04-h200-rope/2026-12-02-mean/; the sets
+there keep each record's mean only, but rope-paired-h200-ticked, which keeps whole records). Round n
 runs the baseline first when n is odd (A B, B A, ...), as the tool does. For each config measured in four
 rounds or more it prints: the rounds, each round's ratio (candidate over baseline, %), the plain mean and
-standard deviation, and the least-squares fit with the order as a second term (`src/verdict.rs`,
+standard deviation, and the least-squares fit with the order as a second term (`src/rules/verdict/`,
 `Tally::fit`): the change, the residual standard deviation, and the order's effect (how much slower the
 side measured second was, %).
 """

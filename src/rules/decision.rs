@@ -84,7 +84,7 @@ impl Default for Thresholds {
 macro_rules! word_enum {
     ($(#[$meta:meta])* $name:ident { $($variant:ident => $word:literal),+ $(,)? }) => {
         $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
         pub enum $name { $($variant),+ }
 
         /// Serialized as the same word the trailers and the table use.
@@ -95,6 +95,9 @@ macro_rules! word_enum {
         }
 
         impl $name {
+            /// Every value, in the order declared.
+            pub const ALL: &[$name] = &[$($name::$variant),+];
+
             pub fn as_str(self) -> &'static str {
                 match self { $($name::$variant => $word),+ }
             }

@@ -21,9 +21,9 @@ pub const PROCESS_FLOOR: f64 = 5.22e-4;
 pub const PROCESS_JITTER_MS: f64 = 1.98e-5;
 /// How much later (or sooner) the side measured second in a paired round may read (ms), about
 /// whatever the config: on an H200 rope's 1.7-6 us configs read 2-7% slower on the second side
-/// (`evidence/2026-12-02-h200-rope-mean/`), 1-3% faster on the 1.5-2 us ones with both workers ready
-/// first (`evidence/2026-12-02-h200-rope-mean-ready/`), and one 2 us config 6% slower on the first side
-/// (`evidence/2026-12-03-h200-rope-order-moves/`). Taken as the standard deviation of a config's order
+/// (`evidence/2026-12-04-h200-rope/2026-12-02-mean/`), 1-3% faster on the 1.5-2 us ones with both workers ready
+/// first (`evidence/2026-12-04-h200-rope/2026-12-02-mean-ready/`), and one 2 us config 6% slower on the first side
+/// (`evidence/2026-12-04-h200-rope/2026-12-03-order-moves/`). Taken as the standard deviation of a config's order
 /// effect, which alternating the sides cancels and one order alone cannot show.
 pub const ORDER_JITTER_MS: f64 = 1.0e-4;
 /// Resolution of the GPU timer behind the records (ms): medians of microsecond kernels are multiples of it.

@@ -141,7 +141,7 @@ impl RecordFile {
 }
 
 /// The statistic taken from each config's record.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Statistic {
     Mean,
     Median,
@@ -149,6 +149,9 @@ pub enum Statistic {
 }
 
 impl Statistic {
+    /// Every statistic, in the order `--help` lists them.
+    pub const ALL: &[Statistic] = &[Statistic::Mean, Statistic::Median, Statistic::Min];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Statistic::Mean => "mean",
@@ -158,9 +161,7 @@ impl Statistic {
     }
 
     pub fn parse(text: &str) -> Option<Statistic> {
-        [Statistic::Mean, Statistic::Median, Statistic::Min]
-            .into_iter()
-            .find(|s| s.as_str() == text)
+        Statistic::ALL.iter().copied().find(|s| s.as_str() == text)
     }
 }
 

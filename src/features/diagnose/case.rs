@@ -12,11 +12,21 @@ use anyhow::{Context, Result};
 /// kernel once per trial under its own name, and those launches must not be what ncu profiles.
 pub const PAUSE_TUNING: (&str, &str) =
     ("cutile_perf_pause_tuning", include_str!("pause_tuning.py"));
+use crate::features::code_tree::CodeTree;
 use crate::features::inspect::module;
-use crate::features::paired::CodeTree;
 use crate::record::session::Session;
 use crate::system::git::Repo;
+use crate::system::gpu::GpuState;
 use crate::system::runner::Runner;
+use crate::system::ui::Progress;
+
+/// Where a profile or the compile facts are made: the session's runner, the GPU the verb checked there
+/// (when it did), and where their progress goes (the verb's).
+pub struct Place<'a> {
+    pub runner: &'a dyn Runner,
+    pub gpu: Option<&'a GpuState>,
+    pub progress: &'a Progress,
+}
 
 /// Where an iteration's code is: the work tree, or a temporary detached worktree removed on drop.
 pub enum Source<'a> {

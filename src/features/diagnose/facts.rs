@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
-use super::case::{Case, Source};
+use super::case::{Case, Place, Source};
 use super::profile::{Profiled, heaviest};
 use super::toolchain::{self, Assembler};
 use crate::record::census::Census;
@@ -20,24 +20,13 @@ use crate::rules::compile::{self, CompileFacts};
 use crate::rules::hint;
 use crate::rules::records::Measurement;
 use crate::system::git::Repo;
-use crate::system::gpu::GpuState;
 use crate::system::process::{self, Ending};
-use crate::system::runner::Runner;
-use crate::system::ui::Progress;
 
 /// `step` gathers compile facts only with at least this much of its budget left: one pytest case
 /// that compiles the kernel, and the tools after it.
 pub const MIN_STEP_FACTS: Duration = Duration::from_secs(30);
 /// The scratch directory under `sandbox/`.
 const SCRATCH: &str = "compile-facts";
-
-/// Where a profile or the compile facts are made: the session's runner, the GPU the verb checked there
-/// (when it did), and where their progress goes (the verb's).
-pub struct Place<'a> {
-    pub runner: &'a dyn Runner,
-    pub gpu: Option<&'a GpuState>,
-    pub progress: &'a Progress,
-}
 
 /// The kernels a step's own runs dumped, for compile facts without a run of their own.
 pub struct Dumped<'a> {

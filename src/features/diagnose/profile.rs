@@ -8,8 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
-use super::case::{self, Case};
-use super::facts::Place;
+use super::case::{self, Case, Place};
 use super::toolchain::{self, Assembler};
 use super::{Diagnosis, Profile};
 use crate::record::history::History;

@@ -12,7 +12,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use super::install::{exists, set_aside, write_script};
+use super::files::{exists, set_aside, write_script};
 use crate::rules::trailers::Block;
 use crate::system::git::Repo;
 

@@ -16,6 +16,7 @@
 //! is one entry there. Installing and removing our script is [`install`]; the check it runs is `check`.
 
 mod check;
+mod files;
 mod install;
 pub mod managers;
 pub mod message;

@@ -31,7 +31,7 @@ pub fn end_orphaned_tests(repo: &Repo) -> Result<Option<String>> {
 }
 
 /// Removes the worktrees of commands that no longer run: `cutile-perf/baseline-<pid>` (see
-/// `paired::CodeTree::add`) and the workers' homes `cutile-perf/workers/<side>-<pid>-<n>` that no kept
+/// `code_tree::CodeTree::add`) and the workers' homes `cutile-perf/workers/<side>-<pid>-<n>` that no kept
 /// worker's record names; returns how many.
 pub fn remove_orphaned_worktrees(repo: &Repo) -> Result<usize> {
     let kept: Vec<std::path::PathBuf> = lasting::all(repo)?
@@ -65,7 +65,7 @@ pub fn remove_orphaned_worktrees(repo: &Repo) -> Result<usize> {
         if crate::record::journal::pid_alive(pid)
             || kept.contains(&dir)
             || !dir.is_dir()
-            || !crate::features::paired::edits_in(repo, &worktree).is_empty()
+            || !crate::features::code_tree::edits_in(repo, &worktree).is_empty()
         {
             continue;
         }

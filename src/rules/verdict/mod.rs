@@ -982,28 +982,28 @@ mod h200_rounds {
         };
     }
 
-    /// The first paired session of rope's null edits (`evidence/2026-12-02-h200-rope-mean/`).
+    /// The first paired session of rope's null edits (`evidence/2026-12-04-h200-rope/2026-12-02-mean/`).
     const DATA: &str = data!("rope-paired-h200");
-    /// The session with both workers ready before either measured (`evidence/2026-12-02-h200-rope-mean-ready/`).
+    /// The session with both workers ready before either measured (`evidence/2026-12-04-h200-rope/2026-12-02-mean-ready/`).
     const READY: &str = data!("rope-paired-h200-ready");
     /// The session with a later round's pair started while the round before it measured
-    /// (`evidence/2026-12-03-h200-rope-standby/`).
+    /// (`evidence/2026-12-04-h200-rope/2026-12-03-standby/`).
     const STANDBY: &str = data!("rope-paired-h200-standby");
     /// The session with the roles swapped: null edit 1 the baseline, the upstream code the candidate
-    /// (`evidence/2026-12-03-h200-rope-swap/`).
+    /// (`evidence/2026-12-04-h200-rope/2026-12-03-swap/`).
     const SWAP: &str = data!("rope-paired-h200-swap");
     /// The session with a round's new workers making their GPU contexts one at a time
-    /// (`evidence/2026-12-03-h200-rope-in-turn/`): null edit 1 from the upstream code (`a`), then null
+    /// (`evidence/2026-12-04-h200-rope/2026-12-03-in-turn/`): null edit 1 from the upstream code (`a`), then null
     /// edits 2 and 3 from a session whose baseline is null edit 1 (`b`).
     const IN_TURN: &str = data!("rope-paired-h200-in-turn");
     /// Null edit 2 under the balanced rules, from a session whose baseline is null edit 1
-    /// (`evidence/2026-12-03-h200-rope-order-moves/`).
+    /// (`evidence/2026-12-04-h200-rope/2026-12-03-order-moves/`).
     const MEAN_2: &str = data!("rope-paired-h200-mean-2");
     /// Null edit 3 under the ordered rules, from a session whose baseline is null edits 1 and 2
-    /// (`evidence/2026-12-04-h200-rope-ordered/`).
+    /// (`evidence/2026-12-04-h200-rope/2026-12-04-ordered/`).
     const ORDERED: &str = data!("rope-paired-h200-ordered");
     /// The three null edits on the session's default statistic, the median, under the ticked rules
-    /// (`evidence/2026-12-04-h200-rope-ticked/`).
+    /// (`evidence/2026-12-04-h200-rope/2026-12-04-ticked/`).
     const TICKED: &str = data!("rope-paired-h200-ticked");
 
     /// A run's records under the statistic its session took: `--stat mean` for every session but [`TICKED`]'s.

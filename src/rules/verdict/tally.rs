@@ -90,7 +90,7 @@ impl Tally {
     /// The change with the order's effect fitted per shape of round (each shape measured in both orders
     /// its own term, the other rounds one between them), where that beats one effect for every round by
     /// an F test at [`GROUPED_P`]. The order's effect changes with the cases a run holds: on an H200 the
-    /// null edit 2 of `evidence/2026-12-03-h200-rope-order-moves/` read rope's `8-1-32-8-128-1.0` about 6% slower on the side measured first
+    /// null edit 2 of `evidence/2026-12-04-h200-rope/2026-12-03-order-moves/` read rope's `8-1-32-8-128-1.0` about 6% slower on the side measured first
     /// in each of its seven one-case rounds, within 1.5% either way in the nine rounds of 3-8 cases
     /// before them (`tests/data/rope-paired-h200-mean-2/`); one term for all sixteen left a residual of
     /// 2.8%, per-shape terms 0.8%.

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::{DEFAULT_BUDGET, JsonArg};
+use super::{DEFAULT_BUDGET, JsonArg, words};
 use crate::rules::decision::{Cause, Thresholds};
 use crate::rules::kernel_class::KernelClass;
 use crate::rules::records::Statistic;
@@ -46,7 +46,7 @@ pub struct StartArgs {
     #[arg(long, value_name = "EXPR")]
     pub filter: Option<String>,
     /// Which per-config statistic the decisions use
-    #[arg(long, value_enum, default_value_t = Statistic::Median)]
+    #[arg(long, value_parser = words(Statistic::ALL, Statistic::as_str), default_value = "median")]
     pub stat: Statistic,
     /// The kernel's class (memory, balanced, compute), which orders the optimizations `next` suggests
     #[arg(long, value_name = "CLASS")]
@@ -156,7 +156,7 @@ pub struct StepArgs {
     #[arg(long = "continue")]
     pub continue_anyway: bool,
     /// The bottleneck this optimization targets; scheduling and unknown escalate to the user
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = words(Cause::ALL, Cause::as_str))]
     pub cause: Option<Cause>,
     /// The playbook letter this optimization follows (see `git cutile-perf refs playbook`), or `none` for
     /// a change that fits no letter; a step without it is refused

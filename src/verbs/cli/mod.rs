@@ -6,7 +6,9 @@
 
 mod extras;
 mod loop_verbs;
+mod parse;
 mod record_verbs;
+pub mod settings;
 
 pub use extras::{
     CompletionsArgs, ConfigArgs, DemoArgs, ExtrasArgs, HookAction, HookArgs, ManArgs, RefsArgs,
@@ -15,8 +17,10 @@ pub use extras::{
 pub use loop_verbs::{
     DiagnoseArgs, InspectArgs, NextArgs, RunnerArgs, StartArgs, StepArgs, ThresholdArgs,
 };
+pub use parse::parse_command_line;
 pub use record_verbs::{CompareArgs, PlotArgs, ReportArgs, SetupRemoteArgs, TableArgs, TravelArgs};
 
+use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
 
 /// The time limit of a verb that runs the tests (`start`, `step`, `diagnose`, `inspect --measure`)
@@ -111,6 +115,20 @@ pub struct JsonArg {
     pub json: bool,
 }
 
+/// clap's parser for one of the words a rule names (`--stat median`, `--cause memory`): it accepts
+/// those words, lists them in `--help`, and gives the rule's value, so that the rules know nothing of
+/// the command line.
+fn words<T: Copy + Send + Sync + 'static>(
+    all: &'static [T],
+    word: fn(T) -> &'static str,
+) -> impl TypedValueParser<Value = T> {
+    PossibleValuesParser::new(all.iter().map(|&value| word(value))).map(move |given| {
+        *all.iter()
+            .find(|&&value| word(value) == given)
+            .expect("clap accepts only the listed words")
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -119,5 +137,25 @@ mod tests {
     #[test]
     fn cli_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn a_rule_word_parses_to_the_rule_value_and_another_word_is_refused() {
+        use crate::rules::records::Statistic;
+        let command = clap::Command::new("t").arg(
+            clap::Arg::new("stat")
+                .long("stat")
+                .value_parser(words(Statistic::ALL, Statistic::as_str)),
+        );
+        let matches = command
+            .clone()
+            .try_get_matches_from(["t", "--stat", "min"])
+            .unwrap();
+        assert_eq!(matches.get_one::<Statistic>("stat"), Some(&Statistic::Min));
+        assert!(
+            command
+                .try_get_matches_from(["t", "--stat", "mode"])
+                .is_err()
+        );
     }
 }

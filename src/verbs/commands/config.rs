@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use crate::system::ui::{Render, Ui};
 use crate::verbs::cli::Cli;
-use crate::verbs::settings::{self, SETTINGS};
+use crate::verbs::cli::settings::{self, SETTINGS};
 
 /// What `config --list --json` prints.
 #[derive(Debug, Serialize)]

@@ -11,8 +11,8 @@ use serde::Serialize;
 
 use crate::features::diagnose::Diagnosis;
 use crate::features::diagnose::cache::{NOTES_REF, remember};
+use crate::features::diagnose::case::Place;
 use crate::features::diagnose::case::Source;
-use crate::features::diagnose::facts::Place;
 use crate::features::diagnose::profile::{heaviest, profile};
 use crate::record::history::{
     Configs, History, code_commit, iteration, made_sandbox, require_history,

@@ -3,9 +3,9 @@
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::features::paired;
 use crate::features::recovery::{self, Action, Repaired};
 use crate::features::recovery::{TakenBack, take_back};
+use crate::measure::paired;
 use crate::record::history::{self, Configs};
 use crate::record::journal::{Journal, Lock};
 use crate::system::git::Repo;

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result, anyhow, bail};
 
 use super::plan::Plan;
-use crate::features::paired::{self, Held, Wanted, dumps_of};
+use crate::measure::paired::{self, Held, Wanted, dumps_of};
 use crate::record::evidence::RunFile;
 use crate::record::session::Iteration;
 use crate::rules::hint::hinted;

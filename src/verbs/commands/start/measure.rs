@@ -8,8 +8,8 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 
+use crate::features::diagnose::case::Place;
 use crate::features::diagnose::case::{self, Case};
-use crate::features::diagnose::facts::Place;
 use crate::features::diagnose::profile::{WARM_UP_LAUNCHES, heaviest};
 use crate::record::session::Session;
 use crate::rules::hint;

@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::features::diagnose::facts::{Already, Dumped, Place};
+use crate::features::diagnose::case::Place;
+use crate::features::diagnose::facts::{Already, Dumped};
 use crate::features::inspect::Report;
 use crate::record::evidence::Evidence;
 use crate::record::history::{History, write_table};

@@ -7,13 +7,14 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 
 use super::Placed;
-use super::attempt::{Tried, attempt};
 use super::preflight::Preflight;
 use super::record::{Recorded, record};
-use crate::features::diagnose::facts::{self, Already, Dumped, Place};
+use crate::features::diagnose::case::Place;
+use crate::features::diagnose::facts::{self, Already, Dumped};
 use crate::features::diagnose::profile::{self, Profiled};
-use crate::features::paired::{self, Holders};
 use crate::features::snapshot::Tested;
+use crate::measure::attempt::{Tried, attempt};
+use crate::measure::paired::{self, Holders};
 use crate::record::evidence::Evidence;
 use crate::record::history::History;
 use crate::record::journal::Journal;

@@ -5,12 +5,9 @@
 //! exactly to what it was, and `git show <iteration>^` shows what was tried.
 
 mod after;
-mod attempt;
 mod preflight;
 mod record;
 mod report;
-mod rounds;
-mod sides;
 
 use std::time::{Duration, Instant};
 
@@ -19,6 +16,7 @@ use anyhow::Result;
 use crate::features::diagnose::{Diagnosis, cache};
 use crate::features::report::estimates;
 use crate::features::snapshot::Tested;
+use crate::measure::attempt::{Tried, holders};
 use crate::record::census;
 use crate::record::evidence::Evidence;
 use crate::record::history::{History, sandbox, write_table};
@@ -34,7 +32,6 @@ use crate::{features::recovery, rules::references, system::process};
 use after::{
     After, Diagnosed, already, attach, budget_used_pct, commit_with_note, settle_workers, tried,
 };
-use attempt::{Tried, holders};
 use preflight::{Preflight, gpu_pool, gpu_ready, preflight, tests_ready};
 use record::Recorded;
 use report::Done;

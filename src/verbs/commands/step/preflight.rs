@@ -33,7 +33,7 @@ pub fn preflight(repo: &Repo, continue_anyway: bool) -> Result<Preflight> {
     // every iteration's configs: the report's `next_action` finds the variants in them
     let history = require_history(repo, Configs::All)?;
     made_sandbox(repo)?;
-    crate::features::paired::refuse_edited_trees(repo)?;
+    crate::features::code_tree::refuse_edited_trees(repo)?;
     refuse_halted(&history, continue_anyway)?;
     refuse_other_harness(&history.session, &HarnessMode::now())?;
     let allowed = &history.session.allowed;

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use serde::Serialize;
 
-use super::attempt::Checks;
+use crate::measure::rounds::Checks;
 use crate::record::history::History;
 use crate::record::session::{fmt_change, fmt_ms, short};
 use crate::rules::decision::{Attempt, Cause, Correctness, Decision, Status};

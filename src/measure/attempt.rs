@@ -1,0 +1,196 @@
+//! The attempt stage: correctness, then paired benchmark rounds of the candidate and the current
+//! baseline's code, confirmed when a config looks too good to be true. This stage decides when to stop
+//! measuring; the attempt it hands on is the replay of the runs it made (`replay::attempt`), the same
+//! one `verify` makes of the evidence. Ctrl-C is an error: nothing is recorded.
+
+use std::cell::RefCell;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::Result;
+
+use super::rounds::{Checks, Measured, baseline_passed, measure, no_reroll};
+use super::sides::{self, Codes, HeldSides};
+use crate::features::code_tree::CodeTree;
+use crate::measure::paired::{Holders, Pair, Rounds, dumps_of};
+use crate::record::census;
+use crate::record::evidence::{Ended, RunFile, Stage};
+use crate::record::history::{History, sandbox};
+use crate::record::replay::{self, Replayed};
+use crate::rules::decision::Attempt;
+use crate::rules::verdict::NoiseFloor;
+use crate::system::git::Repo;
+use crate::system::pytest::Pytest;
+use crate::system::runner::Runner;
+use crate::system::ui::Progress;
+
+/// What the attempt stage produced: the attempt, the JUnit files of its runs and how the measurement
+/// ended where they cannot say (for the evidence note), a remark for the reason when a suspicious gain
+/// was confirmed, what the tool's own checks cost, the folder of the kernels the candidate's runs
+/// compiled, and each GPU's two sides' code and workers.
+pub struct Tried<'a> {
+    pub attempt: Attempt,
+    pub runs: Vec<RunFile>,
+    pub ended: Ended,
+    pub remark: Option<String>,
+    pub checks: Checks,
+    pub candidate_dumps: PathBuf,
+    /// The GPUs the rounds measured on, a (baseline, candidate) pair each; empty: the environment's one.
+    pub gpus: Vec<String>,
+    /// Each GPU's sides' code and workers: the one holding the new baseline's code may live on.
+    pub held: Vec<HeldSides<'a>>,
+}
+
+/// On every GPU, the side whose code is the baseline after the step (the candidate's when it is
+/// `kept`); the others end now.
+pub fn holders(held: Vec<HeldSides>, kept: bool) -> Holders {
+    Holders(
+        held.into_iter()
+            .map(|sides| match kept {
+                true => sides.candidate,
+                false => sides.baseline,
+            })
+            .collect(),
+    )
+}
+
+/// Runs correctness, then (if it passed) paired rounds; after the first round, a candidate that compiled
+/// and launched what the baseline does is no change (nothing more is measured); a config more than ten
+/// times faster than its baseline is measured again (a second set of rounds) before it is believed; a
+/// step the rounds would keep, on inputs neither side has seen. `tree` is the candidate's code as a tree
+/// object. Each side runs from a worktree of its own code; a GPU's baseline worker is the one an earlier
+/// command kept there, where it can serve.
+pub fn attempt<'r>(
+    repo: &'r Repo,
+    history: &History,
+    place: &dyn Runner,
+    tree: &str,
+    progress: &Progress,
+    deadline: Instant,
+    gpus: &[String],
+) -> Result<Tried<'r>> {
+    let session = &history.session;
+    let shares = sides::shares(repo, history, gpus, progress)?;
+    let codes = Codes::of(repo, history, tree)?;
+    let candidate_dumps = dumps_of(repo, tree);
+    let first = Pytest {
+        python: &session.python,
+        root: &repo.root,
+        test: &session.test,
+        filter: session.filter.as_deref(),
+        sandbox: sandbox(repo),
+        deadline,
+        place,
+        // the first GPU's workers dump what they compile (`hold` names the folder by their tree)
+        dumps: Some(candidate_dumps.clone()),
+        gpu: shares[0].0.clone(),
+        progress,
+    };
+    let templates = sides::templates(first, &shares);
+    let mut held = sides::hold(repo, &templates, &codes)?;
+    sides::end_other_workers(repo, progress)?;
+    // whatever a kept worker's tree took in between commands goes: what its `__pycache__`s hold after
+    // the rounds was written during them
+    for (_, tree) in trees(&held) {
+        tree.clear_bytecode()?;
+    }
+    let roots = sides::roots(&held);
+    let runners = sides::runners(repo, &roots, &templates, &codes.baseline);
+    let checks = RefCell::new(Checks::default());
+    let [first_candidate, first_baseline] = &runners[0];
+    let alike_check = no_reroll([first_candidate, first_baseline], &checks);
+    let mut rounds = Rounds {
+        pairs: sides::pairs(&shares, &runners, &mut held),
+        session,
+        floor: NoiseFloor::from_spreads(&session.spread),
+        deadline,
+        measured: false,
+        no_reroll: Some(&alike_check),
+    };
+    let baseline_passed = baseline_passed(repo, history)?;
+    let mut measured = measure(&mut rounds, &baseline_passed, session, &checks)?;
+    let written = bytecode_written(&held);
+    crash_if_code_changed(&mut measured, &held, written.as_deref());
+    give_workers_back(rounds.pairs, &mut held, written.is_none());
+    let Measured { runs, ended } = measured;
+    let Replayed { attempt, remark } = replay::attempt(&runs, &ended, session, &baseline_passed);
+    Ok(Tried {
+        attempt,
+        checks: with_census_costs(checks.take(), &runs),
+        runs,
+        ended,
+        remark,
+        candidate_dumps,
+        gpus: shares.into_iter().filter_map(|(gpu, _)| gpu).collect(),
+        held,
+    })
+}
+
+/// Marks the rounds crashed when another process wrote into a side's worktree while it was measured
+/// (the candidate's code into the baseline's, say): what ran is not the code the record names. Changed
+/// code is named first; bytecode `written` beside the sources after it.
+fn crash_if_code_changed(measured: &mut Measured, held: &[HeldSides], written: Option<&str>) {
+    if measured.ended.crash.is_none()
+        && let Some(why) = code_changed(held).or_else(|| written.map(str::to_string))
+    {
+        measured.crashed(Stage::Rounds, &why);
+    }
+}
+
+/// Each side's tree, named by its side.
+fn trees<'h>(held: &'h [HeldSides]) -> impl Iterator<Item = (&'static str, &'h CodeTree<'h>)> {
+    held.iter().flat_map(|sides| {
+        [
+            ("baseline", &sides.baseline.tree),
+            ("candidate", &sides.candidate.tree),
+        ]
+    })
+}
+
+/// Why a side's worktree is not its code any more, if one is not.
+fn code_changed(held: &[HeldSides]) -> Option<String> {
+    trees(held).find_map(|(side, tree)| {
+        tree.changed().map(|why| {
+            format!("a side's code changed on disk while the step measured it (the {side}: {why})")
+        })
+    })
+}
+
+/// The bytecode written beside a side's sources during the step, if any. No test process writes
+/// bytecode and the trees were cleared of it as the step began, so a `.pyc` there was put on purpose
+/// (the candidate's code, at import, can leave one dated as the baseline's source, for a baseline worker
+/// started ahead of its round to load). Looked for once, after the rounds: one removed before a later
+/// process started goes unseen, but the candidate's code runs again in each of its processes, after its
+/// tree was cleared.
+fn bytecode_written(held: &[HeldSides]) -> Option<String> {
+    let written: Vec<String> = trees(held)
+        .filter_map(|(side, tree)| {
+            tree.bytecode()
+                .map(|what| format!("the {side}'s tree {what}"))
+        })
+        .collect();
+    (!written.is_empty()).then(|| {
+        format!(
+            "bytecode was written beside the sources during the step: {}",
+            written.join("; ")
+        )
+    })
+}
+
+/// The workers the rounds ended with go back to their code: the one holding the new baseline's may
+/// live on, unless `fit` is false (one may have loaded bytecode written beside it, whatever the step's
+/// end; a changed tree is found when a later command would adopt its worker, bytecode is not).
+fn give_workers_back(pairs: Vec<Pair>, held: &mut [HeldSides], fit: bool) {
+    for (pair, sides) in pairs.into_iter().zip(held.iter_mut()) {
+        sides.candidate.worker = pair.candidate.into_worker().filter(|_| fit);
+        sides.baseline.worker = pair.baseline.into_worker().filter(|_| fit);
+    }
+}
+
+/// `checks` with what the census's repetitions and the checks of the timed calls' outputs cost over
+/// every benchmark run in `runs`.
+fn with_census_costs(mut checks: Checks, runs: &[RunFile]) -> Checks {
+    checks.census_s = census::seconds(runs, |c| c.seconds);
+    checks.timed_outputs_s = census::seconds(runs, |c| c.outputs.as_ref()?.seconds);
+    checks
+}

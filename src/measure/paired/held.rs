@@ -1,0 +1,243 @@
+//! A side's code and the warm worker that runs from it: obtained for the rounds ([`hold`]), and kept
+//! past the step as the next one's baseline or ended with the loop.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+
+use super::dumps_of;
+use crate::features::code_tree::CodeTree;
+use crate::rules::decision::Decision;
+use crate::system::git::Repo;
+use crate::system::pytest::Pytest;
+use crate::system::runner::Workers;
+use crate::system::ui::Progress;
+use crate::system::workers::lasting::{self, Code, WorkerEnv};
+use crate::system::workers::{Worker, say_cold};
+
+/// One side's code and the warm worker that runs from it: a worktree of its own (never the user's
+/// work tree, which they edit next) that lives exactly as long as the worker, past the step too.
+pub struct Held<'a> {
+    /// Declared first: the worker ends before its tree is removed.
+    pub worker: Option<Worker>,
+    pub tree: CodeTree<'a>,
+    pub code: Code,
+    env: WorkerEnv,
+    /// Whether its worker may outlive the command ([`Workers::Lasting`]).
+    workers: Workers,
+}
+
+/// Where a side's code and worker come from: `side` (`baseline` or `candidate`) holding `code`, run
+/// by `template` (its root and sandbox replaced), with workers where its runner runs them, on the GPU
+/// `env` names.
+pub struct Wanted<'t> {
+    pub side: &'static str,
+    pub code: Code,
+    pub env: WorkerEnv,
+    pub template: &'t Pytest<'t>,
+}
+
+/// One side's code and worker: for the baseline, the worker kept for this GPU when everything it
+/// depends on still holds and its channel answers (anything else ends it, said once); otherwise a
+/// fresh worktree and a fresh worker. The one place a side's worker is obtained.
+pub fn hold<'a>(repo: &'a Repo, wanted: Wanted) -> Result<Held<'a>> {
+    let progress = wanted.template.progress;
+    let workers = wanted.template.place.workers();
+    if workers == Workers::Lasting
+        && wanted.side == "baseline"
+        && let Some((record, kept)) = lasting::kept(repo, wanted.env.gpu.as_deref())?
+    {
+        let tree = CodeTree::adopt(repo, &kept.home);
+        let _ = std::fs::remove_file(&record);
+        // between commands its tree is anybody's to write: it serves only as committed
+        let adopted =
+            match (kept.cannot_serve(&wanted.code, &wanted.env))
+                .or_else(|| tree.changed())
+                .or_else(|| kept.imported_changed())
+            {
+                Some(why) => Err(why),
+                None => Worker::adopt(&kept, wanted.side),
+            };
+        match adopted {
+            Ok(worker) => {
+                progress.line(&format!(
+                    "the baseline's warm worker (pid {}) lives on from an earlier command",
+                    worker.pid()
+                ));
+                return Ok(Held {
+                    worker: Some(worker),
+                    tree,
+                    code: wanted.code,
+                    env: wanted.env,
+                    workers,
+                });
+            }
+            Err(why) => {
+                progress.line(&format!(
+                    "the kept worker (pid {}) cannot serve this step ({why}): it is ended and a fresh \
+                     one starts",
+                    kept.process.pid
+                ));
+                kept.end_process();
+                drop(tree);
+            }
+        }
+    }
+    let home = new_home(repo, wanted.side)?;
+    let started = Instant::now();
+    let tree = CodeTree::in_home(repo, &home, &wanted.code.commit)?;
+    progress.line(&format!(
+        "the {}'s code checked out beside the work tree in {} ms",
+        wanted.side,
+        started.elapsed().as_millis()
+    ));
+    let worker = match workers.warm() {
+        false => None,
+        true => {
+            // the dumps name the worktree they were compiled from: only this worker's are read (and
+            // only where the template asks for dumps: the first GPU's workers)
+            let dumps = wanted
+                .template
+                .dumps
+                .as_ref()
+                .map(|_| dumps_of(repo, &wanted.code.tree));
+            if let Some(dumps) = &dumps {
+                let _ = std::fs::remove_dir_all(dumps);
+            }
+            let runner = Pytest {
+                root: &tree.path,
+                dumps,
+                ..wanted.template.clone()
+            };
+            match Worker::start(&runner, wanted.side, &home) {
+                Ok(worker) => Some(worker),
+                Err(e) => {
+                    say_cold(&runner, wanted.side, &format!("{e:#}"));
+                    None
+                }
+            }
+        }
+    };
+    Ok(Held {
+        worker,
+        tree,
+        code: wanted.code,
+        env: wanted.env,
+        workers,
+    })
+}
+
+impl Held<'_> {
+    /// Leaves its worker and tree running past this command as the baseline's, holding `commit` (the
+    /// new baseline's, whose tree this one's code is), recorded for the next step to adopt, and says
+    /// so. Past `deadline` (the budget ends every process group of the command), or where it cannot be
+    /// kept (gone, cold, no identity), both end now; that is no error: the next step starts a fresh one.
+    pub fn keep_as_baseline(
+        mut self,
+        repo: &Repo,
+        commit: &str,
+        deadline: Instant,
+        progress: &Progress,
+    ) {
+        // a worker that ends with the place (a Slurm job) ends here too
+        let Some(worker) = (self.worker.take())
+            .filter(|_| self.workers == Workers::Lasting && Instant::now() < deadline)
+        else {
+            return;
+        };
+        let pid = worker.pid();
+        let code = Code {
+            commit: commit.to_string(),
+            ..self.code.clone()
+        };
+        let Some(record) = worker.keep("baseline", code, self.env.clone()) else {
+            return;
+        };
+        let saved = lasting::record_path(repo, self.env.gpu.as_deref())
+            .and_then(|path| lasting::save(&path, &record));
+        match saved {
+            Ok(()) => {
+                self.tree.kept = true;
+                progress.line(&format!(
+                    "the baseline's warm worker (pid {pid}) lives on for the next step"
+                ));
+            }
+            Err(e) => {
+                // unrecorded, it would be nobody's: it ends with its tree
+                record.end_process();
+                progress.line(&format!(
+                    "warning: the baseline's worker could not be kept for the next step: {e:#}"
+                ));
+            }
+        }
+    }
+}
+
+/// The sides holding the new baseline's code after a step, one per GPU.
+pub struct Holders<'a>(pub Vec<Held<'a>>);
+
+impl Holders<'_> {
+    /// The tree of the code they hold: the new baseline's.
+    pub fn tree(&self) -> Option<&str> {
+        self.0.first().map(|held| held.code.tree.as_str())
+    }
+
+    /// Ends their workers, and says so where one was warm: the loop has halted (`decision`), and until
+    /// the user says `--continue` none should idle on a GPU that others may want.
+    pub fn end_with_the_loop(self, decision: Decision, progress: &Progress) {
+        // one that ends with its place anyway (a Slurm job's) goes unsaid
+        let pids: Vec<String> = (self.0.iter())
+            .filter(|held| held.workers == Workers::Lasting)
+            .filter_map(|held| held.worker.as_ref())
+            .map(|worker| worker.pid().to_string())
+            .collect();
+        if !pids.is_empty() {
+            progress.line(&format!(
+                "the loop halted ({decision}): the baseline's warm worker (pid {}) ends with it; `step --continue` starts a fresh one",
+                pids.join(", ")
+            ));
+        }
+    }
+
+    /// Keeps each GPU's worker as the baseline's for the next step ([`Held::keep_as_baseline`]).
+    pub fn keep_as_baseline(
+        self,
+        repo: &Repo,
+        commit: &str,
+        deadline: Instant,
+        progress: &Progress,
+    ) {
+        for held in self.0 {
+            held.keep_as_baseline(repo, commit, deadline, progress);
+        }
+    }
+}
+
+/// A fresh, empty folder for a side's worker and tree: `cutile-perf/workers/<side>-<pid>-<n>`, where
+/// `<pid>` is this process's (so that a later command can tell an orphan by it).
+fn new_home(repo: &Repo, side: &str) -> Result<PathBuf> {
+    let dir = repo.git_path(lasting::WORKERS_DIR)?;
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    for n in 0.. {
+        let home = dir.join(format!("{side}-{}-{n}", std::process::id()));
+        match std::fs::create_dir(&home) {
+            Ok(()) => return Ok(home),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e).with_context(|| format!("cannot create {}", home.display())),
+        }
+    }
+    unreachable!("an unbounded range")
+}
+
+/// Ends every kept worker (its process group, its tree and its record); returns their pids.
+pub fn end_kept_workers(repo: &Repo) -> Result<Vec<u32>> {
+    let mut ended = Vec::new();
+    for (path, kept) in lasting::all(repo)? {
+        kept.end_process();
+        drop(CodeTree::adopt(repo, &kept.home));
+        let _ = std::fs::remove_file(&path);
+        ended.push(kept.process.pid);
+    }
+    Ok(ended)
+}
