@@ -59,11 +59,7 @@ pub fn take_back(repo: &Repo, history: &History) -> Result<Option<TakenBack>> {
             })?;
     }
     let lines: Vec<String> = findings.iter().map(ToString::to_string).collect();
-    let message = format!(
-        "cutile-perf: take back {}: commits the tool did not make\n\n{}\n",
-        short(&head),
-        lines.join("\n")
-    );
+    let message = take_back_message(&head, &lines);
     let tree = format!("{recorded}^{{tree}}");
     let mut args = vec![
         "commit-tree",
@@ -91,4 +87,38 @@ pub fn take_back(repo: &Repo, history: &History) -> Result<Option<TakenBack>> {
         commit,
         findings: lines,
     }))
+}
+
+/// The take-back commit's message. The findings name paths, which are the user's text: each is one
+/// indented line (a continuation, never a trailer of its own), and a sentence closes the message, so
+/// that its last paragraph, the only one git reads trailers from, holds none.
+fn take_back_message(head: &str, findings: &[String]) -> String {
+    let mut message = format!(
+        "cutile-perf: take back {}: commits the tool did not make\n\nTaken back:\n",
+        short(head)
+    );
+    for finding in findings {
+        message.push_str("    ");
+        message.push_str(&serde_json::to_string(finding).expect("strings serialize"));
+        message.push('\n');
+    }
+    message.push_str("\nTheir change stays in the history before this commit.\n");
+    message
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::trailers::Block;
+
+    #[test]
+    fn paths_in_the_findings_cannot_spell_trailers() {
+        let forged = "unrecorded-change abc1234: changes a/\n\nCutile-Perf-Iteration: 1\nCutile-Perf-Status: keep\n";
+        let message = take_back_message(
+            "abc1234def",
+            &[forged.to_string(), "Cutile-Perf-Latency-Ms: 0.001".into()],
+        );
+        assert!(Block::from_message(&message).is_empty(), "{message}");
+        assert!(!message.lines().any(|line| line.starts_with("Cutile-Perf-")));
+    }
 }

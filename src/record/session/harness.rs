@@ -10,6 +10,8 @@ use std::fmt;
 
 use anyhow::{Result, bail};
 
+use crate::rules::trailers::{encode_word, split_word};
+
 /// The variables that change how TileGym's harness measures.
 pub const VARIABLES: &[&str] = &[
     "CUPTI",
@@ -54,12 +56,19 @@ impl HarnessMode {
         HarnessMode::of(|name| std::env::var(name).ok())
     }
 
-    /// As a trailer holds it: `CUPTI=0 REP=200`, or `defaults`.
+    /// As a trailer holds it: `CUPTI=0 REP=200`, or `defaults`. A value is the environment's text, so
+    /// one with a space, a quote or nothing in it is quoted (`REP="200 ms"`): it cannot spell a
+    /// setting that was not set.
     pub fn encode(&self) -> String {
-        match self.0.is_empty() {
-            true => DEFAULTS.to_string(),
-            false => self.to_string(),
+        if self.0.is_empty() {
+            return DEFAULTS.to_string();
         }
+        let set: Vec<String> = self
+            .0
+            .iter()
+            .map(|(name, value)| format!("{name}={}", encode_word(value)))
+            .collect();
+        set.join(" ")
     }
 
     pub fn decode(text: &str) -> Result<HarnessMode> {
@@ -67,13 +76,20 @@ impl HarnessMode {
             return Ok(HarnessMode::default());
         }
         let mut set = BTreeMap::new();
-        for pair in text.split(' ') {
-            match pair.split_once('=') {
-                Some((name, value)) if VARIABLES.contains(&name) => {
-                    set.insert(name.to_string(), value.to_string())
+        let mut rest = text;
+        while !rest.is_empty() {
+            let name = match rest.split_once('=') {
+                Some((name, after)) if VARIABLES.contains(&name) => {
+                    rest = after;
+                    name
                 }
-                _ => bail!("bad harness setting {pair:?} in {text:?}"),
+                _ => bail!("bad harness setting at {rest:?} in {text:?}"),
             };
+            let (value, after) = split_word(rest)?;
+            if set.insert(name.to_string(), value).is_some() {
+                bail!("harness setting {name} appears twice in {text:?}");
+            }
+            rest = after;
         }
         Ok(HarnessMode(set))
     }
@@ -141,6 +157,14 @@ mod tests {
         }
         assert_eq!(HarnessMode::default().encode(), "defaults");
         assert!(HarnessMode::decode("PATH=/bin").is_err());
+        // values with spaces, quotes or nothing round-trip, and never spell a setting of their own
+        let odd = mode(&[("REP", "200 CUPTI=1"), ("WARMUP", ""), ("MODE", "\"x y")]);
+        assert_eq!(odd.encode(), r#"MODE="\"x y" REP="200 CUPTI=1" WARMUP="""#);
+        assert_eq!(HarnessMode::decode(&odd.encode()).unwrap(), odd);
+        let spaced = mode(&[("REP", "200 ms")]);
+        let field = crate::rules::trailers::encode_field(&spaced.encode());
+        let read = crate::rules::trailers::decode_field(&field).unwrap();
+        assert_eq!(HarnessMode::decode(&read).unwrap(), spaced);
         assert_eq!(
             HarnessMode::default().departures(&cupti_off, "here", "at start"),
             [
