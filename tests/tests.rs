@@ -40,6 +40,7 @@ mod report;
 mod settings;
 mod skill;
 mod slurm;
+mod stops;
 mod take_back;
 mod travel;
 mod warm;
