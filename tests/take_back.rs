@@ -102,3 +102,29 @@ fn harness_settings_with_spaces_round_trip() {
         both(&out)
     );
 }
+
+/// `repair` killed after undoing the foreign change in the work tree and before its commit: the next
+/// `repair` finds the undo done and finishes with the commit, where it once refused its own undo as an
+/// overlapping edit.
+#[test]
+fn a_take_back_cut_short_before_its_commit_is_finished_by_the_next_repair() {
+    let f = Fixture::new();
+    f.start();
+    let recorded = f.head();
+    f.set_latency(0.05, 0.5);
+    f.git(&["commit", "-q", "--no-verify", "-am", "quietly"]);
+    // what the killed repair had done: the undo, in the work tree only
+    let undo = f.git(&["diff", "HEAD", &recorded]);
+    crate::support::with_input(f.program("git", &f.root).args(["apply", "-"]), &undo);
+    assert_eq!(f.git(&["diff", &recorded]), "");
+    let repaired: serde_json::Value = serde_json::from_str(&f.ok(&["repair", "--json"])).unwrap();
+    assert_eq!(repaired["action"], "taken-back", "{repaired}");
+    assert_eq!(f.status(), "");
+    assert!(f.ok(&["verify"]).contains("the record holds"));
+    // and the overlapping-edit hint gives a recipe that works
+    f.set_latency(0.04, 0.4);
+    f.git(&["commit", "-q", "--no-verify", "-am", "again"]);
+    f.set_latency(0.03, 0.3);
+    let err = f.fails(&["repair"]);
+    assert!(err.contains("git apply -3 edit.patch"), "{err}");
+}

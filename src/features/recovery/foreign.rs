@@ -47,14 +47,24 @@ pub fn take_back(repo: &Repo, history: &History) -> Result<Option<TakenBack>> {
     // their change, undone in the work tree hunk by hunk: an edit beside it stays, one over it refuses
     // before anything changed (`git apply` applies all or nothing)
     let undo = repo.git_bytes(&["diff", "--binary", "--no-ext-diff", &head, recorded])?;
-    if !undo.is_empty() {
+    // a repair killed between this undo and its commit left the undo in the work tree: the work tree
+    // already holds what the commit will, so this repair goes on to the commit
+    let undone_already = !undo.is_empty()
+        && repo
+            .git_with(
+                &["apply", "--check", "--reverse", "--whitespace=nowarn", "-"],
+                &[],
+                Some(&undo),
+            )
+            .is_ok();
+    if !undo.is_empty() && !undone_already {
         repo.git_with(&["apply", "--whitespace=nowarn", "-"], &[], Some(&undo))
             .map_err(|err| {
                 hinted(
                     format!("{err:#}"),
                     "your edit in the work tree overlaps what those commits changed: move it aside (`git diff > \
                      edit.patch`, then `git restore <path>`), run `git cutile-perf repair --json` again, then \
-                     `git apply edit.patch`",
+                     `git apply -3 edit.patch` (a three-way apply: the patch was made over what the take-back undid)",
                 )
             })?;
     }
