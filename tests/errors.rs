@@ -110,3 +110,13 @@ fn an_argument_that_is_not_utf8_is_a_usage_error() {
         assert!(all.contains("invalid UTF-8"), "{all}");
     }
 }
+
+#[test]
+fn setup_remote_without_remotes_says_there_are_none() {
+    let f = Fixture::new();
+    assert_eq!(f.git(&["remote"]), "");
+    let err = f.fails(&["setup-remote"]);
+    assert!(err.contains("no remote named \"origin\""), "{err}");
+    assert!(err.contains("this repository has no remotes yet"), "{err}");
+    assert!(!err.contains("name one of"), "{err}");
+}
