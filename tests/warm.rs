@@ -1208,3 +1208,20 @@ fn the_candidates_code_cannot_leave_bytecode_for_the_baseline() {
     let change = step.report["change_pct"].as_f64().unwrap();
     assert!(change.abs() < 1.0, "{}", step.report);
 }
+
+/// The bytecode a crashed candidate left in the sides' trees, where git sees it: the next step refuses,
+/// and its hint says to remove the `.pyc` files, never to copy them into the work tree.
+#[test]
+fn bytecode_left_in_a_sides_tree_is_named_as_bytecode() {
+    let f = Fixture::new();
+    f.start();
+    f.append(support::KERNEL, PLANTS_BYTECODE);
+    let step = counted_step_at(&f, (0.05, 0.5), &[]);
+    assert_eq!(step.report["status"], "crash", "{}", step.report);
+    f.append(support::KERNEL, "\nUNUSED = 1\n");
+    let err = f.fails(&["step", "--opt", "none", "unused"]);
+    assert!(err.contains("was edited there"), "{err}");
+    assert!(err.contains(".pyc"), "{err}");
+    assert!(err.contains("bytecode files a side's code wrote"), "{err}");
+    assert!(!err.contains("copy any new"), "{err}");
+}
