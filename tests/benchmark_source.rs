@@ -126,3 +126,21 @@ fn an_uncommitted_benchmark_script_is_refused_with_what_to_do() {
         "{err}"
     );
 }
+
+/// A session started on a kernel without a test, which its standalone benchmark times: the plan says no
+/// test was found, and gives no `--test` hint for a start that goes on and succeeds.
+#[test]
+fn a_successful_start_without_a_test_gives_no_test_hint() {
+    let f = Fixture::new();
+    let started = f.ok_all(&["start", "swish"]);
+    assert!(
+        started.contains("test: none found: no test under tests/ops/"),
+        "{started}"
+    );
+    assert!(!started.contains("--test"), "{started}");
+    let inspected = f.ok_all(&["inspect", "swish"]);
+    assert!(
+        inspected.contains("hint: name the test file with --test PATH"),
+        "{inspected}"
+    );
+}

@@ -227,8 +227,8 @@ pub fn require_committed_benchmark(repo: &Repo, script: &str, kernel: &str) -> R
              baseline's side, which runs from a commit, would not find it"
         ),
         format!(
-            "commit it on the branch you start sessions from (`git add -- {script} && git commit`), then \
-             start the session there (`git cutile-perf start {kernel}`); a session already started without \
+            "commit it on the branch you start sessions from, never on a cutile-perf session branch (`git \
+             add -- {script} && git commit`), then start the session there (`git cutile-perf start {kernel}`); a session already started without \
              it cannot be continued"
         ),
     ))
