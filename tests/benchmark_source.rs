@@ -101,3 +101,46 @@ fn a_session_started_on_the_scaffolded_file_names_the_script_it_runs() {
         assert!(started.contains(wanted), "{wanted}\n{started}");
     }
 }
+
+/// A standalone benchmark script that is not committed: `start` refuses before anything runs, saying to
+/// commit it (a step checks the same before it runs), where the baseline's side would crash without it.
+#[test]
+fn an_uncommitted_benchmark_script_is_refused_with_what_to_do() {
+    let f = Fixture::new();
+    let script = "tests/benchmark/bench_swish.py";
+    f.git(&["rm", "-q", "--cached", "--", script]);
+    f.git(&["commit", "-q", "-m", "the script left untracked"]);
+    let err = f.fails(&["start", "swish"]);
+    assert!(
+        err.contains(&format!(
+            "the standalone benchmark {script} that the session perf file runs is not committed"
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains("hint: commit it on the branch you start sessions from"),
+        "{err}"
+    );
+    assert!(
+        f.git(&["branch", "--list", "cutile-perf-*"]).is_empty(),
+        "{err}"
+    );
+}
+
+/// A session started on a kernel without a test, which its standalone benchmark times: the plan says no
+/// test was found, and gives no `--test` hint for a start that goes on and succeeds.
+#[test]
+fn a_successful_start_without_a_test_gives_no_test_hint() {
+    let f = Fixture::new();
+    let started = f.ok_all(&["start", "swish"]);
+    assert!(
+        started.contains("test: none found: no test under tests/ops/"),
+        "{started}"
+    );
+    assert!(!started.contains("--test"), "{started}");
+    let inspected = f.ok_all(&["inspect", "swish"]);
+    assert!(
+        inspected.contains("hint: name the test file with --test PATH"),
+        "{inspected}"
+    );
+}

@@ -92,3 +92,31 @@ fn without_json_errors_stay_text_on_stderr() {
     );
     assert!(stderr.contains("\nhint: start one with"), "{stderr}");
 }
+
+#[test]
+fn an_argument_that_is_not_utf8_is_a_usage_error() {
+    use std::os::unix::ffi::OsStrExt;
+    let f = Fixture::new();
+    let latin1 = std::ffi::OsStr::from_bytes(b"caf\xe9 tiles");
+    for json in [false, true] {
+        let mut command = f.command(&["step", "--opt", "none"]);
+        if json {
+            command.arg("--json");
+        }
+        let out = command.arg(latin1).output().unwrap();
+        let all = support::both(&out);
+        assert_eq!(out.status.code(), Some(2), "{all}");
+        assert!(!all.contains("panicked"), "{all}");
+        assert!(all.contains("invalid UTF-8"), "{all}");
+    }
+}
+
+#[test]
+fn setup_remote_without_remotes_says_there_are_none() {
+    let f = Fixture::new();
+    assert_eq!(f.git(&["remote"]), "");
+    let err = f.fails(&["setup-remote"]);
+    assert!(err.contains("no remote named \"origin\""), "{err}");
+    assert!(err.contains("this repository has no remotes yet"), "{err}");
+    assert!(!err.contains("name one of"), "{err}");
+}

@@ -18,7 +18,8 @@ use support::{Fixture, KERNEL};
 /// A client speaking newline-delimited JSON-RPC to the server's stdin and stdout.
 struct Client {
     server: Child,
-    stdin: ChildStdin,
+    /// `None` once the client has closed it.
+    stdin: Option<ChildStdin>,
     stdout: BufReader<ChildStdout>,
     next_id: u64,
     /// Notifications received while waiting for responses.
@@ -38,7 +39,7 @@ impl Client {
         let stdout = BufReader::new(server.stdout.take().unwrap());
         Client {
             server,
-            stdin,
+            stdin: Some(stdin),
             stdout,
             next_id: 1,
             notifications: Vec::new(),
@@ -46,8 +47,9 @@ impl Client {
     }
 
     fn send(&mut self, message: &Value) {
-        writeln!(self.stdin, "{message}").unwrap();
-        self.stdin.flush().unwrap();
+        let stdin = self.stdin.as_mut().expect("stdin is open");
+        writeln!(stdin, "{message}").unwrap();
+        stdin.flush().unwrap();
     }
 
     /// Sends a request and returns its id, without waiting.
@@ -323,6 +325,39 @@ fn a_whole_session_through_the_server() {
     let table = client.call("table", json!({}));
     assert_eq!(table["rows"].as_array().map(Vec::len), Some(4), "{table}");
     assert_eq!(client.call("verify", json!({}))["findings"], json!([]));
+}
+
+/// A client that goes away (closes stdin) while a step runs: the step stops as a cancelled one does,
+/// leaving no journal, lock or process, and the server ends after it. Before that, a request whose id
+/// JSON-RPC does not allow is answered with an error, and the server goes on.
+#[test]
+fn a_client_that_goes_away_mid_step_stops_it_cleanly() {
+    let f = Fixture::new();
+    f.start();
+    let hang = Hang::new();
+    let mut client = initialized(&hang, &f);
+    client.send(&json!({"jsonrpc": "2.0", "id": {"an": "object"}, "method": "tools/list"}));
+    let mut line = String::new();
+    client.stdout.read_line(&mut line).unwrap();
+    let refused: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    assert!(client.request("tools/list", json!({}))["tools"].is_array());
+    let head = f.head();
+    f.edit_kernel("CRASH = \"\"", "CRASH = \"hang\"");
+    client.request_later(
+        "tools/call",
+        json!({"name": "step", "arguments": {"description": "hangs", "opt": "none"}}),
+    );
+    hang.wait_for_child();
+    client.stdin = None;
+    support::wait_until("the server ended", || {
+        client.server.try_wait().unwrap().is_some()
+    });
+    hang.assert_child_gone();
+    assert!(!f.path(".git/cutile-perf/journal.json").exists());
+    assert!(!f.path(".git/cutile-perf/lock").exists());
+    assert_eq!(f.head(), head);
+    assert_eq!(f.status(), format!(" M {KERNEL}\n"));
 }
 
 /// Tool properties whose option has another name (`None`: a choice between other options, no option of

@@ -42,6 +42,8 @@ mod sessions_apart;
 mod settings;
 mod skill;
 mod slurm;
+mod stops;
+mod take_back;
 mod travel;
 mod warm;
 mod words;

@@ -1242,3 +1242,20 @@ fn a_kept_worker_whose_imported_library_changed_on_disk_is_not_reused() {
     assert!(!alive(kept));
     assert_ne!(step.report["status"], "keep", "{}", step.report);
 }
+
+/// The bytecode a crashed candidate left in the sides' trees, where git sees it: the next step refuses,
+/// and its hint says to remove the `.pyc` files, never to copy them into the work tree.
+#[test]
+fn bytecode_left_in_a_sides_tree_is_named_as_bytecode() {
+    let f = Fixture::new();
+    f.start();
+    f.append(support::KERNEL, PLANTS_BYTECODE);
+    let step = counted_step_at(&f, (0.05, 0.5), &[]);
+    assert_eq!(step.report["status"], "crash", "{}", step.report);
+    f.append(support::KERNEL, "\nUNUSED = 1\n");
+    let err = f.fails(&["step", "--opt", "none", "unused"]);
+    assert!(err.contains("was edited there"), "{err}");
+    assert!(err.contains(".pyc"), "{err}");
+    assert!(err.contains("bytecode files a side's code wrote"), "{err}");
+    assert!(!err.contains("copy any new"), "{err}");
+}

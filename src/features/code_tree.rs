@@ -179,17 +179,30 @@ pub fn refuse_edited_trees(repo: &Repo) -> Result<()> {
         .map(|(tree, edits)| format!("{}: {}", tree.display(), edits.join(", ")))
         .collect();
     let tree = shell_quoted(first);
+    let undo = format!("`git -C {tree} reset -q --hard && git -C {tree} clean -fdq`");
+    // bytecode a side's code wrote (a crash's `.pyc`) is Python's cache, rebuilt from the sources: no
+    // edit to take anywhere
+    let only_bytecode = edited.iter().all(|(_, edits)| {
+        (edits.iter()).all(|path| crate::system::pytest::is_source_bytecode(path))
+    });
+    let hint = match only_bytecode {
+        true => format!(
+            "these are Python bytecode files a side's code wrote, not sources: remove them ({undo}) and run \
+             the command again"
+        ),
+        false => format!(
+            "take the edit to your work tree (from its top: `git -C {tree} diff HEAD | git apply`, and copy \
+             any new source file; a `.pyc` under `__pycache__` is Python's cache, never copied), then undo \
+             it there ({undo}) and run the command again"
+        ),
+    };
     Err(crate::rules::hint::hinted(
         format!(
             "a side's code beside the work tree was edited there (where tracebacks and logs point), and \
              the tool never removes an edit:\n  {}",
             listed.join("\n  ")
         ),
-        format!(
-            "take the edit to your work tree (from its top: `git -C {tree} diff HEAD | git apply`, and copy \
-             any new file), then undo it there (`git -C {tree} reset -q --hard && git -C {tree} clean -fdq`) \
-             and run the command again"
-        ),
+        hint,
     ))
 }
 

@@ -142,6 +142,17 @@ pub fn kernel_files(root: &Path) -> Vec<Kernel> {
     found
 }
 
+/// The Python files under the kernel folders whose names are not UTF-8, as their names read with the
+/// bytes that are not replaced: no kernel can be found by such a name, so they are listed, not dropped.
+pub fn files_not_utf8(root: &Path) -> Vec<String> {
+    kernel_dirs(root)
+        .into_iter()
+        .flat_map(|(_, dir)| files_where(root, &dir, |f| f.ends_with(".py")))
+        // a name read lossily names no file: its bytes were replaced
+        .filter(|path| path.contains(char::REPLACEMENT_CHARACTER) && !root.join(path).exists())
+        .collect()
+}
+
 fn stem(path: &str) -> String {
     Path::new(path)
         .file_stem()

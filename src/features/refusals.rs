@@ -245,6 +245,13 @@ pub fn perf_file_change(
 
 /// Before a step: the session perf file must be the baseline's.
 pub fn check_perf_file(repo: &Repo, session: &crate::record::session::Session) -> Result<()> {
+    if let Some(script) = &session.benchmark {
+        let kernel = std::path::Path::new(&session.kernel).file_stem();
+        let name = kernel
+            .map(|stem| stem.to_string_lossy())
+            .unwrap_or_default();
+        require_committed_benchmark(repo, script, &name)?;
+    }
     match perf_file_change(repo, session)? {
         None => Ok(()),
         Some(what) => Err(hinted(
@@ -253,4 +260,26 @@ pub fn check_perf_file(repo: &Repo, session: &crate::record::session::Session) -
              back the one the record holds); to measure other shapes, start a new session on the edited file",
         )),
     }
+}
+
+/// The standalone benchmark script a session perf file runs must be in HEAD's commit: the baseline's
+/// side runs from a commit, where a script only the work tree holds is not.
+pub fn require_committed_benchmark(repo: &Repo, script: &str, kernel: &str) -> Result<()> {
+    if repo
+        .git(&["cat-file", "-e", &format!("HEAD:{script}")])
+        .is_ok()
+    {
+        return Ok(());
+    }
+    Err(hinted(
+        format!(
+            "the standalone benchmark {script} that the session perf file runs is not committed: the \
+             baseline's side, which runs from a commit, would not find it"
+        ),
+        format!(
+            "commit it on the branch you start sessions from, never on a cutile-perf session branch (`git \
+             add -- {script} && git commit`), then start the session there (`git cutile-perf start {kernel}`); a session already started without \
+             it cannot be continued"
+        ),
+    ))
 }

@@ -93,6 +93,16 @@ impl History {
             let block = Block::from_message(&message);
             let expected_attempt = attempt.take();
             let context = || format!("commit {id} has unreadable cutile-perf trailers");
+            // a block that reads as nothing the tool writes, in a commit other than the session's own
+            // baseline, is a foreign commit's (a partial block typed by hand or carried in a path):
+            // it records nothing, so it joins the commits that may not change the tree
+            let readable = Skip::read(&block).is_ok()
+                && Session::read(&block).is_ok()
+                && Iteration::read(&block).is_ok();
+            let block = match baseline {
+                Some(baseline) if !readable && baseline != id => Block::default(),
+                _ => block,
+            };
             // a skip records no change: its commit joins the run of commits that may not change the
             // tree, so a skip that does is a finding and never a way around the measurement
             let skip = Skip::read(&block).with_context(context)?;
@@ -928,6 +938,27 @@ pub(crate) mod tests {
             .unwrap();
         assert_eq!(history.skipped, []);
         assert_eq!(history.next_number(), 3);
+    }
+
+    #[test]
+    fn a_partial_block_in_a_foreign_commit_records_nothing() {
+        let partial = "p\n\nCutile-Perf-Iteration: 2\nCutile-Perf-Status: keep\n".to_string();
+        let mut commits = vec![("p".to_string(), partial)];
+        commits.extend(first_two());
+        let read = |baseline| {
+            History::from_commits_to(commits.clone().into_iter().map(Ok), Configs::All, baseline)
+        };
+        let history = read(Some("c0")).unwrap().unwrap();
+        assert_eq!(history.next_number(), 2);
+        assert_eq!(
+            history.foreign.unrecorded,
+            [Unrecorded {
+                newest: "p".into(),
+                oldest: "p".into()
+            }]
+        );
+        // without the baseline's own commit to read back to, nothing says whose block it is
+        assert!(read(None).is_err());
     }
 
     fn iteration_or_err(history: &History, number: u32) -> String {

@@ -266,7 +266,10 @@ fn create_new(path: &Path) -> std::io::Result<()> {
         .write(true)
         .create_new(true)
         .open(path)?;
-    let verb = std::env::args().nth(1).unwrap_or_default();
+    let verb = std::env::args_os()
+        .nth(1)
+        .map(|verb| verb.to_string_lossy().into_owned())
+        .unwrap_or_default();
     match ProcessIdentity::current() {
         Some(me) => write!(file, "{me} (`{verb}`)"),
         None => write!(file, "{} (`{verb}`)", std::process::id()),

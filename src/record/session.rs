@@ -160,9 +160,9 @@ impl Session {
         block.push("Regression-Pct", fmt_pct(t.regression_pct));
         block.push("Max-Iterations", t.max_iterations.to_string());
         block.push("Max-No-Gain", t.max_no_gain.to_string());
-        block.push("Python", &self.python);
+        block.push("Python", encode_field(&self.python));
         if let Some(filter) = &self.filter {
-            block.push("Filter", filter);
+            block.push("Filter", encode_field(filter));
         }
         if let Some(class) = self.class {
             block.push("Class", class.as_str());
@@ -237,8 +237,8 @@ impl Session {
                 max_iterations: count("Max-Iterations")?,
                 max_no_gain: count("Max-No-Gain")?,
             },
-            python: block.require("Python")?.to_string(),
-            filter: block.get("Filter")?.map(str::to_string),
+            python: decode_field(block.require("Python")?)?,
+            filter: block.get("Filter")?.map(decode_field).transpose()?,
             class: block
                 .get("Class")?
                 .map(|c| c.parse().map_err(anyhow::Error::msg))
@@ -588,6 +588,17 @@ pub(crate) mod tests {
             Some(it)
         );
         assert_eq!(Session::read(&Block::from_message(&message)).unwrap(), None);
+    }
+
+    #[test]
+    fn a_python_path_and_a_filter_the_user_typed_round_trip() {
+        let mut odd = session();
+        odd.python = "/opt/my  env/bin/python\nCutile-Perf-Max-Iterations: 99".into();
+        odd.filter = Some("  \"a and  b\" ".into());
+        let mut block = Block::default();
+        odd.write(&mut block);
+        let read = Block::from_message(&render_message("s", None, &block));
+        assert_eq!(Session::read(&read).unwrap(), Some(odd));
     }
 
     #[test]

@@ -239,6 +239,8 @@ fn parse_junit(xml: &str) -> Result<Vec<CaseReport>> {
     let mut cases = Vec::new();
     let mut current: Option<JunitCase> = None;
     let mut in_stdout = false;
+    // a file pytest could not write (a full disk) is empty: no result, never a run of no cases
+    let mut any_element = false;
     loop {
         let event = reader.read_event().with_context(|| {
             format!(
@@ -252,6 +254,7 @@ fn parse_junit(xml: &str) -> Result<Vec<CaseReport>> {
             _ => (None, false),
         };
         if let Some(e) = element {
+            any_element = true;
             if e.name().as_ref() == "testcase" {
                 let case = JunitCase {
                     case: CaseReport {
@@ -322,6 +325,10 @@ fn parse_junit(xml: &str) -> Result<Vec<CaseReport>> {
                 "system-out" => in_stdout = false,
                 _ => {}
             },
+            Event::Eof if !any_element => bail!(
+                "the JUnit file holds no results ({} bytes): pytest could not write it",
+                xml.len()
+            ),
             Event::Eof => break,
             _ => {}
         }

@@ -148,14 +148,23 @@ pub fn encode_field(text: &str) -> String {
     let plain = !text.is_empty()
         && !text.starts_with('"')
         && text.trim() == text
+        && !text.contains("  ")
         && !text
             .chars()
             .any(|c| c.is_control() || c.is_whitespace() && c != ' ');
     if plain {
         text.to_string()
     } else {
-        serde_json::to_string(text).expect("strings serialize")
+        quoted(text)
     }
+}
+
+/// `text` as a JSON string that [`Block::push`] keeps as it is: a run of spaces, which a trailer value
+/// would collapse, is written as escapes.
+fn quoted(text: &str) -> String {
+    serde_json::to_string(text)
+        .expect("strings serialize")
+        .replace("  ", "\\u0020\\u0020")
 }
 
 /// A field followed by more text on the same line (a config's pass name): written as is only when it
@@ -167,7 +176,7 @@ pub fn encode_word(text: &str) -> String {
     {
         text.to_string()
     } else {
-        serde_json::to_string(text).expect("strings serialize")
+        quoted(text)
     }
 }
 
@@ -290,10 +299,16 @@ mod tests {
             "é/ü.py",
             "tab\there",
             "",
+            "two  spaces   three",
+            "a\\  b",
         ] {
             let encoded = encode_field(text);
             assert!(!encoded.contains('\n'));
             assert_eq!(decode_field(&encoded).unwrap(), text);
+            let mut block = Block::default();
+            block.push("Field", &encoded);
+            let read = Block::from_message(&render_message("s", None, &block));
+            assert_eq!(decode_field(read.require("Field").unwrap()).unwrap(), text);
         }
         assert_eq!(encode_field("src/a b.py"), "src/a b.py");
         for word in ["fwd bwd", "", "\"q", "forward", "a\tb"] {

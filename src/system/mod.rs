@@ -1,5 +1,6 @@
 //! The outside worlds: git, processes, pytest, the GPU, the runner and the terminal.
 
+pub mod disk;
 pub mod git;
 pub mod gpu;
 pub mod ncu;

@@ -27,6 +27,9 @@ pub struct Coverage {
     pub kernels: Vec<Row>,
     /// Kernel files by class.
     pub counts: BTreeMap<&'static str, usize>,
+    /// Python files under the kernel folders whose names are not UTF-8 (undecodable bytes shown as
+    /// U+FFFD): not inspected, since no kernel can be named by them.
+    pub names_not_utf8: Vec<String>,
 }
 
 /// Every kernel file of the checkout at `root`, classified.
@@ -39,7 +42,11 @@ pub fn coverage(root: &Path) -> Coverage {
     for row in &kernels {
         *counts.entry(row.class).or_insert(0) += 1;
     }
-    Coverage { kernels, counts }
+    Coverage {
+        kernels,
+        counts,
+        names_not_utf8: locate::files_not_utf8(root),
+    }
 }
 
 /// A kernel's row; its test is found as `inspect` finds it (through its registered ops), or by name and
@@ -88,6 +95,12 @@ pub fn render(coverage: &Coverage) -> String {
         coverage.kernels.len(),
         counts.join(", ")
     ));
+    if !coverage.names_not_utf8.is_empty() {
+        out.push_str(&format!(
+            "not inspected, their names not being UTF-8 (rename them to inspect them): {}\n",
+            coverage.names_not_utf8.join(", ")
+        ));
+    }
     out
 }
 
@@ -153,6 +166,33 @@ mod tests {
         assert!(
             text.ends_with(
                 "5 kernel files: 1 benchmark, 1 correctness_only, 1 no_test, 1 session_perf_file, 1 test_perf\n"
+            ),
+            "{text}"
+        );
+        assert!(table.names_not_utf8.is_empty());
+    }
+
+    #[test]
+    fn a_kernel_file_whose_name_is_not_utf8_is_listed_not_dropped() {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = tempfile::tempdir().unwrap();
+        let kernels = dir.path().join("src/tilegym/ops/cutile");
+        std::fs::create_dir_all(&kernels).unwrap();
+        let latin1 = std::ffi::OsStr::from_bytes(b"caf\xe9.py");
+        std::fs::write(kernels.join(latin1), KERNEL).unwrap();
+        // a name that holds the replacement character itself is UTF-8, and inspected
+        std::fs::write(kernels.join("odd\u{fffd}.py"), KERNEL).unwrap();
+        let table = coverage(dir.path());
+        assert_eq!(
+            table.names_not_utf8,
+            ["src/tilegym/ops/cutile/caf\u{fffd}.py"]
+        );
+        assert_eq!(table.kernels.len(), 1);
+        let text = render(&table);
+        assert!(
+            text.ends_with(
+                "not inspected, their names not being UTF-8 (rename them to inspect them): \
+                 src/tilegym/ops/cutile/caf\u{fffd}.py\n"
             ),
             "{text}"
         );

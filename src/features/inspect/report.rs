@@ -71,9 +71,10 @@ impl Plan {
 pub fn plan(root: &Path, kernel: &Kernel, gpu: Option<&GpuState>, progress: &Progress) -> Plan {
     match inspect_with_test(root, kernel, gpu.and_then(gpu::capability_of)) {
         Ok(full) => {
+            // the test's hint waits for start's own refusal: start may go on with a session perf file
             progress.line(&format!(
                 "plan (read from the source by `inspect`):\n{}",
-                render(&full)
+                render_lines(&full, false)
             ));
             let test = match (full.test, full.test_error) {
                 (Some(found), _) => Ok(found),
@@ -128,10 +129,15 @@ fn registered_ops(report: &Report) -> Vec<String> {
 }
 
 pub fn render(full: &InspectReport) -> String {
+    render_lines(full, true)
+}
+
+/// The report in text, with the hint of a test not found when `test_hint`.
+fn render_lines(full: &InspectReport, test_hint: bool) -> String {
     let r = &full.report;
     let mut lines = vec![
         format!("{} ({}): {}", ui::bold(&r.kernel), r.suite, r.file),
-        test_line(full),
+        test_line(full, test_hint),
         format!("measured by: {}", full.source.describe()),
         class_line(r.class.as_ref()),
     ];
@@ -150,15 +156,16 @@ pub fn render(full: &InspectReport) -> String {
     lines.iter().map(|line| format!("{line}\n")).collect()
 }
 
-fn test_line(full: &InspectReport) -> String {
+fn test_line(full: &InspectReport, with_hint: bool) -> String {
+    let why = |why: &Hinted| match with_hint {
+        true => why.shown(),
+        false => why.message.clone(),
+    };
     match &full.test {
         Some(test) => format!("test: {} ({})", test.path, test.rule),
         None => format!(
             "test: none found: {}",
-            full.test_error
-                .as_ref()
-                .map(Hinted::shown)
-                .unwrap_or_default()
+            full.test_error.as_ref().map(why).unwrap_or_default()
         ),
     }
 }

@@ -47,23 +47,29 @@ pub fn take_back(repo: &Repo, history: &History) -> Result<Option<TakenBack>> {
     // their change, undone in the work tree hunk by hunk: an edit beside it stays, one over it refuses
     // before anything changed (`git apply` applies all or nothing)
     let undo = repo.git_bytes(&["diff", "--binary", "--no-ext-diff", &head, recorded])?;
-    if !undo.is_empty() {
+    // a repair killed between this undo and its commit left the undo in the work tree: the work tree
+    // already holds what the commit will, so this repair goes on to the commit
+    let undone_already = !undo.is_empty()
+        && repo
+            .git_with(
+                &["apply", "--check", "--reverse", "--whitespace=nowarn", "-"],
+                &[],
+                Some(&undo),
+            )
+            .is_ok();
+    if !undo.is_empty() && !undone_already {
         repo.git_with(&["apply", "--whitespace=nowarn", "-"], &[], Some(&undo))
             .map_err(|err| {
                 hinted(
                     format!("{err:#}"),
                     "your edit in the work tree overlaps what those commits changed: move it aside (`git diff > \
                      edit.patch`, then `git restore <path>`), run `git cutile-perf repair --json` again, then \
-                     `git apply edit.patch`",
+                     `git apply -3 edit.patch` (a three-way apply: the patch was made over what the take-back undid)",
                 )
             })?;
     }
     let lines: Vec<String> = findings.iter().map(ToString::to_string).collect();
-    let message = format!(
-        "cutile-perf: take back {}: commits the tool did not make\n\n{}\n",
-        short(&head),
-        lines.join("\n")
-    );
+    let message = take_back_message(&head, &lines);
     let tree = format!("{recorded}^{{tree}}");
     let mut args = vec![
         "commit-tree",
@@ -91,4 +97,38 @@ pub fn take_back(repo: &Repo, history: &History) -> Result<Option<TakenBack>> {
         commit,
         findings: lines,
     }))
+}
+
+/// The take-back commit's message. The findings name paths, which are the user's text: each is one
+/// indented line (a continuation, never a trailer of its own), and a sentence closes the message, so
+/// that its last paragraph, the only one git reads trailers from, holds none.
+fn take_back_message(head: &str, findings: &[String]) -> String {
+    let mut message = format!(
+        "cutile-perf: take back {}: commits the tool did not make\n\nTaken back:\n",
+        short(head)
+    );
+    for finding in findings {
+        message.push_str("    ");
+        message.push_str(&serde_json::to_string(finding).expect("strings serialize"));
+        message.push('\n');
+    }
+    message.push_str("\nTheir change stays in the history before this commit.\n");
+    message
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::trailers::Block;
+
+    #[test]
+    fn paths_in_the_findings_cannot_spell_trailers() {
+        let forged = "unrecorded-change abc1234: changes a/\n\nCutile-Perf-Iteration: 1\nCutile-Perf-Status: keep\n";
+        let message = take_back_message(
+            "abc1234def",
+            &[forged.to_string(), "Cutile-Perf-Latency-Ms: 0.001".into()],
+        );
+        assert!(Block::from_message(&message).is_empty(), "{message}");
+        assert!(!message.lines().any(|line| line.starts_with("Cutile-Perf-")));
+    }
 }

@@ -2,7 +2,8 @@
 //! its harness's defaults from environment variables: `CUPTI` (on by default: each timed call's GPU
 //! kernels summed by the profiler, host work unseen), `CUDAGRAPH` (the calls replayed from a CUDA graph,
 //! timed by events), the repetitions (`WARMUP`, `REP`, `MIN_REP`, `MAX_REP`, `INITIAL_REP`, `MODE`) and
-//! the shapes and hyper-parameters (`PARAMS`, `CONFIG`); `CUTILE_PERF_HARNESS` names the harness function
+//! the shapes, hyper-parameters and input values (`PARAMS`, `CONFIG`, `SEED`, `LOAD`, `LOAD_DIR`,
+//! `LOAD_NAMES`); `CUTILE_PERF_HARNESS` names the harness function
 //! the census wraps, `tests.common:benchmark` where unset. A session
 //! records the ones set at `start`; a step in an environment that sets them otherwise would measure
 //! differently from the baseline it is compared with, and is refused before it runs.
@@ -12,9 +13,13 @@ use std::fmt;
 
 use anyhow::{Result, bail};
 
-/// The variables that change how TileGym's harness measures (`tests/config.py` reads all but the
-/// last): `MAX_REP` bounds the repetitions, `PARAMS` and `CONFIG` pick shapes and hyper-parameters; the
-/// last names the harness function the census wraps.
+use crate::rules::trailers::{encode_word, split_word};
+
+/// The variables that change how TileGym's harness measures or what it measures on (`tests/config.py`
+/// reads all but the last; its others, such as `QUIET`, `DUMP` or `CSV`, change only what it prints):
+/// `MAX_REP` bounds the repetitions where a checkout has it, `PARAMS` and `CONFIG` pick shapes and
+/// hyper-parameters, `SEED` and `LOAD*` the input values; the last names the harness function the
+/// census wraps.
 pub const VARIABLES: &[&str] = &[
     "CUPTI",
     "CUDAGRAPH",
@@ -26,6 +31,10 @@ pub const VARIABLES: &[&str] = &[
     "MODE",
     "PARAMS",
     "CONFIG",
+    "SEED",
+    "LOAD",
+    "LOAD_DIR",
+    "LOAD_NAMES",
     HARNESS_VARIABLE,
 ];
 
@@ -72,15 +81,17 @@ impl HarnessMode {
         (self.0.get(HARNESS_VARIABLE).cloned()).unwrap_or_else(|| DEFAULT_HARNESS.to_string())
     }
 
-    /// As a trailer holds it: `CUPTI=0 REP=200`, or `defaults`; a space or `%` in a value (a `CONFIG`
-    /// of several words) as `%20` or `%25`.
+    /// As a trailer holds it: `CUPTI=0 REP=200`, or `defaults`. A value is the environment's text, so
+    /// one with a space, a quote or nothing in it is quoted (`REP="200 ms"`): it cannot spell a
+    /// setting that was not set.
     pub fn encode(&self) -> String {
         if self.0.is_empty() {
             return DEFAULTS.to_string();
         }
-        let escaped = |value: &str| value.replace('%', "%25").replace(' ', "%20");
-        let set: Vec<String> = (self.0.iter())
-            .map(|(n, v)| format!("{n}={}", escaped(v)))
+        let set: Vec<String> = self
+            .0
+            .iter()
+            .map(|(name, value)| format!("{name}={}", encode_word(value)))
             .collect();
         set.join(" ")
     }
@@ -90,14 +101,20 @@ impl HarnessMode {
             return Ok(HarnessMode::default());
         }
         let mut set = BTreeMap::new();
-        for pair in text.split(' ') {
-            match pair.split_once('=') {
-                Some((name, value)) if VARIABLES.contains(&name) => set.insert(
-                    name.to_string(),
-                    value.replace("%20", " ").replace("%25", "%"),
-                ),
-                _ => bail!("bad harness setting {pair:?} in {text:?}"),
+        let mut rest = text;
+        while !rest.is_empty() {
+            let name = match rest.split_once('=') {
+                Some((name, after)) if VARIABLES.contains(&name) => {
+                    rest = after;
+                    name
+                }
+                _ => bail!("bad harness setting at {rest:?} in {text:?}"),
             };
+            let (value, after) = split_word(rest)?;
+            if set.insert(name.to_string(), value).is_some() {
+                bail!("harness setting {name} appears twice in {text:?}");
+            }
+            rest = after;
         }
         Ok(HarnessMode(set))
     }
@@ -161,7 +178,7 @@ mod tests {
         assert_eq!(mode(&[("CUPTI", "no")]), mode(&[("CUPTI", "0")]));
         assert_eq!(mode(&[("CUDAGRAPH", "yes")]).encode(), "CUDAGRAPH=1");
         let worded = mode(&[("CONFIG", "m=4096 n=1%"), ("CUTILE_PERF_HARNESS", "t:b")]);
-        assert_eq!(worded.encode(), "CONFIG=m=4096%20n=1%25 CUTILE_PERF_HARNESS=t:b");
+        assert_eq!(worded.encode(), r#"CONFIG="m=4096 n=1%" CUTILE_PERF_HARNESS=t:b"#);
         assert_eq!(worded.harness(), "t:b");
         assert_eq!(cupti_off.harness(), DEFAULT_HARNESS);
         for m in [cupti_off.clone(), worded, HarnessMode::default()] {
@@ -169,6 +186,14 @@ mod tests {
         }
         assert_eq!(HarnessMode::default().encode(), "defaults");
         assert!(HarnessMode::decode("PATH=/bin").is_err());
+        // values with spaces, quotes or nothing round-trip, and never spell a setting of their own
+        let odd = mode(&[("REP", "200 CUPTI=1"), ("WARMUP", ""), ("MODE", "\"x y")]);
+        assert_eq!(odd.encode(), r#"MODE="\"x y" REP="200 CUPTI=1" WARMUP="""#);
+        assert_eq!(HarnessMode::decode(&odd.encode()).unwrap(), odd);
+        let spaced = mode(&[("REP", "200 ms")]);
+        let field = crate::rules::trailers::encode_field(&spaced.encode());
+        let read = crate::rules::trailers::decode_field(&field).unwrap();
+        assert_eq!(HarnessMode::decode(&read).unwrap(), spaced);
         assert_eq!(
             HarnessMode::default().departures(&cupti_off, "here", "at start"),
             [

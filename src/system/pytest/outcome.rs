@@ -159,13 +159,21 @@ impl Pytest<'_> {
         match (ending, cases) {
             (Ending::Interrupted, _) => CorrectnessRun::Interrupted,
             (Ending::Exited(0), Some(Ok(cases))) => CorrectnessRun::passed(cases),
-            (Ending::Exited(1), Some(Ok(cases))) => CorrectnessRun::Fail {
-                failed: cases
-                    .into_iter()
-                    .filter(|c| matches!(c.outcome, CaseOutcome::Failed(_) | CaseOutcome::Error(_)))
-                    .map(|c| c.id)
-                    .collect(),
-            },
+            (Ending::Exited(1), Some(Ok(cases)))
+                if cases.iter().any(|c| {
+                    matches!(c.outcome, CaseOutcome::Failed(_) | CaseOutcome::Error(_))
+                }) =>
+            {
+                CorrectnessRun::Fail {
+                    failed: cases
+                        .into_iter()
+                        .filter(|c| {
+                            matches!(c.outcome, CaseOutcome::Failed(_) | CaseOutcome::Error(_))
+                        })
+                        .map(|c| c.id)
+                        .collect(),
+                }
+            }
             (Ending::Exited(5), _) => CorrectnessRun::NoneSelected(format!(
                 "no correctness test matched -k \"{}\" in {}",
                 self.narrowed(CORRECTNESS_SELECTION),
@@ -231,6 +239,9 @@ fn crash_reason(ending: Ending, cases: Option<Result<Vec<CaseReport>>>, log: &st
         }
         (_, None) => "pytest died without writing its JUnit file".to_string(),
         (_, Some(Err(e))) => format!("the JUnit file is unreadable: {e:#}"),
+        (Ending::Exited(1), Some(Ok(_))) => {
+            "pytest exited with code 1 but its JUnit file names no failed case".to_string()
+        }
         (Ending::Exited(code), Some(Ok(_))) => format!("pytest exited with code {code}"),
         (Ending::Interrupted, _) => "interrupted".to_string(),
     };
@@ -243,6 +254,27 @@ mod tests {
 
     fn ids(names: &[&str]) -> Vec<String> {
         names.iter().map(|n| n.to_string()).collect()
+    }
+
+    #[test]
+    fn a_run_that_left_no_result_is_a_crash_never_a_failure() {
+        let empty = RecordFormat::Junit.parse("");
+        let reason = crash_reason(Ending::Exited(1), Some(empty), "log");
+        assert!(
+            reason.starts_with(
+                "the JUnit file is unreadable: the JUnit file holds no results (0 bytes)"
+            ),
+            "{reason}"
+        );
+        let no_failure = crash_reason(Ending::Exited(1), Some(Ok(Vec::new())), "log");
+        assert_eq!(
+            no_failure,
+            "pytest exited with code 1 but its JUnit file names no failed case (log: log)"
+        );
+        let none: Vec<CaseReport> = RecordFormat::Junit
+            .parse("<testsuites><testsuite tests=\"0\"/></testsuites>")
+            .unwrap();
+        assert!(none.is_empty());
     }
 
     #[test]

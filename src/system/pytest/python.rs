@@ -40,6 +40,13 @@ impl Pytest<'_> {
             AVAILABILITY_TIMEOUT,
         )
         .with_context(|| format!("cannot run {}", self.python))?;
+        // Ctrl-C or SIGTERM ended the check: that says nothing about pytest
+        if output.ending == process::Ending::Interrupted || process::interrupted() {
+            return Err(process::Interrupted(
+                "stopped while checking that the Python has pytest; nothing was changed",
+            )
+            .into());
+        }
         if !output.success() {
             return Err(hinted(
                 format!(

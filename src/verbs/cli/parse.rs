@@ -19,7 +19,9 @@ pub fn parse_command_line() -> Result<(Cli, bool), ExitCode> {
         .and_then(with_settings)
         .and_then(|matches| Cli::from_arg_matches(&matches).map(|cli| (cli, wants_json(&matches))));
     parsed.map_err(|err| {
-        let json = std::env::args().any(|arg| arg == "--json");
+        // read as bytes: an argument that is not UTF-8 is what clap refused, and reading it as a
+        // `String` would panic
+        let json = std::env::args_os().any(|arg| arg == "--json");
         if !err.use_stderr() || !json {
             // help and version go to stdout with success; clap prints and exits
             err.exit();

@@ -104,10 +104,42 @@ impl VerifyReport {
                 "verify found {} departure(s) from the session's record",
                 self.findings.len()
             ),
-            "each line names the commit and what differs; `git cutile-perf repair --json` takes back the \
-             change of commits the tool did not make",
+            self.hint(),
         ))
         .into())
+    }
+
+    /// What to do about the findings: `repair` only where it has something to take back.
+    fn hint(&self) -> String {
+        let has = |kinds: &[Kind]| self.findings.iter().any(|f| kinds.contains(&f.kind));
+        let mut hints = vec!["each line names the commit and what differs".to_string()];
+        if has(&[Kind::UnrecordedChange]) {
+            hints.push(
+                "`git cutile-perf repair --json` takes back the change of commits the tool did not make"
+                    .into(),
+            );
+        }
+        if has(&[Kind::PerfFileChanged]) {
+            hints.push(
+                "restore the session perf file as the baseline measured it, or start a new session on \
+                 the changed one"
+                    .into(),
+            );
+        }
+        if has(&[Kind::MissingEvidence]) {
+            hints.push(format!(
+                "fetch the evidence notes (`git fetch origin {ref_}:{ref_}`)",
+                ref_ = crate::record::evidence::NOTES_REF
+            ));
+        }
+        if hints.len() == 1 {
+            hints.push(
+                "the record cannot be repaired in place: start a new session from the last commit \
+                 whose record holds"
+                    .into(),
+            );
+        }
+        hints.join("; ")
     }
 }
 
@@ -199,9 +231,11 @@ fn outside_allowed(repo: &Repo, history: &History) -> Result<Vec<Finding>> {
         .map(str::to_string)
         .collect();
     let changed = repo.changed_by_commits(&commits)?;
+    let cancelled = cancelled_commits(repo, history)?;
     Ok(commits
         .into_iter()
         .zip(changed)
+        .filter(|(commit, _)| !cancelled.contains(commit))
         .filter_map(|(commit, changed)| {
             let outside = guard::disallowed(&changed, &history.session.allowed);
             (!outside.is_empty()).then(|| Finding {
@@ -211,6 +245,22 @@ fn outside_allowed(repo: &Repo, history: &History) -> Result<Vec<Finding>> {
             })
         })
         .collect())
+}
+
+/// The commits of the runs that record nothing and, taken together, change nothing (a commit made past
+/// the hook and `repair`'s take-back of it, a merge and its take-back): one cancelled pair, whatever
+/// each of them touched on the way.
+fn cancelled_commits(repo: &Repo, history: &History) -> Result<std::collections::HashSet<String>> {
+    let mut cancelled = std::collections::HashSet::new();
+    for run in &history.foreign.unrecorded {
+        let before = format!("{}^", run.oldest);
+        if repo.changed_between(&before, &run.newest)?.is_empty() {
+            let range = format!("{before}..{}", run.newest);
+            let listed = repo.git(&["rev-list", "--first-parent", &range])?;
+            cancelled.extend(listed.lines().map(str::to_string));
+        }
+    }
+    Ok(cancelled)
 }
 
 /// A reverted or crashed iteration sits on its attempt and returns the tree to the attempt's parent.

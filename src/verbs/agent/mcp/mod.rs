@@ -4,10 +4,12 @@
 //! One code path: a tool call runs this same binary as a child, `<verb> --json <options>`, in the
 //! server's directory, and returns its report as the tool's structured result (a refusal's `error` and
 //! `hint` as a tool error). The child's stderr lines (the plain progress lines of `start` and `step`)
-//! become progress notifications; a cancelled call sends SIGINT to the child's process group, which the
-//! verb treats like Ctrl-C: it records nothing and leaves the repository as it was.
+//! become progress notifications; a cancelled call, or one still running when the client closes stdin,
+//! sends SIGINT to the child's process group, which the verb treats like Ctrl-C: it records nothing and
+//! leaves the repository as it was. The server ends once those children have.
 
 pub mod schema;
+mod transport;
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -47,7 +49,14 @@ struct Server {
     /// This binary, which each call runs.
     program: PathBuf,
     version: String,
+    /// Held shared by each call while its child runs: the server takes it whole before it ends.
+    calls: Arc<tokio::sync::RwLock<()>>,
+    /// Turns true when the client has closed stdin: the calls still running stop their children.
+    closed: tokio::sync::watch::Receiver<bool>,
 }
+
+/// How long a verb stopped like Ctrl-C gets to put the repository back before its group is killed.
+const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Serves the tools on stdin and stdout until the client closes them. `cli` is the command line's
 /// definition; `version` what `--version` prints.
@@ -61,23 +70,34 @@ pub fn serve(cli: clap::Command, version: &str) -> Result<()> {
         })
         .collect::<Result<_>>()?;
     let tools = verbs.iter().map(tool).collect();
+    let calls = Arc::new(tokio::sync::RwLock::new(()));
+    let (close, closed) = tokio::sync::watch::channel(false);
     let server = Server {
         verbs,
         tools,
         program: std::env::current_exe().context("cannot find this program's path")?,
         version: version.to_string(),
+        calls: Arc::clone(&calls),
+        closed,
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    runtime.block_on(async {
+    let served = runtime.block_on(async {
         let running = server
-            .serve(rmcp::transport::stdio())
+            .serve(transport::stdio())
             .await
             .context("the MCP client did not initialize")?;
-        running.waiting().await?;
+        let ended = running.waiting().await;
+        // the client is gone: the calls still running stop as a cancelled one does, and are waited for
+        close.send_replace(true);
+        let _all_calls = calls.write().await;
+        ended?;
         Ok(())
-    })
+    });
+    // stdin's reader may still wait on a client that never closed it
+    runtime.shutdown_background();
+    served
 }
 
 fn tool(verb: &clap::Command) -> Tool {
@@ -143,6 +163,8 @@ impl Server {
         words: &[String],
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResult> {
+        let _running = self.calls.read().await;
+        let mut closed = self.closed.clone();
         let mut child = tokio::process::Command::new(&self.program)
             .args([verb, "--json"])
             .args(words)
@@ -165,10 +187,9 @@ impl Server {
         let waited = async {
             tokio::select! {
                 status = child.wait() => status,
-                () = context.ct.cancelled() => {
-                    // what Ctrl-C does at a terminal: the verb stops its tests, records nothing
-                    unsafe { libc::killpg(pid, libc::SIGINT) };
-                    child.wait().await
+                () = context.ct.cancelled() => stop(&mut child, pid).await,
+                Ok(()) = async { closed.wait_for(|closed| *closed).await.map(|_| ()) } => {
+                    stop(&mut child, pid).await
                 }
             }
         };
@@ -183,6 +204,24 @@ impl Server {
                 log.join("\n")
             )),
         })
+    }
+}
+
+/// What Ctrl-C does at a terminal: the verb stops its tests and records nothing. A verb that has not
+/// ended after [`STOP_GRACE`] has its group killed.
+async fn stop(
+    child: &mut tokio::process::Child,
+    group: libc::pid_t,
+) -> std::io::Result<std::process::ExitStatus> {
+    // SAFETY: signals the child's own process group, which it leads and which is not yet reaped
+    unsafe { libc::killpg(group, libc::SIGINT) };
+    match tokio::time::timeout(STOP_GRACE, child.wait()).await {
+        Ok(status) => status,
+        Err(_) => {
+            // SAFETY: as above
+            unsafe { libc::killpg(group, libc::SIGKILL) };
+            child.wait().await
+        }
     }
 }
 

@@ -126,11 +126,16 @@ pub fn command_line(verb: &clap::Command, arguments: &Map<String, Value>) -> Res
         };
         match arg.get_long() {
             None => positionals.extend(values),
-            Some(long) if matches!(arg.get_action(), ArgAction::SetTrue) => {
-                if value.as_bool() == Some(true) {
-                    options.push(format!("--{long}"));
+            Some(long) if matches!(arg.get_action(), ArgAction::SetTrue) => match value {
+                Value::Bool(true) => options.push(format!("--{long}")),
+                Value::Bool(false) => {}
+                other => {
+                    return Err(hinted(
+                        format!("{long} is a flag: {other} is not true or false"),
+                        format!("give \"{long}\": true to set it, or leave it out"),
+                    ));
                 }
-            }
+            },
             Some(long) => {
                 options.extend(values.into_iter().map(|v| format!("--{long}={v}")));
             }
@@ -255,6 +260,18 @@ mod tests {
             matches.get_one::<String>("description").unwrap(),
             "unrolled"
         );
+    }
+
+    #[test]
+    fn a_flag_given_other_than_true_or_false_is_refused() {
+        for given in [json!("yes"), json!(1), json!(["true"])] {
+            let arguments = json!({"description": "x", "continue": given});
+            let err = command_line(&verb(), arguments.as_object().unwrap()).unwrap_err();
+            assert!(
+                crate::rules::hint::shown(&err).starts_with("continue is a flag: "),
+                "{err:#}"
+            );
+        }
     }
 
     #[test]

@@ -97,12 +97,13 @@ fn resolve_remote(repo: &Repo, remote: Option<&str>) -> Result<String> {
     };
     let known = repo.git(&["remote"])?;
     if !known.lines().any(|line| line == name) {
+        let others = match known.lines().collect::<Vec<_>>() {
+            none if none.is_empty() => "this repository has no remotes yet".to_string(),
+            names => format!("or name one of: {}", names.join(", ")),
+        };
         return Err(hinted(
             format!("no remote named {name:?}"),
-            format!(
-                "add it with `git remote add {name} URL`, or name one of: {}",
-                known.lines().collect::<Vec<_>>().join(", ")
-            ),
+            format!("add it with `git remote add {name} URL`; {others}"),
         ));
     }
     Ok(name)

@@ -297,6 +297,7 @@ fn scope(repo: &Repo, args: &StartOptions, progress: &Progress) -> Result<Scope>
         false => None,
     };
     if let Some(script) = &benchmark {
+        refusals::require_committed_benchmark(repo, script, &found.name)?;
         for line in benchmark_source_lines(&test, script) {
             progress.line(&line);
         }

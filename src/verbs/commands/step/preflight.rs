@@ -32,6 +32,9 @@ pub struct Preflight {
 pub fn preflight(repo: &Repo, continue_anyway: bool) -> Result<Preflight> {
     // every iteration's configs: the report's `next_action` finds the variants in them
     let history = require_history(repo, Configs::All)?;
+    // the work tree (its sandbox) and the objects (the commits and the note) may be on two disks
+    crate::system::disk::refuse_full(&repo.root, "a step")?;
+    crate::system::disk::refuse_full(&repo.git_path("objects")?, "a step")?;
     made_sandbox(repo)?;
     crate::features::code_tree::refuse_edited_trees(repo)?;
     refuse_halted(&history, continue_anyway)?;

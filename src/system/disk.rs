@@ -1,0 +1,70 @@
+//! How much room a file system has left: a step writes worktrees, pytest's JUnit files and notes, and a
+//! disk that fills while it runs leaves files empty that would read as results.
+
+use std::path::Path;
+
+use anyhow::Result;
+
+use crate::rules::hint::hinted;
+
+/// The least free space a step starts with: its worktree, JUnit files, logs and note, with room over.
+pub const LEAST_FREE: u64 = 64 << 20;
+
+/// The bytes an unprivileged process may still write on the file system holding `path`; `None` where
+/// the system cannot say.
+pub fn free_bytes(path: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    let mut stat = std::mem::MaybeUninit::<libc::statvfs>::uninit();
+    // SAFETY: a NUL-terminated path and a buffer of the size statvfs(3) fills
+    if unsafe { libc::statvfs(path.as_ptr(), stat.as_mut_ptr()) } != 0 {
+        return None;
+    }
+    // SAFETY: statvfs returned 0, so it filled the buffer
+    let stat = unsafe { stat.assume_init() };
+    Some((stat.f_bavail as u64).saturating_mul(stat.f_frsize as u64))
+}
+
+/// Refuses `what` when the file system holding `dir` has less than [`LEAST_FREE`] left.
+pub fn refuse_full(dir: &Path, what: &str) -> Result<()> {
+    match free_bytes(dir) {
+        Some(free) => refusal(free, dir, what),
+        None => Ok(()),
+    }
+}
+
+fn refusal(free: u64, dir: &Path, what: &str) -> Result<()> {
+    if free >= LEAST_FREE {
+        return Ok(());
+    }
+    Err(hinted(
+        format!(
+            "the disk holding {} has {} KiB free: {what} needs at least {} MiB for its test results and \
+             record",
+            dir.display(),
+            free >> 10,
+            LEAST_FREE >> 20
+        ),
+        "free some space on that disk (`df -h` shows it; old `sandbox/` logs and pytest caches can go), \
+         then run it again; nothing was changed",
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_nearly_full_disk_is_refused_with_what_to_do() {
+        let dir = Path::new("/repo/.git");
+        let err = refusal(LEAST_FREE - 1, dir, "a step").unwrap_err();
+        let shown = crate::rules::hint::shown(&err);
+        assert!(
+            shown.starts_with("the disk holding /repo/.git has 65535 KiB free: a step needs"),
+            "{shown}"
+        );
+        assert!(shown.contains("\nhint: free some space"), "{shown}");
+        assert!(refusal(LEAST_FREE, dir, "a step").is_ok());
+        assert!(free_bytes(Path::new(".")).is_some());
+    }
+}
