@@ -114,7 +114,7 @@ record fresh
 
 # 3. the honest fix alone
 honest_fix
-run honest step --opt F --cause memory --json "no TMA on the static persistent kernel's output store"
+run honest step --opt F --cause memory --continue --json "no TMA on the static persistent kernel's output store"
 record honest
 
 # 4. a kept worker whose imported library changed on disk
