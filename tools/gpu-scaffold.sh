@@ -7,6 +7,10 @@
 #
 #   tools/gpu-scaffold.sh /path/to/TileGym OUT_DIR [SUITE [PYTHON]]      # SUITE: liger (default), ops, ...
 #
+# A kernel takes one to three minutes (its correctness tests, the growths, the baseline); KERNELS="geglu
+# layer_norm ..." runs only those of the suite's list, so that a suite can be run in parts into one OUT_DIR
+# (the rows add up in summary.tsv).
+#
 # OUT_DIR/summary.tsv has a row per kernel: kernel, how it ended (started: a baseline without a hand edit;
 # scaffold-refused or start-failed), the baseline's ms (and how many configs are launch-bound) or the failure's
 # first error line, and the growths
@@ -30,6 +34,9 @@ report = json.load(open(sys.argv[1]))
 print(" ".join(k["kernel"] for k in report["kernels"] if k["suite"] == sys.argv[2] and k["class"] == "correctness_only"))
 ' "$out/inspect-all.out" "$suite") || exit 1
 echo "$suite: $(echo $kernels | wc -w) kernel(s) whose tests check correctness only: $kernels" | tee "$out/kernels.txt"
+if [ -n "${KERNELS:-}" ]; then
+    kernels=$(for kernel in $kernels; do case " $KERNELS " in *" $kernel "*) echo "$kernel" ;; esac; done)
+fi
 
 # field FILE EXPRESSION: a value of the JSON report in FILE (r), or nothing
 field() {
@@ -41,7 +48,7 @@ first_error() {
         || grep -m1 -i error "$out/$1.err"; } | tr '\t' ' ' | head -1
 }
 
-printf 'kernel\tended\tbaseline_ms_or_reason\tgrowths\n' > "$out/summary.tsv"
+[ -f "$out/summary.tsv" ] || printf 'kernel\tended\tbaseline_ms_or_reason\tgrowths\n' > "$out/summary.tsv"
 started=0
 for kernel in $kernels; do
     cd "$(fresh "$kernel")" || exit 1
@@ -61,5 +68,5 @@ for kernel in $kernels; do
     # the session's warm workers end with it, and its GPU memory is free for the next kernel
     "$tool" repair > /dev/null 2>&1
 done
-echo "$started of $(echo $kernels | wc -w) $suite kernel(s) whose tests check correctness only started without a hand edit" | tee "$out/count.txt"
+echo "$started of $(echo $kernels | wc -w) $suite kernel(s) whose tests check correctness only started without a hand edit" | tee -a "$out/count.txt"
 column -t -s $'\t' "$out/summary.tsv"
