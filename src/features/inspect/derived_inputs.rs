@@ -64,22 +64,30 @@ pub fn derive(calls: &[Call]) -> Result<Derived, String> {
             None => groups.push((key, vec![call])),
         }
     }
-    // the structure most calls share, the first recorded on a tie; its largest call, the first on a tie
-    let (_, members) = groups
+    // the structure most calls share that can be built again, the first recorded on a tie; its largest
+    // call, the first on a tie
+    groups.sort_by_key(|(_, members)| std::cmp::Reverse(members.len()));
+    let mut refusal = None;
+    let (members, call) = groups
         .iter()
-        .rev()
-        .max_by_key(|(_, members)| members.len())
-        .ok_or("the tests made no call of the op")?;
-    let call = members
-        .iter()
-        .rev()
-        .max_by_key(|call| elements(call))
-        .expect("a group has a member");
-    for (name, argument) in named(call) {
-        if let Some(why) = unbuildable(argument) {
-            return Err(format!("its argument {name} is {why}"));
-        }
-    }
+        .find_map(|(_, members)| {
+            let call = members
+                .iter()
+                .rev()
+                .max_by_key(|call| elements(call))
+                .expect("a group has a member");
+            let why = named(call).into_iter().find_map(|(name, argument)| {
+                Some(format!("its argument {name} is {}", unbuildable(argument)?))
+            });
+            match why {
+                Some(why) => {
+                    refusal.get_or_insert(why);
+                    None
+                }
+                None => Some((members, call)),
+            }
+        })
+        .ok_or_else(|| refusal.unwrap_or_else(|| "the tests made no call of the op".to_string()))?;
     Ok(Derived {
         call: (*call).clone(),
         alike: members.len(),
@@ -391,6 +399,13 @@ mod tests {
             "its argument #1 is a ProcessGroup, which the recorder cannot build again"
         );
         assert_eq!(derive(&[]).unwrap_err(), "the tests made no call of the op");
+        // where another structure can be built, it is, though fewer calls share it
+        let mut mixed = calls.clone();
+        mixed.extend(
+            parse_calls(r#"{"args": [{"kind": "value", "value": 3}], "kwargs": {}}"#).unwrap(),
+        );
+        mixed.push(calls[0].clone());
+        assert_eq!(derive(&mixed).unwrap().alike, 1);
         let host = parse_calls(
             r#"{"args": [{"kind": "list", "items": [{"kind": "value", "value": 1.5}]}, {"kind": "value", "value": null}], "kwargs": {"flag": {"kind": "value", "value": true}, "name": {"kind": "value", "value": "a\"b"}}}"#,
         )
