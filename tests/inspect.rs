@@ -239,6 +239,7 @@ fn inspect_json_on_the_fixture() {
             r#""ops" "rms_norm" "no_test""#,
             r#""ops" "swish" "benchmark""#,
             r#""ops" "vector_add" "test_perf""#,
+            r#""liger" "layer_norm" "correctness_only""#,
             r#""liger" "rms_norm" "correctness_only""#,
             r#""liger" "scale" "correctness_only""#,
         ]

@@ -159,3 +159,58 @@ fn a_session_perf_file_travels_with_the_record_and_is_written_back_where_missing
             .ends_with("# the reviewer's shapes\n")
     );
 }
+
+/// A kernel whose correctness tests pass tensors of several ranks (X of the rows, W and B of its last
+/// dimension only, a keyword call): the scaffolded file builds that call, at the largest size most
+/// calls share, grown along its rows past the launch's time, and the session starts on it unedited.
+#[test]
+fn a_kernel_of_multi_rank_inputs_starts_on_the_file_derived_from_its_tests() {
+    let f = Fixture::new();
+    let wrote = f.ok(&["start", "layer_norm", "--scaffold"]);
+    assert!(
+        wrote.contains(
+            "on the call its tests make (2 of 4 recorded alike): B: torch.float32[64], W: torch.float32[64], \
+             X: torch.float32[8, 64]"
+        ) && wrote.contains("grown along its dimension(s) of size 8: x1 0.0051 ms, x2 0.0102 ms")
+            && wrote.contains("kept x2, x8"),
+        "{wrote}"
+    );
+    let file = std::fs::read_to_string(f.path("sandbox/perf_layer_norm.py")).unwrap();
+    for wanted in [
+        "GROWTH = [2, 8]\n",
+        "        \"W\": torch.randn((64,), dtype=torch.float32, device=\"cuda\"),\n",
+        "        \"X\": torch.randn((8 * growth, 64,), dtype=torch.float32, device=\"cuda\"),\n",
+    ] {
+        assert!(file.contains(wanted), "{wanted}\n{file}");
+    }
+    let json: serde_json::Value = serde_json::from_str(&f.ok(&[
+        "start",
+        "layer_norm",
+        "--test",
+        "sandbox/perf_layer_norm.py",
+        "--json",
+    ]))
+    .unwrap();
+    assert_eq!(json["launch_bound"], serde_json::json!([]), "{json}");
+    assert_eq!(json["configs"].as_array().map(Vec::len), Some(2), "{json}");
+}
+
+/// A call the recorder cannot build again is refused with its reason, and no file is left.
+#[test]
+fn a_call_that_cannot_be_built_again_is_refused_and_writes_nothing() {
+    let f = Fixture::new();
+    f.write(
+        "tests/suites/liger/test_scale.py",
+        "from tilegym.suites.liger.cutile.scale import scale\n\n\n\
+         def test_op_cutile():\n    assert scale(range(3), 2.0) == [0.0, 2.0, 4.0]\n",
+    );
+    let err = f.fails(&["start", "scale", "--scaffold"]);
+    assert!(
+        err.contains(
+            "the inputs of tilegym.suites.liger.cutile.scale.scale cannot be derived from \
+             tests/suites/liger/test_scale.py: its argument #1 is a range, which the recorder cannot build again"
+        ) && err.contains("hint: write sandbox/perf_scale.py by hand"),
+        "{err}"
+    );
+    assert!(!f.path(PERF_FILE).exists());
+}

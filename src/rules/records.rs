@@ -19,6 +19,10 @@ use quick_xml::events::{BytesStart, Event};
 use crate::rules::hint::hinted;
 use crate::rules::pyliteral::{self, PyValue};
 
+/// A baseline config faster than this is launch-bound: an empty kernel's launch and synchronization
+/// cost a few microseconds, so its time is mostly the launch's, which no change to the kernel moves.
+pub const LAUNCH_BOUND_MS: f64 = 0.010;
+
 /// What pytest reported for one test case.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CaseOutcome {

@@ -118,6 +118,7 @@ impl From<cli::StartArgs> for scaffold::ScaffoldOptions {
         scaffold::ScaffoldOptions {
             kernel: args.kernel,
             suite: args.suite,
+            python: args.python,
         }
     }
 }

@@ -6,9 +6,11 @@
 pub mod arch;
 mod class;
 pub mod coverage;
+pub mod derived_inputs;
 mod files;
 pub mod module;
 pub mod perf_file;
+pub mod recorded_calls;
 pub mod report;
 pub mod source;
 pub mod syntax;

@@ -1,20 +1,16 @@
 //! The session perf file proposed for a kernel whose tests check correctness only: a `test_perf` that
-//! times the kernel's registered cuTile op through the checkout's own harness (`tests.common`), on
-//! shapes the user sets to sizes of real use before the baseline, beside the kernel's correctness tests
+//! times the kernel's registered cuTile op through the checkout's own harness (`tests.common`), on the
+//! call its correctness tests make of it, grown past the launch's time, beside the kernel's correctness tests
 //! imported from its test module (pytest collects them there), so that one file is the session's test;
 //! or, for a kernel that a standalone benchmark script times, the file that runs the script's cuTile
 //! lines as perf cases. Their text, and the one place they are written.
 
 use anyhow::{Context, Result};
 
+use super::derived_inputs::Derived;
 use super::syntax::{Source as Parsed, descendants, named_children};
 use super::{Report, source::PERF_TEST};
 use crate::system::git::Repo;
-
-/// Shapes of real use proposed for an op of tensors of one shape: the activations of a transformer
-/// layer (tokens x hidden size) at two model sizes. Edited before the baseline; a shape the correctness
-/// tests use is a few kilobytes and times the launch, not the kernel.
-const PROPOSED_SHAPES: [&str; 2] = ["(4, 2048, 8192)", "(2, 4096, 14336)"];
 
 /// The op the file times: the cuTile registration's function, and the parameters it requires.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -125,23 +121,34 @@ pub fn write(repo: &Repo, file: &str, text: &str) -> Result<()> {
     Ok(())
 }
 
-/// The file's text: `test` is the correctness test whose inputs it should build alike.
-pub fn render(kernel: &str, test: &str, op: &TimedOp) -> String {
-    let tensors: Vec<String> = op
-        .parameters
+/// The file's text for inputs derived from the op's recorded calls: `derived` built again at each of
+/// `growths`.
+pub fn render_derived(
+    kernel: &str,
+    test: &str,
+    op: &TimedOp,
+    derived: &Derived,
+    growths: &[u64],
+) -> String {
+    let (args, kwargs) = derived.python();
+    let args: Vec<String> = args.iter().map(|a| format!("        {a},\n")).collect();
+    let kwargs: Vec<String> = kwargs
         .iter()
-        .map(|_| "torch.randn(shape, dtype=dtype, device=\"cuda\")".to_string())
+        .map(|(k, a)| format!("        {k:?}: {a},\n"))
         .collect();
-    let shapes: Vec<String> = PROPOSED_SHAPES
-        .iter()
-        .map(|s| format!("    ({s}, torch.bfloat16),"))
-        .collect();
+    let grown = match derived.grown {
+        Some(size) => format!("its dimension(s) of size {size} times `growth`"),
+        None => "nothing grown: no dimension reads as a batch".to_string(),
+    };
+    let growths: Vec<String> = growths.iter().map(u64::to_string).collect();
     format!(
-        r#""""Session perf file for {kernel}: times {function} (the cuTile op) through the checkout's harness.
+        r#""""Session perf file for {kernel}: times {function} (the cuTile op) through the checkout's harness, on
+the inputs {test} passes it.
 
-Written by `git cutile-perf start --scaffold`; it lives under sandbox/ and is never committed. Before the
-baseline, set SHAPES to sizes of real use and build the inputs as {test} does
-({parameters}). A config that runs in a few microseconds times the launch, not the kernel: grow it.
+Written by `git cutile-perf start --scaffold` from the op's calls that those tests made: it builds the
+call that {alike} of the {recorded} share, at its largest size; {grown}.
+GROWTH holds the smallest growth whose time passed 10 us when the file was written (smaller ones time the
+launch, not the kernel), and four times it. It lives under sandbox/ and is never committed; edit it freely before the baseline.
 """
 
 import pytest
@@ -153,28 +160,34 @@ from {tests} import *  # noqa: F401,F403
 from tests import common
 from {module} import {function} as op
 
-SHAPES = [
-{shapes}
-]
+GROWTH = [{growths}]
 
 
-def make_inputs(shape, dtype):
-    return ({tensors},)
+def make_inputs(growth):
+    """The recorded call: {summary}."""
+    args = (
+{args}    )
+    kwargs = {{
+{kwargs}    }}
+    return args, kwargs
 
 
-@pytest.mark.parametrize("shape, dtype", SHAPES, ids=lambda value: str(value).replace(" ", ""))
+@pytest.mark.parametrize("growth", GROWTH, ids=lambda growth: f"x{{growth}}")
 @pytest.mark.parametrize("backend", ["cutile"])
-def {PERF_TEST}(shape, dtype, backend, record_property):
-    inputs = make_inputs(shape, dtype)
-    result = common.benchmark_framework(backend, lambda: op(*inputs))
+def {PERF_TEST}(growth, backend, record_property):
+    args, kwargs = make_inputs(growth)
+    result = common.benchmark_framework(backend, lambda: op(*args, **kwargs))
     record_property("benchmark", result)
 "#,
         function = op.function,
         module = op.module,
         tests = test.trim_end_matches(".py").replace('/', "."),
-        parameters = op.parameters.join(", "),
-        shapes = shapes.join("\n"),
-        tensors = tensors.join(", "),
+        alike = derived.alike,
+        recorded = derived.recorded,
+        summary = derived.summary(),
+        growths = growths.join(", "),
+        args = args.concat(),
+        kwargs = kwargs.concat(),
     )
 }
 
@@ -183,7 +196,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_op_is_called_with_a_tensor_for_each_required_parameter() {
+    fn a_derived_file_builds_the_recorded_call_at_each_growth() {
         let text = "@register_impl('lib.geglu', backend='cutile')\n\
             def geglu(a: torch.Tensor, b, scale=1.0, *args, **kwargs):\n    pass\n";
         assert_eq!(required_parameters(text, "geglu"), ["a", "b"]);
@@ -192,11 +205,23 @@ mod tests {
             function: "geglu".to_string(),
             parameters: vec!["a".to_string(), "b".to_string()],
         };
-        let file = render("geglu", "tests/suites/lib/test_geglu.py", &op);
+        let calls = super::super::derived_inputs::parse_calls(
+            r#"{"args": [{"kind": "tensor", "shape": [4, 64], "dtype": "torch.float16", "device": "cuda:0"}, {"kind": "value", "value": 2}], "kwargs": {"approximate": {"kind": "value", "value": "tanh"}}}"#,
+        )
+        .unwrap();
+        let derived = super::super::derived_inputs::derive(&calls).unwrap();
+        let file = render_derived(
+            "geglu",
+            "tests/suites/lib/test_geglu.py",
+            &op,
+            &derived,
+            &[8, 32],
+        );
         for wanted in [
             "from tilegym.suites.lib.cutile.geglu import geglu as op\n",
-            "    return (torch.randn(shape, dtype=dtype, device=\"cuda\"), torch.randn(shape, dtype=dtype, \
-             device=\"cuda\"),)\n",
+            "GROWTH = [8, 32]\n",
+            "    args = (\n        torch.randn((4 * growth, 64,), dtype=torch.float16, device=\"cuda\"),\n        2,\n    )\n",
+            "    kwargs = {\n        \"approximate\": \"tanh\",\n    }\n",
             "from tests.suites.lib.test_geglu import *  # noqa",
         ] {
             assert!(file.contains(wanted), "{wanted}\n{file}");

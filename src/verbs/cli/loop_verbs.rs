@@ -26,7 +26,8 @@ pub struct StartArgs {
     /// Only write a session perf file (sandbox/perf_<kernel>.py) for a kernel without a test_perf: one
     /// running the cuTile lines of its standalone benchmark (tests/benchmark/bench_<kernel>.py), which
     /// start writes by itself when no --test is given; else a test_perf timing its registered op through
-    /// the checkout's harness, on shapes to set to sizes of real use before starting with --test
+    /// the checkout's harness, on the call its correctness tests make of it (recorded in one run of them),
+    /// grown along its batch dimension until it takes over 10 us; then start with --test
     /// sandbox/perf_<kernel>.py
     #[arg(long, conflicts_with = "test")]
     pub scaffold: bool,

@@ -39,8 +39,10 @@ fixture_files!(
     "src/tilegym/suites/__init__.py",
     "src/tilegym/suites/liger/__init__.py",
     "src/tilegym/suites/liger/cutile/__init__.py",
+    "src/tilegym/suites/liger/cutile/layer_norm.py",
     "src/tilegym/suites/liger/cutile/rms_norm.py",
     "src/tilegym/suites/liger/cutile/scale.py",
+    "src/torch/__init__.py",
     "src/triton/__init__.py",
     "src/triton/testing.py",
     "tests/__init__.py",
@@ -51,6 +53,7 @@ fixture_files!(
     "tests/ops/test_vector_add.py",
     "tests/suites/__init__.py",
     "tests/suites/liger/__init__.py",
+    "tests/suites/liger/test_layer_norm.py",
     "tests/suites/liger/test_rms_norm.py",
     "tests/suites/liger/test_scale.py",
 );

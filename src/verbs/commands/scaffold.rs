@@ -1,17 +1,24 @@
-//! `start --scaffold`: writes the session perf file of a kernel without a `test_perf`, for the user to
-//! read (and set its shapes, where it times the op) before `start --test sandbox/perf_<kernel>.py`: one
-//! that runs the cuTile lines of the kernel's standalone benchmark where the checkout has one, else one
-//! that times the kernel's registered op.
+//! `start --scaffold`: writes the session perf file of a kernel without a `test_perf`, ready for
+//! `start --test sandbox/perf_<kernel>.py`: one that runs the cuTile lines of the kernel's standalone
+//! benchmark where the checkout has one, else one that times the kernel's registered op on the inputs its
+//! correctness tests pass it (their calls recorded in one run of them), grown until its time is over the
+//! launch's.
 
 use anyhow::{Context, Result};
 use serde::Serialize;
 
+use crate::features::inspect::derived_inputs;
 use crate::features::inspect::perf_file::{self, TimedOp};
+use crate::features::inspect::recorded_calls::{Recorder, chosen_growths};
 use crate::features::inspect::report::{InspectReport, inspect_with_test};
 use crate::features::inspect::source::{Source, session_perf_file};
 use crate::features::locate::{self, Kernel};
+use crate::rules::guard::SANDBOX;
 use crate::rules::hint::{Hinted, hinted};
+use crate::rules::records::LAUNCH_BOUND_MS;
 use crate::system::git::Repo;
+use crate::system::pytest::default_python;
+use crate::system::runner::Local;
 use crate::system::ui::{Render, Ui};
 
 /// The kernel whose session perf file to write.
@@ -20,6 +27,8 @@ pub struct ScaffoldOptions {
     pub kernel: String,
     /// The suite the kernel is in, when its name is in several.
     pub suite: Option<String>,
+    /// The Python command that runs the checkout's pytest (`python3` where none is given).
+    pub python: Option<String>,
 }
 
 /// What `start --scaffold` wrote, as `--json` prints it.
@@ -33,8 +42,28 @@ pub struct ScaffoldReport {
     pub op: Option<TimedOp>,
     /// The standalone benchmark whose cuTile lines the file runs, when one times the kernel.
     pub benchmark: Option<String>,
+    /// The inputs the file builds, when it times the op.
+    pub inputs: Option<DerivedInputs>,
     /// The command that starts the session on it, once its shapes are set.
     pub start: String,
+}
+
+/// The inputs a perf file that times the op builds, from the calls its correctness tests made.
+#[derive(Debug, Serialize)]
+pub struct DerivedInputs {
+    /// How many calls of the op the tests made, and how many of them share the structure built.
+    pub recorded: usize,
+    pub alike: usize,
+    /// The call built again, at its recorded size: `X: torch.float32[8, 64], W: torch.float32[64], ...`.
+    pub call: String,
+    /// The size of the dimension that grows, where one reads as a batch.
+    pub grown: Option<u64>,
+    /// The growths the file times.
+    pub growths: Vec<u64>,
+    /// Each growth timed while the file was written, with its forward time (ms).
+    pub timed: Vec<(u64, f64)>,
+    /// Whether even the largest growth that ran is under the launch-bound time.
+    pub launch_bound: bool,
 }
 
 pub fn run(repo: &Repo, args: &ScaffoldOptions) -> Result<ScaffoldReport> {
@@ -62,6 +91,7 @@ pub fn run(repo: &Repo, args: &ScaffoldOptions) -> Result<ScaffoldReport> {
             test,
             op: None,
             benchmark: Some(path.clone()),
+            inputs: None,
             start,
         });
     }
@@ -74,13 +104,90 @@ pub fn run(repo: &Repo, args: &ScaffoldOptions) -> Result<ScaffoldReport> {
             "write {file} by hand, calling the function that launches the kernel"
         )),
     })?;
-    perf_file::write(repo, &file, &perf_file::render(&kernel.name, &test, &op))?;
+    let python = match &args.python {
+        Some(python) => python.clone(),
+        None => default_python(&Local, &repo.root),
+    };
+    let recorder = Recorder {
+        python: &python,
+        root: &repo.root,
+        scratch: repo
+            .root
+            .join(SANDBOX)
+            .join(format!("scaffold-{}", kernel.name)),
+    };
+    repo.exclude(&format!("/{SANDBOX}/"))?;
+    let inputs = derive_inputs(repo, &recorder, &kernel.name, &test, &op, &file)?;
     Ok(ScaffoldReport {
         file,
         test: Some(test),
         op: Some(op),
         benchmark: None,
+        inputs: Some(inputs),
         start,
+    })
+}
+
+/// Records the op's calls in one run of `test`, writes `file` to build the call most of them share, and
+/// times its growths to keep those past the launch; a call that cannot be built again, or a file that
+/// does not run, is refused (and the file removed).
+fn derive_inputs(
+    repo: &Repo,
+    recorder: &Recorder,
+    kernel: &str,
+    test: &str,
+    op: &TimedOp,
+    file: &str,
+) -> Result<DerivedInputs> {
+    let by_hand = format!(
+        "write {file} by hand: a test_perf that builds the op's inputs as {test} does and records its timing \
+         as the checkout's perf tests do"
+    );
+    let (calls, ran) = recorder.record(test, op)?;
+    let derived = derived_inputs::derive(&calls).map_err(|why| {
+        hinted(
+            format!(
+                "the inputs of {}.{} cannot be derived from {test}: {why}",
+                op.module, op.function
+            ),
+            format!("{by_hand}; its run ended:\n{}", ran.tail),
+        )
+    })?;
+    let probes: Vec<u64> = match derived.grown {
+        Some(_) => (0..=16).map(|power| 1 << power).collect(),
+        None => vec![1],
+    };
+    perf_file::write(
+        repo,
+        file,
+        &perf_file::render_derived(kernel, test, op, &derived, &probes),
+    )?;
+    let (timed, ran) = recorder.time_growths(file, LAUNCH_BOUND_MS)?;
+    let Some(growths) = chosen_growths(&timed, LAUNCH_BOUND_MS) else {
+        std::fs::remove_file(repo.root.join(file))
+            .with_context(|| format!("cannot remove {file}"))?;
+        return Err(hinted(
+            format!(
+                "the perf file derived from {test} does not run: the call {} failed",
+                derived.summary()
+            ),
+            format!("{by_hand}; its run ended:\n{}", ran.tail),
+        ));
+    };
+    perf_file::write(
+        repo,
+        file,
+        &perf_file::render_derived(kernel, test, op, &derived, &growths),
+    )?;
+    let largest = timed.iter().map(|&(_, ms)| ms).fold(0.0, f64::max);
+    Ok(DerivedInputs {
+        recorded: derived.recorded,
+        alike: derived.alike,
+        call: derived.summary(),
+        grown: derived.grown,
+        growths,
+        timed,
+        launch_bound: largest < LAUNCH_BOUND_MS,
     })
 }
 
@@ -114,18 +221,44 @@ fn test_to_follow(full: &InspectReport, kernel: &Kernel, file: &str) -> Result<S
 impl Render for ScaffoldReport {
     fn render(&self, ui: &mut Ui) -> Result<()> {
         let out = ui.out();
-        match (&self.op, &self.benchmark, &self.test) {
-            (Some(op), _, Some(test)) => {
+        match (&self.op, &self.benchmark, &self.inputs) {
+            (Some(op), _, Some(inputs)) => {
                 writeln!(
                     out,
-                    "wrote {}: times {}.{}",
-                    self.file, op.module, op.function
+                    "wrote {}: times {}.{} on the call its tests make ({} of {} recorded alike): {}",
+                    self.file, op.module, op.function, inputs.alike, inputs.recorded, inputs.call
                 )?;
-                writeln!(
-                    out,
-                    "next: set SHAPES to sizes of real use and build the inputs as {test} does, then `{}`",
-                    self.start
-                )?;
+                let times: Vec<String> = inputs
+                    .timed
+                    .iter()
+                    .map(|(growth, ms)| format!("x{growth} {ms:.4} ms"))
+                    .collect();
+                match inputs.grown {
+                    Some(size) => writeln!(
+                        out,
+                        "grown along its dimension(s) of size {size}: {}; kept x{}",
+                        times.join(", "),
+                        inputs
+                            .growths
+                            .iter()
+                            .map(u64::to_string)
+                            .collect::<Vec<_>>()
+                            .join(", x")
+                    )?,
+                    None => writeln!(
+                        out,
+                        "nothing grown: no dimension reads as a batch ({})",
+                        times.join(", ")
+                    )?,
+                }
+                if inputs.launch_bound {
+                    writeln!(
+                        out,
+                        "still launch-bound (under {} us): edit make_inputs for sizes of real use",
+                        LAUNCH_BOUND_MS * 1e3
+                    )?;
+                }
+                writeln!(out, "next: `{}`", self.start)?;
             }
             (_, benchmark, _) => {
                 let benchmark = benchmark.as_deref().unwrap_or("its benchmark");

@@ -22,7 +22,7 @@ use crate::rules::compile::CompileFacts;
 use crate::rules::decision::{self, Thresholds};
 use crate::rules::kernel_class::KernelClass;
 use crate::rules::noise::{TICK_SHARE, TIMER_TICK_MS, in_whole_ticks};
-use crate::rules::records::{Measurement, Statistic};
+use crate::rules::records::{LAUNCH_BOUND_MS, Measurement, Statistic};
 use crate::rules::stats::Spread;
 use crate::rules::trailers::{Block, render_message};
 use crate::system::git::Repo;
@@ -318,10 +318,6 @@ fn noisy_configs(spread: &[Spread], limits: &Thresholds) -> Vec<Spread> {
         .collect()
 }
 
-/// A baseline config faster than this is launch-bound: an empty kernel's launch and synchronization
-/// cost a few microseconds, so its time is mostly the launch's, which no change to the kernel moves.
-pub const LAUNCH_BOUND_MS: f64 = 0.010;
-
 /// The configs whose baseline is launch-bound, with their time.
 fn launch_bound_configs(configs: &[Measurement]) -> Vec<String> {
     configs
@@ -447,7 +443,7 @@ impl StartReport {
         writeln!(
             out,
             "{word} {} config(s) run in under {:.0} us, a few empty launches: they time the launch, not \
-             the kernel; grow their shapes to sizes of real use (in a session perf file, its SHAPES) \
+             the kernel; grow their shapes to sizes of real use (in a scaffolded session perf file, its GROWTH) \
              and start again",
             self.launch_bound.len(),
             LAUNCH_BOUND_MS * 1e3
@@ -552,7 +548,7 @@ mod tests {
             "  each step will need more paired rounds for them; a larger nrep in their test, or a --filter without them, makes the loop faster and surer",
             "noise 1 config runs under 3.2 us, where a median moves in whole 32 ns timer ticks: each step judges their change on the records' means, which no tick rounds, where the records hold one; the table stays in medians",
             "  t::p[small] forward",
-            "launch-bound 1 config(s) run in under 10 us, a few empty launches: they time the launch, not the kernel; grow their shapes to sizes of real use (in a session perf file, its SHAPES) and start again",
+            "launch-bound 1 config(s) run in under 10 us, a few empty launches: they time the launch, not the kernel; grow their shapes to sizes of real use (in a scaffolded session perf file, its GROWTH) and start again",
             "  t::p[small] forward (0.004 ms)",
             "next: edit the kernel, then step",
         ];
