@@ -5,6 +5,7 @@
 mod support;
 
 mod benchmark_source;
+mod campaign;
 mod compile_facts;
 mod demo;
 mod diagnose;
