@@ -2,27 +2,28 @@
 //! measured by one worker per GPU (or one Slurm array job), in one record (`record::campaign`) and one
 //! table and page; agents then claim the started sessions one each (`campaign next --claim`).
 
+mod agents;
 mod slurm;
 mod summary;
+mod views;
 mod work;
 
-use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{Context, Result};
-use serde::Serialize;
+use anyhow::Result;
 
 use crate::features::inspect::coverage::{Row as Covered, coverage};
 use crate::features::locate;
-use crate::record::campaign::{self, Campaign, Entry, Lease, State};
+use crate::record::campaign::{self, Campaign, Entry, State};
 use crate::rules::hint::hinted;
 use crate::system::git::Repo;
 use crate::system::gpu;
 use crate::system::process::{self, Interrupted};
-use crate::system::process_identity::ProcessIdentity;
 use crate::system::runner::{RunnerKind, RunnerSettings};
-use crate::system::ui::{Render, Ui};
+use crate::system::ui::Ui;
+pub use agents::{NextOptions, NextReport, Verified, VerifyReport, next, verify};
 pub use summary::{Row, Speedup};
+pub use views::{CampaignReport, PageReport, page, report};
 use work::{Worker, campaign_dir};
 
 /// What the kernel gets beyond `start`'s `--budget` before a worker stops it: the checks, the class
@@ -56,37 +57,6 @@ pub struct Workers {
     pub no_gpu: bool,
     /// How long one kernel may take from getting its GPU; default: the budget and a setup allowance.
     pub timeout: Option<Duration>,
-}
-
-/// One campaign by name (the newest when none).
-#[derive(Debug, Default)]
-pub struct Named {
-    pub name: Option<String>,
-}
-
-/// `campaign next`: the next started session no agent holds, and whether to claim it.
-#[derive(Debug)]
-pub struct NextOptions {
-    pub name: Option<String>,
-    pub claim: bool,
-    /// The process that holds the claim; default: the one that ran this command.
-    pub holder: Option<u32>,
-    pub lease: Duration,
-}
-
-/// The campaign as `start`, `resume`, `status` and `table` report it.
-#[derive(Debug, Serialize)]
-pub struct CampaignReport {
-    pub name: String,
-    pub base: String,
-    pub runner: String,
-    pub kernels: Vec<Row>,
-    /// How many kernels are in each state.
-    pub counts: std::collections::BTreeMap<String, usize>,
-    /// The geometric-mean speedup over the kernels with a session, with its interval.
-    pub speedup: Option<Speedup>,
-    #[serde(skip)]
-    table_only: bool,
 }
 
 /// `campaign start`: the record, then every kernel's baseline.
@@ -261,225 +231,6 @@ pub fn work(ui: &mut Ui, repo: &Repo, name: Option<&str>) -> Result<CampaignRepo
     report(repo, Some(&record.name), false)
 }
 
-/// `campaign status` and `campaign table`: the record, each session read from its worktree.
-pub fn report(repo: &Repo, name: Option<&str>, table_only: bool) -> Result<CampaignReport> {
-    let record = campaign::require(repo, name)?;
-    let kernels = summary::rows(&record);
-    let mut counts = std::collections::BTreeMap::new();
-    for row in &kernels {
-        *counts.entry(row.state.clone()).or_insert(0) += 1;
-    }
-    let speedups: Vec<Speedup> = kernels.iter().filter_map(|row| row.speedup).collect();
-    Ok(CampaignReport {
-        name: record.name,
-        base: record.base,
-        runner: record.runner,
-        speedup: summary::geometric_mean(&speedups),
-        kernels,
-        counts,
-        table_only,
-    })
-}
-
-/// What `campaign report` wrote.
-#[derive(Debug, Serialize)]
-pub struct PageReport {
-    pub name: String,
-    /// The campaign's page.
-    pub report: PathBuf,
-    /// Each started session's own report, which the page links.
-    pub sessions: Vec<PathBuf>,
-}
-
-/// `campaign report`: the page, and each started session's report it links.
-pub fn page(repo: &Repo, name: Option<&str>, out: Option<PathBuf>) -> Result<PageReport> {
-    let record = campaign::require(repo, name)?;
-    let rows = summary::rows(&record);
-    let reports: Vec<Option<PathBuf>> = record.kernels.iter().map(session_report).collect();
-    let speedups: Vec<Speedup> = rows.iter().filter_map(|row| row.speedup).collect();
-    let html = summary::html(&record, &rows, summary::geometric_mean(&speedups), &reports);
-    let path = match out {
-        Some(path) => path,
-        None => campaign_dir(repo, &record.name)?.join("campaign.html"),
-    };
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)?;
-    }
-    std::fs::write(&path, html).with_context(|| format!("could not write {}", path.display()))?;
-    Ok(PageReport {
-        name: record.name,
-        report: std::path::absolute(&path)?,
-        sessions: reports.into_iter().flatten().collect(),
-    })
-}
-
-/// A started session's report, written in its worktree's sandbox.
-fn session_report(entry: &Entry) -> Option<PathBuf> {
-    let dir = entry
-        .worktree
-        .as_deref()
-        .filter(|_| entry.state == State::Started)?;
-    let repo = Repo::discover(std::path::Path::new(dir)).ok()?;
-    let history =
-        crate::record::history::read(&repo, crate::record::history::Configs::All).ok()??;
-    let path = super::in_sandbox(&repo, "perf_results.html").ok()?;
-    super::write_report(&repo, &history, path)
-        .ok()
-        .map(|(path, _)| path)
-}
-
-/// What `campaign next` hands an agent.
-#[derive(Debug, Serialize)]
-pub struct NextReport {
-    pub name: String,
-    /// The session handed over; none when every started one is held or stopped.
-    pub kernel: Option<String>,
-    pub suite: Option<String>,
-    pub worktree: Option<String>,
-    pub branch: Option<String>,
-    /// The claim, when `--claim` took one.
-    pub lease: Option<Lease>,
-    /// What to do now, in one sentence.
-    pub sentence: String,
-}
-
-/// `campaign next [--claim]`: the first started session whose loop goes on and that no live lease
-/// holds; a holder asking again gets its own claim back, renewed.
-pub fn next(repo: &Repo, options: &NextOptions) -> Result<NextReport> {
-    let record = campaign::require(repo, options.name.as_deref())?;
-    let holder_pid = options
-        .holder
-        .unwrap_or_else(|| std::os::unix::process::parent_id());
-    let holder = ProcessIdentity::of(holder_pid)
-        .with_context(|| format!("the holding process {holder_pid} does not run"))?;
-    let open: Vec<String> = summary::rows(&record)
-        .into_iter()
-        .filter(|row| row.state == "started")
-        .map(|row| format!("{}/{}", row.suite, row.kernel))
-        .collect();
-    let pick = |c: &mut Campaign| -> Option<usize> {
-        let own = c.kernels.iter().position(|e| {
-            e.lease.as_ref().is_some_and(|l| l.is(&holder) && l.held()) && e.state == State::Started
-        });
-        own.or_else(|| {
-            c.kernels.iter().position(|e| {
-                open.contains(&e.label()) && !e.lease.as_ref().is_some_and(Lease::held)
-            })
-        })
-    };
-    let chosen = if options.claim {
-        let lease = Lease::new(Some(holder.clone()), options.lease.as_secs())?;
-        campaign::update(repo, &record.name, "an agent claims a kernel", |c| {
-            let Some(index) = pick(c) else {
-                return Ok(None);
-            };
-            c.kernels[index].lease = Some(lease.clone());
-            Ok(Some(c.kernels[index].clone()))
-        })?
-    } else {
-        let mut copy = record.clone();
-        pick(&mut copy).map(|index| copy.kernels[index].clone())
-    };
-    let sentence = match &chosen {
-        Some(entry) => format!(
-            "Work in {} (branch {}): run `git cutile-perf status --json` there and follow its next_action; \
-             one agent per session",
-            entry.worktree.as_deref().unwrap_or("?"),
-            entry.branch.as_deref().unwrap_or("?")
-        ),
-        None => "Every started session of the campaign is held by an agent or has stopped; \
-                 `git cutile-perf campaign status` shows them"
-            .to_string(),
-    };
-    Ok(NextReport {
-        name: record.name,
-        kernel: chosen.as_ref().map(|e| e.kernel.clone()),
-        suite: chosen.as_ref().map(|e| e.suite.clone()),
-        worktree: chosen.as_ref().and_then(|e| e.worktree.clone()),
-        branch: chosen.as_ref().and_then(|e| e.branch.clone()),
-        lease: chosen
-            .as_ref()
-            .and_then(|e| e.lease.clone())
-            .filter(|_| options.claim),
-        sentence,
-    })
-}
-
-/// What `campaign verify` found in each started session.
-#[derive(Debug, Serialize)]
-pub struct VerifyReport {
-    pub name: String,
-    pub sessions: Vec<Verified>,
-}
-
-#[derive(Debug, Serialize)]
-pub struct Verified {
-    pub kernel: String,
-    pub suite: String,
-    pub branch: Option<String>,
-    pub iterations: usize,
-    /// Each departure from the session's record; empty: it holds.
-    pub findings: Vec<String>,
-}
-
-/// `campaign verify`: `verify` in every started session's worktree.
-pub fn verify(repo: &Repo, name: Option<&str>) -> Result<VerifyReport> {
-    let record = campaign::require(repo, name)?;
-    let mut sessions = Vec::new();
-    for entry in record.kernels.iter().filter(|e| e.state == State::Started) {
-        let dir = entry
-            .worktree
-            .as_deref()
-            .context("a started kernel has a worktree")?;
-        let audited =
-            Repo::discover(std::path::Path::new(dir)).and_then(|tree| super::verify::run(&tree));
-        let (iterations, findings) = match audited {
-            Ok(report) => (
-                report.iterations,
-                report.findings.iter().map(|f| f.to_string()).collect(),
-            ),
-            Err(e) => (0, vec![format!("its session cannot be audited: {e:#}")]),
-        };
-        sessions.push(Verified {
-            kernel: entry.kernel.clone(),
-            suite: entry.suite.clone(),
-            branch: entry.branch.clone(),
-            iterations,
-            findings,
-        });
-    }
-    Ok(VerifyReport {
-        name: record.name,
-        sessions,
-    })
-}
-
-impl VerifyReport {
-    /// Fails when a session has a finding.
-    pub fn verdict(&self) -> Result<()> {
-        let failing: Vec<String> = self
-            .sessions
-            .iter()
-            .filter(|s| !s.findings.is_empty())
-            .map(|s| format!("{}/{}", s.suite, s.kernel))
-            .collect();
-        match failing.is_empty() {
-            true => Ok(()),
-            false => Err(
-                crate::verbs::errors::Reported(crate::rules::hint::Hinted::new(
-                    format!(
-                        "verify found departures in {} session(s): {}",
-                        failing.len(),
-                        failing.join(", ")
-                    ),
-                    "run `git cutile-perf verify` in each one's worktree for the details",
-                ))
-                .into(),
-            ),
-        }
-    }
-}
-
 /// The kernels the options name, queued, from the checkout's coverage table.
 fn select(repo: &Repo, options: &StartOptions) -> Result<Vec<Entry>> {
     let all = coverage(&repo.root).kernels;
@@ -569,81 +320,4 @@ fn default_name(repo: &Repo) -> Result<String> {
         })
         .find(|name| !taken.contains(name))
         .expect("some number is free"))
-}
-
-impl Render for CampaignReport {
-    fn render(&self, ui: &mut Ui) -> Result<()> {
-        let out = ui.out();
-        if !self.table_only {
-            let counts: Vec<String> = self
-                .counts
-                .iter()
-                .map(|(s, n)| format!("{n} {s}"))
-                .collect();
-            writeln!(
-                out,
-                "campaign {} from {} ({}): {}",
-                self.name,
-                self.base,
-                self.runner,
-                counts.join(", ")
-            )?;
-        }
-        write!(out, "{}", summary::text(&self.kernels))?;
-        let mean = self.speedup.map_or("none yet".into(), |s| s.shown());
-        writeln!(
-            out,
-            "geometric-mean speedup over the started sessions: {mean}"
-        )?;
-        Ok(())
-    }
-}
-
-impl Render for PageReport {
-    fn render(&self, ui: &mut Ui) -> Result<()> {
-        writeln!(ui.out(), "{}", self.report.display())?;
-        Ok(())
-    }
-}
-
-impl Render for NextReport {
-    fn render(&self, ui: &mut Ui) -> Result<()> {
-        if let (Some(kernel), Some(suite)) = (&self.kernel, &self.suite) {
-            let claimed = if self.lease.is_some() {
-                "claimed"
-            } else {
-                "next"
-            };
-            writeln!(ui.out(), "{claimed}: {suite}/{kernel}")?;
-        }
-        writeln!(ui.out(), "{}", self.sentence)?;
-        Ok(())
-    }
-}
-
-impl Render for VerifyReport {
-    fn render(&self, ui: &mut Ui) -> Result<()> {
-        let out = ui.out();
-        for session in &self.sessions {
-            let verdict = match session.findings.is_empty() {
-                true => "holds".to_string(),
-                false => format!("{} finding(s)", session.findings.len()),
-            };
-            writeln!(
-                out,
-                "{}/{}: {} iteration(s), {verdict}",
-                session.suite, session.kernel, session.iterations
-            )?;
-            for finding in &session.findings {
-                writeln!(out, "  {finding}")?;
-            }
-        }
-        writeln!(
-            out,
-            "campaign {}: {} session(s) verified",
-            self.name,
-            self.sessions.len()
-        )?;
-        Ok(())
-    }
 }

@@ -285,7 +285,7 @@ pub fn remove_worktree(repo: &Repo, worktree: &Path, branch: Option<&str>) {
 }
 
 /// This program, which runs each kernel's `start`.
-fn tool_binary() -> PathBuf {
+pub fn tool_binary() -> PathBuf {
     match crate::system::git::TOOL_BINARY.get() {
         Some(tool) => tool.clone(),
         None => std::env::current_exe().unwrap_or_else(|_| "git-cutile-perf".into()),
