@@ -6,6 +6,7 @@ mod support;
 
 mod benchmark_source;
 mod campaign;
+mod campaign_slurm;
 mod compile_facts;
 mod demo;
 mod diagnose;

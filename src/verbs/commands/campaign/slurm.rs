@@ -1,8 +1,8 @@
 //! A campaign on Slurm: one array job (`--array=0-N%K`), a task per waiting kernel, each task running
 //! `campaign work` on its node, which takes the next kernel from the record as a local worker does (the
 //! repository is on a file system the nodes share, as for the Slurm runner). The campaign waits for the
-//! job; Ctrl-C or SIGTERM cancels it (`scancel` sends its tasks SIGTERM, and each puts its kernel back
-//! in the queue), and a job still pending past the queue timeout is cancelled too.
+//! job; Ctrl-C or SIGTERM cancels it (its running tasks get SIGTERM first, and each puts its kernel
+//! back in the queue), and a job still pending past the queue timeout is cancelled too.
 
 use std::time::{Duration, Instant};
 
@@ -12,7 +12,9 @@ use crate::rules::hint::hinted;
 use crate::system::git::Repo;
 use crate::system::process;
 use crate::system::runner::RunnerSettings;
-use crate::system::runner::slurm::{DEFAULT_QUEUE_TIMEOUT, JOB_NAME, parse_submitted, split_args};
+use crate::system::runner::slurm::{
+    DEFAULT_QUEUE_TIMEOUT, JOB_NAME, fmt_wait, parse_submitted, split_args,
+};
 use crate::system::ui::Progress;
 
 const POLL: Duration = Duration::from_millis(500);
@@ -81,7 +83,10 @@ pub fn array(
             cancel(&job);
             if !process::interrupted() {
                 return Err(hinted(
-                    format!("the array job {job} waited in the queue past {queue_timeout:?}"),
+                    format!(
+                        "the array job {job} waited in the queue past {}",
+                        fmt_wait(queue_timeout)
+                    ),
                     "its kernels are still queued: `git cutile-perf campaign resume` submits them again",
                 ));
             }
@@ -107,9 +112,20 @@ fn states(job: &str) -> Vec<String> {
     })
 }
 
-/// Cancels the job and waits until its tasks have left the queue.
+/// Cancels the job: its pending tasks at once; its running tasks get SIGTERM, which each takes as Ctrl-C
+/// (its kernel's `start` ends, its worktree is removed, the kernel goes back to the queue); what is still
+/// there after [`CANCEL_WAIT`] is cancelled outright.
 fn cancel(job: &str) {
-    let _ = process::command("scancel", &[job]).unchecked().run();
+    let scancel = |args: &[&str]| {
+        let _ = process::command("scancel", args).unchecked().run();
+    };
+    scancel(&["--state=PENDING", job]);
+    scancel(&["--full", "--signal=TERM", job]);
+    let until = Instant::now() + CANCEL_WAIT;
+    while Instant::now() < until && !states(job).is_empty() {
+        std::thread::sleep(POLL);
+    }
+    scancel(&[job]);
     let until = Instant::now() + CANCEL_WAIT;
     while Instant::now() < until && !states(job).is_empty() {
         std::thread::sleep(POLL);

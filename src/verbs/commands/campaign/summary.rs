@@ -40,6 +40,25 @@ pub struct Row {
     pub seconds: Option<f64>,
 }
 
+impl Row {
+    /// Where it ran: its Slurm job and task, or its GPU (`-` when neither).
+    fn place(&self) -> String {
+        match (&self.job, &self.gpu) {
+            (Some(job), _) => job.clone(),
+            (None, Some(gpu)) => format!("GPU {gpu}"),
+            (None, None) => "-".to_string(),
+        }
+    }
+
+    /// Its state, with the reason after it when it has one.
+    fn state_and_reason(&self) -> String {
+        match &self.reason {
+            Some(reason) => format!("{}: {reason}", self.state),
+            None => self.state.clone(),
+        }
+    }
+}
+
 /// A speedup (how many times faster) with its interval.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Speedup {
@@ -163,14 +182,7 @@ pub fn text(rows: &[Row]) -> String {
         "kernel", "source", "baseline ms", "iter", "best kept speedup", "where", "state"
     );
     for row in rows {
-        let place = row
-            .job
-            .clone()
-            .or(row.gpu.clone().map(|g| format!("GPU {g}")));
-        let state = match &row.reason {
-            Some(reason) => format!("{}: {reason}", row.state),
-            None => row.state.clone(),
-        };
+        let (place, state) = (row.place(), row.state_and_reason());
         let _ = writeln!(
             out,
             "{:<24} {:<18} {:>12} {:>5} {:<28} {:<10} {}",
@@ -179,7 +191,7 @@ pub fn text(rows: &[Row]) -> String {
             row.baseline_ms.map_or("-".into(), |ms| fmt_ms(Some(ms))),
             row.iterations.map_or("-".into(), |n| n.to_string()),
             row.speedup.map_or("-".into(), |s| s.shown()),
-            place.unwrap_or_else(|| "-".into()),
+            place,
             state
         );
     }
@@ -206,14 +218,7 @@ pub fn html(
         mean.map_or("none yet".into(), |m| m.shown()),
     );
     for (row, report) in rows.iter().zip(reports) {
-        let place = row
-            .job
-            .clone()
-            .or(row.gpu.clone().map(|g| format!("GPU {g}")));
-        let state = match &row.reason {
-            Some(reason) => format!("{}: {reason}", row.state),
-            None => row.state.clone(),
-        };
+        let (place, state) = (row.place(), row.state_and_reason());
         let link = report.as_ref().map_or(String::new(), |path| {
             format!(
                 "<a href=\"file://{}\">report</a>",
@@ -230,7 +235,7 @@ pub fn html(
             row.baseline_ms.map_or("-".into(), |ms| fmt_ms(Some(ms))),
             row.iterations.map_or("-".into(), |n| n.to_string()),
             row.speedup.map_or("-".into(), |s| s.shown()),
-            escape(&place.unwrap_or_else(|| "-".into())),
+            escape(&place),
             escape(&state),
             link
         );
