@@ -533,13 +533,17 @@ _gitcutileperf() {
             return 0
             ;;
         gitcutileperf__subcmd__campaign__subcmd__resume)
-            opts="-h --name --json --gpus --jobs --timeout --no-gpu --help"
+            opts="-h --name --json --budget --gpus --jobs --timeout --no-gpu --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --name)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --budget)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

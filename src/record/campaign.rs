@@ -31,6 +31,11 @@ pub struct Campaign {
     pub start_args: Vec<String>,
     /// Where the kernels run: `local` (one worker per GPU) or `slurm` (one array job).
     pub runner: String,
+    /// The array job's sbatch options and how long it may wait in the queue, for the Slurm runner.
+    #[serde(default)]
+    pub slurm_args: String,
+    #[serde(default)]
+    pub queue_timeout_s: Option<u64>,
     /// The GPUs of the local workers, by nvidia-smi's index; empty: one worker on the environment's GPU.
     pub gpus: Vec<String>,
     /// Seconds since the epoch at which the campaign was made.
@@ -122,6 +127,16 @@ impl Lease {
     /// Whether `identity` holds it.
     pub fn is(&self, identity: &ProcessIdentity) -> bool {
         self.holder == *identity
+    }
+}
+
+impl Campaign {
+    /// Gives `flag` this `value` in the flags every session is started with, in place of one it had.
+    pub fn set_start_flag(&mut self, flag: &str, value: String) {
+        match self.start_args.iter().position(|a| a == flag) {
+            Some(at) if at + 1 < self.start_args.len() => self.start_args[at + 1] = value,
+            _ => self.start_args.extend([flag.to_string(), value]),
+        }
     }
 }
 
@@ -327,6 +342,27 @@ mod tests {
             ..me
         };
         assert!(lease(elsewhere, now() + 60).held());
+    }
+
+    #[test]
+    fn a_start_flag_is_replaced_or_added() {
+        let mut campaign = Campaign {
+            name: "c".into(),
+            base: "main".into(),
+            start_args: vec!["--budget".into(), "2s".into(), "--no-gpu".into()],
+            runner: "local".into(),
+            slurm_args: String::new(),
+            queue_timeout_s: None,
+            gpus: Vec::new(),
+            created: 0,
+            kernels: Vec::new(),
+        };
+        campaign.set_start_flag("--budget", "10m0s".into());
+        campaign.set_start_flag("--filter", "small".into());
+        assert_eq!(
+            campaign.start_args,
+            ["--budget", "10m0s", "--no-gpu", "--filter", "small"]
+        );
     }
 
     #[test]

@@ -84,7 +84,8 @@ fn run_campaign(
         }),
         CampaignAction::Resume(args) => show(ui, |ui| {
             let workers = args.workers.into();
-            campaign::resume(ui, &repo()?, args.campaign.name.as_deref(), &workers)
+            let name = args.campaign.name.as_deref();
+            campaign::resume(ui, &repo()?, name, &workers, args.budget)
         }),
         CampaignAction::Status(args) => show(ui, |_| {
             campaign::report(&repo()?, args.name.as_deref(), false)

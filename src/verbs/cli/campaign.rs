@@ -96,6 +96,10 @@ pub struct CampaignWorkerArgs {
 pub struct CampaignResumeArgs {
     #[command(flatten)]
     pub campaign: CampaignNameArgs,
+    /// A new time limit for each baseline run, in place of the campaign's (e.g. for kernels that
+    /// failed at it)
+    #[arg(long, value_parser = parse_duration)]
+    pub budget: Option<Duration>,
     #[command(flatten)]
     pub workers: CampaignWorkerArgs,
 }

@@ -248,7 +248,7 @@ mod tests {
     fn no_tool_sends_its_client_to_help_or_a_man_page() {
         let cli = crate::verbs::cli::Cli::command();
         for name in TOOLS {
-            let tool = tool(cli.find_subcommand(name).unwrap());
+            let tool = tool(&tool_verb(&cli, name).unwrap());
             let text = serde_json::to_string(&tool).unwrap();
             for help in [
                 "-h`",

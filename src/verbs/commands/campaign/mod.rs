@@ -3,14 +3,13 @@
 //! table and page; agents then claim the started sessions one each (`campaign next --claim`).
 
 mod agents;
-mod slurm;
 mod summary;
 mod views;
 mod work;
 
 use std::time::Duration;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 use crate::features::inspect::coverage::{Row as Covered, coverage};
 use crate::features::locate;
@@ -19,7 +18,7 @@ use crate::rules::hint::hinted;
 use crate::system::git::Repo;
 use crate::system::gpu;
 use crate::system::process::{self, Interrupted};
-use crate::system::runner::{RunnerKind, RunnerSettings};
+use crate::system::runner::{Local, Runner, RunnerKind, RunnerSettings, slurm};
 use crate::system::ui::Ui;
 pub use agents::{NextOptions, NextReport, Verified, VerifyReport, next, verify};
 pub use summary::{Row, Speedup};
@@ -82,6 +81,12 @@ pub fn start(ui: &mut Ui, repo: &Repo, options: &StartOptions) -> Result<Campaig
         base: repo.branch()?.unwrap_or(repo.head()?),
         start_args: options.start_args.clone(),
         runner: options.runner.kind.as_str().to_string(),
+        slurm_args: options.runner.slurm.args.clone(),
+        queue_timeout_s: options
+            .runner
+            .slurm
+            .queue_timeout
+            .map(|wait| wait.as_secs()),
         gpus: gpus.clone(),
         created: campaign::now(),
         kernels,
@@ -110,19 +115,27 @@ pub fn resume(
     repo: &Repo,
     name: Option<&str>,
     workers: &Workers,
+    budget: Option<Duration>,
 ) -> Result<CampaignReport> {
-    let record = campaign::require(repo, name)?;
-    campaign::update(repo, &record.name, "resumed", |c| {
+    let name = campaign::require(repo, name)?.name;
+    let record = campaign::update(repo, &name, "resumed", |c| {
+        if let Some(budget) = budget {
+            c.set_start_flag("--budget", crate::system::runner::slurm::fmt_wait(budget));
+        }
         for entry in &mut c.kernels {
             if entry.state == State::Failed || entry.waiting() {
                 entry.requeue(None);
             }
         }
-        Ok(Some(()))
-    })?;
+        Ok(Some(c.clone()))
+    })?
+    .context("a campaign's record is always updated")?;
     let runner = RunnerSettings {
         kind: RunnerKind::parse(&record.runner).unwrap_or(RunnerKind::Local),
-        ..RunnerSettings::default()
+        slurm: slurm::SlurmSettings {
+            args: record.slurm_args.clone(),
+            queue_timeout: record.queue_timeout_s.map(Duration::from_secs),
+        },
     };
     let budget = flag_duration(&record.start_args, "--budget");
     let workers = Workers {
@@ -154,48 +167,9 @@ fn run_kernels(
     runner: &RunnerSettings,
     timeout: Duration,
 ) -> Result<()> {
-    if runner.kind == RunnerKind::Slurm {
-        let waiting = campaign::require(repo, Some(&record.name))?
-            .kernels
-            .iter()
-            .filter(|e| e.waiting())
-            .count();
-        slurm::array(repo, &record.name, waiting, workers.jobs, runner, ui.sink())?;
-    } else {
-        let gpus = pinned_gpus(workers)?;
-        let slots: Vec<Option<String>> = match gpus.is_empty() {
-            true => vec![None; workers.jobs.unwrap_or(1).max(1) as usize],
-            false => gpus.into_iter().map(Some).collect(),
-        };
-        let progress = ui.sink().clone();
-        let results: Vec<Result<()>> = std::thread::scope(|scope| {
-            let handles: Vec<_> = slots
-                .into_iter()
-                .map(|gpu| {
-                    let (progress, root) = (&progress, &repo.root);
-                    scope.spawn(move || {
-                        let worker = Worker {
-                            repo: Repo::discover(root)?,
-                            name: &record.name,
-                            gpu,
-                            pass_gpu: !workers.no_gpu,
-                            job: None,
-                            timeout,
-                            progress,
-                        };
-                        worker.run(false)
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| Err(anyhow::anyhow!("a worker panicked")))
-                })
-                .collect()
-        });
-        results.into_iter().collect::<Result<Vec<()>>>()?;
+    match runner.kind {
+        RunnerKind::Slurm => array_job(ui, repo, record, workers.jobs, runner)?,
+        RunnerKind::Local => local_workers(ui, repo, record, workers, timeout)?,
     }
     if process::interrupted() {
         return Err(hinted(
@@ -205,6 +179,85 @@ fn run_kernels(
         ));
     }
     Ok(())
+}
+
+/// One Slurm array job, a task per waiting kernel, each running `campaign work`.
+fn array_job(
+    ui: &mut Ui,
+    repo: &Repo,
+    record: &Campaign,
+    jobs: Option<u32>,
+    runner: &RunnerSettings,
+) -> Result<()> {
+    let waiting = campaign::require(repo, Some(&record.name))?
+        .kernels
+        .iter()
+        .filter(|e| e.waiting())
+        .count();
+    let program = std::env::current_exe().context("cannot find this program's path")?;
+    let task = [
+        program.display().to_string(),
+        "campaign".into(),
+        "work".into(),
+        "--name".into(),
+        record.name.clone(),
+    ];
+    let logs = campaign_dir(repo, &record.name)?.join("logs");
+    std::fs::create_dir_all(&logs)?;
+    let array = slurm::Array {
+        task: &task,
+        count: waiting,
+        jobs,
+        dir: &repo.root,
+        logs: &logs,
+        settings: &runner.slurm,
+    };
+    slurm::run_array(&array, ui.sink())
+}
+
+/// One worker per pinned GPU (or `--jobs` of them on the environment's), each a thread with the
+/// repository opened for itself, until no kernel waits.
+fn local_workers(
+    ui: &mut Ui,
+    repo: &Repo,
+    record: &Campaign,
+    workers: &Workers,
+    timeout: Duration,
+) -> Result<()> {
+    let gpus = pinned_gpus(workers)?;
+    let slots: Vec<Option<String>> = match gpus.is_empty() {
+        true => vec![None; workers.jobs.unwrap_or(1).max(1) as usize],
+        false => gpus.into_iter().map(Some).collect(),
+    };
+    let progress = ui.sink().clone();
+    let results: Vec<Result<()>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = slots
+            .into_iter()
+            .map(|gpu| {
+                let (progress, root) = (&progress, &repo.root);
+                scope.spawn(move || {
+                    let worker = Worker {
+                        repo: Repo::discover(root)?,
+                        name: &record.name,
+                        gpu,
+                        pass_gpu: !workers.no_gpu,
+                        job: None,
+                        timeout,
+                        progress,
+                    };
+                    worker.run(false)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a worker panicked")))
+            })
+            .collect()
+    });
+    results.into_iter().collect()
 }
 
 /// `campaign work`: one kernel taken and run here, as a Slurm array task does.
@@ -291,7 +344,8 @@ fn pinned_gpus(workers: &Workers) -> Result<Vec<String>> {
     let Some(asked) = &workers.gpus else {
         return Ok(Vec::new());
     };
-    let found = gpu::list(|args| process::command("nvidia-smi", args));
+    let here = std::env::current_dir()?;
+    let found = gpu::list(|args| Local.command("nvidia-smi", args, &here));
     let (gpus, _) = gpu::session_gpus(asked, &found)?;
     Ok(gpus)
 }

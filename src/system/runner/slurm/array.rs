@@ -1,54 +1,52 @@
-//! A campaign on Slurm: one array job (`--array=0-N%K`), a task per waiting kernel, each task running
-//! `campaign work` on its node, which takes the next kernel from the record as a local worker does (the
-//! repository is on a file system the nodes share, as for the Slurm runner). The campaign waits for the
-//! job; Ctrl-C or SIGTERM cancels it (its running tasks get SIGTERM first, and each puts its kernel
-//! back in the queue), and a job still pending past the queue timeout is cancelled too.
+//! A Slurm array job (`sbatch --array=0-N%K`): `N` tasks of one command, `K` at a time, each on a node
+//! Slurm picks; the caller's tasks share their work through a record of their own. The job is waited
+//! for; Ctrl-C or SIGTERM cancels it (its pending tasks at once, its running ones by SIGTERM first, so
+//! that each can end as on Ctrl-C), and a job still pending past the queue timeout is cancelled too.
 
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
-use crate::rules::hint::hinted;
-use crate::system::git::Repo;
-use crate::system::process;
-use crate::system::runner::RunnerSettings;
-use crate::system::runner::slurm::{
-    DEFAULT_QUEUE_TIMEOUT, JOB_NAME, fmt_wait, parse_submitted, split_args,
+use super::{
+    DEFAULT_QUEUE_TIMEOUT, JOB_NAME, SlurmSettings, fmt_wait, parse_submitted, split_args,
 };
+use crate::rules::hint::hinted;
+use crate::system::process;
 use crate::system::ui::Progress;
 
 const POLL: Duration = Duration::from_millis(500);
 /// How long the cancelled job gets to leave the queue.
 const CANCEL_WAIT: Duration = Duration::from_secs(60);
 
-/// Submits the array job of `count` tasks, `jobs` at a time, and waits for its end.
-pub fn array(
-    repo: &Repo,
-    name: &str,
-    count: usize,
-    jobs: Option<u32>,
-    runner: &RunnerSettings,
-    progress: &Progress,
-) -> Result<()> {
-    if count == 0 {
+/// One array job: `count` tasks (`jobs` at a time), each running `task` (words, quoted here for the
+/// batch script) in `dir`, its output in `logs`.
+pub struct Array<'a> {
+    pub task: &'a [String],
+    pub count: usize,
+    pub jobs: Option<u32>,
+    pub dir: &'a Path,
+    pub logs: &'a Path,
+    pub settings: &'a SlurmSettings,
+}
+
+/// Submits the array job and waits for its end; Ctrl-C cancels it.
+pub fn run_array(array: &Array, progress: &Progress) -> Result<()> {
+    if array.count == 0 {
         return Ok(());
     }
-    let program = std::env::current_exe().context("cannot find this program's path")?;
-    let mut range = format!("--array=0-{}", count - 1);
-    if let Some(jobs) = jobs {
+    let mut range = format!("--array=0-{}", array.count - 1);
+    if let Some(jobs) = array.jobs {
         range.push_str(&format!("%{jobs}"));
     }
     let task = format!(
-        "exec {} campaign work --name {}",
-        shlex::try_quote(&program.to_string_lossy())?,
-        shlex::try_quote(name)?
+        "exec {}",
+        shlex::try_join(array.task.iter().map(String::as_str))?
     );
-    let logs = super::campaign_dir(repo, name)?.join("logs");
-    std::fs::create_dir_all(&logs)?;
-    let output = format!("--output={}/slurm-%A_%a.log", logs.display());
-    let root = format!("--chdir={}", repo.root.display());
+    let output = format!("--output={}/slurm-%A_%a.log", array.logs.display());
+    let root = format!("--chdir={}", array.dir.display());
     let mut args = vec!["--parsable", "--job-name", JOB_NAME, &output, &root, &range];
-    let extra = split_args(&runner.slurm.args)?;
+    let extra = split_args(&array.settings.args)?;
     args.extend(extra.iter().map(String::as_str));
     args.extend(["--wrap", &task]);
     // sbatch runs to its end even after Ctrl-C: a job whose id is lost would hold nodes
@@ -65,13 +63,14 @@ pub fn array(
                 "sbatch refused the array job: {}",
                 String::from_utf8_lossy(&submitted.stderr).trim()
             ),
-            format!("check --slurm-args \"{}\"", runner.slurm.args),
+            format!("check --slurm-args \"{}\"", array.settings.args),
         ));
     };
-    progress.line(&format!(
-        "campaign {name}: Slurm array job {job} ({count} task(s))"
-    ));
-    let queue_timeout = runner.slurm.queue_timeout.unwrap_or(DEFAULT_QUEUE_TIMEOUT);
+    progress.line(&format!("Slurm array job {job} ({} task(s))", array.count));
+    let queue_timeout = array
+        .settings
+        .queue_timeout
+        .unwrap_or(DEFAULT_QUEUE_TIMEOUT);
     let submitted_at = Instant::now();
     loop {
         let states = states(&job);
@@ -87,7 +86,7 @@ pub fn array(
                         "the array job {job} waited in the queue past {}",
                         fmt_wait(queue_timeout)
                     ),
-                    "its kernels are still queued: `git cutile-perf campaign resume` submits them again",
+                    "what its tasks had not taken is still queued: `git cutile-perf campaign resume` submits it again",
                 ));
             }
             return Ok(());
