@@ -79,7 +79,7 @@ fn run_campaign(
 ) -> Result<()> {
     match action {
         CampaignAction::Start(args) => show(ui, |ui| {
-            let options = args.try_into()?;
+            let options = (*args).try_into()?;
             campaign::start(ui, &repo()?, &options)
         }),
         CampaignAction::Resume(args) => show(ui, |ui| {

@@ -21,7 +21,7 @@ pub struct CampaignArgs {
 pub enum CampaignAction {
     /// Start a session per kernel, each in a git worktree of its own, their baselines measured by one
     /// worker per GPU (or a Slurm array job); a kernel that fails is recorded with its reason
-    Start(CampaignStartArgs),
+    Start(Box<CampaignStartArgs>),
     /// Run again the campaign's kernels that are queued, were left running, or failed
     Resume(CampaignResumeArgs),
     /// Show the campaign: each kernel's state, baseline, iterations and best kept speedup

@@ -44,7 +44,7 @@ pub fn next(repo: &Repo, options: &NextOptions) -> Result<NextReport> {
     let record = campaign::require(repo, options.name.as_deref())?;
     let holder_pid = options
         .holder
-        .unwrap_or_else(|| std::os::unix::process::parent_id());
+        .unwrap_or_else(std::os::unix::process::parent_id);
     let holder = ProcessIdentity::of(holder_pid)
         .with_context(|| format!("the holding process {holder_pid} does not run"))?;
     let open: Vec<String> = summary::rows(&record)
