@@ -191,3 +191,30 @@ fn agents_claiming_at_once_never_get_the_same_kernel_and_a_stopped_holder_frees_
         let _ = holder.wait();
     }
 }
+
+#[test]
+fn the_campaign_s_record_travels_with_push_and_fetch() {
+    let remotes = tempfile::tempdir().unwrap();
+    let remote = remotes.path().join("remote.git");
+    let f = Fixture::new();
+    f.git(&["init", "-q", "--bare", remote.to_str().unwrap()]);
+    f.git(&["remote", "add", "origin", remote.to_str().unwrap()]);
+    let report = campaign(&f, &["start", "vector_add", "--no-gpu", "--name", "trip"]);
+    let worktree = row(&report, "ops/vector_add")["worktree"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // `push` in a session's worktree carries the session and every record ref, the campaign's too
+    let pushed = f
+        .program(&*support::BIN, std::path::Path::new(&worktree))
+        .arg("push")
+        .output()
+        .unwrap();
+    assert!(pushed.status.success(), "{}", both(&pushed));
+    let reviewer = Fixture::empty();
+    reviewer.git(&["clone", "-q", remote.to_str().unwrap(), "."]);
+    reviewer.ok(&["fetch"]);
+    let seen = reviewer.ok(&["campaign", "status", "--name", "trip", "--json"]);
+    let seen: serde_json::Value = serde_json::from_str(&seen).unwrap();
+    assert_eq!(row(&seen, "ops/vector_add")["state"], "started", "{seen}");
+}
