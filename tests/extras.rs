@@ -628,9 +628,10 @@ mod readme_lists {
         std::fs::read_to_string(repo_root().join(path)).unwrap()
     }
 
-    /// Every verb (`hook status` for a nested one) whose arguments include `--json`.
+    /// Every verb (`hook status` for a nested one) whose arguments include `--json`; a hidden one
+    /// (`campaign work`, what a Slurm array task runs) is for the tool itself, not its users.
     fn json_verbs(command: &clap::Command, prefix: &str, into: &mut BTreeSet<String>) {
-        for sub in command.get_subcommands() {
+        for sub in command.get_subcommands().filter(|sub| !sub.is_hide_set()) {
             let name = format!("{prefix}{}", sub.get_name());
             if sub
                 .get_arguments()

@@ -27,7 +27,7 @@ const GPU_PROGRAMS: [&str; 9] = [
 
 /// The places outside the runner that start a process, how many each has, and why none of them
 /// needs the session's GPU or node.
-const EXCEPTIONS: [(&str, usize, &str); 5] = [
+const EXCEPTIONS: [(&str, usize, &str); 7] = [
     (
         "system/process.rs",
         3,
@@ -53,6 +53,16 @@ const EXCEPTIONS: [(&str, usize, &str); 5] = [
         "verbs/agent/mcp/mod.rs",
         1,
         "the MCP server runs this tool's own binary",
+    ),
+    (
+        "verbs/commands/campaign/work.rs",
+        1,
+        "a campaign's worker runs this tool's own `start`, whose session runs its GPU commands through its runner",
+    ),
+    (
+        "verbs/commands/campaign/agents.rs",
+        1,
+        "`campaign verify` runs this tool's own `verify` in each session's worktree",
     ),
 ];
 

@@ -9,7 +9,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Stdio};
 
 use clap::{CommandFactory, Parser};
-use git_cutile_perf::verbs::agent::mcp::{TOOLS, schema};
+use git_cutile_perf::verbs::agent::mcp::{TOOLS, schema, tool_verb};
 use git_cutile_perf::verbs::cli::Cli;
 use serde_json::{Value, json};
 use support::hang::Hang;
@@ -150,7 +150,7 @@ fn every_tool_has_the_schema_of_its_verb() {
         let schema = &tool["inputSchema"];
         assert_eq!(
             *schema,
-            Value::Object(schema::input_schema(cli.find_subcommand(name).unwrap())),
+            Value::Object(schema::input_schema(&tool_verb(&cli, name).unwrap())),
             "{name}: the schema is the command line's"
         );
         assert_eq!(schema["type"], "object", "{name}");
@@ -174,7 +174,8 @@ fn every_tool_has_the_schema_of_its_verb() {
             );
         }
         assert!(tool["description"].as_str().unwrap().ends_with(&format!(
-            "Returns the report `git cutile-perf {name} --json` prints."
+            "Returns the report `git cutile-perf {} --json` prints.",
+            name.replace('_', " ")
         )));
     }
     let step = &tools[1]["inputSchema"];
@@ -440,4 +441,25 @@ fn every_option_of_a_verb_is_one_its_tool_sets_and_back() {
         assert!(TOOLS.contains(&verb));
         assert_eq!(options_of(words), settable(verb), "{verb}");
     }
+}
+
+#[test]
+fn campaign_next_claims_a_session_for_the_server_that_asked_and_gives_it_back_to_it_alone() {
+    let f = Fixture::new();
+    f.ok(&["campaign", "start", "vector_add", "--no-gpu"]);
+    let hang = Hang::new();
+    let mut client = initialized(&hang, &f);
+    let claimed = client.call("campaign_next", json!({"claim": true}));
+    assert_eq!(claimed["kernel"], "vector_add", "{claimed}");
+    // the holder is the server, which runs on: it gets its own claim back, and nobody else gets one
+    assert_eq!(
+        claimed["lease"]["holder"]["pid"],
+        client.server.id(),
+        "{claimed}"
+    );
+    let again = client.call("campaign_next", json!({"claim": true}));
+    assert_eq!(again["kernel"], "vector_add", "{again}");
+    let other = f.ok(&["campaign", "next", "--claim", "--json"]);
+    let other: Value = serde_json::from_str(&other).unwrap();
+    assert_eq!(other["kernel"], Value::Null, "{other}");
 }

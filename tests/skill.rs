@@ -108,9 +108,13 @@ fn every_verb_and_flag_the_skill_names_exists() {
         .iter()
         .filter(|w| !["-h", "--help", "<verb>"].contains(&w[0].as_str()))
     {
-        let verb = cli
+        let mut verb = cli
             .find_subcommand(&words[0])
             .unwrap_or_else(|| panic!("`git cutile-perf {}` is no verb", words.join(" ")));
+        // a sub-verb (`campaign next`) has options of its own
+        if let Some(sub) = words.get(1).and_then(|word| verb.find_subcommand(word)) {
+            verb = sub;
+        }
         let flags = long_flags(verb);
         for word in words.iter().filter(|w| w.starts_with("--")) {
             let flag = word.split('=').next().unwrap();

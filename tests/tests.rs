@@ -5,6 +5,8 @@
 mod support;
 
 mod benchmark_source;
+mod campaign;
+mod campaign_slurm;
 mod compile_facts;
 mod demo;
 mod diagnose;

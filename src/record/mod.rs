@@ -2,6 +2,7 @@
 
 pub mod audit;
 pub mod benchmark_run;
+pub mod campaign;
 pub mod census;
 pub mod changes;
 pub mod evidence;

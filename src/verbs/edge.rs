@@ -6,10 +6,10 @@ use anyhow::Result;
 
 use crate::system::ui::{Render, Ui};
 use crate::system::{git, process};
-use crate::verbs::cli::{self, Cli, Command, HookAction};
+use crate::verbs::cli::{self, CampaignAction, Cli, Command, HookAction};
 use crate::verbs::commands::{
-    compare, config, demo, diagnose, extras, hook, inspect, next, plot, refs, remote, repair,
-    report, scaffold, skill, start, status, step, table, verify,
+    campaign, compare, config, demo, diagnose, extras, hook, inspect, next, plot, refs, remote,
+    repair, report, scaffold, skill, start, status, step, table, verify,
 };
 
 /// Runs a verb and shows its report, or passes its failure on.
@@ -60,6 +60,7 @@ pub fn run(ui: &mut Ui, cli: Cli) -> Result<()> {
         Command::Next(args) => show(ui, |ui| next::run(ui, &repo()?, &args.into())),
         Command::Refs(args) => show(ui, |_| refs::run(&args.into())),
         Command::Skill(args) => show(ui, |_| skill::run(repo().ok().as_ref(), &args.into())),
+        Command::Campaign(args) => run_campaign(ui, args.action, repo),
         Command::Mcp => unreachable!("served in main"),
         Command::Hook(args) => show(ui, |_| hook::run(&open()?, &args.action.into())),
         Command::Demo(args) => show(ui, |ui| demo::run(ui, args.dir.as_deref())),
@@ -67,6 +68,80 @@ pub fn run(ui: &mut Ui, cli: Cli) -> Result<()> {
         Command::Completions(args) => show(ui, |_| extras::completions(&args.into())),
         Command::InstallExtras(args) => show(ui, |_| extras::install(&args.into())),
         Command::UninstallExtras(args) => show(ui, |_| extras::uninstall(&args.into())),
+    }
+}
+
+/// A `campaign` sub-verb, on the repository `repo` opens.
+fn run_campaign(
+    ui: &mut Ui,
+    action: CampaignAction,
+    repo: impl Fn() -> Result<git::Repo>,
+) -> Result<()> {
+    match action {
+        CampaignAction::Start(args) => show(ui, |ui| {
+            let options = (*args).try_into()?;
+            campaign::start(ui, &repo()?, &options)
+        }),
+        CampaignAction::Resume(args) => show(ui, |ui| {
+            let workers = args.workers.into();
+            let name = args.campaign.name.as_deref();
+            campaign::resume(ui, &repo()?, name, &workers, args.budget)
+        }),
+        CampaignAction::Status(args) => show(ui, |_| {
+            campaign::report(&repo()?, args.name.as_deref(), false)
+        }),
+        CampaignAction::Table(args) => show(ui, |_| {
+            campaign::report(&repo()?, args.name.as_deref(), true)
+        }),
+        CampaignAction::Report(args) => show(ui, |_| {
+            campaign::page(&repo()?, args.campaign.name.as_deref(), args.out)
+        }),
+        CampaignAction::Next(args) => show(ui, |_| {
+            let options = campaign::NextOptions {
+                name: args.campaign.name,
+                claim: args.claim,
+                holder: args.holder,
+                lease: args.lease,
+            };
+            campaign::next(&repo()?, &options)
+        }),
+        CampaignAction::Verify(args) => {
+            let report = campaign::verify(&repo()?, args.name.as_deref())?;
+            ui.show(&report)?;
+            report.verdict()
+        }
+        CampaignAction::Work(args) => {
+            show(ui, |ui| campaign::work(ui, &repo()?, args.name.as_deref()))
+        }
+    }
+}
+
+impl From<cli::CampaignWorkerArgs> for campaign::Workers {
+    fn from(args: cli::CampaignWorkerArgs) -> campaign::Workers {
+        campaign::Workers {
+            gpus: args.gpus,
+            jobs: args.jobs,
+            no_gpu: args.no_gpu,
+            timeout: args.timeout,
+        }
+    }
+}
+
+impl TryFrom<cli::CampaignStartArgs> for campaign::StartOptions {
+    type Error = anyhow::Error;
+
+    /// Fails on runner options that do not go together.
+    fn try_from(args: cli::CampaignStartArgs) -> Result<campaign::StartOptions> {
+        Ok(campaign::StartOptions {
+            name: args.name,
+            kernels: args.kernels,
+            all: args.all,
+            suite: args.suite,
+            runner: args.runner.settings()?,
+            start_args: args.start.start_args(args.workers.no_gpu),
+            budget: args.start.budget,
+            workers: args.workers.into(),
+        })
     }
 }
 

@@ -4,12 +4,17 @@
 // the doc comments are clap's help text, read in a terminal: `<kernel>` there is a placeholder, not HTML
 #![allow(rustdoc::invalid_html_tags)]
 
+mod campaign;
 mod extras;
 mod loop_verbs;
 mod parse;
 mod record_verbs;
 pub mod settings;
 
+pub use campaign::{
+    CampaignAction, CampaignArgs, CampaignNameArgs, CampaignNextArgs, CampaignReportArgs,
+    CampaignResumeArgs, CampaignStartArgs, CampaignWorkerArgs, SessionArgs,
+};
 pub use extras::{
     CompletionsArgs, ConfigArgs, DemoArgs, ExtrasArgs, HookAction, HookArgs, ManArgs, RefsArgs,
     Shell, SkillArgs, UninstallArgs,
@@ -93,6 +98,9 @@ pub enum Command {
     /// Serve the verbs an agent needs (start, step, status, ...) as Model Context Protocol tools over
     /// stdio; each tool returns the verb's --json report
     Mcp,
+    /// Many kernels at once: a session per kernel in a worktree of its own, their baselines spread over
+    /// the GPUs (or a Slurm array job), one record, one table and page, and agents claiming sessions
+    Campaign(CampaignArgs),
     /// Install, remove or inspect the pre-commit hook that enforces the allowed paths
     Hook(HookArgs),
     /// Run a short session on a built-in TileGym-shaped repository (no GPU needed)

@@ -2,6 +2,7 @@
 //! for what it prints, and returns a typed report (gitoxide-core's shape): `main` opens the repository of
 //! the current directory, and a test can run the verb on a repository it prepared, without the binary.
 
+pub mod campaign;
 pub mod compare;
 pub mod config;
 pub mod demo;

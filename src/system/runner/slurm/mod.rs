@@ -3,6 +3,7 @@
 //! correctness and benchmark runs share the node and GPU; `scancel` gives it back. Only Slurm's client
 //! programs are used, and only their machine-readable output (`--parsable`, `squeue -h -o`).
 
+mod array;
 mod settings;
 mod status;
 
@@ -19,6 +20,7 @@ use crate::system::process::{Ending, Interrupted};
 use crate::system::ui::Progress;
 use crate::{system::gpu, system::process};
 
+pub use array::{Array, run_array};
 pub use settings::{SlurmSettings, fmt_wait, split_args};
 pub use status::{JobStatus, loss_reason, parse_status, parse_submitted};
 use status::{is_alive, is_waiting};

@@ -32,8 +32,19 @@ const USAGE_ERROR: u8 = 2;
 
 /// The verbs served as tools, in the order an agent meets them.
 pub const TOOLS: &[&str] = &[
-    "start", "step", "status", "table", "next", "refs", "inspect", "diagnose", "compare", "verify",
-    "repair", "plot",
+    "start",
+    "step",
+    "status",
+    "table",
+    "next",
+    "refs",
+    "inspect",
+    "diagnose",
+    "compare",
+    "verify",
+    "repair",
+    "plot",
+    "campaign_next",
 ];
 
 const INSTRUCTIONS: &str = "Tools to run the cuTile kernel-optimization loop of `git cutile-perf` in the TileGym \
@@ -64,9 +75,7 @@ pub fn serve(cli: clap::Command, version: &str) -> Result<()> {
     let verbs: Vec<clap::Command> = TOOLS
         .iter()
         .map(|name| {
-            cli.find_subcommand(name)
-                .cloned()
-                .with_context(|| format!("the command line has no verb {name}"))
+            tool_verb(&cli, name).with_context(|| format!("the command line has no verb {name}"))
         })
         .collect::<Result<_>>()?;
     let tools = verbs.iter().map(tool).collect();
@@ -100,13 +109,23 @@ pub fn serve(cli: clap::Command, version: &str) -> Result<()> {
     served
 }
 
+/// The verb a tool runs, named as the tool: a sub-verb's tool is named by its words joined with `_`
+/// (`campaign_next`).
+pub fn tool_verb(cli: &clap::Command, name: &str) -> Option<clap::Command> {
+    let mut verb = Some(cli);
+    for word in name.split('_') {
+        verb = verb.and_then(|v| v.find_subcommand(word));
+    }
+    verb.map(|v| v.clone().name(name.to_string()))
+}
+
 fn tool(verb: &clap::Command) -> Tool {
     let about = verb.get_about().map(|a| a.to_string()).unwrap_or_default();
     Tool::new(
         verb.get_name().to_string(),
         format!(
             "{about}. Returns the report `git cutile-perf {} --json` prints.",
-            verb.get_name()
+            verb.get_name().replace('_', " ")
         ),
         Arc::new(schema::input_schema(verb)),
     )
@@ -166,7 +185,8 @@ impl Server {
         let _running = self.calls.read().await;
         let mut closed = self.closed.clone();
         let mut child = tokio::process::Command::new(&self.program)
-            .args([verb, "--json"])
+            .args(verb.split('_'))
+            .arg("--json")
             .args(words)
             .env("CUTILE_PERF_NO_PROGRESS", "1")
             .stdin(Stdio::null())
@@ -267,7 +287,7 @@ mod tests {
     fn no_tool_sends_its_client_to_help_or_a_man_page() {
         let cli = crate::verbs::cli::Cli::command();
         for name in TOOLS {
-            let tool = tool(cli.find_subcommand(name).unwrap());
+            let tool = tool(&tool_verb(&cli, name).unwrap());
             let text = serde_json::to_string(&tool).unwrap();
             for help in [
                 "-h`",

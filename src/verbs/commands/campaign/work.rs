@@ -1,0 +1,293 @@
+//! The campaign's workers: each takes the next waiting kernel from the record (atomically: see
+//! `record::campaign`), makes its worktree, runs `start` there as a child pinned to the worker's GPU,
+//! and records how it ended. A kernel that fails is cleaned up (its worktree and branch removed) and
+//! the others go on; Ctrl-C or SIGTERM stops each child as Ctrl-C stops `start`, and what was not
+//! finished goes back to the queue, its worktree and branch gone: each session is whole or absent.
+
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+
+use crate::record::campaign::{self, Campaign, Entry, Lease, State};
+use crate::record::journal;
+use crate::system::git::Repo;
+use crate::system::process;
+use crate::system::ui::Progress;
+
+/// How long a stopped `start` gets to put its worktree back (it ends its tests first) before SIGKILL.
+const STOP_GRACE: Duration = Duration::from_secs(30);
+/// How often a worker looks at its child, the deadline and the interrupt flag.
+const POLL: Duration = Duration::from_millis(100);
+/// What a worker's lease on its kernel lasts beyond the kernel's time limit, for a holder on another
+/// machine (an array task), whose end cannot be seen from here.
+const LEASE_SLACK_S: u64 = 600;
+
+/// What one worker runs with: the campaign, its GPU and the time limit of each kernel.
+pub struct Worker<'a> {
+    /// The repository, opened by the worker's own thread.
+    pub repo: Repo,
+    pub name: &'a str,
+    /// The GPU it pins its children to (`CUDA_VISIBLE_DEVICES`); none: the environment's.
+    pub gpu: Option<String>,
+    /// Whether `--gpus` goes to `start` too (not with `--no-gpu`).
+    pub pass_gpu: bool,
+    /// The Slurm array task it runs as, if any.
+    pub job: Option<String>,
+    pub timeout: Duration,
+    pub progress: &'a Progress,
+}
+
+/// How one attempt at a kernel's baseline ended.
+enum Outcome {
+    Started { branch: String },
+    Failed(String),
+    Interrupted,
+}
+
+/// The directory of campaign `name`'s worktrees and logs, in the repository's common git dir.
+pub fn campaign_dir(repo: &Repo, name: &str) -> Result<PathBuf> {
+    let common = repo.git(&["rev-parse", "--path-format=absolute", "--git-common-dir"])?;
+    Ok(PathBuf::from(common.trim())
+        .join("cutile-perf/campaigns")
+        .join(name))
+}
+
+impl Worker<'_> {
+    /// Takes kernels until none waits, or until the user interrupts (`once`: one kernel at most).
+    pub fn run(&self, once: bool) -> Result<()> {
+        while !process::interrupted() {
+            let Some(entry) = self.claim()? else {
+                return Ok(());
+            };
+            self.progress.line(&format!(
+                "{}: baseline{}",
+                entry.label(),
+                self.gpu
+                    .as_deref()
+                    .map_or(String::new(), |gpu| format!(" on GPU {gpu}"))
+            ));
+            let began = Instant::now();
+            let outcome = self.attempt(&entry);
+            let seconds = began.elapsed().as_secs_f64();
+            let outcome = outcome.unwrap_or_else(|e| Outcome::Failed(format!("{e:#}")));
+            self.record(&entry, outcome, seconds)?;
+            if once {
+                return Ok(());
+            }
+        }
+        Ok(())
+    }
+
+    /// The next waiting kernel, marked running under this worker's lease.
+    fn claim(&self) -> Result<Option<Entry>> {
+        let dir = campaign_dir(&self.repo, self.name)?;
+        let lease = Lease::new(None, self.timeout.as_secs() + LEASE_SLACK_S)?;
+        campaign::update(&self.repo, self.name, "a worker takes a kernel", |c| {
+            let Some(entry) = c.kernels.iter_mut().find(|e| e.waiting()) else {
+                return Ok(None);
+            };
+            entry.state = State::Running;
+            entry.reason = None;
+            entry.attempts += 1;
+            entry.gpu = self.gpu.clone();
+            entry.job = self.job.clone();
+            entry.lease = Some(lease.clone());
+            entry.branch = None;
+            entry.seconds = None;
+            let worktree = dir.join(format!("{}-{}", entry.suite, entry.kernel));
+            entry.worktree = Some(worktree.display().to_string());
+            Ok(Some(entry.clone()))
+        })
+    }
+
+    /// Records how `entry`'s attempt ended.
+    fn record(&self, entry: &Entry, outcome: Outcome, seconds: f64) -> Result<()> {
+        let label = entry.label();
+        let line = match &outcome {
+            Outcome::Started { branch } => format!("{label}: started on {branch} ({seconds:.1} s)"),
+            Outcome::Failed(reason) => format!("{label}: failed: {reason}"),
+            Outcome::Interrupted => format!("{label}: interrupted, back in the queue"),
+        };
+        self.progress.line(&line);
+        let what = format!("{label} {}", line.split(": ").nth(1).unwrap_or("ended"));
+        campaign::update(&self.repo, self.name, &what, |c| {
+            let Some(mine) = c.kernels.iter_mut().find(|e| e.label() == label) else {
+                return Ok(None);
+            };
+            mine.lease = None;
+            mine.seconds = Some(seconds);
+            match &outcome {
+                Outcome::Started { branch } => {
+                    mine.state = State::Started;
+                    mine.branch = Some(branch.clone());
+                }
+                Outcome::Failed(reason) => {
+                    mine.state = State::Failed;
+                    mine.reason = Some(reason.clone());
+                    mine.worktree = None;
+                }
+                Outcome::Interrupted => mine.requeue(Some("interrupted".into())),
+            }
+            Ok(Some(()))
+        })?;
+        Ok(())
+    }
+
+    /// One kernel's worktree and `start` in it; on anything but a started session, both are removed.
+    fn attempt(&self, entry: &Entry) -> Result<Outcome> {
+        let record = campaign::load(&self.repo, self.name)?
+            .context("the campaign's record is gone")?
+            .1;
+        let worktree = PathBuf::from(
+            entry
+                .worktree
+                .as_deref()
+                .context("a claimed kernel has a worktree")?,
+        );
+        remove_worktree(&self.repo, &worktree, None);
+        std::fs::create_dir_all(worktree.parent().context("a worktree has a parent")?)?;
+        self.repo.git(&[
+            "worktree",
+            "add",
+            "--detach",
+            &worktree.display().to_string(),
+            &record.base,
+        ])?;
+        let outcome = self.start(&record, entry, &worktree);
+        if !matches!(outcome, Ok(Outcome::Started { .. })) {
+            let branch = Repo::discover(&worktree)
+                .ok()
+                .and_then(|tree| tree.branch().ok().flatten());
+            remove_worktree(&self.repo, &worktree, branch.as_deref());
+        }
+        outcome
+    }
+
+    /// `start` for `entry` in `worktree`, its report in the campaign's logs.
+    fn start(&self, record: &Campaign, entry: &Entry, worktree: &Path) -> Result<Outcome> {
+        let logs = campaign_dir(&self.repo, self.name)?.join("logs");
+        std::fs::create_dir_all(&logs)?;
+        let stem = format!("{}-{}-{}", entry.suite, entry.kernel, entry.attempts);
+        let report_path = logs.join(format!("{stem}.json"));
+        let log_path = logs.join(format!("{stem}.log"));
+        let mut command = Command::new(tool_binary());
+        command
+            .current_dir(worktree)
+            .args(["start", &entry.kernel, "--suite", &entry.suite, "--json"])
+            .args(&record.start_args)
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(&report_path)?)
+            .stderr(std::fs::File::create(&log_path)?)
+            .process_group(0);
+        if let Some(gpu) = &self.gpu {
+            command.env("CUDA_VISIBLE_DEVICES", gpu);
+            if self.pass_gpu {
+                command.args(["--gpus", gpu]);
+            }
+        }
+        let ended = supervise(command, Instant::now() + self.timeout)?;
+        // a `start` killed past its grace may leave its tests' process group behind
+        if let Ok(tree) = Repo::discover(worktree)
+            && let Ok(groups) = journal::group_file(&tree)
+        {
+            process::end_recorded_groups(&groups);
+        }
+        let report = std::fs::read_to_string(&report_path).unwrap_or_default();
+        let report: Option<serde_json::Value> = serde_json::from_str(&report).ok();
+        Ok(match ended {
+            Ended::Interrupted => Outcome::Interrupted,
+            Ended::TimedOut => Outcome::Failed(format!(
+                "timed out after {} (log: {})",
+                crate::system::runner::slurm::fmt_wait(self.timeout),
+                log_path.display()
+            )),
+            Ended::Status(status) => match report.as_ref().and_then(|r| r["branch"].as_str()) {
+                Some(branch) if status.success() => Outcome::Started {
+                    branch: branch.to_string(),
+                },
+                _ => Outcome::Failed(failure(report.as_ref(), status, &log_path)),
+            },
+        })
+    }
+}
+
+/// Why a `start` failed: its refusal's error, or how it ended.
+fn failure(
+    report: Option<&serde_json::Value>,
+    status: std::process::ExitStatus,
+    log: &Path,
+) -> String {
+    if let Some(error) = report.and_then(|r| r["error"].as_str()) {
+        return error.to_string();
+    }
+    let how = match status.signal() {
+        Some(signal) => format!("killed by signal {signal}"),
+        None => format!("exited with code {}", status.code().unwrap_or(-1)),
+    };
+    format!("{how} without a report (log: {})", log.display())
+}
+
+/// How a supervised child ended.
+enum Ended {
+    Status(std::process::ExitStatus),
+    TimedOut,
+    Interrupted,
+}
+
+/// Runs `command` (in a process group of its own) until it exits, `deadline` passes or the user
+/// interrupts; then it gets SIGTERM, which `start` takes as Ctrl-C, and [`STOP_GRACE`] to put its
+/// worktree back before its group is killed.
+fn supervise(mut command: Command, deadline: Instant) -> Result<Ended> {
+    let mut child = command
+        .spawn()
+        .context("cannot run git-cutile-perf start")?;
+    let group = child.id() as libc::pid_t;
+    let stopped = loop {
+        if let Some(status) = child.try_wait()? {
+            break Ended::Status(status);
+        }
+        if process::interrupted() || Instant::now() >= deadline {
+            let why = match process::interrupted() {
+                true => Ended::Interrupted,
+                false => Ended::TimedOut,
+            };
+            unsafe { libc::killpg(group, libc::SIGTERM) };
+            let until = Instant::now() + STOP_GRACE;
+            while Instant::now() < until && child.try_wait()?.is_none() {
+                std::thread::sleep(POLL);
+            }
+            break why;
+        }
+        std::thread::sleep(POLL);
+    };
+    unsafe { libc::killpg(group, libc::SIGKILL) };
+    child.wait().ok();
+    Ok(stopped)
+}
+
+/// Removes `worktree` (whatever is in it: a failed session keeps nothing) and `branch`, if given.
+pub fn remove_worktree(repo: &Repo, worktree: &Path, branch: Option<&str>) {
+    if worktree.exists() {
+        let path = worktree.display().to_string();
+        let _ =
+            process::restoring(|| repo.git(&["worktree", "remove", "--force", "--force", &path]));
+        let _ = std::fs::remove_dir_all(worktree);
+    }
+    let _ = process::restoring(|| repo.git(&["worktree", "prune"]));
+    if let Some(branch) = branch {
+        let _ = process::restoring(|| repo.git(&["branch", "-D", branch]));
+        let baseline_ref = crate::system::git::baseline_ref(branch);
+        let _ = process::restoring(|| repo.git(&["update-ref", "-d", &baseline_ref]));
+    }
+}
+
+/// This program, which runs each kernel's `start`.
+pub fn tool_binary() -> PathBuf {
+    match crate::system::git::TOOL_BINARY.get() {
+        Some(tool) => tool.clone(),
+        None => std::env::current_exe().unwrap_or_else(|_| "git-cutile-perf".into()),
+    }
+}
