@@ -42,6 +42,7 @@ mod sessions_apart;
 mod settings;
 mod skill;
 mod slurm;
+mod step_cost;
 mod travel;
 mod warm;
 mod words;

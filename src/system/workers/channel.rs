@@ -10,6 +10,7 @@ use serde::Deserialize;
 
 use super::Worker;
 use super::lasting;
+use super::worker::StartUp;
 use crate::rules::records::Statistic;
 use crate::system::process::{self, Ending};
 use crate::system::process_identity::ProcessIdentity;
@@ -156,7 +157,14 @@ impl Worker {
             Answer::Cold(why) => return Ok(Served::Cold(why)),
             Answer::Ended(ending) => return Ok(self.ended(ending)),
         }
+        self.waited = started.elapsed();
+        let started = Instant::now();
         let start_up = self.start_up();
+        self.start_up = start_up.map(|took| StartUp {
+            side: self.side,
+            seconds: took.as_secs_f64(),
+            ahead: self.ahead,
+        });
         let number = self.send(serde_json::json!({
             "junit": junit,
             "select": command.selection,

@@ -38,6 +38,25 @@ pub struct Worker {
     /// When this process started it (none for one adopted from an earlier command): its first command
     /// says how long its start-up took, the cost a warm worker saves the next time.
     pub(super) spawned: Option<std::time::SystemTime>,
+    /// Whether it was started while an earlier round measured (its start-up counted from its go).
+    pub(super) ahead: bool,
+    /// Its start-up, once its first command has read it, until its side takes it.
+    pub(super) start_up: Option<StartUp>,
+    /// How long its last command waited for it to be ready (its start-up not yet over).
+    pub(super) waited: std::time::Duration,
+}
+
+/// One worker's start-up: from its start (or, for one started while an earlier round measured, from
+/// when its round let it go on) until it said it was ready: imports, collection, its GPU context and
+/// the profiler's first start.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct StartUp {
+    /// `candidate` or `baseline`.
+    pub side: &'static str,
+    pub seconds: f64,
+    /// Started while an earlier round measured: its imports and collection, before its go, are hidden
+    /// behind that round and not counted.
+    pub ahead: bool,
 }
 
 /// Why a worker stands by, which says where its start-up is counted from when it goes.
@@ -131,6 +150,9 @@ impl Worker {
             alternate,
             standing_by: standby,
             spawned: Some(std::time::SystemTime::now()),
+            ahead: standby == Some(StandBy::Ahead),
+            start_up: None,
+            waited: std::time::Duration::ZERO,
         })
     }
 
@@ -166,6 +188,9 @@ impl Worker {
             alternate: kept.alternate,
             standing_by: None,
             spawned: None,
+            ahead: false,
+            start_up: None,
+            waited: std::time::Duration::ZERO,
         };
         match worker.answers() {
             Ok(true) => Ok(worker),

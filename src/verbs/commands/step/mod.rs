@@ -17,6 +17,7 @@ use crate::features::diagnose::{Diagnosis, cache};
 use crate::features::report::estimates;
 use crate::features::snapshot::Tested;
 use crate::measure::attempt::{Tried, holders};
+use crate::measure::timings::Timings;
 use crate::record::census;
 use crate::record::evidence::Evidence;
 use crate::record::history::{History, sandbox, write_table};
@@ -58,6 +59,7 @@ pub struct StepOptions {
 
 /// One iteration as a pipeline: preflight, attempt, judge, record.
 pub fn run(ui: &mut Ui, repo: &Repo, args: &StepOptions) -> Result<StepReport> {
+    let began = Instant::now();
     let progress = ui.sink();
     if crate::rules::trailers::one_line(&args.description).is_empty() {
         return Err(hinted(
@@ -112,9 +114,11 @@ pub fn run(ui: &mut Ui, repo: &Repo, args: &StepOptions) -> Result<StepReport> {
     };
     let result = measure_and_record(repo, args, ready, letter, on, &tested, &mut journal);
     let done = recovery::settle(repo, &journal, result)?;
+    let report = done.report();
     Ok(StepReport {
         shortcut_signs: signs,
-        ..done.report()
+        timings: report.timings.closed(began.elapsed().as_secs_f64()),
+        ..report
     })
 }
 
@@ -197,6 +201,12 @@ fn measure_and_record(
     let compile = after.compile_facts(repo, &history, code, &tried.attempt, already);
     let mut checks = tried.checks;
     checks.compile_facts_s = facts_started.elapsed().as_secs_f64();
+    let diagnosis_s = judged.diagnosed.map(|d| d.seconds);
+    let timings = Timings {
+        compile_facts_s: checks.compile_facts_s,
+        diagnosis_s: diagnosis_s.unwrap_or_default(),
+        ..tried.timings
+    };
     after.place.release();
     if compile.is_some() {
         attach(repo, &evidence.with_compile(compile), &commit.id, progress);
@@ -218,7 +228,8 @@ fn measure_and_record(
     let table = write_table(repo, &history)?;
     Ok(Done {
         attempt: tried.attempt,
-        diagnosis_s: judged.diagnosed.map(|d| d.seconds),
+        diagnosis_s,
+        timings,
         no_gain: judged.verdict.no_gain,
         history,
         commit: id,

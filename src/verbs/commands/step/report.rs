@@ -6,6 +6,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::measure::rounds::Checks;
+use crate::measure::timings::Timings;
 use crate::record::history::History;
 use crate::record::session::{fmt_change, fmt_ms, short};
 use crate::rules::decision::{Attempt, Cause, Correctness, Decision, Status};
@@ -60,6 +61,10 @@ pub struct StepReport {
     /// The GPUs the rounds measured on (`CUDA_VISIBLE_DEVICES` indexes), a (baseline, candidate) pair
     /// each; empty: the one the environment gave.
     pub gpus: Vec<String>,
+    /// Where the step's time went, in seconds: the start-ups it waited for and each worker's, the
+    /// correctness tests, each round's measuring, the census, the checks, the compile facts, the
+    /// diagnosis and the rest; the parts it waited for one after another add up to `step_s`.
+    pub timings: Timings,
     /// What the loop expects now, with one sentence for an agent.
     pub next_action: NextAction,
 }
@@ -75,6 +80,7 @@ pub struct Done {
     pub checks: Checks,
     pub budget_used_pct: f64,
     pub gpus: Vec<String>,
+    pub timings: Timings,
 }
 
 impl Done {
@@ -146,6 +152,7 @@ impl Done {
             checks: self.checks.clone(),
             budget_used_pct: self.budget_used_pct,
             gpus: self.gpus.clone(),
+            timings: self.timings.clone(),
             next_action: next_action(Situation::Session(&self.history)),
         }
     }
@@ -194,6 +201,7 @@ impl Render for StepReport {
         });
         writeln!(out, "  commit   {}{kept_as}", short(&report.commit))?;
         writeln!(out, "  table    {}", report.table.display())?;
+        writeln!(out, "  time     {}", report.timings.line())?;
         if report.budget_used_pct >= BUDGET_WARN_PCT {
             writeln!(
                 out,
