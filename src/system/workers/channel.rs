@@ -10,7 +10,6 @@ use serde::Deserialize;
 
 use super::Worker;
 use super::lasting;
-use super::worker::StartUp;
 use crate::rules::records::Statistic;
 use crate::system::process::{self, Ending};
 use crate::system::process_identity::ProcessIdentity;
@@ -23,6 +22,19 @@ use crate::system::pytest::{
 const POLL: Duration = Duration::from_millis(20);
 /// How long a kept worker gets to answer a command that runs nothing, before it is reused.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// One worker's start-up: from its start (or, for one started while an earlier round measured, from
+/// when its round let it go on) until it said it was ready: imports, collection, its GPU context and
+/// the profiler's first start.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct StartUp {
+    /// `candidate` or `baseline`.
+    pub side: &'static str,
+    pub seconds: f64,
+    /// Started while an earlier round measured: its imports and collection, before its go, are hidden
+    /// behind that round and not counted.
+    pub ahead: bool,
+}
 
 /// What the worker wrote when a command was over.
 #[derive(Deserialize)]

@@ -23,9 +23,9 @@ pub mod lasting;
 mod side;
 mod worker;
 
-pub use channel::Served;
+pub use channel::{Served, StartUp};
 pub use side::{Held, Side, say_cold};
-pub use worker::{StartUp, Worker};
+pub use worker::Worker;
 
 /// The pytest plugin a worker loads: the repetition loop and its channel.
 pub const WORKER_PLUGIN: (&str, &str) =

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use super::channel::{HELD, write_text_whole};
-use super::worker::{StandBy, StartUp};
+use super::channel::{HELD, StartUp, write_text_whole};
+use super::worker::StandBy;
 use super::{Served, Worker};
 use crate::rules::records::Statistic;
 use crate::system::pytest::{BenchmarkRun, Bytecode, CorrectnessRun, Pytest, Recorded};

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use super::channel::{OWNER, STANDBY, own, write_text_whole};
+use super::channel::{OWNER, STANDBY, StartUp, own, write_text_whole};
 use super::lasting::{self, Code, Lasting, WorkerEnv};
 use super::{CHANNEL_OPTION, WORKER_PLUGIN};
 use crate::system::process::Background;
@@ -44,19 +44,6 @@ pub struct Worker {
     pub(super) start_up: Option<StartUp>,
     /// How long its last command waited for it to be ready (its start-up not yet over).
     pub(super) waited: std::time::Duration,
-}
-
-/// One worker's start-up: from its start (or, for one started while an earlier round measured, from
-/// when its round let it go on) until it said it was ready: imports, collection, its GPU context and
-/// the profiler's first start.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct StartUp {
-    /// `candidate` or `baseline`.
-    pub side: &'static str,
-    pub seconds: f64,
-    /// Started while an earlier round measured: its imports and collection, before its go, are hidden
-    /// behind that round and not counted.
-    pub ahead: bool,
 }
 
 /// Why a worker stands by, which says where its start-up is counted from when it goes.

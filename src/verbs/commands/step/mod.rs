@@ -17,6 +17,7 @@ use crate::features::diagnose::{Diagnosis, cache};
 use crate::features::report::estimates;
 use crate::features::snapshot::Tested;
 use crate::measure::attempt::{Tried, holders};
+use crate::measure::rounds::Checks;
 use crate::measure::timings::Timings;
 use crate::record::census;
 use crate::record::evidence::Evidence;
@@ -201,12 +202,7 @@ fn measure_and_record(
     let compile = after.compile_facts(repo, &history, code, &tried.attempt, already);
     let mut checks = tried.checks;
     checks.compile_facts_s = facts_started.elapsed().as_secs_f64();
-    let diagnosis_s = judged.diagnosed.map(|d| d.seconds);
-    let timings = Timings {
-        compile_facts_s: checks.compile_facts_s,
-        diagnosis_s: diagnosis_s.unwrap_or_default(),
-        ..tried.timings
-    };
+    let timings = after_the_rounds(tried.timings, &checks, judged.diagnosed.as_ref());
     after.place.release();
     if compile.is_some() {
         attach(repo, &evidence.with_compile(compile), &commit.id, progress);
@@ -228,7 +224,7 @@ fn measure_and_record(
     let table = write_table(repo, &history)?;
     Ok(Done {
         attempt: tried.attempt,
-        diagnosis_s,
+        diagnosis_s: judged.diagnosed.map(|d| d.seconds),
         timings,
         no_gain: judged.verdict.no_gain,
         history,
@@ -238,6 +234,16 @@ fn measure_and_record(
         budget_used_pct: judged.budget_used_pct,
         gpus: tried.gpus,
     })
+}
+
+/// The attempt's `timings` with what the work after its rounds took: the compile facts (in `checks`)
+/// and the diagnosis.
+fn after_the_rounds(timings: Timings, checks: &Checks, diagnosed: Option<&Diagnosed>) -> Timings {
+    Timings {
+        compile_facts_s: checks.compile_facts_s,
+        diagnosis_s: diagnosed.map_or(0.0, |d| d.seconds),
+        ..timings
+    }
 }
 
 /// A step measured and judged, not yet committed: the attempt, where the work after it runs, the

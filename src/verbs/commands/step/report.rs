@@ -87,31 +87,7 @@ impl Done {
     /// The report of the step just recorded: the last iteration of `history`.
     pub fn report(&self) -> StepReport {
         let (_, iteration) = self.history.iterations.last().expect("just pushed");
-        let compared = self
-            .history
-            .iterations()
-            .rev()
-            .skip(1)
-            .find(|it| it.status == Status::Keep)
-            .expect("validated: iteration 0 is kept");
-        let change_against = match iteration.rounds {
-            Some(rounds) => format!(
-                "iteration {} (the current baseline) re-measured beside the candidate in this step's {rounds} \
-                 paired rounds; the table shows each iteration's own latency, and its iteration 0 is the \
-                 latency stored at start ({} ms)",
-                compared.number,
-                fmt_ms(
-                    self.history
-                        .iterations()
-                        .next()
-                        .and_then(|it| it.latency_ms)
-                )
-            ),
-            None => format!(
-                "iteration {}'s stored latency (nothing was measured beside it in this step)",
-                compared.number
-            ),
-        };
+        let change_against = self.change_against(iteration.rounds);
         let variant_of = iteration.playbook_letter().and_then(|letter| {
             self.history
                 .iterations()
@@ -154,6 +130,35 @@ impl Done {
             gpus: self.gpus.clone(),
             timings: self.timings.clone(),
             next_action: next_action(Situation::Session(&self.history)),
+        }
+    }
+
+    /// What `baseline_ms` is: the current baseline re-measured in this step's `rounds`, or stored.
+    fn change_against(&self, rounds: Option<u32>) -> String {
+        let compared = self
+            .history
+            .iterations()
+            .rev()
+            .skip(1)
+            .find(|it| it.status == Status::Keep)
+            .expect("validated: iteration 0 is kept");
+        match rounds {
+            Some(rounds) => format!(
+                "iteration {} (the current baseline) re-measured beside the candidate in this step's {rounds} \
+                 paired rounds; the table shows each iteration's own latency, and its iteration 0 is the \
+                 latency stored at start ({} ms)",
+                compared.number,
+                fmt_ms(
+                    self.history
+                        .iterations()
+                        .next()
+                        .and_then(|it| it.latency_ms)
+                )
+            ),
+            None => format!(
+                "iteration {}'s stored latency (nothing was measured beside it in this step)",
+                compared.number
+            ),
         }
     }
 }
