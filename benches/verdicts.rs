@@ -24,7 +24,7 @@
 //! one pair of warm workers per step with later rounds on the configs still open ("one pair", with its
 //! own rounds); and the warm workers of today ("fresh pairs"): the baseline's lives on from an earlier
 //! step, so round 1 pays only the candidate's start-up and first, compiling repetition, and each later
-//! round a fresh pair's start-ups (side by side; from round 3 on, only what the round before did not hide)
+//! round a fresh pair's start-ups (side by side; only what the round before did not hide)
 //! and first repetitions; each against the reference of
 //! correctness plus one cold run. A repetition is priced per case it runs. Its last lines price the
 //! cheapest step any paired rule can take ("floor") and the least any rule meeting the targets can pay on
@@ -414,18 +414,15 @@ impl Costs {
     /// Today's warm workers: the baseline's lives on from an earlier step, so round 1 pays only the
     /// candidate's start-up and first repetition; each later round, on the open configs, a fresh pair's
     /// start-ups with their collection (side by side: a worker collects before it is ready) and first
-    /// repetitions (one after the other: they compile and tune). From round 3 on, a side's worker imported
+    /// repetitions (one after the other: they compile and tune). A side's worker for round 2 on imported
     /// and collected while that side measured the round before (held while the other side did), so only
     /// what that did not hide and its GPU context are paid.
     fn fresh_pairs(&self, cases: &[usize], configs: usize, kept: bool) -> f64 {
         let compile = self.first_repetition - self.repetition - self.collection;
         let start_ups: f64 = (1..cases.len())
-            .map(|round| match round {
-                1 => STARTUP_S + self.collection,
-                _ => {
-                    let own_side = cases[round - 1] as f64 / configs as f64 * self.repetition;
-                    CONTEXT_S + (IMPORTS_S + self.collection - own_side).max(0.0)
-                }
+            .map(|round| {
+                let own_side = cases[round - 1] as f64 / configs as f64 * self.repetition;
+                CONTEXT_S + (IMPORTS_S + self.collection - own_side).max(0.0)
             })
             .sum();
         let later_rounds = (cases.len() - 1) as f64;

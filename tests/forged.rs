@@ -78,7 +78,8 @@ fn the_harness_the_census_wraps_is_recorded_and_a_step_that_would_census_nothing
         .unwrap();
     assert!(!out.status.success(), "{}", both(&out));
     assert!(
-        text(&out.stderr).contains("CUTILE_PERF_HARNESS=tests.common:benchmark_record here, unset at start"),
+        text(&out.stderr)
+            .contains("CUTILE_PERF_HARNESS=tests.common:benchmark_record here, unset at start"),
         "{}",
         both(&out)
     );
@@ -87,7 +88,10 @@ fn the_harness_the_census_wraps_is_recorded_and_a_step_that_would_census_nothing
     // nothing: its steps are reverted
     for (harness, why) in [
         ("tests.common:nothing", "no harness tests.common:nothing"),
-        ("tests.common:_generator", "the test did not call its harness"),
+        (
+            "tests.common:_generator",
+            "the test did not call its harness",
+        ),
     ] {
         let g = Fixture::new();
         let env = [("CUTILE_PERF_HARNESS", harness)];
@@ -118,14 +122,20 @@ fn fewer_tiles_while_timed_into_a_buffer_holding_a_right_answer_is_reverted_on_f
     let f = Fixture::new();
     let env = [("CUTILE_PERF_FIXTURE_CALLS", "6")];
     ok_with(&f, &env, &["start", "vector_add"]);
-    f.edit_kernel("import cuda.tile as ct", "import sys\n\nimport cuda.tile as ct\n\n_share = 1.0");
+    f.edit_kernel(
+        "import cuda.tile as ct",
+        "import sys\n\nimport cuda.tile as ct\n\n_share = 1.0",
+    );
     f.edit_kernel(
         "    for i, (x, y) in enumerate(zip(a, b)):\n",
         "    for i, (x, y) in enumerate(zip(a, b)):\n        if i >= len(a) * _share:\n            break\n",
     );
     let text = std::fs::read_to_string(f.path(KERNEL)).unwrap();
     let start = text.find("def vector_add(a, b):").unwrap();
-    f.write(KERNEL, &format!("{}{FEWER_TILES_WHILE_TIMED}", &text[..start]));
+    f.write(
+        KERNEL,
+        &format!("{}{FEWER_TILES_WHILE_TIMED}", &text[..start]),
+    );
     f.set_latency(0.05, 0.5);
     let report = step_with(&f, &env, "fewer tiles while timed");
     let reason = reverted(&f, &report);
@@ -168,13 +178,19 @@ fn an_honest_kernel_given_a_per_call_offset_is_kept() {
 fn an_ignored_helper_is_seen_where_the_list_start_kept_is_gone() {
     let f = Fixture::new();
     f.start();
-    assert_eq!(f.trailer("HEAD", "Cutile-Perf-Ignored").split(' ').next(), Some("0"));
+    assert_eq!(
+        f.trailer("HEAD", "Cutile-Perf-Ignored").split(' ').next(),
+        Some("0")
+    );
     // the list beside the session removed, as uninstalling does, then a helper git ignores imported by
     // the kernel
     std::fs::remove_dir_all(f.path(".git/cutile-perf")).unwrap();
     f.append(".git/info/exclude", "/src/tilegym/ops/cutile/_fast.py\n");
     f.write("src/tilegym/ops/cutile/_fast.py", "HALF = True\n");
-    f.edit_kernel("import cuda.tile as ct", "import cuda.tile as ct\n\nfrom . import _fast");
+    f.edit_kernel(
+        "import cuda.tile as ct",
+        "import cuda.tile as ct\n\nfrom . import _fast",
+    );
     let head = f.head();
     let refused = f.fails(&["step", "--opt", "none", "a helper"]);
     assert!(

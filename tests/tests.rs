@@ -44,6 +44,7 @@ mod sessions_apart;
 mod settings;
 mod skill;
 mod slurm;
+mod step_cost;
 mod stops;
 mod take_back;
 mod travel;

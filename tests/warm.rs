@@ -1,6 +1,6 @@
 //! Warm workers: a step's correctness and first round run in one pytest process per side, started
 //! together; every later round in a fresh pair (a round is an independent sample only in processes of its
-//! own), from round 3 on started while the round before measures; a side falls back to a process per run, said once, where the suite cannot be kept warm. Counted with the fixture's knobs: each pytest start appends a line to
+//! own), each started while the round before measures; a side falls back to a process per run, said once, where the suite cannot be kept warm. Counted with the fixture's knobs: each pytest start appends a line to
 //! `CUTILE_PERF_FIXTURE_STARTS`, each timed case one to `CUTILE_PERF_FIXTURE_CASES`.
 
 use crate::support;
@@ -288,6 +288,14 @@ fn pytest_starts_of(f: &Fixture, args: &[&str]) -> Vec<String> {
     started.lines().map(str::to_string).collect()
 }
 
+/// How many of `starts` are of processes that measure or check: not of a pair that stood by for a
+/// second round (in each side's second channel), which a step decided in one round ends unused.
+fn measuring_starts(starts: &[String]) -> usize {
+    (starts.iter())
+        .filter(|line| !line.contains("/channel.1 "))
+        .count()
+}
+
 /// The worker pids among `starts` lines.
 fn worker_pids_of(starts: &[String]) -> Vec<i32> {
     starts
@@ -298,7 +306,7 @@ fn worker_pids_of(starts: &[String]) -> Vec<i32> {
 }
 
 #[test]
-fn every_step_decided_in_one_round_starts_one_pytest_whatever_the_outcome() {
+fn every_step_decided_in_one_round_measures_in_one_new_pytest_whatever_the_outcome() {
     let f = Fixture::new();
     // iteration 0's correctness and first benchmark run in one worker, its second run in a fresh one (the
     // two runs' spread is the noise between processes), kept for the first step
@@ -331,7 +339,12 @@ fn every_step_decided_in_one_round_starts_one_pytest_whatever_the_outcome() {
         }
         let step = counted_step_at(&f, latency, &[]);
         assert_eq!(step.report["status"], status, "{}", step.report);
-        assert_eq!(step.starts.len(), 1, "{:#?}", step.starts);
+        // and the pair started to stand by for a second round as each side began to measure, ended
+        // unused (its start-up may be cut short before the fixture counts it)
+        let (standing_by, measuring): (Vec<&String>, Vec<&String>) =
+            step.starts.iter().partition(|s| s.contains("/channel.1 "));
+        assert_eq!(measuring.len(), 1, "{:#?}", step.starts);
+        assert!(standing_by.len() <= 2, "{:#?}", step.starts);
         assert!(
             step.stderr.contains(&format!(
                 "the baseline's warm worker (pid {kept}) lives on from"
@@ -340,6 +353,11 @@ fn every_step_decided_in_one_round_starts_one_pytest_whatever_the_outcome() {
             step.stderr
         );
         let now = kept_worker(&f);
+        assert!(
+            worker_pids_of(&step.starts)
+                .iter()
+                .all(|&pid| !alive(pid) || pid == now)
+        );
         // after a keep, the step's candidate worker is the one kept and the earlier one ended
         assert_eq!(now != kept, status == "keep", "{}", step.stderr);
         assert_eq!(alive(kept), status != "keep");
@@ -378,7 +396,13 @@ fn a_step_that_halts_the_loop_ends_the_worker_and_continue_starts_a_fresh_one() 
         &f,
         &["step", "--opt", "none", "--continue", "tile size 512"],
     );
-    assert_eq!(worker_pids_of(&started).len(), 2, "{started:#?}");
+    // (and the pair standing by for a second round, ended unused)
+    assert_eq!(
+        worker_pids_of(&started).len(),
+        started.len(),
+        "{started:#?}"
+    );
+    assert_eq!(measuring_starts(&started), 2, "{started:#?}");
     assert!(alive(kept_worker(&f)));
 }
 
@@ -422,7 +446,7 @@ fn a_kept_worker_killed_between_steps_is_replaced() {
         "{}",
         step.stderr
     );
-    assert_eq!(step.starts.len(), 2, "{:#?}", step.starts);
+    assert_eq!(measuring_starts(&step.starts), 2, "{:#?}", step.starts);
     assert_eq!(step.report["status"], "revert", "{}", step.report);
     f.ok(&["verify"]);
 }
@@ -444,7 +468,7 @@ fn a_kept_worker_whose_commit_is_no_longer_the_baseline_is_ended() {
         step.stderr
     );
     assert!(!alive(kept), "the stale worker {kept} lives on");
-    assert_eq!(step.starts.len(), 2, "{:#?}", step.starts);
+    assert_eq!(measuring_starts(&step.starts), 2, "{:#?}", step.starts);
     assert_eq!(step.report["status"], "keep", "{}", step.report);
 }
 
@@ -477,13 +501,16 @@ fn a_suite_that_cannot_be_kept_warm_falls_back_said_once_per_side() {
         let said = format!("the {side} side cannot be kept warm (the worker exited with code 3");
         assert_eq!(step.stderr.matches(&said).count(), 1, "{}", step.stderr);
     }
-    // each side's worker, then a process per run, in every round, however many
+    // each side's worker (and the one started to stand by for round 2 as its side began to measure in
+    // round 1, ended when the side turned cold), then a process per run, in every round, however many
     let starts = benchmark_starts(&step.starts);
-    let warm = starts
+    let (standing_by, warm): (Vec<&&String>, Vec<&&String>) = starts
         .iter()
         .filter(|s| s.contains("--cutile-perf-worker="))
-        .count();
-    assert_eq!(warm, 2, "{starts:#?}");
+        .partition(|s| s.contains("/channel.1 "));
+    assert_eq!(warm.len(), 2, "{starts:#?}");
+    assert!(standing_by.len() <= 2, "{starts:#?}");
+    assert!(worker_pids_of(&step.starts).iter().all(|&pid| !alive(pid)));
     assert!(starts.len() >= 6, "{starts:#?}");
     assert_eq!(step.report["status"], "keep", "{}", step.report);
 }
@@ -1183,7 +1210,11 @@ fn the_candidates_code_cannot_leave_bytecode_for_the_baseline() {
     // twice as fast, and planting: not kept, and the reason names what was planted
     f.append(support::KERNEL, PLANTS_BYTECODE);
     let step = counted_step_at(&f, (0.05, 0.5), &noise);
-    assert_eq!(step.report["status"], "crash", "{}", step.report);
+    assert_eq!(
+        step.report["status"], "crash",
+        "{}\n{}",
+        step.report, step.stderr
+    );
     let reason = step.report["reason"].as_str().unwrap();
     let pyc = "src/tilegym/ops/cutile/__pycache__/vector_add.";
     for side in ["the baseline's tree", "the candidate's tree"] {

@@ -163,7 +163,11 @@ pub fn check(repo: &Repo, branch: &str, recorded: Option<&str>) -> Result<()> {
                      file(s) then, {} now: {}), and the guard cannot see them",
                     recorded.split(' ').next().unwrap_or("?"),
                     now.len(),
-                    if listed.is_empty() { "none".to_string() } else { listed.join(", ") }
+                    if listed.is_empty() {
+                        "none".to_string()
+                    } else {
+                        listed.join(", ")
+                    }
                 ),
                 "put them back as they were where the session started, or delete them; they could \
                  change every measurement unseen",

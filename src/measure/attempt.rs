@@ -13,6 +13,7 @@ use super::rounds::{Checks, Measured, baseline_passed, measure, no_reroll};
 use super::sides::{self, Codes, HeldSides};
 use crate::features::code_tree::CodeTree;
 use crate::measure::paired::{Holders, Pair, Rounds, dumps_of};
+use crate::measure::timings::Timings;
 use crate::record::census;
 use crate::record::evidence::{Ended, RunFile, Stage};
 use crate::record::history::{History, sandbox};
@@ -39,6 +40,8 @@ pub struct Tried<'a> {
     pub gpus: Vec<String>,
     /// Each GPU's sides' code and workers: the one holding the new baseline's code may live on.
     pub held: Vec<HeldSides<'a>>,
+    /// Where the attempt's time went (the step adds the rest).
+    pub timings: Timings,
 }
 
 /// On every GPU, the side whose code is the baseline after the step (the candidate's when it is
@@ -106,17 +109,27 @@ pub fn attempt<'r>(
         deadline,
         measured: false,
         no_reroll: Some(&alike_check),
+        timings: Timings::default(),
     };
     let baseline_passed = baseline_passed(repo, history)?;
     let mut measured = measure(&mut rounds, &baseline_passed, session, &checks)?;
-    let written = bytecode_written(&held);
+    let written = bytecode_written(&held, &rounds.pairs);
     crash_if_code_changed(&mut measured, &held, written.as_deref());
+    let mut timings = std::mem::take(&mut rounds.timings);
+    timings.startups = (rounds.pairs.iter())
+        .flat_map(|pair| [&pair.candidate, &pair.baseline])
+        .flat_map(|side| side.start_ups().iter().cloned())
+        .collect();
     give_workers_back(rounds.pairs, &mut held, written.is_none());
     let Measured { runs, ended } = measured;
     let Replayed { attempt, remark } = replay::attempt(&runs, &ended, session, &baseline_passed);
+    let checks = with_census_costs(checks.take(), &runs);
+    timings.census_s = checks.census_s;
+    timings.checks_s = checks.no_reroll_s + checks.unseen_inputs_s;
     Ok(Tried {
         attempt,
-        checks: with_census_costs(checks.take(), &runs),
+        timings,
+        checks,
         runs,
         ended,
         remark,
@@ -159,16 +172,24 @@ fn code_changed(held: &[HeldSides]) -> Option<String> {
 /// The bytecode written beside a side's sources during the step, if any. No test process writes
 /// bytecode and the trees were cleared of it as the step began, so a `.pyc` there was put on purpose
 /// (the candidate's code, at import, can leave one dated as the baseline's source, for a baseline worker
-/// started ahead of its round to load). Looked for once, after the rounds: one removed before a later
-/// process started goes unseen, but the candidate's code runs again in each of its processes, after its
-/// tree was cleared.
-fn bytecode_written(held: &[HeldSides]) -> Option<String> {
-    let written: Vec<String> = trees(held)
-        .filter_map(|(side, tree)| {
-            tree.bytecode()
-                .map(|what| format!("the {side}'s tree {what}"))
-        })
-        .collect();
+/// started ahead of its round to load). Looked for after the rounds, and by each side as a later worker
+/// was about to start in its tree, which removes what is there before it imports.
+fn bytecode_written(held: &[HeldSides], pairs: &[Pair]) -> Option<String> {
+    let found_as_workers_started = pairs.iter().flat_map(|pair| {
+        [("candidate", &pair.candidate), ("baseline", &pair.baseline)]
+            .into_iter()
+            .filter_map(|(side, runner)| runner.planted().map(|what| (side, what.to_string())))
+    });
+    let mut written: Vec<String> = Vec::new();
+    for (side, what) in trees(held)
+        .filter_map(|(side, tree)| tree.bytecode().map(|what| (side, what)))
+        .chain(found_as_workers_started)
+    {
+        let named = format!("the {side}'s tree {what}");
+        if !written.contains(&named) {
+            written.push(named);
+        }
+    }
     (!written.is_empty()).then(|| {
         format!(
             "bytecode was written beside the sources during the step: {}",

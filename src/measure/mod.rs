@@ -9,3 +9,4 @@ pub mod attempt;
 pub mod paired;
 pub mod rounds;
 pub mod sides;
+pub mod timings;

@@ -1,6 +1,6 @@
 //! Paired measurement: every `step` benchmarks the current baseline's code beside the candidate, in
 //! alternating rounds (A B, B A, ...) on the same GPU, until [`verdict`] can decide or the budget cannot
-//! fit another round; each round after the first in fresh workers, from round 3 on started (imports and
+//! fit another round; each round after the first in fresh workers, each started (imports and
 //! collection, not their GPU contexts) while the round before measured. Each side's code runs from a
 //! detached worktree of its own under the git dir, so the user's work tree is never touched and an edit
 //! made during the step cannot reach the measurement; a worktree is removed with its worker, at the
@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
+use crate::measure::timings::{RoundTimes, Timings};
 use crate::record::benchmark_run;
 use crate::record::evidence::RunFile;
 use crate::record::session::Session;
@@ -99,6 +100,8 @@ pub struct Rounds<'a> {
     /// No re-roll: after the first round, whether the candidate compiled and launched what the baseline
     /// does (it may add what it read to the runs); then nothing more is measured.
     pub no_reroll: Option<AlikeCheck<'a>>,
+    /// Where the step's time went so far: the rounds add theirs.
+    pub timings: Timings,
 }
 
 impl<'a> Rounds<'a> {
@@ -118,6 +121,8 @@ struct PairRound {
     ended: PairEnded,
     ready_after: Duration,
     cases: usize,
+    /// How long each side's run took, the candidate's then the baseline's.
+    measuring: [Duration; 2],
 }
 
 enum PairEnded {
@@ -177,9 +182,11 @@ pub fn measure(sides: &mut Rounds, prefix: &str, evidence: &mut Vec<RunFile>) ->
             number: rounds.len() + 1,
             began: started,
             candidate_first: verdict::candidate_first(rounds.len()),
-            // from the second round on (a step that needs one measures near ties, which take more; one
-            // decided in its first starts nothing it does not use)
-            stand_by: (2..verdict::MAX_ROUNDS).contains(&(rounds.len() + 1)),
+            // from the first round on: a step that needs a second round waits for no start-up there; one
+            // decided in its first ends the pair standing by, which imported and collected beside its
+            // own side's measurement and never made a GPU context
+            stand_by: (first_round_standing_by()..verdict::MAX_ROUNDS)
+                .contains(&(rounds.len() + 1)),
             session: sides.session,
             ours: &ours,
         };
@@ -211,14 +218,23 @@ pub fn measure(sides: &mut Rounds, prefix: &str, evidence: &mut Vec<RunFile>) ->
             before_measuring: Duration::ZERO,
             cases: 0,
         };
+        let mut spent = RoundTimes {
+            round: format!("{prefix}-{}", plan.number),
+            ..RoundTimes::default()
+        };
         for part in parts {
             let PairRound {
                 files,
                 ended,
                 ready_after,
                 cases,
+                measuring: [candidate_took, baseline_took],
             } = part?;
             evidence.extend(files);
+            // the GPUs measure side by side: the round took what its slowest took
+            spent.waited_s = spent.waited_s.max(ready_after.as_secs_f64());
+            spent.candidate_s = spent.candidate_s.max(candidate_took.as_secs_f64());
+            spent.baseline_s = spent.baseline_s.max(baseline_took.as_secs_f64());
             time.before_measuring = time.before_measuring.max(ready_after);
             time.cases = time.cases.max(cases);
             match ended {
@@ -231,6 +247,7 @@ pub fn measure(sides: &mut Rounds, prefix: &str, evidence: &mut Vec<RunFile>) ->
                 }
             }
         }
+        sides.timings.add_round(spent);
         match stopped {
             Some(PairEnded::Crashed(why)) => return Ok(Paired::Crashed(why)),
             Some(PairEnded::Interrupted) => return Ok(Paired::Interrupted),
@@ -289,6 +306,20 @@ pub fn measure(sides: &mut Rounds, prefix: &str, evidence: &mut Vec<RunFile>) ->
     }
 }
 
+/// The variable that names the first round whose sides start the next round's workers as they measure.
+const STAND_BY_FROM_ROUND: &str = "CUTILE_PERF_STAND_BY_FROM_ROUND";
+
+/// The first round whose sides start the next round's workers as they measure: the first, or the one
+/// [`STAND_BY_FROM_ROUND`] names (`2`: every first round measured beside no start-up, to compare null
+/// steps with and without one).
+fn first_round_standing_by() -> usize {
+    std::env::var(STAND_BY_FROM_ROUND)
+        .ok()
+        .and_then(|round| round.trim().parse().ok())
+        .filter(|&round| round >= 1)
+        .unwrap_or(1)
+}
+
 /// One pair's part of a round on its GPU: `cases` (none: every case; empty: nothing to run), one side
 /// after the other in the round's order, so that only one side measures on that GPU at a time. The GPU
 /// watch reads nvidia-smi's first GPU only, so only the runs on GPU 0 (or the environment's) keep one.
@@ -304,6 +335,7 @@ fn pair_round(
         ended: PairEnded::Measured(Round::default()),
         ready_after: Duration::ZERO,
         cases: 0,
+        measuring: [Duration::ZERO; 2],
     };
     if cases.is_some_and(<[String]>::is_empty) {
         return Ok(part);
@@ -354,6 +386,7 @@ fn pair_round(
             .chain(other.worker_pids())
             .collect();
         let _held = other.hold_while(runner)?;
+        let measuring = Instant::now();
         let (outcome, file) = benchmark_run::benchmark(
             runner,
             plan.session.statistic,
@@ -364,6 +397,7 @@ fn pair_round(
             &ours,
             cases,
         )?;
+        part.measuring[usize::from(!run_candidate)] = measuring.elapsed();
         part.files.extend(file.map(|file| RunFile {
             cuda_device: pair.gpu.clone(),
             ..file

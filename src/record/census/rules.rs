@@ -164,7 +164,9 @@ fn measured_elsewhere(
     let uncalled = |why: &String| NOT_CENSUSED.iter().any(|start| why.starts_with(start));
     let absent = censuses().find_map(|(_, c)| c.why.clone().filter(uncalled));
     absent.filter(|_| none_taken).map(|why| {
-        format!("neither side's timed calls could be censused ({why}): nothing holds the gain to them")
+        format!(
+            "neither side's timed calls could be censused ({why}): nothing holds the gain to them"
+        )
     })
 }
 

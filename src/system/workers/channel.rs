@@ -23,6 +23,19 @@ const POLL: Duration = Duration::from_millis(20);
 /// How long a kept worker gets to answer a command that runs nothing, before it is reused.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// One worker's start-up: from its start (or, for one started while an earlier round measured, from
+/// when its round let it go on) until it said it was ready: imports, collection, its GPU context and
+/// the profiler's first start.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct StartUp {
+    /// `candidate` or `baseline`.
+    pub side: &'static str,
+    pub seconds: f64,
+    /// Started while an earlier round measured: its imports and collection, before its go, are hidden
+    /// behind that round and not counted.
+    pub ahead: bool,
+}
+
 /// What the worker wrote when a command was over.
 #[derive(Deserialize)]
 struct Done {
@@ -156,7 +169,14 @@ impl Worker {
             Answer::Cold(why) => return Ok(Served::Cold(why)),
             Answer::Ended(ending) => return Ok(self.ended(ending)),
         }
+        self.waited = started.elapsed();
+        let started = Instant::now();
         let start_up = self.start_up();
+        self.start_up = start_up.map(|took| StartUp {
+            side: self.side,
+            seconds: took.as_secs_f64(),
+            ahead: self.ahead,
+        });
         let number = self.send(serde_json::json!({
             "junit": junit,
             "select": command.selection,

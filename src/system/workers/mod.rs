@@ -3,7 +3,7 @@
 //! and the unseen-input checks share one start-up (imports, collection, the CUDA context, the
 //! kernels' compile and tuning), and the baseline's worker serves the next step ([`lasting`]). Each round
 //! after the first runs in a fresh pair ([`Side::redraw`]): repetitions inside one process never sample
-//! again what it fixed once, so they are not independent rounds. From round 2 on, the pair of the round
+//! again what it fixed once, so they are not independent rounds. From round 1 on, the pair of the round
 //! after starts while a round measures ([`Side::stand_by`]) and waits, collected, for its turn to make its
 //! GPU context: held like the side it will serve while the other side measures, so a candidate's code
 //! never runs under the baseline's measurement.
@@ -23,7 +23,7 @@ pub mod lasting;
 mod side;
 mod worker;
 
-pub use channel::Served;
+pub use channel::{Served, StartUp};
 pub use side::{Held, Side, say_cold};
 pub use worker::Worker;
 

@@ -2,14 +2,15 @@
 //! while the other side measures), else a process per run.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::Result;
 
-use super::channel::{HELD, write_text_whole};
+use super::channel::{HELD, StartUp, write_text_whole};
 use super::worker::StandBy;
 use super::{Served, Worker};
 use crate::rules::records::Statistic;
-use crate::system::pytest::{BenchmarkRun, CorrectnessRun, Pytest, Recorded};
+use crate::system::pytest::{BenchmarkRun, Bytecode, CorrectnessRun, Pytest, Recorded};
 use crate::system::runner::Workers;
 
 /// One side's way of running the benchmark in a step: its warm worker, or a process per run.
@@ -20,6 +21,13 @@ pub struct Side<'a> {
     standby: Option<Worker>,
     /// The pids of the workers [`Side::redraw`] ended: nvidia-smi may list one a moment longer, as ours.
     retired: Vec<u32>,
+    /// The start-ups of the workers that served it so far, in the order they served.
+    start_ups: Vec<StartUp>,
+    /// How long its last run waited for its worker to be ready.
+    waited: Duration,
+    /// Bytecode found in its tree as a later worker was about to start there (which removes it first),
+    /// with the tree's path: put there during the step, by another side's code.
+    planted: Option<String>,
 }
 
 impl<'a> Side<'a> {
@@ -35,12 +43,51 @@ impl<'a> Side<'a> {
             worker,
             standby: None,
             retired: Vec::new(),
+            start_ups: Vec::new(),
+            waited: Duration::ZERO,
+            planted: None,
         }
     }
 
+    /// Bytecode put in the side's tree during the step, found as a later worker was about to start
+    /// there (which removes it before it imports): the worker before may have loaded it.
+    pub fn planted(&self) -> Option<&str> {
+        self.planted.as_deref()
+    }
+
+    /// Notes any bytecode in the side's tree before a worker starts there and removes it.
+    fn look_for_planted(&mut self) {
+        if self.planted.is_some() {
+            return;
+        }
+        self.planted = match Bytecode::in_tree(self.runner.root) {
+            Ok(paths) if paths.is_empty() => None,
+            Ok(paths) => Some(format!(
+                "{}: {}",
+                self.runner.root.display(),
+                paths.join(", ")
+            )),
+            Err(e) => Some(format!(
+                "{}: cannot list its bytecode: {e:#}",
+                self.runner.root.display()
+            )),
+        };
+    }
+
+    /// The start-ups of the workers that served it so far.
+    pub fn start_ups(&self) -> &[StartUp] {
+        &self.start_ups
+    }
+
+    /// How long its last run waited for its worker's start-up (none for a process of its own, whose
+    /// start-up is inside its run).
+    pub fn waited(&self) -> Duration {
+        self.waited
+    }
+
     /// Its worker, if it is still warm.
-    pub fn into_worker(self) -> Option<Worker> {
-        self.worker
+    pub fn into_worker(mut self) -> Option<Worker> {
+        self.worker.take()
     }
 
     /// Starts the worker of the side's next [`Side::redraw`] now, in its worker's home, so that its
@@ -54,18 +101,13 @@ impl<'a> Side<'a> {
         if self.standby.is_some() {
             return;
         }
-        let Some(home) = worker.channel.parent() else {
+        let Some(home) = worker.channel.parent().map(Path::to_path_buf) else {
             return;
         };
-        let alternate = !worker.alternate;
-        self.standby = Worker::spawn(
-            self.runner,
-            worker.side,
-            home,
-            alternate,
-            Some(StandBy::Ahead),
-        )
-        .ok();
+        let (side, alternate) = (worker.side, !worker.alternate);
+        self.look_for_planted();
+        self.standby =
+            Worker::spawn(self.runner, side, &home, alternate, Some(StandBy::Ahead)).ok();
     }
 
     /// Ends the side's worker, if it has one, and puts a fresh one in its place (the one standing by, if
@@ -90,6 +132,7 @@ impl<'a> Side<'a> {
         let Some(home) = home else {
             return say_cold(self.runner, side, "the worker's folder is gone");
         };
+        self.look_for_planted();
         match Worker::spawn(self.runner, side, &home, false, Some(StandBy::ForThisRound)) {
             Ok(worker) => self.worker = Some(worker),
             Err(e) => say_cold(self.runner, side, &format!("{e:#}")),
@@ -210,14 +253,39 @@ impl<'a> Side<'a> {
     /// What the worker served; `None` when the run is to be made in a process of its own (the worker
     /// turning cold now is said, and it is gone).
     fn served<T>(&mut self, served: Served<T>) -> Option<T> {
+        self.waited = Duration::ZERO;
+        if let Some(worker) = self.worker.as_mut() {
+            self.waited = worker.waited;
+            self.start_ups.extend(worker.start_up.take());
+        }
         match served {
             Served::Ran(run) => Some(run),
             Served::Cold(why) => {
                 if let Some(worker) = self.worker.take() {
                     say_cold(self.runner, worker.side, &why);
                 }
+                // a side that turned cold runs a process per run from now on: its next worker goes too
+                self.end_standby();
                 None
             }
+        }
+    }
+}
+
+impl Drop for Side<'_> {
+    fn drop(&mut self) {
+        self.end_standby();
+    }
+}
+
+impl Side<'_> {
+    /// Ends the worker standing by for a round that did not come, with its log: it served nothing a
+    /// reason could name.
+    fn end_standby(&mut self) {
+        if let Some(standby) = self.standby.take() {
+            let log = standby.log.clone();
+            drop(standby);
+            let _ = std::fs::remove_file(log);
         }
     }
 }

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use super::channel::{OWNER, STANDBY, own, write_text_whole};
+use super::channel::{OWNER, STANDBY, StartUp, own, write_text_whole};
 use super::lasting::{self, Code, Lasting, WorkerEnv};
 use super::{CHANNEL_OPTION, WORKER_PLUGIN};
 use crate::system::process::Background;
@@ -38,6 +38,12 @@ pub struct Worker {
     /// When this process started it (none for one adopted from an earlier command): its first command
     /// says how long its start-up took, the cost a warm worker saves the next time.
     pub(super) spawned: Option<std::time::SystemTime>,
+    /// Whether it was started while an earlier round measured (its start-up counted from its go).
+    pub(super) ahead: bool,
+    /// Its start-up, once its first command has read it, until its side takes it.
+    pub(super) start_up: Option<StartUp>,
+    /// How long its last command waited for it to be ready (its start-up not yet over).
+    pub(super) waited: std::time::Duration,
 }
 
 /// Why a worker stands by, which says where its start-up is counted from when it goes.
@@ -131,6 +137,9 @@ impl Worker {
             alternate,
             standing_by: standby,
             spawned: Some(std::time::SystemTime::now()),
+            ahead: standby == Some(StandBy::Ahead),
+            start_up: None,
+            waited: std::time::Duration::ZERO,
         })
     }
 
@@ -166,6 +175,9 @@ impl Worker {
             alternate: kept.alternate,
             standing_by: None,
             spawned: None,
+            ahead: false,
+            start_up: None,
+            waited: std::time::Duration::ZERO,
         };
         match worker.answers() {
             Ok(true) => Ok(worker),

@@ -17,6 +17,8 @@ use crate::features::diagnose::{Diagnosis, cache};
 use crate::features::report::estimates;
 use crate::features::snapshot::Tested;
 use crate::measure::attempt::{Tried, holders};
+use crate::measure::rounds::Checks;
+use crate::measure::timings::Timings;
 use crate::record::census;
 use crate::record::evidence::Evidence;
 use crate::record::history::{History, sandbox, write_table};
@@ -58,6 +60,7 @@ pub struct StepOptions {
 
 /// One iteration as a pipeline: preflight, attempt, judge, record.
 pub fn run(ui: &mut Ui, repo: &Repo, args: &StepOptions) -> Result<StepReport> {
+    let began = Instant::now();
     let progress = ui.sink();
     if crate::rules::trailers::one_line(&args.description).is_empty() {
         return Err(hinted(
@@ -112,9 +115,11 @@ pub fn run(ui: &mut Ui, repo: &Repo, args: &StepOptions) -> Result<StepReport> {
     };
     let result = measure_and_record(repo, args, ready, letter, on, &tested, &mut journal);
     let done = recovery::settle(repo, &journal, result)?;
+    let report = done.report();
     Ok(StepReport {
         shortcut_signs: signs,
-        ..done.report()
+        timings: report.timings.closed(began.elapsed().as_secs_f64()),
+        ..report
     })
 }
 
@@ -197,6 +202,7 @@ fn measure_and_record(
     let compile = after.compile_facts(repo, &history, code, &tried.attempt, already);
     let mut checks = tried.checks;
     checks.compile_facts_s = facts_started.elapsed().as_secs_f64();
+    let timings = after_the_rounds(tried.timings, &checks, judged.diagnosed.as_ref());
     after.place.release();
     if compile.is_some() {
         attach(repo, &evidence.with_compile(compile), &commit.id, progress);
@@ -219,6 +225,7 @@ fn measure_and_record(
     Ok(Done {
         attempt: tried.attempt,
         diagnosis_s: judged.diagnosed.map(|d| d.seconds),
+        timings,
         no_gain: judged.verdict.no_gain,
         history,
         commit: id,
@@ -227,6 +234,16 @@ fn measure_and_record(
         budget_used_pct: judged.budget_used_pct,
         gpus: tried.gpus,
     })
+}
+
+/// The attempt's `timings` with what the work after its rounds took: the compile facts (in `checks`)
+/// and the diagnosis.
+fn after_the_rounds(timings: Timings, checks: &Checks, diagnosed: Option<&Diagnosed>) -> Timings {
+    Timings {
+        compile_facts_s: checks.compile_facts_s,
+        diagnosis_s: diagnosed.map_or(0.0, |d| d.seconds),
+        ..timings
+    }
 }
 
 /// A step measured and judged, not yet committed: the attempt, where the work after it runs, the

@@ -6,6 +6,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::measure::rounds::Checks;
+use crate::measure::timings::Timings;
 use crate::record::history::History;
 use crate::record::session::{fmt_change, fmt_ms, short};
 use crate::rules::decision::{Attempt, Cause, Correctness, Decision, Status};
@@ -60,6 +61,10 @@ pub struct StepReport {
     /// The GPUs the rounds measured on (`CUDA_VISIBLE_DEVICES` indexes), a (baseline, candidate) pair
     /// each; empty: the one the environment gave.
     pub gpus: Vec<String>,
+    /// Where the step's time went, in seconds: the start-ups it waited for and each worker's, the
+    /// correctness tests, each round's measuring, the census, the checks, the compile facts, the
+    /// diagnosis and the rest; the parts it waited for one after another add up to `step_s`.
+    pub timings: Timings,
     /// What the loop expects now, with one sentence for an agent.
     pub next_action: NextAction,
 }
@@ -75,37 +80,14 @@ pub struct Done {
     pub checks: Checks,
     pub budget_used_pct: f64,
     pub gpus: Vec<String>,
+    pub timings: Timings,
 }
 
 impl Done {
     /// The report of the step just recorded: the last iteration of `history`.
     pub fn report(&self) -> StepReport {
         let (_, iteration) = self.history.iterations.last().expect("just pushed");
-        let compared = self
-            .history
-            .iterations()
-            .rev()
-            .skip(1)
-            .find(|it| it.status == Status::Keep)
-            .expect("validated: iteration 0 is kept");
-        let change_against = match iteration.rounds {
-            Some(rounds) => format!(
-                "iteration {} (the current baseline) re-measured beside the candidate in this step's {rounds} \
-                 paired rounds; the table shows each iteration's own latency, and its iteration 0 is the \
-                 latency stored at start ({} ms)",
-                compared.number,
-                fmt_ms(
-                    self.history
-                        .iterations()
-                        .next()
-                        .and_then(|it| it.latency_ms)
-                )
-            ),
-            None => format!(
-                "iteration {}'s stored latency (nothing was measured beside it in this step)",
-                compared.number
-            ),
-        };
+        let change_against = self.change_against(iteration.rounds);
         let variant_of = iteration.playbook_letter().and_then(|letter| {
             self.history
                 .iterations()
@@ -146,7 +128,37 @@ impl Done {
             checks: self.checks.clone(),
             budget_used_pct: self.budget_used_pct,
             gpus: self.gpus.clone(),
+            timings: self.timings.clone(),
             next_action: next_action(Situation::Session(&self.history)),
+        }
+    }
+
+    /// What `baseline_ms` is: the current baseline re-measured in this step's `rounds`, or stored.
+    fn change_against(&self, rounds: Option<u32>) -> String {
+        let compared = self
+            .history
+            .iterations()
+            .rev()
+            .skip(1)
+            .find(|it| it.status == Status::Keep)
+            .expect("validated: iteration 0 is kept");
+        match rounds {
+            Some(rounds) => format!(
+                "iteration {} (the current baseline) re-measured beside the candidate in this step's {rounds} \
+                 paired rounds; the table shows each iteration's own latency, and its iteration 0 is the \
+                 latency stored at start ({} ms)",
+                compared.number,
+                fmt_ms(
+                    self.history
+                        .iterations()
+                        .next()
+                        .and_then(|it| it.latency_ms)
+                )
+            ),
+            None => format!(
+                "iteration {}'s stored latency (nothing was measured beside it in this step)",
+                compared.number
+            ),
         }
     }
 }
@@ -194,6 +206,7 @@ impl Render for StepReport {
         });
         writeln!(out, "  commit   {}{kept_as}", short(&report.commit))?;
         writeln!(out, "  table    {}", report.table.display())?;
+        writeln!(out, "  time     {}", report.timings.line())?;
         if report.budget_used_pct >= BUDGET_WARN_PCT {
             writeln!(
                 out,
