@@ -83,6 +83,8 @@ fn a_hand_commit_of_an_allowed_path_is_refused_for_step() {
         shown.contains("hint: nothing was committed and your change is still in the work tree: record it with `git cutile-perf step"),
         "{shown}"
     );
+    // like every other suggested step command, it carries the cause to fill in
+    assert!(shown.contains("--opt <LETTER> --cause <CAUSE>"), "{shown}");
     assert_eq!(repo.git(&["rev-parse", "HEAD"]), head);
 }
 
