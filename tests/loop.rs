@@ -610,6 +610,19 @@ fn ctrl_c_mid_step_leaves_the_repository_as_it_was() {
         1
     );
     hang.assert_child_gone();
+    // status and next see the edit the interrupted step left: step it, add no second change
+    for verb in ["status", "next"] {
+        let r: serde_json::Value = serde_json::from_str(&f.ok(&[verb, "--json"])).unwrap();
+        let sentence = r["next_action"]["sentence"].as_str().unwrap();
+        assert!(!sentence.contains("Apply ONE"), "{verb}: {sentence}");
+        assert!(
+            sentence.contains(&format!(
+                "The work tree already changes {}",
+                support::KERNEL
+            )),
+            "{verb}: {sentence}"
+        );
+    }
 }
 
 #[test]

@@ -41,6 +41,9 @@ pub struct History {
     /// variants reads them (`features::report::estimates`); without them the variants compare the
     /// trailers' configs.
     pub estimates: BTreeMap<u32, Estimate>,
+    /// The allowed paths the work tree changes, not yet stepped (an edit in progress, or one an
+    /// interrupted step left). Empty until a verb that says what comes next reads the work tree.
+    pub edited: Vec<String>,
 }
 
 /// What a history holds that is not the tool's: the reader passes over these, and `step` and `verify`
@@ -150,6 +153,7 @@ impl History {
                     skipped,
                     foreign,
                     estimates: BTreeMap::new(),
+                    edited: Vec::new(),
                 };
                 history.validate()?;
                 return Ok(Some(history));
@@ -527,6 +531,7 @@ pub(crate) mod tests {
             skipped: Vec::new(),
             foreign: Foreign::default(),
             estimates: BTreeMap::new(),
+            edited: Vec::new(),
         }
     }
 
@@ -708,6 +713,7 @@ pub(crate) mod tests {
             skipped: Vec::new(),
             foreign: Default::default(),
             estimates: BTreeMap::new(),
+            edited: Vec::new(),
         };
         assert_eq!(code_commit(&history, 0).unwrap(), "c0");
         assert_eq!(code_commit(&history, 1).unwrap(), "a1");

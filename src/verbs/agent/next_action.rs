@@ -164,10 +164,23 @@ pub fn of_session<'a>(
         .map(ToString::to_string)
         .collect();
     history.estimates = report::estimates(repo, history)?;
+    history.edited = edited(repo, &history.session.allowed)?;
     Ok(match findings.is_empty() {
         true => Situation::Session(history),
         false => Situation::Foreign(findings),
     })
+}
+
+/// The `allowed` paths the work tree changes against HEAD.
+fn edited(repo: &Repo, allowed: &[String]) -> Result<Vec<String>> {
+    let mut args = vec!["diff", "--name-only", "-z", "HEAD", "--"];
+    args.extend(allowed.iter().map(String::as_str));
+    let changed = repo.git(&args)?;
+    Ok(changed
+        .split('\0')
+        .filter(|p| !p.is_empty())
+        .map(String::from)
+        .collect())
 }
 
 /// What the loop expects now.
@@ -310,13 +323,24 @@ fn edit_and_step(
         .iter()
         .map(|v| format!(" Or a {}.", v.sentence()))
         .collect();
-    NextAction {
-        sentence: format!(
+    let sentence = match history.edited.as_slice() {
+        [] => format!(
             "{outcome}. Apply ONE optimization to {}{pick}, then run `{}`, <CAUSE> being the bottleneck it \
              targets (memory, compute or latency).{also}",
             session.allowed.join(" or "),
             step_command(opt, false)
         ),
+        edited => format!(
+            "{outcome}. The work tree already changes {} and no step has recorded it (an edit in progress, \
+             or a step that was interrupted): make no second change; once it is ONE optimization, run `{}` \
+             with the letter it follows, <CAUSE> being the bottleneck it targets (memory, compute or \
+             latency).",
+            edited.join(" and "),
+            step_command(Some("<LETTER>"), false)
+        ),
+    };
+    NextAction {
+        sentence,
         expect: Expect::EditAndStep,
         letters: suggestions.iter().map(|s| s.letter.clone()).collect(),
         variants,
@@ -367,6 +391,33 @@ mod tests {
                            <CAUSE> being the bottleneck it targets (memory, compute or latency)."
                     .to_string()
             }
+        );
+    }
+
+    /// An edit no step recorded (a step interrupted by Ctrl-C leaves one) is never met by "apply ONE
+    /// optimization", which would invite a second change into the same step.
+    #[test]
+    fn an_edit_not_yet_stepped_is_stepped_not_added_to() {
+        let mut edited = history(vec![baseline()]);
+        edited.edited = vec!["k.py".into()];
+        let action = next_action(Situation::Session(&edited));
+        assert_eq!(action.expect, Expect::EditAndStep);
+        assert!(
+            !action.sentence.contains("Apply ONE"),
+            "{}",
+            action.sentence
+        );
+        assert!(
+            action.sentence.starts_with(
+                "The baseline is recorded. The work tree already changes k.py and no step has recorded it"
+            ),
+            "{}",
+            action.sentence
+        );
+        assert!(
+            action.sentence.contains("make no second change"),
+            "{}",
+            action.sentence
         );
     }
 

@@ -220,6 +220,7 @@ fn commit(
         skipped: Vec::new(),
         foreign: Default::default(),
         estimates: Default::default(),
+        edited: Vec::new(),
     };
     let table = write_table(repo, &history)?;
     held.keep_as_baseline(repo, &commit, plan.deadline, &plan.progress);
