@@ -868,3 +868,35 @@ fn in_a_clone_the_session_was_fetched_into_the_tools_outputs_are_not_the_users_c
         "the table in sandbox/ is no change of the user's"
     );
 }
+
+/// A command holds the lock before it writes its journal: from that first instant `status` says to
+/// wait, as a second `step` is refused, never `edit-and-step` with nothing running.
+#[test]
+fn status_waits_for_a_command_that_holds_only_the_lock() {
+    let f = Fixture::new();
+    f.start();
+    f.edit_kernel("CRASH = \"\"", "CRASH = \"\" # edited");
+    // this test process, alive, as the lock's holder: a `step` that has not written its journal yet
+    let me = git_cutile_perf::system::process_identity::ProcessIdentity::current().unwrap();
+    std::fs::write(
+        f.root.join(".git/cutile-perf/lock"),
+        format!("{me} (`step`)"),
+    )
+    .unwrap();
+    let refused = f.fails(&["step", "--opt", "none", "a second step"]);
+    assert!(
+        refused.contains("is working on this repository"),
+        "{refused}"
+    );
+    let r: serde_json::Value = serde_json::from_str(&f.ok(&["status", "--json"])).unwrap();
+    assert_eq!(r["next_action"]["kind"], "wait", "{r}");
+    assert_eq!(
+        r["next_action"]["running"],
+        format!(
+            "a `git cutile-perf` command (pid {}, `step`) is running on this repository",
+            me.pid
+        ),
+        "{r}"
+    );
+    std::fs::remove_file(f.root.join(".git/cutile-perf/lock")).unwrap();
+}

@@ -49,21 +49,30 @@ pub struct Repaired {
 /// For `step` and `status`: a line saying an iteration was left unfinished, if one was, with what to
 /// do about it.
 pub fn unfinished(repo: &Repo) -> Result<Option<Hinted>> {
-    Ok(Journal::load(repo)?.map(|journal| {
-        if journal.writer_alive() {
-            Hinted {
+    let Some(journal) = Journal::load(repo)? else {
+        // a command that holds the lock and has written no journal yet is running all the same
+        return Ok(
+            crate::record::journal::lock_holder(repo)?.map(|holder| Hinted {
                 message: format!(
-                    "a `git cutile-perf` command (pid {}) is running on {}",
-                    journal.pid, journal.branch
+                    "a `git cutile-perf` command ({holder}) is running on this repository"
                 ),
                 hint: None,
-            }
-        } else {
-            Hinted::new(
-                journal.describe(),
-                "run `git cutile-perf repair` to finish or undo it (your edit is kept)",
-            )
+            }),
+        );
+    };
+    Ok(Some(if journal.writer_alive() {
+        Hinted {
+            message: format!(
+                "a `git cutile-perf` command (pid {}) is running on {}",
+                journal.pid, journal.branch
+            ),
+            hint: None,
         }
+    } else {
+        Hinted::new(
+            journal.describe(),
+            "run `git cutile-perf repair` to finish or undo it (your edit is kept)",
+        )
     }))
 }
 

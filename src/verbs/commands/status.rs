@@ -169,7 +169,10 @@ pub fn run(ui: &mut Ui, repo: &Repo) -> Result<StatusReport> {
     let mut foreign = Vec::new();
     let next_action = match (&unfinished, &mut history) {
         (Some(what), _) => {
-            let running = Journal::load(repo)?.is_some_and(|journal| journal.writer_alive());
+            let running = match Journal::load(repo)? {
+                Some(journal) => journal.writer_alive(),
+                None => crate::record::journal::lock_holder(repo)?.is_some(),
+            };
             next_action(Situation::Unfinished { running, what })
         }
         (None, Some(history)) => next_action(of_session(repo, history, &mut foreign)?),
