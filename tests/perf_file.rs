@@ -52,7 +52,7 @@ fn a_session_through_a_session_perf_file_records_and_guards_it() {
     let inspected = f.ok(&["inspect", "scale"]);
     assert!(
         inspected
-            .contains("measured by: the session perf file sandbox/perf_scale.py (3 config(s))"),
+            .contains("measured by: the session perf file sandbox/perf_scale.py (3 configs)"),
         "{inspected}"
     );
     let started = f.ok(&["start", "scale", "--test", PERF_FILE]);

@@ -334,7 +334,7 @@ fn every_step_decided_in_one_round_starts_one_pytest_whatever_the_outcome() {
         assert_eq!(step.starts.len(), 1, "{:#?}", step.starts);
         assert!(
             step.stderr.contains(&format!(
-                "the baseline's warm worker (pid {kept}) lives on from"
+                "the baseline runs in the warm worker (pid {kept}) an earlier command kept"
             )),
             "{}",
             step.stderr

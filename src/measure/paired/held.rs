@@ -51,18 +51,17 @@ pub fn hold<'a>(repo: &'a Repo, wanted: Wanted) -> Result<Held<'a>> {
         let tree = CodeTree::adopt(repo, &kept.home);
         let _ = std::fs::remove_file(&record);
         // between commands its tree is anybody's to write: it serves only as committed
-        let adopted =
-            match (kept.cannot_serve(&wanted.code, &wanted.env))
-                .or_else(|| tree.changed())
-                .or_else(|| kept.imported_changed())
-            {
-                Some(why) => Err(why),
-                None => Worker::adopt(&kept, wanted.side),
-            };
+        let adopted = match (kept.cannot_serve(&wanted.code, &wanted.env))
+            .or_else(|| tree.changed())
+            .or_else(|| kept.imported_changed())
+        {
+            Some(why) => Err(why),
+            None => Worker::adopt(&kept, wanted.side),
+        };
         match adopted {
             Ok(worker) => {
                 progress.line(&format!(
-                    "the baseline's warm worker (pid {}) lives on from an earlier command",
+                    "the baseline runs in the warm worker (pid {}) an earlier command kept",
                     worker.pid()
                 ));
                 return Ok(Held {

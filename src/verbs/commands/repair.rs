@@ -110,7 +110,7 @@ impl Render for RepairReport {
             writeln!(out, "{interrupted}")?;
         }
         writeln!(out, "{}", self.what)?;
-        writeln!(out, "next: {}", self.next_action.sentence)?;
+        writeln!(out, "next: {}", self.next_action.line)?;
         Ok(())
     }
 }

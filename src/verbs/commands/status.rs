@@ -213,7 +213,7 @@ impl Render for StatusReport {
         for worker in &self.workers {
             write_worker(out, worker)?;
         }
-        writeln!(out, "next: {}", self.next_action.sentence)?;
+        writeln!(out, "next: {}", self.next_action.line)?;
         Ok(())
     }
 }
@@ -224,7 +224,7 @@ impl StatusReport {
         let no_session = ui.bold("no session").to_string();
         let branch = self.branch.as_deref().unwrap_or("a detached HEAD");
         writeln!(ui.out(), "{no_session} on {branch}")?;
-        writeln!(ui.out(), "next: {}", self.next_action.sentence)?;
+        writeln!(ui.out(), "next: {}", self.next_action.line)?;
         Ok(())
     }
 }

@@ -358,7 +358,7 @@ impl Render for StartReport {
         self.write_noisy(out, &noise)?;
         self.write_ticked(out, &noise)?;
         self.write_launch_bound(out, &launch_bound)?;
-        writeln!(out, "next: {}", self.next_action.sentence)?;
+        writeln!(out, "next: {}", self.next_action.line)?;
         Ok(())
     }
 }
@@ -527,7 +527,8 @@ mod tests {
                 expect: Expect::EditAndStep,
                 letters: Vec::new(),
                 variants: Vec::new(),
-                sentence: "edit the kernel, then step".into(),
+                sentence: "Edit the kernel, then step.".into(),
+                line: "edit the kernel, then step".into(),
             },
         }
     }
