@@ -51,8 +51,7 @@ fn a_session_through_a_session_perf_file_records_and_guards_it() {
     f.write(PERF_FILE, EDITED);
     let inspected = f.ok(&["inspect", "scale"]);
     assert!(
-        inspected
-            .contains("measured by: the session perf file sandbox/perf_scale.py (3 configs)"),
+        inspected.contains("measured by: the session perf file sandbox/perf_scale.py (3 configs)"),
         "{inspected}"
     );
     let started = f.ok(&["start", "scale", "--test", PERF_FILE]);
@@ -158,4 +157,39 @@ fn a_session_perf_file_travels_with_the_record_and_is_written_back_where_missing
             .unwrap()
             .ends_with("# the reviewer's shapes\n")
     );
+}
+
+/// A session perf file whose benchmark fails (it calls what this checkout's harness lacks): `start`
+/// names the file and what failed, with a hint, and says once what it took back.
+#[test]
+fn a_failing_session_perf_file_is_named_with_a_hint() {
+    let f = Fixture::new();
+    f.ok(&["start", "scale", "--scaffold"]);
+    f.write(
+        PERF_FILE,
+        &EDITED.replace("common.benchmark(", "common.benchmark_framework("),
+    );
+    let err = f.fails(&["start", "scale", "--suite", "liger", "--test", PERF_FILE]);
+    assert!(
+        err.contains(
+            "the baseline benchmark failed in the session perf file sandbox/perf_scale.py: "
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains(
+            "AttributeError: module 'tests.common' has no attribute 'benchmark_framework'"
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains("hint: fix sandbox/perf_scale.py (what it imports and calls must exist in this checkout)"),
+        "{err}"
+    );
+    assert!(
+        err.contains("nothing was kept: the half-made branch"),
+        "{err}"
+    );
+    assert!(!err.contains("nothing was created"), "{err}");
+    assert_eq!(f.git(&["branch", "--list", "cutile-perf-*"]), "");
 }

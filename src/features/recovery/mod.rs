@@ -109,8 +109,13 @@ pub fn settle<T>(repo: &Repo, journal: &Journal, result: Result<T>) -> Result<T>
                 })
                 .into())
             } else {
+                // `start`'s words say what it took back ("the half-made branch ... is deleted")
+                let kept = match journal.verb {
+                    Verb::Start => "nothing was kept",
+                    Verb::Step => "nothing was recorded",
+                };
                 Err(Hinted {
-                    message: format!("{err:#}\nnothing was recorded: {words}"),
+                    message: format!("{err:#}\n{kept}: {words}"),
                     hint: hint::of(&err).map(str::to_string),
                 }
                 .into())
