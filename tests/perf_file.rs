@@ -114,6 +114,26 @@ fn a_session_through_a_session_perf_file_records_and_guards_it() {
     );
     let findings = f.fails(&["verify"]);
     assert!(findings.contains("verify found 1 departure"), "{findings}");
+    // the hint's command, as given, puts back the file the baseline measured, and the step goes on
+    let command = err
+        .split("(`")
+        .nth(1)
+        .and_then(|rest| rest.split("`)").next())
+        .unwrap();
+    assert_eq!(
+        command,
+        "mv sandbox/perf_scale.py sandbox/perf_scale.py.mine && git cutile-perf verify"
+    );
+    let out = f.run_in(&f.root, "sh", &["-c", command]);
+    assert!(out.status.success(), "{}", crate::support::both(&out));
+    assert_eq!(std::fs::read_to_string(f.path(PERF_FILE)).unwrap(), EDITED);
+    f.ok(&[
+        "step",
+        "--continue",
+        "--opt",
+        "none",
+        "after putting the perf file back",
+    ]);
 }
 
 #[test]

@@ -303,8 +303,12 @@ pub fn check_perf_file(repo: &Repo, session: &crate::record::session::Session) -
         None => Ok(()),
         Some(what) => Err(hinted(
             what,
-            "restore the file the baseline measured (with yours moved aside, `git cutile-perf verify` writes \
-             back the one the record holds); to measure other shapes, start a new session on the edited file",
+            format!(
+                "move yours aside and `git cutile-perf verify` writes back the one the record holds (`mv {0} \
+                 {0}.mine && git cutile-perf verify`); to measure other shapes, start a new session on the \
+                 edited file",
+                session.test
+            ),
         )),
     }
 }
