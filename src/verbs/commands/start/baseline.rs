@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Context, Result, anyhow};
 
 use super::plan::Plan;
 use crate::measure::paired::{self, Held, Wanted, dumps_of};
@@ -58,7 +58,8 @@ pub fn baseline<'r>(repo: &'r Repo, plan: &Plan, original: &str) -> Result<Basel
         .map(|records| RunFile::new("correctness", records))
         .into_iter()
         .collect();
-    let tests = correctness_words(correctness.outcome, original, runner.filter)?;
+    let crashed = |why: &str| run_failed(plan, "correctness run", why, &repo.root);
+    let tests = correctness_words(correctness.outcome, original, runner.filter, crashed)?;
     let runs = benchmark_runs(&mut side, plan, &mut junit, &repo.root)?;
     let Combined {
         configs,
@@ -127,16 +128,18 @@ fn benchmark_runs(
         junit.extend(file);
         match measured {
             BenchmarkRun::Measured(configs) => runs.push(configs),
-            BenchmarkRun::Crash(why) => return Err(benchmark_failed(plan, &why, root)),
+            BenchmarkRun::Crash(why) => return Err(run_failed(plan, "benchmark", &why, root)),
             BenchmarkRun::Interrupted => return Err(interrupted()),
         }
     }
     Ok(runs)
 }
 
-/// A baseline benchmark that failed, naming the session perf file when it is the one that ran: the
-/// user wrote it (or `--scaffold` proposed it), so the fix is theirs, there.
-fn benchmark_failed(plan: &Plan, why: &str, root: &Path) -> anyhow::Error {
+/// A baseline run (`what`: the benchmark, the correctness run) that failed, naming the session perf
+/// file when it is the one that ran: the user wrote it (or `--scaffold` proposed it), so the fix is
+/// theirs, there. A crash is a failure of the run, never of a test, so a hint is the user's only way
+/// forward.
+fn run_failed(plan: &Plan, what: &str, why: &str, root: &Path) -> anyhow::Error {
     let raised = raised_in_log(why, root)
         .filter(|line| !why.contains(line.as_str()))
         .map_or(String::new(), |line| format!("; it raised {line}"));
@@ -145,7 +148,7 @@ fn benchmark_failed(plan: &Plan, why: &str, root: &Path) -> anyhow::Error {
             let perf_file = &plan.session.test;
             hinted(
                 format!(
-                    "the baseline benchmark failed in the session perf file {perf_file}: {why}{raised}"
+                    "the baseline {what} failed in the session perf file {perf_file}: {why}{raised}"
                 ),
                 format!(
                     "fix {perf_file} (what it imports and calls must exist in this checkout), then run \
@@ -153,7 +156,7 @@ fn benchmark_failed(plan: &Plan, why: &str, root: &Path) -> anyhow::Error {
                 ),
             )
         }
-        None => anyhow!("the baseline benchmark failed: {why}{raised}"),
+        None => anyhow!("the baseline {what} failed: {why}{raised}"),
     }
 }
 
@@ -209,11 +212,13 @@ fn iteration_zero(
     Iteration::baseline(latency, configs, reason, placement)
 }
 
-/// What the baseline's correctness run found, in words; anything but a pass that ran cases refuses.
+/// What the baseline's correctness run found, in words; anything but a pass that ran cases refuses (a
+/// crash as `crashed` words it).
 fn correctness_words(
     correctness: CorrectnessRun,
     original: &str,
     filter: Option<&str>,
+    crashed: impl FnOnce(&str) -> anyhow::Error,
 ) -> Result<String> {
     Ok(match correctness {
         CorrectnessRun::Pass { passed, .. } if passed.is_empty() => {
@@ -237,9 +242,7 @@ fn correctness_words(
                 format!("fix them on {original} first"),
             ));
         }
-        CorrectnessRun::Crash(why) => {
-            bail!("the baseline correctness run crashed: {why}")
-        }
+        CorrectnessRun::Crash(why) => return Err(crashed(&why)),
         CorrectnessRun::NoneSelected(why) => {
             return Err(hinted(
                 format!("the baseline has no correctness test to hold later changes to: {why}"),
