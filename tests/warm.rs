@@ -513,10 +513,8 @@ fn the_session_filter_narrows_what_the_workers_run() {
         ("round 1 candidate: in the warm candidate worker", 1),
         ("round 1 baseline: in the warm baseline worker", 1),
     ] {
-        assert!(
-            stderr.contains(&format!("{what}, {cases} cases")),
-            "{stderr}"
-        );
+        let counted = git_cutile_perf::rules::units::counted(cases as u64, "case");
+        assert!(stderr.contains(&format!("{what}, {counted}")), "{stderr}");
     }
 }
 
@@ -565,8 +563,9 @@ fn a_later_round_runs_only_the_configs_still_open() {
         ("round 2 candidate: in the warm candidate worker", 1),
         ("round 2 baseline: in the warm baseline worker", 1),
     ] {
+        let counted = git_cutile_perf::rules::units::counted(ran as u64, "case");
         assert!(
-            step.stderr.contains(&format!("{what}, {ran} cases")),
+            step.stderr.contains(&format!("{what}, {counted}")),
             "{}",
             step.stderr
         );
