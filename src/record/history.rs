@@ -13,7 +13,6 @@ use serde::Serialize;
 use crate::record::changes::{self, Changes, ConfigOutcome};
 use crate::record::session::{BRANCH_PREFIX, Iteration, Session, Skip, short};
 use crate::rules::decision::{Correctness, Decision, Estimate, LoopState, Status};
-use crate::rules::guard::SANDBOX;
 use crate::rules::hint::{Hinted, hinted};
 use crate::rules::trailers::Block;
 use crate::system::git::Repo;
@@ -461,21 +460,7 @@ pub fn require_history(repo: &Repo, configs: Configs) -> Result<History> {
     }
 }
 
-/// The sandbox directory of the work tree, where the tool writes its files.
-pub fn sandbox(repo: &Repo) -> PathBuf {
-    repo.root.join(SANDBOX)
-}
-
-/// The sandbox directory, made if missing and kept out of git in the clone the command runs in (`/sandbox/`
-/// in its `.git/info/exclude`, which no clone or fetch carries): every command that writes there comes
-/// through here first, so that the tool's own outputs are never taken for the user's changes, in the
-/// repository a session began in or in one it was fetched into.
-pub fn made_sandbox(repo: &Repo) -> Result<PathBuf> {
-    repo.exclude(&format!("/{SANDBOX}/"))?;
-    let dir = sandbox(repo);
-    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    Ok(dir)
-}
+pub use crate::record::sandbox::{made_sandbox, sandbox};
 
 /// Writes sandbox/perf_results.md from the history and returns its path.
 pub fn write_table(repo: &Repo, history: &History) -> Result<PathBuf> {

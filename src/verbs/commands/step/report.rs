@@ -95,12 +95,7 @@ impl Done {
                  stored at start ({} ms)",
                 compared.number,
                 crate::rules::units::counted(rounds, "paired round"),
-                fmt_ms(
-                    self.history
-                        .iterations()
-                        .next()
-                        .and_then(|it| it.latency_ms)
-                )
+                fmt_ms(self.history.iterations[0].1.latency_ms)
             ),
             None => format!(
                 "iteration {}'s stored latency (nothing was measured beside it in this step)",
