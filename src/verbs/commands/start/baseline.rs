@@ -165,15 +165,19 @@ fn raised_in_log(why: &str, root: &Path) -> Option<String> {
     let log = why.rsplit_once("(log: ")?.1.strip_suffix(')')?;
     let text = std::fs::read_to_string(root.join(log)).ok()?;
     text.lines()
-        .map(|line| line.trim_start_matches('E').trim())
-        .filter(|line| {
+        .rev()
+        // pytest marks an exception's lines with a leading `E`
+        .map(|line| match line.strip_prefix('E') {
+            Some(rest) if rest.starts_with(' ') => rest.trim(),
+            _ => line.trim(),
+        })
+        .find(|line| {
             line.split_once(": ").is_some_and(|(name, _)| {
                 let name = name.rsplit('.').next().unwrap_or(name);
                 (name.ends_with("Error") || name.ends_with("Exception"))
                     && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
             })
         })
-        .last()
         .map(String::from)
 }
 
