@@ -81,3 +81,54 @@ fn demo_makes_and_then_reuses_a_private_environment_with_pytest() {
     let page = std::fs::read_to_string(&kept).unwrap();
     assert!(page.contains("<article id=\"iteration-3\""), "{page}");
 }
+
+/// The README's edit by hand on a kept demo: its commands, run as written but for the folder, with the
+/// edit it names, make a kept step.
+#[test]
+fn the_readmes_edit_by_hand_steps_on_a_kept_demo() {
+    let f = Fixture::empty();
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let block: Vec<&str> = readme
+        .split("keep it with `--dir`")
+        .nth(1)
+        .unwrap()
+        .lines()
+        .skip_while(|line| !line.starts_with("    "))
+        .take_while(|line| line.starts_with("    "))
+        .map(str::trim)
+        .collect();
+    assert_eq!(
+        block[0],
+        "git cutile-perf demo --dir ~/cutile-demo && cd ~/cutile-demo"
+    );
+    assert!(block[1].contains("LATENCY_MS"), "{block:?}");
+    let out = f
+        .command(&["demo", "--dir", "cutile-demo"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", support::both(&out));
+    let demo = f.path("cutile-demo");
+    let kernel = demo.join(support::KERNEL);
+    let text = std::fs::read_to_string(&kernel).unwrap();
+    let edited = text
+        .replace("0.080000", "0.060000")
+        .replace("0.800000", "0.600000");
+    assert_ne!(edited, text, "the demo's kernel holds its latencies");
+    std::fs::write(&kernel, edited).unwrap();
+    let words: Vec<String> = block[2]
+        .strip_prefix("git cutile-perf ")
+        .unwrap()
+        .split(" \"")
+        .enumerate()
+        .flat_map(|(i, part)| match i {
+            0 => part.split(' ').map(String::from).collect::<Vec<_>>(),
+            _ => vec![part.trim_end_matches('"').to_string()],
+        })
+        .collect();
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+    let step = f.command(&words).current_dir(&demo).output().unwrap();
+    let shown = support::both(&step);
+    assert!(step.status.success(), "{shown}");
+    assert!(shown.contains("iteration 4: keep"), "{shown}");
+}

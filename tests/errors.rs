@@ -60,7 +60,11 @@ fn status_outside_a_session_says_how_to_start_one() {
         "{sentence}"
     );
     let text = f.ok(&["status"]);
-    assert_eq!(text, format!("no session on main\nnext: {sentence}\n"));
+    assert_eq!(
+        text,
+        "no session on main\nnext: start a session with `git cutile-perf start <kernel>` (`git cutile-perf \
+         inspect --all` lists the kernels)\n"
+    );
 }
 
 #[test]

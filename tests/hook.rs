@@ -83,6 +83,8 @@ fn a_hand_commit_of_an_allowed_path_is_refused_for_step() {
         shown.contains("hint: nothing was committed and your change is still in the work tree: record it with `git cutile-perf step"),
         "{shown}"
     );
+    // like every other suggested step command, it carries the cause to fill in
+    assert!(shown.contains("--opt <LETTER> --cause <CAUSE>"), "{shown}");
     assert_eq!(repo.git(&["rev-parse", "HEAD"]), head);
 }
 
@@ -809,4 +811,54 @@ fn commit_all_is_told_that_unstaging_does_not_help() {
     );
     repo.git(&["add", "-A"]);
     assert!(!both(&repo.commit()).contains("note: this commit stages from the work tree"));
+}
+
+/// The README's clean-up by hand, run as written on a repository a session used, leaves nothing of the
+/// tool: no hook, ref, note, scratch directory, exclude line or state under `.git`.
+#[test]
+fn the_readmes_clean_up_by_hand_leaves_nothing_of_a_session() {
+    let repo = Fixture::new();
+    repo.start();
+    let branch = repo.branch();
+    repo.git(&[
+        "notes",
+        "--ref",
+        "cutile-perf-diagnose",
+        "add",
+        "-m",
+        "{}",
+        "HEAD",
+    ]);
+    let readme =
+        fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let section = readme.split("## Uninstall").nth(1).unwrap();
+    let by_hand = section.split("without the binary:").nth(1).unwrap();
+    let script: Vec<String> = by_hand
+        .lines()
+        .skip_while(|line| line.trim().is_empty())
+        .take_while(|line| line.starts_with("    "))
+        .map(|line| line.trim().replace("cutile-perf-<kernel>-<date>", &branch))
+        .collect();
+    let out = repo.run_in(&repo.root, "bash", &["-euc", &script.join("\n")]);
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        script.join("\n"),
+        both(&out)
+    );
+    assert_eq!(
+        repo.git(&["for-each-ref", "--format=%(refname)"]).trim(),
+        "refs/heads/main"
+    );
+    let git_dir = repo.root.join(".git");
+    for hook in ["pre-commit", "commit-msg"] {
+        assert!(!git_dir.join("hooks").join(hook).exists(), "{hook} left");
+    }
+    assert!(!git_dir.join("cutile-perf").exists());
+    assert!(!repo.root.join("sandbox").exists());
+    let exclude = fs::read_to_string(git_dir.join("info/exclude")).unwrap_or_default();
+    assert!(
+        !exclude.lines().any(|line| line == "/sandbox/"),
+        "{exclude}"
+    );
 }

@@ -62,7 +62,7 @@ fn status_reports_the_session_and_renders_it_once() {
         text.contains("  best        iteration 0 1.000000 ms (+0.00% since iteration 0)\n"),
         "{text}"
     );
-    assert!(text.ends_with(&format!("next: {}\n", report.next_action.sentence)));
+    assert!(text.ends_with(&format!("next: {}\n", report.next_action.line)));
     assert_eq!(progress, "");
 
     let (json, _) = shown(&report, true);

@@ -224,13 +224,33 @@ fn inspect_json_on_the_fixture() {
         json["source"],
         serde_json::json!({"kind": "test_perf", "path": "tests/ops/test_vector_add.py", "configs": 2})
     );
+    assert_eq!(json["measured_by"], "test_perf");
+    // what times a kernel, in the words `inspect --all` uses, and the way to start in the text
+    let scale =
+        |args: &[&str]| fixture.ok(&[&["inspect", "scale", "--suite", "liger"], args].concat());
+    let scaled: serde_json::Value = serde_json::from_str(&scale(&["--json"])).unwrap();
+    assert_eq!(scaled["measured_by"], "correctness_only");
+    assert!(
+        scale(&[]).contains(
+            "measured by: nothing, as its tests check correctness only: `git cutile-perf start scale \
+             --suite liger --scaffold` writes a perf file to time it"
+        ),
+        "{}",
+        scale(&[])
+    );
+    let swish = fixture.ok(&["inspect", "swish"]);
+    assert!(
+        swish.contains("measured by: the standalone benchmark"),
+        "{swish}"
+    );
+    assert!(!swish.contains("--test"), "a plain start times it: {swish}");
     let all: serde_json::Value =
         serde_json::from_str(&fixture.ok(&["inspect", "--all", "--json"])).unwrap();
     let classes: Vec<String> = all["kernels"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|k| format!("{} {} {}", k["suite"], k["kernel"], k["class"]))
+        .map(|k| format!("{} {} {}", k["suite"], k["kernel"], k["measured_by"]))
         .collect();
     assert_eq!(
         classes,

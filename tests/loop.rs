@@ -63,13 +63,10 @@ fn baseline_is_an_empty_commit_with_the_session() {
         "{out}"
     );
     assert!(
-        out.trim_end().ends_with(&format!(
-            "next: The baseline is recorded. Apply ONE optimization to {KERNEL}; A (TMA loads and stores instead \
-             of gather/scatter) comes first for this memory-bound kernel (`git cutile-perf refs playbook A`; if it \
-             cannot apply here, take the next letter `git cutile-perf next` lists), then run `git cutile-perf step --json \
-             --opt A --cause <CAUSE> \"<what you changed>\"`, <CAUSE> being the bottleneck it targets (memory, compute \
-             or latency)."
-        )),
+        out.trim_end().ends_with(
+            "next: one optimization (A: TMA loads and stores instead of gather/scatter), then `git cutile-perf \
+             step --opt A \"<what you changed>\"`"
+        ),
         "{out}"
     );
     assert_eq!(f.branch(), branch_name());
@@ -281,10 +278,9 @@ fn two_iterations_without_gain_stop_the_loop() {
     assert_eq!(status["next_action"]["kind"], "stopped");
     assert_eq!(status["next_action"]["iteration"], 2);
     assert_eq!(status["next_action"]["why"], r["reason"]);
-    assert!(
-        f.ok(&["status"])
-            .contains("\nnext: The rules stopped the loop at iteration 2: ")
-    );
+    assert!(f.ok(&["status"]).contains(
+        "\nnext: the loop stopped at iteration 2; `git cutile-perf step --continue --opt "
+    ));
     assert_eq!(status["no_gain"], 2);
     assert_eq!(status["iterations"], 2);
     // the resume command, its cause filled in as an agent would, runs and records the suggested letter
@@ -610,6 +606,19 @@ fn ctrl_c_mid_step_leaves_the_repository_as_it_was() {
         1
     );
     hang.assert_child_gone();
+    // status and next see the edit the interrupted step left: step it, add no second change
+    for verb in ["status", "next"] {
+        let r: serde_json::Value = serde_json::from_str(&f.ok(&[verb, "--json"])).unwrap();
+        let sentence = r["next_action"]["sentence"].as_str().unwrap();
+        assert!(!sentence.contains("Apply ONE"), "{verb}: {sentence}");
+        assert!(
+            sentence.contains(&format!(
+                "The work tree already changes {}",
+                support::KERNEL
+            )),
+            "{verb}: {sentence}"
+        );
+    }
 }
 
 #[test]
@@ -623,7 +632,7 @@ fn filter_narrows_both_selections() {
     // in the baseline's warm worker: one correctness case
     let stderr = text(&out.stderr);
     assert!(
-        stderr.contains("correctness: in the warm baseline worker, 1 cases, 0 failed"),
+        stderr.contains("correctness: in the warm baseline worker, 1 case, 0 failed"),
         "{stderr}"
     );
     f.set_latency(0.2, 0.5);
@@ -854,4 +863,136 @@ fn in_a_clone_the_session_was_fetched_into_the_tools_outputs_are_not_the_users_c
         "",
         "the table in sandbox/ is no change of the user's"
     );
+}
+
+/// A command holds the lock before it writes its journal: from that first instant `status` says to
+/// wait, as a second `step` is refused, never `edit-and-step` with nothing running.
+#[test]
+fn status_waits_for_a_command_that_holds_only_the_lock() {
+    let f = Fixture::new();
+    f.start();
+    f.edit_kernel("CRASH = \"\"", "CRASH = \"\" # edited");
+    // this test process, alive, as the lock's holder: a `step` that has not written its journal yet
+    let me = git_cutile_perf::system::process_identity::ProcessIdentity::current().unwrap();
+    std::fs::write(
+        f.root.join(".git/cutile-perf/lock"),
+        format!("{me} (`step`)"),
+    )
+    .unwrap();
+    let refused = f.fails(&["step", "--opt", "none", "a second step"]);
+    assert!(
+        refused.contains("is working on this repository"),
+        "{refused}"
+    );
+    let r: serde_json::Value = serde_json::from_str(&f.ok(&["status", "--json"])).unwrap();
+    assert_eq!(r["next_action"]["kind"], "wait", "{r}");
+    assert_eq!(
+        r["next_action"]["running"],
+        format!(
+            "a `git cutile-perf` command (pid {}, `step`) is running on this repository",
+            me.pid
+        ),
+        "{r}"
+    );
+    std::fs::remove_file(f.root.join(".git/cutile-perf/lock")).unwrap();
+}
+
+/// What a person reads of `start`, `step`, `status` and `next` on the fixture, pinned: short, with
+/// one command to run next, no instructions for an agent, and counts in the right number. Commit ids,
+/// the date, the work tree's path and the worker's pid and idle time are the only words that vary.
+#[test]
+fn the_text_of_start_step_status_and_next_is_for_a_person() {
+    let f = Fixture::new();
+    let started = f.start();
+    let branch = f.branch();
+    let root = f.root.display().to_string();
+    let pinned = |text: &str| -> String {
+        let text = text
+            .replace(&branch, "cutile-perf-vector_add-<date>")
+            .replace(&root, "<root>");
+        text.lines()
+            .map(|line| {
+                let words: Vec<String> = line
+                    .split(' ')
+                    .map(|w| match w {
+                        w if w.len() == 10 && w.chars().all(|c| c.is_ascii_hexdigit()) => {
+                            "<commit>".into()
+                        }
+                        w if w.len() == 11
+                            && w.ends_with(')')
+                            && w[..10].chars().all(|c| c.is_ascii_hexdigit()) =>
+                        {
+                            "<commit>)".into()
+                        }
+                        w => w.to_string(),
+                    })
+                    .collect();
+                let line = words.join(" ");
+                match line.trim_start().starts_with("worker ") {
+                    true => "  worker      <pid, commit, idle>".to_string(),
+                    false => line,
+                }
+            })
+            .map(|line| format!("{line}\n"))
+            .collect()
+    };
+    let next_line = "next: one optimization (A: TMA loads and stores instead of gather/scatter), then `git \
+                     cutile-perf step --opt A \"<what you changed>\"`\n";
+    assert_eq!(
+        pinned(&started),
+        format!(
+            "session cutile-perf-vector_add-<date>
+  kernel     src/tilegym/ops/cutile/vector_add.py
+  test       tests/ops/test_vector_add.py
+  allowed    src/tilegym/ops/cutile/vector_add.py
+  gpu        none found
+  runner     local
+  class      memory (static: no ct.mma in its 1 kernel(s): elementwise/reduction work, about 1 FLOP per byte)
+baseline iteration 0: 0.316228 ms (geometric mean of 2 configs' medians, 5 correctness tests passed (1 skipped))
+{next_line}"
+        )
+    );
+    f.set_latency(0.08, 0.8);
+    let stepped = f.ok(&["step", "--opt", "G", "--cause", "memory", "tile size 256"]);
+    assert_eq!(
+        pinned(&stepped),
+        format!(
+            "iteration 1: keep  0.252982 ms (baseline 0.316228 ms, -20.00%)  correctness PASS  -> continue
+  reason   20.00% faster overall (19.88% to 20.12%; >= 5%)
+  against  iteration 0 (the current baseline) re-measured beside the candidate in this step's 1 paired round; the table shows each iteration's own latency, and its iteration 0 is the latency stored at start (0.316228 ms)
+  commit   <commit>
+  table    <root>/sandbox/perf_results.md
+{next_line}"
+        )
+    );
+    assert_eq!(
+        pinned(&f.ok(&["status"])),
+        format!(
+            "session cutile-perf-vector_add-<date>
+  kernel      src/tilegym/ops/cutile/vector_add.py
+  test        tests/ops/test_vector_add.py
+  allowed     src/tilegym/ops/cutile/vector_add.py
+  statistic   median
+  class       memory
+  gpu         none recorded
+  runner      local
+  baseline    iteration 1 0.252982 ms
+  best        iteration 1 0.252982 ms (-20.00% since iteration 0)
+  iterations  1 of 25
+  no gain     0 in a row (stops at 2)
+  loop        running
+  worker      <pid, commit, idle>
+{next_line}"
+        )
+    );
+    let next = f.ok(&["next"]);
+    assert!(
+        next.starts_with("class memory-bound; tried: G\n  A  TMA loads"),
+        "{next}"
+    );
+    assert!(next.ends_with(&next_line), "{next}");
+    // every line a person reads is short, and none tells them to read JSON
+    for text in [&started, &stepped, &next] {
+        assert!(!text.contains("--json"), "{text}");
+    }
 }

@@ -178,8 +178,29 @@ fn every_tool_has_the_schema_of_its_verb() {
             name.replace('_', " ")
         )));
     }
+    // what each tool does, for a client deciding what needs a person's approval
+    for tool in tools {
+        let hints = &tool["annotations"];
+        for hint in ["readOnlyHint", "destructiveHint", "idempotentHint"] {
+            assert!(
+                hints[hint].is_boolean(),
+                "{}: {hint} in {hints}",
+                tool["name"]
+            );
+        }
+    }
+    let hint = |tool: usize, name: &str| tools[tool]["annotations"][name].as_bool().unwrap();
+    assert!(
+        hint(2, "readOnlyHint") && !hint(1, "readOnlyHint"),
+        "status reads, step writes"
+    );
+    assert!(
+        hint(10, "destructiveHint") && !hint(1, "destructiveHint"),
+        "repair takes commits back"
+    );
     let step = &tools[1]["inputSchema"];
-    assert_eq!(step["required"], json!(["description"]));
+    // a step without `opt` is refused: the schema says so
+    assert_eq!(step["required"], json!(["description", "opt"]));
     assert_eq!(step["properties"]["continue"]["type"], "boolean");
     assert_eq!(
         step["properties"]["cause"]["enum"],
@@ -203,7 +224,7 @@ fn a_whole_session_through_the_server() {
     let err = client.call_error("table", json!({}));
     assert!(err.contains("not on a cutile-perf session branch"), "{err}");
     assert!(
-        err.contains("\"hint\":\"start one with `git cutile-perf start <kernel>`"),
+        err.contains("\"hint\":\"start one with `start {\\\"kernel\\\":\\\"<kernel>\\\"}`"),
         "{err}"
     );
     let err = client.call_error(
@@ -228,6 +249,11 @@ fn a_whole_session_through_the_server() {
 
     // a kept step, with progress notifications for its token
     f.set_latency(0.09, 0.9);
+    let err = client.call_error("step", json!({"description": "no letter"}));
+    assert!(
+        err.contains("step needs opt") && !err.contains("--opt"),
+        "{err}"
+    );
     let id = client.request_later(
         "tools/call",
         json!({"name": "step", "arguments": {"description": "tile size 256", "opt": "G", "cause": "memory"},
@@ -291,8 +317,19 @@ fn a_whole_session_through_the_server() {
     assert_eq!(crashed["next_action"], action);
     let err = client.call_error("step", json!({"description": "more", "opt": "none"}));
     assert!(
-        err.contains("only on their word step again with --continue"),
+        err.contains("only on their word step again with continue"),
         "{err}"
+    );
+    // hints and next actions name tool arguments, never command-line options
+    assert!(!err.contains("--"), "{err}");
+    let resume = action["resume"].as_str().unwrap();
+    assert!(
+        resume.starts_with("step {\"cause\":\"<CAUSE>\",\"continue\":true,"),
+        "{action}"
+    );
+    assert!(
+        !action["sentence"].as_str().unwrap().contains("--"),
+        "{action}"
     );
 
     // a step cancelled while its benchmark hangs: nothing recorded, the edit kept

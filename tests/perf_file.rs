@@ -51,8 +51,7 @@ fn a_session_through_a_session_perf_file_records_and_guards_it() {
     f.write(PERF_FILE, EDITED);
     let inspected = f.ok(&["inspect", "scale"]);
     assert!(
-        inspected
-            .contains("measured by: the session perf file sandbox/perf_scale.py (3 config(s))"),
+        inspected.contains("measured by: the session perf file sandbox/perf_scale.py (3 configs)"),
         "{inspected}"
     );
     let started = f.ok(&["start", "scale", "--test", PERF_FILE]);
@@ -115,6 +114,26 @@ fn a_session_through_a_session_perf_file_records_and_guards_it() {
     );
     let findings = f.fails(&["verify"]);
     assert!(findings.contains("verify found 1 departure"), "{findings}");
+    // the hint's command, as given, puts back the file the baseline measured, and the step goes on
+    let command = err
+        .split("(`")
+        .nth(1)
+        .and_then(|rest| rest.split("`)").next())
+        .unwrap();
+    assert_eq!(
+        command,
+        "mv sandbox/perf_scale.py sandbox/perf_scale.py.mine && git cutile-perf verify"
+    );
+    let out = f.run_in(&f.root, "sh", &["-c", command]);
+    assert!(out.status.success(), "{}", crate::support::both(&out));
+    assert_eq!(std::fs::read_to_string(f.path(PERF_FILE)).unwrap(), EDITED);
+    f.ok(&[
+        "step",
+        "--continue",
+        "--opt",
+        "none",
+        "after putting the perf file back",
+    ]);
 }
 
 #[test]
@@ -213,4 +232,39 @@ fn a_call_that_cannot_be_built_again_is_refused_and_writes_nothing() {
         "{err}"
     );
     assert!(!f.path(PERF_FILE).exists());
+}
+
+/// A session perf file whose benchmark fails (it calls what this checkout's harness lacks): `start`
+/// names the file and what failed, with a hint, and says once what it took back.
+#[test]
+fn a_failing_session_perf_file_is_named_with_a_hint() {
+    let f = Fixture::new();
+    f.ok(&["start", "scale", "--scaffold"]);
+    f.write(
+        PERF_FILE,
+        &EDITED.replace("common.benchmark(", "common.benchmark_framework("),
+    );
+    let err = f.fails(&["start", "scale", "--suite", "liger", "--test", PERF_FILE]);
+    assert!(
+        err.contains(
+            "the baseline benchmark failed in the session perf file sandbox/perf_scale.py: "
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains(
+            "AttributeError: module 'tests.common' has no attribute 'benchmark_framework'"
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains("hint: fix sandbox/perf_scale.py (what it imports and calls must exist in this checkout)"),
+        "{err}"
+    );
+    assert!(
+        err.contains("nothing was kept: the half-made branch"),
+        "{err}"
+    );
+    assert!(!err.contains("nothing was created"), "{err}");
+    assert_eq!(f.git(&["branch", "--list", "cutile-perf-*"]), "");
 }

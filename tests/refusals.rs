@@ -335,3 +335,27 @@ fn a_python_path_with_spaces_is_given_quoted() {
     f.set_latency(0.05, 0.5);
     assert_eq!(f.step_json(&["faster"])["status"], "keep");
 }
+
+/// A session started while another session's branch is checked out would carry that session's commits
+/// and kernel change: refused, naming the branch both started from.
+#[test]
+fn a_session_is_not_started_on_another_sessions_branch() {
+    let f = Fixture::new();
+    f.start();
+    let branch = f.branch();
+    let head = f.head();
+    let err = f.fails(&["start", "swish"]);
+    assert!(
+        err.contains(&format!("{branch} is a cutile-perf session branch")),
+        "{err}"
+    );
+    assert!(
+        err.contains(
+            "hint: check out the branch it started from (`git checkout main`), then start again"
+        ),
+        "{err}"
+    );
+    assert_eq!(f.head(), head);
+    assert_eq!(f.branch(), branch);
+    assert_eq!(f.git(&["branch", "--list", "cutile-perf-swish*"]), "");
+}

@@ -128,3 +128,37 @@ fn a_take_back_cut_short_before_its_commit_is_finished_by_the_next_repair() {
     let err = f.fails(&["repair"]);
     assert!(err.contains("git apply -3 edit.patch"), "{err}");
 }
+
+/// A hand-committed kernel change that repair takes back can be given back to the work tree by the one
+/// command repair names, and stepped as one change of its own.
+#[test]
+fn repair_names_the_command_that_gives_a_taken_back_change_back() {
+    let f = Fixture::new();
+    f.start();
+    f.set_latency(0.08, 0.8);
+    f.git(&["commit", "-q", "--no-verify", "-am", "by hand"]);
+    let changed = f.git(&["show", "HEAD", "--", KERNEL]);
+    let repaired: serde_json::Value = serde_json::from_str(&f.ok(&["repair", "--json"])).unwrap();
+    let what = repaired["what"].as_str().unwrap();
+    let command = what.split('`').nth(1).unwrap();
+    assert!(
+        command.starts_with("git diff ") && command.ends_with("^ | git apply"),
+        "{what}"
+    );
+    assert!(
+        f.git(&["diff", "HEAD", "--", KERNEL]).is_empty(),
+        "taken back"
+    );
+    let out = f.run_in(&f.root, "sh", &["-c", command]);
+    assert!(out.status.success(), "{}", both(&out));
+    let given_back = f.git(&["diff", "HEAD", "--", KERNEL]);
+    let added = |diff: &str| -> Vec<String> {
+        diff.lines()
+            .filter(|l| l.starts_with('+') && !l.starts_with("+++"))
+            .map(String::from)
+            .collect()
+    };
+    assert_eq!(added(&given_back), added(&changed));
+    let step = f.step_json(&["--opt", "G", "the change made by hand"]);
+    assert_eq!(step["status"], "keep", "{step}");
+}

@@ -347,7 +347,7 @@ fn every_step_decided_in_one_round_measures_in_one_new_pytest_whatever_the_outco
         assert!(standing_by.len() <= 2, "{:#?}", step.starts);
         assert!(
             step.stderr.contains(&format!(
-                "the baseline's warm worker (pid {kept}) lives on from"
+                "the baseline runs in the warm worker (pid {kept}) an earlier command kept"
             )),
             "{}",
             step.stderr
@@ -540,10 +540,8 @@ fn the_session_filter_narrows_what_the_workers_run() {
         ("round 1 candidate: in the warm candidate worker", 1),
         ("round 1 baseline: in the warm baseline worker", 1),
     ] {
-        assert!(
-            stderr.contains(&format!("{what}, {cases} cases")),
-            "{stderr}"
-        );
+        let counted = git_cutile_perf::rules::units::counted(cases as u64, "case");
+        assert!(stderr.contains(&format!("{what}, {counted}")), "{stderr}");
     }
 }
 
@@ -592,8 +590,9 @@ fn a_later_round_runs_only_the_configs_still_open() {
         ("round 2 candidate: in the warm candidate worker", 1),
         ("round 2 baseline: in the warm baseline worker", 1),
     ] {
+        let counted = git_cutile_perf::rules::units::counted(ran as u64, "case");
         assert!(
-            step.stderr.contains(&format!("{what}, {ran} cases")),
+            step.stderr.contains(&format!("{what}, {counted}")),
             "{}",
             step.stderr
         );

@@ -72,6 +72,53 @@ pub fn check_start(repo: &Repo, test: &str, untracked_ok: bool) -> Result<()> {
     check_tree(repo)
 }
 
+/// A session started on another session's branch would carry that session's commits and kernel
+/// change inside its own, and `verify` could not tell them apart: a session starts from the branch
+/// the checked-out one started from.
+pub fn refuse_session_branch(repo: &Repo) -> Result<()> {
+    let Some(branch) = crate::record::history::session_branch(repo)? else {
+        return Ok(());
+    };
+    let base = crate::record::history::remembered_baseline(repo, &branch)?
+        .and_then(|baseline| {
+            repo.git(&["rev-parse", "--short", &format!("{baseline}^")])
+                .ok()
+        })
+        .map(|base| base.trim().to_string());
+    let from = match base
+        .as_deref()
+        .map(|base| (base, starting_branch(repo, base)))
+    {
+        Some((_, Some(name))) => format!(" (`git checkout {name}`)"),
+        Some((base, None)) => format!(" (`git checkout {base}` is the commit it started from)"),
+        None => String::new(),
+    };
+    Err(hinted(
+        format!(
+            "{branch} is a cutile-perf session branch: a session started here would carry its commits"
+        ),
+        format!("check out the branch it started from{from}, then start again"),
+    ))
+}
+
+/// The one branch, not a session's, that points at `commit`.
+fn starting_branch(repo: &Repo, commit: &str) -> Option<String> {
+    let names = repo
+        .git(&[
+            "for-each-ref",
+            "--format=%(refname:short)",
+            "--points-at",
+            commit,
+            "refs/heads/",
+        ])
+        .ok()?;
+    let mut names = names
+        .lines()
+        .filter(|name| !name.starts_with(crate::record::session::BRANCH_PREFIX));
+    let name = names.next()?.to_string();
+    names.next().is_none().then_some(name)
+}
+
 /// Before every `step` runs anything: what could have changed since `start` checked it (the session's
 /// `test` file among it: one a session began with, before links were refused, is refused now).
 pub fn check_step(repo: &Repo, allowed: &[String], test: &str) -> Result<()> {
@@ -256,8 +303,12 @@ pub fn check_perf_file(repo: &Repo, session: &crate::record::session::Session) -
         None => Ok(()),
         Some(what) => Err(hinted(
             what,
-            "restore the file the baseline measured (with yours moved aside, `git cutile-perf verify` writes \
-             back the one the record holds); to measure other shapes, start a new session on the edited file",
+            format!(
+                "move yours aside and `git cutile-perf verify` writes back the one the record holds (`mv {0} \
+                 {0}.mine && git cutile-perf verify`); to measure other shapes, start a new session on the \
+                 edited file",
+                session.test
+            ),
         )),
     }
 }

@@ -11,7 +11,6 @@ use anyhow::{Context, Result, bail};
 
 use crate::record::session::{BRANCH_PREFIX, Iteration, Session, Skip, short};
 use crate::rules::decision::{Decision, Estimate, LoopState, Status};
-use crate::rules::guard::SANDBOX;
 use crate::rules::hint::{Hinted, hinted};
 use crate::rules::trailers::Block;
 use crate::system::git::Repo;
@@ -42,6 +41,9 @@ pub struct History {
     /// variants reads them (`features::report::estimates`); without them the variants compare the
     /// trailers' configs.
     pub estimates: BTreeMap<u32, Estimate>,
+    /// The allowed paths the work tree changes, not yet stepped (an edit in progress, or one an
+    /// interrupted step left). Empty until a verb that says what comes next reads the work tree.
+    pub edited: Vec<String>,
 }
 
 /// What a history holds that is not the tool's: the reader passes over these, and `step` and `verify`
@@ -151,6 +153,7 @@ impl History {
                     skipped,
                     foreign,
                     estimates: BTreeMap::new(),
+                    edited: Vec::new(),
                 };
                 history.validate()?;
                 return Ok(Some(history));
@@ -357,21 +360,7 @@ pub fn require_history(repo: &Repo, configs: Configs) -> Result<History> {
     }
 }
 
-/// The sandbox directory of the work tree, where the tool writes its files.
-pub fn sandbox(repo: &Repo) -> PathBuf {
-    repo.root.join(SANDBOX)
-}
-
-/// The sandbox directory, made if missing and kept out of git in the clone the command runs in (`/sandbox/`
-/// in its `.git/info/exclude`, which no clone or fetch carries): every command that writes there comes
-/// through here first, so that the tool's own outputs are never taken for the user's changes, in the
-/// repository a session began in or in one it was fetched into.
-pub fn made_sandbox(repo: &Repo) -> Result<PathBuf> {
-    repo.exclude(&format!("/{SANDBOX}/"))?;
-    let dir = sandbox(repo);
-    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    Ok(dir)
-}
+pub use crate::record::sandbox::{made_sandbox, sandbox};
 
 /// Writes sandbox/perf_results.md from the history and returns its path.
 pub fn write_table(repo: &Repo, history: &History) -> Result<PathBuf> {
@@ -427,6 +416,7 @@ pub(crate) mod tests {
             skipped: Vec::new(),
             foreign: Foreign::default(),
             estimates: BTreeMap::new(),
+            edited: Vec::new(),
         }
     }
 
@@ -608,6 +598,7 @@ pub(crate) mod tests {
             skipped: Vec::new(),
             foreign: Default::default(),
             estimates: BTreeMap::new(),
+            edited: Vec::new(),
         };
         assert_eq!(code_commit(&history, 0).unwrap(), "c0");
         assert_eq!(code_commit(&history, 1).unwrap(), "a1");

@@ -252,6 +252,25 @@ impl Lock {
     }
 }
 
+/// The live command, other than this process, that holds the lock, in words (`pid 123, `step``). A
+/// command takes the lock before it writes its journal: a reader of the journal alone would find
+/// nothing running in between.
+pub fn lock_holder(repo: &Repo) -> Result<Option<String>> {
+    let Ok(holder) = std::fs::read_to_string(repo.git_path("cutile-perf")?.join("lock")) else {
+        return Ok(None);
+    };
+    let owner = ProcessIdentity::parse(&holder)
+        .filter(|owner| owner.pid != std::process::id() && owner.alive());
+    Ok(owner.map(|owner| match holder.split_once(" (") {
+        Some((_, verb)) => format!(
+            "pid {}, {}",
+            owner.pid,
+            verb.trim_end().trim_end_matches(')')
+        ),
+        None => format!("pid {}", owner.pid),
+    }))
+}
+
 /// What to do about a lock no live command holds.
 fn delete_the_lock(path: &Path, verb: &str) -> String {
     format!(

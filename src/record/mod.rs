@@ -10,5 +10,6 @@ pub mod history;
 pub mod journal;
 pub mod plot;
 pub mod replay;
+pub mod sandbox;
 pub mod session;
 pub mod table;

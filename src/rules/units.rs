@@ -2,6 +2,14 @@
 
 use std::time::Duration;
 
+/// `n` and its noun, singular for one (`1 case`, `2 cases`, `0 cases`); the plural adds an s.
+pub fn counted(n: impl Into<u64>, noun: &str) -> String {
+    match n.into() {
+        1 => format!("1 {noun}"),
+        n => format!("{n} {noun}s"),
+    }
+}
+
 /// A percentage threshold: a finite number from 0 to 100 (NaN would switch a rule off silently).
 pub fn parse_pct(text: &str) -> Result<f64, String> {
     match text.trim().parse::<f64>() {
@@ -49,6 +57,13 @@ fn parse_signed(text: &str) -> Result<jiff::SignedDuration, jiff::Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_count_of_one_is_singular() {
+        assert_eq!(counted(1u32, "paired round"), "1 paired round");
+        assert_eq!(counted(0u32, "case"), "0 cases");
+        assert_eq!(counted(2usize as u64, "config"), "2 configs");
+    }
 
     #[test]
     fn durations() {

@@ -80,7 +80,7 @@ pub fn pre_commit(repo: &Repo) -> Result<()> {
 
 /// What a hand commit on a session branch is told: the tool's verb records the change instead.
 const HAND_COMMIT: &str = "nothing was committed and your change is still in the work tree: record it with \
-     `git cutile-perf step --json --opt <LETTER> \"<what you changed>\"` (`git cutile-perf status --json` says \
+     `git cutile-perf step --json --opt <LETTER> --cause <CAUSE> \"<what you changed>\"` (`git cutile-perf status --json` says \
      what the loop expects); never commit on a session branch yourself";
 
 /// One staged change; a rename or copy is two (`--no-renames`), so both sides are checked.

@@ -17,15 +17,15 @@ pub struct Row {
     pub suite: String,
     pub file: String,
     pub test: Option<String>,
-    /// `test_perf`, `session_perf_file`, `benchmark`, `correctness_only` or `no_test`.
-    pub class: &'static str,
+    /// What times it: `test_perf`, `session_perf_file`, `benchmark`, `correctness_only` or `no_test`.
+    pub measured_by: &'static str,
     pub source: Source,
 }
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Coverage {
     pub kernels: Vec<Row>,
-    /// Kernel files by class.
+    /// Kernel files by what times them.
     pub counts: BTreeMap<&'static str, usize>,
     /// Python files under the kernel folders whose names are not UTF-8 (undecodable bytes shown as
     /// U+FFFD): not inspected, since no kernel can be named by them.
@@ -40,7 +40,7 @@ pub fn coverage(root: &Path) -> Coverage {
         .collect();
     let mut counts = BTreeMap::new();
     for row in &kernels {
-        *counts.entry(row.class).or_insert(0) += 1;
+        *counts.entry(row.measured_by).or_insert(0) += 1;
     }
     Coverage {
         kernels,
@@ -61,7 +61,7 @@ fn row(root: &Path, kernel: &Kernel) -> Row {
         kernel: kernel.name.clone(),
         suite: kernel.suite.clone(),
         file: kernel.path.clone(),
-        class: source.kind(test.is_some()),
+        measured_by: source.kind(test.is_some()),
         test,
         source,
     }
@@ -73,7 +73,7 @@ pub fn render(coverage: &Coverage) -> String {
     for row in &coverage.kernels {
         out.push_str(&format!(
             "{:<18} {:<10} {:<28} {}\n",
-            row.class,
+            row.measured_by,
             row.suite,
             row.kernel,
             match &row.source {
@@ -143,7 +143,7 @@ mod tests {
         let rows: Vec<(&str, &str)> = table
             .kernels
             .iter()
-            .map(|r| (r.kernel.as_str(), r.class))
+            .map(|r| (r.kernel.as_str(), r.measured_by))
             .collect();
         assert_eq!(
             rows,

@@ -27,6 +27,9 @@ pub struct InspectReport {
     pub test_error: Option<Hinted>,
     /// How the kernel will be measured, read before anything runs.
     pub source: Source,
+    /// What times it, as `inspect --all` names it: `test_perf`, `session_perf_file`, `benchmark`,
+    /// `correctness_only` or `no_test`.
+    pub measured_by: &'static str,
     /// What Nsight Compute measured (`--measure`).
     pub measured: Option<Measurement>,
 }
@@ -113,6 +116,7 @@ pub fn inspect_with_test(
     let source = source::find(root, kernel, test.as_ref().map(|t| t.path.as_str()));
     Ok(InspectReport {
         report,
+        measured_by: source.kind(test.is_some()),
         test,
         test_error,
         source,
@@ -137,8 +141,12 @@ fn render_lines(full: &InspectReport, test_hint: bool) -> String {
     let r = &full.report;
     let mut lines = vec![
         format!("{} ({}): {}", ui::bold(&r.kernel), r.suite, r.file),
-        test_line(full, test_hint),
-        format!("measured by: {}", full.source.describe()),
+        // a benchmark-only kernel starts without a test: no hint to name one
+        test_line(
+            full,
+            test_hint && !matches!(full.source, Source::Benchmark { .. }),
+        ),
+        measured_by_line(full),
         class_line(r.class.as_ref()),
     ];
     lines.extend(full.measured.as_ref().map(measured_line));
@@ -167,6 +175,19 @@ fn test_line(full: &InspectReport, with_hint: bool) -> String {
             "test: none found: {}",
             full.test_error.as_ref().map(why).unwrap_or_default()
         ),
+    }
+}
+
+fn measured_by_line(full: &InspectReport) -> String {
+    let r = &full.report;
+    match (&full.source, &full.test) {
+        (Source::None, Some(_)) => format!(
+            "measured by: nothing, as its tests check correctness only: `git cutile-perf start {} --suite \
+             {} --scaffold` writes a perf file to time it",
+            r.kernel, r.suite
+        ),
+        (Source::None, None) => "measured by: nothing, as no test or benchmark runs it".to_string(),
+        (source, _) => format!("measured by: {}", source.describe()),
     }
 }
 

@@ -50,7 +50,7 @@ impl Source {
     /// What runs, in words.
     pub fn describe(&self) -> String {
         let configs = |n: &Option<u64>| match n {
-            Some(n) => format!("{n} config(s)"),
+            Some(n) => crate::rules::units::counted(*n, "config"),
             None => "configs known when pytest collects them".to_string(),
         };
         match self {

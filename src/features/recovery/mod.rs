@@ -49,21 +49,30 @@ pub struct Repaired {
 /// For `step` and `status`: a line saying an iteration was left unfinished, if one was, with what to
 /// do about it.
 pub fn unfinished(repo: &Repo) -> Result<Option<Hinted>> {
-    Ok(Journal::load(repo)?.map(|journal| {
-        if journal.writer_alive() {
-            Hinted {
+    let Some(journal) = Journal::load(repo)? else {
+        // a command that holds the lock and has written no journal yet is running all the same
+        return Ok(
+            crate::record::journal::lock_holder(repo)?.map(|holder| Hinted {
                 message: format!(
-                    "a `git cutile-perf` command (pid {}) is running on {}",
-                    journal.pid, journal.branch
+                    "a `git cutile-perf` command ({holder}) is running on this repository"
                 ),
                 hint: None,
-            }
-        } else {
-            Hinted::new(
-                journal.describe(),
-                "run `git cutile-perf repair` to finish or undo it (your edit is kept)",
-            )
+            }),
+        );
+    };
+    Ok(Some(if journal.writer_alive() {
+        Hinted {
+            message: format!(
+                "a `git cutile-perf` command (pid {}) is running on {}",
+                journal.pid, journal.branch
+            ),
+            hint: None,
         }
+    } else {
+        Hinted::new(
+            journal.describe(),
+            "run `git cutile-perf repair` to finish or undo it (your edit is kept)",
+        )
     }))
 }
 
@@ -100,8 +109,13 @@ pub fn settle<T>(repo: &Repo, journal: &Journal, result: Result<T>) -> Result<T>
                 })
                 .into())
             } else {
+                // `start`'s words say what it took back ("the half-made branch ... is deleted")
+                let kept = match journal.verb {
+                    Verb::Start => "nothing was kept",
+                    Verb::Step => "nothing was recorded",
+                };
                 Err(Hinted {
-                    message: format!("{err:#}\nnothing was recorded: {words}"),
+                    message: format!("{err:#}\n{kept}: {words}"),
                     hint: hint::of(&err).map(str::to_string),
                 }
                 .into())

@@ -14,7 +14,7 @@ use crate::system::git::Repo;
 /// Deletes the half-made branch and what `start` made beside it; says what.
 pub(super) fn undo(repo: &Repo, journal: &Journal) -> Result<String> {
     if !repo.branch_exists(&journal.branch)? {
-        return Ok("nothing was created".to_string());
+        return Ok("no branch was made yet".to_string());
     }
     let tip = repo
         .git(&["rev-parse", "--verify", &journal.branch])?

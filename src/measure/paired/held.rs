@@ -61,7 +61,7 @@ pub fn hold<'a>(repo: &'a Repo, wanted: Wanted) -> Result<Held<'a>> {
         match adopted {
             Ok(worker) => {
                 progress.line(&format!(
-                    "the baseline's warm worker (pid {}) lives on from an earlier command",
+                    "the baseline runs in the warm worker (pid {}) an earlier command kept",
                     worker.pid()
                 ));
                 return Ok(Held {

@@ -190,9 +190,9 @@ impl Worker {
             Answer::Ended(ending) => return Ok(self.ended(ending)),
         };
         runner.progress.line(&format!(
-            "{label}: in the warm {} worker, {} cases, {} failed, in {:.1}s{}",
+            "{label}: in the warm {} worker, {}, {} failed, in {:.1}s{}",
             self.side,
-            done.ran,
+            crate::rules::units::counted(done.ran as u64, "case"),
             done.failed,
             started.elapsed().as_secs_f64(),
             start_up.map_or(String::new(), |took| format!(

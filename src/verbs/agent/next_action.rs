@@ -1,8 +1,9 @@
 //! What the loop expects of whoever drives it now, computed from the loop's state alone.
 //!
 //! An agent reads `next_action` from `status --json` and from the report of every verb that changes the
-//! session (`start`, `step`, `repair`) instead of inferring the state from prose; the human output ends
-//! with the same sentence. One pure function decides it, so every verb says the same thing.
+//! session (`start`, `step`, `repair`) instead of inferring the state from prose; the text output ends
+//! with the same in a few words for a person. One pure function decides it, so every verb says the same
+//! thing.
 
 use serde::Serialize;
 
@@ -69,7 +70,8 @@ impl Expect {
     }
 }
 
-/// [`Expect`] and one sentence for an agent (and the last line of the human output), with the session's
+/// [`Expect`] and one sentence for an agent, `line` for a person (the last line of the text output), with
+/// the session's
 /// `letters` (`next`'s suggestions in priority order, neither tried nor skipped; empty without a class
 /// or outside a session) and `variants` (the reverted letters that may be tried once more on the shapes
 /// that gained). Every kind serializes the same keys, null where a kind has no value for one.
@@ -79,6 +81,8 @@ pub struct NextAction {
     pub letters: Vec<String>,
     pub variants: Vec<Variant>,
     pub sentence: String,
+    /// The same in a few words for a person, with the command to run; `--json` carries `sentence`.
+    pub line: String,
 }
 
 /// The keys every next action carries, whatever its kind.
@@ -164,15 +168,39 @@ pub fn of_session<'a>(
         .map(ToString::to_string)
         .collect();
     history.estimates = report::estimates(repo, history)?;
+    history.edited = edited(repo, &history.session.allowed)?;
     Ok(match findings.is_empty() {
         true => Situation::Session(history),
         false => Situation::Foreign(findings),
     })
 }
 
+/// The `allowed` paths the work tree changes against HEAD.
+fn edited(repo: &Repo, allowed: &[String]) -> Result<Vec<String>> {
+    let mut args = vec!["diff", "--name-only", "-z", "HEAD", "--"];
+    args.extend(allowed.iter().map(String::as_str));
+    let changed = repo.git(&args)?;
+    Ok(changed
+        .split('\0')
+        .filter(|p| !p.is_empty())
+        .map(String::from)
+        .collect())
+}
+
 /// What the loop expects now.
 pub fn next_action(situation: Situation) -> NextAction {
     let outside = |expect: Expect, sentence: &str| NextAction {
+        line: match &expect {
+            Expect::Start => {
+                "start a session with `git cutile-perf start <kernel>` (`git cutile-perf \
+                              inspect --all` lists the kernels)"
+                    .to_string()
+            }
+            Expect::Wait { .. } => {
+                "wait for the running command, then `git cutile-perf status`".to_string()
+            }
+            _ => "`git cutile-perf repair` (your edit is kept)".to_string(),
+        },
         expect,
         letters: Vec::new(),
         variants: Vec::new(),
@@ -232,6 +260,12 @@ fn in_session(history: &History) -> NextAction {
     let variants = history.variants();
     match history.loop_state() {
         (LoopState::Stopped, Some(last)) => NextAction {
+            line: format!(
+                "the loop stopped at iteration {}; `git cutile-perf step --continue --opt {} \"<what you \
+                 changed>\"` goes on",
+                last.number,
+                opt.unwrap_or(NO_LETTER)
+            ),
             letters,
             variants,
             sentence: format!(
@@ -246,6 +280,12 @@ fn in_session(history: &History) -> NextAction {
             },
         },
         (LoopState::Escalated, Some(last)) => NextAction {
+            line: format!(
+                "iteration {} needs your decision; `git cutile-perf step --continue --opt {} \"<what you \
+                 changed>\"` goes on",
+                last.number,
+                opt.unwrap_or(NO_LETTER)
+            ),
             letters,
             variants,
             sentence: format!(
@@ -310,13 +350,37 @@ fn edit_and_step(
         .iter()
         .map(|v| format!(" Or a {}.", v.sentence()))
         .collect();
-    NextAction {
-        sentence: format!(
+    let step =
+        |letter: &str| format!("`git cutile-perf step --opt {letter} \"<what you changed>\"`");
+    let line = match (history.edited.is_empty(), suggestions.first()) {
+        (false, _) => format!("step the change in the work tree: {}", step("<LETTER>")),
+        (true, Some(first)) => format!(
+            "one optimization ({}: {}), then {}",
+            first.letter,
+            first.title,
+            step(&first.letter)
+        ),
+        (true, None) => format!("one optimization, then {}", step(opt.unwrap_or(NO_LETTER))),
+    };
+    let sentence = match history.edited.as_slice() {
+        [] => format!(
             "{outcome}. Apply ONE optimization to {}{pick}, then run `{}`, <CAUSE> being the bottleneck it \
              targets (memory, compute or latency).{also}",
             session.allowed.join(" or "),
             step_command(opt, false)
         ),
+        edited => format!(
+            "{outcome}. The work tree already changes {} and no step has recorded it (an edit in progress, \
+             or a step that was interrupted): make no second change; once it is ONE optimization, run `{}` \
+             with the letter it follows, <CAUSE> being the bottleneck it targets (memory, compute or \
+             latency).",
+            edited.join(" and "),
+            step_command(Some("<LETTER>"), false)
+        ),
+    };
+    NextAction {
+        line,
+        sentence,
         expect: Expect::EditAndStep,
         letters: suggestions.iter().map(|s| s.letter.clone()).collect(),
         variants,
@@ -365,8 +429,38 @@ mod tests {
                            refs playbook A`; if it cannot apply here, take the next letter `git cutile-perf next` \
                            lists), then run `git cutile-perf step --json --opt A --cause <CAUSE> \"<what you changed>\"`, \
                            <CAUSE> being the bottleneck it targets (memory, compute or latency)."
-                    .to_string()
+                    .to_string(),
+                line: "one optimization (A: TMA loads and stores instead of gather/scatter), then `git \
+                       cutile-perf step --opt A \"<what you changed>\"`"
+                    .to_string(),
             }
+        );
+    }
+
+    /// An edit no step recorded (a step interrupted by Ctrl-C leaves one) is never met by "apply ONE
+    /// optimization", which would invite a second change into the same step.
+    #[test]
+    fn an_edit_not_yet_stepped_is_stepped_not_added_to() {
+        let mut edited = history(vec![baseline()]);
+        edited.edited = vec!["k.py".into()];
+        let action = next_action(Situation::Session(&edited));
+        assert_eq!(action.expect, Expect::EditAndStep);
+        assert!(
+            !action.sentence.contains("Apply ONE"),
+            "{}",
+            action.sentence
+        );
+        assert!(
+            action.sentence.starts_with(
+                "The baseline is recorded. The work tree already changes k.py and no step has recorded it"
+            ),
+            "{}",
+            action.sentence
+        );
+        assert!(
+            action.sentence.contains("make no second change"),
+            "{}",
+            action.sentence
         );
     }
 
@@ -526,7 +620,10 @@ mod tests {
                 sentence: "The rules stopped the loop at iteration 3: 1.00% faster overall (< 2%). Report the \
                            results (`git cutile-perf table`) to the user and stop; resume with `step --continue` \
                            only if the user asks for more."
-                    .into()
+                    .into(),
+                line: "the loop stopped at iteration 3; `git cutile-perf step --continue --opt A \"<what you \
+                       changed>\"` goes on"
+                    .into(),
             }
         );
     }

@@ -230,13 +230,7 @@ pub fn uninstall(options: &ExtrasOptions) -> Result<UninstallReport> {
     emptied
         .extend(demo_python::environment_dir().and_then(|env| env.parent().map(Path::to_path_buf)));
     for dir in emptied {
-        // only a directory that is empty now goes: anything else in it is someone else's
-        if std::fs::remove_dir(&dir).is_ok() {
-            removed.push(FileEntry {
-                kind: "dir",
-                path: dir,
-            });
-        }
+        remove_empty_folders(&dir, &layout.roots, &mut removed);
     }
     Ok(UninstallReport {
         prefix: prefix.clone(),
@@ -273,6 +267,9 @@ struct Layout {
     bash: PathBuf,
     zsh: PathBuf,
     fish: PathBuf,
+    /// The directories the others are made under, never removed: `--prefix`, or the user's data and
+    /// config directories, the bash completion directory and the binary's root.
+    roots: Vec<PathBuf>,
 }
 
 impl Layout {
@@ -295,6 +292,7 @@ impl Layout {
                 bash: share.join("bash-completion/completions"),
                 zsh: share.join("zsh/site-functions"),
                 fish: share.join("fish/vendor_completions.d"),
+                roots: vec![prefix.to_path_buf()],
             });
         }
         let absolute = |key: &str| env(key).map(PathBuf::from).filter(|p| p.is_absolute());
@@ -315,19 +313,28 @@ impl Layout {
             Some(dir) => dir,
             None => home()?.join(".config"),
         };
-        let bash =
-            absolute("BASH_COMPLETION_USER_DIR").unwrap_or_else(|| data.join("bash-completion"));
-        let beside_binary = binary_dir
+        let bash_root = absolute("BASH_COMPLETION_USER_DIR");
+        let bash = bash_root
+            .clone()
+            .unwrap_or_else(|| data.join("bash-completion"));
+        let binary_root = binary_dir
             .as_deref()
             .filter(|dir| dir.file_name().is_some_and(|name| name == "bin"))
-            .and_then(Path::parent)
-            .map(|root| root.join("share/man/man1"));
+            .and_then(Path::parent);
+        let beside_binary = binary_root.map(|root| root.join("share/man/man1"));
+        let mut roots = vec![data.clone(), config.clone()];
+        roots.extend(
+            bash_root
+                .into_iter()
+                .chain(binary_root.map(Path::to_path_buf)),
+        );
         Ok(Layout {
             prefix: false,
             man1: beside_binary.unwrap_or_else(|| data.join("man/man1")),
             bash: bash.join("completions"),
             zsh: data.join("zsh/site-functions"),
             fish: config.join("fish/completions"),
+            roots,
         })
     }
 
@@ -447,6 +454,25 @@ fn remove_stale_pages(dir: &Path, keep: &[Generated]) -> Result<Vec<FileEntry>> 
         }
     }
     Ok(removed)
+}
+
+/// `dir` and the folders above it that install made, each while it is empty: anything else in one is
+/// someone else's. The climb stops at a root (`--prefix`, the user's data directory, ...); a folder
+/// under none (the cache's) goes alone.
+fn remove_empty_folders(dir: &Path, roots: &[PathBuf], removed: &mut Vec<FileEntry>) {
+    let mut folder = Some(dir);
+    while let Some(dir) = folder.filter(|dir| !roots.iter().any(|root| root == dir)) {
+        if std::fs::remove_dir(dir).is_err() {
+            return;
+        }
+        removed.push(FileEntry {
+            kind: "dir",
+            path: dir.to_path_buf(),
+        });
+        folder = dir
+            .parent()
+            .filter(|up| roots.iter().any(|root| up.starts_with(root)));
+    }
 }
 
 fn remove_if_present(path: &Path) -> Result<bool> {

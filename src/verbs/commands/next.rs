@@ -173,7 +173,7 @@ impl Render for NextReport {
         for variant in variants {
             writeln!(out, "  {}", variant.sentence())?;
         }
-        writeln!(out, "next: {}", next_action.sentence)?;
+        writeln!(out, "next: {}", next_action.line)?;
         Ok(())
     }
 }

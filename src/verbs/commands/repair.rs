@@ -83,10 +83,11 @@ fn taken_back(taken: TakenBack) -> Repaired {
     Repaired {
         action: Action::TakenBack,
         what: format!(
-            "took back commits the tool did not make ({}); their change stays in the history (`git show \
-             <commit>`): if it is an optimization you meant, make it again in the work tree as one step of \
-             its own",
-            taken.findings.join("; ")
+            "took back commits the tool did not make ({}); their change stays in the history: if it is an \
+             optimization you meant, `git diff {1} {1}^ | git apply` puts it back in the work tree, to step \
+             as one change of its own",
+            taken.findings.join("; "),
+            crate::record::session::short(&taken.commit)
         ),
         commit: Some(taken.commit),
     }
@@ -110,7 +111,7 @@ impl Render for RepairReport {
             writeln!(out, "{interrupted}")?;
         }
         writeln!(out, "{}", self.what)?;
-        writeln!(out, "next: {}", self.next_action.sentence)?;
+        writeln!(out, "next: {}", self.next_action.line)?;
         Ok(())
     }
 }

@@ -169,7 +169,10 @@ pub fn run(ui: &mut Ui, repo: &Repo) -> Result<StatusReport> {
     let mut foreign = Vec::new();
     let next_action = match (&unfinished, &mut history) {
         (Some(what), _) => {
-            let running = Journal::load(repo)?.is_some_and(|journal| journal.writer_alive());
+            let running = match Journal::load(repo)? {
+                Some(journal) => journal.writer_alive(),
+                None => crate::record::journal::lock_holder(repo)?.is_some(),
+            };
             next_action(Situation::Unfinished { running, what })
         }
         (None, Some(history)) => next_action(of_session(repo, history, &mut foreign)?),
@@ -210,7 +213,7 @@ impl Render for StatusReport {
         for worker in &self.workers {
             write_worker(out, worker)?;
         }
-        writeln!(out, "next: {}", self.next_action.sentence)?;
+        writeln!(out, "next: {}", self.next_action.line)?;
         Ok(())
     }
 }
@@ -221,7 +224,7 @@ impl StatusReport {
         let no_session = ui.bold("no session").to_string();
         let branch = self.branch.as_deref().unwrap_or("a detached HEAD");
         writeln!(ui.out(), "{no_session} on {branch}")?;
-        writeln!(ui.out(), "next: {}", self.next_action.sentence)?;
+        writeln!(ui.out(), "next: {}", self.next_action.line)?;
         Ok(())
     }
 }

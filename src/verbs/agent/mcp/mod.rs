@@ -8,6 +8,7 @@
 //! sends SIGINT to the child's process group, which the verb treats like Ctrl-C: it records nothing and
 //! leaves the repository as it was. The server ends once those children have.
 
+mod phrasing;
 pub mod schema;
 mod transport;
 
@@ -19,6 +20,7 @@ use anyhow::{Context, Result};
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, Content, Implementation, ListToolsResult,
     PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities, ServerInfo, Tool,
+    ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -119,16 +121,54 @@ pub fn tool_verb(cli: &clap::Command, name: &str) -> Option<clap::Command> {
     verb.map(|v| v.clone().name(name.to_string()))
 }
 
+/// What each tool does to the repository, as its annotations tell a client deciding what needs a
+/// person's approval: (tool, read-only, destructive, idempotent). None reaches outside the repository.
+/// `step` and `start` add commits and branches and lose nothing (a reverted change stays in history);
+/// `repair` takes commits back; `table`, `plot` and `diagnose` write files or notes they would write
+/// the same again; `next` records a skipped letter when asked; `campaign_next` claims a kernel.
+const EFFECTS: &[(&str, bool, bool, bool)] = &[
+    ("start", false, false, false),
+    ("step", false, false, false),
+    ("status", true, false, true),
+    ("table", false, false, true),
+    ("next", false, false, true),
+    ("refs", true, false, true),
+    ("inspect", true, false, true),
+    ("diagnose", false, false, true),
+    ("compare", true, false, true),
+    ("verify", true, false, true),
+    ("repair", false, true, false),
+    ("plot", false, false, true),
+    ("campaign_next", false, false, false),
+];
+
+/// The annotations of the tool named `name`.
+fn annotations(name: &str) -> Option<ToolAnnotations> {
+    let &(_, read_only, destructive, idempotent) = EFFECTS.iter().find(|e| e.0 == name)?;
+    Some(
+        ToolAnnotations::new()
+            .read_only(read_only)
+            .destructive(destructive)
+            .idempotent(idempotent)
+            .open_world(false),
+    )
+}
+
 fn tool(verb: &clap::Command) -> Tool {
     let about = verb.get_about().map(|a| a.to_string()).unwrap_or_default();
-    Tool::new(
+    let annotated = annotations(verb.get_name());
+    let tool = Tool::new(
         verb.get_name().to_string(),
         format!(
             "{about}. Returns the report `git cutile-perf {} --json` prints.",
             verb.get_name().replace('_', " ")
         ),
         Arc::new(schema::input_schema(verb)),
-    )
+    );
+    match annotated {
+        Some(annotations) => tool.with_annotations(annotations),
+        None => tool,
+    }
 }
 
 impl ServerHandler for Server {
@@ -216,7 +256,11 @@ impl Server {
         let (status, log, report) = tokio::join!(waited, relay, report);
         let status = status?;
         let report = report?;
-        Ok(match serde_json::from_str::<Value>(&report) {
+        let report = serde_json::from_str::<Value>(&report).map(|mut value| {
+            phrasing::for_tools(&mut value, &self.verbs);
+            value
+        });
+        Ok(match report {
             Ok(value) if status.success() => CallToolResult::structured(value),
             Ok(value) => CallToolResult::structured_error(value),
             Err(_) => tool_error(&format!(

@@ -28,7 +28,7 @@ fn tool_arguments(verb: &clap::Command) -> impl Iterator<Item = &Arg> {
 }
 
 /// The JSON schema of one value of `arg`.
-fn value_schema(arg: &Arg) -> Value {
+pub fn value_schema(arg: &Arg) -> Value {
     let words: Vec<String> = arg
         .get_possible_values()
         .iter()
@@ -71,6 +71,10 @@ fn describe(arg: &Arg) -> String {
     }
 }
 
+/// Options a verb refuses to run without that clap leaves optional, as (verb, option): `step` without
+/// `--opt` is refused with a hint naming the letter to give, which a tool's schema says up front.
+const REFUSED_WITHOUT: &[(&str, &str)] = &[("step", "opt")];
+
 /// The input schema of `verb`'s tool: a JSON-schema object.
 pub fn input_schema(verb: &clap::Command) -> Map<String, Value> {
     let mut properties = Map::new();
@@ -82,7 +86,8 @@ pub fn input_schema(verb: &clap::Command) -> Map<String, Value> {
             _ => value_schema(arg),
         };
         schema["description"] = Value::String(describe(arg));
-        if arg.is_required_set() {
+        let refused_without = REFUSED_WITHOUT.contains(&(verb.get_name(), arg.get_id().as_str()));
+        if arg.is_required_set() || refused_without {
             required.push(Value::String(property(arg)));
         }
         properties.insert(property(arg), schema);

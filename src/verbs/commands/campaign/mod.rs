@@ -287,7 +287,7 @@ pub fn work(ui: &mut Ui, repo: &Repo, name: Option<&str>) -> Result<CampaignRepo
 /// The kernels the options name, queued, from the checkout's coverage table.
 fn select(repo: &Repo, options: &StartOptions) -> Result<Vec<Entry>> {
     let all = coverage(&repo.root).kernels;
-    let entry = |row: &Covered| Entry::queued(&row.kernel, &row.suite, row.class);
+    let entry = |row: &Covered| Entry::queued(&row.kernel, &row.suite, row.measured_by);
     let in_suite = |row: &&Covered| options.suite.as_ref().is_none_or(|s| &row.suite == s);
     if options.kernels.is_empty() {
         if !options.all && options.suite.is_none() {

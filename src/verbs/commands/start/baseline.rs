@@ -1,9 +1,9 @@
 //! Iteration 0: the baseline's correctness run and its benchmark runs, measured before anything is
 //! committed.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Context, Result, anyhow};
 
 use super::plan::Plan;
 use crate::measure::paired::{self, Held, Wanted, dumps_of};
@@ -58,8 +58,9 @@ pub fn baseline<'r>(repo: &'r Repo, plan: &Plan, original: &str) -> Result<Basel
         .map(|records| RunFile::new("correctness", records))
         .into_iter()
         .collect();
-    let tests = correctness_words(correctness.outcome, original, runner.filter)?;
-    let runs = benchmark_runs(&mut side, plan, &mut junit)?;
+    let crashed = |why: &str| run_failed(plan, "correctness run", why, &repo.root);
+    let tests = correctness_words(correctness.outcome, original, runner.filter, crashed)?;
+    let runs = benchmark_runs(&mut side, plan, &mut junit, &repo.root)?;
     let Combined {
         configs,
         spread,
@@ -108,6 +109,7 @@ fn benchmark_runs(
     side: &mut Side,
     plan: &Plan,
     junit: &mut Vec<RunFile>,
+    root: &Path,
 ) -> Result<Vec<Vec<Measurement>>> {
     let mut runs = Vec::new();
     for number in 1..=BASELINE_RUNS {
@@ -126,13 +128,57 @@ fn benchmark_runs(
         junit.extend(file);
         match measured {
             BenchmarkRun::Measured(configs) => runs.push(configs),
-            BenchmarkRun::Crash(why) => {
-                bail!("the baseline benchmark failed: {why}\nnothing was created")
-            }
+            BenchmarkRun::Crash(why) => return Err(run_failed(plan, "benchmark", &why, root)),
             BenchmarkRun::Interrupted => return Err(interrupted()),
         }
     }
     Ok(runs)
+}
+
+/// A baseline run (`what`: the benchmark, the correctness run) that failed, naming the session perf
+/// file when it is the one that ran: the user wrote it (or `--scaffold` proposed it), so the fix is
+/// theirs, there. A crash is a failure of the run, never of a test, so a hint is the user's only way
+/// forward.
+fn run_failed(plan: &Plan, what: &str, why: &str, root: &Path) -> anyhow::Error {
+    let raised = raised_in_log(why, root)
+        .filter(|line| !why.contains(line.as_str()))
+        .map_or(String::new(), |line| format!("; it raised {line}"));
+    match &plan.session.perf_file {
+        Some(_) => {
+            let perf_file = &plan.session.test;
+            hinted(
+                format!(
+                    "the baseline {what} failed in the session perf file {perf_file}: {why}{raised}"
+                ),
+                format!(
+                    "fix {perf_file} (what it imports and calls must exist in this checkout), then run \
+                     the same start again"
+                ),
+            )
+        }
+        None => anyhow!("the baseline {what} failed: {why}{raised}"),
+    }
+}
+
+/// The last exception line (`AttributeError: ...`) of the log that `why` names (`(log: PATH)`).
+fn raised_in_log(why: &str, root: &Path) -> Option<String> {
+    let log = why.rsplit_once("(log: ")?.1.strip_suffix(')')?;
+    let text = std::fs::read_to_string(root.join(log)).ok()?;
+    text.lines()
+        .rev()
+        // pytest marks an exception's lines with a leading `E`
+        .map(|line| match line.strip_prefix('E') {
+            Some(rest) if rest.starts_with(' ') => rest.trim(),
+            _ => line.trim(),
+        })
+        .find(|line| {
+            line.split_once(": ").is_some_and(|(name, _)| {
+                let name = name.rsplit('.').next().unwrap_or(name);
+                (name.ends_with("Error") || name.ends_with("Exception"))
+                    && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            })
+        })
+        .map(String::from)
 }
 
 /// The baseline's runs taken together: each config's measurement and run-to-run spread, and the
@@ -147,7 +193,7 @@ struct Combined {
 /// without a record of a config the others have refuses.
 fn combined(runs: &[Vec<Measurement>]) -> Result<Combined> {
     let (configs, spread) = stats::combine_runs(runs).map_err(|(pass, test)| {
-        anyhow!("a run of the baseline gave no record for {test} {pass}\nnothing was created")
+        anyhow!("a run of the baseline gave no record for {test} {pass}")
     })?;
     let latency = geometric_mean(configs.iter().map(|c| c.value))
         .context("the baseline has no usable latency")?;
@@ -170,11 +216,13 @@ fn iteration_zero(
     Iteration::baseline(latency, configs, reason, placement)
 }
 
-/// What the baseline's correctness run found, in words; anything but a pass that ran cases refuses.
+/// What the baseline's correctness run found, in words; anything but a pass that ran cases refuses (a
+/// crash as `crashed` words it).
 fn correctness_words(
     correctness: CorrectnessRun,
     original: &str,
     filter: Option<&str>,
+    crashed: impl FnOnce(&str) -> anyhow::Error,
 ) -> Result<String> {
     Ok(match correctness {
         CorrectnessRun::Pass { passed, .. } if passed.is_empty() => {
@@ -182,7 +230,7 @@ fn correctness_words(
                 "no correctness test passed at the baseline (every selected case was skipped), so nothing \
                  would show a later change breaking the kernel",
                 "check that the tests can run here (GPU, architecture) and that --filter selects cases \
-                 that run; nothing was created",
+                 that run",
             ));
         }
         CorrectnessRun::Pass { passed, skipped } => match skipped.len() {
@@ -195,17 +243,13 @@ fn correctness_words(
                     "the baseline fails its correctness tests, so there is nothing to optimize from:\n  {}",
                     failed.join("\n  ")
                 ),
-                format!("fix them on {original} first; nothing was created"),
+                format!("fix them on {original} first"),
             ));
         }
-        CorrectnessRun::Crash(why) => {
-            bail!("the baseline correctness run crashed: {why}\nnothing was created")
-        }
+        CorrectnessRun::Crash(why) => return Err(crashed(&why)),
         CorrectnessRun::NoneSelected(why) => {
             return Err(hinted(
-                format!(
-                    "the baseline has no correctness test to hold later changes to: {why}; nothing was created"
-                ),
+                format!("the baseline has no correctness test to hold later changes to: {why}"),
                 no_correctness_hint(filter),
             ));
         }
@@ -229,4 +273,27 @@ fn no_correctness_hint(filter: Option<&str>) -> String {
 
 fn interrupted() -> anyhow::Error {
     Interrupted("the baseline was not recorded; nothing was created").into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A collection error says only pytest's exit code: the exception its log holds names what failed.
+    #[test]
+    fn the_exception_a_log_holds_names_what_failed() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("benchmark.log"),
+            "ImportError while importing test module\nE   ImportError: cannot import name 'x' from 'tests.common'\n",
+        )
+        .unwrap();
+        let why = "pytest exited with code 2 (interrupted, internal or usage error, or a collection error) \
+                   (log: benchmark.log)";
+        assert_eq!(
+            raised_in_log(why, dir.path()).as_deref(),
+            Some("ImportError: cannot import name 'x' from 'tests.common'")
+        );
+        assert_eq!(raised_in_log("no log named", dir.path()), None);
+    }
 }

@@ -220,6 +220,7 @@ fn commit(
         skipped: Vec::new(),
         foreign: Default::default(),
         estimates: Default::default(),
+        edited: Vec::new(),
     };
     let table = write_table(repo, &history)?;
     held.keep_as_baseline(repo, &commit, plan.deadline, &plan.progress);
@@ -353,7 +354,7 @@ impl Render for StartReport {
         self.write_noisy(out, &noise)?;
         self.write_ticked(out, &noise)?;
         self.write_launch_bound(out, &launch_bound)?;
-        writeln!(out, "next: {}", self.next_action.sentence)?;
+        writeln!(out, "next: {}", self.next_action.line)?;
         Ok(())
     }
 }
@@ -522,7 +523,8 @@ mod tests {
                 expect: Expect::EditAndStep,
                 letters: Vec::new(),
                 variants: Vec::new(),
-                sentence: "edit the kernel, then step".into(),
+                sentence: "Edit the kernel, then step.".into(),
+                line: "edit the kernel, then step".into(),
             },
         }
     }

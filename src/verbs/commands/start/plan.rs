@@ -70,6 +70,7 @@ pub struct Plan {
 /// Decides everything `start` needs before it creates anything: what the session covers, its branch,
 /// where the baseline runs, the class and the session itself; refuses what cannot start.
 pub fn plan(repo: &Repo, args: &StartOptions, progress: &Progress) -> Result<Plan> {
+    refusals::refuse_session_branch(repo)?;
     let scope = scope(repo, args, progress)?;
     let branch = new_branch(repo, &scope.found)?;
     // the queue wait comes before the budget starts

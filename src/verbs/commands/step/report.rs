@@ -144,10 +144,11 @@ impl Done {
             .expect("validated: iteration 0 is kept");
         match rounds {
             Some(rounds) => format!(
-                "iteration {} (the current baseline) re-measured beside the candidate in this step's {rounds} \
-                 paired rounds; the table shows each iteration's own latency, and its iteration 0 is the \
-                 latency stored at start ({} ms)",
+                "iteration {} (the current baseline) re-measured beside the candidate in this step's {}; the \
+                 table shows each iteration's own latency, and its iteration 0 is the latency stored at \
+                 start ({} ms)",
                 compared.number,
+                crate::rules::units::counted(rounds, "paired round"),
                 fmt_ms(
                     self.history
                         .iterations()
@@ -217,7 +218,7 @@ impl Render for StepReport {
         for sign in &report.shortcut_signs {
             writeln!(out, "  note     the change adds {sign}")?;
         }
-        writeln!(out, "next: {}", report.next_action.sentence)?;
+        writeln!(out, "next: {}", report.next_action.line)?;
         Ok(())
     }
 }
