@@ -928,9 +928,11 @@ fn the_text_of_start_step_status_and_next_is_for_a_person() {
                     })
                     .collect();
                 let line = words.join(" ");
-                match line.trim_start().starts_with("worker ") {
-                    true => "  worker      <pid, commit, idle>".to_string(),
-                    false => line,
+                // a worker's pid and a step's seconds change from run to run
+                match line.trim_start() {
+                    l if l.starts_with("worker ") => "  worker      <pid, commit, idle>".to_string(),
+                    l if l.starts_with("time ") => "  time     <where the seconds went>".to_string(),
+                    _ => line,
                 }
             })
             .map(|line| format!("{line}\n"))
@@ -962,6 +964,7 @@ baseline iteration 0: 0.316228 ms (geometric mean of 2 configs' medians, 5 corre
   against  iteration 0 (the current baseline) re-measured beside the candidate in this step's 1 paired round; the table shows each iteration's own latency, and its iteration 0 is the latency stored at start (0.316228 ms)
   commit   <commit>
   table    <root>/sandbox/perf_results.md
+  time     <where the seconds went>
 {next_line}"
         )
     );

@@ -242,7 +242,7 @@ fn a_failing_session_perf_file_is_named_with_a_hint() {
     f.ok(&["start", "scale", "--scaffold"]);
     f.write(
         PERF_FILE,
-        &EDITED.replace("common.benchmark(", "common.benchmark_framework("),
+        &EDITED.replace("common.benchmark(", "common.benchmark_of_another_release("),
     );
     let err = f.fails(&["start", "scale", "--suite", "liger", "--test", PERF_FILE]);
     assert!(
@@ -253,7 +253,7 @@ fn a_failing_session_perf_file_is_named_with_a_hint() {
     );
     assert!(
         err.contains(
-            "AttributeError: module 'tests.common' has no attribute 'benchmark_framework'"
+            "AttributeError: module 'tests.common' has no attribute 'benchmark_of_another_release'"
         ),
         "{err}"
     );
