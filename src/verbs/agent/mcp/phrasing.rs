@@ -159,7 +159,7 @@ mod tests {
         let cli = crate::verbs::cli::Cli::command();
         super::super::TOOLS
             .iter()
-            .map(|name| cli.find_subcommand(name).unwrap().clone())
+            .map(|name| super::super::tool_verb(&cli, name).unwrap())
             .collect()
     }
 
