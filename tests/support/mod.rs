@@ -302,9 +302,12 @@ impl Fixture {
     pub fn fake_gpu(&mut self, gpu: Option<&str>) {
         let dir = self.home.join("gpu-bin");
         fs::create_dir_all(&dir).unwrap();
+        // a warm worker is listed once its pytest has written its pid (as it starts), as a real GPU
+        // lists a process once it made a context: a worker still importing, standing by for a later
+        // round, has none
         let script = match gpu {
             Some(_) => {
-                "#!/bin/sh\ndir=$(dirname \"$0\")\ncase \"$1\" in\n  --query-gpu=*) cat \"$dir/gpu.csv\" ;;\n  --query-compute-apps=*) cat \"$dir/apps.csv\"\n    if [ -f \"$dir/workers\" ]; then w=$(cat \"$dir/workers\"); for p in /proc/[0-9]*; do case \"$(tr '\\0' ' ' < $p/cmdline 2>/dev/null)\" in *\"$w\"*) echo \"${p#/proc/}, python3, 512\" ;; esac; done; fi ;;\n  *) exit 2 ;;\nesac\n"
+                "#!/bin/sh\ndir=$(dirname \"$0\")\ncase \"$1\" in\n  --query-gpu=*) cat \"$dir/gpu.csv\" ;;\n  --query-compute-apps=*) cat \"$dir/apps.csv\"\n    if [ -f \"$dir/workers\" ]; then w=$(cat \"$dir/workers\"); for p in /proc/[0-9]*; do case \"$(tr '\\0' ' ' < $p/cmdline 2>/dev/null)\" in *\"$w\"*) c=$(tr '\\0' '\\n' < $p/cmdline 2>/dev/null | sed -n 's/^--cutile-perf-worker=//p'); if [ -z \"$c\" ] || [ -f \"$c/pid\" ]; then echo \"${p#/proc/}, python3, 512\"; fi ;; esac; done; fi ;;\n  *) exit 2 ;;\nesac\n"
             }
             None => {
                 "#!/bin/sh\necho 'NVIDIA-SMI has failed because it could not communicate with the NVIDIA driver.'\nexit 9\n"
