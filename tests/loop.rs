@@ -930,8 +930,12 @@ fn the_text_of_start_step_status_and_next_is_for_a_person() {
                 let line = words.join(" ");
                 // a worker's pid and a step's seconds change from run to run
                 match line.trim_start() {
-                    l if l.starts_with("worker ") => "  worker      <pid, commit, idle>".to_string(),
-                    l if l.starts_with("time ") => "  time     <where the seconds went>".to_string(),
+                    l if l.starts_with("worker ") => {
+                        "  worker      <pid, commit, idle>".to_string()
+                    }
+                    l if l.starts_with("time ") => {
+                        "  time     <where the seconds went>".to_string()
+                    }
                     _ => line,
                 }
             })

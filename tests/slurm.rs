@@ -161,7 +161,10 @@ fn a_session_runs_each_iteration_in_its_own_job_and_records_where() {
         .collect();
     // one worker a side measures; the pair started to stand by for a second round (each side's second
     // channel) is a step of the same job too
-    let measuring = started.iter().filter(|l| !l.contains("/channel.1 ")).count();
+    let measuring = started
+        .iter()
+        .filter(|l| !l.contains("/channel.1 "))
+        .count();
     assert_eq!(measuring, 2, "{started:#?}");
     for line in &started {
         assert!(line.contains("--cutile-perf-worker="), "{line}");

@@ -178,7 +178,10 @@ mod tests {
         assert_eq!(mode(&[("CUPTI", "no")]), mode(&[("CUPTI", "0")]));
         assert_eq!(mode(&[("CUDAGRAPH", "yes")]).encode(), "CUDAGRAPH=1");
         let worded = mode(&[("CONFIG", "m=4096 n=1%"), ("CUTILE_PERF_HARNESS", "t:b")]);
-        assert_eq!(worded.encode(), r#"CONFIG="m=4096 n=1%" CUTILE_PERF_HARNESS=t:b"#);
+        assert_eq!(
+            worded.encode(),
+            r#"CONFIG="m=4096 n=1%" CUTILE_PERF_HARNESS=t:b"#
+        );
         assert_eq!(worded.harness(), "t:b");
         assert_eq!(cupti_off.harness(), DEFAULT_HARNESS);
         for m in [cupti_off.clone(), worded, HarnessMode::default()] {
