@@ -1,5 +1,5 @@
 # Shared by the GPU evidence scripts (`source "$(dirname "$0")/gpu-common.sh"; setup NAME "$@"`): their
-# arguments, a fresh repository per kernel and a logged run of the tool.
+# arguments, a fresh repository per kernel, a logged run of the tool and a literal patch of a file.
 
 # setup NAME TILEGYM OUT_DIR [PYTHON]: sets tilegym, out, python, tool (the release build, or
 # CUTILE_PERF_TOOL) and work (a temporary directory named after NAME); finds ncu in the CUDA toolkit when it
@@ -49,4 +49,16 @@ run() {
   cp -r sandbox/diagnose "$out/$name.ncu" 2> /dev/null
   cp -r sandbox/compile-facts "$out/$name.facts" 2> /dev/null
   return $rc
+}
+
+# patch FILE OLD NEW: replace the first OLD (a literal) in FILE, or fail loudly
+patch() {
+  "${python:-python3}" - "$@" <<'EOF' || exit 1
+import sys
+path, old, new = sys.argv[1:4]
+text = open(path).read()
+if old not in text:
+    sys.exit(f"patch: {old!r} not in {path}")
+open(path, "w").write(text.replace(old, new, 1))
+EOF
 }

@@ -23,18 +23,6 @@ export CUTILE_PERF_NO_PROGRESS=1
 kernel=src/tilegym/ops/cutile/rms_norm.py
 filter="static_persistent or multi_wave_reload"
 
-# patch FILE OLD NEW: replace the first OLD (a literal) in FILE, or fail loudly
-patch() {
-  "$python" - "$@" <<'EOF' || exit 1
-import sys
-path, old, new = sys.argv[1:4]
-text = open(path).read()
-if old not in text:
-    sys.exit(f"patch: {old!r} not in {path}")
-open(path, "w").write(text.replace(old, new, 1))
-EOF
-}
-
 # record NAME: what verify says of the session, its log with trailers, and the last step's checks
 record() {
   "$tool" verify --json > "$out/$1-verify.json" 2>&1

@@ -14,6 +14,7 @@
 #
 # $TILEGYM is the TileGym checkout device-setup.sh made; OUT_DIR gets each command's output and timings.
 set -uo pipefail
+source "$(dirname "$0")/gpu-common.sh"
 usage="usage: tools/gpu-integrity.sh OUT_DIR probe|rms_norm|memo|matmul|reroll..."
 mkdir -p "${1:?$usage}"
 out=$(cd "$1" && pwd)
@@ -40,18 +41,6 @@ fresh() {
     rm -rf "$repo"
     git clone -q "$TILEGYM" "$repo" && cd "$repo" || exit 1
     export PYTHONPATH="$repo/src:${PYTHONPATH#*:}"
-}
-
-# patch FILE OLD NEW: replace the first OLD (a literal) in FILE, or fail loudly
-patch() {
-    python3 - "$@" <<'EOF' || exit 1
-import sys
-path, old, new = sys.argv[1:4]
-text = open(path).read()
-if old not in text:
-    sys.exit(f"patch: {old!r} not in {path}")
-open(path, "w").write(text.replace(old, new, 1))
-EOF
 }
 
 # the session part rms_norm made, when this machine ran it; else (a machine of its own) one on upstream's code
