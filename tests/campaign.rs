@@ -46,7 +46,8 @@ fn a_campaign_on_two_gpus_starts_every_kernel_with_a_test_and_fails_the_others_w
     let mut f = Fixture::new();
     f.fake_gpu(Some(&[H200, H200].join("\n")));
     let report = campaign(&f, &["start", "--all", "--gpus", "0,1", "--name", "all"]);
-    for label in ["ops/vector_add", "ops/swish"] {
+    // a test_perf, a standalone benchmark, and two kernels whose tests check correctness only
+    for label in ["ops/vector_add", "ops/swish", "liger/scale", "liger/layer_norm"] {
         let started = row(&report, label);
         assert_eq!(started["state"], "started", "{started}");
         assert!(started["baseline_ms"].as_f64().unwrap() > 0.0, "{started}");
@@ -60,6 +61,23 @@ fn a_campaign_on_two_gpus_starts_every_kernel_with_a_test_and_fails_the_others_w
             "{started}"
         );
     }
+    // a correctness-only kernel's session runs on the perf file `start --scaffold` wrote, unedited
+    let scaffolded = row(&report, "liger/layer_norm");
+    let worktree = std::path::Path::new(scaffolded["worktree"].as_str().unwrap());
+    assert!(
+        worktree.join("sandbox/perf_layer_norm.py").is_file(),
+        "{scaffolded}"
+    );
+    // one whose scaffold is refused fails with the scaffold's reason
+    let unscaffolded = row(&report, "liger/rms_norm");
+    assert_eq!(unscaffolded["state"], "failed", "{unscaffolded}");
+    assert!(
+        unscaffolded["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("start --scaffold: "),
+        "{unscaffolded}"
+    );
     let no_test = row(&report, "ops/rms_norm");
     assert_eq!(no_test["state"], "failed", "{no_test}");
     assert!(
@@ -71,7 +89,7 @@ fn a_campaign_on_two_gpus_starts_every_kernel_with_a_test_and_fails_the_others_w
     // the record is a ref of its own, and every session of it verifies
     f.git(&["rev-parse", "--verify", "refs/cutile-perf/campaigns/all"]);
     let verified = f.ok(&["campaign", "verify"]);
-    assert!(verified.contains("2 session(s) verified"), "{verified}");
+    assert!(verified.contains("4 session(s) verified"), "{verified}");
     let page = f.ok(&["campaign", "report"]);
     let html = std::fs::read_to_string(page.trim()).unwrap();
     assert!(html.contains("perf_results.html"), "{html}");

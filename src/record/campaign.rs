@@ -131,6 +131,12 @@ impl Lease {
 }
 
 impl Campaign {
+    /// The value of `flag` in the flags every session is started with, if it is one of them.
+    pub fn start_flag(&self, flag: &str) -> Option<&str> {
+        let at = self.start_args.iter().position(|a| a == flag)?;
+        self.start_args.get(at + 1).map(String::as_str)
+    }
+
     /// Gives `flag` this `value` in the flags every session is started with, in place of one it had.
     pub fn set_start_flag(&mut self, flag: &str, value: String) {
         match self.start_args.iter().position(|a| a == flag) {

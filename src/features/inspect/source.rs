@@ -34,6 +34,9 @@ pub enum Source {
     None,
 }
 
+/// The source of a kernel whose tests check correctness only, as [`Source::kind`] names it.
+pub const CORRECTNESS_ONLY: &str = "correctness_only";
+
 impl Source {
     /// The source as the coverage table names it; a kernel with no source is told apart by whether it
     /// has a test at all.
@@ -42,7 +45,7 @@ impl Source {
             (Source::TestPerf { .. }, _) => "test_perf",
             (Source::SessionPerfFile { .. }, _) => "session_perf_file",
             (Source::Benchmark { .. }, _) => "benchmark",
-            (Source::None, true) => "correctness_only",
+            (Source::None, true) => CORRECTNESS_ONLY,
             (Source::None, false) => "no_test",
         }
     }

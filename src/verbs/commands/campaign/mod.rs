@@ -137,7 +137,9 @@ pub fn resume(
             queue_timeout: record.queue_timeout_s.map(Duration::from_secs),
         },
     };
-    let budget = flag_duration(&record.start_args, "--budget");
+    let budget = record
+        .start_flag("--budget")
+        .and_then(|budget| crate::rules::units::parse_duration(budget).ok());
     let workers = Workers {
         gpus: workers
             .gpus
@@ -269,7 +271,9 @@ pub fn work(ui: &mut Ui, repo: &Repo, name: Option<&str>) -> Result<CampaignRepo
             std::env::var("SLURM_ARRAY_TASK_ID").unwrap_or_default()
         )
     });
-    let budget = flag_duration(&record.start_args, "--budget");
+    let budget = record
+        .start_flag("--budget")
+        .and_then(|budget| crate::rules::units::parse_duration(budget).ok());
     let progress = ui.sink().clone();
     Worker {
         repo: Repo::discover(&repo.root)?,
@@ -358,11 +362,6 @@ fn timeout(workers: &Workers, budget: Option<Duration>) -> Duration {
 }
 
 /// The duration a flag of `start`'s has in `args`.
-fn flag_duration(args: &[String], flag: &str) -> Option<Duration> {
-    let at = args.iter().position(|a| a == flag)?;
-    crate::rules::units::parse_duration(args.get(at + 1)?).ok()
-}
-
 /// Today's date, with a number after it when a campaign of that name exists.
 fn default_name(repo: &Repo) -> Result<String> {
     let today = jiff::Zoned::now().strftime("%Y%m%d").to_string();

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
+use crate::features::inspect::source::CORRECTNESS_ONLY;
 use crate::record::campaign::{self, Campaign, Entry, Lease, State};
 use crate::record::journal;
 use crate::system::git::Repo;
@@ -166,51 +167,114 @@ impl Worker<'_> {
         outcome
     }
 
-    /// `start` for `entry` in `worktree`, its report in the campaign's logs.
+    /// `start` for `entry` in `worktree`, its report in the campaign's logs. A kernel whose tests check
+    /// correctness only is started on the session perf file `start --scaffold` writes from them first,
+    /// unedited: the campaign's sessions start without a hand edit, or fail with the scaffold's reason.
     fn start(&self, record: &Campaign, entry: &Entry, worktree: &Path) -> Result<Outcome> {
-        let logs = campaign_dir(&self.repo, self.name)?.join("logs");
-        std::fs::create_dir_all(&logs)?;
-        let stem = format!("{}-{}-{}", entry.suite, entry.kernel, entry.attempts);
-        let report_path = logs.join(format!("{stem}.json"));
-        let log_path = logs.join(format!("{stem}.log"));
+        let deadline = Instant::now() + self.timeout;
+        let scaffolded: String;
+        let mut args = vec!["start", &entry.kernel, "--suite", &entry.suite, "--json"];
+        if entry.source == CORRECTNESS_ONLY {
+            let mut scaffold = [args.as_slice(), &["--scaffold"]].concat();
+            if let Some(python) = record.start_flag("--python") {
+                scaffold.extend(["--python", python]);
+            }
+            let (ended, report) = self.child(entry, worktree, "scaffold", &scaffold, deadline)?;
+            match report.as_ref().and_then(|r| r["file"].as_str()) {
+                Some(file) if matches!(&ended, Ended::Status(s) if s.success()) => {
+                    scaffolded = file.to_string();
+                    args.extend(["--test", &scaffolded]);
+                }
+                _ => {
+                    return Ok(match self.outcome(ended, report.as_ref(), "scaffold", entry) {
+                        Outcome::Failed(reason) => {
+                            Outcome::Failed(format!("start --scaffold: {reason}"))
+                        }
+                        other => other,
+                    });
+                }
+            }
+        }
+        args.extend(record.start_args.iter().map(String::as_str));
+        if let Some(gpu) = self.gpu.as_deref().filter(|_| self.pass_gpu) {
+            args.extend(["--gpus", gpu]);
+        }
+        let (ended, report) = self.child(entry, worktree, "start", &args, deadline)?;
+        Ok(self.outcome(ended, report.as_ref(), "start", entry))
+    }
+
+    /// Runs this program with `args` in `worktree`, pinned to the worker's GPU, until it ends or
+    /// `deadline` passes; its `--json` report, if it wrote one, and how it ended. Its stdout and stderr
+    /// are kept in the campaign's logs, named after the kernel, the attempt and `verb`.
+    fn child(
+        &self,
+        entry: &Entry,
+        worktree: &Path,
+        verb: &str,
+        args: &[&str],
+        deadline: Instant,
+    ) -> Result<(Ended, Option<serde_json::Value>)> {
+        let (report_path, log_path) = self.logs(entry, verb)?;
         let mut command = Command::new(tool_binary());
         command
             .current_dir(worktree)
-            .args(["start", &entry.kernel, "--suite", &entry.suite, "--json"])
-            .args(&record.start_args)
+            .args(args)
             .stdin(Stdio::null())
             .stdout(std::fs::File::create(&report_path)?)
             .stderr(std::fs::File::create(&log_path)?)
             .process_group(0);
         if let Some(gpu) = &self.gpu {
             command.env("CUDA_VISIBLE_DEVICES", gpu);
-            if self.pass_gpu {
-                command.args(["--gpus", gpu]);
-            }
         }
-        let ended = supervise(command, Instant::now() + self.timeout)?;
-        // a `start` killed past its grace may leave its tests' process group behind
+        let ended = supervise(command, deadline)?;
+        // a child killed past its grace may leave its tests' process group behind
         if let Ok(tree) = Repo::discover(worktree)
             && let Ok(groups) = journal::group_file(&tree)
         {
             process::end_recorded_groups(&groups);
         }
         let report = std::fs::read_to_string(&report_path).unwrap_or_default();
-        let report: Option<serde_json::Value> = serde_json::from_str(&report).ok();
-        Ok(match ended {
+        Ok((ended, serde_json::from_str(&report).ok()))
+    }
+
+    /// The report and log files of `entry`'s `verb` in this attempt.
+    fn logs(&self, entry: &Entry, verb: &str) -> Result<(PathBuf, PathBuf)> {
+        let logs = campaign_dir(&self.repo, self.name)?.join("logs");
+        std::fs::create_dir_all(&logs)?;
+        let stem = match verb {
+            "start" => format!("{}-{}-{}", entry.suite, entry.kernel, entry.attempts),
+            verb => format!("{}-{}-{}-{verb}", entry.suite, entry.kernel, entry.attempts),
+        };
+        Ok((
+            logs.join(format!("{stem}.json")),
+            logs.join(format!("{stem}.log")),
+        ))
+    }
+
+    /// How a child that ran as `verb` ended, for the record: a started session is one whose `start`
+    /// reported its branch.
+    fn outcome(
+        &self,
+        ended: Ended,
+        report: Option<&serde_json::Value>,
+        verb: &str,
+        entry: &Entry,
+    ) -> Outcome {
+        let log = || self.logs(entry, verb).map(|(_, log)| log).unwrap_or_default();
+        match ended {
             Ended::Interrupted => Outcome::Interrupted,
             Ended::TimedOut => Outcome::Failed(format!(
                 "timed out after {} (log: {})",
                 crate::system::runner::slurm::fmt_wait(self.timeout),
-                log_path.display()
+                log().display()
             )),
-            Ended::Status(status) => match report.as_ref().and_then(|r| r["branch"].as_str()) {
+            Ended::Status(status) => match report.and_then(|r| r["branch"].as_str()) {
                 Some(branch) if status.success() => Outcome::Started {
                     branch: branch.to_string(),
                 },
-                _ => Outcome::Failed(failure(report.as_ref(), status, &log_path)),
+                _ => Outcome::Failed(failure(report, status, &log())),
             },
-        })
+        }
     }
 }
 
