@@ -1,8 +1,10 @@
-//! What keeps the suite honest about itself: every test file is compiled into the one test binary, and
-//! the README's commands that CI runs are read from their own sections.
+//! What keeps the suite honest about itself: every test file is compiled into the one test binary, the
+//! README's commands that CI runs are read from their own sections, and the tracked tree stays small.
 
 use std::path::Path;
 use std::process::Command;
+
+use crate::support;
 
 fn repo_root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -83,4 +85,30 @@ fn ci_reads_each_readme_command_from_its_own_section() {
     // this README's own
     let ours = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
     assert!(readme_command("test", &ours).is_some_and(|c| c.starts_with("cargo ")));
+}
+
+/// The tracked files take under 6 MB: records and evidence are kept as the tests and pages read them
+/// (reduced to what is read, or gzip-compressed), not as their runs wrote them.
+#[test]
+fn the_tracked_tree_stays_under_six_megabytes() {
+    const LIMIT: u64 = 6_000_000;
+    let mut sizes: Vec<(u64, String)> = support::tracked_files()
+        .into_iter()
+        .map(|path| {
+            let size = std::fs::metadata(repo_root().join(&path)).map_or(0, |m| m.len());
+            (size, path)
+        })
+        .collect();
+    let total: u64 = sizes.iter().map(|(size, _)| size).sum();
+    sizes.sort_unstable_by(|a, b| b.cmp(a));
+    let largest: Vec<String> = sizes
+        .iter()
+        .take(10)
+        .map(|(size, path)| format!("{size:>9} {path}"))
+        .collect();
+    assert!(
+        total < LIMIT,
+        "the tracked files take {total} bytes, {LIMIT} at the most; the largest:\n{}",
+        largest.join("\n")
+    );
 }

@@ -4,7 +4,8 @@
 Usage: tools/order_effect.py [DIR] [--stat median|mean|min]
 DIR holds a session's runs as `tools/evidence_junit.py` writes them (`<iteration>-round-<n>-<side>.xml`;
 default: tests/data/rope-paired-h200, the H200 rope session of evidence/2026-12-04-h200-rope/2026-12-02-mean/; the sets
-there keep each record's mean only, but rope-paired-h200-ticked, which keeps whole records). Round n
+there keep each record's mean only, but rope-paired-h200-ticked, which keeps whole records, each file
+gzip-compressed: `<name>.xml.gz`). Round n
 runs the baseline first when n is odd (A B, B A, ...), as the tool does. For each config measured in four
 rounds or more it prints: the rounds, each round's ratio (candidate over baseline, %), the plain mean and
 standard deviation, and the least-squares fit with the order as a second term (`src/rules/verdict/`,
@@ -13,6 +14,7 @@ side measured second was, %).
 """
 import ast
 import glob
+import gzip
 import html
 import math
 import os
@@ -24,13 +26,21 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def records(path, statistic):
     """{case name: value (ms)} of one JUnit file's benchmark records (cutile, forward)."""
-    text = open(path).read()
+    text = gzip.open(path, "rt").read() if path.endswith(".gz") else open(path).read()
     found = {}
     for case in re.finditer(r'<testcase[^>]*?\sname="([^"]*)"[^>]*>(.*?)</testcase>', text, re.S):
         prop = re.search(r'property name="benchmark" value="([^"]*)"', case.group(2))
         if prop:
             found[case.group(1)] = ast.literal_eval(html.unescape(prop.group(1)))["cutile"]["forward"][statistic]
     return found
+
+
+def record_file(directory, name):
+    """The path of run `name` in `directory`, `.xml` or `.xml.gz`; None where there is neither."""
+    for path in (os.path.join(directory, name + ".xml"), os.path.join(directory, name + ".xml.gz")):
+        if os.path.exists(path):
+            return path
+    return None
 
 
 def fit(ratios, orders):
@@ -53,12 +63,12 @@ def main():
         statistic = args[i + 1]
         del args[i : i + 2]
     directory = args[0] if args else os.path.join(ROOT, "tests", "data", "rope-paired-h200")
-    iterations = sorted({os.path.basename(p).split("-")[0] for p in glob.glob(os.path.join(directory, "*-round-*.xml"))})
+    iterations = sorted({os.path.basename(p).split("-")[0] for p in glob.glob(os.path.join(directory, "*-round-*.xml*"))})
     for iteration in iterations:
         by_config = {}
         for n in range(1, 100):
-            paths = [os.path.join(directory, f"{iteration}-round-{n}-{side}.xml") for side in ("baseline", "candidate")]
-            if not all(os.path.exists(p) for p in paths):
+            paths = [record_file(directory, f"{iteration}-round-{n}-{side}") for side in ("baseline", "candidate")]
+            if None in paths:
                 break
             baseline, candidate = (records(p, statistic) for p in paths)
             # the candidate first in even rounds: +1; the baseline first: -1

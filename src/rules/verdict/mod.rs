@@ -1003,12 +1003,24 @@ mod h200_rounds {
     /// (`evidence/2026-12-04-h200-rope/2026-12-04-ordered/`).
     const ORDERED: &str = data!("rope-paired-h200-ordered");
     /// The three null edits on the session's default statistic, the median, under the ticked rules
-    /// (`evidence/2026-12-04-h200-rope/2026-12-04-ticked/`).
+    /// (`evidence/2026-12-04-h200-rope/2026-12-04-ticked/`): whole records, each file gzip-compressed.
     const TICKED: &str = data!("rope-paired-h200-ticked");
+
+    /// A run's record file: `<name>.xml`, or `<name>.xml.gz` where the set keeps whole records.
+    fn record_text(dir: &str, name: &str) -> Option<String> {
+        if let Ok(text) = std::fs::read_to_string(format!("{dir}/{name}.xml")) {
+            return Some(text);
+        }
+        let compressed = std::fs::File::open(format!("{dir}/{name}.xml.gz")).ok()?;
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(compressed), &mut text)
+            .unwrap();
+        Some(text)
+    }
 
     /// A run's records under the statistic its session took: `--stat mean` for every session but [`TICKED`]'s.
     fn run_in(dir: &str, name: &str) -> Option<Vec<Measurement>> {
-        let text = std::fs::read_to_string(format!("{dir}/{name}.xml")).ok()?;
+        let text = record_text(dir, name)?;
         let cases = RecordFormat::Junit.parse(&text).unwrap();
         let statistic = match dir {
             TICKED => Statistic::Median,
