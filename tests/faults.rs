@@ -42,7 +42,7 @@ fn make_executable(path: &Path) {
 }
 
 #[derive(Debug, Clone, Copy)]
-enum Signal {
+pub(crate) enum Signal {
     Int,
     Term,
     Kill,
@@ -50,15 +50,20 @@ enum Signal {
 
 /// Where to pause: which hook, at its nth call during the command.
 #[derive(Debug, Clone, Copy)]
-struct Phase {
-    name: &'static str,
-    hook: &'static str,
-    at: u32,
+pub(crate) struct Phase {
+    pub name: &'static str,
+    pub hook: &'static str,
+    pub at: u32,
 }
 
 /// Runs `args` with the pause set, stops it with `signal` once paused, and returns how it ended. For
 /// SIGKILL, git and its hook (one process group) are killed too, as a machine going down would.
-fn stop_at(f: &Fixture, args: &[&str], phase: Phase, signal: Signal) -> (Option<i32>, String) {
+pub(crate) fn stop_at(
+    f: &Fixture,
+    args: &[&str],
+    phase: Phase,
+    signal: Signal,
+) -> (Option<i32>, String) {
     stop_at_after(f, args, phase, signal, || {})
 }
 
