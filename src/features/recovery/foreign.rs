@@ -57,10 +57,10 @@ impl GivenBack {
 /// Takes back every change the commits the tool did not make brought (`None` when there are none), first
 /// settling a take-back a kill cut short.
 pub fn take_back(repo: &Repo, history: &History) -> Result<Option<TakenBack>> {
-    if let Some(left) = TakeBack::load(repo)? {
-        if let Some(finished) = settle_cut_short(repo, &left)? {
-            return Ok(Some(finished));
-        }
+    if let Some(left) = TakeBack::load(repo)?
+        && let Some(finished) = settle_cut_short(repo, &left)?
+    {
+        return Ok(Some(finished));
     }
     let findings = audit::foreign_findings(repo, history)?;
     if findings.is_empty() {
@@ -93,13 +93,13 @@ pub fn take_back(repo: &Repo, history: &History) -> Result<Option<TakenBack>> {
         recorded,
     };
     journal.save(repo)?;
-    if let Some(patch) = &journal.patch {
-        if let Err(err) = keep_as_patch(repo, &journal, patch) {
-            // nothing moved: the work tree is as the user left it
-            let _ = std::fs::remove_file(repo.root.join(patch));
-            TakeBack::remove(repo)?;
-            return Err(err);
-        }
+    if let Some(patch) = &journal.patch
+        && let Err(err) = keep_as_patch(repo, &journal, patch)
+    {
+        // nothing moved: the work tree is as the user left it
+        let _ = std::fs::remove_file(repo.root.join(patch));
+        TakeBack::remove(repo)?;
+        return Err(err);
     }
     let commit = commit(repo, &journal)?;
     finish(repo, &journal, commit).map(Some)

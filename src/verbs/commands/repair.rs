@@ -46,12 +46,12 @@ pub fn run(repo: &Repo) -> Result<RepairReport> {
     // iteration's configs: `next_action` finds the variants in them)
     let mut history = history::read(repo, Configs::All)?;
     let mut given_back = None;
-    if let (None, Some(read)) = (&repaired, &history) {
-        if let Some(taken) = take_back(repo, read)? {
-            given_back = Some(taken.given_back.clone());
-            repaired = Some(taken_back(taken));
-            history = history::read(repo, Configs::All)?;
-        }
+    if let (None, Some(read)) = (&repaired, &history)
+        && let Some(taken) = take_back(repo, read)?
+    {
+        given_back = Some(taken.given_back.clone());
+        repaired = Some(taken_back(taken));
+        history = history::read(repo, Configs::All)?;
     }
     let mut foreign = Vec::new();
     let next_action = match &mut history {
