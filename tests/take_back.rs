@@ -315,3 +315,38 @@ fn beside_another_edit_the_taken_back_change_is_kept_as_a_patch() {
             .contains("+LATENCY_MS = {\"small\": 0.080000")
     );
 }
+
+/// A take-back killed part-way through its undo (simulated: half of it put back by hand) is refused,
+/// naming the work tree as saved before it; the hint's recipe then lets `repair` take back afresh.
+#[test]
+fn a_take_back_left_part_way_is_refused_with_the_work_tree_saved() {
+    let mut f = Fixture::new();
+    f.start();
+    f.set_latency(0.05, 0.5);
+    f.append(KERNEL, "# foreign\n");
+    f.git(&["commit", "-q", "--no-verify", "-am", "two hunks"]);
+    f.append("setup.py", "# mine\n");
+    let at = Phase {
+        name: "take-back commit",
+        hook: "commit-tree",
+        at: 1,
+    };
+    pausing_git(&mut f);
+    let (code, output) = crate::faults::stop_at(&f, &["repair"], at, crate::faults::Signal::Kill);
+    assert_eq!(code, None, "{output}");
+    // one hunk of the undo taken out again, the other not
+    f.set_latency(0.05, 0.5);
+    let err = f.fails(&["repair"]);
+    assert!(err.contains("left the work tree part-way"), "{err}");
+    let saved = err
+        .split("git restore --source=")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .unwrap_or_else(|| panic!("{err}"));
+    f.git(&["restore", &format!("--source={saved}"), "--", KERNEL]);
+    std::fs::remove_file(f.path(".git/cutile-perf/take-back.json")).unwrap();
+    let repaired: serde_json::Value = serde_json::from_str(&f.ok(&["repair", "--json"])).unwrap();
+    assert_eq!(repaired["given_back"]["to"], "patch", "{repaired}");
+    assert!(f.ok(&["verify"]).contains("the record holds"));
+    assert!(f.git(&["diff"]).contains("+# mine"));
+}

@@ -178,7 +178,7 @@ pub struct TakeBack {
 }
 
 impl TakeBack {
-    fn path(repo: &Repo) -> Result<PathBuf> {
+    pub fn path(repo: &Repo) -> Result<PathBuf> {
         Ok(dir(repo)?.join("take-back.json"))
     }
 

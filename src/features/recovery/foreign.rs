@@ -172,8 +172,8 @@ fn finish(repo: &Repo, journal: &TakeBack, commit: String) -> Result<TakenBack> 
     })
 }
 
-/// A take-back a kill cut short: finished where its commit landed; else the work tree put back as it
-/// was (`None`: the take-back begins afresh).
+/// A take-back a kill cut short: finished where its commit landed; else its undo taken out of the work
+/// tree again (`None`: the take-back begins afresh).
 fn settle_cut_short(repo: &Repo, left: &TakeBack) -> Result<Option<TakenBack>> {
     let head = repo.head()?;
     let tree = |commit: &str| repo.git(&["rev-parse", &format!("{commit}^{{tree}}")]);
@@ -188,39 +188,56 @@ fn settle_cut_short(repo: &Repo, left: &TakeBack) -> Result<Option<TakenBack>> {
         TakeBack::remove(repo)?;
         return Ok(None);
     }
-    // killed before its commit: its undo in the work tree (whole, in part, or not yet) is put back
     if let Some(patch) = &left.patch {
-        for path in repo.changed_between(&left.head, &left.recorded)? {
-            restore(repo, &left.work_tree, &path)?;
-        }
+        put_back(repo, left)?;
         let _ = std::fs::remove_file(repo.root.join(patch));
     }
     TakeBack::remove(repo)?;
     Ok(None)
 }
 
-/// `path` in the work tree as tree `saved` holds it: absent there, absent here.
-fn restore(repo: &Repo, saved: &str, path: &str) -> Result<()> {
-    let held = repo
-        .git(&["rev-parse", "-q", "--verify", &format!("{saved}:{path}")])
-        .is_ok();
-    if held {
-        let source = format!("--source={saved}");
-        repo.git(&[
-            "--literal-pathspecs",
-            "restore",
-            &source,
-            "--worktree",
-            "--",
-            path,
-        ])?;
-    } else {
-        match std::fs::remove_file(repo.root.join(path)) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.into()),
-            _ => {}
-        }
+/// Takes the undo of a take-back killed before its commit out of the work tree: applied whole, it is
+/// applied in reverse, which keeps what was edited since beside it; not begun, there is nothing to take
+/// out. Part-way (a kill inside `git apply`), or under an edit made since, nothing is touched and the
+/// refusal names both work trees, as saved before the take-back and now.
+fn put_back(repo: &Repo, left: &TakeBack) -> Result<()> {
+    let undo = repo.git_bytes(&[
+        "diff",
+        "--binary",
+        "--no-ext-diff",
+        &left.head,
+        &left.recorded,
+        "--",
+    ])?;
+    if undo.is_empty() {
+        return Ok(());
     }
-    Ok(())
+    let apply = |extra: &[&str]| {
+        let mut args = vec!["apply", "--whitespace=nowarn"];
+        args.extend_from_slice(extra);
+        args.push("-");
+        repo.git_with(&args, &[], Some(&undo)).map(drop)
+    };
+    if apply(&["--check", "--reverse"]).is_ok() {
+        return apply(&["--reverse"]);
+    }
+    if apply(&["--check"]).is_ok() {
+        return Ok(());
+    }
+    let now = crate::features::snapshot::work_tree(repo)?;
+    Err(hinted(
+        format!(
+            "a `repair` killed while taking back commits left the work tree part-way: as it was before, it \
+             is saved as tree {}; as it is now, as tree {now}",
+            left.work_tree
+        ),
+        format!(
+            "put each path back as you want it (`git restore --source={} -- <path>`), then delete {} and \
+             run `git cutile-perf repair` again",
+            left.work_tree,
+            TakeBack::path(repo)?.display()
+        ),
+    ))
 }
 
 /// The take-back commit's message. The findings name paths, which are the user's text: each is one
