@@ -245,7 +245,7 @@ complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand demo" -s
 complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand man" -l dir -d 'Write every page into DIR (created if missing) instead of printing one' -r -F
 complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand man" -l json -d 'Print one JSON object listing the files written (with --dir)'
 complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand man" -s h -l help -d 'Print help'
-complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand completions" -l dir -d 'Write the script(s) into DIR (created if missing) instead of printing' -r -F
+complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand completions" -l dir -d 'Write the scripts (or the one shell\'s) into DIR (created if missing) instead of printing' -r -F
 complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand completions" -l json -d 'Print one JSON object listing the files written (with --dir)'
 complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand completions" -s h -l help -d 'Print help'
 complete -c git-cutile-perf -n "__fish_git_cutile_perf_using_subcommand install-extras" -l prefix -d 'Use the layout under DIR (DIR/share/man/man1, DIR/share/bash-completion/completions, ...) instead of your user\'s directories (~/.local/share/..., ~/.config/fish/...)' -r -F
