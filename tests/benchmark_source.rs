@@ -18,7 +18,7 @@ fn a_session_runs_the_cutile_lines_of_a_standalone_benchmark() {
     let wrote = f.ok(&["start", "swish", "--scaffold"]);
     assert!(
         wrote.contains(
-            "wrote sandbox/perf_swish.py: runs the cuTile line(s) of tests/benchmark/bench_swish.py"
+            "wrote sandbox/perf_swish.py: runs the cuTile lines of tests/benchmark/bench_swish.py"
         ),
         "{wrote}"
     );
@@ -30,7 +30,7 @@ fn a_session_runs_the_cutile_lines_of_a_standalone_benchmark() {
     // (0.32768 ms), whose geometric mean is 0.16384 ms; the reference line would add two more configs
     for wanted in [
         "wrote sandbox/perf_swish.py",
-        "source: the cuTile line(s) of the standalone benchmark tests/benchmark/bench_swish.py",
+        "source: the cuTile lines of the standalone benchmark tests/benchmark/bench_swish.py",
         "baseline iteration 0: 0.163840 ms (geometric mean of 2 configs' medians, 2 correctness tests passed)",
     ] {
         assert!(started.contains(wanted), "{wanted}\n{started}");
@@ -94,7 +94,7 @@ fn a_session_started_on_the_scaffolded_file_names_the_script_it_runs() {
     f.ok(&["start", "swish", "--scaffold"]);
     let started = f.ok_all(&["start", "swish", "--test", PERF_FILE]);
     for wanted in [
-        "source: the cuTile line(s) of the standalone benchmark tests/benchmark/bench_swish.py, run through \
+        "source: the cuTile lines of the standalone benchmark tests/benchmark/bench_swish.py, run through \
          sandbox/perf_swish.py",
         "unseen inputs shift only the seeds the script sets",
     ] {

@@ -42,7 +42,7 @@ fn make_executable(path: &Path) {
 }
 
 #[derive(Debug, Clone, Copy)]
-enum Signal {
+pub(crate) enum Signal {
     Int,
     Term,
     Kill,
@@ -50,15 +50,20 @@ enum Signal {
 
 /// Where to pause: which hook, at its nth call during the command.
 #[derive(Debug, Clone, Copy)]
-struct Phase {
-    name: &'static str,
-    hook: &'static str,
-    at: u32,
+pub(crate) struct Phase {
+    pub name: &'static str,
+    pub hook: &'static str,
+    pub at: u32,
 }
 
 /// Runs `args` with the pause set, stops it with `signal` once paused, and returns how it ended. For
 /// SIGKILL, git and its hook (one process group) are killed too, as a machine going down would.
-fn stop_at(f: &Fixture, args: &[&str], phase: Phase, signal: Signal) -> (Option<i32>, String) {
+pub(crate) fn stop_at(
+    f: &Fixture,
+    args: &[&str],
+    phase: Phase,
+    signal: Signal,
+) -> (Option<i32>, String) {
     stop_at_after(f, args, phase, signal, || {})
 }
 
@@ -840,4 +845,75 @@ fn a_reader_that_closes_the_pipe_does_not_cut_a_step_short() {
     );
     assert!(subjects().contains("#2 keep"), "{}", subjects());
     f.ok(&["verify"]);
+}
+
+/// The tests' own conftest grown to play a disk that fills while pytest writes the JUnit file of the run
+/// named by `FIXTURE_FULL_DISK_RUN`: the file is left empty (`FIXTURE_FULL_DISK=empty`) or never made
+/// (`absent`), in a pytest of its own or a warm worker alike (both write through `LogXML`).
+const FULL_DISK_CONFTEST: &str = r#"
+
+if os.environ.get("FIXTURE_FULL_DISK_RUN"):
+    from _pytest import junitxml as _junitxml
+
+    _write_junit = _junitxml.LogXML.pytest_sessionfinish
+
+    def _on_a_full_disk(self):
+        _write_junit(self)
+        if os.path.basename(self.logfile).startswith(os.environ["FIXTURE_FULL_DISK_RUN"]):
+            if os.environ.get("FIXTURE_FULL_DISK") == "absent":
+                os.remove(self.logfile)
+            else:
+                open(self.logfile, "w").close()
+
+    _junitxml.LogXML.pytest_sessionfinish = _on_a_full_disk
+"#;
+
+/// A disk that fills while a step's correctness tests write their JUnit file: the run produced no
+/// result, so the step records a crash naming why, never the kernel's correctness FAIL, and the change
+/// stays in the attempt commit the record names.
+#[test]
+fn a_correctness_run_that_left_no_result_is_a_crash_never_the_kernels_fail() {
+    let f = Fixture::new();
+    f.append("tests/conftest.py", FULL_DISK_CONFTEST);
+    f.git(&[
+        "commit",
+        "-q",
+        "-am",
+        "a conftest that can play a full disk",
+    ]);
+    f.ok(&["start", "vector_add"]);
+    for (n, (left, why)) in [
+        ("empty", "the JUnit file holds no results (0 bytes)"),
+        ("absent", "without writing its JUnit file"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        f.set_latency(0.08 - n as f64 * 0.01, 0.8);
+        let edited = f.git(&["diff", "--", KERNEL]);
+        let out = f
+            .command(&["step", "--json", "--opt", "none", "tile size"])
+            .env("FIXTURE_FULL_DISK_RUN", "correctness")
+            .env("FIXTURE_FULL_DISK", left)
+            .output()
+            .unwrap();
+        let report: serde_json::Value =
+            serde_json::from_str(&text(&out.stdout)).unwrap_or_else(|_| panic!("{}", both(&out)));
+        assert_eq!(report["status"], "crash", "{left}: {report}");
+        assert!(
+            report["reason"].as_str().unwrap().contains(why),
+            "{left}: {report}"
+        );
+        // nothing of the user's lost: the change is the attempt the record names
+        let attempt = report["attempt"].as_str().expect("an attempt commit");
+        let kept = f.git(&["diff", &format!("{attempt}^"), attempt, "--", KERNEL]);
+        let added = |diff: &str| -> Vec<String> {
+            diff.lines()
+                .filter(|l| l.starts_with('+') && !l.starts_with("+++"))
+                .map(String::from)
+                .collect()
+        };
+        assert_eq!(added(&kept), added(&edited), "{left}");
+    }
+    assert!(f.ok(&["verify"]).contains("the record holds"));
 }

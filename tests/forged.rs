@@ -195,7 +195,7 @@ fn an_ignored_helper_is_seen_where_the_list_start_kept_is_gone() {
     let refused = f.fails(&["step", "--opt", "none", "a helper"]);
     assert!(
         refused.contains(
-            "git-ignored files that pytest loads differ from when the session started (0 file(s) then, 1 \
+            "git-ignored files that pytest loads differ from when the session started (0 files then, 1 file \
              now: src/tilegym/ops/cutile/_fast.py)"
         ),
         "{refused}"

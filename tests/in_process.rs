@@ -125,8 +125,11 @@ fn verify_reports_findings_and_its_verdict_fails_on_them() {
     assert_eq!(
         shape.error,
         format!(
-            "verify found {} departure(s) from the session's record",
-            report.findings.len()
+            "verify found {} from the session's record",
+            match report.findings.len() {
+                1 => "1 departure".to_string(),
+                n => format!("{n} departures"),
+            }
         )
     );
     assert!(

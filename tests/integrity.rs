@@ -275,10 +275,9 @@ fn a_tenfold_gain_is_measured_again_before_it_stands() {
     let r = f.step_json(&["a suspicious gain"]);
     assert_eq!(r["status"], "keep");
     assert!(
-        r["reason"]
-            .as_str()
-            .unwrap()
-            .ends_with("; 1 config(s) more than 10x faster than the baseline, confirmed by a second measurement"),
+        r["reason"].as_str().unwrap().ends_with(
+            "; 1 config more than 10x faster than the baseline, confirmed by a second measurement"
+        ),
         "{r}"
     );
     let note = f.git(&["notes", NOTES, "show", "HEAD"]);

@@ -953,7 +953,7 @@ fn the_text_of_start_step_status_and_next_is_for_a_person() {
   allowed    src/tilegym/ops/cutile/vector_add.py
   gpu        none found
   runner     local
-  class      memory (static: no ct.mma in its 1 kernel(s): elementwise/reduction work, about 1 FLOP per byte)
+  class      memory (static: no ct.mma in its kernel: elementwise/reduction work, about 1 FLOP per byte)
 baseline iteration 0: 0.316228 ms (geometric mean of 2 configs' medians, 5 correctness tests passed (1 skipped))
 {next_line}"
         )
@@ -965,7 +965,7 @@ baseline iteration 0: 0.316228 ms (geometric mean of 2 configs' medians, 5 corre
         format!(
             "iteration 1: keep  0.252982 ms (baseline 0.316228 ms, -20.00%)  correctness PASS  -> continue
   reason   20.00% faster overall (19.88% to 20.12%; >= 5%)
-  against  iteration 0 (the current baseline) re-measured beside the candidate in this step's 1 paired round; the table shows each iteration's own latency, and its iteration 0 is the latency stored at start (0.316228 ms)
+  against  iteration 0, re-measured beside it (1 paired round)
   commit   <commit>
   table    <root>/sandbox/perf_results.md
   time     <where the seconds went>

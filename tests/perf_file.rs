@@ -56,7 +56,7 @@ fn a_session_through_a_session_perf_file_records_and_guards_it() {
     );
     let started = f.ok(&["start", "scale", "--test", PERF_FILE]);
     assert!(
-        started.contains("launch-bound 1 config(s) run in under 10 us")
+        started.contains("launch-bound 1 config runs in under 10 us")
             && started
                 .contains("  sandbox.perf_scale::test_perf[cutile-tiny] forward (0.004000 ms)"),
         "{started}"
@@ -190,7 +190,7 @@ fn a_kernel_of_multi_rank_inputs_starts_on_the_file_derived_from_its_tests() {
         wrote.contains(
             "on the call its tests make (2 of 4 recorded alike): B: torch.float32[64], W: torch.float32[64], \
              X: torch.float32[8, 64]"
-        ) && wrote.contains("grown along its dimension(s) of size 8: x1 0.0051 ms, x2 0.0102 ms")
+        ) && wrote.contains("grown along every dimension of size 8: x1 0.0051 ms, x2 0.0102 ms")
             && wrote.contains("kept x2, x8"),
         "{wrote}"
     );

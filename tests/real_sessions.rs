@@ -10,7 +10,9 @@ use git_cutile_perf::record::plot;
 use git_cutile_perf::record::session::{Iteration, Session, fmt_ms};
 use git_cutile_perf::record::table;
 use git_cutile_perf::rules::decision::Status;
-use git_cutile_perf::rules::records::{Measurement, RecordFormat, Statistic, measurements};
+use git_cutile_perf::rules::records::{
+    Measurement, RecordFormat, Statistic, measurements, round_config_ms,
+};
 use git_cutile_perf::rules::stats::geometric_mean;
 use git_cutile_perf::rules::trailers::Block;
 
@@ -86,7 +88,22 @@ fn trailers_and_tables_match_the_raw_junit_files() {
                     .into_iter()
                     .map(|m| Measurement { mean: None, ..m })
                     .collect();
-            assert_eq!(measured, it.configs, "{kernel} #{}", it.number);
+            // each value as the trailers round it (these were written whole)
+            let rounded = |configs: &[Measurement]| -> Vec<Measurement> {
+                configs
+                    .iter()
+                    .map(|m| Measurement {
+                        value: round_config_ms(m.value),
+                        ..m.clone()
+                    })
+                    .collect()
+            };
+            assert_eq!(
+                rounded(&measured),
+                rounded(&it.configs),
+                "{kernel} #{}",
+                it.number
+            );
             let latency = geometric_mean(measured.iter().map(|m| m.value));
             assert_eq!(
                 fmt_ms(latency),

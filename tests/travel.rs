@@ -180,7 +180,7 @@ fn a_pushed_session_verifies_in_another_clone_and_notes_merge_unless_they_confli
     assert!(!refused.status.success(), "{}", both(&refused));
     let stderr = text(&refused.stderr);
     assert!(
-        stderr.contains("noted the same commit(s) differently") && stderr.contains(root),
+        stderr.contains("noted the same commit differently") && stderr.contains(root),
         "{stderr}"
     );
     assert_eq!(author.git(&["rev-parse", NOTES]).trim(), authors);
@@ -278,7 +278,7 @@ fn a_fetch_that_would_fast_forward_over_a_rewritten_note_of_ours_is_refused_nami
     assert!(!refused.status.success(), "{}", both(&refused));
     let stderr = text(&refused.stderr);
     assert!(
-        stderr.contains("noted the same commit(s) differently") && stderr.contains(&iteration),
+        stderr.contains("noted the same commit differently") && stderr.contains(&iteration),
         "{stderr}"
     );
     assert_eq!(reviewer.git(&["rev-parse", NOTES]).trim(), reviewers);

@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 
 use crate::rules::hint::{Hinted, hinted};
+use crate::rules::units::counted;
 use crate::system::git::Repo;
 use crate::system::pytest::{is_identifier, is_source_bytecode};
 
@@ -160,9 +161,13 @@ pub fn check(repo: &Repo, branch: &str, recorded: Option<&str>) -> Result<()> {
             return Err(hinted(
                 format!(
                     "git-ignored files that pytest loads differ from when the session started ({} \
-                     file(s) then, {} now: {}), and the guard cannot see them",
-                    recorded.split(' ').next().unwrap_or("?"),
-                    now.len(),
+                     then, {} now: {}), and the guard cannot see them",
+                    recorded
+                        .split(' ')
+                        .next()
+                        .and_then(|n| n.parse::<u64>().ok())
+                        .map_or_else(|| "? files".to_string(), |n| counted(n, "file")),
+                    counted(now.len() as u64, "file"),
                     if listed.is_empty() {
                         "none".to_string()
                     } else {

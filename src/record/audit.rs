@@ -13,8 +13,9 @@ use crate::record::history::History;
 use crate::record::replay::{self, Replayed};
 use crate::record::session::{Iteration, Session, fmt_change, fmt_ms};
 use crate::rules::decision::{self, Attempt, Cause, Status, Verdict};
-use crate::rules::records::Measurement;
+use crate::rules::records::{Measurement, round_config_ms};
 use crate::rules::stats::{self, Comparison, geometric_mean};
+use crate::rules::units::counted;
 use crate::system::git::Repo;
 
 /// What kind of departure from the record's rules a finding is.
@@ -239,17 +240,18 @@ pub fn check_iteration(
 fn configs_in_words(recorded: &[Measurement], found: &[Measurement]) -> (String, String) {
     if recorded.len() != found.len() {
         return (
-            format!("{} config(s)", recorded.len()),
-            format!("{} config(s)", found.len()),
+            counted(recorded.len() as u64, "config"),
+            counted(found.len() as u64, "config"),
         );
     }
-    // each config as its fields print: two values differ in words exactly when they differ
+    // each config as its fields print, its value as the trailers round it (a record written before they
+    // did holds it whole): two values differ in words exactly when they differ there
     let words = |m: &Measurement| {
         format!(
             "{} {} {:?} ms{}",
             m.test,
             m.pass,
-            m.value,
+            round_config_ms(m.value),
             m.mean
                 .map_or(String::new(), |mean| format!(" (mean {mean:?} ms)"))
         )
@@ -482,7 +484,30 @@ mod tests {
         );
         assert_eq!(
             configs_in_words(&recorded, &found[..1]),
-            ("2 config(s)".to_string(), "1 config(s)".to_string())
+            ("2 configs".to_string(), "1 config".to_string())
         );
+    }
+
+    #[test]
+    fn a_rounded_trailer_and_a_whole_one_match_the_evidence_alike() {
+        let config = |value: f64| Measurement {
+            pass: "forward".into(),
+            test: "t::a".into(),
+            value,
+            mean: None,
+        };
+        let exact = [config(0.08799999999999998)];
+        let rounded = [config(0.088)];
+        assert_eq!(
+            configs_in_words(&rounded, &exact),
+            (String::new(), String::new())
+        );
+        assert_eq!(
+            configs_in_words(&exact, &exact),
+            (String::new(), String::new())
+        );
+        // a value that differs in the digits the trailers keep still differs
+        let (recorded, found) = configs_in_words(&rounded, &[config(0.0881)]);
+        assert_ne!(recorded, found);
     }
 }

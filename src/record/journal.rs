@@ -117,29 +117,12 @@ impl Journal {
 
     /// The journal a command left, if any.
     pub fn load(repo: &Repo) -> Result<Option<Journal>> {
-        let path = Journal::path(repo)?;
-        let text = match std::fs::read_to_string(&path) {
-            Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
-        };
-        let journal = serde_json::from_str(&text).with_context(|| {
-            Hinted::new(
-                format!("the journal {} is damaged", path.display()),
-                "look at it, then delete it",
-            )
-        })?;
-        Ok(Some(journal))
+        read(&Journal::path(repo)?)
     }
 
     /// Writes the journal atomically (a rename), so a kill leaves the old one or the new one.
     pub fn save(&self, repo: &Repo) -> Result<()> {
-        let path = Journal::path(repo)?;
-        let temporary = path.with_extension("json.new");
-        let text = serde_json::to_string_pretty(self).expect("a journal serializes");
-        std::fs::write(&temporary, text)
-            .and_then(|()| std::fs::rename(&temporary, &path))
-            .with_context(|| format!("cannot write {}", path.display()))
+        write(&Journal::path(repo)?, self)
     }
 
     /// Moves to `phase`, writing the journal first.
@@ -149,13 +132,7 @@ impl Journal {
     }
 
     pub fn remove(repo: &Repo) -> Result<()> {
-        let path = Journal::path(repo)?;
-        match std::fs::remove_file(&path) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                Err(e).with_context(|| format!("cannot remove {}", path.display()))
-            }
-            _ => Ok(()),
-        }
+        remove(&Journal::path(repo)?)
     }
 
     /// Whether the command that wrote the journal still runs.
@@ -178,6 +155,77 @@ impl Journal {
             self.branch,
             self.phase.as_str()
         )
+    }
+}
+
+/// A `repair` taking back commits the tool did not make, as `take-back.json` holds it: written before the
+/// take-back changes anything and removed once its commit landed, so that the next `repair` finds a
+/// take-back cut short and either finishes it (its commit landed) or puts the work tree back and takes
+/// back afresh.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TakeBack {
+    /// HEAD before the take-back: the last commit the tool did not make.
+    pub head: String,
+    /// The record's last commit, whose tree the take-back commit holds.
+    pub recorded: String,
+    /// What it takes back, one finding a line, as its commit lists them.
+    pub findings: Vec<String>,
+    /// The whole work tree before anything moved, as a tree object.
+    pub work_tree: String,
+    /// The patch file (relative to the work-tree root) that keeps their change, where it does not go back
+    /// to the work tree; none where it stays there as an edit.
+    pub patch: Option<String>,
+}
+
+impl TakeBack {
+    pub fn path(repo: &Repo) -> Result<PathBuf> {
+        Ok(dir(repo)?.join("take-back.json"))
+    }
+
+    pub fn load(repo: &Repo) -> Result<Option<TakeBack>> {
+        read(&TakeBack::path(repo)?)
+    }
+
+    pub fn save(&self, repo: &Repo) -> Result<()> {
+        write(&TakeBack::path(repo)?, self)
+    }
+
+    pub fn remove(repo: &Repo) -> Result<()> {
+        remove(&TakeBack::path(repo)?)
+    }
+}
+
+/// The JSON file at `path`, if there is one.
+fn read<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<T>> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+    };
+    let value = serde_json::from_str(&text).with_context(|| {
+        Hinted::new(
+            format!("the journal {} is damaged", path.display()),
+            "look at it, then delete it",
+        )
+    })?;
+    Ok(Some(value))
+}
+
+/// Writes `value` to `path` atomically (a rename), so a kill leaves the old file or the new one.
+fn write(path: &Path, value: &impl Serialize) -> Result<()> {
+    let temporary = path.with_extension("json.new");
+    let text = serde_json::to_string_pretty(value).expect("a journal serializes");
+    std::fs::write(&temporary, text)
+        .and_then(|()| std::fs::rename(&temporary, path))
+        .with_context(|| format!("cannot write {}", path.display()))
+}
+
+fn remove(path: &Path) -> Result<()> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(e).with_context(|| format!("cannot remove {}", path.display()))
+        }
+        _ => Ok(()),
     }
 }
 

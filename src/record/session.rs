@@ -13,7 +13,7 @@ use crate::rules::decision::{
     Attempt, Cause, Correctness, Decision, Status, Thresholds, Verdict, fmt_pct,
 };
 use crate::rules::kernel_class::KernelClass;
-use crate::rules::records::{Measurement, Statistic};
+use crate::rules::records::{Measurement, Statistic, round_config_ms};
 use crate::rules::stats::Spread;
 use crate::rules::trailers::{Block, decode_field, encode_field, encode_word, split_word};
 use crate::system::runner::{Placement, RunnerSettings};
@@ -414,13 +414,12 @@ impl Iteration {
             block.push("Rounds", rounds.to_string());
         }
         for config in &self.configs {
-            // the full-precision value: the next iteration compares against it
             block.push(
                 "Config",
                 format!(
                     "{} {} {}",
                     encode_word(&config.pass),
-                    config.value,
+                    round_config_ms(config.value),
                     encode_field(&config.test)
                 ),
             );
@@ -546,7 +545,7 @@ pub(crate) mod tests {
             configs: vec![Measurement {
                 pass: "forward".into(),
                 test: "t::p[a b]".into(),
-                value: 0.1234567891,
+                value: 0.123456,
                 mean: None,
             }],
             attempt: None,
@@ -623,6 +622,27 @@ pub(crate) mod tests {
                 Iteration::read(&read).unwrap().as_ref(),
                 Some(&it),
                 "{pass:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn config_values_are_written_to_six_significant_digits() {
+        let mut it = iteration(1, Status::Keep, Some(-5.0), Decision::Continue);
+        for (value, written) in [
+            (0.08799999999999998, "0.088"),
+            (0.1234567891, "0.123457"),
+            (1234.56789, "1234.57"),
+            (0.00012345678, "0.000123457"),
+        ] {
+            it.configs[0].value = value;
+            let mut block = Block::default();
+            it.write(&mut block);
+            let config = block.require("Config").unwrap().to_string();
+            assert_eq!(config, format!("forward {written} t::p[a b]"));
+            assert_eq!(
+                round_config_ms(written.parse().unwrap()),
+                round_config_ms(value)
             );
         }
     }

@@ -188,6 +188,22 @@ pub struct Measurement {
     pub mean: Option<f64>,
 }
 
+/// How many significant digits a config's value keeps in the trailers: a GPU timer's ticks are far coarser,
+/// and a sum of them in binary floating point (`0.08799999999999998`) reads as noise.
+const CONFIG_DIGITS: usize = 6;
+
+/// A config's value as the trailers carry it, rounded to [`CONFIG_DIGITS`] significant digits. Rounding
+/// a rounded value changes nothing, so a trailer written unrounded, a rounded one and the evidence's
+/// exact value compare alike once each goes through here.
+pub fn round_config_ms(value: f64) -> f64 {
+    if !value.is_finite() || value == 0.0 {
+        return value;
+    }
+    format!("{value:.*e}", CONFIG_DIGITS - 1)
+        .parse()
+        .unwrap_or(value)
+}
+
 /// The shortest latency a record may hold: 100 ns. A kernel launch alone takes microseconds, so a
 /// smaller number (5e-324, a unit mistake) is a broken record, never a gain.
 pub const MIN_LATENCY_MS: f64 = 1e-4;

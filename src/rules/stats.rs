@@ -8,6 +8,7 @@
 use std::collections::HashMap;
 
 use crate::rules::records::Measurement;
+use crate::rules::units::counted;
 
 /// exp(mean(ln x)); `None` for an empty slice or a non-positive value.
 pub fn geometric_mean(values: impl IntoIterator<Item = f64>) -> Option<f64> {
@@ -141,8 +142,8 @@ pub fn confirm(first: &Comparison, second: &Comparison) -> Result<String, String
         }
     }
     Ok(format!(
-        "{} config(s) more than {SUSPICIOUS_SPEEDUP}x faster than the baseline, confirmed by a second measurement",
-        first_suspicious.len()
+        "{} more than {SUSPICIOUS_SPEEDUP}x faster than the baseline, confirmed by a second measurement",
+        counted(first_suspicious.len() as u64, "config")
     ))
 }
 
@@ -393,7 +394,7 @@ mod tests {
         let holds = compare(&base, &[m("forward", "a", 0.06), m("forward", "b", 0.2)]).unwrap();
         assert_eq!(
             confirm(&first, &holds),
-            Ok("1 config(s) more than 10x faster than the baseline, confirmed by a second measurement".into())
+            Ok("1 config more than 10x faster than the baseline, confirmed by a second measurement".into())
         );
         let vanished = compare(&base, &[m("forward", "a", 0.5), m("forward", "b", 0.2)]).unwrap();
         assert_eq!(

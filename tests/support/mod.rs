@@ -590,10 +590,18 @@ impl Fixture {
             .remark
             .map(|r| format!("; {r}"))
             .unwrap_or_default();
+        // each config's value as the trailers round it
+        let rounded = |configs: &[git_cutile_perf::rules::records::Measurement]| {
+            let mut configs = configs.to_vec();
+            for config in &mut configs {
+                config.value = git_cutile_perf::rules::records::round_config_ms(config.value);
+            }
+            configs
+        };
         let configs = match attempt {
             git_cutile_perf::rules::decision::Attempt::Measured {
                 configs, paired, ..
-            } => Some((configs.clone(), paired.estimate.rounds as u32)),
+            } => Some((rounded(configs), paired.estimate.rounds as u32)),
             _ => None,
         };
         let comparison = attempt.comparison();
@@ -606,7 +614,7 @@ impl Fixture {
                 fmt_ms(it.latency_ms),
                 fmt_change(it.change_pct),
                 (!it.configs.is_empty())
-                    .then(|| it.configs.clone())
+                    .then(|| rounded(&it.configs))
                     .zip(it.rounds),
             ),
             (

@@ -1,4 +1,4 @@
-"""Session perf file for {kernel}: runs the cuTile line(s) of the standalone benchmark {benchmark}.
+"""Session perf file for {kernel}: runs the cuTile lines of the standalone benchmark {benchmark}.
 
 Written by `git cutile-perf start`; it lives under sandbox/ and is never committed. The script's
 `triton.testing.perf_report` sweeps are collected, not run: each (x-value, line) of a line that runs the

@@ -35,8 +35,11 @@ pub fn estimate_class(kernels: &[KernelDef]) -> Option<ClassEstimate> {
             class: KernelClass::Memory,
             source: "static",
             reason: format!(
-                "no ct.mma in its {} kernel(s): elementwise/reduction work, about 1 FLOP per byte{dtypes}",
-                kernels.len()
+                "no ct.mma in its {}: elementwise/reduction work, about 1 FLOP per byte{dtypes}",
+                match kernels.len() {
+                    1 => "kernel".to_string(),
+                    n => format!("{n} kernels"),
+                }
             ),
         }
     } else {

@@ -137,7 +137,7 @@ pub fn render_derived(
         .map(|(k, a)| format!("        {k:?}: {a},\n"))
         .collect();
     let grown = match derived.grown {
-        Some(size) => format!("its dimension(s) of size {size} times `growth`"),
+        Some(size) => format!("every dimension of size {size} times `growth`"),
         None => "nothing grown: no dimension reads as a batch".to_string(),
     };
     let growths: Vec<String> = growths.iter().map(u64::to_string).collect();

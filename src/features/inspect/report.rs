@@ -13,6 +13,7 @@ use crate::features::locate::{self, Kernel, TestMatch};
 use crate::rules::hint::Hinted;
 use crate::rules::kernel_class::KernelClass;
 use crate::rules::peaks::Peak;
+use crate::rules::units::counted;
 use crate::system::gpu::{self, GpuState};
 use crate::system::ncu::Measured;
 use crate::system::ui::{self, Progress};
@@ -311,8 +312,10 @@ fn generator_lines(g: &Located<ConfigGenerator>, capability: Option<&str>) -> Ve
             .map(|c| c.count.unwrap_or(1))
             .sum();
         lines.push(format!(
-            "    line {}: {}: {count} config(s){taken}",
-            branch.line, branch.condition
+            "    line {}: {}: {}{taken}",
+            branch.line,
+            branch.condition,
+            counted(count, "config")
         ));
     }
     for config in g.item.configs.iter().filter(|c| c.branch.is_none()) {

@@ -125,7 +125,7 @@ pub fn require_perf_cases(kernel: &Kernel, test: &str, source: &Source) -> Resul
                 kernel.name
             ),
             format!(
-                "start without --test: it writes {perf_file}, which runs the cuTile line(s) of {path}"
+                "start without --test: it writes {perf_file}, which runs the cuTile lines of {path}"
             ),
         ),
         Source::None => (

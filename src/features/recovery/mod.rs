@@ -22,7 +22,7 @@ mod orphans;
 mod start;
 mod step;
 
-pub use foreign::{TakenBack, take_back};
+pub use foreign::{GivenBack, TakenBack, take_back};
 pub use orphans::{end_orphaned_tests, remove_orphaned_worktrees};
 
 /// What a repair did.

@@ -56,7 +56,12 @@ impl Binding {
         }
         if self.parents != now.parents {
             found.push(format!(
-                "it was written on parent(s) {}, the commit has {}",
+                "it was written on {} {}, the commit has {}",
+                if self.parents.len() == 1 {
+                    "parent"
+                } else {
+                    "parents"
+                },
                 self.parents
                     .iter()
                     .map(|p| short(p))

@@ -553,7 +553,7 @@ pub(crate) mod tests {
         assert_eq!(
             remark.as_deref(),
             Some(
-                "1 config(s) more than 10x faster than the baseline, confirmed by a second measurement"
+                "1 config more than 10x faster than the baseline, confirmed by a second measurement"
             )
         );
         let (refuted, remark) = confirmed(Ok(fast.clone()), || Ok::<_, ()>(Ok(slower))).unwrap();

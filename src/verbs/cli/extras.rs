@@ -98,7 +98,7 @@ pub struct CompletionsArgs {
     /// The shell whose script to print or write; with --dir and no shell, all of them
     #[arg(value_enum, required_unless_present = "dir")]
     pub shell: Option<Shell>,
-    /// Write the script(s) into DIR (created if missing) instead of printing
+    /// Write the scripts (or the one shell's) into DIR (created if missing) instead of printing
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
     /// Print one JSON object listing the files written (with --dir)

@@ -83,7 +83,7 @@ pub enum Command {
     /// Add the notes and session refs to remote.<name>.push and .fetch, so plain `git push` and `git
     /// fetch` carry them from then on
     SetupRemote(SetupRemoteArgs),
-    /// Finish or undo an iteration that a killed `start` or `step` left half-done, or take back commits the tool did not make (naming the command that puts their change back); your edit is kept
+    /// Finish or undo an iteration that a killed `start` or `step` left half-done, or take back commits the tool did not make (a hand commit's change comes back to the work tree as an edit to step, or beside another edit to a patch it names); your edit is kept
     Repair(JsonArg),
     /// List the settings git config may hold (cutile-perf.budget, ...), each value and where it came from
     Config(ConfigArgs),

@@ -4,7 +4,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::features::recovery::{self, Action, Repaired};
-use crate::features::recovery::{TakenBack, take_back};
+use crate::features::recovery::{GivenBack, TakenBack, take_back};
 use crate::measure::paired;
 use crate::record::history::{self, Configs};
 use crate::record::journal::{Journal, Lock};
@@ -20,6 +20,9 @@ pub struct RepairReport {
     pub action: Option<Action>,
     pub what: String,
     pub commit: Option<String>,
+    /// Where the change of commits it took back went: `{"to": "work-tree"}` (an edit not yet stepped) or
+    /// `{"to": "patch", "path", "apply"}`; `None` when it took nothing back.
+    pub given_back: Option<GivenBack>,
     /// A pytest process group left running that this repair ended.
     pub ended_tests: Option<String>,
     /// The warm workers kept between steps that this repair ended (their pids).
@@ -42,11 +45,13 @@ pub fn run(repo: &Repo) -> Result<RepairReport> {
     // an undone `start` leaves no session; a finished or undone `step` leaves its session (every
     // iteration's configs: `next_action` finds the variants in them)
     let mut history = history::read(repo, Configs::All)?;
-    if let (None, Some(read)) = (&repaired, &history) {
-        repaired = take_back(repo, read)?.map(taken_back);
-        if repaired.is_some() {
-            history = history::read(repo, Configs::All)?;
-        }
+    let mut given_back = None;
+    if let (None, Some(read)) = (&repaired, &history)
+        && let Some(taken) = take_back(repo, read)?
+    {
+        given_back = Some(taken.given_back.clone());
+        repaired = Some(taken_back(taken));
+        history = history::read(repo, Configs::All)?;
     }
     let mut foreign = Vec::new();
     let next_action = match &mut history {
@@ -61,6 +66,7 @@ pub fn run(repo: &Repo) -> Result<RepairReport> {
                 "nothing to repair: no command was left unfinished, and the tool made every commit"
                     .to_string(),
             commit: None,
+            given_back,
             ended_tests,
             ended_workers: ended_workers.clone(),
             next_action,
@@ -70,6 +76,7 @@ pub fn run(repo: &Repo) -> Result<RepairReport> {
             action: Some(repaired.action),
             what: repaired.what,
             commit: repaired.commit,
+            given_back,
             ended_tests,
             ended_workers,
             next_action,
@@ -80,12 +87,20 @@ pub fn run(repo: &Repo) -> Result<RepairReport> {
 
 /// Commits the tool did not make, taken back, as a repair.
 fn taken_back(taken: TakenBack) -> Repaired {
+    let given_back = match &taken.given_back {
+        GivenBack::WorkTree => {
+            "their change is back in the work tree, not yet stepped: step it as one change of its own"
+                .to_string()
+        }
+        GivenBack::Patch { path, apply } => format!(
+            "their change is kept in {path} (the work tree held another edit, or it changes paths outside \
+             the session's): `{apply}` puts it back in the work tree, to step as one change of its own"
+        ),
+    };
     Repaired {
         action: Action::TakenBack,
         what: format!(
-            "took back commits the tool did not make ({}); their change stays in the history: if it is an \
-             optimization you meant, `git diff {1} {1}^ | git apply` puts it back in the work tree, to step \
-             as one change of its own",
+            "took back commits the tool did not make ({}) in {}; {given_back}",
             taken.findings.join("; "),
             crate::record::session::short(&taken.commit)
         ),

@@ -236,7 +236,7 @@ impl Render for ScaffoldReport {
                 match inputs.grown {
                     Some(size) => writeln!(
                         out,
-                        "grown along its dimension(s) of size {size}: {}; kept x{}",
+                        "grown along every dimension of size {size}: {}; kept x{}",
                         times.join(", "),
                         inputs
                             .growths
@@ -264,7 +264,7 @@ impl Render for ScaffoldReport {
                 let benchmark = benchmark.as_deref().unwrap_or("its benchmark");
                 writeln!(
                     out,
-                    "wrote {}: runs the cuTile line(s) of {benchmark}, every other backend skipped",
+                    "wrote {}: runs the cuTile lines of {benchmark}, every other backend skipped",
                     self.file
                 )?;
                 writeln!(

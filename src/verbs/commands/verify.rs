@@ -12,6 +12,7 @@ use crate::record::session::Iteration;
 use crate::rules::guard;
 use crate::rules::hint::Hinted;
 use crate::rules::trailers::Block;
+use crate::rules::units::counted;
 use crate::system::git::Repo;
 use crate::system::ui::{Render, Ui};
 use crate::verbs::errors::Reported;
@@ -86,7 +87,7 @@ impl Render for VerifyReport {
             self.signed.len(),
             match self.findings.len() {
                 0 => "the record holds".to_string(),
-                n => format!("{n} finding(s)"),
+                n => counted(n as u64, "finding"),
             }
         )?;
         Ok(())
@@ -101,8 +102,8 @@ impl VerifyReport {
         }
         Err(Reported(Hinted::new(
             format!(
-                "verify found {} departure(s) from the session's record",
-                self.findings.len()
+                "verify found {} from the session's record",
+                counted(self.findings.len() as u64, "departure")
             ),
             self.hint(),
         ))

@@ -12,6 +12,7 @@ use super::{
     DEFAULT_QUEUE_TIMEOUT, JOB_NAME, SlurmSettings, fmt_wait, parse_submitted, split_args,
 };
 use crate::rules::hint::hinted;
+use crate::rules::units::counted;
 use crate::system::process;
 use crate::system::ui::Progress;
 
@@ -66,7 +67,10 @@ pub fn run_array(array: &Array, progress: &Progress) -> Result<()> {
             format!("check --slurm-args \"{}\"", array.settings.args),
         ));
     };
-    progress.line(&format!("Slurm array job {job} ({} task(s))", array.count));
+    progress.line(&format!(
+        "Slurm array job {job} ({})",
+        counted(array.count as u64, "task")
+    ));
     let queue_timeout = array
         .settings
         .queue_timeout

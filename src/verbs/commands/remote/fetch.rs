@@ -82,9 +82,10 @@ impl FetchReport {
         if !conflicts.is_empty() {
             return Err(Reported(Hinted::new(
                 format!(
-                    "{} left as it was: you and {} noted the same commit(s) differently: {}",
+                    "{} left as it was: you and {} noted the same {} differently: {}",
                     refused.join(", "),
                     self.remote,
+                    if conflicts.len() == 1 { "commit" } else { "commits" },
                     conflicts.join(", ")
                 ),
                 format!(

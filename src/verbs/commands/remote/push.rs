@@ -119,7 +119,12 @@ fn merge_remote_notes(lock: &NotesLock, repo: &Repo, remote: &str, force: bool) 
 fn conflict(name: &str, remote: &str, commits: &[String], force: &str) -> anyhow::Error {
     hinted(
         format!(
-            "{name}: you and {remote} noted the same commit(s) differently: {}",
+            "{name}: you and {remote} noted the same {} differently: {}",
+            if commits.len() == 1 {
+                "commit"
+            } else {
+                "commits"
+            },
             commits.join(", ")
         ),
         format!(

@@ -25,6 +25,7 @@ use crate::rules::noise::{TICK_SHARE, TIMER_TICK_MS, in_whole_ticks};
 use crate::rules::records::{LAUNCH_BOUND_MS, Measurement, Statistic};
 use crate::rules::stats::Spread;
 use crate::rules::trailers::{Block, render_message};
+use crate::rules::units::counted;
 use crate::system::git::Repo;
 use crate::system::gpu::GpuState;
 use crate::system::runner::RunnerSettings;
@@ -443,10 +444,15 @@ impl StartReport {
         }
         writeln!(
             out,
-            "{word} {} config(s) run in under {:.0} us, a few empty launches: they time the launch, not \
+            "{word} {} {} in under {:.0} us, a few empty launches: they time the launch, not \
              the kernel; grow their shapes to sizes of real use (in a scaffolded session perf file, its GROWTH) \
              and start again",
-            self.launch_bound.len(),
+            counted(self.launch_bound.len() as u64, "config"),
+            if self.launch_bound.len() == 1 {
+                "runs"
+            } else {
+                "run"
+            },
             LAUNCH_BOUND_MS * 1e3
         )?;
         write_configs(out, &self.launch_bound)
@@ -550,7 +556,7 @@ mod tests {
             "  each step will need more paired rounds for them; a larger nrep in their test, or a --filter without them, makes the loop faster and surer",
             "noise 1 config runs under 3.2 us, where a median moves in whole 32 ns timer ticks: each step judges their change on the records' means, which no tick rounds, where the records hold one; the table stays in medians",
             "  t::p[small] forward",
-            "launch-bound 1 config(s) run in under 10 us, a few empty launches: they time the launch, not the kernel; grow their shapes to sizes of real use (in a scaffolded session perf file, its GROWTH) and start again",
+            "launch-bound 1 config runs in under 10 us, a few empty launches: they time the launch, not the kernel; grow their shapes to sizes of real use (in a scaffolded session perf file, its GROWTH) and start again",
             "  t::p[small] forward (0.004 ms)",
             "next: edit the kernel, then step",
         ];

@@ -353,7 +353,7 @@ fn benchmark_run_by(repo: &Repo, path: &str) -> Option<String> {
 fn benchmark_source_lines(file: &str, benchmark: &str) -> Vec<String> {
     vec![
         format!(
-            "source: the cuTile line(s) of the standalone benchmark {benchmark}, run through {file}; every \
+            "source: the cuTile lines of the standalone benchmark {benchmark}, run through {file}; every \
              other backend is skipped"
         ),
         "  each (x-value, line) is a config: its latency is what the script's timing call measured, its \

@@ -33,6 +33,9 @@ pub struct StepReport {
     /// What `baseline_ms` is, and so what `change_pct` compares with: the current baseline re-measured
     /// beside the candidate in this step's paired rounds (not the table's stored latency), or stored.
     pub change_against: String,
+    /// The same, short, as the text output says it.
+    #[serde(skip)]
+    pub change_against_short: String,
     /// The earlier iteration of the same `--opt` letter: this one is its variant.
     pub variant_of: Option<u32>,
     pub decision: Decision,
@@ -87,7 +90,7 @@ impl Done {
     /// The report of the step just recorded: the last iteration of `history`.
     pub fn report(&self) -> StepReport {
         let (_, iteration) = self.history.iterations.last().expect("just pushed");
-        let change_against = self.change_against(iteration.rounds);
+        let (change_against, change_against_short) = self.change_against(iteration.rounds);
         let variant_of = iteration.playbook_letter().and_then(|letter| {
             self.history
                 .iterations()
@@ -96,6 +99,7 @@ impl Done {
         });
         StepReport {
             change_against,
+            change_against_short,
             variant_of,
             iteration: iteration.number,
             optimization: iteration.optimization.clone(),
@@ -133,8 +137,9 @@ impl Done {
         }
     }
 
-    /// What `baseline_ms` is: the current baseline re-measured in this step's `rounds`, or stored.
-    fn change_against(&self, rounds: Option<u32>) -> String {
+    /// What `baseline_ms` is: the current baseline re-measured in this step's `rounds`, or stored; in
+    /// full and short.
+    fn change_against(&self, rounds: Option<u32>) -> (String, String) {
         let compared = self
             .history
             .iterations()
@@ -143,22 +148,33 @@ impl Done {
             .find(|it| it.status == Status::Keep)
             .expect("validated: iteration 0 is kept");
         match rounds {
-            Some(rounds) => format!(
-                "iteration {} (the current baseline) re-measured beside the candidate in this step's {}; the \
-                 table shows each iteration's own latency, and its iteration 0 is the latency stored at \
-                 start ({} ms)",
-                compared.number,
-                crate::rules::units::counted(rounds, "paired round"),
-                fmt_ms(
-                    self.history
-                        .iterations()
-                        .next()
-                        .and_then(|it| it.latency_ms)
+            Some(rounds) => {
+                let rounds = crate::rules::units::counted(rounds, "paired round");
+                (
+                    format!(
+                        "iteration {} (the current baseline) re-measured beside the candidate in this step's \
+                         {rounds}; the table shows each iteration's own latency, and its iteration 0 is the \
+                         latency stored at start ({} ms)",
+                        compared.number,
+                        fmt_ms(
+                            self.history
+                                .iterations()
+                                .next()
+                                .and_then(|it| it.latency_ms)
+                        )
+                    ),
+                    format!(
+                        "iteration {}, re-measured beside it ({rounds})",
+                        compared.number
+                    ),
                 )
-            ),
-            None => format!(
-                "iteration {}'s stored latency (nothing was measured beside it in this step)",
-                compared.number
+            }
+            None => (
+                format!(
+                    "iteration {}'s stored latency (nothing was measured beside it in this step)",
+                    compared.number
+                ),
+                format!("iteration {}'s stored latency", compared.number),
             ),
         }
     }
@@ -187,7 +203,7 @@ impl Render for StepReport {
             words.3,
         )?;
         writeln!(out, "  reason   {}", report.reason)?;
-        writeln!(out, "  against  {}", report.change_against)?;
+        writeln!(out, "  against  {}", report.change_against_short)?;
         if let (Some(earlier), Some(letter)) = (report.variant_of, &report.opt) {
             writeln!(out, "  variant  of iteration {earlier} ({letter} again)")?;
         }
