@@ -92,9 +92,10 @@ impl<'a> Side<'a> {
 
     /// Starts the worker of the side's next [`Side::redraw`] now, in its worker's home, so that its
     /// imports and collection run while this round measures (held, as the side's worker is, while the
-    /// other side measures); it makes its GPU context only when the redraw lets it go. Nothing for a side
-    /// without a worker, or one already standing by; one that cannot start leaves the redraw to start it.
-    pub fn stand_by(&mut self) {
+    /// other side measures); it makes its GPU context only when the redraw lets it go, or, `at_once`, as
+    /// soon as it has collected, beside this side's measurement. Nothing for a side without a worker, or
+    /// one already standing by; one that cannot start leaves the redraw to start it.
+    pub fn stand_by(&mut self, at_once: bool) {
         let Some(worker) = &self.worker else {
             return;
         };
@@ -106,16 +107,19 @@ impl<'a> Side<'a> {
         };
         let (side, alternate) = (worker.side, !worker.alternate);
         self.look_for_planted();
-        self.standby =
-            Worker::spawn(self.runner, side, &home, alternate, Some(StandBy::Ahead)).ok();
+        let why = match at_once {
+            true => StandBy::AheadGoing,
+            false => StandBy::Ahead,
+        };
+        self.standby = Worker::spawn(self.runner, side, &home, alternate, Some(why)).ok();
     }
 
     /// Ends the side's worker, if it has one, and puts a fresh one in its place (the one standing by, if
     /// any), still standing by: a new process draws again what a process fixes once (an autotuner's pick
     /// among near ties, where its arrays land), which repetitions inside one process never sample. It makes
-    /// its GPU context when [`Side::ready`] lets it: after every old worker of the round has ended and in
-    /// the round's order, so that neither side's context is made beside another's being made or torn
-    /// down. A side without a worker makes a process per run anyway.
+    /// its GPU context when [`Side::let_go`] lets it: after every old worker of the round has ended, so
+    /// that no context is made beside an old one being torn down. A side without a worker makes a process
+    /// per run anyway.
     pub fn redraw(&mut self) {
         let Some(worker) = self.worker.take() else {
             return;
@@ -139,10 +143,9 @@ impl<'a> Side<'a> {
         }
     }
 
-    /// Lets the side's worker go if it stands by, and waits for it to be ready (none: nothing to wait
-    /// for), so that its start-up (its GPU context among it) is over before the other side's begins and
-    /// before either measures. One that cannot be let go is ended: the side turns cold.
-    pub fn ready(&mut self) -> Result<()> {
+    /// Lets the side's worker go if it stands by: it makes its GPU context and warms up. One that cannot
+    /// be let go is ended: the side turns cold.
+    pub fn let_go(&mut self) {
         if let Some(worker) = &mut self.worker
             && let Err(e) = worker.go()
         {
@@ -151,6 +154,13 @@ impl<'a> Side<'a> {
             self.worker = None;
             say_cold(self.runner, side, &format!("{e:#}"));
         }
+    }
+
+    /// Lets the side's worker go if it stands by ([`Side::let_go`]), and waits for it to be ready (none:
+    /// nothing to wait for), so that its start-up (its GPU context among it) is over before either side
+    /// measures.
+    pub fn ready(&mut self) -> Result<()> {
+        self.let_go();
         match &self.worker {
             Some(worker) => worker.await_ready(self.runner.deadline),
             None => Ok(()),

@@ -46,13 +46,25 @@ pub struct Worker {
     pub(super) waited: std::time::Duration,
 }
 
-/// Why a worker stands by, which says where its start-up is counted from when it goes.
+/// Why a worker starts before its round lets it measure, which says whether it stands by (waits,
+/// collected, for its go before it makes its GPU context) and where its start-up is counted from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum StandBy {
     /// Started while an earlier round measured: what it took then was hidden, counted from its go.
     Ahead,
+    /// Started while an earlier round measured, and never told to wait: it makes its GPU context and
+    /// warms up as soon as it has collected (held while the other side measures, as its side's worker
+    /// is), counted from its start.
+    AheadGoing,
     /// Started for the round about to measure: nothing hid it, counted from its start.
     ForThisRound,
+}
+
+impl StandBy {
+    /// Whether the worker waits for its go once collected.
+    fn waits(self) -> bool {
+        self != StandBy::AheadGoing
+    }
 }
 
 impl Worker {
@@ -63,8 +75,8 @@ impl Worker {
     }
 
     /// Starts a worker in the `alternate` channel of `home` (beside one in the other), standing by when
-    /// `standby` says why: it imports and collects, then waits for [`Worker::go`] before it makes its GPU
-    /// context and says `ready`, so that it can start while another worker measures, and so that a
+    /// `standby` says why: it imports and collects, then (unless it goes at once) waits for [`Worker::go`]
+    /// before it makes its GPU context and says `ready`, so that it can start while another worker measures, and so that a
     /// round's new workers make their contexts one after the other, in the round's order.
     pub(super) fn spawn(
         runner: &Pytest,
@@ -80,7 +92,7 @@ impl Worker {
         }
         std::fs::create_dir_all(&channel)
             .with_context(|| format!("cannot create {}", channel.display()))?;
-        if standby.is_some() {
+        if standby.is_some_and(StandBy::waits) {
             write_text_whole(&channel.join(STANDBY), "")?;
         }
         // a worker on another machine (a Slurm job's node) cannot see this process: the job's end ends it
@@ -135,9 +147,9 @@ impl Worker {
             measured: false,
             kept: false,
             alternate,
-            standing_by: standby,
+            standing_by: standby.filter(|why| why.waits()),
             spawned: Some(std::time::SystemTime::now()),
-            ahead: standby == Some(StandBy::Ahead),
+            ahead: matches!(standby, Some(StandBy::Ahead | StandBy::AheadGoing)),
             start_up: None,
             waited: std::time::Duration::ZERO,
         })
