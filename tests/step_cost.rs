@@ -283,3 +283,51 @@ fn a_pair_standing_by_at_once_makes_its_contexts_while_its_sides_measure_the_rou
 fn text_of(path: &std::path::Path) -> String {
     std::fs::read_to_string(path).unwrap_or_default()
 }
+
+#[test]
+fn workers_stand_by_two_rounds_ahead_once_a_round_says_more_rounds_fit() {
+    let f = Fixture::new();
+    f.start();
+    let unused = |step: &Step| step.report["timings"]["started_unused"].as_u64().unwrap();
+    // one round ahead, as by default: round 2 starts round 3's pair, which a step decided in round 2
+    // ends unused
+    let one = two_round_step(&f, &[]);
+    assert_eq!(unused(&one), 2, "{}", one.report["timings"]);
+    // two: round 1 knows no round's cost and starts round 2's pair only; round 2, with the budget
+    // fitting more, starts round 3's and round 4's, each in a channel of its own
+    let deep = two_round_step(&f, &[("CUTILE_PERF_STAND_BY_ROUNDS", "2")]);
+    assert_eq!(unused(&deep), 4, "{}", deep.report["timings"]);
+    for &pid in &deep.timed[4..6] {
+        assert!(start_of(&deep, pid).contains("/channel.1 "));
+    }
+    let ahead = (deep.report["timings"]["startups"]
+        .as_array()
+        .unwrap()
+        .iter())
+    .filter(|s| s["ahead"] == true)
+    .count();
+    assert_eq!(ahead, 2, "{}", deep.report["timings"]);
+}
+
+#[test]
+fn a_null_step_measured_past_its_first_round_when_asked() {
+    let f = Fixture::new();
+    f.start();
+    // a comment that moves the kernel down a line: compiled alike to the baseline
+    f.edit_kernel("@ct.kernel", "# the same kernel, said again\n@ct.kernel");
+    let out = f
+        .command(&["step", "--opt", "none", "--json", "a comment"])
+        .env("CUTILE_PERF_REROLL_ALIKE", "1")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // the verdict of the rounds decides it, as for any change, not the check that it compiled alike
+    assert_ne!(
+        report["reason"],
+        git_cutile_perf::rules::decision::NO_CHANGE,
+        "{report}"
+    );
+    assert!(report["change_pct"].is_number(), "{report}");
+    assert_eq!(report["checks"]["no_reroll_s"], 0.0, "{report}");
+}

@@ -31,6 +31,8 @@ pub struct Timings {
     /// baseline's, each side's in the order they served (one started while an earlier round measured is
     /// counted from when its round let it go on).
     pub startups: Vec<StartUp>,
+    /// Workers started ahead for rounds that did not come, ended without serving.
+    pub started_unused: usize,
     /// The candidate's correctness tests: the command in its warm worker, or a whole process of its own.
     pub correctness_s: f64,
     /// Each round's measuring, both sides.

@@ -26,11 +26,11 @@ use crate::system::workers::Side;
 
 mod held;
 mod housekeeping;
-mod overlap;
+mod settings;
 
 pub use held::{Held, Holders, Wanted, end_kept_workers, hold};
 pub use housekeeping::{dumps_of, prune_dumps, prune_worker_logs};
-use overlap::Overlap;
+pub use settings::Settings;
 
 /// How the paired rounds ended.
 pub enum Paired {
@@ -139,10 +139,10 @@ struct RoundPlan<'a> {
     number: usize,
     began: Instant,
     candidate_first: bool,
-    /// Whether each side starts its next round's worker as it begins to measure ([`Side::stand_by`]).
-    stand_by: bool,
+    /// How many rounds ahead each side starts workers as it begins to measure ([`Side::stand_by`]).
+    rounds_ahead: usize,
     /// How the round's start-ups overlap the work.
-    overlap: Overlap,
+    settings: Settings,
     session: &'a Session,
     /// The workers of every pair: ours, idle or measuring on another GPU, not someone else's.
     ours: &'a [u32],
@@ -159,7 +159,7 @@ pub fn measure(sides: &mut Rounds, prefix: &str, evidence: &mut Vec<RunFile>) ->
     let mut times: Vec<verdict::RoundTime> = Vec::new();
     // round 1 runs every case; a later one only those of the configs still open
     let mut open: Option<Vec<String>> = None;
-    let overlap = Overlap::from_env();
+    let settings = Settings::from_env();
     loop {
         let started = Instant::now();
         if sides.measured {
@@ -190,9 +190,11 @@ pub fn measure(sides: &mut Rounds, prefix: &str, evidence: &mut Vec<RunFile>) ->
             // from the first round on: a step that needs a second round waits for no start-up there; one
             // decided in its first ends the pair standing by, which imported and collected beside its
             // own side's measurement and never made a GPU context
-            stand_by: (overlap.stand_by_from_round..verdict::MAX_ROUNDS)
-                .contains(&(rounds.len() + 1)),
-            overlap,
+            rounds_ahead: settings.rounds_ahead(
+                rounds.len() + 1,
+                rounds_fitting(sides, &times, open.as_deref()),
+            ),
+            settings,
             session: sides.session,
             ours: &ours,
         };
@@ -287,10 +289,7 @@ pub fn measure(sides: &mut Rounds, prefix: &str, evidence: &mut Vec<RunFile>) ->
             Err(e) => return Ok(Paired::Crashed(e.to_string())),
         };
         let left = sides.deadline.saturating_duration_since(Instant::now());
-        let next_cases = (sides.pairs.iter())
-            .filter_map(|pair| pair.cases_in(open.as_deref()).map(|cases| cases.len()))
-            .max()
-            .unwrap_or_default();
+        let next_cases = most_cases(&sides.pairs, open.as_deref());
         if !verdict::another_round_fits(&times, next_cases, left) {
             let estimate = verdict::round_estimate(&times, next_cases).unwrap_or_default();
             let why = format!(
@@ -310,6 +309,29 @@ pub fn measure(sides: &mut Rounds, prefix: &str, evidence: &mut Vec<RunFile>) ->
             rounds.len()
         ));
     }
+}
+
+/// The most cases a pair runs in the next round, of those `open` ([`Pair::cases_in`]).
+fn most_cases(pairs: &[Pair], open: Option<&[String]>) -> usize {
+    (pairs.iter())
+        .filter_map(|pair| pair.cases_in(open).map(|cases| cases.len()))
+        .max()
+        .unwrap_or_default()
+}
+
+/// How many rounds after the one about to begin fit in the budget left, by the rounds so far (none
+/// before the first has measured).
+fn rounds_fitting(
+    sides: &Rounds,
+    times: &[verdict::RoundTime],
+    open: Option<&[String]>,
+) -> Option<usize> {
+    let round = verdict::round_estimate(times, most_cases(&sides.pairs, open))?.as_secs_f64();
+    let left = (sides.deadline.saturating_duration_since(Instant::now())).as_secs_f64();
+    Some(match round > 0.0 {
+        true => ((left / round).floor() as usize).saturating_sub(1),
+        false => verdict::MAX_ROUNDS,
+    })
 }
 
 /// One pair's part of a round on its GPU: `cases` (none: every case; empty: nothing to run), one side
@@ -348,7 +370,7 @@ fn pair_round(
         true => (&mut pair.candidate, &mut pair.baseline),
         false => (&mut pair.baseline, &mut pair.candidate),
     };
-    if plan.overlap.ready_together {
+    if plan.settings.ready_together {
         first.let_go();
         second.let_go();
     }
@@ -377,8 +399,8 @@ fn pair_round(
         // began, the side measuring first had the start-up's busiest seconds beside its first configs and
         // the other side a start-up already under way, and rope's first-measured 2 us configs read 3-4%
         // apart by order.
-        if plan.stand_by {
-            runner.stand_by(plan.overlap.stand_by_at_once);
+        if plan.rounds_ahead > 0 {
+            runner.stand_by(plan.rounds_ahead, plan.settings.stand_by_at_once);
         }
         let ours: Vec<u32> = (plan.ours.iter().copied())
             .chain(runner.worker_pids())
