@@ -176,3 +176,158 @@ fn correctness_runs_in_the_candidates_warm_worker_its_start_up_told_apart() {
         assert_eq!(events(pid, "profiler"), 1, "{pid}: {log}");
     }
 }
+
+/// The lines of `path` that say `what` of a process, as `pid what`.
+fn pids_saying(path: &std::path::Path, what: &str) -> Vec<i32> {
+    (std::fs::read_to_string(path).unwrap_or_default().lines())
+        .map(|line| line.split_whitespace().collect::<Vec<_>>())
+        .filter(|fields| fields.get(1) == Some(&what))
+        .map(|fields| fields[0].parse().unwrap())
+        .collect()
+}
+
+#[test]
+fn round_twos_pair_makes_its_gpu_contexts_together_before_either_measures() {
+    let f = Fixture::new();
+    f.start();
+    let (cuda_log, meet) = (f.root.join("../cuda.txt"), f.root.join("../meet.txt"));
+    // each stand-in context of a worker in its home's second channel (round 2's pair) waits for a
+    // partner: round 2's two contexts meet only when both workers were let go before either was ready
+    let step = two_round_step(
+        &f,
+        &[
+            ("CUTILE_PERF_FIXTURE_CUDA_LOG", cuda_log.to_str().unwrap()),
+            ("CUTILE_PERF_FIXTURE_CONTEXT_MEET", meet.to_str().unwrap()),
+        ],
+    );
+    let round_2 = &step.timed[4..6];
+    let met = pids_saying(&meet, "met");
+    for pid in round_2 {
+        assert!(met.contains(pid), "{round_2:?}: {}", text_of(&meet));
+    }
+    // both contexts were made before either side measured round 2
+    let log = text_of(&cuda_log);
+    let context_made = |pid: i32| -> f64 {
+        (log.lines())
+            .map(|line| line.split_whitespace().collect::<Vec<_>>())
+            .find(|fields| fields[0] == pid.to_string() && fields[1] == "context")
+            .map(|fields| fields[3].parse().unwrap())
+            .unwrap_or_else(|| panic!("no context of {pid}: {log}"))
+    };
+    let cases = text_of(&f.root.join("../cases.txt"));
+    let first_case_ended: f64 = (cases.lines())
+        .map(|line| line.split_whitespace().collect::<Vec<_>>())
+        .filter(|fields| round_2.contains(&fields[0].parse().unwrap()))
+        .map(|fields| fields[3].parse::<f64>().unwrap())
+        .fold(f64::INFINITY, f64::min);
+    for &pid in round_2 {
+        assert!(context_made(pid) <= first_case_ended, "{log}\n{cases}");
+    }
+
+    // one after the other, as `CUTILE_PERF_READY_TOGETHER=0` asks: the first waits for its partner alone
+    let _ = std::fs::remove_file(&meet);
+    let _ = std::fs::remove_file(&cuda_log);
+    let apart = two_round_step(
+        &f,
+        &[
+            ("CUTILE_PERF_FIXTURE_CUDA_LOG", cuda_log.to_str().unwrap()),
+            ("CUTILE_PERF_FIXTURE_CONTEXT_MEET", meet.to_str().unwrap()),
+            ("CUTILE_PERF_FIXTURE_CONTEXT_MEET_S", "1"),
+            ("CUTILE_PERF_READY_TOGETHER", "0"),
+        ],
+    );
+    let alone = pids_saying(&meet, "alone");
+    assert!(
+        apart.timed[4..6].iter().any(|pid| alone.contains(pid)),
+        "{}",
+        text_of(&meet)
+    );
+}
+
+#[test]
+fn a_pair_standing_by_at_once_makes_its_contexts_while_its_sides_measure_the_round_before() {
+    let f = Fixture::new();
+    f.start();
+    let cuda_log = f.root.join("../cuda.txt");
+    // each timed case waits for a worker started after its own to make its GPU context
+    let step = two_round_step(
+        &f,
+        &[
+            ("CUTILE_PERF_FIXTURE_CUDA_LOG", cuda_log.to_str().unwrap()),
+            ("CUTILE_PERF_FIXTURE_AWAIT_LATER_CONTEXT_S", "20"),
+            ("CUTILE_PERF_STAND_BY_AT_ONCE", "1"),
+        ],
+    );
+    // round 1 measures the candidate second, in the step's first candidate worker: the worker that
+    // stood by for its round 2 made its context while it measured (the baseline's, started as the
+    // baseline measured, is held still meanwhile)
+    let round_1_candidate = step.timed[2];
+    assert_eq!(step.timed[3], round_1_candidate, "{:?}", step.timed);
+    assert!(!step.timed[..2].contains(&round_1_candidate));
+    assert!(!step.timed[4..6].contains(&round_1_candidate));
+    let yes = pids_saying(&cuda_log, "awaited");
+    let log = text_of(&cuda_log);
+    assert!(yes.contains(&round_1_candidate), "{log}");
+    assert!(
+        log.lines()
+            .filter(|line| line.starts_with(&format!("{round_1_candidate} awaited ")))
+            .all(|line| line.ends_with(" yes")),
+        "{log}"
+    );
+    // still started ahead, its start-up counted from its start
+    let startups = step.report["timings"]["startups"].as_array().unwrap();
+    let ahead = (startups.iter()).filter(|s| s["ahead"] == true).count();
+    assert_eq!(ahead, 2, "{startups:?}");
+}
+
+fn text_of(path: &std::path::Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_default()
+}
+
+#[test]
+fn workers_stand_by_two_rounds_ahead_once_a_round_says_more_rounds_fit() {
+    let f = Fixture::new();
+    f.start();
+    let unused = |step: &Step| step.report["timings"]["started_unused"].as_u64().unwrap();
+    // one round ahead, as by default: round 2 starts round 3's pair, which a step decided in round 2
+    // ends unused
+    let one = two_round_step(&f, &[]);
+    assert_eq!(unused(&one), 2, "{}", one.report["timings"]);
+    // two: round 1 knows no round's cost and starts round 2's pair only; round 2, with the budget
+    // fitting more, starts round 3's and round 4's, each in a channel of its own
+    let deep = two_round_step(&f, &[("CUTILE_PERF_STAND_BY_ROUNDS", "2")]);
+    assert_eq!(unused(&deep), 4, "{}", deep.report["timings"]);
+    for &pid in &deep.timed[4..6] {
+        assert!(start_of(&deep, pid).contains("/channel.1 "));
+    }
+    let ahead = (deep.report["timings"]["startups"]
+        .as_array()
+        .unwrap()
+        .iter())
+    .filter(|s| s["ahead"] == true)
+    .count();
+    assert_eq!(ahead, 2, "{}", deep.report["timings"]);
+}
+
+#[test]
+fn a_null_step_measured_past_its_first_round_when_asked() {
+    let f = Fixture::new();
+    f.start();
+    // a comment that moves the kernel down a line: compiled alike to the baseline
+    f.edit_kernel("@ct.kernel", "# the same kernel, said again\n@ct.kernel");
+    let out = f
+        .command(&["step", "--opt", "none", "--json", "a comment"])
+        .env("CUTILE_PERF_REROLL_ALIKE", "1")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // the verdict of the rounds decides it, as for any change, not the check that it compiled alike
+    assert_ne!(
+        report["reason"],
+        git_cutile_perf::rules::decision::NO_CHANGE,
+        "{report}"
+    );
+    assert!(report["change_pct"].is_number(), "{report}");
+    assert_eq!(report["checks"]["no_reroll_s"], 0.0, "{report}");
+}

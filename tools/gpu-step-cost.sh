@@ -5,25 +5,34 @@
 #
 #   tools/gpu-step-cost.sh /path/to/TileGym OUT_DIR [PYTHON]
 #
-# Sources (PARTS, default "rms_norm softmax geglu null"):
-#   rms_norm  test_perf: tests/ops/test_rms_norm.py, two static_persistent configs
+# Parts (PARTS, default "softmax null geglu rms_norm", run in that order):
 #   softmax   a standalone benchmark: ops softmax through bench_softmax.py, five configs
+#   null      no-change steps on softmax's session (started here if the softmax part did not run), one
+#             for each entry of NULL_RUNS (default "CUTILE_PERF_READY_TOGETHER=0 - CUTILE_PERF_READY_TOGETHER=0
+#             -": a round's new workers made one after the other, then together, twice). An entry is the
+#             step's settings, comma-separated VAR=VALUE, `-` for the defaults (docs/measurement.md). Each
+#             is measured past its first round (CUTILE_PERF_REROLL_ALIKE=1) within NULL_BUDGET (default
+#             40s), so that the rounds the settings change are measured
 #   geglu     a session perf file: liger geglu through the perf file `start --scaffold` writes, two configs
-#   null      two no-change steps on rms_norm's session, one with the next round's workers started in
-#             round 1 (today's) and one in round 2 (CUTILE_PERF_STAND_BY_FROM_ROUND=2): each one's change
-#             and round-1 timings, whether a start-up beside round 1 moves what it measures
+#   rms_norm  test_perf: tests/ops/test_rms_norm.py, two static_persistent configs
 # Each session starts with thresholds of half a percent (`--gain-pct 0.5 --regression-pct 0.5
 # --continue-pct 1`), so that a change of a few tenths of a percent takes several rounds, and each real
 # step gets `--budget 100s`. OUT_DIR/costs.json holds one object per step: kernel, source, rounds, step_s,
 # cold_run_s, correctness_s, measuring_s, startup_s (the start-ups the step waited for), census_s, and
-# step_over_work (step_s / (correctness_s + measuring_s)); OUT_DIR/null.json the null comparison.
-# Every command's output, exit code and wall time is in OUT_DIR (timings.txt). About 9 minutes of GPU.
+# step_over_work (step_s / (correctness_s + measuring_s)); OUT_DIR/null.json one object per null step:
+# its settings, verdict, change and rounds, and for each round the start-up it waited for, each side's
+# measuring seconds and mean of its configs' means (from the evidence notes). Both are written again
+# after each step, so a run cut short keeps what it finished. Every command's output, exit code and wall
+# time is in OUT_DIR (timings.txt). PARTS="softmax null geglu" fits 9 minutes of an H100.
 # Needs the release build (cargo build --release).
 set -uo pipefail
 source "$(dirname "$0")/gpu-common.sh"
 setup step-cost "$@"
 export CUTILE_PERF_NO_PROGRESS=1
-parts="${PARTS:-rms_norm softmax geglu null}"
+parts="${PARTS:-softmax null geglu rms_norm}"
+null_runs="${NULL_RUNS:-CUTILE_PERF_READY_TOGETHER=0 - CUTILE_PERF_READY_TOGETHER=0 -}"
+null_budget="${NULL_BUDGET:-40s}"
+here="$(cd "$(dirname "$0")" && pwd)"
 thresholds=(--gain-pct 0.5 --regression-pct 0.5 --continue-pct 1)
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$out/gpu.txt" 2>&1
 
@@ -66,54 +75,57 @@ cold() {
 session() {
   local name="$1" kernel="$2" test="$3" filter="$4"; shift 4
   run "$name-start" start "$@" "${thresholds[@]}" --class memory --json || return 1
+  session_steps "$name" "$kernel" "$test" "$filter"
+}
+
+# session_steps NAME KERNEL_FILE TEST FILTER: in a started session, the cold run, the real step and the
+# no-change step (the summary written after each step: `timeout` may end the script at any command)
+session_steps() {
+  local name="$1" kernel="$2" test="$3" filter="$4"
   cold "$name" "$test" "$filter"
   hint "$kernel" > "$out/$name-edit.txt"
   run "$name-step" step --json --opt none --cause memory --budget 100s "an occupancy hint"
+  summarize
   echo "# a comment: the same kernel" >> "$kernel"
   run "$name-nochange" step --json --continue --opt none "a comment only"
 }
 
-for part in $parts; do
-  case "$part" in
-    rms_norm)
-      repo=$(fresh rms_norm) && cd "$repo" || exit 1
-      use_sources
-      filter="static_persistent and 65536"
-      # the cold run times the perf cases alone; the session keeps every correctness test beside them
-      session rms_norm src/tilegym/ops/cutile/rms_norm.py tests/ops/test_rms_norm.py "$filter" \
-        rms_norm --suite ops --filter "($filter) or not test_perf"
-      ;;
-    softmax)
-      repo=$(fresh softmax) && cd "$repo" || exit 1
-      use_sources
-      filter="bfloat16 and tma-False and chunked-False and multi-wave-False"
-      run softmax-scaffold start softmax --suite ops --scaffold --json
-      session softmax src/tilegym/ops/cutile/softmax.py sandbox/perf_softmax.py "$filter" \
-        softmax --suite ops --test sandbox/perf_softmax.py --filter "$filter"
-      ;;
-    geglu)
-      repo=$(fresh geglu) && cd "$repo" || exit 1
-      use_sources
-      run geglu-scaffold start geglu --suite liger --scaffold --json
-      session geglu src/tilegym/suites/liger/cutile/geglu.py sandbox/perf_geglu.py "" \
-        geglu --suite liger --test sandbox/perf_geglu.py
-      ;;
-    null)
-      repo=$(fresh null) && cd "$repo" || exit 1
-      use_sources
-      filter="static_persistent and 65536"
-      run null-start start rms_norm --suite ops --filter "($filter) or not test_perf" --class memory --json || continue
-      echo "# a comment: the same kernel" >> src/tilegym/ops/cutile/rms_norm.py
-      run null-round-1 step --json --continue --opt none "a comment, the next pair started in round 1"
-      echo "# another comment" >> src/tilegym/ops/cutile/rms_norm.py
-      CUTILE_PERF_STAND_BY_FROM_ROUND=2 \
-        run null-round-2 step --json --continue --opt none "a comment, the next pair started in round 2"
-      ;;
-  esac
-done
+softmax_filter="bfloat16 and tma-False and chunked-False and multi-wave-False"
 
-"$python" - "$out" <<'EOF'
-import json, os, sys
+# softmax_start: softmax's scaffolded perf file and its session, in a fresh repository (the current one)
+softmax_start() {
+  run softmax-scaffold start softmax --suite ops --scaffold --json || return 1
+  run softmax-start start softmax --suite ops --test sandbox/perf_softmax.py --filter "$softmax_filter" \
+    "${thresholds[@]}" --class memory --json
+}
+
+# null_steps: one no-change step on softmax's session for each entry of NULL_RUNS, its evidence notes kept
+# and the summary written after each
+null_steps() {
+  local i=0 entry
+  for entry in $null_runs; do
+    i=$((i + 1))
+    echo "# null step $i: the same kernel" >> src/tilegym/ops/cutile/softmax.py
+    echo "$entry" > "$out/null-$i.settings"
+    (
+      export CUTILE_PERF_REROLL_ALIKE=1
+      IFS=, read -ra settings <<< "$entry"
+      for setting in "${settings[@]}"; do
+        [ "$setting" = - ] || export "${setting?}"
+      done
+      run "null-$i" step --json --continue --opt none --budget "$null_budget" "a comment, settings $entry"
+    )
+    git log --notes=cutile-perf --format='%H%n%N' > "$out/null-notes.txt"
+    summarize
+  done
+}
+
+# summarize: OUT_DIR/costs.json and OUT_DIR/null.json from what the parts left so far
+summarize() {
+  [ -f "$out/null-notes.txt" ] &&
+    "$python" "$here/evidence_junit.py" "$out/null-notes.txt" "$out/null-runs" > /dev/null
+  "$python" - "$out" <<'EOF'
+import ast, glob, html, json, os, re, sys
 out = sys.argv[1]
 sources = {"rms_norm": "test_perf", "softmax": "benchmark", "geglu": "session_perf_file"}
 
@@ -144,16 +156,108 @@ for kernel, source in sources.items():
             "timings": t,
         })
 json.dump(costs, open(os.path.join(out, "costs.json"), "w"), indent=1)
-null = {}
-for name in ("null-round-1", "null-round-2"):
+
+
+def means(leaf, found):
+    """Every number keyed `mean` in one benchmark record."""
+    if isinstance(leaf, dict):
+        for key, value in leaf.items():
+            if key == "mean" and isinstance(value, (int, float)):
+                found.append(value)
+            else:
+                means(value, found)
+    return found
+
+
+def round_mean(iteration, number, side):
+    """The mean of the configs' means (cutile's, where the record names it) of one side's run in one round
+    of a step's evidence, in ms."""
+    try:
+        text = open(os.path.join(out, "null-runs", f"{iteration:02d}-round-{number}-{side}.xml")).read()
+    except OSError:
+        return None
+    values = []
+    for case in re.finditer(r"<testcase[^>]*>(.*?)</testcase>", text, re.S):
+        prop = re.search(r'property name="benchmark" value="([^"]*)"', case.group(1))
+        if prop:
+            record = ast.literal_eval(html.unescape(prop.group(1)))
+            values += means(record.get("cutile", record) if isinstance(record, dict) else record, [])
+    return sum(values) / len(values) if values else None
+
+
+null = []
+names = [os.path.basename(p)[:-len(".settings")] for p in glob.glob(os.path.join(out, "null-*.settings"))]
+for name in sorted(names, key=lambda n: int(n.split("-")[1])):
     r = report(name)
-    if r:
-        null[name] = {k: r.get(k) for k in ("status", "change_pct", "configs", "rounds", "timings")}
+    if not r:
+        continue
+    t = r.get("timings") or {}
+    rounds = []
+    for i, times in enumerate(t.get("rounds", []), 1):
+        c = round_mean(r.get("iteration") or 0, i, "candidate")
+        b = round_mean(r.get("iteration") or 0, i, "baseline")
+        rounds.append({
+            "round": times["round"], "waited_s": times["waited_s"],
+            "candidate_s": times["candidate_s"], "baseline_s": times["baseline_s"],
+            "candidate_mean_ms": c, "baseline_mean_ms": b,
+            "candidate_over_baseline_pct": round(100 * (c / b - 1), 3) if c and b else None,
+        })
+    null.append({
+        "step": name, "settings": open(os.path.join(out, f"{name}.settings")).read().strip(),
+        "status": r.get("status"), "reason": r.get("reason"), "change_pct": r.get("change_pct"),
+        "rounds": r.get("rounds"), "step_s": t.get("step_s"), "startup_waited_s": t.get("startup_waited_s"),
+        "measuring_s": t.get("measuring_s"), "per_round": rounds,
+    })
 json.dump(null, open(os.path.join(out, "null.json"), "w"), indent=1)
 for c in costs:
     print(f"{c['kernel']:9} {c['step']:9} rounds={c['rounds']} step={c['step_s']:.1f}s "
           f"cold={c['cold_run_s']} correctness={c['correctness_s']:.1f}s measuring={c['measuring_s']:.1f}s "
           f"startup={c['startup_s']:.1f}s census={c['census_s']:.1f}s x{c['step_over_work']}")
-for name, r in null.items():
-    print(name, r["change_pct"], [round(x["change_pct"], 3) for x in r["configs"] or []])
+for n in null:
+    print(n["step"], n["settings"], n["status"], n["change_pct"], "rounds", n["rounds"],
+          "waited", [round(x["waited_s"], 1) for x in n["per_round"]],
+          "candidate/baseline %", [x["candidate_over_baseline_pct"] for x in n["per_round"]])
 EOF
+}
+
+for part in $parts; do
+  case "$part" in
+    softmax)
+      repo=$(fresh softmax) && cd "$repo" || exit 1
+      use_sources
+      softmax_start &&
+        session_steps softmax src/tilegym/ops/cutile/softmax.py sandbox/perf_softmax.py "$softmax_filter"
+      ;;
+    null)
+      if [ -d "$work/softmax" ]; then
+        cd "$work/softmax" || exit 1
+        use_sources
+      else
+        repo=$(fresh softmax) && cd "$repo" || exit 1
+        use_sources
+        softmax_start || continue
+      fi
+      null_steps
+      ;;
+    geglu)
+      repo=$(fresh geglu) && cd "$repo" || exit 1
+      use_sources
+      run geglu-scaffold start geglu --suite liger --scaffold --json
+      session geglu src/tilegym/suites/liger/cutile/geglu.py sandbox/perf_geglu.py "" \
+        geglu --suite liger --test sandbox/perf_geglu.py
+      ;;
+    rms_norm)
+      repo=$(fresh rms_norm) && cd "$repo" || exit 1
+      use_sources
+      filter="static_persistent and 65536"
+      # the cold run times the perf cases alone; the session keeps every correctness test beside them
+      session rms_norm src/tilegym/ops/cutile/rms_norm.py tests/ops/test_rms_norm.py "$filter" \
+        rms_norm --suite ops --filter "($filter) or not test_perf"
+      ;;
+    *)
+      echo "unknown part $part" >&2
+      exit 2
+      ;;
+  esac
+  summarize
+done

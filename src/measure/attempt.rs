@@ -12,7 +12,7 @@ use anyhow::Result;
 use super::rounds::{Checks, Measured, baseline_passed, measure, no_reroll};
 use super::sides::{self, Codes, HeldSides};
 use crate::features::code_tree::CodeTree;
-use crate::measure::paired::{Holders, Pair, Rounds, dumps_of};
+use crate::measure::paired::{AlikeCheck, Holders, Pair, Rounds, Settings, dumps_of};
 use crate::measure::timings::Timings;
 use crate::record::census;
 use crate::record::evidence::{Ended, RunFile, Stage};
@@ -108,7 +108,8 @@ pub fn attempt<'r>(
         floor: NoiseFloor::from_spreads(&session.spread),
         deadline,
         measured: false,
-        no_reroll: Some(&alike_check),
+        // a null step for comparing the settings measures its rounds as any other step does
+        no_reroll: (!Settings::from_env().reroll_alike).then_some(&alike_check as AlikeCheck),
         timings: Timings::default(),
     };
     let baseline_passed = baseline_passed(repo, history)?;
@@ -120,6 +121,9 @@ pub fn attempt<'r>(
         .flat_map(|pair| [&pair.candidate, &pair.baseline])
         .flat_map(|side| side.start_ups().iter().cloned())
         .collect();
+    timings.started_unused = (rounds.pairs.iter())
+        .map(|pair| pair.candidate.standing_by() + pair.baseline.standing_by())
+        .sum();
     give_workers_back(rounds.pairs, &mut held, written.is_none());
     let Measured { runs, ended } = measured;
     let Replayed { attempt, remark } = replay::attempt(&runs, &ended, session, &baseline_passed);

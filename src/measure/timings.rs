@@ -29,8 +29,10 @@ pub struct Timings {
     pub startup_waited_s: f64,
     /// Each worker's start-up, whether or not the step waited for it, the candidate's workers then the
     /// baseline's, each side's in the order they served (one started while an earlier round measured is
-    /// counted from when its round let it go on).
+    /// counted from when its round let it go on, or from its start where it went at once).
     pub startups: Vec<StartUp>,
+    /// Workers started ahead for rounds that did not come, ended without serving.
+    pub started_unused: usize,
     /// The candidate's correctness tests: the command in its warm worker, or a whole process of its own.
     pub correctness_s: f64,
     /// Each round's measuring, both sides.

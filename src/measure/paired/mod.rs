@@ -26,9 +26,11 @@ use crate::system::workers::Side;
 
 mod held;
 mod housekeeping;
+mod settings;
 
 pub use held::{Held, Holders, Wanted, end_kept_workers, hold};
 pub use housekeeping::{dumps_of, prune_dumps, prune_worker_logs};
+pub use settings::Settings;
 
 /// How the paired rounds ended.
 pub enum Paired {
@@ -137,8 +139,10 @@ struct RoundPlan<'a> {
     number: usize,
     began: Instant,
     candidate_first: bool,
-    /// Whether each side starts its next round's worker as it begins to measure ([`Side::stand_by`]).
-    stand_by: bool,
+    /// How many rounds ahead each side starts workers as it begins to measure ([`Side::stand_by`]).
+    rounds_ahead: usize,
+    /// How the round's start-ups overlap the work.
+    settings: Settings,
     session: &'a Session,
     /// The workers of every pair: ours, idle or measuring on another GPU, not someone else's.
     ours: &'a [u32],
@@ -155,6 +159,7 @@ pub fn measure(sides: &mut Rounds, prefix: &str, evidence: &mut Vec<RunFile>) ->
     let mut times: Vec<verdict::RoundTime> = Vec::new();
     // round 1 runs every case; a later one only those of the configs still open
     let mut open: Option<Vec<String>> = None;
+    let settings = Settings::from_env();
     loop {
         let started = Instant::now();
         if sides.measured {
@@ -185,8 +190,11 @@ pub fn measure(sides: &mut Rounds, prefix: &str, evidence: &mut Vec<RunFile>) ->
             // from the first round on: a step that needs a second round waits for no start-up there; one
             // decided in its first ends the pair standing by, which imported and collected beside its
             // own side's measurement and never made a GPU context
-            stand_by: (first_round_standing_by()..verdict::MAX_ROUNDS)
-                .contains(&(rounds.len() + 1)),
+            rounds_ahead: settings.rounds_ahead(
+                rounds.len() + 1,
+                rounds_fitting(sides, &times, open.as_deref()),
+            ),
+            settings,
             session: sides.session,
             ours: &ours,
         };
@@ -281,10 +289,7 @@ pub fn measure(sides: &mut Rounds, prefix: &str, evidence: &mut Vec<RunFile>) ->
             Err(e) => return Ok(Paired::Crashed(e.to_string())),
         };
         let left = sides.deadline.saturating_duration_since(Instant::now());
-        let next_cases = (sides.pairs.iter())
-            .filter_map(|pair| pair.cases_in(open.as_deref()).map(|cases| cases.len()))
-            .max()
-            .unwrap_or_default();
+        let next_cases = most_cases(&sides.pairs, open.as_deref());
         if !verdict::another_round_fits(&times, next_cases, left) {
             let estimate = verdict::round_estimate(&times, next_cases).unwrap_or_default();
             let why = format!(
@@ -306,18 +311,27 @@ pub fn measure(sides: &mut Rounds, prefix: &str, evidence: &mut Vec<RunFile>) ->
     }
 }
 
-/// The variable that names the first round whose sides start the next round's workers as they measure.
-const STAND_BY_FROM_ROUND: &str = "CUTILE_PERF_STAND_BY_FROM_ROUND";
+/// The most cases a pair runs in the next round, of those `open` ([`Pair::cases_in`]).
+fn most_cases(pairs: &[Pair], open: Option<&[String]>) -> usize {
+    (pairs.iter())
+        .filter_map(|pair| pair.cases_in(open).map(|cases| cases.len()))
+        .max()
+        .unwrap_or_default()
+}
 
-/// The first round whose sides start the next round's workers as they measure: the first, or the one
-/// [`STAND_BY_FROM_ROUND`] names (`2`: every first round measured beside no start-up, to compare null
-/// steps with and without one).
-fn first_round_standing_by() -> usize {
-    std::env::var(STAND_BY_FROM_ROUND)
-        .ok()
-        .and_then(|round| round.trim().parse().ok())
-        .filter(|&round| round >= 1)
-        .unwrap_or(1)
+/// How many rounds after the one about to begin fit in the budget left, by the rounds so far (none
+/// before the first has measured).
+fn rounds_fitting(
+    sides: &Rounds,
+    times: &[verdict::RoundTime],
+    open: Option<&[String]>,
+) -> Option<usize> {
+    let round = verdict::round_estimate(times, most_cases(&sides.pairs, open))?.as_secs_f64();
+    let left = (sides.deadline.saturating_duration_since(Instant::now())).as_secs_f64();
+    Some(match round > 0.0 {
+        true => ((left / round).floor() as usize).saturating_sub(1),
+        false => verdict::MAX_ROUNDS,
+    })
 }
 
 /// One pair's part of a round on its GPU: `cases` (none: every case; empty: nothing to run), one side
@@ -345,14 +359,21 @@ fn pair_round(
         _ => String::new(),
     };
     // both sides' start-ups (their GPU contexts among them) end before either measures: each then
-    // measures beside the other's idle context, whatever the order, the other's worker held still. The
-    // new workers make their contexts one at a time, the side measuring first first: on an H200, with
-    // the candidate's always made first and beside the old workers' teardown, the candidate's processes
-    // of identical code read 1-5% slower on a microsecond config in many rounds, the baseline's never
+    // measures beside the other's idle context, whatever the order, the other's worker held still, and
+    // no new context is made beside the old workers' teardown, which ended them all. On an H200, with
+    // the candidate's context always made first and beside that teardown, the candidate's processes of
+    // identical code read 1-5% slower on a microsecond config in many rounds, the baseline's never. Both
+    // are let go together, so neither side's is made first, and the round waits for the slower start-up
+    // rather than for both; `CUTILE_PERF_READY_TOGETHER=0` makes them one after the other, the side
+    // measuring first first, as before
     let (first, second) = match plan.candidate_first {
         true => (&mut pair.candidate, &mut pair.baseline),
         false => (&mut pair.baseline, &mut pair.candidate),
     };
+    if plan.settings.ready_together {
+        first.let_go();
+        second.let_go();
+    }
     first.ready()?;
     second.ready()?;
     part.ready_after = plan.began.elapsed();
@@ -378,8 +399,8 @@ fn pair_round(
         // began, the side measuring first had the start-up's busiest seconds beside its first configs and
         // the other side a start-up already under way, and rope's first-measured 2 us configs read 3-4%
         // apart by order.
-        if plan.stand_by {
-            runner.stand_by();
+        if plan.rounds_ahead > 0 {
+            runner.stand_by(plan.rounds_ahead, plan.settings.stand_by_at_once);
         }
         let ours: Vec<u32> = (plan.ours.iter().copied())
             .chain(runner.worker_pids())

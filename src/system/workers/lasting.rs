@@ -142,10 +142,10 @@ pub struct Lasting {
     pub commands: u32,
     /// Whether it has measured a repetition (a later crash is then the worker's, not the code's).
     pub measured: bool,
-    /// Whether its channel is the home's second one ([`channel_in`]): a worker started ahead of its round
-    /// beside the one measuring.
+    /// Which of its home's channels is its own ([`channel_in`]): another than the first for a worker
+    /// started ahead of its round beside the one measuring.
     #[serde(default)]
-    pub alternate: bool,
+    pub slot: u8,
 }
 
 impl Lasting {
@@ -220,7 +220,7 @@ impl Lasting {
 
     /// Its channel directory.
     pub fn channel(&self) -> PathBuf {
-        channel_in(&self.home, self.alternate)
+        channel_in(&self.home, self.slot)
     }
 
     /// Seconds since its last command.
@@ -234,10 +234,13 @@ impl Lasting {
     }
 }
 
-/// The channel of a worker in `home`: `channel/`, or `channel.1/` for the `alternate` one, which starts
-/// while the other still serves (a later round's worker, started ahead of it).
-pub fn channel_in(home: &Path, alternate: bool) -> PathBuf {
-    home.join(if alternate { "channel.1" } else { "channel" })
+/// The channel of a worker in `home`: `channel/` for slot 0, else `channel.<slot>/`, one for each worker
+/// that starts while another still serves (a later round's, started ahead of it).
+pub fn channel_in(home: &Path, slot: u8) -> PathBuf {
+    match slot {
+        0 => home.join("channel"),
+        slot => home.join(format!("channel.{slot}")),
+    }
 }
 
 /// Where the worker kept for `gpu` (`CUDA_VISIBLE_DEVICES`; none: all the machine's) is recorded.
@@ -388,7 +391,7 @@ mod tests {
             last_command: 0,
             commands: 3,
             measured: true,
-            alternate: false,
+            slot: 0,
         }
     }
 

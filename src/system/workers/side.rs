@@ -1,6 +1,7 @@
 //! A step's side: its warm worker where it has one (redrawn each round, the next one standing by, held
 //! while the other side measures), else a process per run.
 
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -17,8 +18,8 @@ use crate::system::runner::Workers;
 pub struct Side<'a> {
     pub runner: &'a Pytest<'a>,
     worker: Option<Worker>,
-    /// The next round's worker, started ahead of it ([`Side::stand_by`]).
-    standby: Option<Worker>,
+    /// The next rounds' workers, started ahead of them ([`Side::stand_by`]), the next round's first.
+    standby: VecDeque<Worker>,
     /// The pids of the workers [`Side::redraw`] ended: nvidia-smi may list one a moment longer, as ours.
     retired: Vec<u32>,
     /// The start-ups of the workers that served it so far, in the order they served.
@@ -41,7 +42,7 @@ impl<'a> Side<'a> {
         Side {
             runner,
             worker,
-            standby: None,
+            standby: VecDeque::new(),
             retired: Vec::new(),
             start_ups: Vec::new(),
             waited: Duration::ZERO,
@@ -79,6 +80,11 @@ impl<'a> Side<'a> {
         &self.start_ups
     }
 
+    /// How many workers stand by for its later rounds now.
+    pub fn standing_by(&self) -> usize {
+        self.standby.len()
+    }
+
     /// How long its last run waited for its worker's start-up (none for a process of its own, whose
     /// start-up is inside its run).
     pub fn waited(&self) -> Duration {
@@ -90,32 +96,46 @@ impl<'a> Side<'a> {
         self.worker.take()
     }
 
-    /// Starts the worker of the side's next [`Side::redraw`] now, in its worker's home, so that its
-    /// imports and collection run while this round measures (held, as the side's worker is, while the
-    /// other side measures); it makes its GPU context only when the redraw lets it go. Nothing for a side
-    /// without a worker, or one already standing by; one that cannot start leaves the redraw to start it.
-    pub fn stand_by(&mut self) {
+    /// Starts the workers of the side's next `rounds` [`Side::redraw`]s now, those not standing by yet,
+    /// in its worker's home (each in a channel of its own), so that their imports and collection run
+    /// while this round measures and while later rounds wait for their start-ups (held, as the side's
+    /// worker is, while the other side measures); each makes its GPU context only when its redraw lets it
+    /// go, or, `at_once`, as soon as it has collected, beside this side's measurement. Nothing for a side
+    /// without a worker; one that cannot start leaves its redraw to start it.
+    pub fn stand_by(&mut self, rounds: usize, at_once: bool) {
         let Some(worker) = &self.worker else {
             return;
         };
-        if self.standby.is_some() {
-            return;
-        }
         let Some(home) = worker.channel.parent().map(Path::to_path_buf) else {
             return;
         };
-        let (side, alternate) = (worker.side, !worker.alternate);
-        self.look_for_planted();
-        self.standby =
-            Worker::spawn(self.runner, side, &home, alternate, Some(StandBy::Ahead)).ok();
+        let side = worker.side;
+        let why = match at_once {
+            true => StandBy::AheadGoing,
+            false => StandBy::Ahead,
+        };
+        while self.standby.len() < rounds {
+            self.look_for_planted();
+            // the first channel of the home that no worker of the side holds
+            let taken: Vec<u8> = (self.worker.iter().chain(&self.standby))
+                .map(|worker| worker.slot)
+                .collect();
+            let slot = (0..=u8::MAX).find(|slot| !taken.contains(slot));
+            match slot
+                .and_then(|slot| Worker::spawn(self.runner, side, &home, slot, Some(why)).ok())
+            {
+                Some(worker) => self.standby.push_back(worker),
+                None => return,
+            }
+        }
     }
 
     /// Ends the side's worker, if it has one, and puts a fresh one in its place (the one standing by, if
     /// any), still standing by: a new process draws again what a process fixes once (an autotuner's pick
     /// among near ties, where its arrays land), which repetitions inside one process never sample. It makes
-    /// its GPU context when [`Side::ready`] lets it: after every old worker of the round has ended and in
-    /// the round's order, so that neither side's context is made beside another's being made or torn
-    /// down. A side without a worker makes a process per run anyway.
+    /// its GPU context when [`Side::let_go`] lets it: after every old worker of the round has ended, so
+    /// that no context is made beside an old one being torn down. A side without a worker makes a process
+    /// per run anyway.
     pub fn redraw(&mut self) {
         let Some(worker) = self.worker.take() else {
             return;
@@ -125,7 +145,7 @@ impl<'a> Side<'a> {
         self.retired.extend(worker.pids());
         // the old process group ends (and its channel goes) before the new worker takes the home
         drop(worker);
-        if let Some(standby) = self.standby.take() {
+        if let Some(standby) = self.standby.pop_front() {
             self.worker = Some(standby);
             return;
         }
@@ -133,16 +153,15 @@ impl<'a> Side<'a> {
             return say_cold(self.runner, side, "the worker's folder is gone");
         };
         self.look_for_planted();
-        match Worker::spawn(self.runner, side, &home, false, Some(StandBy::ForThisRound)) {
+        match Worker::spawn(self.runner, side, &home, 0, Some(StandBy::ForThisRound)) {
             Ok(worker) => self.worker = Some(worker),
             Err(e) => say_cold(self.runner, side, &format!("{e:#}")),
         }
     }
 
-    /// Lets the side's worker go if it stands by, and waits for it to be ready (none: nothing to wait
-    /// for), so that its start-up (its GPU context among it) is over before the other side's begins and
-    /// before either measures. One that cannot be let go is ended: the side turns cold.
-    pub fn ready(&mut self) -> Result<()> {
+    /// Lets the side's worker go if it stands by: it makes its GPU context and warms up. One that cannot
+    /// be let go is ended: the side turns cold.
+    pub fn let_go(&mut self) {
         if let Some(worker) = &mut self.worker
             && let Err(e) = worker.go()
         {
@@ -151,13 +170,20 @@ impl<'a> Side<'a> {
             self.worker = None;
             say_cold(self.runner, side, &format!("{e:#}"));
         }
+    }
+
+    /// Lets the side's worker go if it stands by ([`Side::let_go`]), and waits for it to be ready (none:
+    /// nothing to wait for), so that its start-up (its GPU context among it) is over before either side
+    /// measures.
+    pub fn ready(&mut self) -> Result<()> {
+        self.let_go();
         match &self.worker {
             Some(worker) => worker.await_ready(self.runner.deadline),
             None => Ok(()),
         }
     }
 
-    /// Stops this side's workers (each one's whole process group: the one serving it and the one
+    /// Stops this side's workers (each one's whole process group: the one serving it and those
     /// standing by) until the returned [`Held`] is dropped, while `measuring` measures: no thread of this
     /// side's code (one a candidate's module started at import, say) can put work on the GPU or the CPUs
     /// under the other's measurement. Only workers on this machine are held: a Slurm node's are beyond
@@ -264,7 +290,7 @@ impl<'a> Side<'a> {
                 if let Some(worker) = self.worker.take() {
                     say_cold(self.runner, worker.side, &why);
                 }
-                // a side that turned cold runs a process per run from now on: its next worker goes too
+                // a side that turned cold runs a process per run from now on: its next workers go too
                 self.end_standby();
                 None
             }
@@ -279,10 +305,10 @@ impl Drop for Side<'_> {
 }
 
 impl Side<'_> {
-    /// Ends the worker standing by for a round that did not come, with its log: it served nothing a
+    /// Ends the workers standing by for rounds that did not come, with their logs: they served nothing a
     /// reason could name.
     fn end_standby(&mut self) {
-        if let Some(standby) = self.standby.take() {
+        while let Some(standby) = self.standby.pop_front() {
             let log = standby.log.clone();
             drop(standby);
             let _ = std::fs::remove_file(log);

@@ -31,8 +31,8 @@ pub struct Worker {
     pub(super) measured: bool,
     /// Left running for a later command: dropping it ends nothing.
     kept: bool,
-    /// Whether its channel is its home's second one ([`lasting::channel_in`]).
-    pub(super) alternate: bool,
+    /// Which of its home's channels is its own ([`lasting::channel_in`]).
+    pub(super) slot: u8,
     /// Set while it stands by: it has imported and collected, and makes its GPU context when let go.
     standing_by: Option<StandBy>,
     /// When this process started it (none for one adopted from an earlier command): its first command
@@ -46,41 +46,53 @@ pub struct Worker {
     pub(super) waited: std::time::Duration,
 }
 
-/// Why a worker stands by, which says where its start-up is counted from when it goes.
+/// Why a worker starts before its round lets it measure, which says whether it stands by (waits,
+/// collected, for its go before it makes its GPU context) and where its start-up is counted from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum StandBy {
     /// Started while an earlier round measured: what it took then was hidden, counted from its go.
     Ahead,
+    /// Started while an earlier round measured, and never told to wait: it makes its GPU context and
+    /// warms up as soon as it has collected (held while the other side measures, as its side's worker
+    /// is), counted from its start.
+    AheadGoing,
     /// Started for the round about to measure: nothing hid it, counted from its start.
     ForThisRound,
+}
+
+impl StandBy {
+    /// Whether the worker waits for its go once collected.
+    fn waits(self) -> bool {
+        self != StandBy::AheadGoing
+    }
 }
 
 impl Worker {
     /// Starts `runner`'s side as a worker with its channel in `home`, owned by this process; it
     /// collects while the caller goes on.
     pub fn start(runner: &Pytest, side: &'static str, home: &Path) -> Result<Worker> {
-        Worker::spawn(runner, side, home, false, None)
+        Worker::spawn(runner, side, home, 0, None)
     }
 
-    /// Starts a worker in the `alternate` channel of `home` (beside one in the other), standing by when
-    /// `standby` says why: it imports and collects, then waits for [`Worker::go`] before it makes its GPU
-    /// context and says `ready`, so that it can start while another worker measures, and so that a
+    /// Starts a worker in channel `slot` of `home` (beside those in the others), standing by when
+    /// `standby` says why: it imports and collects, then (unless it goes at once) waits for [`Worker::go`]
+    /// before it makes its GPU context and says `ready`, so that it can start while another worker measures, and so that a
     /// round's new workers make their contexts one after the other, in the round's order.
     pub(super) fn spawn(
         runner: &Pytest,
         side: &'static str,
         home: &Path,
-        alternate: bool,
+        slot: u8,
         standby: Option<StandBy>,
     ) -> Result<Worker> {
-        let channel = lasting::channel_in(home, alternate);
+        let channel = lasting::channel_in(home, slot);
         if channel.exists() {
             std::fs::remove_dir_all(&channel)
                 .with_context(|| format!("cannot empty {}", channel.display()))?;
         }
         std::fs::create_dir_all(&channel)
             .with_context(|| format!("cannot create {}", channel.display()))?;
-        if standby.is_some() {
+        if standby.is_some_and(StandBy::waits) {
             write_text_whole(&channel.join(STANDBY), "")?;
         }
         // a worker on another machine (a Slurm job's node) cannot see this process: the job's end ends it
@@ -103,7 +115,10 @@ impl Worker {
         let name = format!(
             "worker-{}{}",
             home.file_name().unwrap_or_default().to_string_lossy(),
-            if alternate { ".1" } else { "" }
+            match slot {
+                0 => String::new(),
+                slot => format!(".{slot}"),
+            }
         );
         let prepared = runner.prepare(
             PytestRun::Worker,
@@ -134,10 +149,10 @@ impl Worker {
             commands: 0,
             measured: false,
             kept: false,
-            alternate,
-            standing_by: standby,
+            slot,
+            standing_by: standby.filter(|why| why.waits()),
             spawned: Some(std::time::SystemTime::now()),
-            ahead: standby == Some(StandBy::Ahead),
+            ahead: matches!(standby, Some(StandBy::Ahead | StandBy::AheadGoing)),
             start_up: None,
             waited: std::time::Duration::ZERO,
         })
@@ -172,7 +187,7 @@ impl Worker {
             commands: kept.commands,
             measured: kept.measured,
             kept: false,
-            alternate: kept.alternate,
+            slot: kept.slot,
             standing_by: None,
             spawned: None,
             ahead: false,
@@ -208,7 +223,7 @@ impl Worker {
             last_command: self.last_command,
             commands: self.commands,
             measured: self.measured,
-            alternate: self.alternate,
+            slot: self.slot,
         })
     }
 

@@ -1,0 +1,150 @@
+//! How a step's worker start-ups overlap its work, and whether a candidate alike to its baseline is
+//! measured past its first round, as the step's environment sets it: the settings a GPU compares on null
+//! steps (`tools/gpu-step-cost.sh`), each documented in `docs/measurement.md`.
+
+use crate::rules::verdict;
+
+/// The variable that names the first round whose sides start the next round's workers as they measure.
+const STAND_BY_FROM_ROUND: &str = "CUTILE_PERF_STAND_BY_FROM_ROUND";
+/// The variable that, `0`, has a round's new workers make their GPU contexts one after the other.
+const READY_TOGETHER: &str = "CUTILE_PERF_READY_TOGETHER";
+/// The variable that, `1`, has a worker started ahead make its GPU context as soon as it has collected.
+const STAND_BY_AT_ONCE: &str = "CUTILE_PERF_STAND_BY_AT_ONCE";
+/// The variable that, `1`, has a candidate that compiled and launched what its baseline does measured in
+/// more rounds anyway, as a null step for comparing the other settings.
+const REROLL_ALIKE: &str = "CUTILE_PERF_REROLL_ALIKE";
+/// The variable that names how many rounds ahead each side's workers are started, at most.
+const STAND_BY_ROUNDS: &str = "CUTILE_PERF_STAND_BY_ROUNDS";
+/// The most rounds ahead [`STAND_BY_ROUNDS`] may ask for: each is a process a side that imports and
+/// collects beside the measurements.
+const MOST_ROUNDS_AHEAD: usize = 4;
+
+/// How one step's rounds are run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Settings {
+    /// The first round whose sides start the next round's workers as they measure: the first, or the
+    /// one [`STAND_BY_FROM_ROUND`] names (`2`: every first round measured beside no start-up).
+    pub stand_by_from_round: usize,
+    /// Whether a round's new workers are let go together and waited for together (both start-ups, GPU
+    /// contexts among them, side by side while nothing measures), rather than one after the other in the
+    /// round's order (`CUTILE_PERF_READY_TOGETHER=0`).
+    pub ready_together: bool,
+    /// Whether a worker started ahead makes its GPU context and warms up as soon as it has collected,
+    /// beside its own side's measurement (`CUTILE_PERF_STAND_BY_AT_ONCE=1`), rather than when its round
+    /// lets it go.
+    pub stand_by_at_once: bool,
+    /// How many rounds ahead each side's workers are started, at most (`CUTILE_PERF_STAND_BY_ROUNDS`, 1
+    /// to [`MOST_ROUNDS_AHEAD`]): those after the next import and collect while the next rounds wait for
+    /// their start-ups, so that only their GPU contexts are left when their rounds come.
+    pub stand_by_rounds: usize,
+    /// Whether a candidate alike to its baseline after the first round is measured in more rounds
+    /// anyway (`CUTILE_PERF_REROLL_ALIKE=1`), as any other, rather than decided on that round.
+    pub reroll_alike: bool,
+}
+
+impl Settings {
+    /// The overlap the step's environment asks for; what it does not set, or sets to something else, is
+    /// the default.
+    pub fn from_env() -> Settings {
+        Settings::from(|name| std::env::var(name).ok())
+    }
+
+    fn from(var: impl Fn(&str) -> Option<String>) -> Settings {
+        let value = |name| var(name).map(|value| value.trim().to_string());
+        Settings {
+            stand_by_from_round: value(STAND_BY_FROM_ROUND)
+                .and_then(|round| round.parse().ok())
+                .filter(|&round| round >= 1)
+                .unwrap_or(1),
+            ready_together: value(READY_TOGETHER).is_none_or(|on| on != "0"),
+            stand_by_at_once: value(STAND_BY_AT_ONCE).is_some_and(|on| on == "1"),
+            stand_by_rounds: value(STAND_BY_ROUNDS)
+                .and_then(|rounds| rounds.parse().ok())
+                .filter(|rounds| (1..=MOST_ROUNDS_AHEAD).contains(rounds))
+                .unwrap_or(1),
+            reroll_alike: value(REROLL_ALIKE).is_some_and(|on| on == "1"),
+        }
+    }
+
+    /// How many rounds ahead the sides of round `number` start workers as they measure: none before
+    /// the first round standing by or in the last round there can be; else the next round's, and up to
+    /// [`Settings::stand_by_rounds`] where as many more rounds are left and `fitting` (how many rounds
+    /// after this one the budget fits, by the rounds so far; none: not known yet) says they fit.
+    pub fn rounds_ahead(&self, number: usize, fitting: Option<usize>) -> usize {
+        if number < self.stand_by_from_round || number >= verdict::MAX_ROUNDS {
+            return 0;
+        }
+        (self.stand_by_rounds)
+            .min(verdict::MAX_ROUNDS - number)
+            .min(fitting.unwrap_or(1))
+            .max(1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with(vars: &[(&str, &str)]) -> Settings {
+        Settings::from(|name| {
+            (vars.iter())
+                .find(|(set, _)| *set == name)
+                .map(|(_, value)| value.to_string())
+        })
+    }
+
+    #[test]
+    fn unset_the_pair_stands_by_from_round_one_and_is_ready_together_when_its_round_begins() {
+        let default = Settings {
+            stand_by_from_round: 1,
+            ready_together: true,
+            stand_by_at_once: false,
+            stand_by_rounds: 1,
+            reroll_alike: false,
+        };
+        assert_eq!(with(&[]), default);
+        // what is not a setting's value leaves the default
+        let odd = [
+            (STAND_BY_FROM_ROUND, "0"),
+            (READY_TOGETHER, "no"),
+            (STAND_BY_AT_ONCE, "yes"),
+            (STAND_BY_ROUNDS, "5"),
+            (REROLL_ALIKE, "yes"),
+        ];
+        assert_eq!(with(&odd), default);
+        let set = [
+            (STAND_BY_FROM_ROUND, " 2"),
+            (READY_TOGETHER, "0"),
+            (STAND_BY_AT_ONCE, "1"),
+            (STAND_BY_ROUNDS, "3"),
+            (REROLL_ALIKE, "1"),
+        ];
+        assert_eq!(
+            with(&set),
+            Settings {
+                stand_by_from_round: 2,
+                ready_together: false,
+                stand_by_at_once: true,
+                stand_by_rounds: 3,
+                reroll_alike: true,
+            }
+        );
+    }
+
+    #[test]
+    fn workers_stand_by_as_many_rounds_ahead_as_are_left_and_the_budget_fits() {
+        let deep = with(&[(STAND_BY_ROUNDS, "3")]);
+        // round 1 knows no round's cost yet: the next round's pair only
+        assert_eq!(deep.rounds_ahead(1, None), 1);
+        assert_eq!(deep.rounds_ahead(2, Some(5)), 3);
+        assert_eq!(deep.rounds_ahead(2, Some(2)), 2);
+        // the next round's pair stands by even where the budget may not fit it, as with one round ahead
+        assert_eq!(deep.rounds_ahead(2, Some(0)), 1);
+        assert_eq!(deep.rounds_ahead(verdict::MAX_ROUNDS - 2, Some(5)), 2);
+        assert_eq!(deep.rounds_ahead(verdict::MAX_ROUNDS, Some(5)), 0);
+        assert_eq!(with(&[]).rounds_ahead(2, Some(5)), 1);
+        let later = with(&[(STAND_BY_FROM_ROUND, "2"), (STAND_BY_ROUNDS, "2")]);
+        assert_eq!(later.rounds_ahead(1, None), 0);
+        assert_eq!(later.rounds_ahead(2, Some(3)), 2);
+    }
+}
