@@ -52,7 +52,10 @@ pub fn report(ui: &mut Ui, err: &anyhow::Error) -> ExitCode {
         return print(ui.out(), &report);
     }
     if interrupted {
-        ui.progress(&err.to_string());
+        ui.progress(&match hint::of(err) {
+            Some(hint) => format!("{err}\nhint: {hint}"),
+            None => err.to_string(),
+        });
     } else {
         ui.progress(&format!(
             "{} {}",

@@ -14,7 +14,7 @@ use anyhow::{Context, Result};
 use crate::features::inspect::coverage::{Row as Covered, coverage};
 use crate::features::locate;
 use crate::record::campaign::{self, Campaign, Entry, State};
-use crate::rules::hint::hinted;
+use crate::rules::hint::{Hinted, hinted};
 use crate::system::git::Repo;
 use crate::system::gpu;
 use crate::system::process::{self, Interrupted};
@@ -174,11 +174,12 @@ fn run_kernels(
         RunnerKind::Local => local_workers(ui, repo, record, workers, timeout)?,
     }
     if process::interrupted() {
-        return Err(hinted(
-            Interrupted("the campaign stopped its workers; each session is whole or absent")
-                .to_string(),
+        // typed, so that the exit code is an interrupted command's (130), with the hint beneath it
+        return Err(anyhow::Error::new(Hinted::new(
+            "each session is whole or absent",
             "`git cutile-perf campaign resume` runs the kernels that did not finish",
-        ));
+        ))
+        .context(Interrupted("the campaign stopped its workers")));
     }
     Ok(())
 }

@@ -51,8 +51,13 @@ impl Row {
     }
 
     /// Its state, with the reason after it when it has one.
+    /// The state and the first line of its reason (the whole of it is in `--json`).
     fn state_and_reason(&self) -> String {
-        match &self.reason {
+        match self
+            .reason
+            .as_deref()
+            .and_then(|reason| reason.lines().next())
+        {
             Some(reason) => format!("{}: {reason}", self.state),
             None => self.state.clone(),
         }
@@ -177,16 +182,18 @@ impl Speedup {
 
 /// The table as text: one line per kernel.
 pub fn text(rows: &[Row]) -> String {
+    let label = |row: &Row| format!("{}/{}", row.suite, row.kernel);
+    let width = rows.iter().map(|row| label(row).len()).max().unwrap_or(0);
     let mut out = format!(
-        "{:<24} {:<18} {:>12} {:>5} {:<28} {:<10} {}\n",
+        "{:<width$} {:<18} {:>12} {:>5} {:<28} {:<10} {}\n",
         "kernel", "source", "baseline ms", "iter", "best kept speedup", "where", "state"
     );
     for row in rows {
         let (place, state) = (row.place(), row.state_and_reason());
         let _ = writeln!(
             out,
-            "{:<24} {:<18} {:>12} {:>5} {:<28} {:<10} {}",
-            format!("{}/{}", row.suite, row.kernel),
+            "{:<width$} {:<18} {:>12} {:>5} {:<28} {:<10} {}",
+            label(row),
             row.source,
             row.baseline_ms.map_or("-".into(), |ms| fmt_ms(Some(ms))),
             row.iterations.map_or("-".into(), |n| n.to_string()),

@@ -14,6 +14,7 @@ use anyhow::{Context, Result};
 use crate::features::inspect::source::CORRECTNESS_ONLY;
 use crate::record::campaign::{self, Campaign, Entry, Lease, State};
 use crate::record::journal;
+use crate::rules::guard::SANDBOX;
 use crate::system::git::Repo;
 use crate::system::process;
 use crate::system::ui::Progress;
@@ -158,10 +159,16 @@ impl Worker<'_> {
             &record.base,
         ])?;
         let outcome = self.start(&record, entry, &worktree);
-        if !matches!(outcome, Ok(Outcome::Started { .. })) {
-            let branch = Repo::discover(&worktree)
-                .ok()
-                .and_then(|tree| tree.branch().ok().flatten());
+        let tree = Repo::discover(&worktree).ok();
+        if matches!(outcome, Ok(Outcome::Started { .. })) {
+            // the session's warm worker would wait idle, holding GPU memory, until an agent steps it,
+            // beside every other kernel's baseline: its first step starts one again
+            if let Some(tree) = &tree {
+                let _ = crate::measure::paired::end_kept_workers(tree);
+            }
+        } else {
+            self.keep_sandbox_logs(entry, &worktree);
+            let branch = tree.and_then(|tree| tree.branch().ok().flatten());
             remove_worktree(&self.repo, &worktree, branch.as_deref());
         }
         outcome
@@ -186,12 +193,14 @@ impl Worker<'_> {
                     args.extend(["--test", &scaffolded]);
                 }
                 _ => {
-                    return Ok(match self.outcome(ended, report.as_ref(), "scaffold", entry) {
-                        Outcome::Failed(reason) => {
-                            Outcome::Failed(format!("start --scaffold: {reason}"))
-                        }
-                        other => other,
-                    });
+                    return Ok(
+                        match self.outcome(ended, report.as_ref(), "scaffold", entry) {
+                            Outcome::Failed(reason) => {
+                                Outcome::Failed(format!("start --scaffold: {reason}"))
+                            }
+                            other => other,
+                        },
+                    );
                 }
             }
         }
@@ -237,6 +246,25 @@ impl Worker<'_> {
         Ok((ended, serde_json::from_str(&report).ok()))
     }
 
+    /// Copies the logs a failed session left in its sandbox (its tests' workers, named by its reason)
+    /// beside the campaign's own, before its worktree goes.
+    fn keep_sandbox_logs(&self, entry: &Entry, worktree: &Path) {
+        let Ok((_, log)) = self.logs(entry, "start") else {
+            return;
+        };
+        let kept = log.with_extension("sandbox");
+        let Ok(found) = std::fs::read_dir(worktree.join(SANDBOX)) else {
+            return;
+        };
+        for file in found.flatten() {
+            let path = file.path();
+            if path.extension().is_some_and(|ext| ext == "log") && path.is_file() {
+                let _ = std::fs::create_dir_all(&kept);
+                let _ = std::fs::copy(&path, kept.join(file.file_name()));
+            }
+        }
+    }
+
     /// The report and log files of `entry`'s `verb` in this attempt.
     fn logs(&self, entry: &Entry, verb: &str) -> Result<(PathBuf, PathBuf)> {
         let logs = campaign_dir(&self.repo, self.name)?.join("logs");
@@ -260,7 +288,11 @@ impl Worker<'_> {
         verb: &str,
         entry: &Entry,
     ) -> Outcome {
-        let log = || self.logs(entry, verb).map(|(_, log)| log).unwrap_or_default();
+        let log = || {
+            self.logs(entry, verb)
+                .map(|(_, log)| log)
+                .unwrap_or_default()
+        };
         match ended {
             Ended::Interrupted => Outcome::Interrupted,
             Ended::TimedOut => Outcome::Failed(format!(
