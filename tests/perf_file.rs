@@ -1,7 +1,8 @@
 //! A session on a kernel whose tests check correctness only, timed through a session perf file that
 //! `start --scaffold` proposes and the user edits: never committed, fingerprinted by the baseline.
 
-use crate::support::Fixture;
+use crate::support::hang::Hang;
+use crate::support::{Fixture, both};
 
 const KERNEL: &str = "src/tilegym/suites/liger/cutile/scale.py";
 const PERF_FILE: &str = "sandbox/perf_scale.py";
@@ -125,7 +126,7 @@ fn a_session_through_a_session_perf_file_records_and_guards_it() {
         "mv sandbox/perf_scale.py sandbox/perf_scale.py.mine && git cutile-perf verify"
     );
     let out = f.run_in(&f.root, "sh", &["-c", command]);
-    assert!(out.status.success(), "{}", crate::support::both(&out));
+    assert!(out.status.success(), "{}", both(&out));
     assert_eq!(std::fs::read_to_string(f.path(PERF_FILE)).unwrap(), EDITED);
     f.ok(&[
         "step",
@@ -267,4 +268,24 @@ fn a_failing_session_perf_file_is_named_with_a_hint() {
     );
     assert!(!err.contains("nothing was created"), "{err}");
     assert_eq!(f.git(&["branch", "--list", "cutile-perf-*"]), "");
+}
+
+/// Ctrl-C while the correctness tests run with the op's calls recorded: tests cut short made fewer calls
+/// than they would have, so nothing is derived from them and no file is written.
+#[test]
+fn a_scaffold_interrupted_while_its_tests_run_writes_nothing_and_says_interrupted() {
+    let f = Fixture::new();
+    f.edit(
+        "tests/suites/liger/test_scale.py",
+        "def test_op(n, backend):\n",
+        "def test_op(n, backend):\n    import os, time\n    \
+         open(os.environ[\"FIXTURE_CHILD_PID_FILE\"], \"w\").write(str(os.getpid()))\n    \
+         time.sleep(600)\n",
+    );
+    let hang = Hang::new();
+    let out = hang.interrupt(&f, &["start", "scale", "--scaffold"]);
+    assert_eq!(out.status.code(), Some(130), "{}", both(&out));
+    assert!(both(&out).contains("interrupted"), "{}", both(&out));
+    hang.assert_child_gone();
+    assert!(!f.path(PERF_FILE).exists());
 }

@@ -59,6 +59,10 @@ impl Recorder<'_> {
         }
         let output = process::capture(command, RUN_TIMEOUT)
             .with_context(|| format!("cannot run {}", self.python))?;
+        // tests cut short by Ctrl-C made fewer calls than they would have: none of it is a result
+        if process::interrupted() {
+            return Err(process::Interrupted("no session perf file was written").into());
+        }
         let text = String::from_utf8_lossy(&output.stdout).to_string()
             + &String::from_utf8_lossy(&output.stderr);
         let lines: Vec<&str> = text.lines().collect();
