@@ -187,7 +187,7 @@ fn pids_saying(path: &std::path::Path, what: &str) -> Vec<i32> {
 }
 
 #[test]
-fn round_twos_pair_makes_its_gpu_contexts_together_before_either_measures() {
+fn round_twos_pair_makes_its_gpu_contexts_together_when_asked_before_either_measures() {
     let f = Fixture::new();
     f.start();
     let (cuda_log, meet) = (f.root.join("../cuda.txt"), f.root.join("../meet.txt"));
@@ -198,6 +198,7 @@ fn round_twos_pair_makes_its_gpu_contexts_together_before_either_measures() {
         &[
             ("CUTILE_PERF_FIXTURE_CUDA_LOG", cuda_log.to_str().unwrap()),
             ("CUTILE_PERF_FIXTURE_CONTEXT_MEET", meet.to_str().unwrap()),
+            ("CUTILE_PERF_READY_TOGETHER", "1"),
         ],
     );
     let round_2 = &step.timed[4..6];
@@ -224,7 +225,7 @@ fn round_twos_pair_makes_its_gpu_contexts_together_before_either_measures() {
         assert!(context_made(pid) <= first_case_ended, "{log}\n{cases}");
     }
 
-    // one after the other, as `CUTILE_PERF_READY_TOGETHER=0` asks: the first waits for its partner alone
+    // one after the other, by default: the first waits for its partner alone
     let _ = std::fs::remove_file(&meet);
     let _ = std::fs::remove_file(&cuda_log);
     let apart = two_round_step(
@@ -233,7 +234,6 @@ fn round_twos_pair_makes_its_gpu_contexts_together_before_either_measures() {
             ("CUTILE_PERF_FIXTURE_CUDA_LOG", cuda_log.to_str().unwrap()),
             ("CUTILE_PERF_FIXTURE_CONTEXT_MEET", meet.to_str().unwrap()),
             ("CUTILE_PERF_FIXTURE_CONTEXT_MEET_S", "1"),
-            ("CUTILE_PERF_READY_TOGETHER", "0"),
         ],
     );
     let alone = pids_saying(&meet, "alone");

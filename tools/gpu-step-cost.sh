@@ -8,11 +8,12 @@
 # Parts (PARTS, default "softmax null geglu rms_norm", run in that order):
 #   softmax   a standalone benchmark: ops softmax through bench_softmax.py, five configs
 #   null      no-change steps on softmax's session (started here if the softmax part did not run), one
-#             for each entry of NULL_RUNS (default "CUTILE_PERF_READY_TOGETHER=0 - CUTILE_PERF_READY_TOGETHER=0
-#             -": a round's new workers made one after the other, then together, twice). An entry is the
+#             for each entry of NULL_RUNS (default "CUTILE_PERF_READY_TOGETHER=1 - CUTILE_PERF_READY_TOGETHER=1
+#             -": a round's new workers made together, then one after the other, twice). An entry is the
 #             step's settings, comma-separated VAR=VALUE, `-` for the defaults (docs/measurement.md). Each
 #             is measured past its first round (CUTILE_PERF_REROLL_ALIKE=1) within NULL_BUDGET (default
-#             40s), so that the rounds the settings change are measured
+#             90s: a round after the first waits 13 s for its workers on an H100), so that the rounds the
+#             settings change are measured
 #   geglu     a session perf file: liger geglu through the perf file `start --scaffold` writes, two configs
 #   rms_norm  test_perf: tests/ops/test_rms_norm.py, two static_persistent configs
 # Each session starts with thresholds of half a percent (`--gain-pct 0.5 --regression-pct 0.5
@@ -30,8 +31,8 @@ source "$(dirname "$0")/gpu-common.sh"
 setup step-cost "$@"
 export CUTILE_PERF_NO_PROGRESS=1
 parts="${PARTS:-softmax null geglu rms_norm}"
-null_runs="${NULL_RUNS:-CUTILE_PERF_READY_TOGETHER=0 - CUTILE_PERF_READY_TOGETHER=0 -}"
-null_budget="${NULL_BUDGET:-40s}"
+null_runs="${NULL_RUNS:-CUTILE_PERF_READY_TOGETHER=1 - CUTILE_PERF_READY_TOGETHER=1 -}"
+null_budget="${NULL_BUDGET:-90s}"
 here="$(cd "$(dirname "$0")" && pwd)"
 thresholds=(--gain-pct 0.5 --regression-pct 0.5 --continue-pct 1)
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$out/gpu.txt" 2>&1

@@ -290,8 +290,9 @@ pub fn measure(sides: &mut Rounds, prefix: &str, evidence: &mut Vec<RunFile>) ->
         };
         let left = sides.deadline.saturating_duration_since(Instant::now());
         let next_cases = most_cases(&sides.pairs, open.as_deref());
-        if !verdict::another_round_fits(&times, next_cases, left) {
-            let estimate = verdict::round_estimate(&times, next_cases).unwrap_or_default();
+        let fresh = fresh_start_up(&sides.pairs);
+        if !verdict::another_round_fits(&times, next_cases, fresh, left) {
+            let estimate = verdict::round_estimate(&times, next_cases, fresh).unwrap_or_default();
             let why = format!(
                 "the next round, of {next_cases} case{} a side, would take about {:.0} s and {:.0} s \
                  of the budget are left",
@@ -311,6 +312,16 @@ pub fn measure(sides: &mut Rounds, prefix: &str, evidence: &mut Vec<RunFile>) ->
     }
 }
 
+/// The longest start-up of the workers that served so far: what a round's new worker may be waited for.
+fn fresh_start_up(pairs: &[Pair]) -> Duration {
+    let longest = (pairs.iter())
+        .flat_map(|pair| [&pair.candidate, &pair.baseline])
+        .flat_map(|side| side.start_ups())
+        .map(|start_up| start_up.seconds)
+        .fold(0.0, f64::max);
+    Duration::from_secs_f64(longest)
+}
+
 /// The most cases a pair runs in the next round, of those `open` ([`Pair::cases_in`]).
 fn most_cases(pairs: &[Pair], open: Option<&[String]>) -> usize {
     (pairs.iter())
@@ -326,7 +337,8 @@ fn rounds_fitting(
     times: &[verdict::RoundTime],
     open: Option<&[String]>,
 ) -> Option<usize> {
-    let round = verdict::round_estimate(times, most_cases(&sides.pairs, open))?.as_secs_f64();
+    let cases = most_cases(&sides.pairs, open);
+    let round = verdict::round_estimate(times, cases, fresh_start_up(&sides.pairs))?.as_secs_f64();
     let left = (sides.deadline.saturating_duration_since(Instant::now())).as_secs_f64();
     Some(match round > 0.0 {
         true => ((left / round).floor() as usize).saturating_sub(1),
@@ -362,10 +374,9 @@ fn pair_round(
     // measures beside the other's idle context, whatever the order, the other's worker held still, and
     // no new context is made beside the old workers' teardown, which ended them all. On an H200, with
     // the candidate's context always made first and beside that teardown, the candidate's processes of
-    // identical code read 1-5% slower on a microsecond config in many rounds, the baseline's never. Both
-    // are let go together, so neither side's is made first, and the round waits for the slower start-up
-    // rather than for both; `CUTILE_PERF_READY_TOGETHER=0` makes them one after the other, the side
-    // measuring first first, as before
+    // identical code read 1-5% slower on a microsecond config in many rounds, the baseline's never; the
+    // order alternates with the side measuring first. `CUTILE_PERF_READY_TOGETHER=1` lets both go
+    // together, so that the round waits for the slower start-up rather than for both
     let (first, second) = match plan.candidate_first {
         true => (&mut pair.candidate, &mut pair.baseline),
         false => (&mut pair.baseline, &mut pair.candidate),

@@ -6,7 +6,7 @@ use crate::rules::verdict;
 
 /// The variable that names the first round whose sides start the next round's workers as they measure.
 const STAND_BY_FROM_ROUND: &str = "CUTILE_PERF_STAND_BY_FROM_ROUND";
-/// The variable that, `0`, has a round's new workers make their GPU contexts one after the other.
+/// The variable that, `1`, has a round's new workers make their GPU contexts at the same time.
 const READY_TOGETHER: &str = "CUTILE_PERF_READY_TOGETHER";
 /// The variable that, `1`, has a worker started ahead make its GPU context as soon as it has collected.
 const STAND_BY_AT_ONCE: &str = "CUTILE_PERF_STAND_BY_AT_ONCE";
@@ -26,8 +26,9 @@ pub struct Settings {
     /// one [`STAND_BY_FROM_ROUND`] names (`2`: every first round measured beside no start-up).
     pub stand_by_from_round: usize,
     /// Whether a round's new workers are let go together and waited for together (both start-ups, GPU
-    /// contexts among them, side by side while nothing measures), rather than one after the other in the
-    /// round's order (`CUTILE_PERF_READY_TOGETHER=0`).
+    /// contexts among them, side by side while nothing measures: `CUTILE_PERF_READY_TOGETHER=1`), rather
+    /// than one after the other in the round's order. Off: on an H100 a round waited as long either way
+    /// (its stood-by workers were still importing), so the order that was measured stays.
     pub ready_together: bool,
     /// Whether a worker started ahead makes its GPU context and warms up as soon as it has collected,
     /// beside its own side's measurement (`CUTILE_PERF_STAND_BY_AT_ONCE=1`), rather than when its round
@@ -56,7 +57,7 @@ impl Settings {
                 .and_then(|round| round.parse().ok())
                 .filter(|&round| round >= 1)
                 .unwrap_or(1),
-            ready_together: value(READY_TOGETHER).is_none_or(|on| on != "0"),
+            ready_together: value(READY_TOGETHER).is_some_and(|on| on == "1"),
             stand_by_at_once: value(STAND_BY_AT_ONCE).is_some_and(|on| on == "1"),
             stand_by_rounds: value(STAND_BY_ROUNDS)
                 .and_then(|rounds| rounds.parse().ok())

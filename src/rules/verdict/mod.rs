@@ -115,9 +115,19 @@ pub struct RoundTime {
 /// plus `cases` at the most any round took per case (round 1's includes compiling the candidate). Late
 /// rounds run only the few configs still open: priced as the longest round (every config), one that fits
 /// would be given up. `None` before any round: there is nothing to estimate from, and the first round is
-/// the step's own run.
-pub fn round_estimate(rounds: &[RoundTime], cases: usize) -> Option<Duration> {
-    let waits = rounds.iter().map(|r| r.before_measuring).max()?;
+/// the step's own run. After round 1 alone, the wait is at least `fresh_start_up` (a worker's start-up,
+/// as the step's first ones took): round 1's workers were ready before it began, and the next round's
+/// are new ones, which no round has waited for yet.
+pub fn round_estimate(
+    rounds: &[RoundTime],
+    cases: usize,
+    fresh_start_up: Duration,
+) -> Option<Duration> {
+    let waited = rounds.iter().map(|r| r.before_measuring).max()?;
+    let waits = match rounds.len() {
+        1 => waited.max(fresh_start_up),
+        _ => waited,
+    };
     let per_case = rounds
         .iter()
         .map(|r| r.took.saturating_sub(r.before_measuring).as_secs_f64() / r.cases.max(1) as f64)
@@ -126,8 +136,13 @@ pub fn round_estimate(rounds: &[RoundTime], cases: usize) -> Option<Duration> {
 }
 
 /// Whether a round of `cases` cases per side fits in what is `left` of the budget ([`round_estimate`]).
-pub fn another_round_fits(rounds: &[RoundTime], cases: usize, left: Duration) -> bool {
-    match round_estimate(rounds, cases) {
+pub fn another_round_fits(
+    rounds: &[RoundTime],
+    cases: usize,
+    fresh_start_up: Duration,
+    left: Duration,
+) -> bool {
+    match round_estimate(rounds, cases, fresh_start_up) {
         None => true,
         Some(estimate) => !left.is_zero() && estimate <= left,
     }
@@ -578,17 +593,36 @@ pub(crate) mod tests {
             before_measuring: secs(before_measuring),
             cases,
         };
-        assert!(another_round_fits(&[], 8, secs(0)));
+        let none = Duration::ZERO;
+        assert!(another_round_fits(&[], 8, none, secs(0)));
         // no time left: no round, however quick they were
-        assert!(!another_round_fits(&[time(0, 0, 8)], 1, secs(0)));
+        assert!(!another_round_fits(&[time(0, 0, 8)], 1, none, secs(0)));
         // 8 cases in 56 s with no start-up (7 s a case); 7 cases in 54 s after 10 s of start-ups
         let rounds = [time(56, 0, 8), time(54, 10, 7)];
-        assert_eq!(round_estimate(&rounds, 1), Some(secs(17)));
-        assert_eq!(round_estimate(&rounds, 8), Some(secs(66)));
-        assert!(another_round_fits(&rounds, 1, secs(17)));
-        assert!(!another_round_fits(&rounds, 1, secs(16)));
+        assert_eq!(round_estimate(&rounds, 1, none), Some(secs(17)));
+        assert_eq!(round_estimate(&rounds, 8, none), Some(secs(66)));
+        assert!(another_round_fits(&rounds, 1, none, secs(17)));
+        assert!(!another_round_fits(&rounds, 1, none, secs(16)));
         // priced as the longest round, the one-case round would not have fit
-        assert!(!another_round_fits(&rounds, 8, secs(65)));
+        assert!(!another_round_fits(&rounds, 8, none, secs(65)));
+        // once a later round has waited, that wait prices the next, not a worker's start-up
+        assert_eq!(round_estimate(&rounds, 1, secs(30)), Some(secs(17)));
+    }
+
+    /// A null step on ops softmax (H100): round 1 measured 5 cases in 7 s with its workers ready; round
+    /// 2's new pair then took 13 s to start, which round 1 never waited for. Priced on round 1 alone, the
+    /// round fit the 16 s left and the step ran past its budget.
+    #[test]
+    fn after_round_one_the_next_round_is_priced_with_a_fresh_worker_s_start_up() {
+        let secs = Duration::from_secs;
+        let round_one = [RoundTime {
+            took: secs(7),
+            before_measuring: secs(0),
+            cases: 5,
+        }];
+        assert_eq!(round_estimate(&round_one, 5, secs(13)), Some(secs(20)));
+        assert!(!another_round_fits(&round_one, 5, secs(13), secs(16)));
+        assert!(another_round_fits(&round_one, 5, Duration::ZERO, secs(16)));
     }
 
     #[test]
