@@ -9,6 +9,7 @@
 #   TIME_BOX    seconds the campaign may run (default 500); then it gets Ctrl-C, as a user would give it:
 #               every session is whole or absent, and the kernels not reached stay queued
 #   BUDGET      each baseline's time limit (default 3m)
+#   KERNELS     only these kernels of the suite ("rope softmax ..."), as `campaign start` names them
 #   JOBS        sessions started at once on the GPU (`campaign start --jobs`; default 1, one after
 #               another): more of them reach a suite within TIME_BOX, but their baselines share the GPU
 #               and its CPUs, so their times are not for comparing
@@ -29,9 +30,11 @@ nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader > "
 workers=(--gpus 0)
 [ "${JOBS:-1}" -gt 1 ] && workers=(--jobs "$JOBS")
 began=$(date +%s)
-CUDA_VISIBLE_DEVICES=0 timeout -s INT "${TIME_BOX:-500}" "$tool" campaign start --suite "$suite" "${workers[@]}" \
+selection=(--suite "$suite")
+[ -n "${KERNELS:-}" ] && selection=($(for kernel in $KERNELS; do echo "$suite/$kernel"; done))
+CUDA_VISIBLE_DEVICES=0 timeout -s INT "${TIME_BOX:-500}" "$tool" campaign start "${selection[@]}" "${workers[@]}" \
     --name "$suite" --python "$python" --budget "${BUDGET:-3m}" --json > "$out/campaign.out" 2> "$out/campaign.err"
-echo "campaign start rc=$? wall=$(( $(date +%s) - began ))s: git cutile-perf campaign start --suite $suite ${workers[*]} --name $suite --python $python --budget ${BUDGET:-3m} --json" | tee -a "$out/timings.txt"
+echo "campaign start rc=$? wall=$(( $(date +%s) - began ))s: git cutile-perf campaign start ${selection[*]} ${workers[*]} --name $suite --python $python --budget ${BUDGET:-3m} --json" | tee -a "$out/timings.txt"
 run status campaign status --name "$suite" --json; cp "$out/status.out" "$out/status.json"
 run table campaign table --name "$suite"
 run verify campaign verify --name "$suite" --json; cp "$out/verify.out" "$out/verify.json"
