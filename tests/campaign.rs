@@ -102,7 +102,7 @@ fn a_campaign_on_two_gpus_starts_every_kernel_with_a_test_and_fails_the_others_w
     // the record is a ref of its own, and every session of it verifies
     f.git(&["rev-parse", "--verify", "refs/cutile-perf/campaigns/all"]);
     let verified = f.ok(&["campaign", "verify"]);
-    assert!(verified.contains("4 session(s) verified"), "{verified}");
+    assert!(verified.contains("4 sessions verified"), "{verified}");
     let page = f.ok(&["campaign", "report"]);
     let html = std::fs::read_to_string(page.trim()).unwrap();
     assert!(html.contains("perf_results.html"), "{html}");
@@ -134,20 +134,6 @@ fn a_baseline_killed_at_its_budget_fails_leaves_nothing_and_resume_finishes_it()
         "{failed}"
     );
     assert_eq!(session_branches(&f), "");
-    // what its tests' workers logged outlives its worktree, beside the campaign's logs
-    let logs = f.path(".git/cutile-perf/campaigns");
-    let kept: Vec<_> = std::fs::read_dir(&logs)
-        .unwrap()
-        .flat_map(|campaign| std::fs::read_dir(campaign.unwrap().path().join("logs")).unwrap())
-        .map(|entry| entry.unwrap().path())
-        .filter(|path| path.extension().is_some_and(|e| e == "sandbox"))
-        .flat_map(|dir| std::fs::read_dir(dir).unwrap())
-        .collect();
-    assert!(
-        !kept.is_empty(),
-        "no sandbox log kept under {}",
-        logs.display()
-    );
     f.edit_kernel("CRASH = \"hang\"", "CRASH = \"\"");
     f.git(&["commit", "-qam", "no hang"]);
     let resumed = campaign(&f, &["resume", "--budget", "10m"]);

@@ -52,10 +52,11 @@ pub fn report(ui: &mut Ui, err: &anyhow::Error) -> ExitCode {
         return print(ui.out(), &report);
     }
     if interrupted {
-        ui.progress(&match hint::of(err) {
-            Some(hint) => format!("{err}\nhint: {hint}"),
-            None => err.to_string(),
-        });
+        let interrupted = Hinted {
+            message: err.to_string(),
+            hint: hint::of(err).map(str::to_string),
+        };
+        ui.progress(&interrupted.shown());
     } else {
         ui.progress(&format!(
             "{} {}",

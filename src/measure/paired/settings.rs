@@ -95,10 +95,10 @@ mod tests {
     }
 
     #[test]
-    fn unset_the_pair_stands_by_from_round_one_and_is_ready_together_when_its_round_begins() {
+    fn unset_the_pair_stands_by_from_round_one_and_makes_its_contexts_one_after_the_other() {
         let default = Settings {
             stand_by_from_round: 1,
-            ready_together: true,
+            ready_together: false,
             stand_by_at_once: false,
             stand_by_rounds: 1,
             reroll_alike: false,
@@ -115,7 +115,7 @@ mod tests {
         assert_eq!(with(&odd), default);
         let set = [
             (STAND_BY_FROM_ROUND, " 2"),
-            (READY_TOGETHER, "0"),
+            (READY_TOGETHER, "1"),
             (STAND_BY_AT_ONCE, "1"),
             (STAND_BY_ROUNDS, "3"),
             (REROLL_ALIKE, "1"),
@@ -124,7 +124,7 @@ mod tests {
             with(&set),
             Settings {
                 stand_by_from_round: 2,
-                ready_together: false,
+                ready_together: true,
                 stand_by_at_once: true,
                 stand_by_rounds: 3,
                 reroll_alike: true,

@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use super::summary;
 use crate::record::campaign::{self, Campaign, Lease, State};
+use crate::rules::units::counted;
 use crate::system::git::Repo;
 use crate::system::process;
 use crate::system::process_identity::ProcessIdentity;
@@ -187,8 +188,8 @@ impl VerifyReport {
             false => Err(
                 crate::verbs::errors::Reported(crate::rules::hint::Hinted::new(
                     format!(
-                        "verify found departures in {} session(s): {}",
-                        failing.len(),
+                        "verify found departures in {}: {}",
+                        counted(failing.len() as u64, "session"),
                         failing.join(", ")
                     ),
                     "run `git cutile-perf verify` in each one's worktree for the details",
@@ -220,12 +221,14 @@ impl Render for VerifyReport {
         for session in &self.sessions {
             let verdict = match session.findings.is_empty() {
                 true => "holds".to_string(),
-                false => format!("{} finding(s)", session.findings.len()),
+                false => counted(session.findings.len() as u64, "finding"),
             };
             writeln!(
                 out,
-                "{}/{}: {} iteration(s), {verdict}",
-                session.suite, session.kernel, session.iterations
+                "{}/{}: {}, {verdict}",
+                session.suite,
+                session.kernel,
+                counted(session.iterations as u64, "iteration")
             )?;
             for finding in &session.findings {
                 writeln!(out, "  {finding}")?;
@@ -233,9 +236,9 @@ impl Render for VerifyReport {
         }
         writeln!(
             out,
-            "campaign {}: {} session(s) verified",
+            "campaign {}: {} verified",
             self.name,
-            self.sessions.len()
+            counted(self.sessions.len() as u64, "session")
         )?;
         Ok(())
     }

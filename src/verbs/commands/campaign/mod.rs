@@ -15,6 +15,7 @@ use crate::features::inspect::coverage::{Row as Covered, coverage};
 use crate::features::locate;
 use crate::record::campaign::{self, Campaign, Entry, State};
 use crate::rules::hint::{Hinted, hinted};
+use crate::rules::units::counted;
 use crate::system::git::Repo;
 use crate::system::gpu;
 use crate::system::process::{self, Interrupted};
@@ -93,8 +94,8 @@ pub fn start(ui: &mut Ui, repo: &Repo, options: &StartOptions) -> Result<Campaig
     };
     campaign::create(repo, &record)?;
     ui.progress(&format!(
-        "campaign {name}: {} kernel(s) from {}",
-        record.kernels.len(),
+        "campaign {name}: {} from {}",
+        counted(record.kernels.len() as u64, "kernel"),
         record.base
     ));
     let timeout = timeout(&options.workers, options.budget);

@@ -14,7 +14,6 @@ use anyhow::{Context, Result};
 use crate::features::inspect::source::CORRECTNESS_ONLY;
 use crate::record::campaign::{self, Campaign, Entry, Lease, State};
 use crate::record::journal;
-use crate::rules::guard::SANDBOX;
 use crate::system::git::Repo;
 use crate::system::process;
 use crate::system::ui::Progress;
@@ -167,7 +166,6 @@ impl Worker<'_> {
                 let _ = crate::measure::paired::end_kept_workers(tree);
             }
         } else {
-            self.keep_sandbox_logs(entry, &worktree);
             let branch = tree.and_then(|tree| tree.branch().ok().flatten());
             remove_worktree(&self.repo, &worktree, branch.as_deref());
         }
@@ -244,25 +242,6 @@ impl Worker<'_> {
         }
         let report = std::fs::read_to_string(&report_path).unwrap_or_default();
         Ok((ended, serde_json::from_str(&report).ok()))
-    }
-
-    /// Copies the logs a failed session left in its sandbox (its tests' workers, named by its reason)
-    /// beside the campaign's own, before its worktree goes.
-    fn keep_sandbox_logs(&self, entry: &Entry, worktree: &Path) {
-        let Ok((_, log)) = self.logs(entry, "start") else {
-            return;
-        };
-        let kept = log.with_extension("sandbox");
-        let Ok(found) = std::fs::read_dir(worktree.join(SANDBOX)) else {
-            return;
-        };
-        for file in found.flatten() {
-            let path = file.path();
-            if path.extension().is_some_and(|ext| ext == "log") && path.is_file() {
-                let _ = std::fs::create_dir_all(&kept);
-                let _ = std::fs::copy(&path, kept.join(file.file_name()));
-            }
-        }
     }
 
     /// The report and log files of `entry`'s `verb` in this attempt.
