@@ -249,3 +249,25 @@ fn the_campaign_s_record_travels_with_push_and_fetch() {
     let seen: serde_json::Value = serde_json::from_str(&seen).unwrap();
     assert_eq!(row(&seen, "ops/vector_add")["state"], "started", "{seen}");
 }
+
+/// A Python without pytest would fail every kernel alike, one after another (and make a scaffold's tests
+/// seem to call no op): the campaign is refused before anything is recorded.
+#[test]
+fn a_campaign_whose_python_has_no_pytest_is_refused_before_anything_is_recorded() {
+    let f = Fixture::new();
+    // -S hides site-packages, where pytest lives
+    let err = f.fails(&[
+        "campaign",
+        "start",
+        "--all",
+        "--no-gpu",
+        "--python",
+        "python3 -S",
+    ]);
+    assert!(
+        err.contains("pytest is not available to python3 -S"),
+        "{err}"
+    );
+    assert_eq!(f.git(&["for-each-ref", "refs/cutile-perf/campaigns"]), "");
+    assert_eq!(session_branches(&f), "");
+}

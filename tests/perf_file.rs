@@ -289,3 +289,16 @@ fn a_scaffold_interrupted_while_its_tests_run_writes_nothing_and_says_interrupte
     hang.assert_child_gone();
     assert!(!f.path(PERF_FILE).exists());
 }
+
+/// A Python without pytest runs none of the tests the op's calls are recorded from: said so, not taken
+/// for tests that never call the op.
+#[test]
+fn a_scaffold_whose_python_has_no_pytest_says_so() {
+    let f = Fixture::new();
+    let err = f.fails(&["start", "scale", "--scaffold", "--python", "python3 -S"]);
+    assert!(
+        err.contains("pytest is not available to python3 -S"),
+        "{err}"
+    );
+    assert!(!f.path(PERF_FILE).exists());
+}

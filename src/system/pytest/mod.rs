@@ -23,7 +23,7 @@ use crate::system::ui::Progress;
 pub use bytecode::{Bytecode, is_identifier, is_source_bytecode};
 pub use outcome::{BenchmarkRun, CorrectnessRun, Finished, RECORD_FORMAT, Recorded};
 pub use prepare::{Prepared, dump_env};
-pub use python::{default_python, python_words, sources_first, write_plugin};
+pub use python::{check_pytest, default_python, python_words, sources_first, write_plugin};
 
 pub const CORRECTNESS_SELECTION: &str = "test_ and cutile and not test_perf";
 pub const BENCHMARK_SELECTION: &str = "test_perf and cutile";

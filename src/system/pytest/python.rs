@@ -27,44 +27,45 @@ pub fn default_python(place: &dyn Runner, dir: &Path) -> String {
 impl Pytest<'_> {
     /// Fails early, before anything is changed, when the interpreter or pytest is missing.
     pub fn check_available(&self) -> Result<()> {
-        let words = python_words(self.python)?;
-        let (program, args) = words.split_first().context("--python is empty")?;
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        self.place
-            .find(program, self.root)
-            .with_context(|| format!("{program} not found on PATH; pass --python CMD"))?;
-        let mut full = args;
-        full.extend(["-m", "pytest", "--version"]);
-        let output = process::capture(
-            self.place.command(program, &full, self.root),
-            AVAILABILITY_TIMEOUT,
-        )
-        .with_context(|| format!("cannot run {}", self.python))?;
-        // Ctrl-C or SIGTERM ended the check: that says nothing about pytest
-        if output.ending == process::Ending::Interrupted || process::interrupted() {
-            return Err(process::Interrupted(
-                "stopped while checking that the Python has pytest; nothing was changed",
-            )
-            .into());
-        }
-        if !output.success() {
-            return Err(hinted(
-                format!(
-                    "pytest is not available to {}: {}",
-                    self.python,
-                    String::from_utf8_lossy(&output.stderr).trim()
-                ),
-                format!(
-                    "the session runs your kernel's tests with the Python that has torch and cuda-tile: \
-                     activate that environment or pass --python CMD, and install pytest into it (`{} -m pip \
-                     install pytest` in a virtual environment; `sudo apt install python3-pytest` for Debian's \
-                     python3)",
-                    self.python
-                ),
-            ));
-        }
-        Ok(())
+        check_pytest(self.place, self.python, self.root)
     }
+}
+
+/// Fails, with how to fix it, when `python` cannot be run where `place` runs commands in `root` or has
+/// no pytest.
+pub fn check_pytest(place: &dyn Runner, python: &str, root: &Path) -> Result<()> {
+    let words = python_words(python)?;
+    let (program, args) = words.split_first().context("--python is empty")?;
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    place
+        .find(program, root)
+        .with_context(|| format!("{program} not found on PATH; pass --python CMD"))?;
+    let mut full = args;
+    full.extend(["-m", "pytest", "--version"]);
+    let output = process::capture(place.command(program, &full, root), AVAILABILITY_TIMEOUT)
+        .with_context(|| format!("cannot run {python}"))?;
+    // Ctrl-C or SIGTERM ended the check: that says nothing about pytest
+    if output.ending == process::Ending::Interrupted || process::interrupted() {
+        return Err(process::Interrupted(
+            "stopped while checking that the Python has pytest; nothing was changed",
+        )
+        .into());
+    }
+    if !output.success() {
+        return Err(hinted(
+            format!(
+                "pytest is not available to {python}: {}",
+                String::from_utf8_lossy(&output.stderr).trim()
+            ),
+            format!(
+                "the session runs your kernel's tests with the Python that has torch and cuda-tile: \
+                 activate that environment or pass --python CMD, and install pytest into it (`{python} -m \
+                 pip install pytest` in a virtual environment; `sudo apt install python3-pytest` for \
+                 Debian's python3)"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// The words of `--python` (`python3`, `uv run python`), split as a shell would, so that a path with

@@ -17,7 +17,7 @@ use crate::rules::guard::SANDBOX;
 use crate::rules::hint::{Hinted, hinted};
 use crate::rules::records::LAUNCH_BOUND_MS;
 use crate::system::git::Repo;
-use crate::system::pytest::default_python;
+use crate::system::pytest::{check_pytest, default_python};
 use crate::system::runner::Local;
 use crate::system::ui::{Render, Ui};
 
@@ -108,6 +108,8 @@ pub fn run(repo: &Repo, args: &ScaffoldOptions) -> Result<ScaffoldReport> {
         Some(python) => python.clone(),
         None => default_python(&Local, &repo.root),
     };
+    // a Python without pytest runs no test, which would read as tests that never call the op
+    check_pytest(&Local, &python, &repo.root)?;
     let recorder = Recorder {
         python: &python,
         root: &repo.root,

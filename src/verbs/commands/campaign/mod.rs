@@ -19,6 +19,7 @@ use crate::rules::units::counted;
 use crate::system::git::Repo;
 use crate::system::gpu;
 use crate::system::process::{self, Interrupted};
+use crate::system::pytest::{check_pytest, default_python};
 use crate::system::runner::{Local, Runner, RunnerKind, RunnerSettings, slurm};
 use crate::system::ui::Ui;
 pub use agents::{NextOptions, NextReport, Verified, VerifyReport, next, verify};
@@ -92,6 +93,9 @@ pub fn start(ui: &mut Ui, repo: &Repo, options: &StartOptions) -> Result<Campaig
         created: campaign::now(),
         kernels,
     };
+    if matches!(options.runner.kind, RunnerKind::Local) {
+        check_sessions_python(repo, &record)?;
+    }
     campaign::create(repo, &record)?;
     ui.progress(&format!(
         "campaign {name}: {} from {}",
@@ -118,7 +122,11 @@ pub fn resume(
     workers: &Workers,
     budget: Option<Duration>,
 ) -> Result<CampaignReport> {
-    let name = campaign::require(repo, name)?.name;
+    let found = campaign::require(repo, name)?;
+    if RunnerKind::parse(&found.runner) != Some(RunnerKind::Slurm) {
+        check_sessions_python(repo, &found)?;
+    }
+    let name = found.name;
     let record = campaign::update(repo, &name, "resumed", |c| {
         if let Some(budget) = budget {
             c.set_start_flag("--budget", crate::system::runner::slurm::fmt_wait(budget));
@@ -364,6 +372,16 @@ fn timeout(workers: &Workers, budget: Option<Duration>) -> Duration {
 }
 
 /// The duration a flag of `start`'s has in `args`.
+/// Refuses a campaign whose sessions' Python has no pytest here: every kernel would fail alike, one
+/// after another, and a scaffold's tests would seem to make no call of their op.
+fn check_sessions_python(repo: &Repo, record: &Campaign) -> Result<()> {
+    let python = match record.start_flag("--python") {
+        Some(python) => python.to_string(),
+        None => default_python(&Local, &repo.root),
+    };
+    check_pytest(&Local, &python, &repo.root)
+}
+
 /// Today's date, with a number after it when a campaign of that name exists.
 fn default_name(repo: &Repo) -> Result<String> {
     let today = jiff::Zoned::now().strftime("%Y%m%d").to_string();
