@@ -124,7 +124,8 @@ give_back=$(field "$r" 'r["what"].split("`")[1]')
 followable "$give_back" "repair's command that gives the change back"
 sh -c "$give_back" && grep -q '^LATENCY_MS = {"small": 0.06' "$kernel" || fail "the change was not given back: $r"
 pass "repair names the command that gives the taken-back change back to the work tree"
-git restore -- "$kernel"
+# `git apply -3` stages what it applies
+git restore --staged --worktree -- "$kernel"
 
 # 5. a step with no edit: refused, nothing recorded
 head=$(git rev-parse HEAD)
@@ -241,7 +242,7 @@ pass "verify finds nothing"
 # 11. a failing scaffolded perf file: start names what it raised, with a hint, and says once what it
 # took back
 git checkout -q main
-git cutile-perf start scale --suite liger --scaffold >/dev/null 2>&1
+git cutile-perf start scale --suite liger --scaffold --python "$python" >/dev/null 2>&1
 sed -i 's/common\.[a-z_]*(/common.no_such_harness_function(/' sandbox/perf_scale.py
 r=$(tool start scale --suite liger --test sandbox/perf_scale.py --no-gpu --python "$python" --json)
 error=$(field "$r" 'r.get("error", "")')
