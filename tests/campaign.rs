@@ -165,10 +165,13 @@ fn ctrl_c_ends_every_baseline_and_leaves_each_kernel_queued_without_a_half_sessi
 #[test]
 fn agents_claiming_at_once_never_get_the_same_kernel_and_a_stopped_holder_frees_its_claim() {
     let f = Fixture::new();
-    campaign(
+    let started = campaign(
         &f,
         &["start", "vector_add", "swish", "--no-gpu", "--jobs", "2"],
     );
+    for label in ["ops/vector_add", "ops/swish"] {
+        assert_eq!(row(&started, label)["state"], "started", "{started}");
+    }
     let mut holders: Vec<std::process::Child> = (0..3)
         .map(|_| {
             std::process::Command::new("sleep")
@@ -191,15 +194,13 @@ fn agents_claiming_at_once_never_get_the_same_kernel_and_a_stopped_holder_frees_
         .unwrap()
     };
     let claims: Vec<_> = holders[..2].iter().map(claim).collect();
-    let kernels: Vec<serde_json::Value> = claims
+    let answers: Vec<serde_json::Value> = claims
         .into_iter()
-        .map(|child| {
-            let out = child.wait_with_output().unwrap();
-            serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()["kernel"].clone()
-        })
+        .map(|child| serde_json::from_slice(&child.wait_with_output().unwrap().stdout).unwrap())
         .collect();
-    assert_ne!(kernels[0], serde_json::Value::Null, "{kernels:?}");
-    assert_ne!(kernels[1], serde_json::Value::Null, "{kernels:?}");
+    let kernels: Vec<&serde_json::Value> = answers.iter().map(|a| &a["kernel"]).collect();
+    assert_ne!(*kernels[0], serde_json::Value::Null, "{answers:?}");
+    assert_ne!(*kernels[1], serde_json::Value::Null, "{answers:?}");
     assert_ne!(kernels[0], kernels[1]);
     // none is left for a third agent, until the first holder stops
     let third = claim(&holders[2]).wait_with_output().unwrap();
@@ -216,7 +217,7 @@ fn agents_claiming_at_once_never_get_the_same_kernel_and_a_stopped_holder_frees_
         &std::process::id().to_string(),
     ]);
     let freed: serde_json::Value = serde_json::from_str(&freed).unwrap();
-    assert_eq!(freed["kernel"], kernels[0], "{freed}");
+    assert_eq!(freed["kernel"], *kernels[0], "{freed}");
     for mut holder in holders {
         let _ = holder.kill();
         let _ = holder.wait();

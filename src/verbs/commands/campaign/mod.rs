@@ -371,7 +371,6 @@ fn timeout(workers: &Workers, budget: Option<Duration>) -> Duration {
         .unwrap_or(budget.unwrap_or(DEFAULT_BUDGET) + SETUP_ALLOWANCE)
 }
 
-/// The duration a flag of `start`'s has in `args`.
 /// Refuses a campaign whose sessions' Python has no pytest here: every kernel would fail alike, one
 /// after another, and a scaffold's tests would seem to make no call of their op.
 fn check_sessions_python(repo: &Repo, record: &Campaign) -> Result<()> {
