@@ -15,7 +15,7 @@
 #             90s: a round after the first waits 13 s for its workers on an H100), so that the rounds the
 #             settings change are measured. To compare round 2's workers started as the step begins
 #             (beside correctness and round 1's own start-ups) with the default, started as round 1 measures:
-#               PARTS="softmax null" NULL_BUDGET=90s NULL_RUNS="CUTILE_PERF_STAND_BY_FROM_ROUND=0 - \
+#               PARTS=null NULL_BUDGET=90s NULL_RUNS="CUTILE_PERF_STAND_BY_FROM_ROUND=0 - \
 #                 CUTILE_PERF_STAND_BY_FROM_ROUND=0 -" tools/gpu-step-cost.sh /path/to/TileGym OUT_DIR
 #             then, in null.json, round 2's waited_s each way (what it saves), correctness_s and the first
 #             workers' startups (what the early workers cost them), and each round's
