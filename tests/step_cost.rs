@@ -1,6 +1,7 @@
 //! What a step costs: `step --json`'s `timings` (the start-ups it waited for and each worker's, the
 //! correctness tests, each round's measuring, the census, the checks, the rest) add up to the step; the
-//! pair that measures round 2 is started as its side begins to measure in round 1; each worker starts
+//! pair that measures round 2 is started as its side begins to measure in round 1, or, as a setting
+//! asks, as the step begins, before correctness ends; each worker starts
 //! torch's profiler once before it is ready; correctness runs in the candidate's warm worker. Seen
 //! through the fixture's stand-ins: each pytest start appends its arguments to
 //! `CUTILE_PERF_FIXTURE_STARTS`, each timed case its pid to `CUTILE_PERF_FIXTURE_CASES`, and a stand-in
@@ -16,6 +17,8 @@ struct Step {
     stderr: String,
     starts: Vec<String>,
     timed: Vec<i32>,
+    /// When each timed case ended, in the order of `timed`.
+    timed_at: Vec<f64>,
 }
 
 /// A step whose small config is 3% slower (two rounds: round 2 runs the small case alone), with `env`.
@@ -32,12 +35,17 @@ fn two_round_step(f: &Fixture, env: &[(&str, &str)]) -> Step {
     let out = command.output().unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
     let read = |path| std::fs::read_to_string(path).unwrap_or_default();
+    let cases = read(&cases);
+    let field = |line: &str, index: usize| line.split_whitespace().nth(index).unwrap().to_string();
     let step = Step {
         report: serde_json::from_slice(&out.stdout).unwrap(),
         stderr: text(&out.stderr),
         starts: read(&starts).lines().map(str::to_string).collect(),
-        timed: (read(&cases).lines())
-            .map(|line| line.split_whitespace().next().unwrap().parse().unwrap())
+        timed: (cases.lines())
+            .map(|line| field(line, 0).parse().unwrap())
+            .collect(),
+        timed_at: (cases.lines())
+            .map(|line| field(line, 3).parse().unwrap())
             .collect(),
     };
     assert_eq!(step.report["rounds"], 2, "{}", step.report);
@@ -50,6 +58,16 @@ fn start_of(step: &Step, pid: i32) -> &String {
     (step.starts.iter())
         .find(|line| line.starts_with(&prefix))
         .unwrap_or_else(|| panic!("no start of {pid}: {:#?}", step.starts))
+}
+
+/// When the process of a pytest start line began (its fork, to the stand-in's 10 ms), and when its
+/// conftest ran, after it.
+fn began_and_loaded(line: &str) -> (f64, f64) {
+    let times = (line.split_whitespace())
+        .find_map(|field| field.strip_prefix("start-up="))
+        .unwrap_or_else(|| panic!("no start-up in {line}"));
+    let (began, loaded) = times.split_once("..").unwrap();
+    (began.parse().unwrap(), loaded.parse().unwrap())
 }
 
 /// A number of the report's `timings`.
@@ -330,4 +348,81 @@ fn a_null_step_measured_past_its_first_round_when_asked() {
     );
     assert!(report["change_pct"].is_number(), "{report}");
     assert_eq!(report["checks"]["no_reroll_s"], 0.0, "{report}");
+}
+
+#[test]
+fn from_the_correctness_run_round_twos_pair_starts_before_correctness_ends_and_round_one_measures()
+{
+    let f = Fixture::new();
+    f.start();
+    let cuda_log = f.root.join("../cuda.txt");
+    let logged = ("CUTILE_PERF_FIXTURE_CUDA_LOG", cuda_log.to_str().unwrap());
+    // the first command a worker of the step ends is the candidate's correctness, after which its
+    // worker hands its cached blocks back: the log's first `empty-cache`
+    let correctness_ended = || -> f64 {
+        (text_of(&cuda_log).lines())
+            .map(|line| line.split_whitespace().collect::<Vec<_>>())
+            .filter(|fields| fields[1] == "empty-cache")
+            .map(|fields| fields[2].parse::<f64>().unwrap())
+            .fold(f64::INFINITY, f64::min)
+    };
+    let first_case_ended =
+        |step: &Step| step.timed_at.iter().copied().fold(f64::INFINITY, f64::min);
+    let early = two_round_step(&f, &[logged, ("CUTILE_PERF_STAND_BY_FROM_ROUND", "0")]);
+    let (ended, first_case) = (correctness_ended(), first_case_ended(&early));
+    assert!(ended.is_finite(), "{}", text_of(&cuda_log));
+    for &pid in &early.timed[4..6] {
+        let line = start_of(&early, pid);
+        assert!(line.contains("/channel.1 "), "{line}");
+        let (began, _) = began_and_loaded(line);
+        assert!(began < ended, "{line}: correctness ended at {ended}");
+        assert!(
+            began < first_case,
+            "{line}: round 1's first case ended at {first_case}"
+        );
+    }
+    // still started ahead of their round, their start-ups counted from their go
+    let startups = early.report["timings"]["startups"].as_array().unwrap();
+    let ahead: Vec<&str> = (startups.iter())
+        .filter(|s| s["ahead"] == true)
+        .map(|s| s["side"].as_str().unwrap())
+        .collect();
+    assert_eq!(ahead, ["candidate", "baseline"], "{startups:?}");
+
+    // by default, each side starts round 2's worker as it begins to measure round 1: after correctness,
+    // and the side measuring second after round 1's first case
+    let _ = std::fs::remove_file(&cuda_log);
+    let late = two_round_step(&f, &[logged]);
+    let (ended, first_case) = (correctness_ended(), first_case_ended(&late));
+    let loaded: Vec<f64> = (late.timed[4..6].iter())
+        .map(|&pid| began_and_loaded(start_of(&late, pid)).1)
+        .collect();
+    assert!(loaded.iter().all(|&at| at > ended), "{loaded:?}: {ended}");
+    assert!(
+        loaded.iter().any(|&at| at > first_case),
+        "{loaded:?}: {first_case}"
+    );
+}
+
+#[test]
+fn workers_started_for_round_two_beside_a_correctness_that_fails_are_counted_unused() {
+    let f = Fixture::new();
+    f.start();
+    let unused = |env: &[(&str, &str)]| -> u64 {
+        f.edit_kernel("CORRECT = True", "CORRECT = False");
+        let out = (f.command(&["step", "--opt", "none", "--json", "a wrong result"]))
+            .envs(env.iter().copied())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(report["status"], "revert", "{report}");
+        assert!(
+            report["timings"]["rounds"].as_array().unwrap().is_empty(),
+            "{report}"
+        );
+        report["timings"]["started_unused"].as_u64().unwrap()
+    };
+    assert_eq!(unused(&[("CUTILE_PERF_STAND_BY_FROM_ROUND", "0")]), 2);
+    assert_eq!(unused(&[]), 0);
 }

@@ -981,18 +981,30 @@ fn ticks_in(ticks: &Path) -> Vec<(i32, f64)> {
 
 #[test]
 fn the_other_side_is_held_still_while_one_side_measures() {
+    held_still_while_the_other_side_measures(&[]);
+}
+
+#[test]
+fn a_candidate_worker_started_beside_correctness_is_held_still_while_the_baseline_measures() {
+    // the candidate's worker for round 2 imports its code (and starts its thread) before correctness
+    held_still_while_the_other_side_measures(&[("CUTILE_PERF_STAND_BY_FROM_ROUND", "0")]);
+}
+
+/// A step whose candidate's code starts a thread at import, with `env`: no candidate process ticks
+/// while a baseline's case measures.
+fn held_still_while_the_other_side_measures(env: &[(&str, &str)]) {
     let f = Fixture::new();
     f.start();
     f.append(support::KERNEL, TICKS_WHILE_IDLE);
     let ticks = f.root.join("../ticks.txt");
     let case_s = 0.2;
-    let step = counted_step(
-        &f,
-        &[
-            ("CUTILE_PERF_TEST_TICKS", ticks.to_str().unwrap()),
-            ("CUTILE_PERF_FIXTURE_CASE_S", &case_s.to_string()),
-        ],
-    );
+    let mut env = env.to_vec();
+    let case_s_text = case_s.to_string();
+    env.extend([
+        ("CUTILE_PERF_TEST_TICKS", ticks.to_str().unwrap()),
+        ("CUTILE_PERF_FIXTURE_CASE_S", &case_s_text),
+    ]);
+    let step = counted_step(&f, &env);
     let ticks = ticks_in(&ticks);
     let tickers: std::collections::HashSet<i32> = ticks.iter().map(|&(pid, _)| pid).collect();
     // each timed case's pid and end; the baseline's are those of workers that never tick

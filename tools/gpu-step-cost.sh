@@ -13,7 +13,13 @@
 #             step's settings, comma-separated VAR=VALUE, `-` for the defaults (docs/measurement.md). Each
 #             is measured past its first round (CUTILE_PERF_REROLL_ALIKE=1) within NULL_BUDGET (default
 #             90s: a round after the first waits 13 s for its workers on an H100), so that the rounds the
-#             settings change are measured
+#             settings change are measured. To compare round 2's workers started as the step begins
+#             (beside correctness and round 1's own start-ups) with the default, started as round 1 measures:
+#               PARTS=null NULL_BUDGET=90s NULL_RUNS="CUTILE_PERF_STAND_BY_FROM_ROUND=0 - \
+#                 CUTILE_PERF_STAND_BY_FROM_ROUND=0 -" tools/gpu-step-cost.sh /path/to/TileGym OUT_DIR
+#             then, in null.json, round 2's waited_s each way (what it saves), correctness_s and the first
+#             workers' startups (what the early workers cost them), and each round's
+#             candidate_over_baseline_pct (whether they move what a round measures)
 #   geglu     a session perf file: liger geglu through the perf file `start --scaffold` writes, two configs
 #   rms_norm  test_perf: tests/ops/test_rms_norm.py, two static_persistent configs
 # Each session starts with thresholds of half a percent (`--gain-pct 0.5 --regression-pct 0.5
@@ -207,7 +213,8 @@ for name in sorted(names, key=lambda n: int(n.split("-")[1])):
         "step": name, "settings": open(os.path.join(out, f"{name}.settings")).read().strip(),
         "status": r.get("status"), "reason": r.get("reason"), "change_pct": r.get("change_pct"),
         "rounds": r.get("rounds"), "step_s": t.get("step_s"), "startup_waited_s": t.get("startup_waited_s"),
-        "measuring_s": t.get("measuring_s"), "per_round": rounds,
+        "correctness_s": t.get("correctness_s"), "measuring_s": t.get("measuring_s"),
+        "startups": t.get("startups"), "started_unused": t.get("started_unused"), "per_round": rounds,
     })
 json.dump(null, open(os.path.join(out, "null.json"), "w"), indent=1)
 for c in costs:

@@ -81,6 +81,7 @@ pub fn measure(
     checks: &RefCell<Checks>,
 ) -> Result<Measured> {
     let mut measured = Measured::default();
+    paired::stand_by_from_correctness(rounds);
     let started = Instant::now();
     let passed = correctness(
         baseline_passed,

@@ -1,7 +1,8 @@
 //! Paired measurement: every `step` benchmarks the current baseline's code beside the candidate, in
 //! alternating rounds (A B, B A, ...) on the same GPU, until [`verdict`] can decide or the budget cannot
 //! fit another round; each round after the first in fresh workers, each started (imports and
-//! collection, not their GPU contexts) while the round before measured. Each side's code runs from a
+//! collection, not their GPU contexts) while the round before measured, or, as a setting asks, round
+//! 2's as the step begins ([`stand_by_from_correctness`]). Each side's code runs from a
 //! detached worktree of its own under the git dir, so the user's work tree is never touched and an edit
 //! made during the step cannot reach the measurement; a worktree is removed with its worker, at the
 //! step's end or, for the worker that holds the new baseline's code, when that worker ends
@@ -63,6 +64,11 @@ impl Pair<'_> {
                     .collect(),
             ),
         }
+    }
+
+    /// Whether this pair measures in a round with `open` cases ([`Pair::cases_in`]).
+    fn measures_in(&self, open: Option<&[String]>) -> bool {
+        self.cases_in(open).is_none_or(|cases| !cases.is_empty())
     }
 }
 
@@ -167,10 +173,7 @@ pub fn measure(sides: &mut Rounds, prefix: &str, evidence: &mut Vec<RunFile>) ->
             // old worker ends here, and the new ones import and collect side by side, standing by until
             // the round lets them make their GPU contexts (`pair_round`)
             for pair in sides.pairs.iter_mut() {
-                if pair
-                    .cases_in(open.as_deref())
-                    .is_none_or(|cases| !cases.is_empty())
-                {
+                if pair.measures_in(open.as_deref()) {
                     pair.candidate.redraw();
                     pair.baseline.redraw();
                 }
@@ -309,6 +312,24 @@ pub fn measure(sides: &mut Rounds, prefix: &str, evidence: &mut Vec<RunFile>) ->
             "round {}: not decided yet ({ambiguous}); measuring another round",
             rounds.len()
         ));
+    }
+}
+
+/// Starts the workers of round 2, and of the rounds after it where the settings ask
+/// ([`Settings::rounds_ahead_of_correctness`]), on both sides of every pair that measures, as the step
+/// begins: they import and collect while nothing measures, beside the candidate's correctness and round
+/// 1's own start-ups, rather than beside round 1's measurements. Each stands by as any worker started
+/// ahead does: held while the other side measures, its GPU context made when its round lets it go. One
+/// that no round needs ends with the step (`timings.started_unused`).
+pub fn stand_by_from_correctness(sides: &mut Rounds) {
+    let settings = Settings::from_env();
+    let rounds = settings.rounds_ahead_of_correctness();
+    if rounds == 0 {
+        return;
+    }
+    for pair in sides.pairs.iter_mut().filter(|pair| pair.measures_in(None)) {
+        pair.candidate.stand_by(rounds, settings.stand_by_at_once);
+        pair.baseline.stand_by(rounds, settings.stand_by_at_once);
     }
 }
 

@@ -4,7 +4,8 @@
 
 use crate::rules::verdict;
 
-/// The variable that names the first round whose sides start the next round's workers as they measure.
+/// The variable that names the first round whose sides start the next round's workers as they measure,
+/// or `0`: as the step begins, beside the candidate's correctness run.
 const STAND_BY_FROM_ROUND: &str = "CUTILE_PERF_STAND_BY_FROM_ROUND";
 /// The variable that, `1`, has a round's new workers make their GPU contexts at the same time.
 const READY_TOGETHER: &str = "CUTILE_PERF_READY_TOGETHER";
@@ -23,7 +24,9 @@ const MOST_ROUNDS_AHEAD: usize = 4;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Settings {
     /// The first round whose sides start the next round's workers as they measure: the first, or the
-    /// one [`STAND_BY_FROM_ROUND`] names (`2`: every first round measured beside no start-up).
+    /// one [`STAND_BY_FROM_ROUND`] names (`2`: every first round measured beside no start-up; `0`: round
+    /// 2's workers start as the step begins, while nothing measures, beside the candidate's correctness
+    /// and round 1's own start-ups, so that they have imported and collected when round 2 comes).
     pub stand_by_from_round: usize,
     /// Whether a round's new workers are let go together and waited for together (both start-ups, GPU
     /// contexts among them, side by side while nothing measures: `CUTILE_PERF_READY_TOGETHER=1`), rather
@@ -55,7 +58,6 @@ impl Settings {
         Settings {
             stand_by_from_round: value(STAND_BY_FROM_ROUND)
                 .and_then(|round| round.parse().ok())
-                .filter(|&round| round >= 1)
                 .unwrap_or(1),
             ready_together: value(READY_TOGETHER).is_some_and(|on| on == "1"),
             stand_by_at_once: value(STAND_BY_AT_ONCE).is_some_and(|on| on == "1"),
@@ -79,6 +81,17 @@ impl Settings {
             .min(verdict::MAX_ROUNDS - number)
             .min(fitting.unwrap_or(1))
             .max(1)
+    }
+
+    /// How many rounds' workers each side starts as the step begins, before correctness (round 1 is
+    /// served by the step's first workers): none unless [`STAND_BY_FROM_ROUND`] is `0`; then round 2's,
+    /// and as many after it as [`Settings::stand_by_rounds`] asks. No round's cost is known yet, so
+    /// only that setting asks for more than the next one.
+    pub fn rounds_ahead_of_correctness(&self) -> usize {
+        match self.stand_by_from_round {
+            0 => (self.stand_by_rounds).min(verdict::MAX_ROUNDS - 1),
+            _ => 0,
+        }
     }
 }
 
@@ -106,7 +119,7 @@ mod tests {
         assert_eq!(with(&[]), default);
         // what is not a setting's value leaves the default
         let odd = [
-            (STAND_BY_FROM_ROUND, "0"),
+            (STAND_BY_FROM_ROUND, "-1"),
             (READY_TOGETHER, "no"),
             (STAND_BY_AT_ONCE, "yes"),
             (STAND_BY_ROUNDS, "5"),
@@ -147,5 +160,25 @@ mod tests {
         let later = with(&[(STAND_BY_FROM_ROUND, "2"), (STAND_BY_ROUNDS, "2")]);
         assert_eq!(later.rounds_ahead(1, None), 0);
         assert_eq!(later.rounds_ahead(2, Some(3)), 2);
+    }
+
+    #[test]
+    fn from_the_correctness_run_round_twos_workers_start_before_correctness_and_more_only_when_asked()
+     {
+        // by default, and from any round, nothing starts before correctness
+        assert_eq!(with(&[]).rounds_ahead_of_correctness(), 0);
+        assert_eq!(
+            with(&[(STAND_BY_FROM_ROUND, "1"), (STAND_BY_ROUNDS, "3")])
+                .rounds_ahead_of_correctness(),
+            0
+        );
+        let early = with(&[(STAND_BY_FROM_ROUND, "0")]);
+        assert_eq!(early.stand_by_from_round, 0);
+        assert_eq!(early.rounds_ahead_of_correctness(), 1);
+        // round 1 then keeps to the next round's pair, which already stands by
+        assert_eq!(early.rounds_ahead(1, None), 1);
+        let deep = with(&[(STAND_BY_FROM_ROUND, "0"), (STAND_BY_ROUNDS, "3")]);
+        assert_eq!(deep.rounds_ahead_of_correctness(), 3);
+        assert_eq!(deep.rounds_ahead(2, Some(1)), 1);
     }
 }

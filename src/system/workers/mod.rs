@@ -4,9 +4,10 @@
 //! kernels' compile and tuning), and the baseline's worker serves the next step ([`lasting`]). Each round
 //! after the first runs in a fresh pair ([`Side::redraw`]): repetitions inside one process never sample
 //! again what it fixed once, so they are not independent rounds. From round 1 on, the pair of the round
-//! after starts while a round measures ([`Side::stand_by`]) and waits, collected, for its turn to make its
-//! GPU context: held like the side it will serve while the other side measures, so a candidate's code
-//! never runs under the baseline's measurement.
+//! after starts while a round measures ([`Side::stand_by`]; round 2's, as a setting asks, as the step
+//! begins, beside correctness) and waits, collected, for its turn to make its GPU context: held like the
+//! side it will serve while the other side measures, so a candidate's code never runs under the
+//! baseline's measurement.
 //!
 //! The worker is pytest with the plugin `cutile_perf_worker.py`; the channel is a directory in the git dir
 //! (the plugin's docstring describes it). Each command writes the same JUnit file, with the same records

@@ -98,7 +98,8 @@ impl<'a> Side<'a> {
 
     /// Starts the workers of the side's next `rounds` [`Side::redraw`]s now, those not standing by yet,
     /// in its worker's home (each in a channel of its own), so that their imports and collection run
-    /// while this round measures and while later rounds wait for their start-ups (held, as the side's
+    /// while this round measures (or, started as the step begins, beside correctness and the first
+    /// workers' start-ups) and while later rounds wait for their start-ups (held, as the side's
     /// worker is, while the other side measures); each makes its GPU context only when its redraw lets it
     /// go, or, `at_once`, as soon as it has collected, beside this side's measurement. Nothing for a side
     /// without a worker; one that cannot start leaves its redraw to start it.
