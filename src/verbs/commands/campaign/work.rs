@@ -177,42 +177,54 @@ impl Worker<'_> {
     /// unedited: the campaign's sessions start without a hand edit, or fail with the scaffold's reason.
     fn start(&self, record: &Campaign, entry: &Entry, worktree: &Path) -> Result<Outcome> {
         let deadline = Instant::now() + self.timeout;
-        let scaffolded: String;
-        let mut args = vec!["start", &entry.kernel, "--suite", &entry.suite, "--json"];
-        if entry.source == CORRECTNESS_ONLY {
-            let mut scaffold = [args.as_slice(), &["--scaffold"]].concat();
-            if let Some(python) = record.start_flag("--python") {
-                scaffold.extend(["--python", python]);
-            }
-            let (ended, report) = self.child(entry, worktree, "scaffold", &scaffold, deadline)?;
-            match report.as_ref().and_then(|r| r["file"].as_str()) {
-                Some(file) if matches!(&ended, Ended::Status(s) if s.success()) => {
-                    scaffolded = file.to_string();
-                    args.extend(["--test", &scaffolded]);
-                }
-                _ => {
-                    return Ok(
-                        match self.outcome(ended, report.as_ref(), "scaffold", entry) {
-                            Outcome::Failed(reason) => {
-                                Outcome::Failed(format!("start --scaffold: {reason}"))
-                            }
-                            other => other,
-                        },
-                    );
-                }
-            }
+        let named = ["start", &entry.kernel, "--suite", &entry.suite, "--json"];
+        let test = match entry.source == CORRECTNESS_ONLY {
+            true => match self.scaffold(record, entry, worktree, &named, deadline)? {
+                Ok(file) => Some(file),
+                Err(outcome) => return Ok(outcome),
+            },
+            false => None,
+        };
+        let mut args = named.to_vec();
+        if let Some(test) = &test {
+            args.extend(["--test", test]);
         }
         args.extend(record.start_args.iter().map(String::as_str));
         if let Some(gpu) = self.gpu.as_deref().filter(|_| self.pass_gpu) {
             args.extend(["--gpus", gpu]);
         }
-        let (ended, report) = self.child(entry, worktree, "start", &args, deadline)?;
-        Ok(self.outcome(ended, report.as_ref(), "start", entry))
+        let ran = self.child(entry, worktree, "start", &args, deadline)?;
+        Ok(self.outcome(ran))
+    }
+
+    /// `start --scaffold` (`named` is the kernel's `start`), with the campaign's Python: the session perf
+    /// file it wrote, or how the kernel ends when it wrote none.
+    fn scaffold(
+        &self,
+        record: &Campaign,
+        entry: &Entry,
+        worktree: &Path,
+        named: &[&str],
+        deadline: Instant,
+    ) -> Result<Result<String, Outcome>> {
+        let mut args = [named, &["--scaffold"]].concat();
+        if let Some(python) = record.start_flag("--python") {
+            args.extend(["--python", python]);
+        }
+        let ran = self.child(entry, worktree, "scaffold", &args, deadline)?;
+        let file = ran.report.as_ref().and_then(|r| r["file"].as_str());
+        Ok(match (file, &ran.ended) {
+            (Some(file), Ended::Status(status)) if status.success() => Ok(file.to_string()),
+            _ => Err(match self.outcome(ran) {
+                Outcome::Failed(reason) => Outcome::Failed(format!("start --scaffold: {reason}")),
+                other => other,
+            }),
+        })
     }
 
     /// Runs this program with `args` in `worktree`, pinned to the worker's GPU, until it ends or
-    /// `deadline` passes; its `--json` report, if it wrote one, and how it ended. Its stdout and stderr
-    /// are kept in the campaign's logs, named after the kernel, the attempt and `verb`.
+    /// `deadline` passes. Its stdout (its `--json` report) and stderr are kept in the campaign's logs,
+    /// named after the kernel, the attempt and `verb`.
     fn child(
         &self,
         entry: &Entry,
@@ -220,15 +232,24 @@ impl Worker<'_> {
         verb: &str,
         args: &[&str],
         deadline: Instant,
-    ) -> Result<(Ended, Option<serde_json::Value>)> {
-        let (report_path, log_path) = self.logs(entry, verb)?;
+    ) -> Result<Ran> {
+        let logs = campaign_dir(&self.repo, self.name)?.join("logs");
+        std::fs::create_dir_all(&logs)?;
+        let stem = match verb {
+            "start" => format!("{}-{}-{}", entry.suite, entry.kernel, entry.attempts),
+            verb => format!("{}-{}-{}-{verb}", entry.suite, entry.kernel, entry.attempts),
+        };
+        let (report_path, log) = (
+            logs.join(format!("{stem}.json")),
+            logs.join(format!("{stem}.log")),
+        );
         let mut command = Command::new(tool_binary());
         command
             .current_dir(worktree)
             .args(args)
             .stdin(Stdio::null())
             .stdout(std::fs::File::create(&report_path)?)
-            .stderr(std::fs::File::create(&log_path)?)
+            .stderr(std::fs::File::create(&log)?)
             .process_group(0);
         if let Some(gpu) = &self.gpu {
             command.env("CUDA_VISIBLE_DEVICES", gpu);
@@ -241,52 +262,37 @@ impl Worker<'_> {
             process::end_recorded_groups(&groups);
         }
         let report = std::fs::read_to_string(&report_path).unwrap_or_default();
-        Ok((ended, serde_json::from_str(&report).ok()))
+        Ok(Ran {
+            ended,
+            report: serde_json::from_str(&report).ok(),
+            log,
+        })
     }
 
-    /// The report and log files of `entry`'s `verb` in this attempt.
-    fn logs(&self, entry: &Entry, verb: &str) -> Result<(PathBuf, PathBuf)> {
-        let logs = campaign_dir(&self.repo, self.name)?.join("logs");
-        std::fs::create_dir_all(&logs)?;
-        let stem = match verb {
-            "start" => format!("{}-{}-{}", entry.suite, entry.kernel, entry.attempts),
-            verb => format!("{}-{}-{}-{verb}", entry.suite, entry.kernel, entry.attempts),
-        };
-        Ok((
-            logs.join(format!("{stem}.json")),
-            logs.join(format!("{stem}.log")),
-        ))
-    }
-
-    /// How a child that ran as `verb` ended, for the record: a started session is one whose `start`
-    /// reported its branch.
-    fn outcome(
-        &self,
-        ended: Ended,
-        report: Option<&serde_json::Value>,
-        verb: &str,
-        entry: &Entry,
-    ) -> Outcome {
-        let log = || {
-            self.logs(entry, verb)
-                .map(|(_, log)| log)
-                .unwrap_or_default()
-        };
-        match ended {
+    /// How a child ended, for the record: a started session is one whose `start` reported its branch.
+    fn outcome(&self, ran: Ran) -> Outcome {
+        match ran.ended {
             Ended::Interrupted => Outcome::Interrupted,
             Ended::TimedOut => Outcome::Failed(format!(
                 "timed out after {} (log: {})",
                 crate::system::runner::slurm::fmt_wait(self.timeout),
-                log().display()
+                ran.log.display()
             )),
-            Ended::Status(status) => match report.and_then(|r| r["branch"].as_str()) {
+            Ended::Status(status) => match ran.report.as_ref().and_then(|r| r["branch"].as_str()) {
                 Some(branch) if status.success() => Outcome::Started {
                     branch: branch.to_string(),
                 },
-                _ => Outcome::Failed(failure(report, status, &log())),
+                _ => Outcome::Failed(failure(ran.report.as_ref(), status, &ran.log)),
             },
         }
     }
+}
+
+/// A child's run: how it ended, its `--json` report if it wrote one, and its log.
+struct Ran {
+    ended: Ended,
+    report: Option<serde_json::Value>,
+    log: PathBuf,
 }
 
 /// Why a `start` failed: its refusal's error, or how it ended.
