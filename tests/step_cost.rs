@@ -21,6 +21,15 @@ struct Step {
     timed_at: Vec<f64>,
 }
 
+/// The start-up settings a machine with few CPUs takes by default (this one's, or a GPU node's, may
+/// differ), set for every step here so that each test sees the same on any machine; a test's own come
+/// after them and win.
+const FEW_CPUS: [(&str, &str); 3] = [
+    ("CUTILE_PERF_STAND_BY_FROM_ROUND", "1"),
+    ("CUTILE_PERF_STAND_BY_ROUNDS", "1"),
+    ("CUTILE_PERF_STAND_BY_AT_ONCE", "0"),
+];
+
 /// A step whose small config is 3% slower (two rounds: round 2 runs the small case alone), with `env`.
 fn two_round_step(f: &Fixture, env: &[(&str, &str)]) -> Step {
     f.set_latency(0.103, 1.0);
@@ -31,6 +40,7 @@ fn two_round_step(f: &Fixture, env: &[(&str, &str)]) -> Step {
     command
         .env("CUTILE_PERF_FIXTURE_STARTS", &starts)
         .env("CUTILE_PERF_FIXTURE_CASES", &cases)
+        .envs(FEW_CPUS)
         .envs(env.iter().copied());
     let out = command.output().unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -193,6 +203,94 @@ fn correctness_runs_in_the_candidates_warm_worker_its_start_up_told_apart() {
         assert_eq!(order.first().copied(), Some("context"), "{pid}: {log}");
         assert_eq!(events(pid, "profiler"), 1, "{pid}: {log}");
     }
+}
+
+#[test]
+fn each_start_up_says_where_it_went() {
+    let f = Fixture::new();
+    f.start();
+    let cuda_log = f.root.join("../cuda.txt");
+    let (start_up_s, context_s) = (0.4, 0.3);
+    let step = two_round_step(
+        &f,
+        &[
+            ("CUTILE_PERF_FIXTURE_STARTUP_S", &start_up_s.to_string()),
+            (
+                "CUTILE_PERF_FIXTURE_CANDIDATE_CONTEXT_S",
+                &context_s.to_string(),
+            ),
+            ("CUTILE_PERF_FIXTURE_CUDA_LOG", cuda_log.to_str().unwrap()),
+        ],
+    );
+    let timings = &step.report["timings"];
+    let startups = timings["startups"].as_array().unwrap();
+    assert!(startups.len() >= 3, "{timings}");
+    for startup in startups {
+        let phases = &startup["phases"];
+        // the fixture's conftest sleeps through its start-up, before pytest is configured
+        let configured_s = seconds(phases, "configured_s");
+        assert!(configured_s >= start_up_s, "{timings}");
+        assert!(configured_s <= seconds(phases, "collected_s"), "{timings}");
+        assert!(seconds(phases, "profiler_s") >= 0.0, "{timings}");
+        // only the candidate's worktree makes its context slowly
+        let slow = startup["side"] == "candidate";
+        assert_eq!(seconds(phases, "context_s") >= context_s, slow, "{timings}");
+    }
+}
+
+#[test]
+fn on_a_roomy_machine_later_rounds_workers_start_with_the_step_and_warm_up_once_the_candidate_is_ready()
+ {
+    let f = Fixture::new();
+    f.start();
+    let cuda_log = f.root.join("../cuda.txt");
+    let step = two_round_step(
+        &f,
+        &[
+            ("CUTILE_PERF_FIXTURE_CUDA_LOG", cuda_log.to_str().unwrap()),
+            // the candidate's first worker is ready well after the others have collected
+            ("CUTILE_PERF_FIXTURE_CANDIDATE_CONTEXT_S", "1"),
+            ("CUTILE_PERF_STAND_BY_FROM_ROUND", "0"),
+            ("CUTILE_PERF_STAND_BY_ROUNDS", "2"),
+            ("CUTILE_PERF_STAND_BY_AT_ONCE", "1"),
+        ],
+    );
+    let log = text_of(&cuda_log);
+    let event = |pid: i32, what: &str, index: usize| -> f64 {
+        (log.lines())
+            .map(|line| line.split_whitespace().collect::<Vec<_>>())
+            .find(|fields| fields[0] == pid.to_string() && fields[1] == what)
+            .map(|fields| fields[index].parse().unwrap())
+            .unwrap_or_else(|| panic!("no {what} of {pid}: {log}"))
+    };
+    // the first candidate worker is ready once its profiler has started
+    let first_ready = event(step.timed[2], "profiler", 3);
+    let correctness_ended = (log.lines())
+        .map(|line| line.split_whitespace().collect::<Vec<_>>())
+        .filter(|fields| fields[1] == "empty-cache")
+        .map(|fields| fields[2].parse::<f64>().unwrap())
+        .fold(f64::INFINITY, f64::min);
+    for &pid in &step.timed[4..6] {
+        let line = start_of(&step, pid);
+        assert!(line.contains("/channel.1 "), "{line}");
+        // started with the step, before correctness ended
+        assert!(began_and_loaded(line).0 < correctness_ended, "{line}");
+        // and began their contexts only once the candidate's first worker was ready, before round 1
+        // was over, not when round 2 let them go
+        let context = event(pid, "context", 2);
+        assert!(context >= first_ready, "{pid}: {log}");
+        assert!(context < step.timed_at[3], "{pid}: {log}");
+    }
+    let timings = &step.report["timings"];
+    // round 3's pair, and round 4's that round 2 started, never served
+    assert!(
+        timings["started_unused"].as_u64().unwrap() >= 2,
+        "{timings}"
+    );
+    let ahead = (timings["startups"].as_array().unwrap().iter())
+        .filter(|s| s["ahead"] == true)
+        .count();
+    assert_eq!(ahead, 2, "{timings}");
 }
 
 /// The lines of `path` that say `what` of a process, as `pid what`.
@@ -411,6 +509,7 @@ fn workers_started_for_round_two_beside_a_correctness_that_fails_are_counted_unu
     let unused = |env: &[(&str, &str)]| -> u64 {
         f.edit_kernel("CORRECT = True", "CORRECT = False");
         let out = (f.command(&["step", "--opt", "none", "--json", "a wrong result"]))
+            .envs(FEW_CPUS)
             .envs(env.iter().copied())
             .output()
             .unwrap();

@@ -8,37 +8,35 @@
 # Parts (PARTS, default "softmax null geglu rms_norm", run in that order):
 #   softmax   a standalone benchmark: ops softmax through bench_softmax.py, five configs
 #   null      no-change steps on softmax's session (started here if the softmax part did not run), one
-#             for each entry of NULL_RUNS (default "CUTILE_PERF_READY_TOGETHER=1 - CUTILE_PERF_READY_TOGETHER=1
-#             -": a round's new workers made together, then one after the other, twice). An entry is the
-#             step's settings, comma-separated VAR=VALUE, `-` for the defaults (docs/measurement.md). Each
-#             is measured past its first round (CUTILE_PERF_REROLL_ALIKE=1) within NULL_BUDGET (default
-#             90s: a round after the first waits 13 s for its workers on an H100), so that the rounds the
-#             settings change are measured. To compare round 2's workers started as the step begins
-#             (beside correctness and round 1's own start-ups) with the default, started as round 1 measures:
-#               PARTS=null NULL_BUDGET=90s NULL_RUNS="CUTILE_PERF_STAND_BY_FROM_ROUND=0 - \
-#                 CUTILE_PERF_STAND_BY_FROM_ROUND=0 -" tools/gpu-step-cost.sh /path/to/TileGym OUT_DIR
-#             then, in null.json, round 2's waited_s each way (what it saves), correctness_s and the first
-#             workers' startups (what the early workers cost them), and each round's
-#             candidate_over_baseline_pct (whether they move what a round measures)
+#             for each entry of NULL_RUNS (default "- $FEW -", where FEW is the start-up settings of a
+#             machine with few CPUs: the defaults against those, twice). An entry is the step's settings,
+#             comma-separated VAR=VALUE, `-` for the defaults (docs/measurement.md). Each is measured past
+#             its first round (CUTILE_PERF_REROLL_ALIKE=1) within NULL_BUDGET (default 90s), so that the
+#             rounds the settings change are measured; null.json then has each round's waited_s (what a
+#             setting saves), correctness_s and the workers' startups with their phases (what it costs
+#             them), and each round's candidate_over_baseline_pct (whether it moves what a round measures)
 #   geglu     a session perf file: liger geglu through the perf file `start --scaffold` writes, two configs
 #   rms_norm  test_perf: tests/ops/test_rms_norm.py, two static_persistent configs
 # Each session starts with thresholds of half a percent (`--gain-pct 0.5 --regression-pct 0.5
 # --continue-pct 1`), so that a change of a few tenths of a percent takes several rounds, and each real
-# step gets `--budget 100s`. OUT_DIR/costs.json holds one object per step: kernel, source, rounds, step_s,
+# step gets `--budget $STEP_BUDGET` (default 100s). OUT_DIR/costs.json holds one object per step: kernel, source, rounds, step_s,
 # cold_run_s, correctness_s, measuring_s, startup_s (the start-ups the step waited for), census_s, and
 # step_over_work (step_s / (correctness_s + measuring_s)); OUT_DIR/null.json one object per null step:
 # its settings, verdict, change and rounds, and for each round the start-up it waited for, each side's
 # measuring seconds and mean of its configs' means (from the evidence notes). Both are written again
 # after each step, so a run cut short keeps what it finished. Every command's output, exit code and wall
-# time is in OUT_DIR (timings.txt). PARTS="softmax null geglu" fits 9 minutes of an H100.
+# time is in OUT_DIR (timings.txt). PARTS="softmax rms_norm geglu" STEP_BUDGET=75s fits 9 minutes of an
+# H100.
 # Needs the release build (cargo build --release).
 set -uo pipefail
 source "$(dirname "$0")/gpu-common.sh"
 setup step-cost "$@"
 export CUTILE_PERF_NO_PROGRESS=1
 parts="${PARTS:-softmax null geglu rms_norm}"
-null_runs="${NULL_RUNS:-CUTILE_PERF_READY_TOGETHER=1 - CUTILE_PERF_READY_TOGETHER=1 -}"
+few=CUTILE_PERF_STAND_BY_FROM_ROUND=1,CUTILE_PERF_STAND_BY_ROUNDS=1,CUTILE_PERF_STAND_BY_AT_ONCE=0
+null_runs="${NULL_RUNS:-- $few - $few}"
 null_budget="${NULL_BUDGET:-90s}"
+step_budget="${STEP_BUDGET:-100s}"
 here="$(cd "$(dirname "$0")" && pwd)"
 thresholds=(--gain-pct 0.5 --regression-pct 0.5 --continue-pct 1)
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$out/gpu.txt" 2>&1
@@ -91,7 +89,7 @@ session_steps() {
   local name="$1" kernel="$2" test="$3" filter="$4"
   cold "$name" "$test" "$filter"
   hint "$kernel" > "$out/$name-edit.txt"
-  run "$name-step" step --json --opt none --cause memory --budget 100s "an occupancy hint"
+  run "$name-step" step --json --opt none --cause memory --budget "$step_budget" "an occupancy hint"
   summarize
   echo "# a comment: the same kernel" >> "$kernel"
   run "$name-nochange" step --json --continue --opt none "a comment only"
@@ -165,20 +163,20 @@ for kernel, source in sources.items():
 json.dump(costs, open(os.path.join(out, "costs.json"), "w"), indent=1)
 
 
-def means(leaf, found):
-    """Every number keyed `mean` in one benchmark record."""
+def means(leaf, found, key="mean"):
+    """Every number keyed `key` in one benchmark record."""
     if isinstance(leaf, dict):
-        for key, value in leaf.items():
-            if key == "mean" and isinstance(value, (int, float)):
+        for name, value in leaf.items():
+            if name == key and isinstance(value, (int, float)):
                 found.append(value)
             else:
-                means(value, found)
+                means(value, found, key)
     return found
 
 
 def round_mean(iteration, number, side):
-    """The mean of the configs' means (cutile's, where the record names it) of one side's run in one round
-    of a step's evidence, in ms."""
+    """The mean of the configs' means, or medians where a record has no mean (cutile's, where the record
+    names it), of one side's run in one round of a step's evidence, in ms."""
     try:
         text = open(os.path.join(out, "null-runs", f"{iteration:02d}-round-{number}-{side}.xml")).read()
     except OSError:
@@ -188,7 +186,9 @@ def round_mean(iteration, number, side):
         prop = re.search(r'property name="benchmark" value="([^"]*)"', case.group(1))
         if prop:
             record = ast.literal_eval(html.unescape(prop.group(1)))
-            values += means(record.get("cutile", record) if isinstance(record, dict) else record, [])
+            leaf = record.get("cutile", record) if isinstance(record, dict) else record
+            # a harness that records only a median (do_bench's) is read by it
+            values += means(leaf, []) or means(leaf, [], "median")
     return sum(values) / len(values) if values else None
 
 

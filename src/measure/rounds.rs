@@ -82,6 +82,9 @@ pub fn measure(
 ) -> Result<Measured> {
     let mut measured = Measured::default();
     paired::stand_by_from_correctness(rounds);
+    let waiting = Instant::now();
+    paired::let_go_once_the_candidate_is_ready(rounds)?;
+    rounds.timings.startup_waited_s += waiting.elapsed().as_secs_f64();
     let started = Instant::now();
     let passed = correctness(
         baseline_passed,

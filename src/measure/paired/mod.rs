@@ -1,16 +1,17 @@
 //! Paired measurement: every `step` benchmarks the current baseline's code beside the candidate, in
 //! alternating rounds (A B, B A, ...) on the same GPU, until [`verdict`] can decide or the budget cannot
-//! fit another round; each round after the first in fresh workers, each started (imports and
-//! collection, not their GPU contexts) while the round before measured, or, as a setting asks, round
-//! 2's as the step begins ([`stand_by_from_correctness`]). Each side's code runs from a
+//! fit another round; each round after the first in fresh workers, started ahead of it: as the step
+//! begins on a machine with CPUs to spare ([`stand_by_from_correctness`]), else while the round before
+//! measured. Each side's code runs from a
 //! detached worktree of its own under the git dir, so the user's work tree is never touched and an edit
 //! made during the step cannot reach the measurement; a worktree is removed with its worker, at the
 //! step's end or, for the worker that holds the new baseline's code, when that worker ends
 //! ([`Held::keep_as_baseline`]).
 //!
 //! The rounds are here; each side's worktree in `features/code_tree.rs`, the side's code and warm worker held for the
-//! rounds (and kept past them) in `held.rs`, and the pruning of what steps leave in the sandbox in
-//! `housekeeping.rs`.
+//! rounds (and kept past them) in `held.rs`, the workers started ahead of their rounds in `ahead.rs`
+//! (as `settings.rs` reads the step's environment), and the pruning of what steps leave in the sandbox
+//! in `housekeeping.rs`.
 
 use std::time::{Duration, Instant};
 
@@ -25,10 +26,13 @@ use crate::rules::verdict::{self, NoiseFloor, Round, Verdict};
 use crate::system::pytest::BenchmarkRun;
 use crate::system::workers::Side;
 
+mod ahead;
 mod held;
 mod housekeeping;
 mod settings;
 
+use ahead::unready_start_up;
+pub use ahead::{let_go_once_the_candidate_is_ready, stand_by_from_correctness};
 pub use held::{Held, Holders, Wanted, end_kept_workers, hold};
 pub use housekeeping::{dumps_of, prune_dumps, prune_worker_logs};
 pub use settings::Settings;
@@ -293,9 +297,9 @@ pub fn measure(sides: &mut Rounds, prefix: &str, evidence: &mut Vec<RunFile>) ->
         };
         let left = sides.deadline.saturating_duration_since(Instant::now());
         let next_cases = most_cases(&sides.pairs, open.as_deref());
-        let fresh = fresh_start_up(&sides.pairs);
-        if !verdict::another_round_fits(&times, next_cases, fresh, left) {
-            let estimate = verdict::round_estimate(&times, next_cases, fresh).unwrap_or_default();
+        let unready = unready_start_up(&sides.pairs);
+        if !verdict::another_round_fits(&times, next_cases, unready, left) {
+            let estimate = verdict::round_estimate(&times, next_cases, unready).unwrap_or_default();
             let why = format!(
                 "the next round, of {next_cases} case{} a side, would take about {:.0} s and {:.0} s \
                  of the budget are left",
@@ -315,34 +319,6 @@ pub fn measure(sides: &mut Rounds, prefix: &str, evidence: &mut Vec<RunFile>) ->
     }
 }
 
-/// Starts the workers of round 2, and of the rounds after it where the settings ask
-/// ([`Settings::rounds_ahead_of_correctness`]), on both sides of every pair that measures, as the step
-/// begins: they import and collect while nothing measures, beside the candidate's correctness and round
-/// 1's own start-ups, rather than beside round 1's measurements. Each stands by as any worker started
-/// ahead does: held while the other side measures, its GPU context made when its round lets it go. One
-/// that no round needs ends with the step (`timings.started_unused`).
-pub fn stand_by_from_correctness(sides: &mut Rounds) {
-    let settings = Settings::from_env();
-    let rounds = settings.rounds_ahead_of_correctness();
-    if rounds == 0 {
-        return;
-    }
-    for pair in sides.pairs.iter_mut().filter(|pair| pair.measures_in(None)) {
-        pair.candidate.stand_by(rounds, settings.stand_by_at_once);
-        pair.baseline.stand_by(rounds, settings.stand_by_at_once);
-    }
-}
-
-/// The longest start-up of the workers that served so far: what a round's new worker may be waited for.
-fn fresh_start_up(pairs: &[Pair]) -> Duration {
-    let longest = (pairs.iter())
-        .flat_map(|pair| [&pair.candidate, &pair.baseline])
-        .flat_map(|side| side.start_ups())
-        .map(|start_up| start_up.seconds)
-        .fold(0.0, f64::max);
-    Duration::from_secs_f64(longest)
-}
-
 /// The most cases a pair runs in the next round, of those `open` ([`Pair::cases_in`]).
 fn most_cases(pairs: &[Pair], open: Option<&[String]>) -> usize {
     (pairs.iter())
@@ -359,7 +335,8 @@ fn rounds_fitting(
     open: Option<&[String]>,
 ) -> Option<usize> {
     let cases = most_cases(&sides.pairs, open);
-    let round = verdict::round_estimate(times, cases, fresh_start_up(&sides.pairs))?.as_secs_f64();
+    let round =
+        verdict::round_estimate(times, cases, unready_start_up(&sides.pairs))?.as_secs_f64();
     let left = (sides.deadline.saturating_duration_since(Instant::now())).as_secs_f64();
     Some(match round > 0.0 {
         true => ((left / round).floor() as usize).saturating_sub(1),

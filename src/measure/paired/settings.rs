@@ -19,27 +19,32 @@ const STAND_BY_ROUNDS: &str = "CUTILE_PERF_STAND_BY_ROUNDS";
 /// The most rounds ahead [`STAND_BY_ROUNDS`] may ask for: each is a process a side that imports and
 /// collects beside the measurements.
 const MOST_ROUNDS_AHEAD: usize = 4;
+/// The fewest CPUs on which the next rounds' workers start as the step begins and go before their
+/// rounds: two for the step's own workers and two for a round ahead.
+const CPUS_TO_START_AHEAD: usize = 4;
 
 /// How one step's rounds are run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Settings {
-    /// The first round whose sides start the next round's workers as they measure: the first, or the
-    /// one [`STAND_BY_FROM_ROUND`] names (`2`: every first round measured beside no start-up; `0`: round
-    /// 2's workers start as the step begins, while nothing measures, beside the candidate's correctness
-    /// and round 1's own start-ups, so that they have imported and collected when round 2 comes).
+    /// `0`, unset: the workers of the next rounds start as the step begins, while nothing measures,
+    /// beside the candidate's first start-up and correctness, so that they are ready when their rounds
+    /// come (on an H100 round 2 to 5 then waited 0.2 s each, against 11-15 s). Else the first round whose
+    /// sides start the next round's workers as they measure ([`STAND_BY_FROM_ROUND`]: `1`, round 1; `2`,
+    /// every first round measured beside no start-up).
     pub stand_by_from_round: usize,
     /// Whether a round's new workers are let go together and waited for together (both start-ups, GPU
     /// contexts among them, side by side while nothing measures: `CUTILE_PERF_READY_TOGETHER=1`), rather
     /// than one after the other in the round's order. Off: on an H100 a round waited as long either way
     /// (its stood-by workers were still importing), so the order that was measured stays.
     pub ready_together: bool,
-    /// Whether a worker started ahead makes its GPU context and warms up as soon as it has collected,
-    /// beside its own side's measurement (`CUTILE_PERF_STAND_BY_AT_ONCE=1`), rather than when its round
-    /// lets it go.
+    /// Whether a worker started ahead makes its GPU context and warms up before its round comes: those
+    /// started as the step begins once the candidate's first worker is ready, those started later as
+    /// soon as they have collected, beside their own side's measurement (held while the other side
+    /// measures). `CUTILE_PERF_STAND_BY_AT_ONCE=0`: when its round lets it go, which then waits for it.
     pub stand_by_at_once: bool,
     /// How many rounds ahead each side's workers are started, at most (`CUTILE_PERF_STAND_BY_ROUNDS`, 1
-    /// to [`MOST_ROUNDS_AHEAD`]): those after the next import and collect while the next rounds wait for
-    /// their start-ups, so that only their GPU contexts are left when their rounds come.
+    /// to [`MOST_ROUNDS_AHEAD`], the default): a step that needs several rounds finds each one's pair
+    /// ready, while one decided in its first ends those it started (`timings.started_unused`).
     pub stand_by_rounds: usize,
     /// Whether a candidate alike to its baseline after the first round is measured in more rounds
     /// anyway (`CUTILE_PERF_REROLL_ALIKE=1`), as any other, rather than decided on that round.
@@ -50,21 +55,30 @@ impl Settings {
     /// The overlap the step's environment asks for; what it does not set, or sets to something else, is
     /// the default.
     pub fn from_env() -> Settings {
-        Settings::from(|name| std::env::var(name).ok())
+        let cpus = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+        Settings::from(|name| std::env::var(name).ok(), cpus)
     }
 
-    fn from(var: impl Fn(&str) -> Option<String>) -> Settings {
+    /// The settings `var` gives, on a machine that runs `cpus` processes at once. Workers started ahead
+    /// import beside the step's own two: each round ahead takes two CPUs more, and a machine with fewer
+    /// than [`CPUS_TO_START_AHEAD`] starts only the next round's pair, as its round's sides measure.
+    fn from(var: impl Fn(&str) -> Option<String>, cpus: usize) -> Settings {
         let value = |name| var(name).map(|value| value.trim().to_string());
+        let roomy = cpus >= CPUS_TO_START_AHEAD;
         Settings {
             stand_by_from_round: value(STAND_BY_FROM_ROUND)
                 .and_then(|round| round.parse().ok())
-                .unwrap_or(1),
+                .unwrap_or(if roomy { 0 } else { 1 }),
             ready_together: value(READY_TOGETHER).is_some_and(|on| on == "1"),
-            stand_by_at_once: value(STAND_BY_AT_ONCE).is_some_and(|on| on == "1"),
+            stand_by_at_once: match value(STAND_BY_AT_ONCE).as_deref() {
+                Some("1") => true,
+                Some("0") => false,
+                _ => roomy,
+            },
             stand_by_rounds: value(STAND_BY_ROUNDS)
                 .and_then(|rounds| rounds.parse().ok())
                 .filter(|rounds| (1..=MOST_ROUNDS_AHEAD).contains(rounds))
-                .unwrap_or(1),
+                .unwrap_or((cpus.saturating_sub(2) / 2).clamp(1, MOST_ROUNDS_AHEAD)),
             reroll_alike: value(REROLL_ALIKE).is_some_and(|on| on == "1"),
         }
     }
@@ -99,21 +113,51 @@ impl Settings {
 mod tests {
     use super::*;
 
+    /// The settings `vars` give on a GPU node of 16 CPUs.
     fn with(vars: &[(&str, &str)]) -> Settings {
-        Settings::from(|name| {
+        on(16, vars)
+    }
+
+    fn on(cpus: usize, vars: &[(&str, &str)]) -> Settings {
+        let var = |name: &str| {
             (vars.iter())
                 .find(|(set, _)| *set == name)
                 .map(|(_, value)| value.to_string())
-        })
+        };
+        Settings::from(var, cpus)
     }
 
     #[test]
-    fn unset_the_pair_stands_by_from_round_one_and_makes_its_contexts_one_after_the_other() {
-        let default = Settings {
+    fn a_machine_with_few_cpus_starts_only_the_next_rounds_pair_as_its_round_measures() {
+        let few = Settings {
             stand_by_from_round: 1,
             ready_together: false,
             stand_by_at_once: false,
             stand_by_rounds: 1,
+            reroll_alike: false,
+        };
+        assert_eq!(on(2, &[]), few);
+        assert_eq!(on(3, &[]), few);
+        assert_eq!(on(4, &[]).stand_by_rounds, 1);
+        assert_eq!(on(4, &[]).stand_by_from_round, 0);
+        assert_eq!(on(8, &[]).stand_by_rounds, 3);
+        assert_eq!(on(64, &[]).stand_by_rounds, MOST_ROUNDS_AHEAD);
+        // what the environment sets holds on any machine
+        let set = [
+            (STAND_BY_FROM_ROUND, "0"),
+            (STAND_BY_ROUNDS, "2"),
+            (STAND_BY_AT_ONCE, "1"),
+        ];
+        assert_eq!(on(2, &set), on(16, &set));
+    }
+
+    #[test]
+    fn unset_four_rounds_stand_by_from_the_steps_start_and_go_before_their_rounds() {
+        let default = Settings {
+            stand_by_from_round: 0,
+            ready_together: false,
+            stand_by_at_once: true,
+            stand_by_rounds: MOST_ROUNDS_AHEAD,
             reroll_alike: false,
         };
         assert_eq!(with(&[]), default);
@@ -129,7 +173,7 @@ mod tests {
         let set = [
             (STAND_BY_FROM_ROUND, " 2"),
             (READY_TOGETHER, "1"),
-            (STAND_BY_AT_ONCE, "1"),
+            (STAND_BY_AT_ONCE, "0"),
             (STAND_BY_ROUNDS, "3"),
             (REROLL_ALIKE, "1"),
         ];
@@ -138,7 +182,7 @@ mod tests {
             Settings {
                 stand_by_from_round: 2,
                 ready_together: true,
-                stand_by_at_once: true,
+                stand_by_at_once: false,
                 stand_by_rounds: 3,
                 reroll_alike: true,
             }
@@ -156,23 +200,24 @@ mod tests {
         assert_eq!(deep.rounds_ahead(2, Some(0)), 1);
         assert_eq!(deep.rounds_ahead(verdict::MAX_ROUNDS - 2, Some(5)), 2);
         assert_eq!(deep.rounds_ahead(verdict::MAX_ROUNDS, Some(5)), 0);
-        assert_eq!(with(&[]).rounds_ahead(2, Some(5)), 1);
+        assert_eq!(with(&[]).rounds_ahead(2, Some(5)), MOST_ROUNDS_AHEAD);
+        assert_eq!(with(&[(STAND_BY_ROUNDS, "1")]).rounds_ahead(2, Some(5)), 1);
         let later = with(&[(STAND_BY_FROM_ROUND, "2"), (STAND_BY_ROUNDS, "2")]);
         assert_eq!(later.rounds_ahead(1, None), 0);
         assert_eq!(later.rounds_ahead(2, Some(3)), 2);
     }
 
     #[test]
-    fn from_the_correctness_run_round_twos_workers_start_before_correctness_and_more_only_when_asked()
+    fn from_the_correctness_run_the_next_rounds_workers_start_before_correctness_unless_asked_not_to()
      {
-        // by default, and from any round, nothing starts before correctness
-        assert_eq!(with(&[]).rounds_ahead_of_correctness(), 0);
+        // by default the next four rounds' workers; from any round, nothing starts before correctness
+        assert_eq!(with(&[]).rounds_ahead_of_correctness(), MOST_ROUNDS_AHEAD);
         assert_eq!(
             with(&[(STAND_BY_FROM_ROUND, "1"), (STAND_BY_ROUNDS, "3")])
                 .rounds_ahead_of_correctness(),
             0
         );
-        let early = with(&[(STAND_BY_FROM_ROUND, "0")]);
+        let early = with(&[(STAND_BY_FROM_ROUND, "0"), (STAND_BY_ROUNDS, "1")]);
         assert_eq!(early.stand_by_from_round, 0);
         assert_eq!(early.rounds_ahead_of_correctness(), 1);
         // round 1 then keeps to the next round's pair, which already stands by

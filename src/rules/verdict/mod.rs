@@ -111,22 +111,22 @@ pub struct RoundTime {
     pub cases: usize,
 }
 
-/// What a round of `cases` cases per side is estimated to take: the longest wait for start-ups so far,
-/// plus `cases` at the most any round took per case (round 1's includes compiling the candidate). Late
-/// rounds run only the few configs still open: priced as the longest round (every config), one that fits
-/// would be given up. `None` before any round: there is nothing to estimate from, and the first round is
-/// the step's own run. After round 1 alone, the wait is at least `fresh_start_up` (a worker's start-up,
-/// as the step's first ones took): round 1's workers were ready before it began, and the next round's
-/// are new ones, which no round has waited for yet.
+/// What a round of `cases` cases per side is estimated to take: the wait for its workers, plus `cases`
+/// at the most any round took per case (round 1's includes compiling the candidate). Late rounds run
+/// only the few configs still open: priced as the longest round (every config), one that fits would be
+/// given up. `None` before any round: there is nothing to estimate from, and the first round is the
+/// step's own run. The wait is the least a round waited so far where the next round's workers are
+/// already ready (`unready` none), else at least `unready`, a worker's whole start-up: on an H100 a
+/// round whose stood-by workers were not ready waited 10.7 s where the longest wait before was 4.8 s.
 pub fn round_estimate(
     rounds: &[RoundTime],
     cases: usize,
-    fresh_start_up: Duration,
+    unready: Option<Duration>,
 ) -> Option<Duration> {
-    let waited = rounds.iter().map(|r| r.before_measuring).max()?;
-    let waits = match rounds.len() {
-        1 => waited.max(fresh_start_up),
-        _ => waited,
+    let waits = rounds.iter().map(|r| r.before_measuring);
+    let waits = match unready {
+        None => waits.min()?,
+        Some(start_up) => waits.max()?.max(start_up),
     };
     let per_case = rounds
         .iter()
@@ -139,10 +139,10 @@ pub fn round_estimate(
 pub fn another_round_fits(
     rounds: &[RoundTime],
     cases: usize,
-    fresh_start_up: Duration,
+    unready: Option<Duration>,
     left: Duration,
 ) -> bool {
-    match round_estimate(rounds, cases, fresh_start_up) {
+    match round_estimate(rounds, cases, unready) {
         None => true,
         Some(estimate) => !left.is_zero() && estimate <= left,
     }
@@ -593,7 +593,7 @@ pub(crate) mod tests {
             before_measuring: secs(before_measuring),
             cases,
         };
-        let none = Duration::ZERO;
+        let none = Some(Duration::ZERO);
         assert!(another_round_fits(&[], 8, none, secs(0)));
         // no time left: no round, however quick they were
         assert!(!another_round_fits(&[time(0, 0, 8)], 1, none, secs(0)));
@@ -605,8 +605,25 @@ pub(crate) mod tests {
         assert!(!another_round_fits(&rounds, 1, none, secs(16)));
         // priced as the longest round, the one-case round would not have fit
         assert!(!another_round_fits(&rounds, 8, none, secs(65)));
-        // once a later round has waited, that wait prices the next, not a worker's start-up
-        assert_eq!(round_estimate(&rounds, 1, secs(30)), Some(secs(17)));
+        // workers not ready yet: at least a whole start-up; ready: the least any round waited
+        assert_eq!(round_estimate(&rounds, 1, Some(secs(30))), Some(secs(37)));
+        assert_eq!(round_estimate(&rounds, 1, None), Some(secs(7)));
+    }
+
+    /// A real step on liger geglu (H100), workers standing by four rounds ahead: rounds 7 to 10 waited
+    /// at most 4.8 s, and round 11, whose workers had not finished starting, 10.7 s, past the budget.
+    #[test]
+    fn a_round_whose_workers_are_not_ready_is_priced_with_a_whole_start_up() {
+        let secs = Duration::from_secs;
+        let time = |took, before_measuring| RoundTime {
+            took: secs(took),
+            before_measuring: secs(before_measuring),
+            cases: 2,
+        };
+        let rounds = [time(6, 0), time(10, 5), time(6, 0)];
+        assert_eq!(round_estimate(&rounds, 2, Some(secs(13))), Some(secs(19)));
+        assert!(!another_round_fits(&rounds, 2, Some(secs(13)), secs(12)));
+        assert!(another_round_fits(&rounds, 2, None, secs(12)));
     }
 
     /// A null step on ops softmax (H100): round 1 measured 5 cases in 7 s with its workers ready; round
@@ -620,9 +637,12 @@ pub(crate) mod tests {
             before_measuring: secs(0),
             cases: 5,
         }];
-        assert_eq!(round_estimate(&round_one, 5, secs(13)), Some(secs(20)));
-        assert!(!another_round_fits(&round_one, 5, secs(13), secs(16)));
-        assert!(another_round_fits(&round_one, 5, Duration::ZERO, secs(16)));
+        assert_eq!(
+            round_estimate(&round_one, 5, Some(secs(13))),
+            Some(secs(20))
+        );
+        assert!(!another_round_fits(&round_one, 5, Some(secs(13)), secs(16)));
+        assert!(another_round_fits(&round_one, 5, None, secs(16)));
     }
 
     #[test]

@@ -34,6 +34,25 @@ pub struct StartUp {
     /// Started while an earlier round measured: its imports and collection, before its go, are hidden
     /// behind that round and not counted.
     pub ahead: bool,
+    /// Where it went, as the worker timed it (none from a worker that did not say).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub phases: Option<Phases>,
+}
+
+/// Where one worker's start-up went, as the worker timed it (`ready`'s `phases`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, Deserialize)]
+pub struct Phases {
+    /// The process's age once pytest was configured: its interpreter, pytest, the first conftests and
+    /// what they import (none where the system does not say).
+    #[serde(default)]
+    pub configured_s: Option<f64>,
+    /// The process's age once collected: its interpreter, pytest, the imports and collection (none
+    /// where the system does not say), whether or not an earlier round hid them.
+    pub collected_s: Option<f64>,
+    /// Making its GPU context, once let go.
+    pub context_s: f64,
+    /// The profiler's first start after the context.
+    pub profiler_s: f64,
 }
 
 /// What the worker wrote when a command was over.
@@ -176,6 +195,7 @@ impl Worker {
             side: self.side,
             seconds: took.as_secs_f64(),
             ahead: self.ahead,
+            phases: self.phases(),
         });
         let number = self.send(serde_json::json!({
             "junit": junit,
@@ -218,6 +238,17 @@ impl Worker {
             .modified()
             .ok()?;
         ready.duration_since(spawned).ok()
+    }
+
+    /// Where its start-up went, from its `ready`: none where it did not say, which costs the step nothing
+    /// but the detail.
+    fn phases(&self) -> Option<Phases> {
+        #[derive(Deserialize)]
+        struct Ready {
+            phases: Phases,
+        }
+        let text = std::fs::read_to_string(self.channel.join("ready")).ok()?;
+        Some(serde_json::from_str::<Ready>(&text).ok()?.phases)
     }
 
     /// A deadline or an interrupt is the run's ending as for any run; the worker's own end (a test that

@@ -19,6 +19,9 @@ The tool owns the channel, a directory given as `--cutile-perf-worker=DIR`:
 - `standby` (empty), there before the worker starts, makes it wait once collected: the tool starts a later
   round's worker while this round measures, and takes the file away when that round begins; only then does
   the worker make its CUDA context and say `ready`;
+- `ready` also holds where the start-up went (`phases`): the process's age when pytest was configured
+  (its interpreter, pytest, the first conftests and what they import) and when collected, and the
+  seconds its CUDA context and its profiler's first start took;
 - `stop` ends the worker, as does no command for `--cutile-perf-worker-idle` seconds, or its channel gone;
 - the worker writes `imported` (JSON: `{path: [bytes, mtime_ns]}`) when collected and after each command:
   every file its modules were loaded from outside its own tree, and each directory on `sys.path` outside
@@ -53,6 +56,8 @@ import pytest
 from cutile_perf_cases import junit_id
 
 POLL_S = 0.02
+# the process's age once pytest was configured, for `ready`'s phases
+_CONFIGURED_AT_AGE = pytest.StashKey()
 
 
 def pytest_addoption(parser):
@@ -207,6 +212,27 @@ def _warm_profiler():
         pass
 
 
+def _age_s():
+    """Seconds since this process started (its interpreter, pytest's start, the imports), from /proc; None
+    where there is none."""
+    try:
+        with open("/proc/self/stat") as f:
+            # the fields after the command's name, which may hold spaces; the 22nd field is the start time
+            started_ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/uptime") as f:
+            uptime_s = float(f.read().split()[0])
+        return round(max(0.0, uptime_s - started_ticks / os.sysconf("SC_CLK_TCK")), 3)
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _timed(work):
+    """Runs `work`; returns the seconds it took."""
+    began = time.monotonic()
+    work()
+    return round(time.monotonic() - began, 3)
+
+
 def _release_cached_blocks():
     """Hands torch's cached GPU blocks back to the driver, so the other side measures beside none."""
     torch = sys.modules.get("torch")
@@ -224,6 +250,7 @@ def pytest_configure(config):
         # its pid where it runs (a Slurm node's), before collection: the tool's GPU watch counts it as ours
         _write(channel, "pid", {"pid": os.getpid()})
         _watch(channel)
+        config.stash[_CONFIGURED_AT_AGE] = _age_s()
 
 
 def _command(channel, number, idle_s):
@@ -313,12 +340,13 @@ def pytest_runtestloop(session):
         _write(channel, "cold", {"why": why})
         return True
     items = list(session.items)
+    phases = {"configured_s": config.stash.get(_CONFIGURED_AT_AGE, None), "collected_s": _age_s()}
     if not _stood_by(channel, config.getoption("--cutile-perf-worker-idle")):
         return True
-    _cuda_context()
-    _warm_profiler()
+    phases["context_s"] = _timed(_cuda_context)
+    phases["profiler_s"] = _timed(_warm_profiler)
     _write_imported(channel, config.rootpath)
-    _write(channel, "ready", {"pid": os.getpid(), "cases": [item.nodeid for item in items]})
+    _write(channel, "ready", {"pid": os.getpid(), "cases": [item.nodeid for item in items], "phases": phases})
     number = 1
     while True:
         what, payload = _command(channel, number, config.getoption("--cutile-perf-worker-idle"))

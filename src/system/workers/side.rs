@@ -160,6 +160,26 @@ impl<'a> Side<'a> {
         }
     }
 
+    /// Whether the worker standing by for the side's next round has said it is ready: that round then
+    /// waits for no start-up.
+    pub fn next_is_ready(&self) -> bool {
+        self.standby.front().is_some_and(Worker::is_ready)
+    }
+
+    /// Lets every worker standing by for a later round go on now: each makes its GPU context and warms
+    /// up, then waits, ready, for its round. One that cannot be let go is ended; its round starts another.
+    pub fn let_go_ahead(&mut self) {
+        let mut retired = Vec::new();
+        self.standby.retain_mut(|worker| match worker.go() {
+            Ok(()) => true,
+            Err(_) => {
+                retired.extend(worker.pids());
+                false
+            }
+        });
+        self.retired.extend(retired);
+    }
+
     /// Lets the side's worker go if it stands by: it makes its GPU context and warms up. One that cannot
     /// be let go is ended: the side turns cold.
     pub fn let_go(&mut self) {

@@ -227,6 +227,11 @@ impl Worker {
         })
     }
 
+    /// Whether it has said it is ready: collected, its GPU context made and its profiler started.
+    pub(super) fn is_ready(&self) -> bool {
+        self.channel.join("ready").exists()
+    }
+
     /// The worker's pid, also its process group's number.
     pub fn pid(&self) -> u32 {
         self.process.pid()
