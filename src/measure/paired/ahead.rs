@@ -6,18 +6,18 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use super::{Pair, Rounds, Settings};
+use super::{Pair, Rounds};
 use crate::system::workers::Side;
 
 /// Starts the workers of round 2, and of the rounds after it where the settings ask
-/// ([`Settings::rounds_ahead_of_correctness`]), on both sides of every pair that measures, as the step
-/// begins: they import and collect while nothing measures, beside the candidate's correctness and round
-/// 1's own start-ups, rather than beside round 1's measurements. Each stands by until
+/// ([`super::Settings::rounds_ahead_of_correctness`]), on both sides of every pair that measures, as
+/// the step begins: they import and collect while nothing measures, beside the candidate's first
+/// start-up and correctness, rather than beside round 1's measurements. Each stands by until
 /// [`let_go_once_the_candidate_is_ready`] (or its round) lets it go; held, as any worker started ahead,
 /// while the other side measures. One that no round needs ends with the step
 /// (`timings.started_unused`).
 pub fn stand_by_from_correctness(sides: &mut Rounds) {
-    let rounds = Settings::from_env().rounds_ahead_of_correctness();
+    let rounds = sides.settings().rounds_ahead_of_correctness();
     if rounds == 0 {
         return;
     }
@@ -32,7 +32,7 @@ pub fn stand_by_from_correctness(sides: &mut Rounds) {
 /// profilers, beside correctness. Not earlier: on an H100, eight workers making theirs at once slowed the
 /// candidate's own by 1-3 s, the start-up that correctness waits for.
 pub fn let_go_once_the_candidate_is_ready(sides: &mut Rounds) -> Result<()> {
-    let settings = Settings::from_env();
+    let settings = sides.settings();
     if settings.rounds_ahead_of_correctness() == 0 || !settings.stand_by_at_once {
         return Ok(());
     }

@@ -121,6 +121,11 @@ impl<'a> Rounds<'a> {
     pub fn first(&mut self) -> &mut Pair<'a> {
         &mut self.pairs[0]
     }
+
+    /// How the step's start-ups overlap its work, for where its workers run.
+    fn settings(&self) -> Settings {
+        Settings::for_workers(self.pairs[0].candidate.runner.place.workers())
+    }
 }
 
 /// The no-re-roll check the rounds make after the first round.
@@ -169,7 +174,7 @@ pub fn measure(sides: &mut Rounds, prefix: &str, evidence: &mut Vec<RunFile>) ->
     let mut times: Vec<verdict::RoundTime> = Vec::new();
     // round 1 runs every case; a later one only those of the configs still open
     let mut open: Option<Vec<String>> = None;
-    let settings = Settings::from_env();
+    let settings = sides.settings();
     loop {
         let started = Instant::now();
         if sides.measured {

@@ -3,6 +3,7 @@
 //! steps (`tools/gpu-step-cost.sh`), each documented in `docs/measurement.md`.
 
 use crate::rules::verdict;
+use crate::system::runner::Workers;
 
 /// The variable that names the first round whose sides start the next round's workers as they measure,
 /// or `0`: as the step begins, beside the candidate's correctness run.
@@ -55,7 +56,18 @@ impl Settings {
     /// The overlap the step's environment asks for; what it does not set, or sets to something else, is
     /// the default.
     pub fn from_env() -> Settings {
-        let cpus = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+        Settings::for_workers(Workers::Lasting)
+    }
+
+    /// The settings for a step whose workers run as `workers` says: on this machine, by its CPUs; on
+    /// another's (a Slurm job's node), whose CPUs this machine cannot tell, as on a machine with few.
+    pub fn for_workers(workers: Workers) -> Settings {
+        let cpus = match workers {
+            Workers::Lasting => {
+                std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
+            }
+            _ => 1,
+        };
         Settings::from(|name| std::env::var(name).ok(), cpus)
     }
 
