@@ -21,15 +21,6 @@ struct Step {
     timed_at: Vec<f64>,
 }
 
-/// The start-up settings a machine with few CPUs takes by default (this one's, or a GPU node's, may
-/// differ), set for every step here so that each test sees the same on any machine; a test's own come
-/// after them and win.
-const FEW_CPUS: [(&str, &str); 3] = [
-    ("CUTILE_PERF_STAND_BY_FROM_ROUND", "1"),
-    ("CUTILE_PERF_STAND_BY_ROUNDS", "1"),
-    ("CUTILE_PERF_STAND_BY_AT_ONCE", "0"),
-];
-
 /// A step whose small config is 3% slower (two rounds: round 2 runs the small case alone), with `env`.
 fn two_round_step(f: &Fixture, env: &[(&str, &str)]) -> Step {
     f.set_latency(0.103, 1.0);
@@ -40,7 +31,6 @@ fn two_round_step(f: &Fixture, env: &[(&str, &str)]) -> Step {
     command
         .env("CUTILE_PERF_FIXTURE_STARTS", &starts)
         .env("CUTILE_PERF_FIXTURE_CASES", &cases)
-        .envs(FEW_CPUS)
         .envs(env.iter().copied());
     let out = command.output().unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -509,7 +499,6 @@ fn workers_started_for_round_two_beside_a_correctness_that_fails_are_counted_unu
     let unused = |env: &[(&str, &str)]| -> u64 {
         f.edit_kernel("CORRECT = True", "CORRECT = False");
         let out = (f.command(&["step", "--opt", "none", "--json", "a wrong result"]))
-            .envs(FEW_CPUS)
             .envs(env.iter().copied())
             .output()
             .unwrap();

@@ -1208,6 +1208,80 @@ for _source in _glob.glob(_os.path.join(_git, "workers", "*", "tree", _relative)
         _file.write(_external._code_to_timestamp_pyc(compile(_text, _source, "exec"), _stat.st_mtime, _stat.st_size))
 "#;
 
+/// The candidate's code, from its import on, keeps a `.pyc` of the baseline's kernel beside its source
+/// in the baseline's trees, written again every 10 ms: compiled from the baseline's source and a line
+/// that leaves the importing process's pid in the file `CUTILE_PERF_FIXTURE_POISONED` names.
+const KEEPS_PLANTING: &str = r#"
+import glob as _glob, importlib.util as _util, importlib._bootstrap_external as _external, os as _os
+import threading as _threading, time as _time
+_git, _, _tree = _os.path.abspath(__file__).partition("/cutile-perf/")
+_relative = _tree.partition("/tree/")[2]
+_poison = "\nimport os as _o\nopen(_o.environ['CUTILE_PERF_FIXTURE_POISONED'], 'a').write(f'{_o.getpid()}\\n')\n"
+
+
+def _plant():
+    for _source in _glob.glob(_os.path.join(_git, "cutile-perf", "workers", "baseline-*", "tree", _relative)):
+        try:
+            with open(_source) as _file:
+                _code = compile(_file.read() + _poison, _source, "exec")
+            _stat = _os.stat(_source)
+            _pyc = _util.cache_from_source(_source)
+            _os.makedirs(_os.path.dirname(_pyc), exist_ok=True)
+            with open(_pyc + ".new", "wb") as _file:
+                _file.write(_external._code_to_timestamp_pyc(_code, _stat.st_mtime, _stat.st_size))
+            _os.replace(_pyc + ".new", _pyc)
+        except OSError:
+            pass
+
+
+def _keep_planting():
+    while True:
+        _plant()
+        _time.sleep(0.01)
+
+
+if "/cutile-perf/workers/candidate-" in _os.path.abspath(__file__):
+    _threading.Thread(target=_keep_planting, daemon=True).start()
+"#;
+
+#[test]
+fn a_baseline_worker_never_runs_bytecode_planted_beside_its_sources() {
+    let f = Fixture::new();
+    // the baseline's workers reach the kernel's import a while after they start, by when the
+    // candidate's first worker, started with them, has planted
+    f.append(
+        "src/tilegym/ops/cutile/__init__.py",
+        "\nimport os as _os, time as _time\nif \"/cutile-perf/workers/baseline-\" in _os.path.abspath(__file__):\n    \
+         _time.sleep(float(_os.environ.get(\"CUTILE_PERF_FIXTURE_BASELINE_IMPORT_S\") or 0))\n",
+    );
+    f.git(&[
+        "commit",
+        "-qam",
+        "the baseline's workers import the kernel late when asked",
+    ]);
+    f.start();
+    f.append(support::KERNEL, KEEPS_PLANTING);
+    let poisoned = f.root.join("../poisoned.txt");
+    let step = counted_step_at(
+        &f,
+        (0.05, 0.5),
+        &[
+            ("CUTILE_PERF_FIXTURE_POISONED", poisoned.to_str().unwrap()),
+            ("CUTILE_PERF_FIXTURE_BASELINE_IMPORT_S", "1.5"),
+            ("CUTILE_PERF_STAND_BY_FROM_ROUND", "0"),
+            ("CUTILE_PERF_STAND_BY_ROUNDS", "2"),
+            ("CUTILE_PERF_STAND_BY_AT_ONCE", "1"),
+        ],
+    );
+    // the bytecode is found, and the step a crash; no baseline worker ran it meanwhile
+    assert_eq!(step.report["status"], "crash", "{}", step.report);
+    let ran = std::fs::read_to_string(&poisoned).unwrap_or_default();
+    assert!(
+        ran.is_empty(),
+        "processes that ran the planted bytecode: {ran}"
+    );
+}
+
 #[test]
 fn the_candidates_code_cannot_leave_bytecode_for_the_baseline() {
     let f = Fixture::new();
@@ -1290,10 +1364,28 @@ fn a_kept_worker_whose_imported_library_changed_on_disk_is_not_reused() {
 /// never told to copy `.pyc` files into the work tree.
 #[test]
 fn bytecode_left_in_a_sides_tree_is_named_as_bytecode() {
+    bytecode_planted_then_a_step(&[]);
+}
+
+#[test]
+fn bytecode_planted_by_workers_started_with_the_step_goes_with_it() {
+    // the next rounds' workers start with the step and import the candidate's code beside its first
+    // worker, planting after the tree's last look before the rounds: the crash's step still leaves
+    // no tree behind for the next one to refuse
+    bytecode_planted_then_a_step(&[
+        ("CUTILE_PERF_STAND_BY_FROM_ROUND", "0"),
+        ("CUTILE_PERF_STAND_BY_ROUNDS", "4"),
+        ("CUTILE_PERF_STAND_BY_AT_ONCE", "1"),
+    ]);
+}
+
+/// A step whose candidate plants bytecode in every side's tree, under `env`, is a crash; the next step
+/// measures as any other.
+fn bytecode_planted_then_a_step(env: &[(&str, &str)]) {
     let f = Fixture::new();
     f.start();
     f.append(support::KERNEL, PLANTS_BYTECODE);
-    let step = counted_step_at(&f, (0.05, 0.5), &[]);
+    let step = counted_step_at(&f, (0.05, 0.5), env);
     assert_eq!(step.report["status"], "crash", "{}", step.report);
     f.append(support::KERNEL, "\nUNUSED = 1\n");
     let next = f.step_json(&["--opt", "none", "unused"]);

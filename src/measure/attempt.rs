@@ -114,6 +114,11 @@ pub fn attempt<'r>(
     };
     let baseline_passed = baseline_passed(repo, history)?;
     let mut measured = measure(&mut rounds, &baseline_passed, session, &checks)?;
+    // the workers started for rounds that did not come end before the trees are looked at: one still
+    // importing the candidate's code could write there after the look
+    let started_unused = (rounds.pairs.iter_mut())
+        .map(|pair| pair.candidate.end_standing_by() + pair.baseline.end_standing_by())
+        .sum();
     let written = bytecode_written(&held, &rounds.pairs);
     crash_if_code_changed(&mut measured, &held, written.as_deref());
     let mut timings = std::mem::take(&mut rounds.timings);
@@ -121,10 +126,15 @@ pub fn attempt<'r>(
         .flat_map(|pair| [&pair.candidate, &pair.baseline])
         .flat_map(|side| side.start_ups().iter().cloned())
         .collect();
-    timings.started_unused = (rounds.pairs.iter())
-        .map(|pair| pair.candidate.standing_by() + pair.baseline.standing_by())
-        .sum();
+    timings.started_unused = started_unused;
     give_workers_back(rounds.pairs, &mut held, written.is_none());
+    if written.is_some() {
+        // every worker of the step has ended: the bytecode, Python's cache and not an edit, goes, so
+        // that the trees go with the step as any others do
+        for (_, tree) in trees(&held) {
+            let _ = tree.clear_bytecode();
+        }
+    }
     let Measured { runs, ended } = measured;
     let Replayed { attempt, remark } = replay::attempt(&runs, &ended, session, &baseline_passed);
     let checks = with_census_costs(checks.take(), &runs);

@@ -264,6 +264,11 @@ impl Fixture {
             ("GIT_COMMITTER_EMAIL", "committer@example.com".into()),
             ("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z".into()),
             ("NO_COLOR", "1".into()),
+            // the start-ups of a machine with few CPUs, whatever this one has: how many workers a step
+            // starts, and when, is then the same on every machine (a test of the others sets its own)
+            ("CUTILE_PERF_STAND_BY_FROM_ROUND", "1".into()),
+            ("CUTILE_PERF_STAND_BY_ROUNDS", "1".into()),
+            ("CUTILE_PERF_STAND_BY_AT_ONCE", "0".into()),
         ]
     }
 

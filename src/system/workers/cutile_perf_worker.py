@@ -56,6 +56,40 @@ import pytest
 from cutile_perf_cases import junit_id
 
 POLL_S = 0.02
+
+
+def _sources_only(tree):
+    """Has this process compile the modules of `tree` (its side's code and tests) from their sources at
+    each import, never from bytecode beside them: a `.pyc` another side's code wrote there, even one
+    removed again before the tool looked, is never run here. The standard library and site-packages
+    load as they always do."""
+    import importlib.machinery
+    from _pytest.assertion import rewrite
+
+    loader = importlib.machinery.SourceFileLoader
+    inner = loader.get_code
+    prefix = os.path.join(os.path.realpath(tree), "")
+
+    def get_code(self, fullname):
+        path = self.get_filename(fullname)
+        if os.path.realpath(path).startswith(prefix):
+            return self.source_to_code(self.get_data(path), path)
+        return inner(self, fullname)
+
+    loader.get_code = get_code
+    inner_read_pyc = rewrite._read_pyc
+
+    def read_pyc(source, pyc, *args, **kwargs):
+        # pytest reads its rewritten test modules' bytecode even where it writes none
+        if os.path.realpath(str(source)).startswith(prefix):
+            return None
+        return inner_read_pyc(source, pyc, *args, **kwargs)
+
+    rewrite._read_pyc = read_pyc
+
+
+# loaded (`-p`) before any conftest or test module is imported, from the side's tree as its directory
+_sources_only(os.getcwd())
 # the process's age once pytest was configured, for `ready`'s phases
 _CONFIGURED_AT_AGE = pytest.StashKey()
 

@@ -80,9 +80,18 @@ impl<'a> Side<'a> {
         &self.start_ups
     }
 
-    /// How many workers stand by for its later rounds now.
-    pub fn standing_by(&self) -> usize {
-        self.standby.len()
+    /// Ends the workers standing by for rounds that did not come, with their logs (they served nothing
+    /// a reason could name); returns how many there were.
+    pub fn end_standing_by(&mut self) -> usize {
+        let mut ended = 0;
+        while let Some(standby) = self.standby.pop_front() {
+            self.retired.extend(standby.pids());
+            let log = standby.log.clone();
+            drop(standby);
+            let _ = std::fs::remove_file(log);
+            ended += 1;
+        }
+        ended
     }
 
     /// How long its last run waited for its worker's start-up (none for a process of its own, whose
@@ -312,7 +321,7 @@ impl<'a> Side<'a> {
                     say_cold(self.runner, worker.side, &why);
                 }
                 // a side that turned cold runs a process per run from now on: its next workers go too
-                self.end_standby();
+                self.end_standing_by();
                 None
             }
         }
@@ -321,19 +330,7 @@ impl<'a> Side<'a> {
 
 impl Drop for Side<'_> {
     fn drop(&mut self) {
-        self.end_standby();
-    }
-}
-
-impl Side<'_> {
-    /// Ends the workers standing by for rounds that did not come, with their logs: they served nothing a
-    /// reason could name.
-    fn end_standby(&mut self) {
-        while let Some(standby) = self.standby.pop_front() {
-            let log = standby.log.clone();
-            drop(standby);
-            let _ = std::fs::remove_file(log);
-        }
+        self.end_standing_by();
     }
 }
 
