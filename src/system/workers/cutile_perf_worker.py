@@ -77,10 +77,13 @@ def _sources_only(tree):
         return inner(self, fullname)
 
     loader.get_code = get_code
-    inner_read_pyc = rewrite._read_pyc
+    # pytest reads its rewritten test modules' bytecode even where it writes none (a pytest without
+    # this reader has nothing of the kind to turn off)
+    inner_read_pyc = getattr(rewrite, "_read_pyc", None)
+    if inner_read_pyc is None:
+        return
 
     def read_pyc(source, pyc, *args, **kwargs):
-        # pytest reads its rewritten test modules' bytecode even where it writes none
         if os.path.realpath(str(source)).startswith(prefix):
             return None
         return inner_read_pyc(source, pyc, *args, **kwargs)
