@@ -1308,6 +1308,86 @@ fn a_baseline_worker_never_runs_bytecode_planted_beside_its_sources() {
     );
 }
 
+/// The candidate's code, as the first of the candidate's processes imports it, changes the baseline's
+/// kernel in the baseline's trees (a line that leaves the importing process's pid in the file
+/// `CUTILE_PERF_FIXTURE_POISONED` names) and puts it back 1.5 s later, long before the step ends.
+const CHANGES_AND_PUTS_BACK: &str = r#"
+import glob as _glob, os as _os, threading as _threading, time as _time
+_git, _, _tree = _os.path.abspath(__file__).partition("/cutile-perf/")
+_relative = _tree.partition("/tree/")[2]
+_poison = "\nimport os as _o\nopen(_o.environ['CUTILE_PERF_FIXTURE_POISONED'], 'a').write(f'{_o.getpid()}\\n')\n"
+
+
+def _change_and_put_back():
+    _sources = _glob.glob(_os.path.join(_git, "cutile-perf", "workers", "baseline-*", "tree", _relative))
+    _kept = {}
+    for _source in _sources:
+        with open(_source) as _file:
+            _kept[_source] = _file.read()
+        with open(_source, "a") as _file:
+            _file.write(_poison)
+    _time.sleep(1.5)
+    for _source, _text in _kept.items():
+        with open(_source, "w") as _file:
+            _file.write(_text)
+
+
+def _first():
+    # the first candidate process to import it, of all of them
+    try:
+        _os.close(_os.open(_os.path.join(_git, "cutile-perf", "changed-once"), _os.O_CREAT | _os.O_EXCL))
+        return True
+    except FileExistsError:
+        return False
+
+
+if "/cutile-perf/workers/candidate-" in _os.path.abspath(__file__) and _first():
+    _threading.Thread(target=_change_and_put_back, daemon=True).start()
+"#;
+
+#[test]
+fn a_baseline_source_changed_and_put_back_while_a_worker_compiled_it_is_a_crash() {
+    let f = Fixture::new();
+    // the baseline's workers collect a second after they start, inside the candidate's change
+    f.append(
+        "tests/conftest.py",
+        "\nimport os as _os, time as _time\nif \"/cutile-perf/workers/baseline-\" in _os.path.abspath(__file__):\n    \
+         _time.sleep(float(_os.environ.get(\"CUTILE_PERF_FIXTURE_BASELINE_IMPORT_S\") or 0))\n",
+    );
+    f.git(&[
+        "commit",
+        "-qam",
+        "the baseline's workers import the kernel late when asked",
+    ]);
+    f.start();
+    f.append(support::KERNEL, CHANGES_AND_PUTS_BACK);
+    let poisoned = f.root.join("../poisoned.txt");
+    let step = counted_step_at(
+        &f,
+        (0.103, 1.0),
+        &[
+            ("CUTILE_PERF_FIXTURE_POISONED", poisoned.to_str().unwrap()),
+            ("CUTILE_PERF_FIXTURE_BASELINE_IMPORT_S", "1"),
+            // the rounds outlast the change
+            ("CUTILE_PERF_FIXTURE_CASE_S", "0.5"),
+            ("CUTILE_PERF_STAND_BY_FROM_ROUND", "0"),
+            ("CUTILE_PERF_STAND_BY_ROUNDS", "2"),
+            ("CUTILE_PERF_STAND_BY_AT_ONCE", "1"),
+        ],
+    );
+    // a baseline worker ran the changed kernel, and the step says so
+    let ran = std::fs::read_to_string(&poisoned).unwrap_or_default();
+    assert!(!ran.is_empty(), "no worker ran the change: {}", step.stderr);
+    assert_eq!(step.report["status"], "crash", "{}", step.report);
+    let reason = step.report["reason"].as_str().unwrap();
+    assert!(
+        reason.contains(
+            "the baseline's worker compiled src/tilegym/ops/cutile/vector_add.py other than"
+        ),
+        "{reason}"
+    );
+}
+
 #[test]
 fn the_candidates_code_cannot_leave_bytecode_for_the_baseline() {
     let f = Fixture::new();

@@ -120,14 +120,24 @@ pub fn attempt<'r>(
         .map(|pair| pair.candidate.end_standing_by() + pair.baseline.end_standing_by())
         .sum();
     let written = bytecode_written(&held, &rounds.pairs);
-    crash_if_code_changed(&mut measured, &held, written.as_deref());
+    let compiled = compiled_not_committed(repo, &held, &rounds.pairs);
+    crash_if_code_changed(
+        &mut measured,
+        &held,
+        compiled.as_deref().or(written.as_deref()),
+    );
     let mut timings = std::mem::take(&mut rounds.timings);
     timings.startups = (rounds.pairs.iter())
         .flat_map(|pair| [&pair.candidate, &pair.baseline])
         .flat_map(|side| side.start_ups().iter().cloned())
         .collect();
     timings.started_unused = started_unused;
-    give_workers_back(rounds.pairs, &mut held, written.is_none());
+    // a worker that ran what its commit does not hold serves no later step
+    give_workers_back(
+        rounds.pairs,
+        &mut held,
+        written.is_none() && compiled.is_none(),
+    );
     if written.is_some() {
         // every worker of the step has ended: the bytecode, Python's cache and not an edit, goes, so
         // that the trees go with the step as any others do
@@ -155,13 +165,56 @@ pub fn attempt<'r>(
 
 /// Marks the rounds crashed when another process wrote into a side's worktree while it was measured
 /// (the candidate's code into the baseline's, say): what ran is not the code the record names. Changed
-/// code is named first; bytecode `written` beside the sources after it.
-fn crash_if_code_changed(measured: &mut Measured, held: &[HeldSides], written: Option<&str>) {
+/// code is named first; a source a worker compiled that was changed and put back, or bytecode written
+/// beside the sources (`then`), after it.
+fn crash_if_code_changed(measured: &mut Measured, held: &[HeldSides], then: Option<&str>) {
     if measured.ended.crash.is_none()
-        && let Some(why) = code_changed(held).or_else(|| written.map(str::to_string))
+        && let Some(why) = code_changed(held).or_else(|| then.map(str::to_string))
     {
         measured.crashed(Stage::Rounds, &why);
     }
+}
+
+/// A source of a side's tree that one of its workers compiled other than its commit holds it, if any:
+/// changed while the worker imported it and put back before the tree was looked at (a source the commit
+/// does not hold, an ignored file copied beside it, is held by the ignored-files guard instead).
+fn compiled_not_committed(repo: &Repo, held: &[HeldSides], pairs: &[Pair]) -> Option<String> {
+    for (pair, sides) in pairs.iter().zip(held) {
+        let each = [
+            ("candidate", &pair.candidate, &sides.candidate.code),
+            ("baseline", &pair.baseline, &sides.baseline.code),
+        ];
+        for (side, runner, code) in each {
+            let compiled: Vec<(&String, &String)> = (runner.start_ups().iter())
+                .flat_map(|start_up| &start_up.sources)
+                .collect();
+            if compiled.is_empty() {
+                continue;
+            }
+            let committed = match repo.git(&["ls-tree", "-r", "--full-tree", &code.tree]) {
+                Ok(listed) => listed,
+                Err(e) => return Some(format!("cannot list the {side}'s commit: {e:#}")),
+            };
+            let committed: std::collections::HashMap<&str, &str> = (committed.lines())
+                .filter_map(|line| {
+                    let (meta, path) = line.split_once('\t')?;
+                    Some((path, meta.split_whitespace().nth(2)?))
+                })
+                .collect();
+            for (path, blob) in compiled {
+                if committed
+                    .get(path.as_str())
+                    .is_some_and(|want| want != blob)
+                {
+                    return Some(format!(
+                        "the {side}'s worker compiled {path} other than the {side}'s commit holds it: \
+                         changed while the step ran, and put back before the end"
+                    ));
+                }
+            }
+        }
+    }
+    None
 }
 
 /// Each side's tree, named by its side.
@@ -213,8 +266,9 @@ fn bytecode_written(held: &[HeldSides], pairs: &[Pair]) -> Option<String> {
 }
 
 /// The workers the rounds ended with go back to their code: the one holding the new baseline's may
-/// live on, unless `fit` is false (one may have loaded bytecode written beside it, whatever the step's
-/// end; a changed tree is found when a later command would adopt its worker, bytecode is not).
+/// live on, unless `fit` is false (one may have loaded bytecode written beside it, or a source changed
+/// and put back, whatever the step's end; a changed tree is found when a later command would adopt its
+/// worker, these are not).
 fn give_workers_back(pairs: Vec<Pair>, held: &mut [HeldSides], fit: bool) {
     for (pair, sides) in pairs.into_iter().zip(held.iter_mut()) {
         sides.candidate.worker = pair.candidate.into_worker().filter(|_| fit);

@@ -37,6 +37,10 @@ pub struct StartUp {
     /// Where it went, as the worker timed it (none from a worker that did not say).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub phases: Option<Phases>,
+    /// Each source of its side's tree it compiled, by its path there: the git blob id of the bytes it
+    /// compiled (or why there is none), for the step to hold to the side's commit.
+    #[serde(skip)]
+    pub sources: std::collections::BTreeMap<String, String>,
 }
 
 /// Where one worker's start-up went, as the worker timed it (`ready`'s `phases`).
@@ -191,11 +195,15 @@ impl Worker {
         self.waited = started.elapsed();
         let started = Instant::now();
         let start_up = self.start_up();
-        self.start_up = start_up.map(|took| StartUp {
-            side: self.side,
-            seconds: took.as_secs_f64(),
-            ahead: self.ahead,
-            phases: self.phases(),
+        self.start_up = start_up.map(|took| {
+            let (phases, sources) = self.ready_says();
+            StartUp {
+                side: self.side,
+                seconds: took.as_secs_f64(),
+                ahead: self.ahead,
+                phases,
+                sources,
+            }
         });
         let number = self.send(serde_json::json!({
             "junit": junit,
@@ -240,15 +248,20 @@ impl Worker {
         ready.duration_since(spawned).ok()
     }
 
-    /// Where its start-up went, from its `ready`: none where it did not say, which costs the step nothing
-    /// but the detail.
-    fn phases(&self) -> Option<Phases> {
+    /// Where its start-up went and the sources it compiled, from its `ready`: none where it did not
+    /// say, which costs the step nothing but the detail.
+    fn ready_says(&self) -> (Option<Phases>, std::collections::BTreeMap<String, String>) {
         #[derive(Deserialize)]
         struct Ready {
-            phases: Phases,
+            phases: Option<Phases>,
+            #[serde(default)]
+            sources: std::collections::BTreeMap<String, String>,
         }
-        let text = std::fs::read_to_string(self.channel.join("ready")).ok()?;
-        Some(serde_json::from_str::<Ready>(&text).ok()?.phases)
+        let text = std::fs::read_to_string(self.channel.join("ready")).unwrap_or_default();
+        match serde_json::from_str::<Ready>(&text) {
+            Ok(ready) => (ready.phases, ready.sources),
+            Err(_) => (None, Default::default()),
+        }
     }
 
     /// A deadline or an interrupt is the run's ending as for any run; the worker's own end (a test that

@@ -58,11 +58,24 @@ from cutile_perf_cases import junit_id
 POLL_S = 0.02
 
 
+# each source of the worker's tree it compiled, by its path there: the git blob id of the bytes it
+# compiled, or why there is none; sent with `ready`, so that the tool holds them to the side's commit
+_SOURCES = {}
+
+
+def _blob_id(data):
+    """The id git gives a file of these bytes."""
+    import hashlib
+
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
 def _sources_only(tree):
     """Has this process compile the modules of `tree` (its side's code and tests) from their sources at
     each import, never from bytecode beside them: a `.pyc` another side's code wrote there, even one
-    removed again before the tool looked, is never run here. The standard library and site-packages
-    load as they always do."""
+    removed again before the tool looked, is never run here. What it compiled is noted in `_SOURCES`:
+    a source another side's code changed and put back meanwhile is found by the tool. The standard
+    library and site-packages load as they always do."""
     import importlib.machinery
     from _pytest.assertion import rewrite
 
@@ -72,8 +85,11 @@ def _sources_only(tree):
 
     def get_code(self, fullname):
         path = self.get_filename(fullname)
-        if os.path.realpath(path).startswith(prefix):
-            return self.source_to_code(self.get_data(path), path)
+        real = os.path.realpath(path)
+        if real.startswith(prefix):
+            data = self.get_data(path)
+            _SOURCES[real[len(prefix) :]] = _blob_id(data)
+            return self.source_to_code(data, path)
         return inner(self, fullname)
 
     loader.get_code = get_code
@@ -89,6 +105,24 @@ def _sources_only(tree):
         return inner_read_pyc(source, pyc, *args, **kwargs)
 
     rewrite._read_pyc = read_pyc
+    inner_rewrite = getattr(rewrite, "_rewrite_test", None)
+    if inner_rewrite is None:
+        return
+
+    def rewrite_test(fn, *args, **kwargs):
+        # pytest reads the test module itself: the bytes before and after are those it compiled
+        real = os.path.realpath(str(fn))
+        if not real.startswith(prefix):
+            return inner_rewrite(fn, *args, **kwargs)
+        with open(real, "rb") as f:
+            before = f.read()
+        compiled = inner_rewrite(fn, *args, **kwargs)
+        with open(real, "rb") as f:
+            after = f.read()
+        _SOURCES[real[len(prefix) :]] = _blob_id(before) if before == after else "changed while read"
+        return compiled
+
+    rewrite._rewrite_test = rewrite_test
 
 
 # loaded (`-p`) before any conftest or test module is imported, from the side's tree as its directory
@@ -383,7 +417,8 @@ def pytest_runtestloop(session):
     phases["context_s"] = _timed(_cuda_context)
     phases["profiler_s"] = _timed(_warm_profiler)
     _write_imported(channel, config.rootpath)
-    _write(channel, "ready", {"pid": os.getpid(), "cases": [item.nodeid for item in items], "phases": phases})
+    ready = {"pid": os.getpid(), "cases": [item.nodeid for item in items], "phases": phases, "sources": _SOURCES}
+    _write(channel, "ready", ready)
     number = 1
     while True:
         what, payload = _command(channel, number, config.getoption("--cutile-perf-worker-idle"))
