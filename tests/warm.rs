@@ -1270,11 +1270,11 @@ if "/cutile-perf/workers/candidate-" in _os.path.abspath(__file__):
     _threading.Thread(target=_keep_planting, daemon=True).start()
 "#;
 
-#[test]
-fn a_baseline_worker_never_runs_bytecode_planted_beside_its_sources() {
+/// A session whose baseline's workers sleep `CUTILE_PERF_FIXTURE_BASELINE_IMPORT_S` in the tests'
+/// conftest, before they collect, where that is set: committed before `start`, so it is the baseline's
+/// code.
+fn started_with_baseline_workers_collecting_late() -> Fixture {
     let f = Fixture::new();
-    // the baseline's workers collect (their test module, the kernel) a while after they start, by when
-    // the candidate's first worker, started with them, has planted
     f.append(
         "tests/conftest.py",
         "\nimport os as _os, time as _time\nif \"/cutile-perf/workers/baseline-\" in _os.path.abspath(__file__):\n    \
@@ -1283,9 +1283,17 @@ fn a_baseline_worker_never_runs_bytecode_planted_beside_its_sources() {
     f.git(&[
         "commit",
         "-qam",
-        "the baseline's workers import the kernel late when asked",
+        "the baseline's workers collect late when asked",
     ]);
     f.start();
+    f
+}
+
+#[test]
+fn a_baseline_worker_never_runs_bytecode_planted_beside_its_sources() {
+    // the baseline's workers collect (their test module, the kernel) a while after they start, by when
+    // the candidate's first worker, started with them, has planted
+    let f = started_with_baseline_workers_collecting_late();
     f.append(support::KERNEL, KEEPS_PLANTING);
     let poisoned = f.root.join("../poisoned.txt");
     let step = counted_step_at(
@@ -1347,19 +1355,8 @@ if "/cutile-perf/workers/candidate-" in _os.path.abspath(__file__) and _first():
 
 #[test]
 fn a_baseline_source_changed_and_put_back_while_a_worker_compiled_it_is_a_crash() {
-    let f = Fixture::new();
     // the baseline's workers collect a second after they start, inside the candidate's change
-    f.append(
-        "tests/conftest.py",
-        "\nimport os as _os, time as _time\nif \"/cutile-perf/workers/baseline-\" in _os.path.abspath(__file__):\n    \
-         _time.sleep(float(_os.environ.get(\"CUTILE_PERF_FIXTURE_BASELINE_IMPORT_S\") or 0))\n",
-    );
-    f.git(&[
-        "commit",
-        "-qam",
-        "the baseline's workers import the kernel late when asked",
-    ]);
-    f.start();
+    let f = started_with_baseline_workers_collecting_late();
     f.append(support::KERNEL, CHANGES_AND_PUTS_BACK);
     let poisoned = f.root.join("../poisoned.txt");
     let step = counted_step_at(
