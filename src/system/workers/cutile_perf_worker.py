@@ -21,7 +21,9 @@ The tool owns the channel, a directory given as `--cutile-perf-worker=DIR`:
   the worker make its CUDA context and say `ready`;
 - `ready` also holds where the start-up went (`phases`): the process's age when pytest was configured
   (its interpreter, pytest, the first conftests and what they import) and when collected, and the
-  seconds its CUDA context and its profiler's first start took;
+  seconds its CUDA context and its profiler's first start took; and what it compiled of its own tree
+  (`sources`: each path there and the git blob id of the bytes compiled), which the tool holds to the
+  side's commit;
 - `stop` ends the worker, as does no command for `--cutile-perf-worker-idle` seconds, or its channel gone;
 - the worker writes `imported` (JSON: `{path: [bytes, mtime_ns]}`) when collected and after each command:
   every file its modules were loaded from outside its own tree, and each directory on `sys.path` outside
@@ -417,8 +419,8 @@ def pytest_runtestloop(session):
     phases["context_s"] = _timed(_cuda_context)
     phases["profiler_s"] = _timed(_warm_profiler)
     _write_imported(channel, config.rootpath)
-    ready = {"pid": os.getpid(), "cases": [item.nodeid for item in items], "phases": phases, "sources": _SOURCES}
-    _write(channel, "ready", ready)
+    cases = [item.nodeid for item in items]
+    _write(channel, "ready", {"pid": os.getpid(), "cases": cases, "phases": phases, "sources": _SOURCES})
     number = 1
     while True:
         what, payload = _command(channel, number, config.getoption("--cutile-perf-worker-idle"))
