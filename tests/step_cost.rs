@@ -262,7 +262,7 @@ fn on_a_roomy_machine_later_rounds_workers_start_with_the_step_and_warm_up_once_
         .fold(f64::INFINITY, f64::min);
     for &pid in &step.timed[4..6] {
         let line = start_of(&step, pid);
-        assert!(line.contains("/channel.1 "), "{line}");
+        assert!(line.contains("/channel.1 "), "{line}\n{}", step.stderr);
         // started with the step, before correctness ended
         assert!(began_and_loaded(line).0 < correctness_ended, "{line}");
         // and began their contexts only once the candidate's first worker was ready, before round 1

@@ -1318,7 +1318,7 @@ fn a_baseline_worker_never_runs_bytecode_planted_beside_its_sources() {
 
 /// The candidate's code, as the first of the candidate's processes imports it, changes the baseline's
 /// kernel in the baseline's trees (a line that leaves the importing process's pid in the file
-/// `CUTILE_PERF_FIXTURE_POISONED` names) and puts it back 1.5 s later, long before the step ends.
+/// `CUTILE_PERF_FIXTURE_POISONED` names) and puts it back once a process has run it.
 const CHANGES_AND_PUTS_BACK: &str = r#"
 import glob as _glob, os as _os, threading as _threading, time as _time
 _git, _, _tree = _os.path.abspath(__file__).partition("/cutile-perf/")
@@ -1334,7 +1334,11 @@ def _change_and_put_back():
             _kept[_source] = _file.read()
         with open(_source, "a") as _file:
             _file.write(_poison)
-    _time.sleep(1.5)
+    # until a process has run the change, then at once: long before the step ends
+    _ran = _os.environ["CUTILE_PERF_FIXTURE_POISONED"]
+    _until = _time.time() + 30
+    while _time.time() < _until and not (_os.path.exists(_ran) and _os.path.getsize(_ran)):
+        _time.sleep(0.01)
     for _source, _text in _kept.items():
         with open(_source, "w") as _file:
             _file.write(_text)
@@ -1365,8 +1369,6 @@ fn a_baseline_source_changed_and_put_back_while_a_worker_compiled_it_is_a_crash(
         &[
             ("CUTILE_PERF_FIXTURE_POISONED", poisoned.to_str().unwrap()),
             ("CUTILE_PERF_FIXTURE_BASELINE_IMPORT_S", "1"),
-            // the rounds outlast the change
-            ("CUTILE_PERF_FIXTURE_CASE_S", "0.5"),
             ("CUTILE_PERF_STAND_BY_FROM_ROUND", "0"),
             ("CUTILE_PERF_STAND_BY_ROUNDS", "2"),
             ("CUTILE_PERF_STAND_BY_AT_ONCE", "1"),
