@@ -70,6 +70,25 @@ fn began_and_loaded(line: &str) -> (f64, f64) {
     (began.parse().unwrap(), loaded.parse().unwrap())
 }
 
+/// When the stand-in torch's first `what` of process `pid` in `log` began and ended.
+fn logged(log: &str, pid: i32, what: &str) -> (f64, f64) {
+    (log.lines())
+        .map(|line| line.split_whitespace().collect::<Vec<_>>())
+        .find(|fields| fields[0] == pid.to_string() && fields[1] == what)
+        .map(|fields| (fields[2].parse().unwrap(), fields[3].parse().unwrap()))
+        .unwrap_or_else(|| panic!("no {what} of {pid}: {log}"))
+}
+
+/// When the first worker in `log` began to hand its cached blocks back: after the step's first
+/// command, the candidate's correctness.
+fn first_cache_release(log: &str) -> f64 {
+    (log.lines())
+        .map(|line| line.split_whitespace().collect::<Vec<_>>())
+        .filter(|fields| fields[1] == "empty-cache")
+        .map(|fields| fields[2].parse::<f64>().unwrap())
+        .fold(f64::INFINITY, f64::min)
+}
+
 /// A number of the report's `timings`.
 fn seconds(timings: &serde_json::Value, name: &str) -> f64 {
     timings[name]
@@ -246,20 +265,9 @@ fn on_a_roomy_machine_later_rounds_workers_start_with_the_step_and_warm_up_once_
         ],
     );
     let log = text_of(&cuda_log);
-    let event = |pid: i32, what: &str, index: usize| -> f64 {
-        (log.lines())
-            .map(|line| line.split_whitespace().collect::<Vec<_>>())
-            .find(|fields| fields[0] == pid.to_string() && fields[1] == what)
-            .map(|fields| fields[index].parse().unwrap())
-            .unwrap_or_else(|| panic!("no {what} of {pid}: {log}"))
-    };
     // the first candidate worker is ready once its profiler has started
-    let first_ready = event(step.timed[2], "profiler", 3);
-    let correctness_ended = (log.lines())
-        .map(|line| line.split_whitespace().collect::<Vec<_>>())
-        .filter(|fields| fields[1] == "empty-cache")
-        .map(|fields| fields[2].parse::<f64>().unwrap())
-        .fold(f64::INFINITY, f64::min);
+    let first_ready = logged(&log, step.timed[2], "profiler").1;
+    let correctness_ended = first_cache_release(&log);
     for &pid in &step.timed[4..6] {
         let line = start_of(&step, pid);
         assert!(line.contains("/channel.1 "), "{line}\n{}", step.stderr);
@@ -267,7 +275,7 @@ fn on_a_roomy_machine_later_rounds_workers_start_with_the_step_and_warm_up_once_
         assert!(began_and_loaded(line).0 < correctness_ended, "{line}");
         // and began their contexts only once the candidate's first worker was ready, before round 1
         // was over, not when round 2 let them go
-        let context = event(pid, "context", 2);
+        let context = logged(&log, pid, "context").0;
         assert!(context >= first_ready, "{pid}: {log}");
         assert!(context < step.timed_at[3], "{pid}: {log}");
     }
@@ -314,13 +322,6 @@ fn round_twos_pair_makes_its_gpu_contexts_together_when_asked_before_either_meas
     }
     // both contexts were made before either side measured round 2
     let log = text_of(&cuda_log);
-    let context_made = |pid: i32| -> f64 {
-        (log.lines())
-            .map(|line| line.split_whitespace().collect::<Vec<_>>())
-            .find(|fields| fields[0] == pid.to_string() && fields[1] == "context")
-            .map(|fields| fields[3].parse().unwrap())
-            .unwrap_or_else(|| panic!("no context of {pid}: {log}"))
-    };
     let cases = text_of(&f.root.join("../cases.txt"));
     let first_case_ended: f64 = (cases.lines())
         .map(|line| line.split_whitespace().collect::<Vec<_>>())
@@ -328,7 +329,10 @@ fn round_twos_pair_makes_its_gpu_contexts_together_when_asked_before_either_meas
         .map(|fields| fields[3].parse::<f64>().unwrap())
         .fold(f64::INFINITY, f64::min);
     for &pid in round_2 {
-        assert!(context_made(pid) <= first_case_ended, "{log}\n{cases}");
+        assert!(
+            logged(&log, pid, "context").1 <= first_case_ended,
+            "{log}\n{cases}"
+        );
     }
 
     // one after the other, by default: the first waits for its partner alone
@@ -447,13 +451,7 @@ fn from_the_correctness_run_round_twos_pair_starts_before_correctness_ends_and_r
     let logged = ("CUTILE_PERF_FIXTURE_CUDA_LOG", cuda_log.to_str().unwrap());
     // the first command a worker of the step ends is the candidate's correctness, after which its
     // worker hands its cached blocks back: the log's first `empty-cache`
-    let correctness_ended = || -> f64 {
-        (text_of(&cuda_log).lines())
-            .map(|line| line.split_whitespace().collect::<Vec<_>>())
-            .filter(|fields| fields[1] == "empty-cache")
-            .map(|fields| fields[2].parse::<f64>().unwrap())
-            .fold(f64::INFINITY, f64::min)
-    };
+    let correctness_ended = || first_cache_release(&text_of(&cuda_log));
     let first_case_ended =
         |step: &Step| step.timed_at.iter().copied().fold(f64::INFINITY, f64::min);
     let early = two_round_step(&f, &[logged, ("CUTILE_PERF_STAND_BY_FROM_ROUND", "0")]);
