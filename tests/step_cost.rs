@@ -71,7 +71,7 @@ fn began_and_loaded(line: &str) -> (f64, f64) {
 }
 
 /// When the stand-in torch's first `what` of process `pid` in `log` began and ended.
-fn logged(log: &str, pid: i32, what: &str) -> (f64, f64) {
+fn logged_event(log: &str, pid: i32, what: &str) -> (f64, f64) {
     (log.lines())
         .map(|line| line.split_whitespace().collect::<Vec<_>>())
         .find(|fields| fields[0] == pid.to_string() && fields[1] == what)
@@ -266,7 +266,7 @@ fn on_a_roomy_machine_later_rounds_workers_start_with_the_step_and_warm_up_once_
     );
     let log = text_of(&cuda_log);
     // the first candidate worker is ready once its profiler has started
-    let first_ready = logged(&log, step.timed[2], "profiler").1;
+    let first_ready = logged_event(&log, step.timed[2], "profiler").1;
     let correctness_ended = first_cache_release(&log);
     for &pid in &step.timed[4..6] {
         let line = start_of(&step, pid);
@@ -275,7 +275,7 @@ fn on_a_roomy_machine_later_rounds_workers_start_with_the_step_and_warm_up_once_
         assert!(began_and_loaded(line).0 < correctness_ended, "{line}");
         // and began their contexts only once the candidate's first worker was ready, before round 1
         // was over, not when round 2 let them go
-        let context = logged(&log, pid, "context").0;
+        let context = logged_event(&log, pid, "context").0;
         assert!(context >= first_ready, "{pid}: {log}");
         assert!(context < step.timed_at[3], "{pid}: {log}");
     }
@@ -330,7 +330,7 @@ fn round_twos_pair_makes_its_gpu_contexts_together_when_asked_before_either_meas
         .fold(f64::INFINITY, f64::min);
     for &pid in round_2 {
         assert!(
-            logged(&log, pid, "context").1 <= first_case_ended,
+            logged_event(&log, pid, "context").1 <= first_case_ended,
             "{log}\n{cases}"
         );
     }
