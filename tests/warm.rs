@@ -1498,3 +1498,208 @@ fn bytecode_planted_then_a_step(env: &[(&str, &str)]) {
     assert!(next["change_pct"].as_f64().unwrap().abs() < 1.0, "{next}");
     assert!(!next.to_string().contains("copy any new"), "{next}");
 }
+
+/// Two steps, each faster than the one before (`earlier`, `later`: the kernel's latencies), with a
+/// spare between them (`CUTILE_PERF_SPARE=1`, `env` too, and for the second `second`
+/// as well), `between` done between them: the second's report, output and starts, and the pid of the
+/// spare the first left, as `status` listed it.
+fn steps_with_a_spare(
+    f: &Fixture,
+    [earlier, later]: [(f64, f64); 2],
+    env: &[(&str, &str)],
+    between: impl FnOnce(),
+    second: &[(&str, &str)],
+) -> (Counted, i32) {
+    let mut spare_env = vec![("CUTILE_PERF_SPARE", "1")];
+    spare_env.extend_from_slice(env);
+    let first = counted_step_at(f, earlier, &spare_env);
+    assert!(
+        first.stderr.contains("a spare worker (pid"),
+        "{}",
+        first.stderr
+    );
+    let status: serde_json::Value = serde_json::from_str(&f.ok(&["status", "--json"])).unwrap();
+    let spare = (status["workers"].as_array().unwrap().iter())
+        .find(|worker| worker["side"] == "spare")
+        .unwrap_or_else(|| panic!("no spare in {status}"));
+    assert_eq!(spare["alive"], true, "{status}");
+    assert_eq!(spare["commit"], serde_json::Value::Null, "{status}");
+    // what is done between the steps comes after the spare's imports
+    let record = f
+        .root
+        .join(".git/cutile-perf/workers/lasting-spare-all.json");
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(record).unwrap()).unwrap();
+    let warm = Path::new(record["home"].as_str().unwrap()).join("channel/spare");
+    let until = Instant::now() + Duration::from_secs(60);
+    while !warm.exists() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    between();
+    spare_env.extend_from_slice(second);
+    (
+        counted_step_at(f, later, &spare_env),
+        spare["pid"].as_i64().unwrap() as i32,
+    )
+}
+
+/// Two steps' latencies, each faster than the fixture's baseline and than the one before.
+const FASTER: [(f64, f64); 2] = [(0.05, 0.5), (0.04, 0.4)];
+
+/// Whether the spare's log says it started the worker's command afresh, and why.
+fn started_afresh(f: &Fixture) -> Option<String> {
+    let sandbox = f.root.join("sandbox");
+    std::fs::read_dir(&sandbox)
+        .unwrap()
+        .flatten()
+        .find_map(|entry| {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let log = std::fs::read_to_string(entry.path()).unwrap_or_default();
+            (name.starts_with("worker-spare-") && log.contains("starting afresh")).then(|| {
+                log.lines()
+                    .find(|line| line.contains("starting afresh"))
+                    .unwrap()
+                    .to_string()
+            })
+        })
+}
+
+#[test]
+fn the_next_steps_candidate_worker_is_the_spare_the_step_before_started() {
+    let f = Fixture::new();
+    f.start();
+    let (step, spare) = steps_with_a_spare(&f, FASTER, &[], || {}, &[]);
+    assert!(
+        step.stderr.contains(&format!(
+            "the candidate's worker is the spare (pid {spare})"
+        )),
+        "{}",
+        step.stderr
+    );
+    // the spare ran the candidate's correctness and first round itself, in its own process
+    assert!(
+        worker_pids_of(&step.starts).contains(&spare),
+        "{:#?}",
+        step.starts
+    );
+    assert_eq!(started_afresh(&f), None);
+    let start_ups = step.report["timings"]["startups"].as_array().unwrap();
+    let from_spare: Vec<_> = start_ups.iter().filter(|s| s["spare"] == true).collect();
+    assert_eq!(from_spare.len(), 1, "{start_ups:#?}");
+    assert_eq!(from_spare[0]["side"], "candidate", "{start_ups:#?}");
+    assert_eq!(step.report["status"], "keep", "{}", step.report);
+    f.ok(&["verify"]);
+}
+
+/// A copy of the fixture's stand-in torch outside its tree, for `PYTHONPATH`: a library the spare
+/// imports before it knows the tree.
+fn torch_installed_beside(f: &Fixture) -> std::path::PathBuf {
+    let site = f.root.join("../site");
+    std::fs::create_dir_all(site.join("torch")).unwrap();
+    std::fs::copy(
+        f.root.join("src/torch/__init__.py"),
+        site.join("torch/__init__.py"),
+    )
+    .unwrap();
+    site
+}
+
+#[test]
+fn a_spare_whose_library_the_candidates_tree_has_its_own_of_starts_the_worker_afresh() {
+    let f = Fixture::new();
+    let site = torch_installed_beside(&f);
+    let site = site.to_str().unwrap();
+    f.start();
+    let (step, spare) = steps_with_a_spare(&f, FASTER, &[("PYTHONPATH", site)], || {}, &[]);
+    // a fresh worker would load the tree's own torch: the spare becomes one in its own process
+    let why = started_afresh(&f).expect("the spare served with another torch than the tree's");
+    assert!(
+        why.contains("module torch would load from") && why.contains("/tree/src/torch/"),
+        "{why}"
+    );
+    assert!(
+        worker_pids_of(&step.starts).contains(&spare),
+        "{:#?}",
+        step.starts
+    );
+    assert_eq!(step.report["status"], "keep", "{}", step.report);
+}
+
+#[test]
+fn a_spare_whose_library_changed_on_disk_starts_the_worker_afresh() {
+    let f = Fixture::new();
+    let site = torch_installed_beside(&f);
+    // torch is the installed one only: the fixture's tree leaves it out
+    f.git(&["rm", "-q", "-r", "src/torch"]);
+    f.git(&["commit", "-q", "-m", "torch is installed"]);
+    let site_env = [("PYTHONPATH", site.to_str().unwrap())];
+    let mut start = f.command(&["start", "vector_add"]);
+    start.envs(site_env);
+    assert!(start.output().unwrap().status.success());
+    // unchanged, the spare serves with the torch it imported
+    let (step, _) = steps_with_a_spare(&f, FASTER, &site_env, || {}, &[]);
+    assert!(step.stderr.contains("is the spare"), "{}", step.stderr);
+    assert_eq!(started_afresh(&f), None);
+    // changed between steps, it is loaded afresh
+    let library = site.join("torch/__init__.py");
+    let (step, spare) = steps_with_a_spare(
+        &f,
+        [(0.03, 0.3), (0.02, 0.2)],
+        &site_env,
+        || {
+            let text = std::fs::read_to_string(&library).unwrap();
+            std::fs::write(&library, format!("{text}\n# upgraded\n")).unwrap();
+        },
+        &[],
+    );
+    let why =
+        started_afresh(&f).expect("the spare served with the torch it loaded before the upgrade");
+    assert!(
+        why.contains("torch/__init__.py, which it imported, changed since"),
+        "{why}"
+    );
+    assert!(
+        worker_pids_of(&step.starts).contains(&spare),
+        "{:#?}",
+        step.starts
+    );
+}
+
+#[test]
+fn a_spare_started_under_another_environment_is_ended_and_repair_ends_the_next() {
+    let f = Fixture::new();
+    f.start();
+    let (step, spare) =
+        steps_with_a_spare(&f, FASTER, &[], || {}, &[("TILEGYM_DISABLE_AUTOTUNE", "1")]);
+    assert!(
+        step.stderr.contains(&format!(
+            "the spare worker (pid {spare}) cannot serve this step (its environment was another: \
+             TILEGYM_DISABLE_AUTOTUNE set)"
+        )),
+        "{}",
+        step.stderr
+    );
+    assert!(!alive(spare), "the spare {spare} lives on");
+    assert!(
+        !worker_pids_of(&step.starts).contains(&spare),
+        "{:#?}",
+        step.starts
+    );
+    // the step left a spare of its own: repair ends it with the kept worker
+    let status: serde_json::Value = serde_json::from_str(&f.ok(&["status", "--json"])).unwrap();
+    let pids: Vec<i64> = (status["workers"].as_array().unwrap().iter())
+        .map(|worker| worker["pid"].as_i64().unwrap())
+        .collect();
+    assert_eq!(pids.len(), 2, "{status}");
+    let repair: serde_json::Value = serde_json::from_str(&f.ok(&["repair", "--json"])).unwrap();
+    let mut ended: Vec<i64> = serde_json::from_value(repair["ended_workers"].clone()).unwrap();
+    ended.sort();
+    let mut expected = pids.clone();
+    expected.sort();
+    assert_eq!(ended, expected, "{repair}");
+    for pid in pids {
+        assert!(!alive(pid as i32), "{pid} outlived repair");
+    }
+    let worktrees = f.git(&["worktree", "list"]);
+    assert_eq!(worktrees.lines().count(), 1, "{worktrees}");
+}

@@ -6,15 +6,17 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 
+use super::Settings;
 use super::dumps_of;
 use crate::features::code_tree::CodeTree;
+use crate::record::history::sandbox;
 use crate::rules::decision::Decision;
 use crate::system::git::Repo;
 use crate::system::pytest::Pytest;
 use crate::system::runner::Workers;
 use crate::system::ui::Progress;
-use crate::system::workers::lasting::{self, Code, WorkerEnv};
-use crate::system::workers::{Worker, say_cold};
+use crate::system::workers::lasting::{self, Code, Lasting, WorkerEnv};
+use crate::system::workers::{Worker, say_cold, spare};
 
 /// One side's code and the warm worker that runs from it: a worktree of its own (never the user's
 /// work tree, which they edit next) that lives exactly as long as the worker, past the step too.
@@ -83,9 +85,20 @@ pub fn hold<'a>(repo: &'a Repo, wanted: Wanted) -> Result<Held<'a>> {
             }
         }
     }
-    let home = new_home(repo, wanted.side)?;
+    let spare = match workers == Workers::Lasting && wanted.side == "candidate" {
+        true => usable_spare(repo, &wanted.env, progress)?,
+        false => None,
+    };
+    let home = match &spare {
+        Some(spare) => spare.home.clone(),
+        None => new_home(repo, wanted.side)?,
+    };
     let started = Instant::now();
-    let tree = CodeTree::in_home(repo, &home, &wanted.code.commit)?;
+    let tree = CodeTree::in_home(repo, &home, &wanted.code.commit).inspect_err(|_| {
+        if let Some(spare) = &spare {
+            spare.end_process();
+        }
+    })?;
     progress.line(&format!(
         "the {}'s code checked out beside the work tree in {} ms",
         wanted.side,
@@ -109,9 +122,23 @@ pub fn hold<'a>(repo: &'a Repo, wanted: Wanted) -> Result<Held<'a>> {
                 dumps,
                 ..wanted.template.clone()
             };
-            match Worker::start(&runner, wanted.side, &home) {
+            let started = match &spare {
+                Some(spare) => Worker::take_spare(&runner, wanted.side, spare).inspect(|worker| {
+                    progress.line(&format!(
+                        "the {}'s worker is the spare (pid {}) started after the last step, its \
+                         interpreter, imports and GPU context ready",
+                        wanted.side,
+                        worker.pid()
+                    ))
+                }),
+                None => Worker::start(&runner, wanted.side, &home),
+            };
+            match started {
                 Ok(worker) => Some(worker),
                 Err(e) => {
+                    if let Some(spare) = &spare {
+                        spare.end_process();
+                    }
                     say_cold(&runner, wanted.side, &format!("{e:#}"));
                     None
                 }
@@ -161,6 +188,9 @@ impl Held<'_> {
                 progress.line(&format!(
                     "the baseline's warm worker (pid {pid}) lives on for the next step"
                 ));
+                if Settings::for_workers(self.workers).spare {
+                    start_spare(repo, &self.env, progress);
+                }
             }
             Err(e) => {
                 // unrecorded, it would be nobody's: it ends with its tree
@@ -211,6 +241,58 @@ impl Holders<'_> {
             held.keep_as_baseline(repo, commit, deadline, progress);
         }
     }
+}
+
+/// The spare recorded for the GPU of `env` where it can become a worker under `env`; one that cannot is
+/// ended, and says why.
+fn usable_spare(repo: &Repo, env: &WorkerEnv, progress: &Progress) -> Result<Option<Lasting>> {
+    let Some(spare) = spare::take_record(repo, env.gpu.as_deref())? else {
+        return Ok(None);
+    };
+    match spare.cannot_take(env) {
+        None => Ok(Some(spare)),
+        Some(why) => {
+            progress.line(&format!(
+                "the spare worker (pid {}) cannot serve this step ({why}): it is ended and a fresh one \
+                 starts",
+                spare.process.pid
+            ));
+            end_spare(repo, &spare);
+            Ok(None)
+        }
+    }
+}
+
+/// Starts a spare for the next step's candidate worker under `env` ([`spare`]), ending one an earlier
+/// command left; a spare that cannot start is a warning, since the next step starts its worker as
+/// before.
+fn start_spare(repo: &Repo, env: &WorkerEnv, progress: &Progress) {
+    let started = (|| {
+        if let Some(old) = spare::take_record(repo, env.gpu.as_deref())? {
+            end_spare(repo, &old);
+        }
+        let home = new_home(repo, spare::SPARE)?;
+        let name = home.file_name().unwrap_or_default().to_string_lossy();
+        let log = sandbox(repo).join(format!("worker-{name}.log"));
+        spare::start(repo, env, &home, &log).inspect_err(|_| {
+            let _ = std::fs::remove_dir_all(&home);
+        })
+    })();
+    match started {
+        Ok(spare) => progress.line(&format!(
+            "a spare worker (pid {}) gets ready for the next step's candidate",
+            spare.process.pid
+        )),
+        Err(e) => progress.line(&format!(
+            "warning: no spare worker for the next step's candidate: {e:#}"
+        )),
+    }
+}
+
+/// Ends `spare` with its home.
+fn end_spare(repo: &Repo, spare: &Lasting) {
+    spare.end_process();
+    drop(CodeTree::adopt(repo, &spare.home));
 }
 
 /// A fresh, empty folder for a side's worker and tree: `cutile-perf/workers/<side>-<pid>-<n>`, where

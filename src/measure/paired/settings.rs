@@ -17,6 +17,9 @@ const STAND_BY_AT_ONCE: &str = "CUTILE_PERF_STAND_BY_AT_ONCE";
 const REROLL_ALIKE: &str = "CUTILE_PERF_REROLL_ALIKE";
 /// The variable that names how many rounds ahead each side's workers are started, at most.
 const STAND_BY_ROUNDS: &str = "CUTILE_PERF_STAND_BY_ROUNDS";
+/// The variable that, `1`, has a step that keeps its baseline's worker start a spare for the next step's
+/// candidate, and `0` not.
+const SPARE: &str = "CUTILE_PERF_SPARE";
 /// The most rounds ahead [`STAND_BY_ROUNDS`] may ask for: each is a process a side that imports and
 /// collects beside the measurements.
 const MOST_ROUNDS_AHEAD: usize = 4;
@@ -50,6 +53,10 @@ pub struct Settings {
     /// Whether a candidate alike to its baseline after the first round is measured in more rounds
     /// anyway (`CUTILE_PERF_REROLL_ALIKE=1`), as any other, rather than decided on that round.
     pub reroll_alike: bool,
+    /// Whether a step that keeps its baseline's worker starts a spare for the next step's candidate
+    /// (`CUTILE_PERF_SPARE`; by default where workers start ahead): its interpreter, imports, GPU
+    /// context and profiler are ready between steps, and hold about as much GPU memory as a worker.
+    pub spare: bool,
 }
 
 impl Settings {
@@ -92,6 +99,11 @@ impl Settings {
                 .filter(|rounds| (1..=MOST_ROUNDS_AHEAD).contains(rounds))
                 .unwrap_or((cpus.saturating_sub(2) / 2).clamp(1, MOST_ROUNDS_AHEAD)),
             reroll_alike: value(REROLL_ALIKE).is_some_and(|on| on == "1"),
+            spare: match value(SPARE).as_deref() {
+                Some("1") => true,
+                Some("0") => false,
+                _ => roomy,
+            },
         }
     }
 
@@ -147,6 +159,7 @@ mod tests {
             stand_by_at_once: false,
             stand_by_rounds: 1,
             reroll_alike: false,
+            spare: false,
         };
         assert_eq!(on(2, &[]), few);
         assert_eq!(on(3, &[]), few);
@@ -159,6 +172,7 @@ mod tests {
             (STAND_BY_FROM_ROUND, "0"),
             (STAND_BY_ROUNDS, "2"),
             (STAND_BY_AT_ONCE, "1"),
+            (SPARE, "1"),
         ];
         assert_eq!(on(2, &set), on(16, &set));
     }
@@ -171,6 +185,7 @@ mod tests {
             stand_by_at_once: true,
             stand_by_rounds: MOST_ROUNDS_AHEAD,
             reroll_alike: false,
+            spare: true,
         };
         assert_eq!(with(&[]), default);
         // what is not a setting's value leaves the default
@@ -180,6 +195,7 @@ mod tests {
             (STAND_BY_AT_ONCE, "yes"),
             (STAND_BY_ROUNDS, "5"),
             (REROLL_ALIKE, "yes"),
+            (SPARE, "yes"),
         ];
         assert_eq!(with(&odd), default);
         let set = [
@@ -188,6 +204,7 @@ mod tests {
             (STAND_BY_AT_ONCE, "0"),
             (STAND_BY_ROUNDS, "3"),
             (REROLL_ALIKE, "1"),
+            (SPARE, "0"),
         ];
         assert_eq!(
             with(&set),
@@ -197,6 +214,7 @@ mod tests {
                 stand_by_at_once: false,
                 stand_by_rounds: 3,
                 reroll_alike: true,
+                spare: false,
             }
         );
     }

@@ -72,6 +72,12 @@ impl Bytecode {
             .collect())
     }
 
+    /// For a process started in no tree: a spare worker, which imports only what is installed until it
+    /// is given a tree, cleared as any side's.
+    pub fn outside_any_tree() -> Bytecode {
+        Bytecode(())
+    }
+
     /// The environment of a test process that writes no bytecode (an empty `PYTHONPYCACHEPREFIX` is
     /// unset to Python, whatever the caller's).
     pub fn env(&self) -> [(&'static str, String); 2] {

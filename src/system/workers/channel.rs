@@ -34,6 +34,9 @@ pub struct StartUp {
     /// Started while an earlier round measured: its imports and collection, before its go, are hidden
     /// behind that round and not counted.
     pub ahead: bool,
+    /// A spare became it: the interpreter, its imports outside the tree, its GPU context and the
+    /// profiler's first start came before the step, and are not counted.
+    pub spare: bool,
     /// Where it went, as the worker timed it (none from a worker that did not say).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub phases: Option<Phases>,
@@ -201,6 +204,7 @@ impl Worker {
                 side: self.side,
                 seconds: took.as_secs_f64(),
                 ahead: self.ahead,
+                spare: self.from_spare,
                 phases,
                 sources,
             }
@@ -319,6 +323,8 @@ pub(super) const OWNER: &str = "owner";
 pub(super) const HELD: &str = "held";
 /// The channel file that keeps a worker started ahead of its round from its GPU context and `ready`.
 pub(super) const STANDBY: &str = "standby";
+/// The channel file that gives a spare the worker's command it becomes.
+pub(super) const GO: &str = "go";
 
 /// Makes this process the owner of the worker at `channel`: the worker ends when this process does,
 /// unless it is kept first.

@@ -127,13 +127,18 @@ def _sources_only(tree):
     rewrite._rewrite_test = rewrite_test
 
 
-# loaded (`-p`) before any conftest or test module is imported, from the side's tree as its directory
-_sources_only(os.getcwd())
 # the process's age once pytest was configured, for `ready`'s phases
 _CONFIGURED_AT_AGE = pytest.StashKey()
+# when a spare worker (`cutile_perf_spare.py`) was given this worker's command, its phases count from then
+# (the monotonic clock's reading, passed on in this variable where the spare started the command afresh)
+WENT_AT_VARIABLE = "CUTILE_PERF_WORKER_WENT_AT"
+_WENT_AT = [float(os.environ.pop(WENT_AT_VARIABLE))] if WENT_AT_VARIABLE in os.environ else []
 
 
 def pytest_addoption(parser):
+    # called as pytest registers the plugin (`-p`), before any conftest or test module is imported, in the
+    # side's tree as its directory; a spare imported this module before it had a tree
+    _sources_only(os.getcwd())
     parser.addoption("--cutile-perf-worker", default=None, help="git cutile-perf's channel directory")
     parser.addoption(
         "--cutile-perf-worker-idle",
@@ -159,8 +164,13 @@ def _stat(path):
 
 
 def _write_imported(channel, root):
-    """Writes `imported`: the files this process's modules came from and the `sys.path` directories, those
-    outside `root` (its tree, whose code the tool tells by its commit), each with its size and time."""
+    """Writes `imported` ([`_imported`]), for the tool to hold to the disk before it reuses the worker."""
+    _write(channel, "imported", _imported(root))
+
+
+def _imported(root):
+    """The files this process's modules came from and the `sys.path` directories, those outside `root` (its
+    tree, whose code the tool tells by its commit), each with its size and time."""
     inside = os.path.join(os.path.realpath(root), "")
     paths = {getattr(module, "__file__", None) for module in list(sys.modules.values())}
     paths.update(entry for entry in sys.path if entry)
@@ -171,7 +181,7 @@ def _write_imported(channel, root):
         stat = _stat(path)
         if stat is not None:
             found[path] = stat
-    _write(channel, "imported", found)
+    return found
 
 
 def _cannot_stay_warm(config):
@@ -222,9 +232,17 @@ def _owner_alive(text):
         return False
 
 
+# the channels watched already
+_WATCHED = set()
+
+
 def _watch(channel):
     """Ends this worker's process group (it leads it) as soon as its channel is gone or the tool that owns
-    it now is; between commands it has no owner and lives on."""
+    it now is; between commands it has no owner and lives on. Once per channel: a spare watches its
+    channel before the worker it turns into is configured."""
+    if channel in _WATCHED:
+        return
+    _WATCHED.add(channel)
     owner = os.path.join(channel, "owner")
 
     def watch():
@@ -286,8 +304,10 @@ def _warm_profiler():
 
 
 def _age_s():
-    """Seconds since this process started (its interpreter, pytest's start, the imports), from /proc; None
-    where there is none."""
+    """Seconds since this process started (its interpreter, pytest's start, the imports), from /proc, or
+    since a spare was given this worker's command; None where the system does not say."""
+    if _WENT_AT:
+        return round(time.monotonic() - _WENT_AT[0], 3)
     try:
         with open("/proc/self/stat") as f:
             # the fields after the command's name, which may hold spaces; the 22nd field is the start time

@@ -83,6 +83,36 @@ impl WorkerEnv {
         }
     }
 
+    /// Why a worker started under this environment would run otherwise than one started under `now`;
+    /// `None` when it would not.
+    fn differs_from(&self, now: &WorkerEnv) -> Option<String> {
+        let was = self;
+        if was.python != now.python {
+            return differs("python", &was.python, &now.python);
+        }
+        if was.test != now.test {
+            return differs("test file", &was.test, &now.test);
+        }
+        if was.test_content != now.test_content {
+            return Some(format!("the test file {} has other content now", now.test));
+        }
+        if was.filter != now.filter {
+            return differs("filter", &was.filter, &now.filter);
+        }
+        if was.gpu != now.gpu {
+            return differs("CUDA_VISIBLE_DEVICES", &was.gpu, &now.gpu);
+        }
+        let changed = differing(&was.environment, &now.environment);
+        if !changed.is_empty() {
+            let shown = changed[..changed.len().min(3)].join(", ");
+            return Some(match changed.len().saturating_sub(3) {
+                0 => format!("its environment was another: {shown}"),
+                more => format!("its environment was another: {shown} and {more} more"),
+            });
+        }
+        None
+    }
+
     /// The GPU the tool's environment gives its workers.
     pub fn visible_gpu() -> Option<String> {
         std::env::var("CUDA_VISIBLE_DEVICES").ok()
@@ -152,9 +182,6 @@ impl Lasting {
     /// Why this worker cannot serve `code` under `env` now; `None` when it can (its channel is
     /// asked separately).
     pub fn cannot_serve(&self, code: &Code, env: &WorkerEnv) -> Option<String> {
-        let differs = |what: &str, was: &dyn std::fmt::Debug, now: &dyn std::fmt::Debug| {
-            Some(format!("its {what} was {was:?}, now {now:?}"))
-        };
         if !self.process.alive() {
             return Some("it is no longer running".into());
         }
@@ -168,31 +195,16 @@ impl Lasting {
         if self.code.tree != code.tree {
             return differs("tree", &self.code.tree, &code.tree);
         }
-        let (was, now) = (&self.env, env);
-        if was.python != now.python {
-            return differs("python", &was.python, &now.python);
+        self.env.differs_from(env)
+    }
+
+    /// Why this spare cannot become a worker under `env` now (its code is given then); `None` when it
+    /// can.
+    pub fn cannot_take(&self, env: &WorkerEnv) -> Option<String> {
+        if !self.process.alive() {
+            return Some("it is no longer running".into());
         }
-        if was.test != now.test {
-            return differs("test file", &was.test, &now.test);
-        }
-        if was.test_content != now.test_content {
-            return Some(format!("the test file {} has other content now", now.test));
-        }
-        if was.filter != now.filter {
-            return differs("filter", &was.filter, &now.filter);
-        }
-        if was.gpu != now.gpu {
-            return differs("CUDA_VISIBLE_DEVICES", &was.gpu, &now.gpu);
-        }
-        let changed = differing(&was.environment, &now.environment);
-        if !changed.is_empty() {
-            let shown = changed[..changed.len().min(3)].join(", ");
-            return Some(match changed.len().saturating_sub(3) {
-                0 => format!("its environment was another: {shown}"),
-                more => format!("its environment was another: {shown} and {more} more"),
-            });
-        }
-        None
+        self.env.differs_from(env)
     }
 
     /// Why the files it imported from outside its tree (and the directories on its `sys.path`) no
@@ -281,7 +293,7 @@ pub fn kept(repo: &Repo, gpu: Option<&str>) -> Result<Option<(PathBuf, Lasting)>
 /// The record at `path` if it names a worker of this repository: a record copied along with the git
 /// dir (a copied repository) names another one's worker, which is not ours to reuse or end, so it is
 /// removed.
-fn own(repo: &Repo, path: PathBuf) -> Result<Option<(PathBuf, Lasting)>> {
+pub(super) fn own(repo: &Repo, path: PathBuf) -> Result<Option<(PathBuf, Lasting)>> {
     let Some(record) = load(&path) else {
         return Ok(None);
     };
@@ -355,6 +367,11 @@ pub fn now_s() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
+}
+
+/// Why a worker differs in `what`: it `was` one thing, `now` another.
+fn differs(what: &str, was: &dyn std::fmt::Debug, now: &dyn std::fmt::Debug) -> Option<String> {
+    Some(format!("its {what} was {was:?}, now {now:?}"))
 }
 
 fn short(commit: &str) -> &str {

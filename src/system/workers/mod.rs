@@ -22,6 +22,7 @@
 mod channel;
 pub mod lasting;
 mod side;
+pub mod spare;
 mod worker;
 
 pub use channel::{Served, StartUp};

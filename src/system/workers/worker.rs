@@ -5,13 +5,13 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use super::channel::{OWNER, STANDBY, StartUp, own, write_text_whole};
+use super::channel::{GO, OWNER, STANDBY, StartUp, own, write_text_whole};
 use super::lasting::{self, Code, Lasting, WorkerEnv};
 use super::{CHANNEL_OPTION, WORKER_PLUGIN};
 use crate::system::process::Background;
 use crate::system::pytest::{
     self, BENCHMARK_RECORD, BENCHMARK_SELECTION, CASES_PLUGIN, CENSUS_PLUGIN,
-    CORRECTNESS_SELECTION, Pytest, SEEDS_PLUGIN,
+    CORRECTNESS_SELECTION, Prepared, Pytest, SEEDS_PLUGIN,
 };
 use crate::system::runner::{PytestRun, Workers};
 
@@ -40,6 +40,8 @@ pub struct Worker {
     pub(super) spawned: Option<std::time::SystemTime>,
     /// Whether it was started while an earlier round measured (its start-up counted from its go).
     pub(super) ahead: bool,
+    /// Whether a spare became it ([`Worker::take_spare`]; its start-up counted from then).
+    pub(super) from_spare: bool,
     /// Its start-up, once its first command has read it, until its side takes it.
     pub(super) start_up: Option<StartUp>,
     /// How long its last command waited for it to be ready (its start-up not yet over).
@@ -99,18 +101,6 @@ impl Worker {
         if runner.place.workers() == Workers::Lasting {
             own(&channel)?;
         }
-        // its own plugin folder: two workers start at once, and a kept one outlives the sandbox's files
-        let plugins = Pytest {
-            sandbox: home.to_path_buf(),
-            ..runner.clone()
-        }
-        .plugin_dir()?;
-        let [p, census] = pytest::write_plugin(&plugins, CENSUS_PLUGIN)?;
-        let [q, seeds] = pytest::write_plugin(&plugins, SEEDS_PLUGIN)?;
-        let [r, worker] = pytest::write_plugin(&plugins, WORKER_PLUGIN)?;
-        // the worker picks a round's cases by the ids this plugin gives
-        pytest::write_plugin(&plugins, CASES_PLUGIN)?;
-        let channel_arg = format!("{CHANNEL_OPTION}{}", channel.display());
         // its log outlives its home: a crash's reason names it
         let name = format!(
             "worker-{}{}",
@@ -120,23 +110,7 @@ impl Worker {
                 slot => format!(".{slot}"),
             }
         );
-        let prepared = runner.prepare(
-            PytestRun::Worker,
-            &name,
-            // in parentheses: the session's filter is added with `and`, which binds tighter than `or`
-            &format!("(({CORRECTNESS_SELECTION}) or ({BENCHMARK_SELECTION}))"),
-            &[
-                BENCHMARK_RECORD,
-                &p,
-                &census,
-                &q,
-                &seeds,
-                &r,
-                &worker,
-                &channel_arg,
-            ],
-            Some(&plugins),
-        )?;
+        let prepared = command(runner, home, &channel, &name)?;
         let expression = prepared.with_call(|call| runner.place.pytest_command(call));
         let process = Background::start(expression, &prepared.log)?;
         Ok(Worker {
@@ -153,6 +127,50 @@ impl Worker {
             standing_by: standby.filter(|why| why.waits()),
             spawned: Some(std::time::SystemTime::now()),
             ahead: matches!(standby, Some(StandBy::Ahead | StandBy::AheadGoing)),
+            from_spare: false,
+            start_up: None,
+            waited: std::time::Duration::ZERO,
+        })
+    }
+
+    /// `runner`'s side as a worker made of `spare` (its tree checked out in the spare's home as
+    /// `runner`'s root), owned by this process: the spare is given the worker's command (`go`) and
+    /// collects while the caller goes on; its start-up is counted from now.
+    pub fn take_spare(runner: &Pytest, side: &'static str, spare: &Lasting) -> Result<Worker> {
+        let channel = spare.channel();
+        own(&channel)?;
+        let home = spare.home.as_path();
+        // the spare's own log goes on as the worker's: this command's, never started, names no file
+        let name = format!(
+            "worker-{}.go",
+            home.file_name().unwrap_or_default().to_string_lossy()
+        );
+        let prepared = command(runner, home, &channel, &name)?;
+        let go = prepared.with_call(|call| {
+            serde_json::json!({
+                "argv": std::iter::once(call.program).chain(call.args.iter().copied()).collect::<Vec<_>>(),
+                "dir": call.dir,
+                "env": (call.env.iter())
+                    .map(|(name, value)| (name.to_string(), value.to_string_lossy().into_owned()))
+                    .collect::<std::collections::BTreeMap<_, _>>(),
+            })
+        });
+        write_text_whole(&channel.join(GO), &go.to_string())?;
+        Ok(Worker {
+            side,
+            channel,
+            process: Background::adopt(spare.process.clone()),
+            log: spare.log.clone(),
+            started: lasting::now_s(),
+            last_command: lasting::now_s(),
+            commands: 0,
+            measured: false,
+            kept: false,
+            slot: 0,
+            standing_by: None,
+            spawned: Some(std::time::SystemTime::now()),
+            ahead: false,
+            from_spare: true,
             start_up: None,
             waited: std::time::Duration::ZERO,
         })
@@ -191,6 +209,7 @@ impl Worker {
             standing_by: None,
             spawned: None,
             ahead: false,
+            from_spare: false,
             start_up: None,
             waited: std::time::Duration::ZERO,
         };
@@ -249,6 +268,40 @@ impl Worker {
         pids.extend(on_its_machine.filter(|&pid| pid != self.pid()));
         pids
     }
+}
+
+/// The worker command of `runner`'s side with its channel at `channel`, its plugins in `home`; `name`
+/// names its log.
+fn command(runner: &Pytest, home: &Path, channel: &Path, name: &str) -> Result<Prepared> {
+    // its own plugin folder: two workers start at once, and a kept one outlives the sandbox's files
+    let plugins = Pytest {
+        sandbox: home.to_path_buf(),
+        ..runner.clone()
+    }
+    .plugin_dir()?;
+    let [p, census] = pytest::write_plugin(&plugins, CENSUS_PLUGIN)?;
+    let [q, seeds] = pytest::write_plugin(&plugins, SEEDS_PLUGIN)?;
+    let [r, worker] = pytest::write_plugin(&plugins, WORKER_PLUGIN)?;
+    // the worker picks a round's cases by the ids this plugin gives
+    pytest::write_plugin(&plugins, CASES_PLUGIN)?;
+    let channel_arg = format!("{CHANNEL_OPTION}{}", channel.display());
+    runner.prepare(
+        PytestRun::Worker,
+        name,
+        // in parentheses: the session's filter is added with `and`, which binds tighter than `or`
+        &format!("(({CORRECTNESS_SELECTION}) or ({BENCHMARK_SELECTION}))"),
+        &[
+            BENCHMARK_RECORD,
+            &p,
+            &census,
+            &q,
+            &seeds,
+            &r,
+            &worker,
+            &channel_arg,
+        ],
+        Some(&plugins),
+    )
 }
 
 impl Drop for Worker {

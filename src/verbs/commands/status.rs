@@ -51,13 +51,14 @@ pub struct StatusReport {
     pub next_action: NextAction,
 }
 
-/// A warm worker left running between steps.
+/// A warm worker left running between steps: the baseline's, or a spare for the next candidate.
 #[derive(Debug, Serialize)]
 pub struct KeptWorker {
     pub pid: u32,
+    /// `baseline`, or `spare`.
     pub side: String,
-    /// The commit whose code it holds.
-    pub commit: String,
+    /// The commit whose code it holds; none for a spare, which holds none yet.
+    pub commit: Option<String>,
     /// Seconds since its last command (it ends itself when idle too long).
     pub idle_s: u64,
     /// Whether it still runs (a dead one is replaced by the next step).
@@ -93,7 +94,7 @@ fn kept_workers(repo: &Repo) -> Result<Vec<KeptWorker>> {
                 alive: worker.process.alive(),
                 idle_s: worker.idle_s(),
                 side: worker.side,
-                commit: worker.code.commit,
+                commit: Some(worker.code.commit).filter(|commit| !commit.is_empty()),
                 gpu: worker.env.gpu,
                 gpu_mib,
             }
@@ -308,12 +309,14 @@ fn write_worker(out: &mut dyn Write, worker: &KeptWorker) -> Result<()> {
         true => format!("idle {} s", worker.idle_s),
         false => "gone (the next step starts a fresh one)".into(),
     };
+    let holds = match &worker.commit {
+        Some(commit) => format!("commit {}", short(commit)),
+        None => "for the next candidate".into(),
+    };
     writeln!(
         out,
-        "  worker      pid {} ({}, commit {}): {state}{memory}",
-        worker.pid,
-        worker.side,
-        short(&worker.commit)
+        "  worker      pid {} ({}, {holds}): {state}{memory}",
+        worker.pid, worker.side,
     )?;
     Ok(())
 }

@@ -1,0 +1,145 @@
+"""A spare worker: the process `git cutile-perf` starts once a step has kept its baseline's worker, before
+the next candidate's code exists, so that the next step's candidate worker pays only its own collection.
+
+Started as `python cutile_perf_spare.py --cutile-perf-worker=DIR` in the folder the candidate's tree will be
+checked out in, from the folder of the tool's plugins, with the workers' environment but for what names a
+tree, it imports pytest and, where installed outside any tree, torch; makes its CUDA context and starts the
+profiler once (the worker's own warm-up, `cutile_perf_worker.py`); writes `spare` (JSON: its pid and the
+seconds each part took) and `imported` as a worker does; and waits.
+
+The tool then writes `go` (JSON: the worker's command `argv`, its folder `dir` and the variables `env` it
+sets), and the spare becomes that worker on the same channel: it moves to the folder, takes the variables,
+the `sys.path` that `python -m pytest` has there and the arguments, and runs pytest in this process. Where
+that could load other code than a fresh worker would, it replaces itself (exec, same pid) with the worker's
+own command instead, which starts as any fresh one:
+
+- a module it imported would come from elsewhere on the worker's path (the tree's own `torch`, say);
+- a file it imported changed or went away on disk since;
+- a variable differs that was read already (any but `PYTHONPATH`, and cuda-tile's `CUDA_TILE_*` while
+  `cuda` is not imported).
+
+`stop`, no `go` for `--cutile-perf-worker-idle` seconds, or its channel gone end it, as they end a worker.
+"""
+
+import importlib.machinery
+import json
+import os
+import sys
+import time
+
+import cutile_perf_worker as worker
+
+# the process's variables and `sys.path` as it started: what `go` is compared with
+_STARTED_ENV = dict(os.environ)
+_STARTED_PATH = list(sys.path)
+
+
+def _option(name, default):
+    prefix = f"{name}="
+    for arg in sys.argv[1:]:
+        if arg.startswith(prefix):
+            return arg[len(prefix) :]
+    return default
+
+
+def _import_torch():
+    """Imports torch where it is installed; tests without it, or with one of their own, import theirs after
+    `go` (the second is found there, and the worker's command runs instead)."""
+    try:
+        import torch  # noqa: F401
+    except Exception:
+        pass
+
+
+def _go(channel, idle_s):
+    """The worker's command once the tool writes it; None when told to stop or idle too long."""
+    go = os.path.join(channel, "go")
+    stop = os.path.join(channel, "stop")
+    waited = 0.0
+    while waited < idle_s:
+        if os.path.exists(go):
+            with open(go) as f:
+                return json.load(f)
+        if os.path.exists(stop):
+            return None
+        time.sleep(worker.POLL_S)
+        waited += worker.POLL_S
+    return None
+
+
+def _worker_path(directory, env):
+    """`sys.path` as `python -m pytest` has it in `directory` under `env`: the folder, then `PYTHONPATH`,
+    then what the interpreter added itself (what this process started with, less its own `PYTHONPATH`)."""
+
+    def entries(value):
+        return [os.path.abspath(entry) for entry in (value or "").split(os.pathsep) if entry]
+
+    started = set(entries(_STARTED_ENV.get("PYTHONPATH")))
+    own = [entry for entry in _STARTED_PATH[1:] if entry not in started]
+    path = []
+    for entry in [directory, *entries(env.get("PYTHONPATH")), *own]:
+        if entry not in path:
+            path.append(entry)
+    return path
+
+
+def _why_not_here(env, path, imported):
+    """Why this process cannot become the worker `env` and `path` describe, or None."""
+    for name, value in env.items():
+        if _STARTED_ENV.get(name) == value or name == "PYTHONPATH":
+            continue
+        if name.startswith("CUDA_TILE_") and not any(m == "cuda" or m.startswith("cuda.") for m in sys.modules):
+            continue
+        return f"{name} differs from the spare's"
+    for name, module in list(sys.modules.items()):
+        spec = getattr(module, "__spec__", None)
+        if "." in name or name == "__main__" or spec is None or not spec.has_location:
+            continue
+        found = importlib.machinery.PathFinder.find_spec(name, path)
+        if found is None or found.origin != spec.origin:
+            return f"module {name} would load from {found.origin if found else 'nowhere'}, not {spec.origin}"
+    for file, was in imported.items():
+        if worker._stat(file) != was:
+            return f"{file}, which it imported, changed since"
+    return None
+
+
+def main():
+    channel = _option("--cutile-perf-worker", None)
+    idle_s = float(_option("--cutile-perf-worker-idle", "900"))
+    worker._write(channel, "pid", {"pid": os.getpid()})
+    worker._watch(channel)
+    began = time.monotonic()
+    _import_torch()
+    phases = {"imported_s": round(time.monotonic() - began, 3)}
+    phases["context_s"] = worker._timed(worker._cuda_context)
+    phases["profiler_s"] = worker._timed(worker._warm_profiler)
+    imported = worker._imported(os.getcwd())
+    worker._write(channel, "imported", imported)
+    worker._write(channel, "spare", {"pid": os.getpid(), "phases": phases})
+    go = _go(channel, idle_s)
+    if go is None:
+        return 0
+    worker._WENT_AT.append(time.monotonic())
+    argv, directory, env = go["argv"], go["dir"], go["env"]
+    os.chdir(directory)
+    path = _worker_path(directory, env)
+    why = _why_not_here(env, path, imported)
+    os.environ.update(env)
+    if why is not None:
+        print(f"git cutile-perf spare: starting afresh: {why}", flush=True)
+        # the fresh command counts its phases from here too
+        os.environ[worker.WENT_AT_VARIABLE] = repr(worker._WENT_AT[0])
+        os.execvp(argv[0], argv)
+    sys.path[:] = path
+    import pytest
+
+    arguments = next(argv[i + 2 :] for i in range(len(argv)) if argv[i : i + 2] == ["-m", "pytest"])
+    sys.argv = [os.path.join(os.path.dirname(pytest.__file__), "__main__.py"), *arguments]
+    code = pytest.main(arguments)
+    sys.stdout.flush()
+    return int(code)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
