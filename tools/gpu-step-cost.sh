@@ -19,7 +19,10 @@
 #   rms_norm  test_perf: tests/ops/test_rms_norm.py, two static_persistent configs
 # Each session starts with thresholds of half a percent (`--gain-pct 0.5 --regression-pct 0.5
 # --continue-pct 1`), so that a change of a few tenths of a percent takes several rounds, and each real
-# step gets `--budget $STEP_BUDGET` (default 100s). OUT_DIR/costs.json holds one object per step: kernel, source, rounds, step_s,
+# step gets `--budget $STEP_BUDGET` (default 100s); the no-change step starts STEP_GAP seconds (default 0)
+# after it, the time a user or agent takes to make the next change, in which the spare gets ready; and
+# (unless NO_SPARE_TOO=0) as long after that, a second no-change step with CUTILE_PERF_SPARE=0, which ends
+# the spare the first left (its environment differs) and starts its candidate's worker afresh. OUT_DIR/costs.json holds one object per step: kernel, source, rounds, step_s,
 # cold_run_s, correctness_s, measuring_s, startup_s (the start-ups the step waited for), census_s, and
 # step_over_work (step_s / (correctness_s + measuring_s)); OUT_DIR/null.json one object per null step:
 # its settings, verdict, change and rounds, and for each round the start-up it waited for, each side's
@@ -37,6 +40,8 @@ few=CUTILE_PERF_STAND_BY_FROM_ROUND=1,CUTILE_PERF_STAND_BY_ROUNDS=1,CUTILE_PERF_
 null_runs="${NULL_RUNS:-- $few - $few}"
 null_budget="${NULL_BUDGET:-90s}"
 step_budget="${STEP_BUDGET:-100s}"
+step_gap="${STEP_GAP:-0}"
+no_spare_too="${NO_SPARE_TOO:-1}"
 here="$(cd "$(dirname "$0")" && pwd)"
 thresholds=(--gain-pct 0.5 --regression-pct 0.5 --continue-pct 1)
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$out/gpu.txt" 2>&1
@@ -90,9 +95,22 @@ session_steps() {
   cold "$name" "$test" "$filter"
   hint "$kernel" > "$out/$name-edit.txt"
   run "$name-step" step --json --opt none --cause memory --budget "$step_budget" "an occupancy hint"
+  spares "$name-step"
   summarize
+  sleep "$step_gap"
   echo "# a comment: the same kernel" >> "$kernel"
   run "$name-nochange" step --json --continue --opt none "a comment only"
+  spares "$name-nochange"
+  [ "$no_spare_too" = 1 ] || return 0
+  summarize
+  sleep "$step_gap"
+  echo "# another comment: the same kernel" >> "$kernel"
+  CUTILE_PERF_SPARE=0 run "$name-nochange-nospare" step --json --continue --opt none "another comment"
+}
+
+# spares NAME: where the spare a step took started its worker's command afresh, why (its log says so)
+spares() {
+  grep -H "starting afresh" sandbox/worker-spare-*.log 2>/dev/null | sed "s|^|$1: |" >> "$out/afresh.txt"
 }
 
 softmax_filter="bfloat16 and tma-False and chunked-False and multi-wave-False"
@@ -146,7 +164,7 @@ for kernel, source in sources.items():
         cold_s = float(open(os.path.join(out, f"{kernel}-cold.s")).read())
     except (OSError, ValueError):
         cold_s = None
-    for step in ("step", "nochange"):
+    for step in ("step", "nochange", "nochange-nospare"):
         r = report(f"{kernel}-{step}")
         if not r or "timings" not in r:
             continue

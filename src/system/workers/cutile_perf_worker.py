@@ -24,6 +24,8 @@ The tool owns the channel, a directory given as `--cutile-perf-worker=DIR`:
   seconds its CUDA context and its profiler's first start took; and what it compiled of its own tree
   (`sources`: each path there and the git blob id of the bytes compiled), which the tool holds to the
   side's commit;
+- a spare (`cutile_perf_spare.py`) started before the worker's code existed becomes the worker on its own
+  channel when the tool writes `go`; its phases count from then;
 - `stop` ends the worker, as does no command for `--cutile-perf-worker-idle` seconds, or its channel gone;
 - the worker writes `imported` (JSON: `{path: [bytes, mtime_ns]}`) when collected and after each command:
   every file its modules were loaded from outside its own tree, and each directory on `sys.path` outside

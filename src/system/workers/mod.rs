@@ -16,8 +16,8 @@
 //! exits the process, a repetition that breaks where the first one worked), the side falls back to one
 //! process per run, and the step says so once.
 //!
-//! A worker's life is in `worker.rs`, what passes through its channel in `channel.rs`, and a step's side,
-//! warm or cold, in `side.rs`.
+//! A worker's life is in `worker.rs`, what passes through its channel in `channel.rs`, a step's side,
+//! warm or cold, in `side.rs`, and the spare that becomes the next step's candidate worker in `spare.rs`.
 
 mod channel;
 pub mod lasting;
