@@ -46,6 +46,26 @@ pub struct WorkerEnv {
     pub environment: BTreeMap<String, String>,
     /// `CUDA_VISIBLE_DEVICES`: the GPU the worker's CUDA context is on.
     pub gpu: Option<String>,
+    /// The code of the tool's own plugins it runs ([`plugins_digest`]): a worker another build of the
+    /// tool started speaks that build's channel. Empty in a record written before it was kept, which no
+    /// worker serves then.
+    #[serde(default)]
+    pub plugins: String,
+}
+
+/// One digest of every plugin a worker or a spare loads: a build whose plugins differ is another.
+fn plugins_digest() -> String {
+    let sources = [
+        super::WORKER_PLUGIN,
+        super::spare::SPARE_PROGRAM,
+        crate::system::pytest::CASES_PLUGIN,
+        crate::system::pytest::CENSUS_PLUGIN,
+        crate::system::pytest::SEEDS_PLUGIN,
+    ];
+    let all: Vec<u8> = (sources.iter())
+        .flat_map(|(name, source)| [name.as_bytes(), b"\0", source.as_bytes(), b"\0"].concat())
+        .collect();
+    blob_id(&all)
 }
 
 /// The file in a worker's channel that lists what it imported from outside its tree.
@@ -80,6 +100,7 @@ impl WorkerEnv {
             filter: filter.map(str::to_string),
             environment: environment(std::env::vars_os()),
             gpu,
+            plugins: plugins_digest(),
         }
     }
 
@@ -101,6 +122,9 @@ impl WorkerEnv {
         }
         if was.gpu != now.gpu {
             return differs("CUDA_VISIBLE_DEVICES", &was.gpu, &now.gpu);
+        }
+        if was.plugins != now.plugins {
+            return Some("another build of git cutile-perf started it".into());
         }
         let changed = differing(&was.environment, &now.environment);
         if !changed.is_empty() {
@@ -401,6 +425,7 @@ mod tests {
                         .map(|(name, value)| (name.into(), value.into())),
                 ),
                 gpu: Some("0".into()),
+                plugins: plugins_digest(),
             },
             home: "/nowhere".into(),
             log: "/nowhere.log".into(),
@@ -431,6 +456,14 @@ mod tests {
         assert_eq!(
             kept.cannot_serve(&kept.code, &other_gpu).as_deref(),
             Some("its CUDA_VISIBLE_DEVICES was Some(\"0\"), now Some(\"1\")")
+        );
+        let other_build = WorkerEnv {
+            plugins: String::new(),
+            ..kept.env.clone()
+        };
+        assert_eq!(
+            kept.cannot_serve(&kept.code, &other_build).as_deref(),
+            Some("another build of git cutile-perf started it")
         );
         let other_filter = WorkerEnv {
             filter: Some("large".into()),

@@ -24,7 +24,7 @@ use crate::system::process::{self, Background};
 use crate::system::pytest::{self, Bytecode, CASES_PLUGIN};
 
 /// The program a spare runs, from the plugin folder where the worker plugin it imports is too.
-const SPARE_PROGRAM: (&str, &str) = ("cutile_perf_spare", include_str!("cutile_perf_spare.py"));
+pub(super) const SPARE_PROGRAM: (&str, &str) = ("cutile_perf_spare", include_str!("cutile_perf_spare.py"));
 
 /// The side a spare's record names.
 pub const SPARE: &str = "spare";
