@@ -1500,7 +1500,7 @@ fn bytecode_planted_then_a_step(env: &[(&str, &str)]) {
 }
 
 /// Two steps, each faster than the one before (`earlier`, `later`: the kernel's latencies), with a
-/// spare between them (`CUTILE_PERF_SPARE=1`, `env` too, and for the second `second`
+/// spare between them (`CUTILE_PERF_SPARES=1`, `env` too, and for the second `second`
 /// as well), `between` done between them: the second's report, output and starts, and the pid of the
 /// spare the first left, as `status` listed it.
 fn steps_with_a_spare(
@@ -1510,11 +1510,11 @@ fn steps_with_a_spare(
     between: impl FnOnce(),
     second: &[(&str, &str)],
 ) -> (Counted, i32) {
-    let mut spare_env = vec![("CUTILE_PERF_SPARE", "1")];
+    let mut spare_env = vec![("CUTILE_PERF_SPARES", "1")];
     spare_env.extend_from_slice(env);
     let first = counted_step_at(f, earlier, &spare_env);
     assert!(
-        first.stderr.contains("a spare worker (pid"),
+        first.stderr.contains("spare workers (pid "),
         "{}",
         first.stderr
     );
@@ -1555,7 +1555,7 @@ fn started_afresh(f: &Fixture) -> Option<String> {
         .find_map(|entry| {
             let name = entry.file_name().to_string_lossy().into_owned();
             let log = std::fs::read_to_string(entry.path()).unwrap_or_default();
-            (name.starts_with("worker-spare-") && log.contains("starting afresh")).then(|| {
+            (name.starts_with("worker-") && log.contains("starting afresh")).then(|| {
                 log.lines()
                     .find(|line| line.contains("starting afresh"))
                     .unwrap()
@@ -1702,4 +1702,60 @@ fn a_spare_started_under_another_environment_is_ended_and_repair_ends_the_next()
     }
     let worktrees = f.git(&["worktree", "list"]);
     assert_eq!(worktrees.lines().count(), 1, "{worktrees}");
+}
+
+#[test]
+fn round_twos_pair_is_made_of_spares_where_it_starts_with_the_step() {
+    let f = Fixture::new();
+    f.start();
+    // a machine with CPUs to spare: round 2's pair starts with the step, and three spares wait for it
+    let roomy = [
+        ("CUTILE_PERF_SPARES", "3"),
+        ("CUTILE_PERF_STAND_BY_FROM_ROUND", "0"),
+        ("CUTILE_PERF_STAND_BY_ROUNDS", "1"),
+        ("CUTILE_PERF_STAND_BY_AT_ONCE", "1"),
+    ];
+    let first = counted_step_at(&f, (0.05, 0.5), &roomy);
+    assert!(
+        first.stderr.contains("spare workers (pid "),
+        "{}",
+        first.stderr
+    );
+    let status: serde_json::Value = serde_json::from_str(&f.ok(&["status", "--json"])).unwrap();
+    let spares: Vec<i32> = (status["workers"].as_array().unwrap().iter())
+        .filter(|worker| worker["side"] == "spare")
+        .map(|worker| worker["pid"].as_i64().unwrap() as i32)
+        .collect();
+    assert_eq!(spares.len(), 3, "{status}");
+    // more than 10x faster than the baseline: measured again, in round 2's pair
+    let step = counted_step_at(&f, (0.002, 0.02), &roomy);
+    let rounds = step.report["timings"]["rounds"].as_array().unwrap().len();
+    assert!(rounds >= 2, "{}", step.report);
+    let measured = worker_pids_of(&step.starts);
+    for spare in &spares {
+        assert!(
+            measured.contains(spare),
+            "spare {spare} did not serve: {:#?}",
+            step.starts
+        );
+    }
+    let start_ups = step.report["timings"]["startups"].as_array().unwrap();
+    let sides = |ahead: bool| -> Vec<&str> {
+        let mut sides: Vec<&str> = (start_ups.iter())
+            .filter(|s| s["spare"] == true && s["ahead"] == ahead)
+            .map(|s| s["side"].as_str().unwrap())
+            .collect();
+        sides.sort();
+        sides
+    };
+    assert_eq!(sides(false), ["candidate"], "{start_ups:#?}");
+    assert_eq!(sides(true), ["baseline", "candidate"], "{start_ups:#?}");
+    assert_eq!(step.report["status"], "keep", "{}", step.report);
+    // none is left over: the step started three more, and every other process of theirs is gone
+    let status: serde_json::Value = serde_json::from_str(&f.ok(&["status", "--json"])).unwrap();
+    let left: Vec<&serde_json::Value> = (status["workers"].as_array().unwrap().iter())
+        .filter(|worker| worker["side"] == "spare")
+        .collect();
+    assert_eq!(left.len(), 3, "{status}");
+    f.ok(&["verify"]);
 }

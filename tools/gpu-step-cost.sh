@@ -21,7 +21,7 @@
 # --continue-pct 1`), so that a change of a few tenths of a percent takes several rounds, and each real
 # step gets `--budget $STEP_BUDGET` (default 100s); the no-change step starts STEP_GAP seconds (default 0)
 # after it, the time a user or agent takes to make the next change, in which the spare gets ready; and
-# (unless NO_SPARE_TOO=0) as long after that, a second no-change step with CUTILE_PERF_SPARE=0, which ends
+# (unless NO_SPARE_TOO=0) as long after that, a second no-change step with CUTILE_PERF_SPARES=0, which ends
 # the spare the first left (its environment differs) and starts its candidate's worker afresh. OUT_DIR/costs.json holds one object per step: kernel, source, rounds, step_s,
 # cold_run_s, correctness_s, measuring_s, startup_s (the start-ups the step waited for), census_s, and
 # step_over_work (step_s / (correctness_s + measuring_s)); OUT_DIR/null.json one object per null step:
@@ -105,7 +105,7 @@ session_steps() {
   summarize
   sleep "$step_gap"
   echo "# another comment: the same kernel" >> "$kernel"
-  CUTILE_PERF_SPARE=0 run "$name-nochange-nospare" step --json --continue --opt none "another comment"
+  CUTILE_PERF_SPARES=0 run "$name-nochange-nospare" step --json --continue --opt none "another comment"
 }
 
 # spares NAME: where the spare a step took started its worker's command afresh, why (its log says so)

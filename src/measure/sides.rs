@@ -5,19 +5,23 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
-use crate::measure::paired::{self, Held, Pair, Wanted, dumps_of};
+use crate::measure::paired::{self, Held, Pair, Settings, Wanted, dumps_of};
 use crate::record::evidence::Evidence;
 use crate::record::history::History;
 use crate::system::git::Repo;
 use crate::system::pytest::Pytest;
+use crate::system::runner::Workers;
 use crate::system::ui::Progress;
 use crate::system::workers::Side;
 use crate::system::workers::lasting::{Code, WorkerEnv};
+use crate::system::workers::spare::{self, Spare};
 
 /// One GPU's two sides' code and workers after the attempt.
 pub struct HeldSides<'a> {
     pub candidate: Held<'a>,
     pub baseline: Held<'a>,
+    /// The spares the last step started for round 2's pair, the candidate's then the baseline's.
+    pub spares: [Option<Spare>; 2],
 }
 
 /// A GPU of the step (none: the environment's) and the perf cases it measures (none: every case).
@@ -144,12 +148,32 @@ pub fn hold<'r>(repo: &'r Repo, templates: &[Pytest], codes: &Codes) -> Result<V
                 },
             )
         });
+        let (baseline, candidate) = (baseline?, candidate?);
         held.push(HeldSides {
-            baseline: baseline?,
-            candidate: candidate?,
+            spares: spares_for_round_2(repo, template, &env)?,
+            baseline,
+            candidate,
         });
     }
     Ok(held)
+}
+
+/// Round 2's pair of spares, the candidate's then the baseline's, where that pair starts with the step
+/// ([`Settings::rounds_ahead_of_correctness`]) on this machine: what the last step started besides the
+/// candidate's first worker's.
+fn spares_for_round_2(
+    repo: &Repo,
+    template: &Pytest,
+    env: &WorkerEnv,
+) -> Result<[Option<Spare>; 2]> {
+    let workers = template.place.workers();
+    if workers != Workers::Lasting
+        || Settings::for_workers(workers).rounds_ahead_of_correctness() == 0
+    {
+        return Ok([None, None]);
+    }
+    let say = |line: String| template.progress.line(&line);
+    Ok([spare::take(repo, env, &say)?, spare::take(repo, env, &say)?])
 }
 
 /// Ends the workers still kept once the step's are held: they are for GPUs this step does not measure
@@ -219,8 +243,10 @@ pub fn pairs<'a>(
         .zip(held.iter_mut())
         .map(|(((gpu, cases), [candidate, baseline]), sides)| Pair {
             gpu: gpu.clone(),
-            candidate: Side::new(candidate, sides.candidate.worker.take()),
-            baseline: Side::new(baseline, sides.baseline.worker.take()),
+            candidate: Side::new(candidate, sides.candidate.worker.take())
+                .with_spare(sides.spares[0].take()),
+            baseline: Side::new(baseline, sides.baseline.worker.take())
+                .with_spare(sides.spares[1].take()),
             cases: cases.clone(),
         })
         .collect()

@@ -269,7 +269,7 @@ impl Fixture {
             ("CUTILE_PERF_STAND_BY_FROM_ROUND", "1".into()),
             ("CUTILE_PERF_STAND_BY_ROUNDS", "1".into()),
             ("CUTILE_PERF_STAND_BY_AT_ONCE", "0".into()),
-            ("CUTILE_PERF_SPARE", "0".into()),
+            ("CUTILE_PERF_SPARES", "0".into()),
         ]
     }
 

@@ -15,8 +15,9 @@ use crate::system::git::Repo;
 use crate::system::pytest::Pytest;
 use crate::system::runner::Workers;
 use crate::system::ui::Progress;
-use crate::system::workers::lasting::{self, Code, Lasting, WorkerEnv};
-use crate::system::workers::{Worker, say_cold, spare};
+use crate::system::workers::lasting::{self, Code, WorkerEnv};
+use crate::system::workers::spare::{self, Spare};
+use crate::system::workers::{Worker, say_cold};
 
 /// One side's code and the warm worker that runs from it: a worktree of its own (never the user's
 /// work tree, which they edit next) that lives exactly as long as the worker, past the step too.
@@ -85,20 +86,9 @@ pub fn hold<'a>(repo: &'a Repo, wanted: Wanted) -> Result<Held<'a>> {
             }
         }
     }
-    let spare = match workers == Workers::Lasting && wanted.side == "candidate" {
-        true => usable_spare(repo, &wanted.env, progress)?,
-        false => None,
-    };
-    let home = match &spare {
-        Some(spare) => spare.home.clone(),
-        None => new_home(repo, wanted.side)?,
-    };
+    let home = new_home(repo, wanted.side)?;
     let started = Instant::now();
-    let tree = CodeTree::in_home(repo, &home, &wanted.code.commit).inspect_err(|_| {
-        if let Some(spare) = &spare {
-            spare.end_process();
-        }
-    })?;
+    let tree = CodeTree::in_home(repo, &home, &wanted.code.commit)?;
     progress.line(&format!(
         "the {}'s code checked out beside the work tree in {} ms",
         wanted.side,
@@ -122,23 +112,24 @@ pub fn hold<'a>(repo: &'a Repo, wanted: Wanted) -> Result<Held<'a>> {
                 dumps,
                 ..wanted.template.clone()
             };
-            let started = match &spare {
-                Some(spare) => Worker::take_spare(&runner, wanted.side, spare).inspect(|worker| {
-                    progress.line(&format!(
-                        "the {}'s worker is the spare (pid {}) started after the last step, its \
-                         interpreter, imports and GPU context ready",
-                        wanted.side,
-                        worker.pid()
-                    ))
-                }),
-                None => Worker::start(&runner, wanted.side, &home),
+            // the candidate's code is new: a spare the last step started has all but its collection
+            let spare = match workers == Workers::Lasting && wanted.side == "candidate" {
+                true => spare::take(repo, &wanted.env, &|line| progress.line(&line))?,
+                false => None,
             };
-            match started {
-                Ok(worker) => Some(worker),
-                Err(e) => {
-                    if let Some(spare) = &spare {
-                        spare.end_process();
+            let spare_pid = spare.as_ref().map(Spare::pid);
+            match Worker::start(&runner, wanted.side, &home, spare) {
+                Ok(worker) => {
+                    if let Some(pid) = spare_pid {
+                        progress.line(&format!(
+                            "the {}'s worker is the spare (pid {pid}) started after the last step, \
+                             its interpreter, imports and GPU context ready",
+                            wanted.side
+                        ));
                     }
+                    Some(worker)
+                }
+                Err(e) => {
                     say_cold(&runner, wanted.side, &format!("{e:#}"));
                     None
                 }
@@ -188,9 +179,12 @@ impl Held<'_> {
                 progress.line(&format!(
                     "the baseline's warm worker (pid {pid}) lives on for the next step"
                 ));
-                if Settings::for_workers(self.workers).spare {
-                    start_spare(repo, &self.env, progress);
-                }
+                start_spares(
+                    repo,
+                    &self.env,
+                    Settings::for_workers(self.workers).spares,
+                    progress,
+                );
             }
             Err(e) => {
                 // unrecorded, it would be nobody's: it ends with its tree
@@ -243,56 +237,34 @@ impl Holders<'_> {
     }
 }
 
-/// The spare recorded for the GPU of `env` where it can become a worker under `env`; one that cannot is
-/// ended, and says why.
-fn usable_spare(repo: &Repo, env: &WorkerEnv, progress: &Progress) -> Result<Option<Lasting>> {
-    let Some(spare) = spare::take_record(repo, env.gpu.as_deref())? else {
-        return Ok(None);
-    };
-    match spare.cannot_take(env) {
-        None => Ok(Some(spare)),
-        Some(why) => {
-            progress.line(&format!(
-                "the spare worker (pid {}) cannot serve this step ({why}): it is ended and a fresh one \
-                 starts",
-                spare.process.pid
-            ));
-            end_spare(repo, &spare);
-            Ok(None)
-        }
-    }
-}
-
-/// Starts a spare for the next step's candidate worker under `env` ([`spare`]), ending one an earlier
-/// command left; a spare that cannot start is a warning, since the next step starts its worker as
+/// Starts `count` spares for the next step's workers under `env` ([`spare`]), ending those an earlier
+/// command left; a spare that cannot start is a warning, since the next step starts its workers as
 /// before.
-fn start_spare(repo: &Repo, env: &WorkerEnv, progress: &Progress) {
+fn start_spares(repo: &Repo, env: &WorkerEnv, count: usize, progress: &Progress) {
     let started = (|| {
-        if let Some(old) = spare::take_record(repo, env.gpu.as_deref())? {
-            end_spare(repo, &old);
+        spare::end_all(repo, env.gpu.as_deref())?;
+        let mut pids = Vec::new();
+        for index in 0..count.min(spare::MOST_SPARES) {
+            let home = new_home(repo, spare::SPARE)?;
+            let name = home.file_name().unwrap_or_default().to_string_lossy();
+            let log = sandbox(repo).join(format!("worker-{name}.log"));
+            let spare = spare::start(repo, env, index, &home, &log).inspect_err(|_| {
+                let _ = std::fs::remove_dir_all(&home);
+            })?;
+            pids.push(spare.process.pid.to_string());
         }
-        let home = new_home(repo, spare::SPARE)?;
-        let name = home.file_name().unwrap_or_default().to_string_lossy();
-        let log = sandbox(repo).join(format!("worker-{name}.log"));
-        spare::start(repo, env, &home, &log).inspect_err(|_| {
-            let _ = std::fs::remove_dir_all(&home);
-        })
+        anyhow::Ok(pids)
     })();
     match started {
-        Ok(spare) => progress.line(&format!(
-            "a spare worker (pid {}) gets ready for the next step's candidate",
-            spare.process.pid
+        Ok(pids) if pids.is_empty() => {}
+        Ok(pids) => progress.line(&format!(
+            "spare workers (pid {}) get ready for the next step",
+            pids.join(", ")
         )),
         Err(e) => progress.line(&format!(
-            "warning: no spare worker for the next step's candidate: {e:#}"
+            "warning: no spare workers for the next step: {e:#}"
         )),
     }
-}
-
-/// Ends `spare` with its home.
-fn end_spare(repo: &Repo, spare: &Lasting) {
-    spare.end_process();
-    drop(CodeTree::adopt(repo, &spare.home));
 }
 
 /// A fresh, empty folder for a side's worker and tree: `cutile-perf/workers/<side>-<pid>-<n>`, where

@@ -4,6 +4,7 @@
 
 use crate::rules::verdict;
 use crate::system::runner::Workers;
+use crate::system::workers::spare::MOST_SPARES;
 
 /// The variable that names the first round whose sides start the next round's workers as they measure,
 /// or `0`: as the step begins, beside the candidate's correctness run.
@@ -17,9 +18,9 @@ const STAND_BY_AT_ONCE: &str = "CUTILE_PERF_STAND_BY_AT_ONCE";
 const REROLL_ALIKE: &str = "CUTILE_PERF_REROLL_ALIKE";
 /// The variable that names how many rounds ahead each side's workers are started, at most.
 const STAND_BY_ROUNDS: &str = "CUTILE_PERF_STAND_BY_ROUNDS";
-/// The variable that, `1`, has a step that keeps its baseline's worker start a spare for the next step's
-/// candidate, and `0` not.
-const SPARE: &str = "CUTILE_PERF_SPARE";
+/// The variable that names how many spares a step that keeps its baseline's worker starts for the next
+/// step's workers, `0` to [`crate::system::workers::spare::MOST_SPARES`].
+const SPARES: &str = "CUTILE_PERF_SPARES";
 /// The most rounds ahead [`STAND_BY_ROUNDS`] may ask for: each is a process a side that imports and
 /// collects beside the measurements.
 const MOST_ROUNDS_AHEAD: usize = 4;
@@ -53,10 +54,12 @@ pub struct Settings {
     /// Whether a candidate alike to its baseline after the first round is measured in more rounds
     /// anyway (`CUTILE_PERF_REROLL_ALIKE=1`), as any other, rather than decided on that round.
     pub reroll_alike: bool,
-    /// Whether a step that keeps its baseline's worker starts a spare for the next step's candidate
-    /// (`CUTILE_PERF_SPARE`; by default where workers start ahead): its interpreter, imports, GPU
-    /// context and profiler are ready between steps, and hold about as much GPU memory as a worker.
-    pub spare: bool,
+    /// How many spares a step that keeps its baseline's worker starts for the next step
+    /// (`CUTILE_PERF_SPARES`): their interpreters, imports, GPU contexts and profilers are ready between
+    /// steps, each holding about as much GPU memory as a worker. By default none on a machine with few
+    /// CPUs, else one for the candidate's first worker and, where round 2's pair starts with the step,
+    /// two for that pair.
+    pub spares: usize,
 }
 
 impl Settings {
@@ -84,7 +87,7 @@ impl Settings {
     fn from(var: impl Fn(&str) -> Option<String>, cpus: usize) -> Settings {
         let value = |name| var(name).map(|value| value.trim().to_string());
         let roomy = cpus >= CPUS_TO_START_AHEAD;
-        Settings {
+        let mut settings = Settings {
             stand_by_from_round: value(STAND_BY_FROM_ROUND)
                 .and_then(|round| round.parse().ok())
                 .unwrap_or(if roomy { 0 } else { 1 }),
@@ -99,12 +102,17 @@ impl Settings {
                 .filter(|rounds| (1..=MOST_ROUNDS_AHEAD).contains(rounds))
                 .unwrap_or((cpus.saturating_sub(2) / 2).clamp(1, MOST_ROUNDS_AHEAD)),
             reroll_alike: value(REROLL_ALIKE).is_some_and(|on| on == "1"),
-            spare: match value(SPARE).as_deref() {
-                Some("1") => true,
-                Some("0") => false,
-                _ => roomy,
-            },
-        }
+            spares: 0,
+        };
+        settings.spares = value(SPARES)
+            .and_then(|count| count.parse().ok())
+            .filter(|count| *count <= MOST_SPARES)
+            .unwrap_or(match (roomy, settings.rounds_ahead_of_correctness()) {
+                (false, _) => 0,
+                (true, 0) => 1,
+                (true, _) => MOST_SPARES,
+            });
+        settings
     }
 
     /// How many rounds ahead the sides of round `number` start workers as they measure: none before
@@ -159,7 +167,7 @@ mod tests {
             stand_by_at_once: false,
             stand_by_rounds: 1,
             reroll_alike: false,
-            spare: false,
+            spares: 0,
         };
         assert_eq!(on(2, &[]), few);
         assert_eq!(on(3, &[]), few);
@@ -172,7 +180,7 @@ mod tests {
             (STAND_BY_FROM_ROUND, "0"),
             (STAND_BY_ROUNDS, "2"),
             (STAND_BY_AT_ONCE, "1"),
-            (SPARE, "1"),
+            (SPARES, "1"),
         ];
         assert_eq!(on(2, &set), on(16, &set));
     }
@@ -185,7 +193,7 @@ mod tests {
             stand_by_at_once: true,
             stand_by_rounds: MOST_ROUNDS_AHEAD,
             reroll_alike: false,
-            spare: true,
+            spares: MOST_SPARES,
         };
         assert_eq!(with(&[]), default);
         // what is not a setting's value leaves the default
@@ -195,7 +203,7 @@ mod tests {
             (STAND_BY_AT_ONCE, "yes"),
             (STAND_BY_ROUNDS, "5"),
             (REROLL_ALIKE, "yes"),
-            (SPARE, "yes"),
+            (SPARES, "4"),
         ];
         assert_eq!(with(&odd), default);
         let set = [
@@ -204,7 +212,7 @@ mod tests {
             (STAND_BY_AT_ONCE, "0"),
             (STAND_BY_ROUNDS, "3"),
             (REROLL_ALIKE, "1"),
-            (SPARE, "0"),
+            (SPARES, "0"),
         ];
         assert_eq!(
             with(&set),
@@ -214,7 +222,7 @@ mod tests {
                 stand_by_at_once: false,
                 stand_by_rounds: 3,
                 reroll_alike: true,
-                spare: false,
+                spares: 0,
             }
         );
     }

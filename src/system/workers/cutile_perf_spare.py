@@ -8,12 +8,15 @@ profiler once (the worker's own warm-up, `cutile_perf_worker.py`); writes `spare
 seconds each part took) and `imported` as a worker does; and waits.
 
 The tool then writes `go` (JSON: the worker's command `argv`, its folder `dir` and the variables `env` it
-sets), and the spare becomes that worker on the same channel: it moves to the folder, takes the variables,
+sets), and the spare becomes that worker on the channel the command names (its own is watched until the
+worker watches that one): it moves to the folder, takes the variables,
 the `sys.path` that `python -m pytest` has there and the arguments, and runs pytest in this process. Where
 that could load other code than a fresh worker would, it replaces itself (exec, same pid) with the worker's
 own command instead, which starts as any fresh one:
 
-- a module it imported would come from elsewhere on the worker's path (the tree's own `torch`, say);
+- a module it imported would come from elsewhere on the worker's path (the tree's own `torch`, say), but
+  for the tool's own plugins, which the tool writes anew beside each worker, where their bytes are the
+  same;
 - a file it imported changed or went away on disk since;
 - a variable differs that was read already (any but `PYTHONPATH`, and cuda-tile's `CUDA_TILE_*` while
   `cuda` is not imported).
@@ -96,12 +99,23 @@ def _why_not_here(env, path, imported):
         if "." in name or name == "__main__" or spec is None or not spec.has_location:
             continue
         found = importlib.machinery.PathFinder.find_spec(name, path)
+        if found is not None and name in worker.TOOL_PLUGINS and _same_bytes(found.origin, spec.origin):
+            # the tool writes its plugins anew for each worker: the same code in another folder
+            continue
         if found is None or found.origin != spec.origin:
             return f"module {name} would load from {found.origin if found else 'nowhere'}, not {spec.origin}"
     for file, was in imported.items():
         if worker._stat(file) != was:
             return f"{file}, which it imported, changed since"
     return None
+
+
+def _same_bytes(one, other):
+    try:
+        with open(one, "rb") as a, open(other, "rb") as b:
+            return a.read() == b.read()
+    except OSError:
+        return False
 
 
 def main():

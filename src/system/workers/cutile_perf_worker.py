@@ -170,12 +170,25 @@ def _write_imported(channel, root):
     _write(channel, "imported", _imported(root))
 
 
+# the tool's own plugins: it tells their code by a digest of its own, and writes them anew for each worker
+TOOL_PLUGINS = ("cutile_perf_worker", "cutile_perf_cases", "cutile_perf_census", "cutile_perf_seeds", "cutile_perf_spare")
+
+
+def _tool_plugin_files():
+    """The files the tool's plugins loaded here came from, and their folders."""
+    files = {getattr(sys.modules.get(name), "__file__", None) for name in TOOL_PLUGINS}
+    files.discard(None)
+    return files | {os.path.dirname(path) for path in files}
+
+
 def _imported(root):
     """The files this process's modules came from and the `sys.path` directories, those outside `root` (its
-    tree, whose code the tool tells by its commit), each with its size and time."""
+    tree, whose code the tool tells by its commit) and but the tool's own plugins, each with its size and
+    time."""
     inside = os.path.join(os.path.realpath(root), "")
     paths = {getattr(module, "__file__", None) for module in list(sys.modules.values())}
     paths.update(entry for entry in sys.path if entry)
+    paths -= _tool_plugin_files()
     found = {}
     for path in paths:
         if not isinstance(path, str) or not os.path.isabs(path) or os.path.realpath(path).startswith(inside):
@@ -234,21 +247,19 @@ def _owner_alive(text):
         return False
 
 
-# the channels watched already
-_WATCHED = set()
+# the channel this process watches: a spare's own, until the worker it becomes watches the worker's
+_WATCHED = [None]
 
 
 def _watch(channel):
     """Ends this worker's process group (it leads it) as soon as its channel is gone or the tool that owns
-    it now is; between commands it has no owner and lives on. Once per channel: a spare watches its
-    channel before the worker it turns into is configured."""
-    if channel in _WATCHED:
-        return
-    _WATCHED.add(channel)
+    it now is; between commands it has no owner and lives on. One channel at a time: the watch of a
+    spare's channel ends once the worker it became watches its own."""
+    _WATCHED[0] = channel
     owner = os.path.join(channel, "owner")
 
     def watch():
-        while True:
+        while _WATCHED[0] == channel:
             if not os.path.isdir(channel):
                 break
             try:
@@ -261,6 +272,8 @@ def _watch(channel):
             if text is not None and not _owner_alive(text):
                 break
             time.sleep(0.2)
+        else:
+            return
         try:
             with open(os.path.join(channel, "held")) as f:
                 groups = [int(group) for group in f.read().split()]

@@ -57,7 +57,7 @@ pub struct WorkerEnv {
 fn plugins_digest() -> String {
     let sources = [
         super::WORKER_PLUGIN,
-        super::spare::SPARE_PROGRAM,
+        super::SPARE_PROGRAM,
         crate::system::pytest::CASES_PLUGIN,
         crate::system::pytest::CENSUS_PLUGIN,
         crate::system::pytest::SEEDS_PLUGIN,

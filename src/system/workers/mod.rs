@@ -33,5 +33,8 @@ pub use worker::Worker;
 pub const WORKER_PLUGIN: (&str, &str) =
     ("cutile_perf_worker", include_str!("cutile_perf_worker.py"));
 
+/// The program a spare runs ([`spare`]), from the plugin folder where the worker plugin it imports is too.
+const SPARE_PROGRAM: (&str, &str) = ("cutile_perf_spare", include_str!("cutile_perf_spare.py"));
+
 /// The worker's option naming its channel, as its command line carries it.
 const CHANNEL_OPTION: &str = "--cutile-perf-worker=";

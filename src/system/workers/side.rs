@@ -8,6 +8,7 @@ use std::time::Duration;
 use anyhow::Result;
 
 use super::channel::{HELD, StartUp, write_text_whole};
+use super::spare::Spare;
 use super::worker::StandBy;
 use super::{Served, Worker};
 use crate::rules::records::Statistic;
@@ -29,6 +30,8 @@ pub struct Side<'a> {
     /// Bytecode found in its tree as a later worker was about to start there (which removes it first),
     /// with the tree's path: put there during the step, by another side's code.
     planted: Option<String>,
+    /// A spare the last step started, for its next new worker (round 2's); ended with the side unused.
+    spare: Option<Spare>,
 }
 
 impl<'a> Side<'a> {
@@ -47,7 +50,14 @@ impl<'a> Side<'a> {
             start_ups: Vec::new(),
             waited: Duration::ZERO,
             planted: None,
+            spare: None,
         }
+    }
+
+    /// The side with `spare` for its next new worker, if there is one.
+    pub fn with_spare(mut self, spare: Option<Spare>) -> Side<'a> {
+        self.spare = spare;
+        self
     }
 
     /// Bytecode put in the side's tree during the step, found as a later worker was about to start
@@ -131,9 +141,10 @@ impl<'a> Side<'a> {
                 .map(|worker| worker.slot)
                 .collect();
             let slot = (0..=u8::MAX).find(|slot| !taken.contains(slot));
-            match slot
-                .and_then(|slot| Worker::spawn(self.runner, side, &home, slot, Some(why)).ok())
-            {
+            match slot.and_then(|slot| {
+                let spare = self.spare.take();
+                Worker::spawn(self.runner, side, &home, slot, Some(why), spare).ok()
+            }) {
                 Some(worker) => self.standby.push_back(worker),
                 None => return,
             }
@@ -163,7 +174,15 @@ impl<'a> Side<'a> {
             return say_cold(self.runner, side, "the worker's folder is gone");
         };
         self.look_for_planted();
-        match Worker::spawn(self.runner, side, &home, 0, Some(StandBy::ForThisRound)) {
+        let spare = self.spare.take();
+        match Worker::spawn(
+            self.runner,
+            side,
+            &home,
+            0,
+            Some(StandBy::ForThisRound),
+            spare,
+        ) {
             Ok(worker) => self.worker = Some(worker),
             Err(e) => say_cold(self.runner, side, &format!("{e:#}")),
         }

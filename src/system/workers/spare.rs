@@ -1,54 +1,125 @@
-//! The spare worker: a process started once a step has kept its baseline's worker, before the next
-//! candidate's code exists. It starts the interpreter, imports pytest and torch, makes its GPU context and
-//! starts the profiler (on an H100, 6-10 s of the candidate's first start-up), then waits beside the kept
-//! worker; the next step checks the candidate's code out into its home and gives it the worker's command
-//! ([`Worker::take_spare`]), so that the candidate's first worker pays only its own collection. Where the
-//! spare could load other code than a fresh worker (a module of the tree's own, a library changed on disk,
-//! a variable that differs), it starts the command afresh in its own process: never a wrong start, at
-//! worst an ordinary one. The program is `cutile_perf_spare.py`, whose docstring describes its channel.
+//! Spare workers: processes started once a step has kept its baseline's worker, before the next
+//! candidate's code exists. Each starts the interpreter, imports pytest and torch, makes its GPU context
+//! and starts the profiler (on an H100, 10-11 s of a worker's start-up), then waits beside the kept
+//! worker. The next step gives one a worker's command, channel and tree (a worker spawned with it), so
+//! that the candidate's first worker pays only its own configuration and collection; where the machine
+//! has CPUs for the next rounds' workers to start with the step, round 2's pair is made of two more.
+//! Where a spare could load other code than a fresh worker (a module of the tree's own, a library
+//! changed on disk, a variable that differs), it starts the command afresh in its own process: never a
+//! wrong start, at worst an ordinary one. The program is `cutile_perf_spare.py`, whose docstring
+//! describes its channel.
 //!
-//! It is recorded beside the kept workers (`lasting-spare-<gpu>.json`), so that what ends, lists or
-//! spares them (`repair`, `status`, the GPU check, the orphan sweep) sees it too; a step that cannot use
-//! it (its environment changed, it is gone) ends it and starts a fresh worker, as before.
-//!
-//! [`Worker::take_spare`]: super::Worker::take_spare
+//! Each is recorded beside the kept workers (`lasting-spare-<gpu>.json`, `lasting-spare-<gpu>.1.json`,
+//! ...), so that what ends, lists or spares them (`repair`, `status`, the GPU check, the orphan sweep)
+//! sees them too; a step that cannot use one (its environment changed, it is gone) ends it and starts a
+//! fresh worker, as before.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
 use super::lasting::{self, Code, Lasting, WorkerEnv};
-use super::{CHANNEL_OPTION, WORKER_PLUGIN};
+use super::{CHANNEL_OPTION, SPARE_PROGRAM, WORKER_PLUGIN};
 use crate::system::git::Repo;
 use crate::system::process::{self, Background};
 use crate::system::pytest::{self, Bytecode, CASES_PLUGIN};
 
-/// The program a spare runs, from the plugin folder where the worker plugin it imports is too.
-pub(super) const SPARE_PROGRAM: (&str, &str) = ("cutile_perf_spare", include_str!("cutile_perf_spare.py"));
-
 /// The side a spare's record names.
 pub const SPARE: &str = "spare";
 
-/// Where the spare for `gpu` (`CUDA_VISIBLE_DEVICES`; none: all the machine's) is recorded: among the
-/// kept workers' records, under a name no GPU's record has (theirs keep no `-` after `lasting-`).
-pub fn record_path(repo: &Repo, gpu: Option<&str>) -> Result<PathBuf> {
+/// The most spares kept for one GPU: the next candidate's first worker and the pair of its round 2.
+pub const MOST_SPARES: usize = 3;
+
+/// Where spare `index` for `gpu` (`CUDA_VISIBLE_DEVICES`; none: all the machine's) is recorded: among
+/// the kept workers' records, under a name no GPU's record has (theirs keep no `-` after `lasting-`).
+fn record_path(repo: &Repo, gpu: Option<&str>, index: usize) -> Result<PathBuf> {
     let kept = lasting::record_path(repo, gpu)?;
     let name = kept.file_name().unwrap_or_default().to_string_lossy();
-    Ok(kept.with_file_name(name.replacen("lasting-", "lasting-spare-", 1)))
+    let name = name.replacen("lasting-", "lasting-spare-", 1);
+    Ok(kept.with_file_name(match index {
+        0 => name,
+        index => name.replacen(".json", &format!(".{index}.json"), 1),
+    }))
 }
 
-/// The spare recorded for `gpu`, if this repository's record names one of its own. The record is
-/// removed: the spare is the caller's now, to take or to end.
-pub fn take_record(repo: &Repo, gpu: Option<&str>) -> Result<Option<Lasting>> {
-    let path = record_path(repo, gpu)?;
-    let found = lasting::own(repo, path.clone())?.map(|(_, spare)| spare);
-    let _ = std::fs::remove_file(&path);
-    Ok(found)
+/// A spare taken from its record: the caller's, to become a worker ([`Worker::spawn`] with it) or, dropped
+/// unused, to end with its home.
+///
+/// [`Worker::spawn`]: super::Worker
+pub struct Spare(Option<Lasting>);
+
+impl Spare {
+    /// Its record, its process's now; it is no longer ended when dropped.
+    pub(super) fn into_record(mut self) -> Lasting {
+        self.0.take().expect("a spare is taken once")
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.0.as_ref().map_or(0, |spare| spare.process.pid)
+    }
 }
 
-/// Starts a spare for the workers `env` describes, in `home` (its tree will be `home/tree`), its output
-/// into `log`, and records it for the next step; returns its record.
-pub fn start(repo: &Repo, env: &WorkerEnv, home: &Path, log: &Path) -> Result<Lasting> {
+impl Drop for Spare {
+    fn drop(&mut self) {
+        if let Some(spare) = self.0.take() {
+            end(&spare);
+        }
+    }
+}
+
+/// Ends `spare`'s process group and removes its home.
+fn end(spare: &Lasting) {
+    spare.end_process();
+    let _ = std::fs::remove_dir_all(&spare.home);
+}
+
+/// A spare recorded for the GPU of `env` that can become a worker under `env`, its record removed; each
+/// one before it that cannot is ended, and `say` is told why.
+pub fn take(repo: &Repo, env: &WorkerEnv, say: &dyn Fn(String)) -> Result<Option<Spare>> {
+    for index in 0..MOST_SPARES {
+        let path = record_path(repo, env.gpu.as_deref(), index)?;
+        let Some((_, spare)) = lasting::own(repo, path.clone())? else {
+            continue;
+        };
+        let _ = std::fs::remove_file(&path);
+        match spare.cannot_take(env) {
+            None => return Ok(Some(Spare(Some(spare)))),
+            Some(why) => {
+                say(format!(
+                    "the spare worker (pid {}) cannot serve this step ({why}): it is ended and a fresh \
+                     one starts",
+                    spare.process.pid
+                ));
+                end(&spare);
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// Ends every spare recorded for `gpu`; returns their pids.
+pub fn end_all(repo: &Repo, gpu: Option<&str>) -> Result<Vec<u32>> {
+    let mut ended = Vec::new();
+    for index in 0..MOST_SPARES {
+        let path = record_path(repo, gpu, index)?;
+        if let Some((_, spare)) = lasting::own(repo, path.clone())? {
+            end(&spare);
+            ended.push(spare.process.pid);
+        }
+        let _ = std::fs::remove_file(&path);
+    }
+    Ok(ended)
+}
+
+/// Starts spare `index` for the workers `env` describes, in `home`, its output into `log`, and records
+/// it for the next step; returns its record.
+pub fn start(
+    repo: &Repo,
+    env: &WorkerEnv,
+    index: usize,
+    home: &Path,
+    log: &Path,
+) -> Result<Lasting> {
     let channel = lasting::channel_in(home, 0);
     std::fs::create_dir_all(&channel)
         .with_context(|| format!("cannot create {}", channel.display()))?;
@@ -108,7 +179,7 @@ pub fn start(repo: &Repo, env: &WorkerEnv, home: &Path, log: &Path) -> Result<La
         slot: 0,
     };
     let saved =
-        record_path(repo, env.gpu.as_deref()).and_then(|path| lasting::save(&path, &record));
+        record_path(repo, env.gpu.as_deref(), index).and_then(|path| lasting::save(&path, &record));
     if let Err(e) = saved {
         // unrecorded, it would be nobody's
         record.end_process();

@@ -7,6 +7,7 @@ use anyhow::{Context, Result};
 
 use super::channel::{GO, OWNER, STANDBY, StartUp, own, write_text_whole};
 use super::lasting::{self, Code, Lasting, WorkerEnv};
+use super::spare::Spare;
 use super::{CHANNEL_OPTION, WORKER_PLUGIN};
 use crate::system::process::Background;
 use crate::system::pytest::{
@@ -40,8 +41,10 @@ pub struct Worker {
     pub(super) spawned: Option<std::time::SystemTime>,
     /// Whether it was started while an earlier round measured (its start-up counted from its go).
     pub(super) ahead: bool,
-    /// Whether a spare became it ([`Worker::take_spare`]; its start-up counted from then).
+    /// Whether a spare became it (its start-up counted from then).
     pub(super) from_spare: bool,
+    /// The home the spare it was made of started in: removed with the worker, or when it is kept.
+    spare_home: Option<PathBuf>,
     /// Its start-up, once its first command has read it, until its side takes it.
     pub(super) start_up: Option<StartUp>,
     /// How long its last command waited for it to be ready (its start-up not yet over).
@@ -70,22 +73,30 @@ impl StandBy {
 }
 
 impl Worker {
-    /// Starts `runner`'s side as a worker with its channel in `home`, owned by this process; it
-    /// collects while the caller goes on.
-    pub fn start(runner: &Pytest, side: &'static str, home: &Path) -> Result<Worker> {
-        Worker::spawn(runner, side, home, 0, None)
+    /// Starts `runner`'s side as a worker with its channel in `home` (made of `spare` where there is
+    /// one), owned by this process; it collects while the caller goes on.
+    pub fn start(
+        runner: &Pytest,
+        side: &'static str,
+        home: &Path,
+        spare: Option<Spare>,
+    ) -> Result<Worker> {
+        Worker::spawn(runner, side, home, 0, None, spare)
     }
 
     /// Starts a worker in channel `slot` of `home` (beside those in the others), standing by when
     /// `standby` says why: it imports and collects, then (unless it goes at once) waits for [`Worker::go`]
     /// before it makes its GPU context and says `ready`, so that it can start while another worker measures, and so that a
-    /// round's new workers make their contexts one after the other, in the round's order.
+    /// round's new workers make their contexts one after the other, in the round's order. Made of
+    /// `spare` where there is one: the spare is given the worker's command (`go`), its interpreter,
+    /// imports, GPU context and profiler ready, and its start-up is counted from now.
     pub(super) fn spawn(
         runner: &Pytest,
         side: &'static str,
         home: &Path,
         slot: u8,
         standby: Option<StandBy>,
+        spare: Option<Spare>,
     ) -> Result<Worker> {
         let channel = lasting::channel_in(home, slot);
         if channel.exists() {
@@ -111,13 +122,30 @@ impl Worker {
             }
         );
         let prepared = command(runner, home, &channel, &name)?;
-        let expression = prepared.with_call(|call| runner.place.pytest_command(call));
-        let process = Background::start(expression, &prepared.log)?;
+        let (process, log, spare_home) = match spare {
+            None => {
+                let expression = prepared.with_call(|call| runner.place.pytest_command(call));
+                let process = Background::start(expression, &prepared.log)?;
+                (process, prepared.log.clone(), None)
+            }
+            Some(spare) => {
+                let spare = spare.into_record();
+                // owned from here: an error below ends it
+                let process = Background::adopt(spare.process.clone());
+                give_command(&spare.channel(), &prepared)?;
+                // its output goes on where this step's workers' goes (it writes to the file, renamed)
+                let log = match std::fs::rename(&spare.log, &prepared.log) {
+                    Ok(()) => prepared.log.clone(),
+                    Err(_) => spare.log.clone(),
+                };
+                (process, log, Some(spare.home.clone()))
+            }
+        };
         Ok(Worker {
             side,
             channel,
             process,
-            log: prepared.log.clone(),
+            log,
             started: lasting::now_s(),
             last_command: lasting::now_s(),
             commands: 0,
@@ -127,50 +155,8 @@ impl Worker {
             standing_by: standby.filter(|why| why.waits()),
             spawned: Some(std::time::SystemTime::now()),
             ahead: matches!(standby, Some(StandBy::Ahead | StandBy::AheadGoing)),
-            from_spare: false,
-            start_up: None,
-            waited: std::time::Duration::ZERO,
-        })
-    }
-
-    /// `runner`'s side as a worker made of `spare` (its tree checked out in the spare's home as
-    /// `runner`'s root), owned by this process: the spare is given the worker's command (`go`) and
-    /// collects while the caller goes on; its start-up is counted from now.
-    pub fn take_spare(runner: &Pytest, side: &'static str, spare: &Lasting) -> Result<Worker> {
-        let channel = spare.channel();
-        own(&channel)?;
-        let home = spare.home.as_path();
-        // the spare's own log goes on as the worker's: this command's, never started, names no file
-        let name = format!(
-            "worker-{}.go",
-            home.file_name().unwrap_or_default().to_string_lossy()
-        );
-        let prepared = command(runner, home, &channel, &name)?;
-        let go = prepared.with_call(|call| {
-            serde_json::json!({
-                "argv": std::iter::once(call.program).chain(call.args.iter().copied()).collect::<Vec<_>>(),
-                "dir": call.dir,
-                "env": (call.env.iter())
-                    .map(|(name, value)| (name.to_string(), value.to_string_lossy().into_owned()))
-                    .collect::<std::collections::BTreeMap<_, _>>(),
-            })
-        });
-        write_text_whole(&channel.join(GO), &go.to_string())?;
-        Ok(Worker {
-            side,
-            channel,
-            process: Background::adopt(spare.process.clone()),
-            log: spare.log.clone(),
-            started: lasting::now_s(),
-            last_command: lasting::now_s(),
-            commands: 0,
-            measured: false,
-            kept: false,
-            slot: 0,
-            standing_by: None,
-            spawned: Some(std::time::SystemTime::now()),
-            ahead: false,
-            from_spare: true,
+            from_spare: spare_home.is_some(),
+            spare_home,
             start_up: None,
             waited: std::time::Duration::ZERO,
         })
@@ -210,6 +196,7 @@ impl Worker {
             spawned: None,
             ahead: false,
             from_spare: false,
+            spare_home: None,
             start_up: None,
             waited: std::time::Duration::ZERO,
         };
@@ -270,6 +257,23 @@ impl Worker {
     }
 }
 
+/// Gives the spare whose channel is `spare_channel` the worker's command `prepared`, owned by this
+/// process until it watches the worker's own channel (the spare ends should this process be killed
+/// before).
+fn give_command(spare_channel: &Path, prepared: &Prepared) -> Result<()> {
+    own(spare_channel)?;
+    let go = prepared.with_call(|call| {
+        serde_json::json!({
+            "argv": std::iter::once(call.program).chain(call.args.iter().copied()).collect::<Vec<_>>(),
+            "dir": call.dir,
+            "env": (call.env.iter())
+                .map(|(name, value)| (name.to_string(), value.to_string_lossy().into_owned()))
+                .collect::<std::collections::BTreeMap<_, _>>(),
+        })
+    });
+    write_text_whole(&spare_channel.join(GO), &go.to_string())
+}
+
 /// The worker command of `runner`'s side with its channel at `channel`, its plugins in `home`; `name`
 /// names its log.
 fn command(runner: &Pytest, home: &Path, channel: &Path, name: &str) -> Result<Prepared> {
@@ -309,6 +313,10 @@ impl Drop for Worker {
         // the process group goes with `process`; the channel is ours alone
         if !self.kept {
             let _ = std::fs::remove_dir_all(&self.channel);
+        }
+        // kept or not, it watches its own channel by now
+        if let Some(home) = &self.spare_home {
+            let _ = std::fs::remove_dir_all(home);
         }
     }
 }
