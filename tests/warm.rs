@@ -1501,15 +1501,15 @@ fn bytecode_planted_then_a_step(env: &[(&str, &str)]) {
 
 /// Two steps, each faster than the one before (`earlier`, `later`: the kernel's latencies), with a
 /// spare between them (`CUTILE_PERF_SPARES=1`, `env` too, and for the second `second`
-/// as well), `between` done between them: the second's report, output and starts, and the pid of the
-/// spare the first left, as `status` listed it.
+/// as well), `between` done between them: the second's report, output and starts, the pid of the spare
+/// the first left, as `status` listed it, and what it `said` once ready and was given to `preload`.
 fn steps_with_a_spare(
     f: &Fixture,
     [earlier, later]: [(f64, f64); 2],
     env: &[(&str, &str)],
     between: impl FnOnce(),
     second: &[(&str, &str)],
-) -> (Counted, i32) {
+) -> (Counted, i32, serde_json::Value) {
     let mut spare_env = vec![("CUTILE_PERF_SPARES", "1")];
     spare_env.extend_from_slice(env);
     let first = counted_step_at(f, earlier, &spare_env);
@@ -1535,12 +1535,17 @@ fn steps_with_a_spare(
     while !warm.exists() && Instant::now() < until {
         std::thread::sleep(Duration::from_millis(20));
     }
+    let read = |path: std::path::PathBuf| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap_or_default()).unwrap_or_default()
+    };
+    let spare_said = serde_json::json!({
+        "said": read(warm.clone()),
+        "preload": read(warm.with_file_name("preload")),
+    });
     between();
     spare_env.extend_from_slice(second);
-    (
-        counted_step_at(f, later, &spare_env),
-        spare["pid"].as_i64().unwrap() as i32,
-    )
+    let pid = spare["pid"].as_i64().unwrap() as i32;
+    (counted_step_at(f, later, &spare_env), pid, spare_said)
 }
 
 /// Two steps' latencies, each faster than the fixture's baseline and than the one before.
@@ -1568,7 +1573,7 @@ fn started_afresh(f: &Fixture) -> Option<String> {
 fn the_next_steps_candidate_worker_is_the_spare_the_step_before_started() {
     let f = Fixture::new();
     f.start();
-    let (step, spare) = steps_with_a_spare(&f, FASTER, &[], || {}, &[]);
+    let (step, spare, said) = steps_with_a_spare(&f, FASTER, &[], || {}, &[]);
     assert!(
         step.stderr.contains(&format!(
             "the candidate's worker is the spare (pid {spare})"
@@ -1583,6 +1588,21 @@ fn the_next_steps_candidate_worker_is_the_spare_the_step_before_started() {
         step.starts
     );
     assert_eq!(started_afresh(&f), None);
+    // it had imported ahead what the kept worker loaded from outside its tree, and nothing else
+    let preload: Vec<String> = serde_json::from_value(said["preload"].clone()).unwrap();
+    let ahead: Vec<String> =
+        serde_json::from_value(said["said"]["imported_ahead"].clone()).unwrap();
+    assert!(!ahead.is_empty(), "{said}");
+    for name in &ahead {
+        assert!(preload.contains(name), "{name} is not in {preload:?}");
+    }
+    // the tree's own modules are not among them: the fixture has its own torch and cuda
+    for name in ["tests", "tilegym", "torch", "cuda", "conftest"] {
+        assert!(
+            !preload.contains(&name.to_string()),
+            "{name} in {preload:?}"
+        );
+    }
     let start_ups = step.report["timings"]["startups"].as_array().unwrap();
     let from_spare: Vec<_> = start_ups.iter().filter(|s| s["spare"] == true).collect();
     assert_eq!(from_spare.len(), 1, "{start_ups:#?}");
@@ -1610,7 +1630,7 @@ fn a_spare_whose_library_the_candidates_tree_has_its_own_of_starts_the_worker_af
     let site = torch_installed_beside(&f);
     let site = site.to_str().unwrap();
     f.start();
-    let (step, spare) = steps_with_a_spare(&f, FASTER, &[("PYTHONPATH", site)], || {}, &[]);
+    let (step, spare, _) = steps_with_a_spare(&f, FASTER, &[("PYTHONPATH", site)], || {}, &[]);
     // a fresh worker would load the tree's own torch: the spare becomes one in its own process
     let why = started_afresh(&f).expect("the spare served with another torch than the tree's");
     assert!(
@@ -1637,12 +1657,12 @@ fn a_spare_whose_library_changed_on_disk_starts_the_worker_afresh() {
     start.envs(site_env);
     assert!(start.output().unwrap().status.success());
     // unchanged, the spare serves with the torch it imported
-    let (step, _) = steps_with_a_spare(&f, FASTER, &site_env, || {}, &[]);
+    let (step, _, _) = steps_with_a_spare(&f, FASTER, &site_env, || {}, &[]);
     assert!(step.stderr.contains("is the spare"), "{}", step.stderr);
     assert_eq!(started_afresh(&f), None);
     // changed between steps, it is loaded afresh
     let library = site.join("torch/__init__.py");
-    let (step, spare) = steps_with_a_spare(
+    let (step, spare, _) = steps_with_a_spare(
         &f,
         [(0.03, 0.3), (0.02, 0.2)],
         &site_env,
@@ -1669,7 +1689,7 @@ fn a_spare_whose_library_changed_on_disk_starts_the_worker_afresh() {
 fn a_spare_started_under_another_environment_is_ended_and_repair_ends_the_next() {
     let f = Fixture::new();
     f.start();
-    let (step, spare) =
+    let (step, spare, _) =
         steps_with_a_spare(&f, FASTER, &[], || {}, &[("TILEGYM_DISABLE_AUTOTUNE", "1")]);
     assert!(
         step.stderr.contains(&format!(

@@ -15,7 +15,7 @@ use crate::system::git::Repo;
 use crate::system::pytest::Pytest;
 use crate::system::runner::Workers;
 use crate::system::ui::Progress;
-use crate::system::workers::lasting::{self, Code, WorkerEnv};
+use crate::system::workers::lasting::{self, Code, Lasting, WorkerEnv};
 use crate::system::workers::spare::{self, Spare};
 use crate::system::workers::{Worker, say_cold};
 
@@ -179,12 +179,8 @@ impl Held<'_> {
                 progress.line(&format!(
                     "the baseline's warm worker (pid {pid}) lives on for the next step"
                 ));
-                start_spares(
-                    repo,
-                    &self.env,
-                    Settings::for_workers(self.workers).spares,
-                    progress,
-                );
+                let count = Settings::for_workers(self.workers).spares;
+                start_spares(repo, (&self.env, &record), count, progress);
             }
             Err(e) => {
                 // unrecorded, it would be nobody's: it ends with its tree
@@ -237,10 +233,15 @@ impl Holders<'_> {
     }
 }
 
-/// Starts `count` spares for the next step's workers under `env` ([`spare`]), ending those an earlier
-/// command left; a spare that cannot start is a warning, since the next step starts its workers as
-/// before.
-fn start_spares(repo: &Repo, env: &WorkerEnv, count: usize, progress: &Progress) {
+/// Starts `count` spares for the next step's workers under `env`, like the kept worker `like` ([`spare`]),
+/// ending those an earlier command left; a spare that cannot start is a warning, since the next step
+/// starts its workers as before.
+fn start_spares(
+    repo: &Repo,
+    (env, like): (&WorkerEnv, &Lasting),
+    count: usize,
+    progress: &Progress,
+) {
     let started = (|| {
         spare::end_all(repo, env.gpu.as_deref())?;
         let mut pids = Vec::new();
@@ -248,7 +249,7 @@ fn start_spares(repo: &Repo, env: &WorkerEnv, count: usize, progress: &Progress)
             let home = new_home(repo, spare::SPARE)?;
             let name = home.file_name().unwrap_or_default().to_string_lossy();
             let log = sandbox(repo).join(format!("worker-{name}.log"));
-            let spare = spare::start(repo, env, index, &home, &log).inspect_err(|_| {
+            let spare = spare::start(repo, env, like, (index, &home, &log)).inspect_err(|_| {
                 let _ = std::fs::remove_dir_all(&home);
             })?;
             pids.push(spare.process.pid.to_string());

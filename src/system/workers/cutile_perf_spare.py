@@ -1,18 +1,20 @@
-"""A spare worker: the process `git cutile-perf` starts once a step has kept its baseline's worker, before
-the next candidate's code exists, so that the next step's candidate worker pays only its own collection.
+"""A spare worker: a process `git cutile-perf` starts once a step has kept its baseline's worker, before the
+next step's code exists, so that a worker of the next step pays only its own configuration and collection.
 
-Started as `python cutile_perf_spare.py --cutile-perf-worker=DIR` in the folder the candidate's tree will be
-checked out in, from the folder of the tool's plugins, with the workers' environment but for what names a
-tree, it imports pytest and, where installed outside any tree, torch; makes its CUDA context and starts the
-profiler once (the worker's own warm-up, `cutile_perf_worker.py`); writes `spare` (JSON: its pid and the
-seconds each part took) and `imported` as a worker does; and waits.
+Started as `python cutile_perf_spare.py --cutile-perf-worker=DIR` in a folder of its own, from the folder of
+the tool's plugins, with the workers' environment but for what names a tree, it imports pytest, torch
+where installed outside any tree, and the modules the session's last worker loaded from outside its tree
+(`preload` in its channel, which the tool copies from that worker's `modules`), cuda-tile's left out;
+makes its CUDA context and starts the profiler once (the worker's own warm-up, `cutile_perf_worker.py`);
+writes `spare` (JSON: its pid, the seconds each part took and what it imported ahead) and `imported` as a
+worker does; and waits.
 
 The tool then writes `go` (JSON: the worker's command `argv`, its folder `dir` and the variables `env` it
 sets), and the spare becomes that worker on the channel the command names (its own is watched until the
-worker watches that one): it moves to the folder, takes the variables,
-the `sys.path` that `python -m pytest` has there and the arguments, and runs pytest in this process. Where
-that could load other code than a fresh worker would, it replaces itself (exec, same pid) with the worker's
-own command instead, which starts as any fresh one:
+worker watches that one): it moves to the folder, takes the variables, the `sys.path` that
+`python -m pytest` has there and the arguments, and runs pytest in this process. Where that could load
+other code than a fresh worker would, it replaces itself (exec, same pid) with the worker's own command
+instead, which starts as any fresh one:
 
 - a module it imported would come from elsewhere on the worker's path (the tree's own `torch`, say), but
   for the tool's own plugins, which the tool writes anew beside each worker, where their bytes are the
@@ -24,6 +26,7 @@ own command instead, which starts as any fresh one:
 `stop`, no `go` for `--cutile-perf-worker-idle` seconds, or its channel gone end it, as they end a worker.
 """
 
+import importlib
 import importlib.machinery
 import json
 import os
@@ -45,13 +48,26 @@ def _option(name, default):
     return default
 
 
-def _import_torch():
-    """Imports torch where it is installed; tests without it, or with one of their own, import theirs after
-    `go` (the second is found there, and the worker's command runs instead)."""
+def _import_ahead(channel):
+    """Imports torch where it is installed, then the modules the session's last worker loaded from outside
+    its tree (`preload` in the channel, where the tool put it) but cuda-tile's, which reads variables that
+    name the tree the worker compiles from. A module the tree has one of its own of is found again at
+    `go` (and the worker's command runs afresh); one that cannot be imported here is left to the worker."""
     try:
-        import torch  # noqa: F401
-    except Exception:
-        pass
+        with open(os.path.join(channel, "preload")) as f:
+            names = [name for name in json.load(f) if isinstance(name, str)]
+    except (OSError, ValueError):
+        names = []
+    imported = []
+    for name in ["torch", *names]:
+        if name in ("cuda", "__main__") or name in sys.modules or name in worker.TOOL_PLUGINS:
+            continue
+        try:
+            importlib.import_module(name)
+            imported.append(name)
+        except BaseException:  # anything a module does at import stays its own: the worker imports it
+            pass
+    return imported
 
 
 def _go(channel, idle_s):
@@ -124,13 +140,13 @@ def main():
     worker._write(channel, "pid", {"pid": os.getpid()})
     worker._watch(channel)
     began = time.monotonic()
-    _import_torch()
+    ahead = _import_ahead(channel)
     phases = {"imported_s": round(time.monotonic() - began, 3)}
     phases["context_s"] = worker._timed(worker._cuda_context)
     phases["profiler_s"] = worker._timed(worker._warm_profiler)
     imported = worker._imported(os.getcwd())
     worker._write(channel, "imported", imported)
-    worker._write(channel, "spare", {"pid": os.getpid(), "phases": phases})
+    worker._write(channel, "spare", {"pid": os.getpid(), "phases": phases, "imported_ahead": ahead})
     go = _go(channel, idle_s)
     if go is None:
         return 0

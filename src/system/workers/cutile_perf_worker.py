@@ -27,7 +27,9 @@ The tool owns the channel, a directory given as `--cutile-perf-worker=DIR`:
 - a spare (`cutile_perf_spare.py`) started before the worker's code existed becomes the worker on its own
   channel when the tool writes `go`; its phases count from then;
 - `stop` ends the worker, as does no command for `--cutile-perf-worker-idle` seconds, or its channel gone;
-- the worker writes `imported` (JSON: `{path: [bytes, mtime_ns]}`) when collected and after each command:
+- the worker writes `imported` (JSON: `{path: [bytes, mtime_ns]}`), and `modules` (JSON: the top-level
+  modules it loaded from outside its tree, which a spare for a later worker imports ahead), when collected
+  and after each command:
   every file its modules were loaded from outside its own tree, and each directory on `sys.path` outside
   it (a module or `.pth` file added there changes its time), so that the tool ends a kept worker whose
   imported code changed on disk since (a library upgraded, a site-packages file edited).
@@ -166,8 +168,20 @@ def _stat(path):
 
 
 def _write_imported(channel, root):
-    """Writes `imported` ([`_imported`]), for the tool to hold to the disk before it reuses the worker."""
+    """Writes `imported` ([`_imported`]), for the tool to hold to the disk before it reuses the worker, and
+    `modules`: the names of the top-level modules it loaded from outside `root`, the tool's plugins left
+    out, which a spare started for a later worker of the session imports before it has a tree."""
     _write(channel, "imported", _imported(root))
+    inside = os.path.join(os.path.realpath(root), "")
+    names = sorted(
+        name
+        for name, module in list(sys.modules.items())
+        if "." not in name
+        and name not in TOOL_PLUGINS
+        and isinstance(getattr(module, "__file__", None), str)
+        and not os.path.realpath(module.__file__).startswith(inside)
+    )
+    _write(channel, "modules", names)
 
 
 # the tool's own plugins: it tells their code by a digest of its own, and writes them anew for each worker

@@ -112,17 +112,19 @@ pub fn end_all(repo: &Repo, gpu: Option<&str>) -> Result<Vec<u32>> {
 }
 
 /// Starts spare `index` for the workers `env` describes, in `home`, its output into `log`, and records
-/// it for the next step; returns its record.
+/// it for the next step; returns its record. It imports ahead what `like` (the session's last worker)
+/// loaded from outside its tree.
 pub fn start(
     repo: &Repo,
     env: &WorkerEnv,
-    index: usize,
-    home: &Path,
-    log: &Path,
+    like: &Lasting,
+    (index, home, log): (usize, &Path, &Path),
 ) -> Result<Lasting> {
     let channel = lasting::channel_in(home, 0);
     std::fs::create_dir_all(&channel)
         .with_context(|| format!("cannot create {}", channel.display()))?;
+    // a worker that wrote none (an older one) leaves the spare its torch alone
+    let _ = std::fs::copy(like.channel().join("modules"), channel.join("preload"));
     let plugins = home.join("plugins");
     std::fs::create_dir_all(&plugins)
         .with_context(|| format!("cannot create {}", plugins.display()))?;
