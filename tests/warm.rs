@@ -1779,3 +1779,43 @@ fn round_twos_pair_is_made_of_spares_where_it_starts_with_the_step() {
     assert_eq!(left.len(), 3, "{status}");
     f.ok(&["verify"]);
 }
+
+#[test]
+fn a_spare_that_ended_between_steps_is_replaced_without_a_word() {
+    let f = Fixture::new();
+    f.start();
+    let spare_env = [("CUTILE_PERF_SPARES", "1")];
+    counted_step_at(&f, (0.05, 0.5), &spare_env);
+    let status: serde_json::Value = serde_json::from_str(&f.ok(&["status", "--json"])).unwrap();
+    let spare = (status["workers"].as_array().unwrap().iter())
+        .find(|worker| worker["side"] == "spare")
+        .unwrap_or_else(|| panic!("no spare in {status}"))["pid"]
+        .as_i64()
+        .unwrap() as i32;
+    // as it ends itself when idle too long
+    unsafe { libc::kill(spare, libc::SIGKILL) };
+    let until = Instant::now() + Duration::from_secs(10);
+    while alive(spare) && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let step = counted_step_at(&f, (0.04, 0.4), &spare_env);
+    assert!(!step.stderr.contains("the spare worker"), "{}", step.stderr);
+    let start_ups = step.report["timings"]["startups"].as_array().unwrap();
+    assert!(
+        start_ups.iter().all(|s| s["spare"] == false),
+        "{start_ups:#?}"
+    );
+    assert_eq!(step.report["status"], "keep", "{}", step.report);
+    // its home went with it
+    let homes: Vec<String> = std::fs::read_dir(f.root.join(".git/cutile-perf/workers"))
+        .unwrap()
+        .flatten()
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .collect();
+    let pid_home = |home: &String| home.starts_with("spare-") && !home.ends_with(".json");
+    assert_eq!(
+        homes.iter().filter(|home| pid_home(home)).count(),
+        1,
+        "{homes:?}"
+    );
+}

@@ -84,6 +84,8 @@ pub fn take(repo: &Repo, env: &WorkerEnv, say: &dyn Fn(String)) -> Result<Option
         let _ = std::fs::remove_file(&path);
         match spare.cannot_take(env) {
             None => return Ok(Some(Spare(Some(spare)))),
+            // one that ended by itself, idle too long, is no news
+            Some(_) if !spare.process.alive() => end(&spare),
             Some(why) => {
                 say(format!(
                     "the spare worker (pid {}) cannot serve this step ({why}): it is ended and a fresh \
