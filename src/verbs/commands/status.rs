@@ -51,7 +51,7 @@ pub struct StatusReport {
     pub next_action: NextAction,
 }
 
-/// A warm worker left running between steps: the baseline's, or a spare for the next candidate.
+/// A warm worker left running between steps: the baseline's, or a spare for the next step.
 #[derive(Debug, Serialize)]
 pub struct KeptWorker {
     pub pid: u32,
@@ -311,7 +311,7 @@ fn write_worker(out: &mut dyn Write, worker: &KeptWorker) -> Result<()> {
     };
     let holds = match &worker.commit {
         Some(commit) => format!("commit {}", short(commit)),
-        None => "for the next candidate".into(),
+        None => "for the next step".into(),
     };
     writeln!(
         out,
