@@ -1,7 +1,7 @@
 //! Spare workers: processes started once a step has kept its baseline's worker, before the next
-//! candidate's code exists. Each starts the interpreter, imports pytest and torch, makes its GPU context
-//! and starts the profiler (on an H100, 10-11 s of a worker's start-up), then waits beside the kept
-//! worker. The next step gives one a worker's command, channel and tree (a worker spawned with it), so
+//! candidate's code exists. Each starts the interpreter, imports pytest, torch and what the kept worker
+//! loaded from outside its tree, makes its GPU context and starts the profiler (on an H100, 8-10 s of a
+//! worker's 12-13 s start-up), then waits beside the kept worker. The next step gives one a worker's command, channel and tree (a worker spawned with it), so
 //! that the candidate's first worker pays only its own configuration and collection; where the machine
 //! has CPUs for the next rounds' workers to start with the step, round 2's pair is made of two more.
 //! Where a spare could load other code than a fresh worker (a module of the tree's own, a library
@@ -42,10 +42,8 @@ fn record_path(repo: &Repo, gpu: Option<&str>, index: usize) -> Result<PathBuf> 
     }))
 }
 
-/// A spare taken from its record: the caller's, to become a worker ([`Worker::spawn`] with it) or, dropped
+/// A spare taken from its record: the caller's, to become a worker (one spawned with it) or, dropped
 /// unused, to end with its home.
-///
-/// [`Worker::spawn`]: super::Worker
 pub struct Spare(Option<Lasting>);
 
 impl Spare {
