@@ -16,7 +16,7 @@ use crate::system::pytest::Pytest;
 use crate::system::runner::Workers;
 use crate::system::ui::Progress;
 use crate::system::workers::lasting::{self, Code, Lasting, WorkerEnv};
-use crate::system::workers::spare::{self, Spare};
+use crate::system::workers::spare;
 use crate::system::workers::{Worker, say_cold};
 
 /// One side's code and the warm worker that runs from it: a worktree of its own (never the user's
@@ -117,14 +117,14 @@ pub fn hold<'a>(repo: &'a Repo, wanted: Wanted) -> Result<Held<'a>> {
                 true => spare::take(repo, &wanted.env, &|line| progress.line(&line))?,
                 false => None,
             };
-            let spare_pid = spare.as_ref().map(Spare::pid);
             match Worker::start(&runner, wanted.side, &home, spare) {
                 Ok(worker) => {
-                    if let Some(pid) = spare_pid {
+                    if worker.made_of_spare() {
                         progress.line(&format!(
-                            "the {}'s worker is the spare (pid {pid}) started after the last step, \
-                             its interpreter, imports and GPU context ready",
-                            wanted.side
+                            "the {}'s worker is the spare (pid {}) started after the last step, its \
+                             interpreter, imports and GPU context ready",
+                            wanted.side,
+                            worker.pid()
                         ));
                     }
                     Some(worker)

@@ -204,7 +204,7 @@ impl Worker {
                 side: self.side,
                 seconds: took.as_secs_f64(),
                 ahead: self.ahead,
-                spare: self.from_spare,
+                spare: self.made_of_spare(),
                 phases,
                 sources,
             }

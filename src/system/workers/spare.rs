@@ -51,10 +51,6 @@ impl Spare {
     pub(super) fn into_record(mut self) -> Lasting {
         self.0.take().expect("a spare is taken once")
     }
-
-    pub fn pid(&self) -> u32 {
-        self.0.as_ref().map_or(0, |spare| spare.process.pid)
-    }
 }
 
 impl Drop for Spare {

@@ -41,9 +41,8 @@ pub struct Worker {
     pub(super) spawned: Option<std::time::SystemTime>,
     /// Whether it was started while an earlier round measured (its start-up counted from its go).
     pub(super) ahead: bool,
-    /// Whether a spare became it (its start-up counted from then).
-    pub(super) from_spare: bool,
-    /// The home the spare it was made of started in: removed with the worker, or when it is kept.
+    /// The home the spare it was made of started in (none for a worker started as itself): removed with
+    /// the worker, or when it is kept. Its start-up is counted from when the spare was given it.
     spare_home: Option<PathBuf>,
     /// Its start-up, once its first command has read it, until its side takes it.
     pub(super) start_up: Option<StartUp>,
@@ -155,7 +154,6 @@ impl Worker {
             standing_by: standby.filter(|why| why.waits()),
             spawned: Some(std::time::SystemTime::now()),
             ahead: matches!(standby, Some(StandBy::Ahead | StandBy::AheadGoing)),
-            from_spare: spare_home.is_some(),
             spare_home,
             start_up: None,
             waited: std::time::Duration::ZERO,
@@ -195,7 +193,6 @@ impl Worker {
             standing_by: None,
             spawned: None,
             ahead: false,
-            from_spare: false,
             spare_home: None,
             start_up: None,
             waited: std::time::Duration::ZERO,
@@ -231,6 +228,11 @@ impl Worker {
             measured: self.measured,
             slot: self.slot,
         })
+    }
+
+    /// Whether a spare the last step started became it.
+    pub fn made_of_spare(&self) -> bool {
+        self.spare_home.is_some()
     }
 
     /// Whether it has said it is ready: collected, its GPU context made and its profiler started.
