@@ -1551,22 +1551,27 @@ fn steps_with_a_spare(
 /// Two steps' latencies, each faster than the fixture's baseline and than the one before.
 const FASTER: [(f64, f64); 2] = [(0.05, 0.5), (0.04, 0.4)];
 
-/// Whether the spare's log says it started the worker's command afresh, and why.
-fn started_afresh(f: &Fixture) -> Option<String> {
-    let sandbox = f.root.join("sandbox");
-    std::fs::read_dir(&sandbox)
+/// Why a spare `step` took started its worker's command afresh, as the step's report says
+/// (`timings.startups[].phases.afresh`); the spare's log says so too.
+fn started_afresh(f: &Fixture, step: &Counted) -> Option<String> {
+    let reported = (step.report["timings"]["startups"]
+        .as_array()
+        .unwrap()
+        .iter())
+    .find_map(|start_up| start_up["phases"]["afresh"].as_str())
+    .map(str::to_string);
+    let logged = std::fs::read_dir(f.root.join("sandbox"))
         .unwrap()
         .flatten()
         .find_map(|entry| {
             let name = entry.file_name().to_string_lossy().into_owned();
             let log = std::fs::read_to_string(entry.path()).unwrap_or_default();
-            (name.starts_with("worker-") && log.contains("starting afresh")).then(|| {
-                log.lines()
-                    .find(|line| line.contains("starting afresh"))
-                    .unwrap()
-                    .to_string()
-            })
-        })
+            let line = log.lines().find(|line| line.contains("starting afresh: "));
+            line.filter(|_| name.starts_with("worker-"))
+                .map(|line| line.split_once("starting afresh: ").unwrap().1.to_string())
+        });
+    assert_eq!(reported, logged, "{:#}", step.report["timings"]);
+    reported
 }
 
 #[test]
@@ -1587,7 +1592,7 @@ fn the_next_steps_candidate_worker_is_the_spare_the_step_before_started() {
         "{:#?}",
         step.starts
     );
-    assert_eq!(started_afresh(&f), None);
+    assert_eq!(started_afresh(&f, &step), None);
     // it had imported ahead what the kept worker loaded from outside its tree, and nothing else
     let preload: Vec<String> = serde_json::from_value(said["preload"].clone()).unwrap();
     let ahead: Vec<String> =
@@ -1632,7 +1637,8 @@ fn a_spare_whose_library_the_candidates_tree_has_its_own_of_starts_the_worker_af
     f.start();
     let (step, spare, _) = steps_with_a_spare(&f, FASTER, &[("PYTHONPATH", site)], || {}, &[]);
     // a fresh worker would load the tree's own torch: the spare becomes one in its own process
-    let why = started_afresh(&f).expect("the spare served with another torch than the tree's");
+    let why =
+        started_afresh(&f, &step).expect("the spare served with another torch than the tree's");
     assert!(
         why.contains("module torch would load from") && why.contains("/tree/src/torch/"),
         "{why}"
@@ -1659,7 +1665,7 @@ fn a_spare_whose_library_changed_on_disk_starts_the_worker_afresh() {
     // unchanged, the spare serves with the torch it imported
     let (step, _, _) = steps_with_a_spare(&f, FASTER, &site_env, || {}, &[]);
     assert!(step.stderr.contains("is the spare"), "{}", step.stderr);
-    assert_eq!(started_afresh(&f), None);
+    assert_eq!(started_afresh(&f, &step), None);
     // changed between steps, it is loaded afresh
     let library = site.join("torch/__init__.py");
     let (step, spare, _) = steps_with_a_spare(
@@ -1672,8 +1678,8 @@ fn a_spare_whose_library_changed_on_disk_starts_the_worker_afresh() {
         },
         &[],
     );
-    let why =
-        started_afresh(&f).expect("the spare served with the torch it loaded before the upgrade");
+    let why = started_afresh(&f, &step)
+        .expect("the spare served with the torch it loaded before the upgrade");
     assert!(
         why.contains("torch/__init__.py, which it imported, changed since"),
         "{why}"
@@ -1725,14 +1731,15 @@ fn a_spare_started_under_another_environment_is_ended_and_repair_ends_the_next()
 }
 
 #[test]
-fn round_twos_pair_is_made_of_spares_where_it_starts_with_the_step() {
+fn the_pairs_of_the_rounds_that_start_with_the_step_are_made_of_spares() {
     let f = Fixture::new();
     f.start();
-    // a machine with CPUs to spare: round 2's pair starts with the step, and three spares wait for it
+    // a machine with CPUs to spare: the pairs of rounds 2 and 3 start with the step, and five spares
+    // wait for them and the candidate's first worker
     let roomy = [
-        ("CUTILE_PERF_SPARES", "3"),
+        ("CUTILE_PERF_SPARES", "5"),
         ("CUTILE_PERF_STAND_BY_FROM_ROUND", "0"),
-        ("CUTILE_PERF_STAND_BY_ROUNDS", "1"),
+        ("CUTILE_PERF_STAND_BY_ROUNDS", "2"),
         ("CUTILE_PERF_STAND_BY_AT_ONCE", "1"),
     ];
     let first = counted_step_at(&f, (0.05, 0.5), &roomy);
@@ -1746,8 +1753,9 @@ fn round_twos_pair_is_made_of_spares_where_it_starts_with_the_step() {
         .filter(|worker| worker["side"] == "spare")
         .map(|worker| worker["pid"].as_i64().unwrap() as i32)
         .collect();
-    assert_eq!(spares.len(), 3, "{status}");
-    // more than 10x faster than the baseline: measured again, in round 2's pair
+    assert_eq!(spares.len(), 5, "{status}");
+    // more than 10x faster than the baseline: measured again, in round 2's pair; round 3's pair, made
+    // of the last two, collects beside it and ends unused
     let step = counted_step_at(&f, (0.002, 0.02), &roomy);
     let rounds = step.report["timings"]["rounds"].as_array().unwrap().len();
     assert!(rounds >= 2, "{}", step.report);
@@ -1755,7 +1763,7 @@ fn round_twos_pair_is_made_of_spares_where_it_starts_with_the_step() {
     for spare in &spares {
         assert!(
             measured.contains(spare),
-            "spare {spare} did not serve: {:#?}",
+            "spare {spare} became none of the step's workers: {:#?}",
             step.starts
         );
     }
@@ -1771,12 +1779,16 @@ fn round_twos_pair_is_made_of_spares_where_it_starts_with_the_step() {
     assert_eq!(sides(false), ["candidate"], "{start_ups:#?}");
     assert_eq!(sides(true), ["baseline", "candidate"], "{start_ups:#?}");
     assert_eq!(step.report["status"], "keep", "{}", step.report);
-    // none is left over: the step started three more, and every other process of theirs is gone
+    // none is left over: the step started five more, and every other process of theirs is gone
     let status: serde_json::Value = serde_json::from_str(&f.ok(&["status", "--json"])).unwrap();
     let left: Vec<&serde_json::Value> = (status["workers"].as_array().unwrap().iter())
         .filter(|worker| worker["side"] == "spare")
         .collect();
-    assert_eq!(left.len(), 3, "{status}");
+    assert_eq!(left.len(), 5, "{status}");
+    assert!(
+        left.iter()
+            .all(|worker| !spares.contains(&(worker["pid"].as_i64().unwrap() as i32)))
+    );
     f.ok(&["verify"]);
 }
 

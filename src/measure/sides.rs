@@ -20,8 +20,9 @@ use crate::system::workers::spare::{self, Spare};
 pub struct HeldSides<'a> {
     pub candidate: Held<'a>,
     pub baseline: Held<'a>,
-    /// The spares the last step started for round 2's pair, the candidate's then the baseline's.
-    pub spares: [Option<Spare>; 2],
+    /// The spares the last step started for the pairs of the rounds after the first, the candidate's
+    /// then the baseline's, each side's in the order of its rounds.
+    pub spares: [Vec<Spare>; 2],
 }
 
 /// A GPU of the step (none: the environment's) and the perf cases it measures (none: every case).
@@ -150,7 +151,7 @@ pub fn hold<'r>(repo: &'r Repo, templates: &[Pytest], codes: &Codes) -> Result<V
         });
         let (baseline, candidate) = (baseline?, candidate?);
         held.push(HeldSides {
-            spares: spares_for_round_2(repo, template, &env)?,
+            spares: spares_for_later_rounds(repo, template, &env)?,
             baseline,
             candidate,
         });
@@ -158,22 +159,29 @@ pub fn hold<'r>(repo: &'r Repo, templates: &[Pytest], codes: &Codes) -> Result<V
     Ok(held)
 }
 
-/// Round 2's pair of spares, the candidate's then the baseline's, where that pair starts with the step
-/// ([`Settings::rounds_ahead_of_correctness`]) on this machine: what the last step started besides the
-/// candidate's first worker's.
-fn spares_for_round_2(
+/// The spares for the pairs of the rounds that start with the step ([`Settings::rounds_ahead_of_correctness`])
+/// on this machine, the candidate's then the baseline's, dealt a pair a round in the rounds' order: what
+/// the last step started besides the candidate's first worker's.
+fn spares_for_later_rounds(
     repo: &Repo,
     template: &Pytest,
     env: &WorkerEnv,
-) -> Result<[Option<Spare>; 2]> {
+) -> Result<[Vec<Spare>; 2]> {
     let workers = template.place.workers();
-    if workers != Workers::Lasting
-        || Settings::for_workers(workers).rounds_ahead_of_correctness() == 0
-    {
-        return Ok([None, None]);
+    let mut dealt = [Vec::new(), Vec::new()];
+    if workers != Workers::Lasting {
+        return Ok(dealt);
     }
     let say = |line: String| template.progress.line(&line);
-    Ok([spare::take(repo, env, &say)?, spare::take(repo, env, &say)?])
+    for _ in 0..Settings::for_workers(workers).rounds_ahead_of_correctness() {
+        for side in &mut dealt {
+            match spare::take(repo, env, &say)? {
+                Some(spare) => side.push(spare),
+                None => return Ok(dealt),
+            }
+        }
+    }
+    Ok(dealt)
 }
 
 /// Ends the workers still kept once the step's are held: they are for GPUs this step does not measure
@@ -244,9 +252,9 @@ pub fn pairs<'a>(
         .map(|(((gpu, cases), [candidate, baseline]), sides)| Pair {
             gpu: gpu.clone(),
             candidate: Side::new(candidate, sides.candidate.worker.take())
-                .with_spare(sides.spares[0].take()),
+                .with_spares(std::mem::take(&mut sides.spares[0])),
             baseline: Side::new(baseline, sides.baseline.worker.take())
-                .with_spare(sides.spares[1].take()),
+                .with_spares(std::mem::take(&mut sides.spares[1])),
             cases: cases.clone(),
         })
         .collect()

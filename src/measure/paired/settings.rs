@@ -4,7 +4,7 @@
 
 use crate::rules::verdict;
 use crate::system::runner::Workers;
-use crate::system::workers::spare::MOST_SPARES;
+use crate::system::workers::spare::{MOST_SPARES, ROUNDS_BY_DEFAULT};
 
 /// The variable that names the first round whose sides start the next round's workers as they measure,
 /// or `0`: as the step begins, beside the candidate's correctness run.
@@ -57,8 +57,8 @@ pub struct Settings {
     /// How many spares a step that keeps its baseline's worker starts for the next step
     /// (`CUTILE_PERF_SPARES`): their interpreters, imports, GPU contexts and profilers are ready between
     /// steps, each holding about as much GPU memory as a worker. By default none on a machine with few
-    /// CPUs, else one for the candidate's first worker and, where round 2's pair starts with the step,
-    /// two for that pair.
+    /// CPUs, else one for the candidate's first worker and, where the next rounds' pairs start with the
+    /// step, two for each of the first [`ROUNDS_BY_DEFAULT`] of those rounds.
     pub spares: usize,
 }
 
@@ -107,10 +107,13 @@ impl Settings {
         settings.spares = value(SPARES)
             .and_then(|count| count.parse().ok())
             .filter(|count| *count <= MOST_SPARES)
-            .unwrap_or(match (roomy, settings.rounds_ahead_of_correctness()) {
-                (false, _) => 0,
-                (true, 0) => 1,
-                (true, _) => MOST_SPARES,
+            .unwrap_or(match roomy {
+                false => 0,
+                true => {
+                    1 + 2 * settings
+                        .rounds_ahead_of_correctness()
+                        .min(ROUNDS_BY_DEFAULT)
+                }
             });
         settings
     }
@@ -193,9 +196,15 @@ mod tests {
             stand_by_at_once: true,
             stand_by_rounds: MOST_ROUNDS_AHEAD,
             reroll_alike: false,
-            spares: MOST_SPARES,
+            spares: 5,
         };
         assert_eq!(with(&[]), default);
+        // a spare for the candidate's first worker, and a pair for each of the first two rounds that
+        // start with the step
+        assert_eq!(on(4, &[]).spares, 3);
+        assert_eq!(with(&[(STAND_BY_ROUNDS, "1")]).spares, 3);
+        assert_eq!(with(&[(STAND_BY_FROM_ROUND, "1")]).spares, 1);
+        assert_eq!(with(&[(SPARES, "9")]).spares, MOST_SPARES);
         // what is not a setting's value leaves the default
         let odd = [
             (STAND_BY_FROM_ROUND, "-1"),
@@ -203,7 +212,7 @@ mod tests {
             (STAND_BY_AT_ONCE, "yes"),
             (STAND_BY_ROUNDS, "5"),
             (REROLL_ALIKE, "yes"),
-            (SPARES, "4"),
+            (SPARES, "10"),
         ];
         assert_eq!(with(&odd), default);
         let set = [

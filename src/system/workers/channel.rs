@@ -60,6 +60,10 @@ pub struct Phases {
     pub context_s: f64,
     /// The profiler's first start after the context.
     pub profiler_s: f64,
+    /// Why the spare given its command started it afresh in its own process (what it had imported or
+    /// read could differ from what a fresh worker loads), its phases then those of a fresh worker.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub afresh: Option<String>,
 }
 
 /// What the worker wrote when a command was over.

@@ -159,8 +159,9 @@ def main():
     os.environ.update(env)
     if why is not None:
         print(f"git cutile-perf spare: starting afresh: {why}", flush=True)
-        # the fresh command counts its phases from here too
+        # the fresh command counts its phases from here too, and says why it is one
         os.environ[worker.WENT_AT_VARIABLE] = repr(worker._WENT_AT[0])
+        os.environ[worker.AFRESH_VARIABLE] = why
         os.execvp(argv[0], argv)
     sys.path[:] = path
     import pytest

@@ -25,7 +25,8 @@ The tool owns the channel, a directory given as `--cutile-perf-worker=DIR`:
   (`sources`: each path there and the git blob id of the bytes compiled), which the tool holds to the
   side's commit;
 - a spare (`cutile_perf_spare.py`) started before the worker's code existed becomes the worker on its own
-  channel when the tool writes `go`; its phases count from then;
+  channel when the tool writes `go`; its phases count from then, and name why (`afresh`) where the spare
+  started the worker's command afresh instead;
 - `stop` ends the worker, as does no command for `--cutile-perf-worker-idle` seconds, or its channel gone;
 - the worker writes `imported` (JSON: `{path: [bytes, mtime_ns]}`), and `modules` (JSON: the top-level
   modules it loaded from outside its tree, which a spare for a later worker imports ahead), when collected
@@ -137,6 +138,9 @@ _CONFIGURED_AT_AGE = pytest.StashKey()
 # (the monotonic clock's reading, passed on in this variable where the spare started the command afresh)
 WENT_AT_VARIABLE = "CUTILE_PERF_WORKER_WENT_AT"
 _WENT_AT = [float(os.environ.pop(WENT_AT_VARIABLE))] if WENT_AT_VARIABLE in os.environ else []
+# why the spare given this worker's command started it afresh, for `ready`'s phases
+AFRESH_VARIABLE = "CUTILE_PERF_SPARE_AFRESH"
+_AFRESH = os.environ.pop(AFRESH_VARIABLE, None)
 
 
 def pytest_addoption(parser):
@@ -467,6 +471,8 @@ def pytest_runtestloop(session):
         return True
     phases["context_s"] = _timed(_cuda_context)
     phases["profiler_s"] = _timed(_warm_profiler)
+    if _AFRESH is not None:
+        phases["afresh"] = _AFRESH
     _write_imported(channel, config.rootpath)
     cases = [item.nodeid for item in items]
     _write(channel, "ready", {"pid": os.getpid(), "cases": cases, "phases": phases, "sources": _SOURCES})

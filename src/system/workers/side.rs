@@ -30,8 +30,9 @@ pub struct Side<'a> {
     /// Bytecode found in its tree as a later worker was about to start there (which removes it first),
     /// with the tree's path: put there during the step, by another side's code.
     planted: Option<String>,
-    /// A spare the last step started, for its next new worker (round 2's); ended with the side unused.
-    spare: Option<Spare>,
+    /// Spares the last step started, for its next new workers (the next rounds'), in order; those left
+    /// end with the side.
+    spares: VecDeque<Spare>,
 }
 
 impl<'a> Side<'a> {
@@ -50,13 +51,13 @@ impl<'a> Side<'a> {
             start_ups: Vec::new(),
             waited: Duration::ZERO,
             planted: None,
-            spare: None,
+            spares: VecDeque::new(),
         }
     }
 
-    /// The side with `spare` for its next new worker, if there is one.
-    pub fn with_spare(mut self, spare: Option<Spare>) -> Side<'a> {
-        self.spare = spare;
+    /// The side with `spares` for its next new workers, in order.
+    pub fn with_spares(mut self, spares: Vec<Spare>) -> Side<'a> {
+        self.spares = spares.into();
         self
     }
 
@@ -142,7 +143,7 @@ impl<'a> Side<'a> {
                 .collect();
             let slot = (0..=u8::MAX).find(|slot| !taken.contains(slot));
             match slot.and_then(|slot| {
-                let spare = self.spare.take();
+                let spare = self.spares.pop_front();
                 Worker::spawn(self.runner, side, &home, slot, Some(why), spare).ok()
             }) {
                 Some(worker) => self.standby.push_back(worker),
@@ -174,7 +175,7 @@ impl<'a> Side<'a> {
             return say_cold(self.runner, side, "the worker's folder is gone");
         };
         self.look_for_planted();
-        let spare = self.spare.take();
+        let spare = self.spares.pop_front();
         match Worker::spawn(
             self.runner,
             side,
