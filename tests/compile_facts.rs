@@ -68,7 +68,7 @@ fn an_iterations_compile_facts_go_into_its_evidence_and_compare_reads_them() {
             code,
             Already {
                 diagnosed,
-                dumped: None,
+                ..Already::default()
             },
             deadline,
         )
@@ -203,8 +203,9 @@ fn a_steps_evidence_carries_its_compile_facts() {
         &PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/toolkit"),
         &toolkit,
     );
-    // the tool's sealed environment, the stand-in toolkit first on its PATH
-    let with_toolkit = |args: &[&str]| -> serde_json::Value {
+    // the tool's sealed environment, the stand-in toolkit first on its PATH; `gathered`: the facts come
+    // from the dumps the workers' runs wrote, no run of their own
+    let with_toolkit_gathering = |args: &[&str], gathered: bool| -> serde_json::Value {
         let mut command = fixture.command(args);
         let sealed = command
             .get_envs()
@@ -217,13 +218,13 @@ fn a_steps_evidence_carries_its_compile_facts() {
             .output()
             .unwrap();
         assert!(out.status.success(), "{}", both(&out));
-        // from the dumps the workers' runs wrote: no run of their own
         let stderr = text(&out.stderr);
         let said = "from the dumps of the runs that measured it";
-        assert!(stderr.contains(said), "{}", both(&out));
+        assert_eq!(stderr.contains(said), gathered, "{}", both(&out));
         assert!(!stderr.contains("compile facts from "), "{}", both(&out));
         serde_json::from_slice(&out.stdout).unwrap()
     };
+    let with_toolkit = |args: &[&str]| with_toolkit_gathering(args, true);
     let step = |description: &str| with_toolkit(&["step", "--opt", "none", "--json", description]);
     let repo = Repo::discover(&fixture.root).unwrap();
     let compile = |rev: &str| {
@@ -255,6 +256,20 @@ fn a_steps_evidence_carries_its_compile_facts() {
     fixture.ok(&["verify"]);
     let text = fixture.ok(&["compare", "1", "2"]);
     assert!(text.contains("compile:\n  view loads 2 -> 4\n"), "{text}");
+
+    // a comment only compiles and launches what the baseline does: its facts are the baseline's, from
+    // its note, and no tool runs for them
+    let calls = || std::fs::read_to_string(toolkit.join("calls")).unwrap_or_default();
+    let calls_before = calls();
+    fixture.edit_kernel("TILE_SIZE = 256", "TILE_SIZE = 256  # the same tiles");
+    let same = with_toolkit_gathering(&["step", "--opt", "none", "--json", "a comment"], false);
+    assert!(
+        same["reason"].as_str().unwrap().starts_with("no change"),
+        "{same}"
+    );
+    assert_eq!(compile("HEAD"), Some(kept));
+    assert_eq!(calls(), calls_before);
+    fixture.ok(&["verify"]);
 }
 
 /// The perf cases' compiled kernel at `tile_size`, as the fixture's stand-in names it.

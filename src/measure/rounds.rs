@@ -257,35 +257,6 @@ mod tests {
     use super::*;
     use crate::system::runner::Local;
 
-    /// A first round's run whose one perf case launched `kernel` and ran `device` on the GPU.
-    fn first_round(side: &str, kernel: &str, device: &str) -> RunFile {
-        let census = census::Census {
-            taken: true,
-            why: None,
-            launches: vec![census::Launch {
-                kernel: kernel.into(),
-                file: Some("k.py".into()),
-                grids: vec![vec![1]],
-                count: 1,
-                hints: Vec::new(),
-                signatures: Vec::new(),
-            }],
-            bytes: 0,
-            arrays: Vec::new(),
-            timed: None,
-            outputs: None,
-            harness: None,
-            wraps: None,
-            replaced: None,
-            device: Some(vec![census::DeviceTime {
-                name: device.into(),
-                us: 1.0,
-            }]),
-            seconds: None,
-        };
-        census::run_with_census(&format!("round-1-{side}"), &census)
-    }
-
     #[test]
     fn a_baseline_whose_worker_compiled_in_an_earlier_step_is_read_from_its_stored_dumps() {
         let dir = tempfile::tempdir().unwrap();
@@ -316,8 +287,8 @@ mod tests {
         };
         let (candidate, baseline) = (side("cand"), side("base"));
         let mut runs = vec![
-            first_round("candidate", "scale", signature),
-            first_round("baseline", "scale", signature),
+            census::first_round("candidate", "scale", signature),
+            census::first_round("baseline", "scale", signature),
         ];
         assert_eq!(
             first_round_alike(&mut runs, [&candidate, &baseline]),

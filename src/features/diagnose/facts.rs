@@ -38,17 +38,21 @@ pub struct Dumped<'a> {
 }
 
 /// What the step already has that may give the compile facts without a run of their own: its diagnosis,
-/// and what its runs dumped.
+/// the baseline's facts where the code compiled what the baseline's did, and what its runs dumped.
 #[derive(Default)]
 pub struct Already<'a> {
     pub diagnosed: Option<&'a Profiled>,
+    /// The current baseline's facts, for code that compiled to the same Tile IR and launched the same
+    /// kernels (a no-change step): the same kernels give the same facts.
+    pub alike_baseline: Option<&'a CompileFacts>,
     pub dumped: Option<Dumped<'a>>,
 }
 
 /// The compile facts of the code at `code_commit` (the iteration commit, or its attempt when it was
 /// undone), for its evidence, from the case of the heaviest of `configs` (`step`: the current
 /// baseline's; `start`: the baseline's own), compiled for the GPU of `place`, where the case and the
-/// tools run (on Slurm, the iteration's node): the diagnosis's when it has them; else from what the
+/// tools run (on Slurm, the iteration's node): the diagnosis's when it has them; the baseline's for
+/// code alike to it; else from what the
 /// step's runs of that code already dumped, where they cover the case's kernels; otherwise `None` (with a line on stderr saying
 /// why, when something was tried) without a GPU, without a config, with less than [`MIN_STEP_FACTS`]
 /// left before `deadline`, or when the run dumped nothing (no cuda-tile).
@@ -61,9 +65,16 @@ pub fn for_iteration(
     already: Already,
     deadline: Instant,
 ) -> Option<CompileFacts> {
-    let Already { diagnosed, dumped } = already;
+    let Already {
+        diagnosed,
+        alike_baseline,
+        dumped,
+    } = already;
     if let Some(facts) = diagnosed.and_then(|found| found.compile.clone()) {
         return Some(facts);
+    }
+    if let Some(facts) = alike_baseline {
+        return Some(facts.clone());
     }
     let gpu = place.gpu?.gpu.identity();
     let config = heaviest(configs)?;

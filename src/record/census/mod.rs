@@ -301,6 +301,37 @@ pub(crate) fn run_with_census(name: &str, census: &Census) -> RunFile {
     )
 }
 
+/// A side's first round (`round-1-<side>`) whose one perf case launched `kernel` and ran `device` on
+/// the GPU: for the tests of what compares the two sides.
+#[cfg(test)]
+pub(crate) fn first_round(side: &str, kernel: &str, device: &str) -> RunFile {
+    let census = Census {
+        taken: true,
+        why: None,
+        launches: vec![Launch {
+            kernel: kernel.into(),
+            file: Some("k.py".into()),
+            grids: vec![vec![1]],
+            count: 1,
+            hints: Vec::new(),
+            signatures: Vec::new(),
+        }],
+        bytes: 0,
+        arrays: Vec::new(),
+        timed: None,
+        outputs: None,
+        harness: None,
+        wraps: None,
+        replaced: None,
+        device: Some(vec![DeviceTime {
+            name: device.into(),
+            us: 1.0,
+        }]),
+        seconds: None,
+    };
+    run_with_census(&format!("round-1-{side}"), &census)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

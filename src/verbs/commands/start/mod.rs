@@ -298,11 +298,11 @@ fn compile_facts(
         &baseline.configs,
         commit,
         Already {
-            diagnosed: None,
             dumped: Some(Dumped {
                 dir: dumps,
                 runs: evidence.runs.iter().collect(),
             }),
+            ..Already::default()
         },
         plan.deadline,
     );

@@ -15,6 +15,7 @@ use crate::features::diagnose::profile::{self, Profiled};
 use crate::features::snapshot::Tested;
 use crate::measure::attempt::{Tried, attempt};
 use crate::measure::paired::{self, Holders};
+use crate::record::census;
 use crate::record::evidence::Evidence;
 use crate::record::history::History;
 use crate::record::journal::Journal;
@@ -146,14 +147,17 @@ impl After<'_> {
 }
 
 /// What the step already has that may give the compile facts without a run of their own: its
-/// diagnosis, and the candidate's runs in `evidence` with the folder they dumped into.
+/// diagnosis, the current baseline's facts for alike code (`alike_baseline`), and the candidate's runs
+/// in `evidence` with the folder they dumped into.
 pub fn already<'a>(
     found: Option<&'a Profiled>,
+    alike_baseline: Option<&'a CompileFacts>,
     dumps: &'a Path,
     evidence: &'a Evidence,
 ) -> Already<'a> {
     Already {
         diagnosed: found,
+        alike_baseline,
         dumped: Some(Dumped {
             dir: dumps,
             runs: (evidence.runs.iter())
@@ -161,6 +165,20 @@ pub fn already<'a>(
                 .collect(),
         }),
     }
+}
+
+/// The current baseline's compile facts, from its note (`baseline`), where the step's candidate compiled to
+/// the same Tile IR and launched the same kernels as the baseline (no change) on the GPU the note names:
+/// gathering them again (an assembler run per kernel, 0.8-1.6 s on an H100) would find the same.
+pub fn facts_of_alike_baseline(
+    evidence: &Evidence,
+    baseline: Option<Evidence>,
+) -> Option<CompileFacts> {
+    let baseline = baseline?;
+    let alike = baseline.gpu.is_some() && baseline.gpu == evidence.gpu;
+    (alike && census::unchanged(&evidence.runs))
+        .then_some(baseline.compile)
+        .flatten()
 }
 
 /// Commits the iteration with its evidence note: the note is kept before the commit (a kill between
@@ -215,5 +233,67 @@ pub fn settle_workers(
     paired::prune_worker_logs(repo);
     if let Some(tree) = baseline_tree {
         paired::prune_dumps(repo, &tree);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::compile::{CompiledKernel, tile_ops};
+
+    const GPU: &str = "NVIDIA H100 80GB HBM3, 9.0, 580.159.04";
+
+    /// A step's evidence on `gpu` whose two sides' first rounds launched `scale` and compiled the Tile
+    /// IR `candidate` and `baseline` name.
+    fn evidence(gpu: Option<&str>, [candidate, baseline]: [&str; 2]) -> Evidence {
+        let history = crate::record::history::tests::history(Vec::new());
+        let signature = "scale_Kt1_A1f16_1l0_I128";
+        let runs = [("candidate", candidate), ("baseline", baseline)].map(|(side, body)| {
+            let mut run = census::first_round(side, "scale", signature);
+            let ir = format!("entry @{signature}(%arg0: tile<ptr<f16>>) {{\n  {body}\n}}\n");
+            run.compiled = Some(vec![CompiledKernel::of(&ir, "")]);
+            run
+        });
+        Evidence {
+            gpu: gpu.map(str::to_string),
+            ..Evidence::new(&history.session, 1, None, runs.into())
+        }
+    }
+
+    #[test]
+    fn a_candidate_alike_to_its_baseline_on_the_same_gpu_has_the_baselines_compile_facts() {
+        let mut note = evidence(Some(GPU), ["return", "return"]);
+        let facts = CompileFacts {
+            tile_ir: [("scale".to_string(), tile_ops("  return\n"))].into(),
+            ..CompileFacts::default()
+        };
+        note.compile = Some(facts.clone());
+        let alike = evidence(Some(GPU), ["return", "return"]);
+        assert_eq!(
+            facts_of_alike_baseline(&alike, Some(note.clone())),
+            Some(facts)
+        );
+        // other Tile IR, another GPU, no GPU named, or a note without facts: gathered as for any step
+        let changed = evidence(Some(GPU), ["%0 = constant 1\n  return", "return"]);
+        assert_eq!(facts_of_alike_baseline(&changed, Some(note.clone())), None);
+        let elsewhere = evidence(Some("NVIDIA H200, 9.0, 580.159.04"), ["return", "return"]);
+        assert_eq!(
+            facts_of_alike_baseline(&elsewhere, Some(note.clone())),
+            None
+        );
+        let unnamed = evidence(None, ["return", "return"]);
+        assert_eq!(
+            facts_of_alike_baseline(
+                &unnamed,
+                Some(Evidence {
+                    gpu: None,
+                    ..note.clone()
+                })
+            ),
+            None
+        );
+        note.compile = None;
+        assert_eq!(facts_of_alike_baseline(&alike, Some(note)), None);
+        assert_eq!(facts_of_alike_baseline(&alike, None), None);
     }
 }

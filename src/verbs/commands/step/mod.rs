@@ -32,7 +32,8 @@ use crate::system::runner::{self, Runner};
 use crate::system::ui::{Progress, Ui};
 use crate::{features::recovery, rules::references, system::process};
 use after::{
-    After, Diagnosed, already, attach, budget_used_pct, commit_with_note, settle_workers, tried,
+    After, Diagnosed, already, attach, budget_used_pct, commit_with_note, facts_of_alike_baseline,
+    settle_workers, tried,
 };
 use preflight::{Preflight, gpu_pool, gpu_ready, preflight, tests_ready};
 use record::Recorded;
@@ -198,7 +199,16 @@ fn measure_and_record(
         let _ = cache::remember(repo, code, found);
     }
     let facts_started = Instant::now();
-    let already = already(found, &tried.candidate_dumps, &evidence);
+    // a candidate alike to its baseline has the baseline's facts; its note is read only then
+    let baseline_note = census::unchanged(&evidence.runs)
+        .then(|| {
+            Evidence::of(repo, history.current_baseline_commit())
+                .ok()
+                .flatten()
+        })
+        .flatten();
+    let alike = facts_of_alike_baseline(&evidence, baseline_note);
+    let already = already(found, alike.as_ref(), &tried.candidate_dumps, &evidence);
     let compile = after.compile_facts(repo, &history, code, &tried.attempt, already);
     let mut checks = tried.checks;
     checks.compile_facts_s = facts_started.elapsed().as_secs_f64();
