@@ -307,7 +307,7 @@ fn a_python_without_pytest_at_step_is_refused_not_recorded() {
     let err = text(&out.stderr);
     assert!(!out.status.success(), "{err}");
     assert!(
-        err.contains("the tests cannot start, so nothing was run or recorded")
+        err.contains("the tests cannot start, so nothing was recorded")
             && err.contains("No module named pytest")
             && err.contains("hint:"),
         "{err}"

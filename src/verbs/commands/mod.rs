@@ -29,7 +29,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 
-use crate::record::history::{History, made_sandbox, sandbox};
+use crate::record::history::{History, made_sandbox};
 use crate::system::git::Repo;
 
 /// Writes `contents` to `path`, saying which file could not be written.

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 
 use super::Placed;
-use super::preflight::Preflight;
+use super::preflight::{Preflight, tests_ready};
 use super::record::{Recorded, record};
 use crate::features::diagnose::case::Place;
 use crate::features::diagnose::facts::{self, Already, Dumped};
@@ -17,7 +17,7 @@ use crate::measure::attempt::{Tried, attempt};
 use crate::measure::paired::{self, Holders};
 use crate::record::census;
 use crate::record::evidence::Evidence;
-use crate::record::history::History;
+use crate::record::history::{History, sandbox};
 use crate::record::journal::Journal;
 use crate::record::session::Iteration;
 use crate::rules::compile::CompileFacts;
@@ -55,15 +55,27 @@ pub fn tried<'r, 'a>(
         gpus,
         progress,
     } = on;
-    let tried = attempt(
-        repo,
-        history,
-        &*place,
-        &tested.tree,
-        progress,
-        deadline,
-        &gpus,
-    )?;
+    // the session's Python is checked beside the attempt's start-ups, after the change is taken (what
+    // the check runs is held to it too): its refusal comes before anything the attempt found
+    let (tried, ready) = std::thread::scope(|scope| {
+        let at = (repo.root.as_path(), sandbox(repo));
+        let ready = scope.spawn(|| tests_ready(at, &history.session, &*place, progress));
+        let tried = attempt(
+            repo,
+            history,
+            &*place,
+            &tested.tree,
+            progress,
+            deadline,
+            &gpus,
+        );
+        (
+            tried,
+            ready.join().expect("the check of the tests panicked"),
+        )
+    });
+    ready?;
+    let tried = tried?;
     let placement = place.placement().cloned();
     // what runs after the rounds (the diagnosis, the compile facts) runs on the first GPU they measured on
     let place = match tried.gpus.first() {

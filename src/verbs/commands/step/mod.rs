@@ -35,7 +35,7 @@ use after::{
     After, Diagnosed, already, attach, budget_used_pct, commit_with_note, facts_of_alike_baseline,
     settle_workers, tried,
 };
-use preflight::{Preflight, gpu_pool, gpu_ready, preflight, tests_ready};
+use preflight::{Preflight, gpu_pool, gpu_ready, preflight};
 use record::Recorded;
 use report::Done;
 pub use report::StepReport;
@@ -84,8 +84,6 @@ pub fn run(ui: &mut Ui, repo: &Repo, args: &StepOptions) -> Result<StepReport> {
     let gpu = gpu_ready(repo, &ready.history.session, &*place, progress)?;
     let gpus = gpu_pool(repo, &ready.history.session, &*place, args.gpus.as_deref())?;
     let tested = Tested::take(repo)?;
-    // after the change is taken: what the check runs (the session's Python) is held to it too
-    tests_ready(repo, &ready.history.session, &*place, progress)?;
     let signs = census::shortcut_signs(&repo.git(&[
         "diff",
         "-U0",

@@ -4,6 +4,8 @@
 //! written is the sandbox's line in this clone's `.git/info/exclude`, so that the tool's own outputs are
 //! not counted among the change's paths.
 
+use std::path::{Path, PathBuf};
+
 use anyhow::{Context, Result};
 
 use crate::record::audit;
@@ -168,19 +170,20 @@ fn one_a_line(findings: &[impl ToString]) -> String {
 }
 
 /// The session's Python can run pytest where the step runs, as `start` checked: an interpreter or
-/// pytest gone since is refused before anything runs, never recorded as the kernel's crash.
+/// pytest gone since is refused before anything is recorded, never recorded as the kernel's crash. It
+/// runs beside the attempt's start (`python -m pytest --version` takes 0.3-0.5 s).
 pub fn tests_ready(
-    repo: &Repo,
+    (root, sandbox): (&Path, PathBuf),
     session: &Session,
     place: &dyn Runner,
     progress: &Progress,
 ) -> Result<()> {
     Pytest {
         python: &session.python,
-        root: &repo.root,
+        root,
         test: &session.test,
         filter: session.filter.as_deref(),
-        sandbox: super::super::sandbox(repo),
+        sandbox,
         deadline: std::time::Instant::now(),
         place,
         dumps: None,
@@ -188,7 +191,7 @@ pub fn tests_ready(
         progress,
     }
     .check_available()
-    .context("the tests cannot start, so nothing was run or recorded")
+    .context("the tests cannot start, so nothing was recorded")
 }
 
 /// The GPU this step runs on. Refused when the session had one and it is gone or cannot run cuTile;
