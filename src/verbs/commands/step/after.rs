@@ -128,16 +128,24 @@ impl After<'_> {
     }
 
     /// After the verdict, which they cannot change, and after the note is safe: the compile facts of
-    /// `code`; none without a GPU, cuda-tile or the budget for them, for a crash (its case may hang), or
-    /// for code that launched none of the session's kernels (nothing of them was compiled).
+    /// `code`, from what the step `found`, the candidate's `dumps` and the runs of its `evidence`; none
+    /// without a GPU, cuda-tile or the budget for them, for a crash (its case may hang), or for code
+    /// that launched none of the session's kernels (nothing of them was compiled).
     pub fn compile_facts(
         &self,
         repo: &Repo,
         history: &History,
         code: &str,
         attempt: &Attempt,
-        already: Already,
+        (found, dumps, evidence): (Option<&Profiled>, &Path, &Evidence),
     ) -> Option<CompileFacts> {
+        // a candidate alike to its baseline has the baseline's facts; its note is read only then
+        let note = census::unchanged(&evidence.runs)
+            .then(|| Evidence::of(repo, history.current_baseline_commit()).ok())
+            .flatten()
+            .flatten();
+        let alike = facts_of_alike_baseline(evidence, note);
+        let already = already(found, alike.as_ref(), dumps, evidence);
         match attempt {
             Attempt::Crashed { .. } => None,
             Attempt::Measured { paired, .. }
@@ -161,7 +169,7 @@ impl After<'_> {
 /// What the step already has that may give the compile facts without a run of their own: its
 /// diagnosis, the current baseline's facts for alike code (`alike_baseline`), and the candidate's runs
 /// in `evidence` with the folder they dumped into.
-pub fn already<'a>(
+fn already<'a>(
     found: Option<&'a Profiled>,
     alike_baseline: Option<&'a CompileFacts>,
     dumps: &'a Path,

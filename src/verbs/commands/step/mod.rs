@@ -31,10 +31,7 @@ use crate::system::gpu::GpuState;
 use crate::system::runner::{self, Runner};
 use crate::system::ui::{Progress, Ui};
 use crate::{features::recovery, rules::references, system::process};
-use after::{
-    After, Diagnosed, already, attach, budget_used_pct, commit_with_note, facts_of_alike_baseline,
-    settle_workers, tried,
-};
+use after::{After, Diagnosed, attach, budget_used_pct, commit_with_note, settle_workers, tried};
 use preflight::{Preflight, gpu_pool, gpu_ready, preflight};
 use record::Recorded;
 use report::Done;
@@ -197,16 +194,7 @@ fn measure_and_record(
         let _ = cache::remember(repo, code, found);
     }
     let facts_started = Instant::now();
-    // a candidate alike to its baseline has the baseline's facts; its note is read only then
-    let baseline_note = census::unchanged(&evidence.runs)
-        .then(|| {
-            Evidence::of(repo, history.current_baseline_commit())
-                .ok()
-                .flatten()
-        })
-        .flatten();
-    let alike = facts_of_alike_baseline(&evidence, baseline_note);
-    let already = already(found, alike.as_ref(), &tried.candidate_dumps, &evidence);
+    let already = (found, tried.candidate_dumps.as_path(), &evidence);
     let compile = after.compile_facts(repo, &history, code, &tried.attempt, already);
     let mut checks = tried.checks;
     checks.compile_facts_s = facts_started.elapsed().as_secs_f64();
