@@ -32,7 +32,7 @@
 # measuring seconds and mean of its configs' means (from the evidence notes). Both are written again
 # after each step, so a run cut short keeps what it finished. Every command's output, exit code and wall
 # time is in OUT_DIR (timings.txt). PARTS="softmax rms_norm geglu" STEP_BUDGET=75s fits 9 minutes of an
-# H100.
+# H100; COLD=0 leaves out the cold runs (their cold_run_s is then null).
 # Needs the release build (cargo build --release).
 set -uo pipefail
 source "$(dirname "$0")/gpu-common.sh"
@@ -75,6 +75,7 @@ EOF
 
 # cold NAME TEST FILTER: one plain pytest run of the session's perf selection, its wall time in seconds
 cold() {
+  [ "${COLD:-1}" = 1 ] || return 0
   local start
   start=$(date +%s%N)
   "$python" -m pytest "$2" -k "test_perf and cutile${3:+ and ($3)}" -q -p no:cacheprovider \
