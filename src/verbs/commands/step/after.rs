@@ -24,6 +24,7 @@ use crate::rules::compile::CompileFacts;
 use crate::rules::decision::{Attempt, Decision};
 use crate::system::git::Repo;
 use crate::system::gpu::GpuState;
+use crate::system::process::Interrupted;
 use crate::system::runner::{OnGpu, Placement, Runner};
 use crate::system::ui::Progress;
 
@@ -74,8 +75,15 @@ pub fn tried<'r, 'a>(
             ready.join().expect("the check of the tests panicked"),
         )
     });
-    ready?;
-    let tried = tried?;
+    let tried = match ready {
+        Ok(()) => tried?,
+        // Ctrl-C stopped the check as it stopped the attempt, which says what it left
+        Err(stopped) if stopped.is::<Interrupted>() => {
+            tried?;
+            return Err(stopped);
+        }
+        Err(refused) => return Err(refused),
+    };
     let placement = place.placement().cloned();
     // what runs after the rounds (the diagnosis, the compile facts) runs on the first GPU they measured on
     let place = match tried.gpus.first() {

@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use crate::record::audit;
 use crate::record::benchmark_run;
@@ -18,6 +18,7 @@ use crate::rules::guard;
 use crate::rules::hint::hinted;
 use crate::system::git::Repo;
 use crate::system::gpu::{self, GpuState};
+use crate::system::process::Interrupted;
 use crate::system::pytest::Pytest;
 use crate::system::runner::Runner;
 use crate::system::ui::Progress;
@@ -191,7 +192,10 @@ pub fn tests_ready(
         progress,
     }
     .check_available()
-    .context("the tests cannot start, so nothing was recorded")
+    .map_err(|e| match e.is::<Interrupted>() {
+        true => e,
+        false => e.context("the tests cannot start, so nothing was recorded"),
+    })
 }
 
 /// The GPU this step runs on. Refused when the session had one and it is gone or cannot run cuTile;
