@@ -1316,11 +1316,13 @@ fn a_baseline_worker_never_runs_bytecode_planted_beside_its_sources() {
     );
 }
 
-/// The candidate's code, as the first of the candidate's processes imports it, changes the baseline's
-/// kernel in the baseline's trees (a line that leaves the importing process's pid in the file
-/// `CUTILE_PERF_FIXTURE_POISONED` names) and puts it back once a process has run it.
+/// The candidate's code, as the candidate's first worker imports it, changes the baseline's kernel in
+/// the baseline's trees (a line that leaves the importing process's pid in the file
+/// `CUTILE_PERF_FIXTURE_POISONED` names) and puts it back once a process has run it. The first worker
+/// (its channel the home's first) serves through the first round: a worker started ahead would be ended
+/// unused by a step decided in round 1, before it put the kernel back.
 const CHANGES_AND_PUTS_BACK: &str = r#"
-import glob as _glob, os as _os, threading as _threading, time as _time
+import glob as _glob, os as _os, sys as _sys, threading as _threading, time as _time
 _git, _, _tree = _os.path.abspath(__file__).partition("/cutile-perf/")
 _relative = _tree.partition("/tree/")[2]
 _poison = "\nimport os as _o\nopen(_o.environ['CUTILE_PERF_FIXTURE_POISONED'], 'a').write(f'{_o.getpid()}\\n')\n"
@@ -1345,7 +1347,7 @@ def _change_and_put_back():
 
 
 def _first():
-    # the first candidate process to import it, of all of them
+    # the first worker's first import of it, of the step's workers
     try:
         _os.close(_os.open(_os.path.join(_git, "cutile-perf", "changed-once"), _os.O_CREAT | _os.O_EXCL))
         return True
@@ -1353,7 +1355,8 @@ def _first():
         return False
 
 
-if "/cutile-perf/workers/candidate-" in _os.path.abspath(__file__) and _first():
+_first_worker = any(_a.startswith("--cutile-perf-worker=") and _a.endswith("/channel") for _a in _sys.argv)
+if "/cutile-perf/workers/candidate-" in _os.path.abspath(__file__) and _first_worker and _first():
     _threading.Thread(target=_change_and_put_back, daemon=True).start()
 "#;
 
