@@ -305,30 +305,7 @@ pub(crate) fn run_with_census(name: &str, census: &Census) -> RunFile {
 /// the GPU: for the tests of what compares the two sides.
 #[cfg(test)]
 pub(crate) fn first_round(side: &str, kernel: &str, device: &str) -> RunFile {
-    let census = Census {
-        taken: true,
-        why: None,
-        launches: vec![Launch {
-            kernel: kernel.into(),
-            file: Some("k.py".into()),
-            grids: vec![vec![1]],
-            count: 1,
-            hints: Vec::new(),
-            signatures: Vec::new(),
-        }],
-        bytes: 0,
-        arrays: Vec::new(),
-        timed: None,
-        outputs: None,
-        harness: None,
-        wraps: None,
-        replaced: None,
-        device: Some(vec![DeviceTime {
-            name: device.into(),
-            us: 1.0,
-        }]),
-        seconds: None,
-    };
+    let census = tests::census(&[(kernel, "k.py")], &[(device, 1.0)], 0);
     run_with_census(&format!("round-1-{side}"), &census)
 }
 
