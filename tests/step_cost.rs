@@ -119,6 +119,8 @@ fn round_twos_pair_starts_as_its_side_measures_in_round_one_and_the_timings_add_
         "checks_s",
         "compile_facts_s",
         "diagnosis_s",
+        "preflight_s",
+        "record_s",
         "other_s",
     ]
     .iter()

@@ -20,10 +20,12 @@
 #   geglu     a session perf file: liger geglu through the perf file `start --scaffold` writes, two configs
 #   rms_norm  test_perf: tests/ops/test_rms_norm.py, two static_persistent configs
 # Each session starts with thresholds of half a percent (`--gain-pct 0.5 --regression-pct 0.5
-# --continue-pct 1`), so that a change of a few tenths of a percent takes several rounds, and each real
-# step gets `--budget $STEP_BUDGET` (default 100s); the real step starts STEP_GAP seconds (default 0) after
-# the no-change step, the time a user or agent takes to make the next change, in which the spares get
-# ready; and (unless NO_SPARE_TOO=0) as long after that, a second no-change step with
+# --continue-pct 1`), so that a change of a few tenths of a percent takes several rounds (rms_norm's,
+# whose test_perf timing tells a tenth of a percent in one round, of 0.15%: RMS_NORM_PCT), and each real
+# step gets `--budget $STEP_BUDGET` (default 100s; rms_norm's, whose correctness tests take 15-20 s,
+# RMS_NORM_BUDGET, default STEP_BUDGET); the no-change step starts STEP_GAP seconds (default 0) after
+# `start` and the cold run, and the real step as long after it: the time a user or agent takes to make
+# the next change, in which the spares get ready; and (unless NO_SPARE_TOO=0) as long after that, a second no-change step with
 # CUTILE_PERF_SPARES=0, which ends the spares the real step left (their environment differs) and starts
 # its candidate's worker afresh. OUT_DIR/costs.json holds one object per step: kernel, source, rounds, step_s,
 # cold_run_s, correctness_s, measuring_s, startup_s (the start-ups the step waited for), census_s, and
@@ -43,6 +45,8 @@ few=CUTILE_PERF_STAND_BY_FROM_ROUND=1,CUTILE_PERF_STAND_BY_ROUNDS=1,CUTILE_PERF_
 null_runs="${NULL_RUNS:-- $few - $few}"
 null_budget="${NULL_BUDGET:-90s}"
 step_budget="${STEP_BUDGET:-100s}"
+rms_norm_pct="${RMS_NORM_PCT:-0.15}"
+rms_norm_budget="${RMS_NORM_BUDGET:-$step_budget}"
 step_gap="${STEP_GAP:-0}"
 no_spare_too="${NO_SPARE_TOO:-1}"
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -99,6 +103,7 @@ session_steps() {
   cold "$name" "$test" "$filter"
   # the no-change step first: a real step that keeps a gain below --continue-pct halts the loop, which
   # ends the workers a step after it would have found up
+  sleep "$step_gap"
   echo "# a comment: the same kernel" >> "$kernel"
   run "$name-nochange" step --json --opt none "a comment only"
   summarize
@@ -113,7 +118,9 @@ session_steps() {
   else
     hint "$kernel" > "$out/$name-edit.txt"
   fi
-  run "$name-step" step --json --continue --opt none --cause memory --budget "$step_budget" "$what"
+  local budget="$step_budget"
+  [ "$name" = rms_norm ] && budget="$rms_norm_budget"
+  run "$name-step" step --json --continue --opt none --cause memory --budget "$budget" "$what"
   [ "$no_spare_too" = 1 ] || return 0
   summarize
   sleep "$step_gap"
@@ -285,6 +292,7 @@ for part in $parts; do
       use_sources
       filter="static_persistent and 65536"
       # the cold run times the perf cases alone; the session keeps every correctness test beside them
+      thresholds=(--gain-pct "$rms_norm_pct" --regression-pct "$rms_norm_pct" --continue-pct 1)
       session rms_norm src/tilegym/ops/cutile/rms_norm.py tests/ops/test_rms_norm.py "$filter" \
         rms_norm --suite ops --filter "($filter) or not test_perf"
       ;;

@@ -45,8 +45,13 @@ pub struct Timings {
     pub checks_s: f64,
     pub compile_facts_s: f64,
     pub diagnosis_s: f64,
-    /// What is left of `step_s`: the checks before the first run, taking the snapshot, the sides' trees,
-    /// the record.
+    /// Before the attempt: the lock, the checks of the session, the GPU and the change, the snapshot.
+    pub preflight_s: f64,
+    /// After the verdict, the compile facts aside: the commit and its note, the workers kept and the
+    /// spares started for the next step, the table.
+    pub record_s: f64,
+    /// What is left of `step_s`: the sides' trees and workers handed over, the trees' checks after the
+    /// rounds, the verdict.
     pub other_s: f64,
 }
 
@@ -59,6 +64,8 @@ impl Timings {
             + self.checks_s
             + self.compile_facts_s
             + self.diagnosis_s
+            + self.preflight_s
+            + self.record_s
     }
 
     /// Adds a round's times.
@@ -93,7 +100,12 @@ impl Timings {
             self.startup_waited_s,
             hidden,
             self.startups.len(),
-            self.compile_facts_s + self.diagnosis_s + self.checks_s + self.other_s,
+            self.compile_facts_s
+                + self.diagnosis_s
+                + self.checks_s
+                + self.preflight_s
+                + self.record_s
+                + self.other_s,
         )
     }
 }
@@ -107,6 +119,8 @@ mod tests {
         let mut timings = Timings {
             correctness_s: 2.0,
             compile_facts_s: 1.0,
+            preflight_s: 0.25,
+            record_s: 0.25,
             ..Timings::default()
         };
         timings.add_round(RoundTimes {
@@ -118,10 +132,10 @@ mod tests {
         let closed = timings.clone().closed(12.0);
         assert_eq!(closed.measuring_s, 6.5);
         assert_eq!(closed.startup_waited_s, 0.5);
-        assert_eq!(closed.other_s, 2.0);
+        assert_eq!(closed.other_s, 1.5);
         assert_eq!(closed.step_s, 12.0);
         // a clock read before the parts ended never makes the rest negative
         let short = timings.closed(5.0);
-        assert_eq!((short.other_s, short.step_s), (0.0, 10.0));
+        assert_eq!((short.other_s, short.step_s), (0.0, 10.5));
     }
 }

@@ -109,12 +109,17 @@ pub fn run(ui: &mut Ui, repo: &Repo, args: &StepOptions) -> Result<StepReport> {
         gpus,
         progress,
     };
+    let preflight_s = began.elapsed().as_secs_f64();
     let result = measure_and_record(repo, args, ready, letter, on, &tested, &mut journal);
     let done = recovery::settle(repo, &journal, result)?;
     let report = done.report();
+    let timings = Timings {
+        preflight_s,
+        ..report.timings
+    };
     Ok(StepReport {
         shortcut_signs: signs,
-        timings: report.timings.closed(began.elapsed().as_secs_f64()),
+        timings: timings.closed(began.elapsed().as_secs_f64()),
         ..report
     })
 }
@@ -171,6 +176,7 @@ fn measure_and_record(
     journal: &mut Journal,
 ) -> Result<Done> {
     let judged = judged(repo, args, &ready.history, letter, on, tested)?;
+    let recording = Instant::now();
     let (tried, after) = (judged.tried, judged.after);
     let (progress, deadline) = (after.progress, after.deadline);
     let found = (judged.diagnosed.as_ref()).and_then(|d| d.found.as_ref());
@@ -218,6 +224,10 @@ fn measure_and_record(
     );
     journal.enter(repo, Phase::WritingTable)?;
     let table = write_table(repo, &history)?;
+    let timings = Timings {
+        record_s: (recording.elapsed().as_secs_f64() - checks.compile_facts_s).max(0.0),
+        ..timings
+    };
     Ok(Done {
         attempt: tried.attempt,
         diagnosis_s: judged.diagnosed.map(|d| d.seconds),
