@@ -115,7 +115,12 @@ pub fn attempt<'r>(
     let baseline_passed = baseline_passed(repo, history)?;
     let mut measured = measure(&mut rounds, &baseline_passed, session, &checks)?;
     // the workers started for rounds that did not come end before the trees are looked at: one still
-    // importing the candidate's code could write there after the look
+    // importing the candidate's code could write there after the look. All are signalled first, so
+    // that they end side by side (each a GPU context to tear down)
+    for pair in &rounds.pairs {
+        pair.candidate.begin_ending_standing_by();
+        pair.baseline.begin_ending_standing_by();
+    }
     let started_unused = (rounds.pairs.iter_mut())
         .map(|pair| pair.candidate.end_standing_by() + pair.baseline.end_standing_by())
         .sum();

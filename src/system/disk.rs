@@ -1,9 +1,10 @@
 //! How much room a file system has left: a step writes worktrees, pytest's JUnit files and notes, and a
-//! disk that fills while it runs leaves files empty that would read as results.
+//! disk that fills while it runs leaves files empty that would read as results. And files written whole,
+//! for processes that may read them as they are written.
 
 use std::path::Path;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 use crate::rules::hint::hinted;
 
@@ -23,6 +24,14 @@ pub fn free_bytes(path: &Path) -> Option<u64> {
     // SAFETY: statvfs returned 0, so it filled the buffer
     let stat = unsafe { stat.assume_init() };
     Some((stat.f_bavail as u64).saturating_mul(stat.f_frsize as u64))
+}
+
+/// Writes `bytes` into `path` whole: beside it first, then renamed over it, so that a process reading it
+/// meanwhile finds the old file or the new one, never a part.
+pub fn write_whole(path: &Path, bytes: impl AsRef<[u8]>) -> Result<()> {
+    let part = path.with_extension("part");
+    std::fs::write(&part, bytes).with_context(|| format!("cannot write {}", part.display()))?;
+    std::fs::rename(&part, path).with_context(|| format!("cannot write {}", path.display()))
 }
 
 /// Refuses `what` when the file system holding `dir` has less than [`LEAST_FREE`] left.

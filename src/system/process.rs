@@ -419,6 +419,20 @@ impl Background {
         }
     }
 
+    /// Sends its group the signal that ends it, without waiting: several groups signalled first and
+    /// dropped after end side by side, not one after the other. An adopted group is signalled only while
+    /// its leader is still that process; a kept one not at all.
+    pub fn begin_ending(&self) {
+        let ours = match (&self.handle, &self.leader) {
+            (Some(_), _) => true,
+            (None, Some(leader)) => leader.alive(),
+            (None, None) => false,
+        };
+        if ours && !self.kept {
+            kill_group(self.group, libc::SIGKILL);
+        }
+    }
+
     /// Leaves the group running past this process, no longer recorded as this command's: whoever keeps
     /// it records it.
     pub fn keep(&mut self) {

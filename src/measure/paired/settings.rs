@@ -196,13 +196,14 @@ mod tests {
             stand_by_at_once: true,
             stand_by_rounds: MOST_ROUNDS_AHEAD,
             reroll_alike: false,
-            spares: 5,
+            spares: 7,
         };
         assert_eq!(with(&[]), default);
-        // a spare for the candidate's first worker, and a pair for each of the first two rounds that
+        // a spare for the candidate's first worker, and a pair for each of the first three rounds that
         // start with the step
         assert_eq!(on(4, &[]).spares, 3);
         assert_eq!(with(&[(STAND_BY_ROUNDS, "1")]).spares, 3);
+        assert_eq!(with(&[(STAND_BY_ROUNDS, "2")]).spares, 5);
         assert_eq!(with(&[(STAND_BY_FROM_ROUND, "1")]).spares, 1);
         assert_eq!(with(&[(SPARES, "9")]).spares, MOST_SPARES);
         // what is not a setting's value leaves the default

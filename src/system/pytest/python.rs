@@ -83,7 +83,13 @@ pub fn python_words(python: &str) -> Result<Vec<String>> {
 /// pytest's words that load it.
 pub fn write_plugin(dir: &Path, (name, source): (&str, &str)) -> Result<[String; 2]> {
     let file = dir.join(format!("{name}.py"));
-    std::fs::write(&file, source).with_context(|| format!("cannot write {}", file.display()))?;
+    // each worker of a side writes its plugins into the side's one folder as it starts, while the
+    // workers before it import them and a spare compares them with its own: the same bytes stay as
+    // they are (on an H100 a spare that read one half-written started its worker afresh, 12 s instead
+    // of 1.5), new ones replace the file whole
+    if std::fs::read(&file).ok().as_deref() != Some(source.as_bytes()) {
+        crate::system::disk::write_whole(&file, source)?;
+    }
     Ok(["-p".to_string(), name.to_string()])
 }
 
@@ -120,5 +126,32 @@ mod tests {
                 .to_string()
                 .contains("unclosed quote")
         );
+    }
+
+    #[test]
+    fn a_plugin_written_again_is_left_alone_or_replaced_whole_never_rewritten_in_place() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("plugin.py");
+        let inode = || std::fs::metadata(&file).unwrap().ino();
+        write_plugin(dir.path(), ("plugin", "A = 1\n")).unwrap();
+        let first = inode();
+        // a worker importing it, or a spare comparing it, as the next worker's start writes it again
+        let reading = std::fs::File::open(&file).unwrap();
+        write_plugin(dir.path(), ("plugin", "A = 1\n")).unwrap();
+        assert_eq!(inode(), first, "the same bytes were written again");
+        write_plugin(dir.path(), ("plugin", "A = 2\n")).unwrap();
+        assert_ne!(
+            inode(),
+            first,
+            "other bytes were written into the file a reader has open"
+        );
+        assert_eq!(
+            std::io::read_to_string(reading).unwrap(),
+            "A = 1\n",
+            "what the reader had open changed under it"
+        );
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "A = 2\n");
+        assert!(!dir.path().join("plugin.part").exists());
     }
 }

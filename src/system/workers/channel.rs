@@ -11,6 +11,7 @@ use serde::Deserialize;
 use super::Worker;
 use super::lasting;
 use crate::rules::records::Statistic;
+use crate::system::disk;
 use crate::system::process::{self, Ending};
 use crate::system::process_identity::ProcessIdentity;
 use crate::system::pytest::{
@@ -334,7 +335,7 @@ pub(super) const GO: &str = "go";
 /// unless it is kept first.
 pub(super) fn own(channel: &Path) -> Result<()> {
     let me = ProcessIdentity::current().context("cannot read this process's identity in /proc")?;
-    write_text_whole(&channel.join(OWNER), &me.to_string())
+    disk::write_whole(&channel.join(OWNER), me.to_string())
 }
 
 enum Answer {
@@ -345,12 +346,5 @@ enum Answer {
 
 /// Writes `value` as JSON into `path` whole.
 fn write_whole(path: &Path, value: &serde_json::Value) -> Result<()> {
-    write_text_whole(path, &value.to_string())
-}
-
-/// Writes `text` into `path` whole: beside it first, then renamed.
-pub(super) fn write_text_whole(path: &Path, text: &str) -> Result<()> {
-    let part = path.with_extension("part");
-    std::fs::write(&part, text).with_context(|| format!("cannot write {}", part.display()))?;
-    std::fs::rename(&part, path).with_context(|| format!("cannot write {}", path.display()))
+    disk::write_whole(path, value.to_string())
 }

@@ -297,10 +297,7 @@ pub fn save(path: &Path, record: &Lasting) -> Result<()> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
-    let part = path.with_extension("part");
-    std::fs::write(&part, serde_json::to_string_pretty(record)?)
-        .with_context(|| format!("cannot write {}", part.display()))?;
-    std::fs::rename(&part, path).with_context(|| format!("cannot write {}", path.display()))
+    crate::system::disk::write_whole(path, serde_json::to_string_pretty(record)?)
 }
 
 /// The record at `path`, if there is a readable one.

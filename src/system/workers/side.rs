@@ -7,11 +7,12 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use super::channel::{HELD, StartUp, write_text_whole};
+use super::channel::{HELD, StartUp};
 use super::spare::Spare;
 use super::worker::StandBy;
 use super::{Served, Worker};
 use crate::rules::records::Statistic;
+use crate::system::disk::write_whole;
 use crate::system::pytest::{BenchmarkRun, Bytecode, CorrectnessRun, Pytest, Recorded};
 use crate::system::runner::Workers;
 
@@ -91,9 +92,18 @@ impl<'a> Side<'a> {
         &self.start_ups
     }
 
+    /// Signals the workers standing by for rounds that did not come to end, without waiting for them:
+    /// [`Side::end_standing_by`] then waits for every side's at once.
+    pub fn begin_ending_standing_by(&self) {
+        for standby in &self.standby {
+            standby.process.begin_ending();
+        }
+    }
+
     /// Ends the workers standing by for rounds that did not come, with their logs (they served nothing
     /// a reason could name); returns how many there were.
     pub fn end_standing_by(&mut self) -> usize {
+        self.begin_ending_standing_by();
         let mut ended = 0;
         while let Some(standby) = self.standby.pop_front() {
             self.retired.extend(standby.pids());
@@ -255,7 +265,7 @@ impl<'a> Side<'a> {
             Some(measuring) => {
                 let note = measuring.channel.join(HELD);
                 let named: Vec<String> = groups.iter().map(ToString::to_string).collect();
-                write_text_whole(&note, &named.join(" "))?;
+                write_whole(&note, named.join(" "))?;
                 Some(note)
             }
             None => None,

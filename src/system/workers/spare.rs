@@ -3,8 +3,8 @@
 //! loaded from outside its tree, makes its GPU context and starts the profiler (on an H100, 8-10 s of a
 //! worker's 12-13 s start-up), then waits beside the kept worker. The next step gives one a worker's command, channel and tree (a worker spawned with it), so
 //! that the candidate's first worker pays only its own configuration and collection; where the machine
-//! has CPUs for the next rounds' workers to start with the step, the pairs of rounds 2 and 3 are made of
-//! four more.
+//! has CPUs for the next rounds' workers to start with the step, the pairs of rounds 2 to 4 are made of
+//! six more.
 //! Where a spare could load other code than a fresh worker (a module of the tree's own, a library
 //! changed on disk, a variable that differs), it starts the command afresh in its own process: never a
 //! wrong start, at worst an ordinary one. The program is `cutile_perf_spare.py`, whose docstring
@@ -32,10 +32,11 @@ pub const SPARE: &str = "spare";
 /// to 5 (the most rounds whose workers start with a step).
 pub const MOST_SPARES: usize = 9;
 
-/// How many rounds' pairs the spares cover by default, after the candidate's first worker: rounds 2 and
-/// 3. On an H100, softmax's round 3, whose workers started afresh with the step, waited 4.7 s for them;
-/// later rounds' fresh workers were ready in time. Each spare holds about 620 MiB of GPU memory.
-pub const ROUNDS_BY_DEFAULT: usize = 2;
+/// How many rounds' pairs the spares cover by default, after the candidate's first worker: rounds 2 to
+/// 4. On an H100, with spares for rounds 2 and 3, softmax's round 4, whose workers started afresh with
+/// the step (and were held while the other side measured), waited 6.0 s for them; round 5's were ready
+/// in time. Each spare holds about 620 MiB of GPU memory.
+pub const ROUNDS_BY_DEFAULT: usize = 3;
 
 /// Where spare `index` for `gpu` (`CUDA_VISIBLE_DEVICES`; none: all the machine's) is recorded: among
 /// the kept workers' records, under a name no GPU's record has (theirs keep no `-` after `lasting-`).

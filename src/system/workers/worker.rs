@@ -5,10 +5,11 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use super::channel::{GO, OWNER, STANDBY, StartUp, own, write_text_whole};
+use super::channel::{GO, OWNER, STANDBY, StartUp, own};
 use super::lasting::{self, Code, Lasting, WorkerEnv};
 use super::spare::Spare;
 use super::{CHANNEL_OPTION, WORKER_PLUGIN};
+use crate::system::disk::write_whole;
 use crate::system::process::Background;
 use crate::system::pytest::{
     self, BENCHMARK_RECORD, BENCHMARK_SELECTION, CASES_PLUGIN, CENSUS_PLUGIN,
@@ -105,7 +106,7 @@ impl Worker {
         std::fs::create_dir_all(&channel)
             .with_context(|| format!("cannot create {}", channel.display()))?;
         if standby.is_some_and(StandBy::waits) {
-            write_text_whole(&channel.join(STANDBY), "")?;
+            write_whole(&channel.join(STANDBY), "")?;
         }
         // a worker on another machine (a Slurm job's node) cannot see this process: the job's end ends it
         if runner.place.workers() == Workers::Lasting {
@@ -273,7 +274,7 @@ fn give_command(spare_channel: &Path, prepared: &Prepared) -> Result<()> {
                 .collect::<std::collections::BTreeMap<_, _>>(),
         })
     });
-    write_text_whole(&spare_channel.join(GO), &go.to_string())
+    write_whole(&spare_channel.join(GO), go.to_string())
 }
 
 /// The worker command of `runner`'s side with its channel at `channel`, its plugins in `home`; `name`
