@@ -204,7 +204,6 @@ fn measure_and_record(
     let compile = after.compile_facts(repo, &history, code, &tried.attempt, already);
     let mut checks = tried.checks;
     checks.compile_facts_s = facts_started.elapsed().as_secs_f64();
-    let timings = after_the_rounds(tried.timings, &checks, judged.diagnosed.as_ref());
     after.place.release();
     if compile.is_some() {
         attach(repo, &evidence.with_compile(compile), &commit.id, progress);
@@ -224,14 +223,10 @@ fn measure_and_record(
     );
     journal.enter(repo, Phase::WritingTable)?;
     let table = write_table(repo, &history)?;
-    let timings = Timings {
-        record_s: (recording.elapsed().as_secs_f64() - checks.compile_facts_s).max(0.0),
-        ..timings
-    };
     Ok(Done {
+        timings: after_the_rounds(tried.timings, &checks, judged.diagnosed.as_ref(), recording),
         attempt: tried.attempt,
         diagnosis_s: judged.diagnosed.map(|d| d.seconds),
-        timings,
         no_gain: judged.verdict.no_gain,
         history,
         commit: id,
@@ -242,12 +237,18 @@ fn measure_and_record(
     })
 }
 
-/// The attempt's `timings` with what the work after its rounds took: the compile facts (in `checks`)
-/// and the diagnosis.
-fn after_the_rounds(timings: Timings, checks: &Checks, diagnosed: Option<&Diagnosed>) -> Timings {
+/// The attempt's `timings` with what the work after its rounds took: the compile facts (in `checks`),
+/// the diagnosis, and the rest of what came after the verdict (`recording`), the record.
+fn after_the_rounds(
+    timings: Timings,
+    checks: &Checks,
+    diagnosed: Option<&Diagnosed>,
+    recording: Instant,
+) -> Timings {
     Timings {
         compile_facts_s: checks.compile_facts_s,
         diagnosis_s: diagnosed.map_or(0.0, |d| d.seconds),
+        record_s: (recording.elapsed().as_secs_f64() - checks.compile_facts_s).max(0.0),
         ..timings
     }
 }
