@@ -278,8 +278,8 @@ fn on_a_roomy_machine_later_rounds_workers_start_with_the_step_and_warm_up_once_
         // and began their contexts only once the candidate's first worker was ready, before round 1
         // was over, not when round 2 let them go
         let context = logged_event(&log, pid, "context").0;
-        assert!(context >= first_ready, "{pid}: {log}");
-        assert!(context < step.timed_at[3], "{pid}: {log}");
+        assert!(context >= first_ready, "{pid}: {log}\n{}", step.stderr);
+        assert!(context < step.timed_at[3], "{pid}: {log}\n{}", step.stderr);
     }
     let timings = &step.report["timings"];
     // round 3's pair, and round 4's that round 2 started, never served
