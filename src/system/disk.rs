@@ -27,11 +27,18 @@ pub fn free_bytes(path: &Path) -> Option<u64> {
 }
 
 /// Writes `bytes` into `path` whole: beside it first, then renamed over it, so that a process reading it
-/// meanwhile finds the old file or the new one, never a part.
+/// meanwhile finds the old file or the new one, never a part. Each write has a part of its own: two
+/// threads may write the same file (the GPUs' cold runs, their plugins).
 pub fn write_whole(path: &Path, bytes: impl AsRef<[u8]>) -> Result<()> {
-    let part = path.with_extension("part");
+    static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let write = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let part = path.with_extension(format!("{}-{write}.part", std::process::id()));
     std::fs::write(&part, bytes).with_context(|| format!("cannot write {}", part.display()))?;
-    std::fs::rename(&part, path).with_context(|| format!("cannot write {}", path.display()))
+    if let Err(e) = std::fs::rename(&part, path) {
+        let _ = std::fs::remove_file(&part);
+        return Err(e).with_context(|| format!("cannot write {}", path.display()));
+    }
+    Ok(())
 }
 
 /// Refuses `what` when the file system holding `dir` has less than [`LEAST_FREE`] left.

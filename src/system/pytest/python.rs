@@ -152,6 +152,10 @@ mod tests {
             "what the reader had open changed under it"
         );
         assert_eq!(std::fs::read_to_string(&file).unwrap(), "A = 2\n");
-        assert!(!dir.path().join("plugin.part").exists());
+        // nothing is left beside it
+        let names: Vec<_> = (std::fs::read_dir(dir.path()).unwrap())
+            .map(|entry| entry.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["plugin.py"]);
     }
 }
