@@ -113,9 +113,9 @@ impl Worker {
     fn send(&mut self, command: serde_json::Value) -> Result<u32> {
         self.commands += 1;
         self.last_command = lasting::now_s();
-        write_whole(
+        disk::write_whole(
             &self.channel.join(format!("run-{}", self.commands)),
-            &command,
+            command.to_string(),
         )?;
         Ok(self.commands)
     }
@@ -342,9 +342,4 @@ enum Answer {
     Arrived(String),
     Cold(String),
     Ended(Ending),
-}
-
-/// Writes `value` as JSON into `path` whole.
-fn write_whole(path: &Path, value: &serde_json::Value) -> Result<()> {
-    disk::write_whole(path, value.to_string())
 }
