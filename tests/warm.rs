@@ -905,6 +905,38 @@ fn the_gpu_check_counts_the_kept_worker_as_ours_and_status_shows_its_memory() {
 
 #[test]
 fn ctrl_c_mid_step_ends_the_kept_worker_and_the_candidates() {
+    stopped_in_the_rounds(
+        &[],
+        "correctness: in the warm candidate worker",
+        libc::SIGINT,
+        |_| Vec::new(),
+    );
+}
+
+#[test]
+fn a_step_killed_mid_step_leaves_none_of_the_spares_its_rounds_started() {
+    let refill = [
+        ("CUTILE_PERF_SPARES", "2"),
+        ("CUTILE_PERF_REFILL_SPARES", "1"),
+    ];
+    // SIGKILL: nothing of the tool's runs after it, so each spare ends by itself with its owner, before
+    // any later command could sweep it away
+    let spares = |said: &str| {
+        let spares = spares_said(said, "start beside round 1");
+        assert_eq!(spares.len(), 2, "{said}");
+        spares
+    };
+    stopped_in_the_rounds(&refill, "start beside round 1", libc::SIGKILL, spares);
+}
+
+/// A step under `env` stopped by `signal` in its rounds, once its output says `reached`: every worker it
+/// started or adopted has ended, those its output names by `also` too, and none is kept.
+fn stopped_in_the_rounds(
+    env: &[(&str, &str)],
+    reached: &str,
+    signal: i32,
+    also: impl Fn(&str) -> Vec<i32>,
+) {
     let f = Fixture::new();
     f.ok(&["start", "vector_add"]);
     let kept = kept_worker(&f);
@@ -914,6 +946,7 @@ fn ctrl_c_mid_step_ends_the_kept_worker_and_the_candidates() {
         .command(&["step", "--opt", "none", "tile size 256"])
         .env("CUTILE_PERF_FIXTURE_STARTS", &starts)
         .env("CUTILE_PERF_FIXTURE_CASE_S", "30")
+        .envs(env.iter().copied())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -926,18 +959,28 @@ fn ctrl_c_mid_step_ends_the_kept_worker_and_the_candidates() {
     };
     // into the rounds, whose cases take 30 s: correctness has run in the candidate's worker
     support::wait_until("the step reached its rounds", || {
-        said.text()
-            .contains("correctness: in the warm candidate worker")
+        said.text().contains(reached)
     });
     // the candidate's worker, and a fresh baseline's where the step's environment is not the kept one's
     let started = worker_pids(&starts);
     assert!(!started.is_empty(), "no worker started for the step");
-    unsafe { libc::kill(tool.id() as i32, libc::SIGINT) };
-    let status = support::output_within(tool, "the step, after Ctrl-C").status;
+    unsafe { libc::kill(tool.id() as i32, signal) };
+    let status = support::output_within(tool, "the stopped step").status;
     reader.join().unwrap();
-    assert_eq!(status.code(), Some(130), "{}", said.text());
-    for pid in std::iter::once(kept).chain(started) {
-        assert!(!alive(pid), "worker {pid} outlived Ctrl-C");
+    match signal {
+        libc::SIGINT => assert_eq!(status.code(), Some(130), "{}", said.text()),
+        _ => assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&status),
+            Some(signal),
+            "{}",
+            said.text()
+        ),
+    }
+    for pid in std::iter::once(kept)
+        .chain(started)
+        .chain(also(&said.text()))
+    {
+        support::wait_until("the step's workers end with it", || !alive(pid));
     }
     let status: serde_json::Value = serde_json::from_str(&f.ok(&["status", "--json"])).unwrap();
     assert_eq!(status["workers"], serde_json::json!([]), "{status}");
@@ -1793,6 +1836,71 @@ fn the_pairs_of_the_rounds_that_start_with_the_step_are_made_of_spares() {
         left.iter()
             .all(|worker| !spares.contains(&(worker["pid"].as_i64().unwrap() as i32)))
     );
+    f.ok(&["verify"]);
+}
+
+/// The pids the progress line `stderr` has that says `what` names (`spare workers (pid 1, 2) <what>`).
+fn spares_said(stderr: &str, what: &str) -> Vec<i32> {
+    (stderr.lines())
+        .filter(|line| line.contains(what))
+        .filter_map(|line| line.split_once("(pid ")?.1.split_once(')'))
+        .flat_map(|(pids, _)| pids.split(", ").map(|pid| pid.parse::<i32>().unwrap()))
+        .collect()
+}
+
+/// The pids of the spares `status` lists, each alive.
+fn spares_listed(f: &Fixture) -> Vec<i32> {
+    let status: serde_json::Value = serde_json::from_str(&f.ok(&["status", "--json"])).unwrap();
+    (status["workers"].as_array().unwrap().iter())
+        .filter(|worker| worker["side"] == "spare")
+        .inspect(|worker| assert_eq!(worker["alive"], true, "{status}"))
+        .map(|worker| worker["pid"].as_i64().unwrap() as i32)
+        .collect()
+}
+
+#[test]
+fn the_workers_of_the_rounds_past_the_spares_are_made_of_spares_started_as_the_rounds_began() {
+    let f = Fixture::new();
+    f.start();
+    // no pair starts with the step: round 2's workers start as their round comes, where three spares
+    // have started as round 1 began, beside its measurements
+    let refill = [
+        ("CUTILE_PERF_SPARES", "3"),
+        ("CUTILE_PERF_STAND_BY_FROM_ROUND", "2"),
+        ("CUTILE_PERF_REFILL_SPARES", "1"),
+    ];
+    let first = counted_step_at(&f, (0.05, 0.5), &refill);
+    let began = spares_said(&first.stderr, "start beside round 1");
+    assert_eq!(began.len(), 3, "{}", first.stderr);
+    // those no round took outlive the step, for the next one
+    let mut kept = spares_listed(&f);
+    kept.sort();
+    assert_eq!(kept.len(), 3, "{}", first.stderr);
+    // more than 10x faster than the baseline: measured again in round 2, in workers made of spares
+    let step = counted_step_at(&f, (0.002, 0.02), &refill);
+    assert_eq!(step.report["status"], "keep", "{}", step.report);
+    let rounds = step.report["timings"]["rounds"].as_array().unwrap().len();
+    assert!(rounds >= 2, "{}", step.report);
+    let start_ups = step.report["timings"]["startups"].as_array().unwrap();
+    let of_spares = |side: &str| {
+        (start_ups.iter())
+            .filter(|s| s["side"] == side && s["spare"] == true && s["ahead"] == false)
+            .count()
+    };
+    // the candidate's first worker and its round 2 one; the baseline's round 2 one, which only a
+    // spare started during the rounds can make
+    assert!(of_spares("candidate") >= 2, "{start_ups:#?}");
+    assert!(of_spares("baseline") >= 1, "{start_ups:#?}");
+    let spares: Vec<i32> = (kept.iter().copied())
+        .chain(spares_said(&step.stderr, "start beside round"))
+        .collect();
+    let measured = worker_pids_of(&step.starts);
+    assert!(
+        measured.iter().filter(|pid| spares.contains(pid)).count() >= 3,
+        "spares {spares:?}, workers {measured:?}"
+    );
+    // three spares again for the next step, all alive past the command
+    assert_eq!(spares_listed(&f).len(), 3, "{}", step.stderr);
     f.ok(&["verify"]);
 }
 

@@ -12,7 +12,7 @@ use anyhow::Result;
 use super::rounds::{Checks, Measured, baseline_passed, measure, no_reroll};
 use super::sides::{self, Codes, HeldSides};
 use crate::features::code_tree::CodeTree;
-use crate::measure::paired::{AlikeCheck, Holders, Pair, Rounds, Settings, dumps_of};
+use crate::measure::paired::{AlikeCheck, Holders, Pair, Refill, Rounds, Settings, dumps_of};
 use crate::measure::timings::Timings;
 use crate::record::census;
 use crate::record::evidence::{Ended, RunFile, Stage};
@@ -24,6 +24,7 @@ use crate::system::git::Repo;
 use crate::system::pytest::Pytest;
 use crate::system::runner::Runner;
 use crate::system::ui::Progress;
+use crate::system::workers::spare::Pool;
 
 /// What the attempt stage produced: the attempt, the JUnit files of its runs and how the measurement
 /// ended where they cannot say (for the evidence note), a remark for the reason when a suspicious gain
@@ -49,9 +50,13 @@ pub struct Tried<'a> {
 pub fn holders(held: Vec<HeldSides>, kept: bool) -> Holders {
     Holders(
         held.into_iter()
-            .map(|sides| match kept {
-                true => sides.candidate,
-                false => sides.baseline,
+            .map(|sides| {
+                let mut holder = match kept {
+                    true => sides.candidate,
+                    false => sides.baseline,
+                };
+                holder.spares = sides.later_spares;
+                holder
             })
             .collect(),
     )
@@ -102,8 +107,13 @@ pub fn attempt<'r>(
     let checks = RefCell::new(Checks::default());
     let [first_candidate, first_baseline] = &runners[0];
     let alike_check = no_reroll([first_candidate, first_baseline], &checks);
+    let pools = sides::pools(&held);
     let mut rounds = Rounds {
-        pairs: sides::pairs(&shares, &runners, &mut held),
+        pairs: sides::pairs(&shares, &runners, &mut held, &pools),
+        refill: Refill {
+            repo,
+            pools: &pools,
+        },
         session,
         floor: NoiseFloor::from_spreads(&session.spread),
         deadline,
@@ -143,6 +153,10 @@ pub fn attempt<'r>(
         &mut held,
         written.is_none() && compiled.is_none(),
     );
+    // the spares no round took ran no side's code: they go with the GPU's sides, for the next step
+    for (sides, pool) in held.iter_mut().zip(&pools) {
+        sides.later_spares = pool.as_ref().map(Pool::take_all).unwrap_or_default();
+    }
     if written.is_some() {
         // every worker of the step has ended: the bytecode, Python's cache and not an edit, goes, so
         // that the trees go with the step as any others do

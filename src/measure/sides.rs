@@ -14,7 +14,7 @@ use crate::system::runner::Workers;
 use crate::system::ui::Progress;
 use crate::system::workers::Side;
 use crate::system::workers::lasting::{Code, WorkerEnv};
-use crate::system::workers::spare::{self, Spare};
+use crate::system::workers::spare::{self, Pool, Spare};
 
 /// One GPU's two sides' code and workers after the attempt.
 pub struct HeldSides<'a> {
@@ -23,6 +23,8 @@ pub struct HeldSides<'a> {
     /// The spares the last step started for the pairs of the rounds after the first, the candidate's
     /// then the baseline's, each side's in the order of its rounds.
     pub spares: [Vec<Spare>; 2],
+    /// The spares started during the rounds that no round took, once the rounds are over.
+    pub later_spares: Vec<Spare>,
 }
 
 /// A GPU of the step (none: the environment's) and the perf cases it measures (none: every case).
@@ -152,6 +154,7 @@ pub fn hold<'r>(repo: &'r Repo, templates: &[Pytest], codes: &Codes) -> Result<V
         let (baseline, candidate) = (baseline?, candidate?);
         held.push(HeldSides {
             spares: spares_for_later_rounds(repo, template, &env)?,
+            later_spares: Vec::new(),
             baseline,
             candidate,
         });
@@ -239,23 +242,45 @@ pub fn runners<'a>(
         .collect()
 }
 
-/// Each GPU's pair of sides for the rounds, with the workers `held` for them (the rounds give them back).
+/// Each GPU's spares topped up as the rounds begin ([`Settings::refill_spares`]), where its baseline
+/// has a worker on this machine to import ahead like: none elsewhere.
+pub fn pools(held: &[HeldSides]) -> Vec<Option<Pool>> {
+    held.iter()
+        .map(|sides| {
+            let workers = sides.baseline.workers();
+            let settings = Settings::for_workers(workers);
+            match &sides.baseline.worker {
+                Some(like) if workers == Workers::Lasting && settings.refill_spares => Some(
+                    Pool::new(sides.baseline.env.clone(), like.channel(), Vec::new()),
+                ),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+/// Each GPU's pair of sides for the rounds, with the workers `held` for them (the rounds give them back)
+/// and the GPU's spares of `pools`.
 pub fn pairs<'a>(
     shares: &[Share],
     runners: &'a [[Pytest<'a>; 2]],
     held: &mut [HeldSides],
+    pools: &'a [Option<Pool>],
 ) -> Vec<Pair<'a>> {
     shares
         .iter()
         .zip(runners)
         .zip(held.iter_mut())
-        .map(|(((gpu, cases), [candidate, baseline]), sides)| Pair {
-            gpu: gpu.clone(),
-            candidate: Side::new(candidate, sides.candidate.worker.take())
-                .with_spares(std::mem::take(&mut sides.spares[0])),
-            baseline: Side::new(baseline, sides.baseline.worker.take())
-                .with_spares(std::mem::take(&mut sides.spares[1])),
-            cases: cases.clone(),
-        })
+        .zip(pools)
+        .map(
+            |((((gpu, cases), [candidate, baseline]), sides), pool)| Pair {
+                gpu: gpu.clone(),
+                candidate: Side::new(candidate, sides.candidate.worker.take())
+                    .with_spares(std::mem::take(&mut sides.spares[0]), pool.as_ref()),
+                baseline: Side::new(baseline, sides.baseline.worker.take())
+                    .with_spares(std::mem::take(&mut sides.spares[1]), pool.as_ref()),
+                cases: cases.clone(),
+            },
+        )
         .collect()
 }

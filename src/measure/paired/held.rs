@@ -16,7 +16,7 @@ use crate::system::pytest::Pytest;
 use crate::system::runner::Workers;
 use crate::system::ui::Progress;
 use crate::system::workers::lasting::{self, Code, Lasting, WorkerEnv};
-use crate::system::workers::spare;
+use crate::system::workers::spare::{self, Pool, Spare};
 use crate::system::workers::{Worker, say_cold};
 
 /// One side's code and the warm worker that runs from it: a worktree of its own (never the user's
@@ -26,9 +26,12 @@ pub struct Held<'a> {
     pub worker: Option<Worker>,
     pub tree: CodeTree<'a>,
     pub code: Code,
-    env: WorkerEnv,
+    pub env: WorkerEnv,
     /// Whether its worker may outlive the command ([`Workers::Lasting`]).
     workers: Workers,
+    /// Spares the step started on its GPU that no round took: kept with its worker for the next step,
+    /// else they end with it.
+    pub spares: Vec<Spare>,
 }
 
 /// Where a side's code and worker come from: `side` (`baseline` or `candidate`) holding `code`, run
@@ -73,6 +76,7 @@ pub fn hold<'a>(repo: &'a Repo, wanted: Wanted) -> Result<Held<'a>> {
                     code: wanted.code,
                     env: wanted.env,
                     workers,
+                    spares: Vec::new(),
                 });
             }
             Err(why) => {
@@ -142,10 +146,16 @@ pub fn hold<'a>(repo: &'a Repo, wanted: Wanted) -> Result<Held<'a>> {
         code: wanted.code,
         env: wanted.env,
         workers,
+        spares: Vec::new(),
     })
 }
 
 impl Held<'_> {
+    /// Whether its worker may outlive the command.
+    pub fn workers(&self) -> Workers {
+        self.workers
+    }
+
     /// Leaves its worker and tree running past this command as the baseline's, holding `commit` (the
     /// new baseline's, whose tree this one's code is), recorded for the next step to adopt, and says
     /// so. Past `deadline` (the budget ends every process group of the command), or where it cannot be
@@ -180,7 +190,8 @@ impl Held<'_> {
                     "the baseline's warm worker (pid {pid}) lives on for the next step"
                 ));
                 let count = Settings::for_workers(self.workers).spares;
-                start_spares(repo, (&self.env, &record), count, progress);
+                let started = std::mem::take(&mut self.spares);
+                start_spares(repo, (&self.env, &record), (count, started), progress);
             }
             Err(e) => {
                 // unrecorded, it would be nobody's: it ends with its tree
@@ -202,8 +213,9 @@ impl Holders<'_> {
         self.0.first().map(|held| held.code.tree.as_str())
     }
 
-    /// Ends their workers, and says so where one was warm: the loop has halted (`decision`), and until
-    /// the user says `--continue` none should idle on a GPU that others may want.
+    /// Ends their workers and the spares the step started, and says so where one was warm: the loop has
+    /// halted (`decision`), and until the user says `--continue` none should idle on a GPU that others
+    /// may want.
     pub fn end_with_the_loop(self, decision: Decision, progress: &Progress) {
         // one that ends with its place anyway (a Slurm job's) goes unsaid
         let pids: Vec<String> = (self.0.iter())
@@ -233,34 +245,42 @@ impl Holders<'_> {
     }
 }
 
-/// Starts `count` spares for the next step's workers under `env`, like the kept worker `like` ([`spare`]),
-/// ending those an earlier command left; a spare that cannot start is a warning, since the next step
-/// starts its workers as before.
+/// Starts spares into `pool` until it holds `count`; returns the pids of those it started. One that
+/// cannot start ends the top-up: the workers it would have made start as themselves.
+pub fn top_up_spares(repo: &Repo, pool: &Pool, count: usize) -> Result<Vec<u32>> {
+    let mut pids = Vec::new();
+    for _ in pool.held()..count {
+        let home = new_home(repo, spare::SPARE)?;
+        let name = home.file_name().unwrap_or_default().to_string_lossy();
+        let log = sandbox(repo).join(format!("worker-{name}.log"));
+        let pid = pool.start(&home, &log).inspect_err(|_| {
+            let _ = std::fs::remove_dir_all(&home);
+        })?;
+        pids.push(pid);
+    }
+    Ok(pids)
+}
+
+/// Keeps `count` spares for the next step's workers: those the step `started` that no round took, and
+/// as many more started now, like the kept worker `like`. A spare that cannot start is a warning, since
+/// the next step starts its workers as before.
 fn start_spares(
     repo: &Repo,
     (env, like): (&WorkerEnv, &Lasting),
-    count: usize,
+    (count, started): (usize, Vec<Spare>),
     progress: &Progress,
 ) {
-    let started = (|| {
-        spare::end_all(repo, env.gpu.as_deref())?;
-        let mut pids = Vec::new();
-        for index in 0..count.min(spare::MOST_SPARES) {
-            let home = new_home(repo, spare::SPARE)?;
-            let name = home.file_name().unwrap_or_default().to_string_lossy();
-            let log = sandbox(repo).join(format!("worker-{name}.log"));
-            let spare = spare::start(repo, env, like, (index, &home, &log)).inspect_err(|_| {
-                let _ = std::fs::remove_dir_all(&home);
-            })?;
-            pids.push(spare.process.pid.to_string());
-        }
-        anyhow::Ok(pids)
-    })();
-    match started {
+    let pool = Pool::new(env.clone(), &like.channel(), started);
+    let topped_up = top_up_spares(repo, &pool, count);
+    let kept = spare::keep(repo, env, pool.take_all());
+    match topped_up.and_then(|pids| kept.map(|_| pids)) {
         Ok(pids) if pids.is_empty() => {}
         Ok(pids) => progress.line(&format!(
             "spare workers (pid {}) get ready for the next step",
-            pids.join(", ")
+            pids.iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
         )),
         Err(e) => progress.line(&format!(
             "warning: no spare workers for the next step: {e:#}"

@@ -29,12 +29,14 @@ use crate::system::workers::Side;
 mod ahead;
 mod held;
 mod housekeeping;
+mod refill;
 mod settings;
 
 use ahead::unready_start_up;
 pub use ahead::{let_go_once_the_candidate_is_ready, stand_by_from_correctness};
 pub use held::{Held, Holders, Wanted, end_kept_workers, hold};
 pub use housekeeping::{dumps_of, prune_dumps, prune_worker_logs};
+pub use refill::Refill;
 pub use settings::Settings;
 
 /// How the paired rounds ended.
@@ -114,6 +116,8 @@ pub struct Rounds<'a> {
     pub no_reroll: Option<AlikeCheck<'a>>,
     /// Where the step's time went so far: the rounds add theirs.
     pub timings: Timings,
+    /// The spares topped up as each round begins, for later rounds' workers.
+    pub refill: Refill<'a>,
 }
 
 impl<'a> Rounds<'a> {
@@ -188,24 +192,28 @@ pub fn measure(sides: &mut Rounds, prefix: &str, evidence: &mut Vec<RunFile>) ->
                 }
             }
         }
+        let number = rounds.len() + 1;
+        if settings.refill_spares {
+            let progress = sides.pairs[0].candidate.runner.progress;
+            sides.refill.top_up(settings.spares, number, progress);
+        }
         let ours: Vec<u32> = sides
             .pairs
             .iter()
             .flat_map(|pair| [&pair.candidate, &pair.baseline])
             .flat_map(|side| side.worker_pids())
+            .chain(sides.refill.pids())
             .collect();
         let plan = RoundPlan {
             prefix,
-            number: rounds.len() + 1,
+            number,
             began: started,
             candidate_first: verdict::candidate_first(rounds.len()),
             // from the first round on: a step that needs a second round waits for no start-up there; one
             // decided in its first ends the pair standing by, which imported and collected beside its
             // own side's measurement and never made a GPU context
-            rounds_ahead: settings.rounds_ahead(
-                rounds.len() + 1,
-                rounds_fitting(sides, &times, open.as_deref()),
-            ),
+            rounds_ahead: settings
+                .rounds_ahead(number, rounds_fitting(sides, &times, open.as_deref())),
             settings,
             session: sides.session,
             ours: &ours,

@@ -4,7 +4,7 @@
 
 use crate::rules::verdict;
 use crate::system::runner::Workers;
-use crate::system::workers::spare::{MOST_SPARES, ROUNDS_BY_DEFAULT};
+use crate::system::workers::spare::MOST_SPARES;
 
 /// The variable that names the first round whose sides start the next round's workers as they measure,
 /// or `0`: as the step begins, beside the candidate's correctness run.
@@ -21,6 +21,9 @@ const STAND_BY_ROUNDS: &str = "CUTILE_PERF_STAND_BY_ROUNDS";
 /// The variable that names how many spares a step that keeps its baseline's worker starts for the next
 /// step's workers, `0` to [`crate::system::workers::spare::MOST_SPARES`].
 const SPARES: &str = "CUTILE_PERF_SPARES";
+/// The variable that, `0`, keeps the spares from being topped up as each round begins: only after the
+/// step.
+const REFILL_SPARES: &str = "CUTILE_PERF_REFILL_SPARES";
 /// The most rounds ahead [`STAND_BY_ROUNDS`] may ask for: each is a process a side that imports and
 /// collects beside the measurements.
 const MOST_ROUNDS_AHEAD: usize = 4;
@@ -57,9 +60,14 @@ pub struct Settings {
     /// How many spares a step that keeps its baseline's worker starts for the next step
     /// (`CUTILE_PERF_SPARES`): their interpreters, imports, GPU contexts and profilers are ready between
     /// steps, each holding about as much GPU memory as a worker. By default none on a machine with few
-    /// CPUs, else one for the candidate's first worker and, where the next rounds' pairs start with the
-    /// step, two for each of the first [`ROUNDS_BY_DEFAULT`] of those rounds.
+    /// CPUs, else one for the candidate's first worker and two for each round whose pair starts with
+    /// the step.
     pub spares: usize,
+    /// Whether the spares are topped up as each round begins (`CUTILE_PERF_REFILL_SPARES=0`: only once
+    /// the step is recorded), so that the workers of the rounds past those the spares covered are made
+    /// of spares too: a spare runs none of either side's code, so it is not held while a side measures,
+    /// and is ready sooner than a worker held half the time. On a machine with CPUs to spare.
+    pub refill_spares: bool,
 }
 
 impl Settings {
@@ -103,17 +111,18 @@ impl Settings {
                 .unwrap_or((cpus.saturating_sub(2) / 2).clamp(1, MOST_ROUNDS_AHEAD)),
             reroll_alike: value(REROLL_ALIKE).is_some_and(|on| on == "1"),
             spares: 0,
+            refill_spares: match value(REFILL_SPARES).as_deref() {
+                Some("1") => true,
+                Some("0") => false,
+                _ => roomy,
+            },
         };
         settings.spares = value(SPARES)
             .and_then(|count| count.parse().ok())
             .filter(|count| *count <= MOST_SPARES)
             .unwrap_or(match roomy {
                 false => 0,
-                true => {
-                    1 + 2 * settings
-                        .rounds_ahead_of_correctness()
-                        .min(ROUNDS_BY_DEFAULT)
-                }
+                true => 1 + 2 * settings.rounds_ahead_of_correctness(),
             });
         settings
     }
@@ -171,6 +180,7 @@ mod tests {
             stand_by_rounds: 1,
             reroll_alike: false,
             spares: 0,
+            refill_spares: false,
         };
         assert_eq!(on(2, &[]), few);
         assert_eq!(on(3, &[]), few);
@@ -184,6 +194,7 @@ mod tests {
             (STAND_BY_ROUNDS, "2"),
             (STAND_BY_AT_ONCE, "1"),
             (SPARES, "1"),
+            (REFILL_SPARES, "1"),
         ];
         assert_eq!(on(2, &set), on(16, &set));
     }
@@ -196,12 +207,13 @@ mod tests {
             stand_by_at_once: true,
             stand_by_rounds: MOST_ROUNDS_AHEAD,
             reroll_alike: false,
-            spares: 7,
+            spares: MOST_SPARES,
+            refill_spares: true,
         };
         assert_eq!(with(&[]), default);
-        // a spare for the candidate's first worker, and a pair for each of the first three rounds that
-        // start with the step
+        // a spare for the candidate's first worker, and a pair for each round that starts with the step
         assert_eq!(on(4, &[]).spares, 3);
+        assert_eq!(on(8, &[]).spares, 7);
         assert_eq!(with(&[(STAND_BY_ROUNDS, "1")]).spares, 3);
         assert_eq!(with(&[(STAND_BY_ROUNDS, "2")]).spares, 5);
         assert_eq!(with(&[(STAND_BY_FROM_ROUND, "1")]).spares, 1);
@@ -214,6 +226,7 @@ mod tests {
             (STAND_BY_ROUNDS, "5"),
             (REROLL_ALIKE, "yes"),
             (SPARES, "10"),
+            (REFILL_SPARES, "no"),
         ];
         assert_eq!(with(&odd), default);
         let set = [
@@ -223,6 +236,7 @@ mod tests {
             (STAND_BY_ROUNDS, "3"),
             (REROLL_ALIKE, "1"),
             (SPARES, "0"),
+            (REFILL_SPARES, "0"),
         ];
         assert_eq!(
             with(&set),
@@ -233,6 +247,7 @@ mod tests {
                 stand_by_rounds: 3,
                 reroll_alike: true,
                 spares: 0,
+                refill_spares: false,
             }
         );
     }

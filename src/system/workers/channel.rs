@@ -330,6 +330,12 @@ pub(super) const HELD: &str = "held";
 pub(super) const STANDBY: &str = "standby";
 /// The channel file that gives a spare the worker's command it becomes.
 pub(super) const GO: &str = "go";
+/// The channel file in which a worker names the modules it loaded from outside its tree.
+pub(super) const MODULES: &str = "modules";
+/// The channel file a spare writes once it is ready to become a worker.
+pub(super) const SPARE_READY: &str = "spare";
+/// The channel file from which a spare imports ahead (a worker's [`MODULES`]).
+pub(super) const PRELOAD: &str = "preload";
 
 /// Makes this process the owner of the worker at `channel`: the worker ends when this process does,
 /// unless it is kept first.

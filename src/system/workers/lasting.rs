@@ -315,14 +315,17 @@ pub fn kept(repo: &Repo, gpu: Option<&str>) -> Result<Option<(PathBuf, Lasting)>
 /// dir (a copied repository) names another one's worker, which is not ours to reuse or end, so it is
 /// removed.
 pub(super) fn own(repo: &Repo, path: PathBuf) -> Result<Option<(PathBuf, Lasting)>> {
-    let Some(record) = load(&path) else {
-        return Ok(None);
-    };
-    if !record.home.starts_with(repo.git_path(WORKERS_DIR)?) {
+    Ok(own_under(&repo.git_path(WORKERS_DIR)?, path))
+}
+
+/// [`own`], for the repository whose workers' folder is `workers`.
+pub(super) fn own_under(workers: &Path, path: PathBuf) -> Option<(PathBuf, Lasting)> {
+    let record = load(&path)?;
+    if !record.home.starts_with(workers) {
         let _ = std::fs::remove_file(&path);
-        return Ok(None);
+        return None;
     }
-    Ok(Some((path, record)))
+    Some((path, record))
 }
 
 /// Every kept worker's record, with its path, in the order of their paths.

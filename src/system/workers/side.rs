@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::Result;
 
 use super::channel::{HELD, StartUp};
-use super::spare::Spare;
+use super::spare::{Pool, Spare};
 use super::worker::StandBy;
 use super::{Served, Worker};
 use crate::rules::records::Statistic;
@@ -34,6 +34,9 @@ pub struct Side<'a> {
     /// Spares the last step started, for its next new workers (the next rounds'), in order; those left
     /// end with the side.
     spares: VecDeque<Spare>,
+    /// The spares recorded for its GPU, started during the rounds: its new workers once `spares` are
+    /// spent.
+    pool: Option<&'a Pool>,
 }
 
 impl<'a> Side<'a> {
@@ -53,13 +56,34 @@ impl<'a> Side<'a> {
             waited: Duration::ZERO,
             planted: None,
             spares: VecDeque::new(),
+            pool: None,
         }
     }
 
-    /// The side with `spares` for its next new workers, in order.
-    pub fn with_spares(mut self, spares: Vec<Spare>) -> Side<'a> {
+    /// The side with `spares` for its next new workers, in order, then those of `pool`.
+    pub fn with_spares(mut self, spares: Vec<Spare>, pool: Option<&'a Pool>) -> Side<'a> {
         self.spares = spares.into();
+        self.pool = pool;
         self
+    }
+
+    /// The spare the side's next new worker is made of: one the last step started, else one of the pool
+    /// that is ready, else (`unready`) one of the pool still starting.
+    fn next_spare(&mut self, unready: bool) -> Option<Spare> {
+        if let Some(spare) = self.spares.pop_front() {
+            return Some(spare);
+        }
+        let pool = self.pool?;
+        match unready {
+            false => pool.take_ready(),
+            true => pool.take(),
+        }
+    }
+
+    /// Whether a worker started ahead now would be ready later than a spare of the pool still starting:
+    /// it then waits for one to be ready, or for its round.
+    fn a_spare_comes(&self) -> bool {
+        self.spares.is_empty() && self.pool.is_some_and(Pool::starting)
     }
 
     /// Bytecode put in the side's tree during the step, found as a later worker was about to start
@@ -131,8 +155,10 @@ impl<'a> Side<'a> {
     /// while this round measures (or, started as the step begins, beside correctness and the first
     /// workers' start-ups) and while later rounds wait for their start-ups (held, as the side's
     /// worker is, while the other side measures); each makes its GPU context only when its redraw lets it
-    /// go, or, `at_once`, as soon as it has collected, beside this side's measurement. Nothing for a side
-    /// without a worker; one that cannot start leaves its redraw to start it.
+    /// go, or, `at_once`, as soon as it has collected, beside this side's measurement. Each is made of a
+    /// spare where one is ready; while one of the pool is still starting, no worker starts as itself:
+    /// a later call, or the round's redraw, makes it of that spare. Nothing for a side without a worker;
+    /// one that cannot start leaves its redraw to start it.
     pub fn stand_by(&mut self, rounds: usize, at_once: bool) {
         let Some(worker) = &self.worker else {
             return;
@@ -152,8 +178,11 @@ impl<'a> Side<'a> {
                 .map(|worker| worker.slot)
                 .collect();
             let slot = (0..=u8::MAX).find(|slot| !taken.contains(slot));
+            let spare = self.next_spare(false);
+            if spare.is_none() && self.a_spare_comes() {
+                return;
+            }
             match slot.and_then(|slot| {
-                let spare = self.spares.pop_front();
                 Worker::spawn(self.runner, side, &home, slot, Some(why), spare).ok()
             }) {
                 Some(worker) => self.standby.push_back(worker),
@@ -185,7 +214,7 @@ impl<'a> Side<'a> {
             return say_cold(self.runner, side, "the worker's folder is gone");
         };
         self.look_for_planted();
-        let spare = self.spares.pop_front();
+        let spare = self.next_spare(true);
         match Worker::spawn(
             self.runner,
             side,

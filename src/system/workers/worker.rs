@@ -241,6 +241,11 @@ impl Worker {
         self.channel.join("ready").exists()
     }
 
+    /// Its channel: what it says of itself (the modules it loaded among it).
+    pub fn channel(&self) -> &Path {
+        &self.channel
+    }
+
     /// The worker's pid, also its process group's number.
     pub fn pid(&self) -> u32 {
         self.process.pid()

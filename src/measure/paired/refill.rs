@@ -1,0 +1,41 @@
+//! The spares a step tops up as each round begins, where the settings ask
+//! ([`super::Settings::refill_spares`]): the workers of the rounds past those the last step's spares
+//! covered are made of them, and those left over serve the next step.
+
+use super::held::top_up_spares;
+use crate::system::git::Repo;
+use crate::system::ui::Progress;
+use crate::system::workers::spare::Pool;
+
+/// Each GPU's spares for the step's later workers (none: that GPU's are not topped up).
+pub struct Refill<'a> {
+    pub repo: &'a Repo,
+    pub pools: &'a [Option<Pool>],
+}
+
+impl Refill<'_> {
+    /// Starts spares until `count` are recorded for each GPU, before round `round` measures; says which
+    /// started. One that cannot start is a warning: those rounds' workers start as themselves.
+    pub fn top_up(&self, count: usize, round: usize, progress: &Progress) {
+        for pool in self.pools.iter().flatten() {
+            match top_up_spares(self.repo, pool, count) {
+                Ok(pids) if pids.is_empty() => {}
+                Ok(pids) => progress.line(&format!(
+                    "spare workers (pid {}) start beside round {round}, for later rounds' workers",
+                    pids.iter()
+                        .map(u32::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )),
+                Err(e) => progress.line(&format!(
+                    "warning: no spare workers for later rounds: {e:#}"
+                )),
+            }
+        }
+    }
+
+    /// The pids of every GPU's spares: the step's own processes, never another's on a GPU.
+    pub fn pids(&self) -> Vec<u32> {
+        self.pools.iter().flatten().flat_map(Pool::pids).collect()
+    }
+}
