@@ -9,6 +9,11 @@ use crate::system::git::Repo;
 use crate::system::pytest::Bytecode;
 use crate::system::workers::lasting;
 
+/// Where a worker's tree is in its `home`.
+fn path_in(home: &Path) -> PathBuf {
+    home.join("tree")
+}
+
 /// A detached worktree of a commit, removed when dropped (with the folder it was made in, if any),
 /// unless it is kept with the worker that runs from it, or it holds an edit: tracebacks, logs and JUnit
 /// files point into it, so an editor may follow them there, and an edit is never removed ([`edited_trees`]
@@ -32,7 +37,7 @@ impl<'a> CodeTree<'a> {
 
     /// A tree of `commit` in `home/tree`, the whole `home` removed with it.
     pub fn in_home(repo: &'a Repo, home: &Path, commit: &str) -> Result<CodeTree<'a>> {
-        CodeTree::checkout(repo, home.join("tree"), Some(home.to_path_buf()), commit)
+        CodeTree::checkout(repo, path_in(home), Some(home.to_path_buf()), commit)
     }
 
     /// Why the tree is not its commit's code any more (a path written into it, or git unable to say),
@@ -53,6 +58,12 @@ impl<'a> CodeTree<'a> {
         Bytecode::for_tree(&self.path).map(|_| ())
     }
 
+    /// [`CodeTree::clear_bytecode`] of the tree in `home` (a kept worker's), which it leaves whoever's
+    /// it is.
+    pub fn clear_bytecode_in(home: &Path) -> Result<()> {
+        Bytecode::for_tree(&path_in(home)).map(|_| ())
+    }
+
     /// The bytecode in its `__pycache__`s that git does not track, with the tree's path (or why it
     /// cannot be told), if any: since it was last cleared, no test process wrote any.
     pub fn bytecode(&self) -> Option<String> {
@@ -70,7 +81,7 @@ impl<'a> CodeTree<'a> {
     pub fn adopt(repo: &'a Repo, home: &Path) -> CodeTree<'a> {
         CodeTree {
             repo,
-            path: home.join("tree"),
+            path: path_in(home),
             home: Some(home.to_path_buf()),
             kept: false,
             made: true,
@@ -153,7 +164,7 @@ pub fn edited_trees(repo: &Repo) -> Result<Vec<(PathBuf, Vec<String>)>> {
             .flatten()
             .map(|entry| entry.path())
     };
-    let homes = entries(repo.git_path(lasting::WORKERS_DIR)?).map(|home| home.join("tree"));
+    let homes = entries(repo.git_path(lasting::WORKERS_DIR)?).map(|home| path_in(&home));
     let own = entries(repo.git_path("cutile-perf")?).filter(|path| {
         (path.file_name().unwrap_or_default().to_string_lossy()).starts_with("baseline-")
     });

@@ -97,11 +97,6 @@ pub fn attempt<'r>(
     let templates = sides::templates(first, &shares);
     let mut held = sides::hold(repo, &templates, &codes)?;
     sides::end_other_workers(repo, progress)?;
-    // whatever a kept worker's tree took in between commands goes: what its `__pycache__`s hold after
-    // the rounds was written during them
-    for (_, tree) in trees(&held) {
-        tree.clear_bytecode()?;
-    }
     let roots = sides::roots(&held);
     let runners = sides::runners(repo, &roots, &templates, &codes.baseline);
     let checks = RefCell::new(Checks::default());

@@ -125,20 +125,28 @@ fn on_gpu<'a>(side: &Pytest<'a>, gpu: &Option<String>) -> Pytest<'a> {
 
 /// Every side's code and worker on each template's GPU, before anything runs: their start-ups overlap
 /// correctness and each other. A GPU's baseline worker is the one an earlier command kept there, where
-/// it can serve.
+/// it can serve. The candidate's worker gets its command first, since the step waits for its start-up;
+/// the kept workers' trees are cleared of bytecode before it, so that what they hold after the rounds
+/// was written during them.
 pub fn hold<'r>(repo: &'r Repo, templates: &[Pytest], codes: &Codes) -> Result<Vec<HeldSides<'r>>> {
+    let gpus: Vec<Option<String>> = (templates.iter())
+        .map(|template| template.gpu.clone().or_else(WorkerEnv::visible_gpu))
+        .collect();
+    for gpu in &gpus {
+        paired::clear_kept_bytecode(repo, gpu.as_deref())?;
+    }
     let mut held = Vec::with_capacity(templates.len());
-    for template in templates {
+    for (template, gpu) in templates.iter().zip(gpus) {
         let env = WorkerEnv::now(
             &repo.root,
             template.python,
             template.test,
             template.filter,
-            template.gpu.clone().or_else(WorkerEnv::visible_gpu),
+            gpu,
         );
-        let [baseline, candidate] = [
-            ("baseline", &codes.baseline),
+        let [candidate, baseline] = [
             ("candidate", &codes.candidate),
+            ("baseline", &codes.baseline),
         ]
         .map(|(side, code)| {
             paired::hold(
@@ -151,7 +159,7 @@ pub fn hold<'r>(repo: &'r Repo, templates: &[Pytest], codes: &Codes) -> Result<V
                 },
             )
         });
-        let (baseline, candidate) = (baseline?, candidate?);
+        let (candidate, baseline) = (candidate?, baseline?);
         held.push(HeldSides {
             spares: spares_for_later_rounds(repo, template, &env)?,
             later_spares: Vec::new(),

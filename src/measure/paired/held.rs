@@ -288,6 +288,15 @@ fn start_spares(
     }
 }
 
+/// Removes the bytecode that the worker kept for `gpu` may have left in its tree between commands
+/// ([`CodeTree::clear_bytecode`]), before any code of the step runs.
+pub fn clear_kept_bytecode(repo: &Repo, gpu: Option<&str>) -> Result<()> {
+    if let Some((_, kept)) = lasting::kept(repo, gpu)? {
+        CodeTree::clear_bytecode_in(&kept.home)?;
+    }
+    Ok(())
+}
+
 /// A fresh, empty folder for a side's worker and tree: `cutile-perf/workers/<side>-<pid>-<n>`, where
 /// `<pid>` is this process's (so that a later command can tell an orphan by it).
 fn new_home(repo: &Repo, side: &str) -> Result<PathBuf> {

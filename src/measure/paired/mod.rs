@@ -34,7 +34,7 @@ mod settings;
 
 use ahead::unready_start_up;
 pub use ahead::{let_go_once_the_candidate_is_ready, stand_by_from_correctness};
-pub use held::{Held, Holders, Wanted, end_kept_workers, hold};
+pub use held::{Held, Holders, Wanted, clear_kept_bytecode, end_kept_workers, hold};
 pub use housekeeping::{dumps_of, prune_dumps, prune_worker_logs};
 pub use refill::Refill;
 pub use settings::Settings;
