@@ -273,18 +273,22 @@ fn start_spares(
     let pool = Pool::new(env.clone(), &like.channel(), started);
     let topped_up = top_up_spares(repo, &pool, count);
     let kept = spare::keep(repo, env, pool.take_all());
-    match topped_up.and_then(|pids| kept.map(|_| pids)) {
+    let started = topped_up.and_then(|pids| kept.map(|_| pids));
+    say_started(progress, started, "get ready", "for the next step");
+}
+
+/// Says which spares `started` (`what` they do), or why none could, for `whom`.
+pub(super) fn say_started(progress: &Progress, started: Result<Vec<u32>>, what: &str, whom: &str) {
+    match started {
         Ok(pids) if pids.is_empty() => {}
-        Ok(pids) => progress.line(&format!(
-            "spare workers (pid {}) get ready for the next step",
-            pids.iter()
-                .map(u32::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        )),
-        Err(e) => progress.line(&format!(
-            "warning: no spare workers for the next step: {e:#}"
-        )),
+        Ok(pids) => {
+            let pids: Vec<String> = pids.iter().map(u32::to_string).collect();
+            progress.line(&format!(
+                "spare workers (pid {}) {what} {whom}",
+                pids.join(", ")
+            ));
+        }
+        Err(e) => progress.line(&format!("warning: no spare workers {whom}: {e:#}")),
     }
 }
 

@@ -2,7 +2,7 @@
 //! ([`super::Settings::refill_spares`]): the workers of the rounds past those the last step's spares
 //! covered are made of them, and those left over serve the next step.
 
-use super::held::top_up_spares;
+use super::held::{say_started, top_up_spares};
 use crate::system::git::Repo;
 use crate::system::ui::Progress;
 use crate::system::workers::spare::Pool;
@@ -18,19 +18,9 @@ impl Refill<'_> {
     /// started. One that cannot start is a warning: those rounds' workers start as themselves.
     pub fn top_up(&self, count: usize, round: usize, progress: &Progress) {
         for pool in self.pools.iter().flatten() {
-            match top_up_spares(self.repo, pool, count) {
-                Ok(pids) if pids.is_empty() => {}
-                Ok(pids) => progress.line(&format!(
-                    "spare workers (pid {}) start beside round {round}, for later rounds' workers",
-                    pids.iter()
-                        .map(u32::to_string)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )),
-                Err(e) => progress.line(&format!(
-                    "warning: no spare workers for later rounds: {e:#}"
-                )),
-            }
+            let started = top_up_spares(self.repo, pool, count);
+            let what = format!("start beside round {round},");
+            say_started(progress, started, &what, "for later rounds' workers");
         }
     }
 
