@@ -14,7 +14,7 @@
 #             machine with few CPUs: the defaults against those, twice). An entry is the step's settings,
 #             comma-separated VAR=VALUE, `-` for the defaults (docs/measurement.md). Each is measured past
 #             its first round (CUTILE_PERF_REROLL_ALIKE=1) within NULL_BUDGET (default 90s), so that the
-#             rounds the settings change are measured (NULL_RUNS="- CUTILE_PERF_REFILL_SPARES=0": spares
+#             rounds the settings change are measured (NULL_RUNS="CUTILE_PERF_REFILL_SPARES=1 -": spares
 #             topped up as the rounds begin against only after the step); null.json then has each round's waited_s (what a
 #             setting saves), correctness_s and the workers' startups with their phases (what it costs
 #             them), and each round's candidate_over_baseline_pct (whether it moves what a round measures)

@@ -1,5 +1,5 @@
 //! Spare workers: processes started before the candidate's code they will run exists, once a step has
-//! kept its baseline's worker and, where the machine has CPUs to spare, as each of its rounds begins.
+//! kept its baseline's worker and, where the step's settings ask, as each of its rounds begins.
 //! Each starts the interpreter, imports pytest, torch and what the baseline's worker loaded from outside
 //! its tree, makes its GPU context and starts the profiler (on an H100, 8-10 s of a worker's 12-13 s
 //! start-up), then waits. A step gives one a worker's command, channel and tree (a worker spawned with
