@@ -14,10 +14,11 @@
 #             machine with few CPUs: the defaults against those, twice). An entry is the step's settings,
 #             comma-separated VAR=VALUE, `-` for the defaults (docs/measurement.md). Each is measured past
 #             its first round (CUTILE_PERF_REROLL_ALIKE=1) within NULL_BUDGET (default 90s), so that the
-#             rounds the settings change are measured (NULL_RUNS="CUTILE_PERF_REFILL_SPARES=1 -": spares
-#             topped up as the rounds begin against only after the step); null.json then has each round's waited_s (what a
-#             setting saves), correctness_s and the workers' startups with their phases (what it costs
-#             them), and each round's candidate_over_baseline_pct (whether it moves what a round measures)
+#             rounds the settings change are measured (spares topped up as the rounds begin against only
+#             after the step: NULL_RUNS="CUTILE_PERF_REFILL_SPARES=1 CUTILE_PERF_REFILL_SPARES=0");
+#             null.json then has each round's waited_s (what a setting saves), correctness_s and the
+#             workers' startups with their phases (what it costs them), and each round's
+#             candidate_over_baseline_pct (whether it moves what a round measures)
 #   geglu     a session perf file: liger geglu through the perf file `start --scaffold` writes, two configs
 #   rms_norm  test_perf: tests/ops/test_rms_norm.py, two static_persistent configs
 # Each session starts with thresholds of half a percent (`--gain-pct 0.5 --regression-pct 0.5
