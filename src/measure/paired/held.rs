@@ -247,7 +247,7 @@ impl Holders<'_> {
 
 /// Starts spares into `pool` until it holds `count`; returns the pids of those it started. One that
 /// cannot start ends the top-up: the workers it would have made start as themselves.
-pub fn top_up_spares(repo: &Repo, pool: &Pool, count: usize) -> Result<Vec<u32>> {
+pub(super) fn top_up_spares(repo: &Repo, pool: &Pool, count: usize) -> Result<Vec<u32>> {
     let mut pids = Vec::new();
     for _ in pool.held()..count {
         let home = new_home(repo, spare::SPARE)?;
@@ -262,18 +262,19 @@ pub fn top_up_spares(repo: &Repo, pool: &Pool, count: usize) -> Result<Vec<u32>>
 }
 
 /// Keeps `count` spares for the next step's workers: those the step `started` that no round took, and
-/// as many more started now, like the kept worker `like`. A spare that cannot start is a warning, since
-/// the next step starts its workers as before.
+/// as many more started now, like the kept worker `like`, in place of those an earlier command left. A
+/// spare that cannot start is a warning, since the next step starts its workers as before.
 fn start_spares(
     repo: &Repo,
     (env, like): (&WorkerEnv, &Lasting),
     (count, started): (usize, Vec<Spare>),
     progress: &Progress,
 ) {
+    let _ = spare::end_all(repo, env.gpu.as_deref());
     let pool = Pool::new(env.clone(), &like.channel(), started);
     let topped_up = top_up_spares(repo, &pool, count);
     let kept = spare::keep(repo, env, pool.take_all());
-    let started = topped_up.and_then(|pids| kept.map(|_| pids));
+    let started = topped_up.and_then(|pids| kept.map(|()| pids));
     say_started(progress, started, "get ready", "for the next step");
 }
 

@@ -14,7 +14,7 @@ pub struct Refill<'a> {
 }
 
 impl Refill<'_> {
-    /// Starts spares until `count` are recorded for each GPU, before round `round` measures; says which
+    /// Starts spares until each GPU's pool holds `count`, before round `round` measures; says which
     /// started. One that cannot start is a warning: those rounds' workers start as themselves.
     pub fn top_up(&self, count: usize, round: usize, progress: &Progress) {
         for pool in self.pools.iter().flatten() {

@@ -34,8 +34,7 @@ pub struct Side<'a> {
     /// Spares the last step started, for its next new workers (the next rounds'), in order; those left
     /// end with the side.
     spares: VecDeque<Spare>,
-    /// The spares recorded for its GPU, started during the rounds: its new workers once `spares` are
-    /// spent.
+    /// The spares its GPU's rounds start as they begin: its new workers once `spares` are spent.
     pool: Option<&'a Pool>,
 }
 

@@ -217,7 +217,9 @@ impl Pool {
 
     /// Whether a spare is still starting: it is ready sooner than a worker started now would be.
     pub fn starting(&self) -> bool {
-        self.started().iter().any(|spare| !is_ready(spare.record()))
+        (self.started().iter())
+            .map(Spare::record)
+            .any(|spare| spare.process.alive() && !is_ready(spare))
     }
 
     /// The pids of its spares: the step's own processes on the GPU.
@@ -233,26 +235,22 @@ impl Pool {
 
 /// Records `spares` for the next step beside those recorded already for the GPU of `env`, as many as
 /// fit among the [`MOST_SPARES`] (the others end), and leaves every one recorded running past this
-/// process; returns the pids of those it recorded.
-pub fn keep(repo: &Repo, env: &WorkerEnv, spares: Vec<Spare>) -> Result<Vec<u32>> {
+/// process.
+pub fn keep(repo: &Repo, env: &WorkerEnv, spares: Vec<Spare>) -> Result<()> {
     let records = Records::of(repo, env.gpu.as_deref())?;
     let taken: Vec<usize> = records.each().map(|(index, _)| index).collect();
     let free = (0..MOST_SPARES).filter(|index| !taken.contains(index));
-    let mut kept = Vec::new();
     for (index, spare) in free.zip(spares) {
         let record = spare.into_record();
-        match lasting::save(&records.paths[index], &record) {
-            Ok(()) => kept.push(record.process.pid),
-            Err(e) => {
-                end(&record);
-                return Err(e);
-            }
+        if let Err(e) = lasting::save(&records.paths[index], &record) {
+            end(&record);
+            return Err(e);
         }
     }
     for (_, spare) in records.each() {
         let _ = std::fs::remove_file(spare.channel().join(OWNER));
     }
-    Ok(kept)
+    Ok(())
 }
 
 /// Ends every spare recorded for `gpu`; returns their pids.
