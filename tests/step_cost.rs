@@ -402,16 +402,23 @@ fn workers_stand_by_two_rounds_ahead_once_a_round_says_more_rounds_fit() {
     f.start();
     let unused = |step: &Step| step.report["timings"]["started_unused"].as_u64().unwrap();
     // one round ahead, as by default: round 2 starts round 3's pair, which a step decided in round 2
-    // ends unused
-    let one = two_round_step(&f, &[]);
+    // ends unused; no spares, which the later rounds' workers would be made of
+    let no_spares = ("CUTILE_PERF_SPARES", "0");
+    let one = two_round_step(&f, &[no_spares]);
     assert_eq!(unused(&one), 2, "{}", one.report["timings"]);
     // two: round 1 knows no round's cost and starts round 2's pair only; round 2, with the budget
-    // fitting more, starts round 3's and round 4's, each in a channel of its own
-    let deep = two_round_step(&f, &[("CUTILE_PERF_STAND_BY_ROUNDS", "2")]);
+    // fitting more, starts round 3's and round 4's, each in a channel of its own (the candidate's
+    // beside its first worker's; the baseline's stand by in the kept worker's home, where it is free)
+    let deep = two_round_step(&f, &[no_spares, ("CUTILE_PERF_STAND_BY_ROUNDS", "2")]);
     assert_eq!(unused(&deep), 4, "{}", deep.report["timings"]);
-    for &pid in &deep.timed[4..6] {
-        assert!(start_of(&deep, pid).contains("/channel.1 "));
-    }
+    // a setting of the tool's own, changed between steps, ends no warm worker
+    assert!(
+        deep.stderr.contains("the baseline runs in the warm worker"),
+        "{}",
+        deep.stderr
+    );
+    let round_2_candidate = deep.timed[4];
+    assert!(start_of(&deep, round_2_candidate).contains("/channel.1 "));
     let ahead = (deep.report["timings"]["startups"]
         .as_array()
         .unwrap()

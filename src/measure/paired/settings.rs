@@ -285,4 +285,22 @@ mod tests {
         assert_eq!(deep.rounds_ahead_of_correctness(), 3);
         assert_eq!(deep.rounds_ahead(2, Some(1)), 1);
     }
+
+    #[test]
+    fn every_setting_the_tool_reads_ends_no_warm_worker() {
+        let ends_none = crate::system::workers::lasting::TOOL_SETTINGS;
+        for setting in [
+            STAND_BY_FROM_ROUND,
+            READY_TOGETHER,
+            STAND_BY_AT_ONCE,
+            REROLL_ALIKE,
+            STAND_BY_ROUNDS,
+            SPARES,
+            REFILL_SPARES,
+            crate::system::ui::NO_PROGRESS_VARIABLE,
+            crate::rules::peaks::EXTRA_PEAK_ENV,
+        ] {
+            assert!(ends_none.contains(&setting), "{setting}");
+        }
+    }
 }

@@ -40,8 +40,8 @@ pub struct WorkerEnv {
     /// Every variable of the environment the tool passes on to its tests (a switch the code reads, as
     /// `TILEGYM_DISABLE_AUTOTUNE` or a `CUDA_*` one, `PYTHONPATH`), by name, each value as a digest (its
     /// git blob id) so that the record on disk holds no value: a worker started under other values
-    /// would run other code than a fresh one. The shell's own bookkeeping ([`NOT_PASSED_ON`]) is left
-    /// out. Empty in a record written before it was kept, which no worker serves then.
+    /// would run other code than a fresh one. The shell's own bookkeeping ([`NOT_PASSED_ON`]) and the
+    /// tool's own settings ([`TOOL_SETTINGS`]) are left out. Empty in a record written before it was kept, which no worker serves then.
     #[serde(default)]
     pub environment: BTreeMap<String, String>,
     /// `CUDA_VISIBLE_DEVICES`: the GPU the worker's CUDA context is on.
@@ -53,16 +53,18 @@ pub struct WorkerEnv {
     pub plugins: String,
 }
 
+/// Every plugin a worker or a spare loads, by name and source.
+const PLUGINS: [(&str, &str); 5] = [
+    super::WORKER_PLUGIN,
+    super::SPARE_PROGRAM,
+    crate::system::pytest::CASES_PLUGIN,
+    crate::system::pytest::CENSUS_PLUGIN,
+    crate::system::pytest::SEEDS_PLUGIN,
+];
+
 /// One digest of every plugin a worker or a spare loads: a build whose plugins differ is another.
 fn plugins_digest() -> String {
-    let sources = [
-        super::WORKER_PLUGIN,
-        super::SPARE_PROGRAM,
-        crate::system::pytest::CASES_PLUGIN,
-        crate::system::pytest::CENSUS_PLUGIN,
-        crate::system::pytest::SEEDS_PLUGIN,
-    ];
-    let all: Vec<u8> = (sources.iter())
+    let all: Vec<u8> = (PLUGINS.iter())
         .flat_map(|(name, source)| [name.as_bytes(), b"\0", source.as_bytes(), b"\0"].concat())
         .collect();
     blob_id(&all)
@@ -81,6 +83,21 @@ fn size_and_time(metadata: &std::fs::Metadata) -> (u64, i128) {
 /// Variables a shell sets afresh for each command it runs, which say where and how it was typed, not
 /// what the tests run: a worker is not ended for them.
 const NOT_PASSED_ON: [&str; 4] = ["_", "OLDPWD", "PWD", "SHLVL"];
+
+/// The tool's own settings, each read where it is defined (`measure::paired::settings`, the `Ui`, the
+/// GPU peaks): the tool reads them and its workers do not, so a worker is not ended for them, and
+/// `CUTILE_PERF_NO_PROGRESS=1` or another spare count for one step keeps the warm workers.
+pub const TOOL_SETTINGS: [&str; 9] = [
+    "CUTILE_PERF_STAND_BY_FROM_ROUND",
+    "CUTILE_PERF_READY_TOGETHER",
+    "CUTILE_PERF_STAND_BY_AT_ONCE",
+    "CUTILE_PERF_REROLL_ALIKE",
+    "CUTILE_PERF_STAND_BY_ROUNDS",
+    "CUTILE_PERF_SPARES",
+    "CUTILE_PERF_REFILL_SPARES",
+    "CUTILE_PERF_NO_PROGRESS",
+    "CUTILE_PERF_GPU_PEAK",
+];
 
 impl WorkerEnv {
     /// The environment of a session's workers started now from the work tree at `root`, on `gpu`.
@@ -147,14 +164,17 @@ impl WorkerEnv {
 fn environment(
     vars: impl Iterator<Item = (std::ffi::OsString, std::ffi::OsString)>,
 ) -> BTreeMap<String, String> {
-    vars.filter(|(name, _)| !NOT_PASSED_ON.iter().any(|shell| name == *shell))
-        .map(|(name, value)| {
-            (
-                name.to_string_lossy().into_owned(),
-                blob_id(value.as_encoded_bytes()),
-            )
-        })
-        .collect()
+    vars.filter(|(name, _)| {
+        let ours = |names: &[&str]| names.iter().any(|ours| name == *ours);
+        !ours(&NOT_PASSED_ON) && !ours(&TOOL_SETTINGS)
+    })
+    .map(|(name, value)| {
+        (
+            name.to_string_lossy().into_owned(),
+            blob_id(value.as_encoded_bytes()),
+        )
+    })
+    .collect()
 }
 
 /// The git blob id of `bytes`: a digest that names content, as git does.
@@ -497,6 +517,20 @@ mod tests {
                 "its environment was another: CUDA_LAUNCH_BLOCKING set, TILEGYM_DISABLE_AUTOTUNE changed"
             )
         );
+        // nor are the tool's own settings, which no worker reads
+        let settings = WorkerEnv {
+            environment: environment(
+                [("PATH", "/usr/bin"), ("TILEGYM_DISABLE_AUTOTUNE", "0")]
+                    .into_iter()
+                    .chain([
+                        ("CUTILE_PERF_REROLL_ALIKE", "1"),
+                        ("CUTILE_PERF_SPARES", "0"),
+                    ])
+                    .map(|(name, value)| (name.into(), value.into())),
+            ),
+            ..kept.env.clone()
+        };
+        assert_eq!(kept.cannot_serve(&kept.code, &settings), None);
         // what the shell sets afresh for each command is no part of it; no value is kept in the clear
         let shell = environment(
             [
@@ -529,5 +563,14 @@ mod tests {
         save(&path, &record()).unwrap();
         assert_eq!(load(&path), Some(record()));
         assert_eq!(load(&dir.path().join("w/none.json")), None);
+    }
+
+    #[test]
+    fn no_plugin_reads_a_setting_that_ends_no_worker() {
+        for (plugin, source) in PLUGINS {
+            for setting in TOOL_SETTINGS {
+                assert!(!source.contains(setting), "{plugin} reads {setting}");
+            }
+        }
     }
 }
