@@ -41,7 +41,8 @@ pub struct WorkerEnv {
     /// `TILEGYM_DISABLE_AUTOTUNE` or a `CUDA_*` one, `PYTHONPATH`), by name, each value as a digest (its
     /// git blob id) so that the record on disk holds no value: a worker started under other values
     /// would run other code than a fresh one. The shell's own bookkeeping ([`NOT_PASSED_ON`]) and the
-    /// tool's own settings ([`TOOL_SETTINGS`]) are left out. Empty in a record written before it was kept, which no worker serves then.
+    /// tool's own settings ([`TOOL_SETTINGS`]) are left out. Empty in a record written before it was
+    /// kept, which no worker serves then.
     #[serde(default)]
     pub environment: BTreeMap<String, String>,
     /// `CUDA_VISIBLE_DEVICES`: the GPU the worker's CUDA context is on.
@@ -165,8 +166,8 @@ fn environment(
     vars: impl Iterator<Item = (std::ffi::OsString, std::ffi::OsString)>,
 ) -> BTreeMap<String, String> {
     vars.filter(|(name, _)| {
-        let ours = |names: &[&str]| names.iter().any(|ours| name == *ours);
-        !ours(&NOT_PASSED_ON) && !ours(&TOOL_SETTINGS)
+        let among = |names: &[&str]| names.iter().any(|listed| name == *listed);
+        !among(&NOT_PASSED_ON) && !among(&TOOL_SETTINGS)
     })
     .map(|(name, value)| {
         (
