@@ -289,17 +289,22 @@ mod tests {
     #[test]
     fn every_setting_the_tool_reads_ends_no_warm_worker() {
         let ends_none = crate::system::workers::lasting::TOOL_SETTINGS;
-        for setting in [
-            STAND_BY_FROM_ROUND,
-            READY_TOGETHER,
-            STAND_BY_AT_ONCE,
-            REROLL_ALIKE,
-            STAND_BY_ROUNDS,
-            SPARES,
-            REFILL_SPARES,
+        // each variable this file defines, a setting added later included, and those read elsewhere
+        let here = include_str!("settings.rs");
+        let defined = ": &str = \"";
+        let named = (here.match_indices(defined)).map(|(at, _)| {
+            here[at + defined.len()..]
+                .split('"')
+                .next()
+                .unwrap_or_default()
+        });
+        let elsewhere = [
             crate::system::ui::NO_PROGRESS_VARIABLE,
             crate::rules::peaks::EXTRA_PEAK_ENV,
-        ] {
+        ];
+        let all: Vec<&str> = named.chain(elsewhere).collect();
+        assert!(all.contains(&REFILL_SPARES), "{all:?}");
+        for setting in all {
             assert!(ends_none.contains(&setting), "{setting}");
         }
     }

@@ -427,6 +427,11 @@ fn short(commit: &str) -> &str {
 mod tests {
     use super::*;
 
+    /// The environment record of the variables `pairs` set.
+    fn environment_of(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        environment((pairs.iter()).map(|&(name, value)| (name.into(), value.into())))
+    }
+
     fn record() -> Lasting {
         Lasting {
             process: ProcessIdentity::current().unwrap(),
@@ -440,11 +445,10 @@ mod tests {
                 test: "tests/t.py".into(),
                 test_content: Some(blob_id(b"def test_perf(): pass\n")),
                 filter: None,
-                environment: environment(
-                    [("PATH", "/usr/bin"), ("TILEGYM_DISABLE_AUTOTUNE", "0")]
-                        .into_iter()
-                        .map(|(name, value)| (name.into(), value.into())),
-                ),
+                environment: environment_of(&[
+                    ("PATH", "/usr/bin"),
+                    ("TILEGYM_DISABLE_AUTOTUNE", "0"),
+                ]),
                 gpu: Some("0".into()),
                 plugins: plugins_digest(),
             },
@@ -504,12 +508,11 @@ mod tests {
             Some("the test file tests/t.py has other content now")
         );
         let other_environment = WorkerEnv {
-            environment: environment(
-                [("PATH", "/usr/bin"), ("TILEGYM_DISABLE_AUTOTUNE", "1")]
-                    .into_iter()
-                    .chain([("CUDA_LAUNCH_BLOCKING", "1")])
-                    .map(|(name, value)| (name.into(), value.into())),
-            ),
+            environment: environment_of(&[
+                ("PATH", "/usr/bin"),
+                ("TILEGYM_DISABLE_AUTOTUNE", "1"),
+                ("CUDA_LAUNCH_BLOCKING", "1"),
+            ]),
             ..kept.env.clone()
         };
         assert_eq!(
@@ -520,28 +523,21 @@ mod tests {
         );
         // nor are the tool's own settings, which no worker reads
         let settings = WorkerEnv {
-            environment: environment(
-                [("PATH", "/usr/bin"), ("TILEGYM_DISABLE_AUTOTUNE", "0")]
-                    .into_iter()
-                    .chain([
-                        ("CUTILE_PERF_REROLL_ALIKE", "1"),
-                        ("CUTILE_PERF_SPARES", "0"),
-                    ])
-                    .map(|(name, value)| (name.into(), value.into())),
-            ),
+            environment: environment_of(&[
+                ("PATH", "/usr/bin"),
+                ("TILEGYM_DISABLE_AUTOTUNE", "0"),
+                ("CUTILE_PERF_REROLL_ALIKE", "1"),
+                ("CUTILE_PERF_SPARES", "0"),
+            ]),
             ..kept.env.clone()
         };
         assert_eq!(kept.cannot_serve(&kept.code, &settings), None);
         // what the shell sets afresh for each command is no part of it; no value is kept in the clear
-        let shell = environment(
-            [
-                ("_", "/usr/bin/git"),
-                ("PWD", "/home/me"),
-                ("SECRET", "hunter2"),
-            ]
-            .into_iter()
-            .map(|(name, value)| (name.into(), value.into())),
-        );
+        let shell = environment_of(&[
+            ("_", "/usr/bin/git"),
+            ("PWD", "/home/me"),
+            ("SECRET", "hunter2"),
+        ]);
         assert_eq!(shell.keys().collect::<Vec<_>>(), ["SECRET"]);
         assert!(!serde_json::to_string(&shell).unwrap().contains("hunter2"));
         let gone = Lasting {
