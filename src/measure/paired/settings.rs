@@ -21,7 +21,7 @@ const STAND_BY_ROUNDS: &str = "CUTILE_PERF_STAND_BY_ROUNDS";
 /// The variable that names how many spares a step that keeps its baseline's worker starts for the next
 /// step's workers, `0` to [`crate::system::workers::spare::MOST_SPARES`].
 const SPARES: &str = "CUTILE_PERF_SPARES";
-/// The variable that, `1`, has the spares topped up as each round begins, not only after the step.
+/// The variable that, `0`, has the spares started only after the step, not also as each round begins.
 const REFILL_SPARES: &str = "CUTILE_PERF_REFILL_SPARES";
 /// The most rounds ahead [`STAND_BY_ROUNDS`] may ask for: each is a process a side that imports and
 /// collects beside the measurements.
@@ -62,11 +62,11 @@ pub struct Settings {
     /// CPUs, else one for the candidate's first worker and two for each round whose pair starts with
     /// the step.
     pub spares: usize,
-    /// Whether the spares are topped up as each round begins (`CUTILE_PERF_REFILL_SPARES=1`), not only
-    /// once the step is recorded, so that the workers of the rounds past those the spares covered are
-    /// made of spares too: a spare runs none of either side's code, so it is not held while a side
-    /// measures, and is ready sooner than a worker held half the time. Off until null steps on a GPU
-    /// show that spares starting beside both sides' measurements leave the rounds' numbers as they are.
+    /// Whether the spares are topped up as each round begins, not only once the step is recorded, so
+    /// that the workers of the rounds past those the spares covered are made of spares too: a spare
+    /// runs none of either side's code, so it is not held while a side measures, and is ready sooner
+    /// than a worker held half the time. On by default where spares are (`CUTILE_PERF_REFILL_SPARES=0`
+    /// turns it off): null steps on an H100 measured the rounds alike with it and without it.
     pub refill_spares: bool,
 }
 
@@ -111,7 +111,11 @@ impl Settings {
                 .unwrap_or((cpus.saturating_sub(2) / 2).clamp(1, MOST_ROUNDS_AHEAD)),
             reroll_alike: value(REROLL_ALIKE).is_some_and(|on| on == "1"),
             spares: 0,
-            refill_spares: value(REFILL_SPARES).is_some_and(|on| on == "1"),
+            refill_spares: match value(REFILL_SPARES).as_deref() {
+                Some("1") => true,
+                Some("0") => false,
+                _ => roomy,
+            },
         };
         settings.spares = value(SPARES)
             .and_then(|count| count.parse().ok())
@@ -204,7 +208,7 @@ mod tests {
             stand_by_rounds: MOST_ROUNDS_AHEAD,
             reroll_alike: false,
             spares: MOST_SPARES,
-            refill_spares: false,
+            refill_spares: true,
         };
         assert_eq!(with(&[]), default);
         // a spare for the candidate's first worker, and a pair for each round that starts with the step
@@ -232,7 +236,7 @@ mod tests {
             (STAND_BY_ROUNDS, "3"),
             (REROLL_ALIKE, "1"),
             (SPARES, "0"),
-            (REFILL_SPARES, "1"),
+            (REFILL_SPARES, "0"),
         ];
         assert_eq!(
             with(&set),
@@ -243,7 +247,7 @@ mod tests {
                 stand_by_rounds: 3,
                 reroll_alike: true,
                 spares: 0,
-                refill_spares: true,
+                refill_spares: false,
             }
         );
     }
