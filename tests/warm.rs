@@ -1660,6 +1660,16 @@ fn the_next_steps_candidate_worker_is_the_spare_the_step_before_started() {
     assert_eq!(from_spare.len(), 1, "{start_ups:#?}");
     assert_eq!(from_spare[0]["side"], "candidate", "{start_ups:#?}");
     assert_eq!(step.report["status"], "keep", "{}", step.report);
+    // kept, the worker the spare became serves the next step's baseline, though the spare's folder,
+    // which its program ran from, is gone
+    let next = counted_step_at(&f, (0.03, 0.3), &[("CUTILE_PERF_SPARES", "1")]);
+    assert!(
+        next.stderr.contains(&format!(
+            "the baseline runs in the warm worker (pid {spare})"
+        )),
+        "{}",
+        next.stderr
+    );
     f.ok(&["verify"]);
 }
 
