@@ -136,6 +136,9 @@ def _same_bytes(one, other):
 
 
 def main():
+    # this program runs as `__main__`: under its plugin's name too, the worker it becomes leaves it off
+    # what it imported, as it does the tool's other plugins (its folder goes once the spare is a worker)
+    sys.modules.setdefault("cutile_perf_spare", sys.modules[__name__])
     channel = _option("--cutile-perf-worker", None)
     idle_s = float(_option("--cutile-perf-worker-idle", "900"))
     worker._write(channel, "pid", {"pid": os.getpid()})

@@ -193,13 +193,8 @@ TOOL_PLUGINS = ("cutile_perf_worker", "cutile_perf_cases", "cutile_perf_census",
 
 
 def _tool_plugin_files():
-    """The files the tool's plugins loaded here came from, and their folders. A spare's program runs as
-    `__main__`, and its folder is removed once the spare is a worker: kept, that worker still serves."""
-    modules = [sys.modules.get(name) for name in TOOL_PLUGINS]
-    main = getattr(sys.modules.get("__main__"), "__file__", None)
-    if isinstance(main, str) and os.path.basename(main) == "cutile_perf_spare.py":
-        modules.append(sys.modules["__main__"])
-    files = {getattr(module, "__file__", None) for module in modules}
+    """The files the tool's plugins loaded here came from, and their folders."""
+    files = {getattr(sys.modules.get(name), "__file__", None) for name in TOOL_PLUGINS}
     files.discard(None)
     return files | {os.path.dirname(path) for path in files}
 
