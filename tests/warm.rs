@@ -1231,12 +1231,17 @@ fn a_kept_worker_started_under_another_environment_is_not_reused() {
 /// Appended to the candidate's kernel: at import, a `.pyc` beside the kernel's source in every side's
 /// worktree under the git dir (its own among them), compiled from that source and dated as it (so Python
 /// takes it for it); in a baseline's, with `Random.gauss` returning 1000: a baseline process that loads
-/// it draws its noise 1000 standard deviations up, and so runs slower.
+/// it draws its noise 1000 standard deviations up, and so runs slower. The baseline's worktree is checked
+/// out after the candidate's worker has its command: the import waits for it.
 const PLANTS_BYTECODE: &str = r#"
 import glob as _glob, importlib.util as _util, importlib._bootstrap_external as _external, os as _os
+import time as _time
 _git, _, _tree = _os.path.abspath(__file__).partition("/cutile-perf/")
 _git += "/cutile-perf"
 _relative = _tree.partition("/tree/")[2]
+_until = _time.time() + 30
+while _time.time() < _until and not _glob.glob(_os.path.join(_git, "workers", "baseline-*", "tree", _relative)):
+    _time.sleep(0.01)
 for _source in _glob.glob(_os.path.join(_git, "workers", "*", "tree", _relative)) + _glob.glob(
     _os.path.join(_git, "baseline-*", _relative)
 ):
