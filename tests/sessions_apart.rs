@@ -1,7 +1,8 @@
 //! Sessions beside one another in one repository: linked worktrees writing evidence notes at once, and
 //! a session branch renamed as `start`'s hint says.
 
-use crate::support::Fixture;
+use crate::support::hang::Hang;
+use crate::support::{Fixture, both, text};
 
 use git_cutile_perf::record::evidence::{Evidence, NOTES_REF};
 use git_cutile_perf::system::git::Repo;
@@ -25,8 +26,8 @@ fn loose_commits(f: &Fixture, dir: &std::path::Path, count: usize) -> Vec<String
                     &format!("noted {n} in {}", dir.display()),
                 ],
             );
-            assert!(out.status.success(), "{}", crate::support::both(&out));
-            crate::support::text(&out.stdout).trim().to_string()
+            assert!(out.status.success(), "{}", both(&out));
+            text(&out.stdout).trim().to_string()
         })
         .collect()
 }
@@ -154,4 +155,89 @@ fn a_renamed_branch_with_the_old_name_started_afresh_before_any_verb_keeps_its_r
     );
     f.git(&["checkout", "-q", &renamed]);
     assert!(f.ok(&["verify"]).contains("the record holds"));
+}
+
+/// A linked worktree of `f` at `path`, HEAD checked out detached.
+fn detached_worktree(f: &Fixture, path: &std::path::Path) -> std::path::PathBuf {
+    f.git(&["worktree", "add", "-q", "--detach", path.to_str().unwrap()]);
+    path.to_path_buf()
+}
+
+/// How many worktrees install the hooks at once, and how many times.
+const INSTALLERS: usize = 6;
+const INSTALL_ROUNDS: usize = 5;
+
+#[test]
+fn worktrees_installing_the_hooks_at_once_install_them_once() {
+    let f = Fixture::new();
+    let apart = tempfile::tempdir().unwrap();
+    let trees: Vec<std::path::PathBuf> = (0..INSTALLERS)
+        .map(|n| detached_worktree(&f, &apart.path().join(format!("linked-{n}"))))
+        .collect();
+    for round in 0..INSTALL_ROUNDS {
+        let _ = std::fs::remove_dir_all(f.hooks());
+        let installers: Vec<_> = (trees.iter())
+            .map(|tree| {
+                (f.command(&["hook", "install"]).current_dir(tree))
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for installer in installers {
+            let out = installer.wait_with_output().unwrap();
+            assert!(out.status.success(), "round {round}: {}", both(&out));
+        }
+        // one of ours in place, none set aside as if it were the user's
+        let hook = std::fs::read_to_string(f.hooks().join("pre-commit")).unwrap();
+        assert!(hook.contains("cutile-perf-hook-marker"), "round {round}");
+        let hooks: Vec<String> = (std::fs::read_dir(f.hooks()).unwrap())
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| name.contains("cutile-perf"))
+            .collect();
+        assert!(hooks.is_empty(), "round {round}: {hooks:?}");
+    }
+}
+
+#[test]
+fn a_start_undone_beside_another_worktrees_session_leaves_it_the_shared_hooks() {
+    let f = Fixture::new();
+    let apart = tempfile::tempdir().unwrap();
+    let linked = detached_worktree(&f, &apart.path().join("linked"));
+    f.edit_kernel("CRASH = \"\"", "CRASH = \"hang\"");
+    f.git(&["commit", "-qam", "hang"]);
+    // this worktree's start installs the hooks and hangs in its baseline; the linked one's starts a
+    // session meanwhile, the hooks already there; then the first is interrupted and undone
+    let hang = Hang::new();
+    let out = hang.when_hanging(&f, &["start", "vector_add"], |tool| {
+        let beside = f
+            .command(&["start", "swish"])
+            .current_dir(&linked)
+            .output()
+            .unwrap();
+        assert!(beside.status.success(), "{}", both(&beside));
+        // SAFETY: a plain kill(2) of the child, still unreaped
+        unsafe { libc::kill(tool.id() as i32, libc::SIGINT) };
+    });
+    let said = both(&out);
+    assert_eq!(out.status.code(), Some(130), "{said}");
+    assert!(
+        f.git(&["branch", "--show-current"]).starts_with("main"),
+        "{said}"
+    );
+    // the session beside is still guarded, and its sandbox still out of git's sight
+    let hook = std::fs::read_to_string(f.hooks().join("pre-commit")).unwrap();
+    assert!(hook.contains("cutile-perf-hook-marker"), "{said}");
+    let status = f.run_in(&linked, "git", &["status", "--porcelain"]);
+    assert_eq!(text(&status.stdout), "", "{said}");
+    let setup = linked.join("setup.py");
+    let changed = std::fs::read_to_string(&setup).unwrap() + "# x\n";
+    std::fs::write(&setup, changed).unwrap();
+    assert!(
+        f.run_in(&linked, "git", &["add", "setup.py"])
+            .status
+            .success()
+    );
+    assert!(!f.commit_in(&linked, &[]).status.success(), "{said}");
 }

@@ -35,7 +35,8 @@ pub(super) fn write_script(path: &Path, script: &str) -> Result<()> {
     // Written beside the target and renamed over it, so a failure never leaves half a hook.
     let temp = path.with_extension("cutile-perf-tmp");
     fs::write(&temp, script).with_context(|| format!("cannot write {}", temp.display()))?;
-    fs::set_permissions(&temp, fs::Permissions::from_mode(0o755))?;
+    fs::set_permissions(&temp, fs::Permissions::from_mode(0o755))
+        .with_context(|| format!("cannot make {} executable", temp.display()))?;
     fs::rename(&temp, path).with_context(|| format!("cannot install {}", path.display()))
 }
 

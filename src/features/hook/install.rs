@@ -109,8 +109,7 @@ pub fn shared_dir(repo: &Repo) -> Result<Option<PathBuf>> {
             .unwrap_or_else(|_| path.to_path_buf())
     };
     let hooks = resolve(&repo.git_path("hooks")?);
-    let common = repo.git(&["rev-parse", "--path-format=absolute", "--git-common-dir"])?;
-    let inside = hooks.starts_with(resolve(Path::new(common.trim())))
+    let inside = hooks.starts_with(resolve(&crate::system::git::common_dir(repo)?))
         || hooks.starts_with(resolve(&repo.root));
     Ok((!inside).then_some(hooks))
 }

@@ -24,15 +24,18 @@ pub mod message;
 pub use check::pre_commit;
 pub use install::{Change, State, describe, refuse_shared, shared_dir};
 
-/// Installs the pre-commit hook and, beside it, the commit-msg hook ([`message`]).
-pub fn install(repo: &crate::system::git::Repo) -> anyhow::Result<Change> {
+use crate::system::git::{Repo, SharedFilesLock};
+
+/// Installs the pre-commit hook and, beside it, the commit-msg hook ([`message`]), under the lock every
+/// worktree's commands take to change the hooks they share.
+pub fn install(repo: &Repo, _shared: &SharedFilesLock) -> anyhow::Result<Change> {
     let change = install::install(repo)?;
     message::install(repo)?;
     Ok(change)
 }
 
 /// Removes both hooks, restoring what each replaced.
-pub fn uninstall(repo: &crate::system::git::Repo) -> anyhow::Result<Change> {
+pub fn uninstall(repo: &Repo, _shared: &SharedFilesLock) -> anyhow::Result<Change> {
     let change = install::uninstall(repo)?;
     message::uninstall(repo)?;
     Ok(change)

@@ -6,10 +6,10 @@ use anyhow::{Context, Result};
 use super::noted;
 use crate::record::history::{Configs, require_history, write_table};
 use crate::record::journal::{Journal, Made};
-use crate::record::session::Session;
+use crate::record::session::{BRANCH_PREFIX, Session};
 use crate::rules::hint::hinted;
 use crate::rules::trailers::Block;
-use crate::system::git::Repo;
+use crate::system::git::{Repo, SharedFilesLock, other_worktrees_branches};
 
 /// Deletes the half-made branch and what `start` made beside it; says what.
 pub(super) fn undo(repo: &Repo, journal: &Journal) -> Result<String> {
@@ -47,17 +47,24 @@ pub(super) fn undo(repo: &Repo, journal: &Journal) -> Result<String> {
     ))
 }
 
-/// Removes what `start` made beside its branch, newest first; says what, for the user.
+/// Removes what `start` made beside its branch, newest first; says what, for the user. The hooks and
+/// the exclude line are shared by every worktree of the repository: while another worktree is on a
+/// session branch they guard its session too, and stay.
 fn take_back_made(repo: &Repo, made: &[Made]) -> Result<String> {
+    let shared = SharedFilesLock::take(repo)?;
+    let sessions_beside =
+        (other_worktrees_branches(repo)?.iter()).any(|branch| branch.starts_with(BRANCH_PREFIX));
     let mut removed = Vec::new();
+    let mut kept = false;
     for thing in made.iter().rev() {
         match thing {
+            Made::Hooks | Made::ExcludeLine if sessions_beside => kept = true,
             Made::Hooks => {
-                crate::features::hook::uninstall(repo)?;
+                crate::features::hook::uninstall(repo, &shared)?;
                 removed.push("its hooks");
             }
             Made::ExcludeLine => {
-                repo.unexclude(&format!("/{}/", crate::rules::guard::SANDBOX))?;
+                repo.unexclude(&format!("/{}/", crate::rules::guard::SANDBOX), &shared)?;
                 removed.push("its line in .git/info/exclude");
             }
             Made::Sandbox => {
@@ -70,9 +77,15 @@ fn take_back_made(repo: &Repo, made: &[Made]) -> Result<String> {
             }
         }
     }
+    let kept = match kept {
+        true => {
+            "; the hooks and the sandbox's exclude line stay: another worktree's session shares them"
+        }
+        false => "",
+    };
     Ok(match removed.is_empty() {
-        true => String::new(),
-        false => format!(", as are {}", removed.join(", ")),
+        true => kept.to_string(),
+        false => format!(", as are {}{kept}", removed.join(", ")),
     })
 }
 

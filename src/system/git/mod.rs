@@ -6,6 +6,7 @@
 
 mod commits;
 mod notes;
+mod shared;
 mod status;
 
 use std::path::{Path, PathBuf};
@@ -17,6 +18,7 @@ use crate::system::process;
 
 pub use commits::baseline_ref;
 pub use notes::NotesLock;
+pub use shared::{SharedFilesLock, common_dir, other_worktrees_branches};
 
 /// The refusal of a shallow clone (`why` says where it fell short): the record is read from the whole
 /// history.

@@ -30,19 +30,7 @@ pub struct NotesLock<'a> {
 impl NotesLock<'_> {
     /// Waits for and takes the lock.
     pub fn take(repo: &Repo) -> Result<NotesLock<'_>> {
-        let common = repo.git(&["rev-parse", "--git-common-dir"])?;
-        let path = repo
-            .root
-            .join(common.trim_end_matches('\n'))
-            .join(LOCK_FILE);
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .with_context(|| format!("cannot open the notes lock {}", path.display()))?;
-        file.lock()
-            .with_context(|| format!("cannot take the notes lock {}", path.display()))?;
+        let file = super::shared::take_lock(repo, LOCK_FILE, "notes")?;
         Ok(NotesLock { repo, _file: file })
     }
 

@@ -6,11 +6,13 @@ use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 
-use super::Repo;
+use super::{Repo, SharedFilesLock};
 
 impl Repo {
-    /// Adds `pattern` to `.git/info/exclude` unless it is there already; whether it added it.
+    /// Adds `pattern` to `.git/info/exclude` unless it is there already; whether it added it. Under
+    /// the shared files' lock: every worktree writes the same file.
     pub fn exclude(&self, pattern: &str) -> Result<bool> {
+        let _shared = SharedFilesLock::take(self)?;
         let path = self.git_path("info/exclude")?;
         let existing = std::fs::read_to_string(&path).unwrap_or_default();
         if existing.lines().any(|line| line.trim() == pattern) {
@@ -30,7 +32,7 @@ impl Repo {
     }
 
     /// Takes back the line [`Repo::exclude`] added for `pattern`.
-    pub fn unexclude(&self, pattern: &str) -> Result<()> {
+    pub fn unexclude(&self, pattern: &str, _shared: &SharedFilesLock) -> Result<()> {
         let path = self.git_path("info/exclude")?;
         let Ok(existing) = std::fs::read_to_string(&path) else {
             return Ok(());

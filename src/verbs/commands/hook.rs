@@ -4,7 +4,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::features::hook::{self, State, describe};
-use crate::system::git::Repo;
+use crate::system::git::{Repo, SharedFilesLock};
 use crate::system::ui::{Render, Ui};
 
 /// What `hook` is asked to do.
@@ -39,8 +39,14 @@ pub fn run(repo: &Repo, options: &HookOptions) -> Result<HookReport> {
             hook::message::check(repo, message)?;
             HookReport::Checked(hook::message::CHECKED)
         }
-        HookOptions::Install => HookReport::Changed(describe(hook::install(repo)?)),
-        HookOptions::Uninstall => HookReport::Changed(describe(hook::uninstall(repo)?)),
+        HookOptions::Install => {
+            let shared = SharedFilesLock::take(repo)?;
+            HookReport::Changed(describe(hook::install(repo, &shared)?))
+        }
+        HookOptions::Uninstall => {
+            let shared = SharedFilesLock::take(repo)?;
+            HookReport::Changed(describe(hook::uninstall(repo, &shared)?))
+        }
         HookOptions::Status => HookReport::Status(State::read(repo)?),
     })
 }

@@ -50,8 +50,7 @@ enum Outcome {
 
 /// The directory of campaign `name`'s worktrees and logs, in the repository's common git dir.
 pub fn campaign_dir(repo: &Repo, name: &str) -> Result<PathBuf> {
-    let common = repo.git(&["rev-parse", "--path-format=absolute", "--git-common-dir"])?;
-    Ok(PathBuf::from(common.trim())
+    Ok(crate::system::git::common_dir(repo)?
         .join("cutile-perf/campaigns")
         .join(name))
 }

@@ -26,7 +26,7 @@ use crate::rules::records::{LAUNCH_BOUND_MS, Measurement, Statistic};
 use crate::rules::stats::Spread;
 use crate::rules::trailers::{Block, render_message};
 use crate::rules::units::counted;
-use crate::system::git::Repo;
+use crate::system::git::{Repo, SharedFilesLock};
 use crate::system::gpu::GpuState;
 use crate::system::runner::RunnerSettings;
 use crate::system::ui::{Render, Ui};
@@ -177,7 +177,8 @@ fn make_beside_the_branch(ui: &mut Ui, repo: &Repo, journal: &mut Journal) -> Re
         journal.made.push(Made::ExcludeLine);
     }
     journal.save(repo)?;
-    let change = hook::install(repo)?;
+    let shared = SharedFilesLock::take(repo)?;
+    let change = hook::install(repo, &shared)?;
     if matches!(change, hook::Change::Installed { .. }) {
         journal.made.push(Made::Hooks);
         journal.save(repo)?;
