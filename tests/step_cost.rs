@@ -261,6 +261,8 @@ fn on_a_roomy_machine_later_rounds_workers_start_with_the_step_and_warm_up_once_
             ("CUTILE_PERF_FIXTURE_CUDA_LOG", cuda_log.to_str().unwrap()),
             // the candidate's first worker is ready well after the others have collected
             ("CUTILE_PERF_FIXTURE_CANDIDATE_CONTEXT_S", "1"),
+            // round 1 lasts long enough that a loaded machine starts the waiting workers within it
+            ("CUTILE_PERF_FIXTURE_CASE_S", "0.5"),
             ("CUTILE_PERF_STAND_BY_FROM_ROUND", "0"),
             ("CUTILE_PERF_STAND_BY_ROUNDS", "2"),
             ("CUTILE_PERF_STAND_BY_AT_ONCE", "1"),
