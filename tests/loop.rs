@@ -488,6 +488,13 @@ fn a_filter_that_selects_no_correctness_test_says_how_to_keep_the_grid() {
 #[test]
 fn outside_tilegym_is_refused() {
     let f = Fixture::empty();
+    // not a repository at all: the same hint
+    let err = f.fails(&["status"]);
+    assert!(err.contains("is not inside a git repository"), "{err}");
+    assert!(
+        err.contains("hint: run git cutile-perf inside a clone of NVIDIA's TileGym"),
+        "{err}"
+    );
     let out = std::process::Command::new("git")
         .args(["init", "-q"])
         .current_dir(&f.root)

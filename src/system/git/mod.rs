@@ -85,8 +85,12 @@ pub static TOOL_BINARY: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new(
 impl Repo {
     /// Finds the repository containing `dir`, honouring GIT_DIR and friends.
     pub fn discover(dir: &Path) -> Result<Repo> {
-        let mut repo = gix::discover_with_environment_overrides(dir)
-            .map_err(|e| anyhow!("{} is not inside a git repository ({e})", dir.display()))?;
+        let mut repo = gix::discover_with_environment_overrides(dir).map_err(|e| {
+            hinted(
+                format!("{} is not inside a git repository ({e})", dir.display()),
+                "run git cutile-perf inside a clone of NVIDIA's TileGym repository",
+            )
+        })?;
         if repo
             .config_snapshot()
             .string("extensions.refStorage")
