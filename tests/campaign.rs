@@ -172,6 +172,12 @@ fn agents_claiming_at_once_never_get_the_same_kernel_and_a_stopped_holder_frees_
     for label in ["ops/vector_add", "ops/swish"] {
         assert_eq!(row(&started, label)["state"], "started", "{started}");
     }
+    // a look without a claim says so, and how to hold the session
+    let look = f.ok(&["campaign", "next"]);
+    assert!(
+        look.contains("not claimed") && look.contains("next --claim"),
+        "{look}"
+    );
     let mut holders: Vec<std::process::Child> = (0..3)
         .map(|_| {
             std::process::Command::new("sleep")
@@ -202,6 +208,8 @@ fn agents_claiming_at_once_never_get_the_same_kernel_and_a_stopped_holder_frees_
     assert_ne!(*kernels[0], serde_json::Value::Null, "{answers:?}");
     assert_ne!(*kernels[1], serde_json::Value::Null, "{answers:?}");
     assert_ne!(kernels[0], kernels[1]);
+    let sentence = answers[0]["sentence"].as_str().unwrap();
+    assert!(!sentence.contains("not claimed"), "{sentence}");
     // none is left for a third agent, until the first holder stops
     let third = claim(&holders[2]).wait_with_output().unwrap();
     let third: serde_json::Value = serde_json::from_slice(&third.stdout).unwrap();

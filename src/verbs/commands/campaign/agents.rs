@@ -76,10 +76,17 @@ pub fn next(repo: &Repo, options: &NextOptions) -> Result<NextReport> {
         let mut copy = record.clone();
         pick(&mut copy).map(|index| copy.kernels[index].clone())
     };
+    // a look without a claim hands the same session to whoever asks next
+    let unclaimed = match options.claim {
+        true => "",
+        false => {
+            " (not claimed: another agent may be handed it too; `campaign next --claim` holds it for you)"
+        }
+    };
     let sentence = match &chosen {
         Some(entry) => format!(
             "Work in {} (branch {}): run `git cutile-perf status --json` there and follow its next_action; \
-             one agent per session",
+             one agent per session{unclaimed}",
             entry.worktree.as_deref().unwrap_or("?"),
             entry.branch.as_deref().unwrap_or("?")
         ),
