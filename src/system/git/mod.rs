@@ -11,7 +11,7 @@ mod status;
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, anyhow};
+use anyhow::{Context, Result};
 
 use crate::rules::hint::{Hinted, hinted};
 use crate::system::process;

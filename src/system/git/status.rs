@@ -9,13 +9,19 @@ use anyhow::{Context, Result, bail};
 use super::{Repo, SharedFilesLock};
 
 impl Repo {
-    /// Adds `pattern` to `.git/info/exclude` unless it is there already; whether it added it. Under
-    /// the shared files' lock: every worktree writes the same file.
+    /// Adds `pattern` to `.git/info/exclude` unless it is there already; whether it added it. A line
+    /// is added under the shared files' lock (every worktree writes the same file); most commands find
+    /// it there and take no lock.
     pub fn exclude(&self, pattern: &str) -> Result<bool> {
-        let _shared = SharedFilesLock::take(self)?;
         let path = self.git_path("info/exclude")?;
-        let existing = std::fs::read_to_string(&path).unwrap_or_default();
-        if existing.lines().any(|line| line.trim() == pattern) {
+        let read = || std::fs::read_to_string(&path).unwrap_or_default();
+        let there = |existing: &str| existing.lines().any(|line| line.trim() == pattern);
+        if there(&read()) {
+            return Ok(false);
+        }
+        let _shared = SharedFilesLock::take(self)?;
+        let existing = read();
+        if there(&existing) {
             return Ok(false);
         }
         if let Some(dir) = path.parent() {
